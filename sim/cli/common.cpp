@@ -1,0 +1,104 @@
+#include "sim/cli/common.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "sim/config.hpp"
+#include "sim/error.hpp"
+
+namespace modsim::cli {
+
+output_format parse_format(const std::string& text) {
+  if (text == "table") return output_format::table;
+  if (text == "json") return output_format::json;
+  if (text == "csv") return output_format::csv;
+  throw input_error("", "--format", "unknown format '" + text + "' (expected table, json or csv)");
+}
+
+bool parse_args(const std::vector<std::string>& args, const po::options_description& options,
+                const po::positional_options_description& positional, po::variables_map& vm,
+                const std::string& usage) {
+  po::options_description all = options;
+  all.add_options()("help,h", "show this help");
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+    if (vm.count("help")) {
+      std::cout << usage << "\n\n" << all << "\n";
+      return false;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw input_error("", "", std::string(e.what()) + " (see --help)");
+  }
+  return true;
+}
+
+void add_workload_options(po::options_description& options, const char* default_mode) {
+  options.add_options()
+    ("batch", po::value<std::int64_t>(), "sequences per batch (default 1)")
+    ("seq", po::value<std::int64_t>(), "tokens per sequence; in decode, the cached context length (default 2048)")
+    ("mode", po::value<std::string>(), (std::string("forward | train | decode (default ") + default_mode + ")").c_str())
+    ("dtype", po::value<std::string>(), "fp32 | bf16 | fp16 (element size for bytes)")
+    ("workload", po::value<std::string>(), "workload JSON file {batch, seq_len, mode, dtype}; flags override it");
+}
+
+void add_routing_overrides(po::options_description& options) {
+  options.add_options()
+    ("capacity", po::value<double>(), "override routing.capacity (fraction of tokens routed, in (0,1])")
+    ("schedule", po::value<std::string>(), "override routing.schedule: none | all | every_other | every_nth:N | i,j,k");
+}
+
+sim::workload workload_from(const po::variables_map& vm, sim::dtype default_dtype) {
+  sim::workload w;
+  w.type = default_dtype;
+  if (vm.count("workload")) w = sim::load_workload(resolve_config(vm["workload"].as<std::string>(), "workloads"), w);
+  if (vm.count("batch")) {
+    w.batch = vm["batch"].as<std::int64_t>();
+    if (w.batch < 1) throw input_error("", "--batch", "must be >= 1");
+  }
+  if (vm.count("seq")) {
+    w.seq_len = vm["seq"].as<std::int64_t>();
+    if (w.seq_len < 1) throw input_error("", "--seq", "must be >= 1");
+  }
+  if (vm.count("mode")) w.mode = sim::parse_run_mode(vm["mode"].as<std::string>(), "", "--mode");
+  if (vm.count("dtype")) w.type = sim::parse_dtype(vm["dtype"].as<std::string>(), "", "--dtype");
+  return w;
+}
+
+std::string resolve_config(const std::string& name, const char* kind) {
+  namespace fs = std::filesystem;
+  if (fs::exists(name) || name.find('/') != std::string::npos || name.ends_with(".json")) return name;
+  const char* env = std::getenv("MODSIM_CONFIGS");
+  fs::path root = env && *env ? fs::path(env) : fs::path(MODSIM_SOURCE_DIR) / "configs";
+  fs::path candidate = root / kind / (name + ".json");
+  if (fs::exists(candidate)) return candidate.string();
+  return name;  // let the loader report the missing file under the name the user gave
+}
+
+sim::model_spec load_model_arg(const std::string& model, const po::variables_map& vm) {
+  sim::model_spec m = sim::load_model(resolve_config(model, "models"));
+  bool changed = false;
+  if (vm.count("schedule")) {
+    if (!m.routing) m.routing = sim::routing_spec{};
+    m.routing->layer_capacities.clear();
+    m.routing->sched = sim::parse_schedule(vm["schedule"].as<std::string>(), m.n_layers, "", "--schedule");
+    if (m.routing->sched.kind == sim::schedule_kind::none) m.routing.reset();
+    changed = true;
+  }
+  if (vm.count("capacity")) {
+    double c = vm["capacity"].as<double>();
+    if (!(c > 0 && c <= 1)) throw input_error("", "--capacity", "must be in (0, 1]");
+    if (!m.routing) {
+      m.routing = sim::routing_spec{};
+      m.routing->sched.kind = sim::schedule_kind::every_other;
+    }
+    m.routing->capacity = c;
+    m.routing->layer_capacities.clear();
+    changed = true;
+  }
+  if (changed) sim::validate_model(m, m.source_file);
+  return m;
+}
+
+}  // namespace modsim::cli

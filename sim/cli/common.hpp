@@ -1,0 +1,54 @@
+#pragma once
+// Shared pieces of the `modsim` command line: exit codes, output formats, the model and
+// workload flags every model-taking subcommand accepts. Subcommands are functions
+// `int cmd_NAME(const std::vector<std::string>& args)` (args exclude "modsim NAME") that
+// write results to stdout, never print diagnostics there, and throw modsim::error for
+// bad input; main() turns an error into one line on stderr and its exit code.
+#include <boost/program_options.hpp>
+#include <string>
+#include <vector>
+
+#include "sim/spec.hpp"
+
+namespace modsim::cli {
+
+namespace po = boost::program_options;
+
+// Exit codes (documented in the README).
+inline constexpr int exit_ok = 0;
+inline constexpr int exit_check_failed = 1;  // e.g. `validate` above --max-error
+inline constexpr int exit_bad_input = 2;     // bad flags, files, keys or values
+inline constexpr int exit_runtime = 3;       // the work itself failed (I/O, device)
+inline constexpr int exit_interrupted = 130;  // SIGINT after a clean stop
+
+enum class output_format { table, json, csv };
+output_format parse_format(const std::string& text);
+
+// Parses `args` against `options` (+ positional names); "--help" prints `usage` and the
+// options to stdout and returns false (the caller returns exit_ok). Unknown or malformed
+// flags throw modsim::error(bad_input).
+bool parse_args(const std::vector<std::string>& args, const po::options_description& options,
+                const po::positional_options_description& positional, po::variables_map& vm,
+                const std::string& usage);
+
+// --batch, --seq, --mode, --dtype, --workload FILE, and the routing overrides
+// --capacity C and --schedule S (applied to the model, e.g. to make an HF config MoD).
+void add_workload_options(po::options_description& options, const char* default_mode = "forward");
+void add_routing_overrides(po::options_description& options);
+
+// The workload from --workload (if any) overridden by explicit flags. `default_dtype` is used
+// when neither gives one.
+sim::workload workload_from(const po::variables_map& vm, sim::dtype default_dtype = sim::dtype::bf16);
+
+// Loads MODEL (a path, or a bare name looked up under configs/models/) and applies the routing
+// overrides from `vm`, re-validating the result.
+sim::model_spec load_model_arg(const std::string& model, const po::variables_map& vm);
+
+// Finds a shipped config by bare name: NAME -> <configs>/<kind>/NAME.json when NAME is not an
+// existing path. <configs> is $MODSIM_CONFIGS, else the source tree's configs/ folder.
+std::string resolve_config(const std::string& name, const char* kind);
+
+// Subcommands.
+int cmd_flops(const std::vector<std::string>& args);
+
+}  // namespace modsim::cli

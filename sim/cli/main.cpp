@@ -1,0 +1,59 @@
+// modsim: one binary, one subcommand per job. Results go to stdout, diagnostics to stderr.
+#include <exception>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/cli/common.hpp"
+#include "sim/error.hpp"
+
+namespace {
+
+struct command {
+  std::function<int(const std::vector<std::string>&)> run;
+  const char* summary;
+};
+
+const std::map<std::string, command>& commands() {
+  static const std::map<std::string, command> table = {
+      {"flops", {modsim::cli::cmd_flops, "exact FLOPs and bytes per op and layer of a model"}},
+  };
+  return table;
+}
+
+void print_usage(std::ostream& out) {
+  out << "usage: modsim COMMAND [options]   (modsim COMMAND --help for its options)\n\ncommands:\n";
+  for (const auto& [name, cmd] : commands()) out << "  " << name << std::string(12 - name.size(), ' ') << cmd.summary << "\n";
+  out << "\nexit codes: 0 ok, 1 a check failed (validate), 2 bad input, 3 runtime failure, 130 interrupted\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    print_usage(std::cout);
+    return args.empty() ? modsim::cli::exit_bad_input : modsim::cli::exit_ok;
+  }
+  if (args[0] == "--version") {
+    std::cout << "modsim " << MODSIM_VERSION << "\n";
+    return 0;
+  }
+  auto it = commands().find(args[0]);
+  if (it == commands().end()) {
+    std::cerr << "modsim: error: unknown command '" << args[0] << "' (see modsim --help)\n";
+    return modsim::cli::exit_bad_input;
+  }
+  try {
+    return it->second.run(std::vector<std::string>(args.begin() + 1, args.end()));
+  } catch (const modsim::error& e) {
+    std::cerr << "modsim " << args[0] << ": error: " << e.what() << "\n";
+    return e.kind() == modsim::error_kind::bad_input ? modsim::cli::exit_bad_input
+                                                      : modsim::cli::exit_runtime;
+  } catch (const std::exception& e) {
+    std::cerr << "modsim " << args[0] << ": internal error: " << e.what() << "\n";
+    return modsim::cli::exit_runtime;
+  }
+}

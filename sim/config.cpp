@@ -1,0 +1,541 @@
+#include "sim/config.hpp"
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "sim/error.hpp"
+
+namespace json = boost::json;
+
+namespace modsim::sim {
+namespace {
+
+const char* type_name(const json::value& v) {
+  switch (v.kind()) {
+    case json::kind::null: return "null";
+    case json::kind::bool_: return "a boolean";
+    case json::kind::int64:
+    case json::kind::uint64:
+    case json::kind::double_: return "a number";
+    case json::kind::string: return "a string";
+    case json::kind::array: return "an array";
+    case json::kind::object: return "an object";
+  }
+  return "?";
+}
+
+std::string join_path(const std::string& base, std::string_view key) {
+  return base.empty() ? std::string(key) : base + "." + std::string(key);
+}
+
+// Parses JSON and reports a syntax error with its line and column.
+json::value parse_json(std::string_view text, const std::string& file) {
+  json::stream_parser parser;
+  boost::system::error_code ec;
+  std::size_t consumed = parser.write_some(text.data(), text.size(), ec);
+  if (!ec) parser.finish(ec);
+  if (ec) {
+    std::size_t offset = std::min(consumed, text.size());
+    std::size_t line = 1, column = 1;
+    for (std::size_t i = 0; i < offset; ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    throw input_error(file, "", "malformed JSON at line " + std::to_string(line) + ", column " +
+                                    std::to_string(column) + ": " + ec.message());
+  }
+  return parser.release();
+}
+
+// Reads the keys of one JSON object, each at most once, remembering which were read so that
+// finish() can reject the ones nobody asked for.
+class object_reader {
+ public:
+  object_reader(const json::value& v, std::string file, std::string path)
+      : m_file(std::move(file)), m_path(std::move(path)) {
+    if (!v.is_object())
+      throw input_error(m_file, m_path.empty() ? "(top level)" : m_path,
+                        std::string("expected an object, got ") + type_name(v));
+    m_obj = &v.as_object();
+  }
+
+  const std::string& file() const { return m_file; }
+  std::string key_path(std::string_view key) const { return join_path(m_path, key); }
+
+  const json::value* find(std::string_view key) {
+    m_known.insert(std::string(key));
+    auto it = m_obj->find(key);
+    return it == m_obj->end() ? nullptr : &it->value();
+  }
+  bool has(std::string_view key) const { return m_obj->contains(key); }
+
+  const json::value& require(std::string_view key) {
+    const json::value* v = find(key);
+    if (!v) throw input_error(m_file, key_path(key), "missing required key");
+    return *v;
+  }
+
+  std::int64_t integer(const json::value& v, std::string_view key, std::int64_t lo,
+                       std::int64_t hi) const {
+    std::int64_t out = 0;
+    if (v.is_int64()) {
+      out = v.as_int64();
+    } else if (v.is_uint64()) {
+      if (v.as_uint64() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+        throw input_error(m_file, key_path(key), "value too large");
+      out = static_cast<std::int64_t>(v.as_uint64());
+    } else if (v.is_double()) {
+      throw input_error(m_file, key_path(key), "expected an integer, got " + fmt_num(v.as_double()));
+    } else {
+      throw input_error(m_file, key_path(key),
+                        std::string("expected an integer, got ") + type_name(v));
+    }
+    if (out < lo || out > hi)
+      throw input_error(m_file, key_path(key),
+                        "value " + std::to_string(out) + " out of range [" + std::to_string(lo) +
+                            ", " + std::to_string(hi) + "]");
+    return out;
+  }
+
+  int get_int(std::string_view key, std::int64_t lo, std::int64_t hi) {
+    return static_cast<int>(integer(require(key), key, lo, hi));
+  }
+  std::optional<int> opt_int(std::string_view key, std::int64_t lo, std::int64_t hi) {
+    const json::value* v = find(key);
+    if (!v) return std::nullopt;
+    return static_cast<int>(integer(*v, key, lo, hi));
+  }
+
+  double number(const json::value& v, std::string_view key) const {
+    if (!v.is_number())
+      throw input_error(m_file, key_path(key), std::string("expected a number, got ") + type_name(v));
+    double d = v.to_number<double>();
+    if (!std::isfinite(d)) throw input_error(m_file, key_path(key), "not a finite number");
+    return d;
+  }
+  double get_number(std::string_view key) { return number(require(key), key); }
+  std::optional<double> opt_number(std::string_view key) {
+    const json::value* v = find(key);
+    if (!v) return std::nullopt;
+    return number(*v, key);
+  }
+  // A number that must be > 0 (rates, sizes).
+  double get_positive(std::string_view key) {
+    double d = get_number(key);
+    if (d <= 0) throw input_error(m_file, key_path(key), "must be > 0, got " + fmt_num(d));
+    return d;
+  }
+  double get_non_negative(std::string_view key, double fallback) {
+    auto d = opt_number(key);
+    if (!d) return fallback;
+    if (*d < 0) throw input_error(m_file, key_path(key), "must be >= 0, got " + fmt_num(*d));
+    return *d;
+  }
+
+  std::string string(const json::value& v, std::string_view key) const {
+    if (!v.is_string())
+      throw input_error(m_file, key_path(key), std::string("expected a string, got ") + type_name(v));
+    return std::string(v.as_string());
+  }
+  std::string get_string(std::string_view key) { return string(require(key), key); }
+  std::optional<std::string> opt_string(std::string_view key) {
+    const json::value* v = find(key);
+    if (!v) return std::nullopt;
+    return string(*v, key);
+  }
+
+  // Rejects keys that no one read.
+  void finish() const {
+    for (const auto& kv : *m_obj) {
+      if (m_known.count(std::string(kv.key()))) continue;
+      std::string known;
+      for (const auto& k : m_known) known += (known.empty() ? "" : ", ") + k;
+      throw input_error(m_file, key_path(kv.key()), "unknown key (expected one of: " + known + ")");
+    }
+  }
+
+  static std::string fmt_num(double d) {
+    std::ostringstream s;
+    s << d;
+    return s.str();
+  }
+
+ private:
+  const json::object* m_obj = nullptr;
+  std::string m_file;
+  std::string m_path;
+  std::set<std::string> m_known;
+};
+
+mlp_kind parse_mlp(const std::string& s, const std::string& file, const std::string& key) {
+  if (s == "gelu") return mlp_kind::gelu;
+  if (s == "swiglu") return mlp_kind::swiglu;
+  throw input_error(file, key, "unknown mlp '" + s + "' (expected gelu or swiglu)");
+}
+
+mode_variant parse_variant(const std::string& s, const std::string& file, const std::string& key) {
+  if (s == "moe") return mode_variant::moe;
+  if (s == "staged") return mode_variant::staged;
+  if (s == "integrated") return mode_variant::integrated;
+  throw input_error(file, key, "unknown variant '" + s + "' (expected moe, staged or integrated)");
+}
+
+routing_spec parse_routing(object_reader& r, int n_layers) {
+  routing_spec out;
+  const std::string& file = r.file();
+  if (auto c = r.opt_number("capacity")) out.capacity = *c;
+  if (const json::value* s = r.find("schedule")) {
+    if (s->is_string()) {
+      out.sched = parse_schedule(s->as_string(), n_layers, file, r.key_path("schedule"));
+    } else if (s->is_array()) {
+      std::string list;
+      for (std::size_t i = 0; i < s->as_array().size(); ++i) {
+        const json::value& e = s->as_array()[i];
+        std::string key = "schedule[" + std::to_string(i) + "]";
+        list += (i ? "," : "") + std::to_string(r.integer(e, key, 0, n_layers - 1));
+      }
+      out.sched = list.empty() ? schedule{} : parse_schedule(list, n_layers, file, r.key_path("schedule"));
+    } else {
+      throw input_error(file, r.key_path("schedule"),
+                        std::string("expected a string or an array of layer indices, got ") +
+                            type_name(*s));
+    }
+  } else {
+    out.sched.kind = schedule_kind::every_other;
+  }
+  if (const json::value* lc = r.find("layer_capacities")) {
+    if (!lc->is_array())
+      throw input_error(file, r.key_path("layer_capacities"),
+                        std::string("expected an array of n_layers numbers or nulls, got ") +
+                            type_name(*lc));
+    const auto& arr = lc->as_array();
+    if (static_cast<int>(arr.size()) != n_layers)
+      throw input_error(file, r.key_path("layer_capacities"),
+                        "has " + std::to_string(arr.size()) + " entries, n_layers is " +
+                            std::to_string(n_layers));
+    for (std::size_t i = 0; i < arr.size(); ++i) {
+      std::string key = "layer_capacities[" + std::to_string(i) + "]";
+      if (arr[i].is_null()) {
+        out.layer_capacities.emplace_back(std::nullopt);
+      } else {
+        double c = r.number(arr[i], key);
+        if (!(c > 0 && c <= 1))
+          throw input_error(file, r.key_path(key),
+                            "capacity must be in (0, 1], got " + object_reader::fmt_num(c));
+        out.layer_capacities.emplace_back(c);
+      }
+    }
+    if (r.has("schedule")) {
+      for (int i = 0; i < n_layers; ++i) {
+        bool by_list = out.layer_capacities[static_cast<std::size_t>(i)].has_value();
+        model_spec probe;
+        probe.n_layers = n_layers;
+        routing_spec only_schedule = out;
+        only_schedule.layer_capacities.clear();
+        probe.routing = only_schedule;
+        bool by_schedule = plan_layers(probe)[static_cast<std::size_t>(i)].routed;
+        if (by_list != by_schedule)
+          throw input_error(file, r.key_path("layer_capacities[" + std::to_string(i) + "]"),
+                            std::string("layer ") + std::to_string(i) +
+                                (by_schedule ? " is routed by the schedule but has a null capacity"
+                                             : " is not routed by the schedule but has a capacity"));
+      }
+    }
+  }
+  if (auto inf = r.opt_string("inference")) {
+    if (*inf == "predictor") out.inference = inference_routing::predictor;
+    else if (*inf == "router") out.inference = inference_routing::router;
+    else
+      throw input_error(file, r.key_path("inference"),
+                        "unknown inference routing '" + *inf + "' (expected predictor or router)");
+  }
+  if (auto h = r.opt_int("predictor_hidden", 1, 1 << 20)) out.predictor_hidden = *h;
+  r.finish();
+  return out;
+}
+
+mode_spec parse_mode(object_reader& r) {
+  mode_spec out;
+  out.variant = parse_variant(r.get_string("variant"), r.file(), r.key_path("variant"));
+  out.experts = r.get_int("experts", 1, 1 << 16);
+  if (auto k = r.opt_int("top_k", 1, 1 << 16)) out.top_k = *k;
+  out.capacity_factor = r.get_non_negative("capacity_factor", 0.0);
+  if (auto n = r.opt_int("noop_experts", 0, 1 << 16)) out.noop_experts = *n;
+  r.finish();
+  return out;
+}
+
+model_spec parse_modsim_model(object_reader& r) {
+  model_spec m;
+  m.source_file = r.file();
+  m.name = r.get_string("name");
+  r.opt_string("notes");
+  m.d_model = r.get_int("d_model", 1, 1 << 24);
+  m.n_layers = r.get_int("n_layers", 1, 100000);
+  m.n_heads = r.get_int("n_heads", 1, 1 << 16);
+  m.n_kv_heads = r.opt_int("n_kv_heads", 1, 1 << 16).value_or(m.n_heads);
+  auto d_head = r.opt_int("d_head", 1, 1 << 16);
+  if (!d_head && m.d_model % m.n_heads != 0)
+    throw input_error(r.file(), "n_heads",
+                      "d_model " + std::to_string(m.d_model) + " is not divisible by n_heads " +
+                          std::to_string(m.n_heads));
+  m.d_head = d_head.value_or(m.n_heads ? m.d_model / m.n_heads : 0);
+  m.d_ff = r.get_int("d_ff", 1, 1 << 26);
+  m.vocab_size = r.get_int("vocab_size", 1, 1 << 26);
+  if (auto mlp = r.opt_string("mlp")) m.mlp = parse_mlp(*mlp, r.file(), "mlp");
+  if (const json::value* rv = r.find("routing")) {
+    object_reader rr(*rv, r.file(), "routing");
+    m.routing = parse_routing(rr, m.n_layers);
+    if (m.routing->sched.kind == schedule_kind::none && m.routing->layer_capacities.empty())
+      m.routing.reset();
+  }
+  if (const json::value* mv = r.find("mode")) {
+    object_reader mr(*mv, r.file(), "mode");
+    m.mode = parse_mode(mr);
+  }
+  r.finish();
+  return m;
+}
+
+// HuggingFace config.json: only the keys modsim needs are read; others are ignored (such
+// files carry many keys modsim has no use for), but the ones read are type- and range-checked.
+model_spec parse_hf_model(object_reader& r) {
+  model_spec m;
+  m.source_file = r.file();
+  if (auto n = r.opt_string("_name_or_path")) m.name = *n;
+  if (m.name.empty()) m.name = r.opt_string("model_type").value_or("");
+  if (m.name.empty()) {
+    std::string f = r.file();
+    auto slash = f.find_last_of('/');
+    m.name = slash == std::string::npos ? f : f.substr(slash + 1);
+  }
+  m.d_model = r.get_int("hidden_size", 1, 1 << 24);
+  m.n_layers = r.get_int("num_hidden_layers", 1, 100000);
+  m.n_heads = r.get_int("num_attention_heads", 1, 1 << 16);
+  m.n_kv_heads = r.opt_int("num_key_value_heads", 1, 1 << 16).value_or(m.n_heads);
+  const json::value* hd = r.find("head_dim");
+  if (hd && !hd->is_null()) {
+    m.d_head = static_cast<int>(r.integer(*hd, "head_dim", 1, 1 << 16));
+  } else {
+    if (m.d_model % m.n_heads != 0)
+      throw input_error(r.file(), "num_attention_heads",
+                        "hidden_size " + std::to_string(m.d_model) +
+                            " is not divisible by num_attention_heads " + std::to_string(m.n_heads));
+    m.d_head = m.d_model / m.n_heads;
+  }
+  m.d_ff = r.get_int("intermediate_size", 1, 1 << 26);
+  m.vocab_size = r.get_int("vocab_size", 1, 1 << 26);
+  std::string act = r.opt_string("hidden_act").value_or("silu");
+  if (act == "silu" || act == "swish" || act == "swiglu") m.mlp = mlp_kind::swiglu;
+  else if (act.rfind("gelu", 0) == 0) m.mlp = mlp_kind::gelu;
+  else throw input_error(r.file(), "hidden_act", "unsupported activation '" + act + "' (expected silu or gelu*)");
+  const json::value* experts = r.find("num_local_experts");
+  if (experts && !experts->is_null()) {
+    mode_spec mode;
+    mode.variant = mode_variant::moe;
+    mode.experts = static_cast<int>(r.integer(*experts, "num_local_experts", 1, 1 << 16));
+    mode.top_k = r.opt_int("num_experts_per_tok", 1, mode.experts).value_or(1);
+    m.mode = mode;
+  }
+  return m;
+}
+
+dtype_rate parse_rates(object_reader& r) {
+  dtype_rate out;
+  out.fp32 = r.get_positive("fp32");
+  out.bf16 = r.get_positive("bf16");
+  out.fp16 = r.opt_number("fp16").value_or(out.bf16);
+  if (out.fp16 <= 0) throw input_error(r.file(), r.key_path("fp16"), "must be > 0");
+  r.finish();
+  return out;
+}
+
+}  // namespace
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw input_error(path, "", "cannot open file");
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (in.bad()) throw input_error(path, "", "cannot read file");
+  return s.str();
+}
+
+schedule parse_schedule(std::string_view text, int n_layers, const std::string& file,
+                        const std::string& key) {
+  schedule s;
+  std::string t(text);
+  if (t == "none") return s;
+  if (t == "all") {
+    s.kind = schedule_kind::all;
+    return s;
+  }
+  if (t == "every_other") {
+    s.kind = schedule_kind::every_other;
+    return s;
+  }
+  if (t.rfind("every_nth:", 0) == 0) {
+    std::string n = t.substr(10);
+    char* end = nullptr;
+    long v = std::strtol(n.c_str(), &end, 10);
+    if (n.empty() || *end != '\0' || v < 1 || v > 100000)
+      throw input_error(file, key, "every_nth:N needs a whole number N >= 1, got '" + n + "'");
+    s.kind = schedule_kind::every_nth;
+    s.n = static_cast<int>(v);
+    return s;
+  }
+  // A comma-separated list of layer indices.
+  s.kind = schedule_kind::list;
+  std::stringstream in(t);
+  std::string item;
+  bool any = false;
+  while (std::getline(in, item, ',')) {
+    any = true;
+    char* end = nullptr;
+    long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0')
+      throw input_error(file, key,
+                        "unknown schedule '" + t +
+                            "' (expected none, all, every_other, every_nth:N or a list of layer indices)");
+    if (v < 0 || v >= n_layers)
+      throw input_error(file, key,
+                        "layer index " + std::to_string(v) + " out of range [0, " +
+                            std::to_string(n_layers - 1) + "]");
+    s.layers.push_back(static_cast<int>(v));
+  }
+  if (!any)
+    throw input_error(file, key, "empty schedule (use \"none\" for a dense model)");
+  std::sort(s.layers.begin(), s.layers.end());
+  if (std::adjacent_find(s.layers.begin(), s.layers.end()) != s.layers.end())
+    throw input_error(file, key, "a layer index appears twice");
+  return s;
+}
+
+run_mode parse_run_mode(std::string_view text, const std::string& file, const std::string& key) {
+  if (text == "forward") return run_mode::forward;
+  if (text == "train") return run_mode::train;
+  if (text == "decode") return run_mode::decode;
+  throw input_error(file, key,
+                    "unknown mode '" + std::string(text) + "' (expected forward, train or decode)");
+}
+
+dtype parse_dtype(std::string_view text, const std::string& file, const std::string& key) {
+  if (text == "fp32") return dtype::fp32;
+  if (text == "bf16") return dtype::bf16;
+  if (text == "fp16") return dtype::fp16;
+  throw input_error(file, key, "unknown dtype '" + std::string(text) + "' (expected fp32, bf16 or fp16)");
+}
+
+void validate_model(const model_spec& m, const std::string& file) {
+  if (m.n_heads % m.n_kv_heads != 0)
+    throw input_error(file, "n_kv_heads",
+                      "n_heads " + std::to_string(m.n_heads) + " is not a multiple of n_kv_heads " +
+                          std::to_string(m.n_kv_heads));
+  if (m.routing) {
+    const routing_spec& r = *m.routing;
+    if (!(r.capacity > 0 && r.capacity <= 1))
+      throw input_error(file, "routing.capacity",
+                        "must be in (0, 1], got " + object_reader::fmt_num(r.capacity));
+    if (r.sched.kind == schedule_kind::every_nth && r.sched.n > m.n_layers)
+      throw input_error(file, "routing.schedule",
+                        "every_nth:" + std::to_string(r.sched.n) + " routes no layer of a " +
+                            std::to_string(m.n_layers) + "-layer model");
+    for (int l : r.sched.layers)
+      if (l < 0 || l >= m.n_layers)
+        throw input_error(file, "routing.schedule",
+                          "layer index " + std::to_string(l) + " out of range [0, " +
+                              std::to_string(m.n_layers - 1) + "]");
+  }
+  if (m.mode) {
+    const mode_spec& mo = *m.mode;
+    if (mo.top_k > mo.experts)
+      throw input_error(file, "mode.top_k",
+                        "top_k " + std::to_string(mo.top_k) + " exceeds experts " +
+                            std::to_string(mo.experts));
+    if (mo.variant == mode_variant::integrated && mo.noop_experts < 1)
+      throw input_error(file, "mode.noop_experts", "the integrated variant needs at least one no-op expert");
+    if (mo.variant != mode_variant::integrated && mo.noop_experts > 0)
+      throw input_error(file, "mode.noop_experts",
+                        std::string("no-op experts belong to the integrated variant, not ") +
+                            to_string(mo.variant));
+    if (mo.variant == mode_variant::staged && !m.routing)
+      throw input_error(file, "mode.variant",
+                        "the staged variant routes with MoD: it needs a routing block with a schedule");
+  }
+}
+
+model_spec parse_model(std::string_view json_text, const std::string& file) {
+  json::value v = parse_json(json_text, file);
+  object_reader r(v, file, "");
+  model_spec m = r.has("hidden_size") ? parse_hf_model(r) : parse_modsim_model(r);
+  validate_model(m, file);
+  return m;
+}
+
+model_spec load_model(const std::string& path) { return parse_model(read_text_file(path), path); }
+
+hardware_spec parse_hardware(std::string_view json_text, const std::string& file) {
+  json::value v = parse_json(json_text, file);
+  object_reader r(v, file, "");
+  hardware_spec h;
+  h.source_file = file;
+  h.name = r.get_string("name");
+  h.kind = r.get_string("kind");
+  if (h.kind != "gpu" && h.kind != "cpu")
+    throw input_error(file, "kind", "unknown kind '" + h.kind + "' (expected gpu or cpu)");
+  h.source = r.get_string("source");
+  {
+    object_reader pr(r.require("peak_matmul_flops"), file, "peak_matmul_flops");
+    h.peak_matmul_flops = parse_rates(pr);
+  }
+  {
+    object_reader pr(r.require("peak_vector_flops"), file, "peak_vector_flops");
+    h.peak_vector_flops = parse_rates(pr);
+  }
+  h.memory_bandwidth_bytes_s = r.get_positive("memory_bandwidth_bytes_s");
+  h.memory_bytes = r.get_positive("memory_bytes");
+  h.l2_bytes = r.get_positive("l2_bytes");
+  h.sm_count = r.get_int("sm_count", 1, 1 << 20);
+  h.kernel_launch_s = r.get_non_negative("kernel_launch_s", 0.0);
+  h.host_enqueue_s = r.get_non_negative("host_enqueue_s", 0.0);
+  h.interconnect_bytes_s = r.get_non_negative("interconnect_bytes_s", 0.0);
+  r.opt_string("notes");
+  if (const json::value* c = r.find("calibration")) {
+    if (!c->is_object())
+      throw input_error(file, "calibration", std::string("expected an object, got ") + type_name(*c));
+    h.calibration_json = json::serialize(*c);
+  }
+  r.finish();
+  return h;
+}
+
+hardware_spec load_hardware(const std::string& path) {
+  return parse_hardware(read_text_file(path), path);
+}
+
+workload load_workload(const std::string& path, workload w) {
+  std::string text = read_text_file(path);
+  json::value v = parse_json(text, path);
+  object_reader r(v, path, "");
+  if (auto b = r.opt_int("batch", 1, 1 << 24)) w.batch = *b;
+  if (auto s = r.opt_int("seq_len", 1, 1 << 26)) w.seq_len = *s;
+  if (auto m = r.opt_string("mode")) w.mode = parse_run_mode(*m, path, "mode");
+  if (auto d = r.opt_string("dtype")) w.type = parse_dtype(*d, path, "dtype");
+  r.opt_string("name");
+  r.opt_string("notes");
+  r.finish();
+  return w;
+}
+
+}  // namespace modsim::sim

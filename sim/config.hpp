@@ -1,0 +1,37 @@
+#pragma once
+// Configuration files -> spec structs. Strict: a missing file, malformed JSON (with line and
+// column), an unknown key, a wrong type, an out-of-range or inconsistent value throws
+// modsim::error(bad_input) whose message is one line "FILE: KEY.PATH: reason".
+#include <string>
+#include <string_view>
+
+#include "sim/spec.hpp"
+
+namespace modsim::sim {
+
+// A modsim model file (configs/models/*.json) or a HuggingFace config.json (recognised by its
+// `hidden_size` key); HF files get no routing unless the caller adds one.
+model_spec load_model(const std::string& path);
+model_spec parse_model(std::string_view json_text, const std::string& file);
+
+hardware_spec load_hardware(const std::string& path);
+hardware_spec parse_hardware(std::string_view json_text, const std::string& file);
+
+// configs/workloads/*.json: {"batch": 8, "seq_len": 2048, "mode": "forward", "dtype": "bf16"}.
+workload load_workload(const std::string& path, workload defaults = {});
+
+// "none", "all", "every_other", "every_nth:N", or a comma-separated list of layer indices.
+// `where` names the input for the error message ("--schedule", or "file: routing.schedule").
+schedule parse_schedule(std::string_view text, int n_layers, const std::string& file,
+                        const std::string& key);
+run_mode parse_run_mode(std::string_view text, const std::string& file, const std::string& key);
+dtype parse_dtype(std::string_view text, const std::string& file, const std::string& key);
+
+// Checks every range and consistency rule of a model (the parser calls it; the CLI calls it
+// again after applying command-line overrides such as --capacity).
+void validate_model(const model_spec& model, const std::string& file);
+
+// Reads a whole file; throws bad_input naming the file when it cannot be read.
+std::string read_text_file(const std::string& path);
+
+}  // namespace modsim::sim

@@ -1,0 +1,107 @@
+#include "sim/spec.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace modsim::sim {
+
+std::int64_t routed_tokens(double capacity, std::int64_t seq_len) {
+  if (seq_len <= 0) return 0;
+  const double exact = capacity * static_cast<double>(seq_len);
+  // capacity is a decimal the user typed (0.1, 0.125, ...); its binary product may land a
+  // hair above an integer, so forgive a relative 1e-9 before rounding up.
+  const double k = std::ceil(exact - 1e-9 * std::max(1.0, exact));
+  return std::clamp<std::int64_t>(static_cast<std::int64_t>(k), 1, seq_len);
+}
+
+static bool schedule_routes(const schedule& s, int index) {
+  switch (s.kind) {
+    case schedule_kind::none: return false;
+    case schedule_kind::all: return true;
+    case schedule_kind::every_other: return index % 2 == 1;
+    case schedule_kind::every_nth: return s.n > 0 && index % s.n == s.n - 1;
+    case schedule_kind::list: return std::binary_search(s.layers.begin(), s.layers.end(), index);
+  }
+  return false;
+}
+
+std::vector<layer_plan> plan_layers(const model_spec& model) {
+  std::vector<layer_plan> plan(static_cast<std::size_t>(std::max(0, model.n_layers)));
+  for (int i = 0; i < model.n_layers; ++i) {
+    layer_plan& l = plan[static_cast<std::size_t>(i)];
+    l.index = i;
+    if (!model.routing) continue;
+    const routing_spec& r = *model.routing;
+    if (!r.layer_capacities.empty()) {
+      const auto& c = r.layer_capacities[static_cast<std::size_t>(i)];
+      l.routed = c.has_value();
+      l.capacity = c.value_or(1.0);
+    } else {
+      l.routed = schedule_routes(r.sched, i);
+      l.capacity = l.routed ? r.capacity : 1.0;
+    }
+  }
+  return plan;
+}
+
+model_spec dense_baseline(const model_spec& model) {
+  model_spec dense = model;
+  dense.routing.reset();
+  if (dense.mode) {
+    dense.mode->noop_experts = 0;
+    dense.mode->variant = mode_variant::moe;
+  }
+  if (!dense.name.empty()) dense.name += " (dense baseline)";
+  return dense;
+}
+
+int dtype_bytes(dtype t) { return t == dtype::fp32 ? 4 : 2; }
+
+const char* to_string(dtype t) {
+  switch (t) {
+    case dtype::fp32: return "fp32";
+    case dtype::bf16: return "bf16";
+    case dtype::fp16: return "fp16";
+  }
+  return "?";
+}
+
+const char* to_string(mlp_kind m) { return m == mlp_kind::gelu ? "gelu" : "swiglu"; }
+
+const char* to_string(run_mode m) {
+  switch (m) {
+    case run_mode::forward: return "forward";
+    case run_mode::train: return "train";
+    case run_mode::decode: return "decode";
+  }
+  return "?";
+}
+
+const char* to_string(mode_variant v) {
+  switch (v) {
+    case mode_variant::moe: return "moe";
+    case mode_variant::staged: return "staged";
+    case mode_variant::integrated: return "integrated";
+  }
+  return "?";
+}
+
+std::string to_string(const schedule& s) {
+  switch (s.kind) {
+    case schedule_kind::none: return "none";
+    case schedule_kind::all: return "all";
+    case schedule_kind::every_other: return "every_other";
+    case schedule_kind::every_nth: return "every_nth:" + std::to_string(s.n);
+    case schedule_kind::list: {
+      std::string out = "[";
+      for (std::size_t i = 0; i < s.layers.size(); ++i) {
+        if (i) out += ",";
+        out += std::to_string(s.layers[i]);
+      }
+      return out + "]";
+    }
+  }
+  return "?";
+}
+
+}  // namespace modsim::sim

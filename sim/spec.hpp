@@ -1,0 +1,122 @@
+#pragma once
+// Plain specification structs that configuration files parse into (sim/config.hpp) and that
+// every model in modsim (FLOPs, cost, simulator, GUI) is built from. No behaviour beyond
+// small derived quantities; validation happens in the parser.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace modsim::sim {
+
+enum class mlp_kind { gelu, swiglu };
+enum class dtype { fp32, bf16, fp16 };
+enum class schedule_kind { none, all, every_other, every_nth, list };
+enum class inference_routing { predictor, router };
+enum class mode_variant { moe, staged, integrated };
+enum class run_mode { forward, train, decode };
+
+// Which layers are routed. every_other routes odd indices 1,3,5,... (the paper's default);
+// every_nth:N routes layers with index % N == N-1; list routes exactly `layers`.
+struct schedule {
+  schedule_kind kind = schedule_kind::none;
+  int n = 0;                // every_nth only
+  std::vector<int> layers;  // list only, sorted, unique
+};
+
+struct routing_spec {
+  double capacity = 1.0;  // fraction of each sequence's tokens routed, in (0, 1]
+  schedule sched;
+  // Per-layer override: empty, or n_layers entries; nullopt = layer not routed, a value =
+  // routed at that capacity. When present it defines the routed layers.
+  std::vector<std::optional<double>> layer_capacities;
+  inference_routing inference = inference_routing::predictor;
+  int predictor_hidden = 0;  // hidden width of the causal predictor d -> h -> 1; 0 = d_model
+};
+
+// MoE MLP at every layer (`moe`), optionally combined with MoD (paper §5):
+// `staged` = MoD routing around the block at routed layers, the MLP is an MoE;
+// `integrated` = at routed layers, `noop_experts` no-op experts join the `experts` real ones
+// and a token routed to a no-op expert skips the MLP.
+struct mode_spec {
+  mode_variant variant = mode_variant::moe;
+  int experts = 8;
+  int top_k = 1;
+  double capacity_factor = 0.0;  // 0 = dropless (every token-slot computed exactly once)
+  int noop_experts = 0;
+};
+
+struct model_spec {
+  std::string name;
+  std::string source_file;  // where it was read from; empty for built-in specs
+  int d_model = 0;
+  int n_layers = 0;
+  int n_heads = 0;
+  int n_kv_heads = 0;
+  int d_head = 0;  // d_model / n_heads unless given explicitly
+  int d_ff = 0;
+  int vocab_size = 0;
+  mlp_kind mlp = mlp_kind::gelu;
+  std::optional<routing_spec> routing;  // absent = dense
+  std::optional<mode_spec> mode;        // absent = no MoE
+
+  int d_q() const { return n_heads * d_head; }
+  int d_kv() const { return n_kv_heads * d_head; }
+};
+
+// One layer of a model after the schedule is resolved.
+struct layer_plan {
+  int index = 0;
+  bool routed = false;
+  double capacity = 1.0;  // 1.0 for layers that are not routed
+};
+
+// Resolves schedule + per-layer capacities into one entry per layer.
+std::vector<layer_plan> plan_layers(const model_spec& model);
+
+// k = clamp(ceil(capacity * seq_len), 1, seq_len), robust to the rounding of capacity
+// (0.1 * 30 is 3 tokens, not 4).
+std::int64_t routed_tokens(double capacity, std::int64_t seq_len);
+
+// The same model with routing removed (and no-op experts removed): the dense baseline.
+model_spec dense_baseline(const model_spec& model);
+
+struct workload {
+  std::int64_t batch = 1;
+  std::int64_t seq_len = 2048;  // tokens per sequence; in decode, the context length
+  run_mode mode = run_mode::forward;
+  dtype type = dtype::bf16;
+};
+
+int dtype_bytes(dtype t);
+const char* to_string(dtype t);
+const char* to_string(mlp_kind m);
+const char* to_string(run_mode m);
+const char* to_string(mode_variant v);
+std::string to_string(const schedule& s);
+
+// Hardware description. Numbers are per device. `source` says whether they are datasheet,
+// estimated or measured.
+struct dtype_rate {
+  double fp32 = 0, bf16 = 0, fp16 = 0;  // FLOP/s
+  double of(dtype t) const { return t == dtype::fp32 ? fp32 : t == dtype::bf16 ? bf16 : fp16; }
+};
+
+struct hardware_spec {
+  std::string name;
+  std::string source_file;
+  std::string kind;    // "gpu" or "cpu"
+  std::string source;  // provenance of the numbers (datasheet / estimated / measured)
+  dtype_rate peak_matmul_flops;  // FLOP/s
+  dtype_rate peak_vector_flops;  // FLOP/s
+  double memory_bandwidth_bytes_s = 0;
+  double memory_bytes = 0;
+  double l2_bytes = 0;
+  int sm_count = 0;               // SMs, or cores for a CPU
+  double kernel_launch_s = 0;     // device-side cost of starting one kernel
+  double host_enqueue_s = 0;      // host-side cost of enqueuing one kernel
+  double interconnect_bytes_s = 0;  // 0 = none
+  std::string calibration_json;   // the raw `calibration` block (written by `modsim calibrate`), or empty
+};
+
+}  // namespace modsim::sim

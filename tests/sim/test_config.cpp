@@ -1,0 +1,258 @@
+// Configuration parsing: every class of bad input gives one clear line naming the file, the
+// key path and the reason; every shipped config loads; HF config.json imports.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "sim/config.hpp"
+#include "sim/error.hpp"
+
+using namespace modsim;
+using namespace modsim::sim;
+
+namespace {
+
+const std::string k_configs = std::string(MODSIM_SOURCE_DIR) + "/configs";
+
+const char* k_valid_model = R"({
+  "name": "t", "d_model": 64, "n_layers": 4, "n_heads": 4, "d_ff": 256, "vocab_size": 100,
+  "routing": { "capacity": 0.25, "schedule": "every_other" }
+})";
+
+// Parses `text` as a model and returns the error message (fails if it parses).
+std::string model_error(const std::string& text) {
+  try {
+    parse_model(text, "m.json");
+  } catch (const error& e) {
+    EXPECT_EQ(e.kind(), error_kind::bad_input);
+    std::string msg = e.what();
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << "message must be one line: " << msg;
+    return msg;
+  }
+  ADD_FAILURE() << "expected a bad_input error for: " << text;
+  return {};
+}
+
+std::string with(const std::string& from, const std::string& to) {
+  std::string s = k_valid_model;
+  auto pos = s.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  return s.replace(pos, from.size(), to);
+}
+
+}  // namespace
+
+TEST(Config, ValidModelParsesWithDefaults) {
+  model_spec m = parse_model(k_valid_model, "m.json");
+  EXPECT_EQ(m.d_model, 64);
+  EXPECT_EQ(m.n_kv_heads, 4);  // defaults to n_heads
+  EXPECT_EQ(m.d_head, 16);     // 64 / 4
+  EXPECT_EQ(m.mlp, mlp_kind::gelu);
+  ASSERT_TRUE(m.routing);
+  EXPECT_DOUBLE_EQ(m.routing->capacity, 0.25);
+  EXPECT_EQ(m.routing->sched.kind, schedule_kind::every_other);
+  EXPECT_FALSE(m.mode);
+}
+
+TEST(Config, MissingFileNamesTheFile) {
+  try {
+    load_model("/nonexistent/dir/model.json");
+    FAIL();
+  } catch (const error& e) {
+    EXPECT_EQ(e.kind(), error_kind::bad_input);
+    EXPECT_EQ(std::string(e.what()), "/nonexistent/dir/model.json: cannot open file");
+  }
+}
+
+TEST(Config, MalformedJsonReportsLineAndColumn) {
+  // The stray comma sits on line 3; the parser stops at the closing brace after it.
+  std::string msg = model_error("{\n  \"name\": \"t\",\n  \"d_model\": 64,\n}");
+  EXPECT_EQ(msg.rfind("m.json: malformed JSON at line 4, column 1:", 0), 0u) << msg;
+}
+
+TEST(Config, TruncatedJsonIsMalformed) {
+  std::string msg = model_error("{\"name\": \"t\", \"d_model\": 6");
+  EXPECT_NE(msg.find("malformed JSON at line 1"), std::string::npos) << msg;
+}
+
+TEST(Config, UnknownKeyIsRejectedWithItsPath) {
+  EXPECT_EQ(model_error(with("\"d_ff\"", "\"d_fff\": 1, \"d_ff\"")).rfind("m.json: d_fff: unknown key", 0), 0u);
+  std::string nested = model_error(with("\"capacity\"", "\"capacty\": 0.5, \"capacity\""));
+  EXPECT_EQ(nested.rfind("m.json: routing.capacty: unknown key", 0), 0u) << nested;
+}
+
+TEST(Config, WrongTypeNamesKeyAndTypes) {
+  EXPECT_EQ(model_error(with("\"d_model\": 64", "\"d_model\": \"64\"")),
+            "m.json: d_model: expected an integer, got a string");
+  EXPECT_EQ(model_error(with("\"d_model\": 64", "\"d_model\": 64.5")),
+            "m.json: d_model: expected an integer, got 64.5");
+  EXPECT_EQ(model_error(with("\"capacity\": 0.25", "\"capacity\": \"high\"")),
+            "m.json: routing.capacity: expected a number, got a string");
+  EXPECT_EQ(model_error(with("\"routing\": {", "\"routing\": 3, \"x\": {")),
+            "m.json: routing: expected an object, got a number");
+}
+
+TEST(Config, MissingRequiredKey) {
+  EXPECT_EQ(model_error(with("\"vocab_size\": 100,", "")), "m.json: vocab_size: missing required key");
+}
+
+TEST(Config, OutOfRangeValues) {
+  EXPECT_EQ(model_error(with("\"capacity\": 0.25", "\"capacity\": 0")),
+            "m.json: routing.capacity: must be in (0, 1], got 0");
+  EXPECT_EQ(model_error(with("\"capacity\": 0.25", "\"capacity\": 1.5")),
+            "m.json: routing.capacity: must be in (0, 1], got 1.5");
+  EXPECT_EQ(model_error(with("\"n_layers\": 4", "\"n_layers\": 0")),
+            "m.json: n_layers: value 0 out of range [1, 100000]");
+  EXPECT_EQ(model_error(with("\"d_ff\": 256", "\"d_ff\": -4")),
+            "m.json: d_ff: value -4 out of range [1, 67108864]");
+}
+
+TEST(Config, InconsistentDimensions) {
+  EXPECT_EQ(model_error(with("\"n_heads\": 4", "\"n_heads\": 5")),
+            "m.json: n_heads: d_model 64 is not divisible by n_heads 5");
+  EXPECT_EQ(model_error(with("\"n_heads\": 4", "\"n_heads\": 4, \"n_kv_heads\": 3")),
+            "m.json: n_kv_heads: n_heads 4 is not a multiple of n_kv_heads 3");
+  std::string msg = model_error(with("\"schedule\": \"every_other\"",
+                                     "\"schedule\": \"every_other\", \"layer_capacities\": [null, 0.5]"));
+  EXPECT_EQ(msg, "m.json: routing.layer_capacities: has 2 entries, n_layers is 4");
+  msg = model_error(with("\"schedule\": \"every_other\"",
+                         "\"schedule\": \"every_other\", \"layer_capacities\": [0.5, 0.5, null, 0.5]"));
+  EXPECT_EQ(msg, "m.json: routing.layer_capacities[0]: layer 0 is not routed by the schedule but has a capacity");
+}
+
+TEST(Config, UnknownScheduleAndVariantNames) {
+  EXPECT_EQ(model_error(with("\"every_other\"", "\"every_third\"")),
+            "m.json: routing.schedule: unknown schedule 'every_third' (expected none, all, every_other, "
+            "every_nth:N or a list of layer indices)");
+  EXPECT_EQ(model_error(with("\"every_other\"", "\"every_nth:0\"")),
+            "m.json: routing.schedule: every_nth:N needs a whole number N >= 1, got '0'");
+  EXPECT_EQ(model_error(with("\"every_other\"", "[1, 7]")),
+            "m.json: routing.schedule[1]: value 7 out of range [0, 3]");
+  EXPECT_EQ(model_error(with("\"routing\"", "\"mode\": {\"variant\": \"fused\", \"experts\": 4}, \"routing\"")),
+            "m.json: mode.variant: unknown variant 'fused' (expected moe, staged or integrated)");
+  EXPECT_EQ(model_error(with("\"routing\"", "\"mlp\": \"relu\", \"routing\"")),
+            "m.json: mlp: unknown mlp 'relu' (expected gelu or swiglu)");
+}
+
+TEST(Config, ModeRules) {
+  EXPECT_EQ(model_error(with("\"routing\"", "\"mode\": {\"variant\": \"integrated\", \"experts\": 4}, \"routing\"")),
+            "m.json: mode.noop_experts: the integrated variant needs at least one no-op expert");
+  EXPECT_EQ(model_error(with("\"routing\"", "\"mode\": {\"variant\": \"moe\", \"experts\": 4, \"top_k\": 5}, \"routing\"")),
+            "m.json: mode.top_k: top_k 5 exceeds experts 4");
+}
+
+TEST(Config, SchedulesResolveToTheRightLayers) {
+  auto routed = [](const std::string& sched, int layers) {
+    model_spec m;
+    m.n_layers = layers;
+    m.routing = routing_spec{};
+    m.routing->sched = parse_schedule(sched, layers, "", "s");
+    std::string out;
+    for (const auto& l : plan_layers(m)) out += l.routed ? '1' : '0';
+    return out;
+  };
+  EXPECT_EQ(routed("every_other", 6), "010101");  // odd indices, the paper's default
+  EXPECT_EQ(routed("every_nth:3", 7), "0010010");  // index % 3 == 2
+  EXPECT_EQ(routed("all", 3), "111");
+  EXPECT_EQ(routed("none", 3), "000");
+  EXPECT_EQ(routed("4,0", 5), "10001");
+}
+
+TEST(Config, PerLayerCapacitiesOverrideTheSingleCapacity) {
+  model_spec m = parse_model(with("\"schedule\": \"every_other\"",
+                                  "\"layer_capacities\": [null, 0.5, 0.125, null]"),
+                             "m.json");
+  auto plan = plan_layers(m);
+  ASSERT_EQ(plan.size(), 4u);
+  EXPECT_FALSE(plan[0].routed);
+  EXPECT_TRUE(plan[1].routed);
+  EXPECT_DOUBLE_EQ(plan[1].capacity, 0.5);
+  EXPECT_TRUE(plan[2].routed);
+  EXPECT_DOUBLE_EQ(plan[2].capacity, 0.125);
+  EXPECT_FALSE(plan[3].routed);
+}
+
+TEST(Config, RoutedTokensIsTheCeilingClampedToTheSequence) {
+  EXPECT_EQ(routed_tokens(0.125, 2048), 256);  // the paper's k
+  EXPECT_EQ(routed_tokens(0.1, 30), 3);        // 0.1*30 is 3.0000000000000004 in binary
+  EXPECT_EQ(routed_tokens(0.3, 10), 3);
+  EXPECT_EQ(routed_tokens(0.26, 10), 3);
+  EXPECT_EQ(routed_tokens(0.001, 10), 1);  // at least one token
+  EXPECT_EQ(routed_tokens(1.0, 7), 7);
+}
+
+TEST(Config, HuggingFaceLlamaImports) {
+  model_spec m = load_model(k_configs + "/hf/llama-3-8b.json");
+  EXPECT_EQ(m.d_model, 4096);
+  EXPECT_EQ(m.n_layers, 32);
+  EXPECT_EQ(m.n_heads, 32);
+  EXPECT_EQ(m.n_kv_heads, 8);
+  EXPECT_EQ(m.d_head, 128);
+  EXPECT_EQ(m.d_ff, 14336);
+  EXPECT_EQ(m.vocab_size, 128256);
+  EXPECT_EQ(m.mlp, mlp_kind::swiglu);  // hidden_act silu = gated SiLU MLP
+  EXPECT_FALSE(m.routing);
+  EXPECT_FALSE(m.mode);
+}
+
+TEST(Config, HuggingFaceMixtralImportsAsMoE) {
+  model_spec m = load_model(k_configs + "/hf/mixtral-8x7b.json");
+  ASSERT_TRUE(m.mode);
+  EXPECT_EQ(m.mode->variant, mode_variant::moe);
+  EXPECT_EQ(m.mode->experts, 8);
+  EXPECT_EQ(m.mode->top_k, 2);
+  EXPECT_EQ(m.vocab_size, 32000);
+}
+
+TEST(Config, HuggingFaceKeysAreTypeChecked) {
+  try {
+    parse_model(R"({"hidden_size": "4096", "num_hidden_layers": 2})", "config.json");
+    FAIL();
+  } catch (const error& e) {
+    EXPECT_EQ(std::string(e.what()), "config.json: hidden_size: expected an integer, got a string");
+  }
+}
+
+TEST(Config, EveryShippedConfigLoads) {
+  int models = 0, hardware = 0;
+  for (const char* dir : {"/models", "/hf"})
+    for (const auto& f : std::filesystem::directory_iterator(k_configs + dir)) {
+      EXPECT_NO_THROW(load_model(f.path().string())) << f.path();
+      ++models;
+    }
+  for (const auto& f : std::filesystem::directory_iterator(k_configs + "/hardware")) {
+    EXPECT_NO_THROW(load_hardware(f.path().string())) << f.path();
+    ++hardware;
+  }
+  for (const auto& f : std::filesystem::directory_iterator(k_configs + "/workloads"))
+    EXPECT_NO_THROW(load_workload(f.path().string())) << f.path();
+  EXPECT_GE(models, 12);
+  EXPECT_GE(hardware, 3);
+}
+
+TEST(Config, PaperScaleModelsHaveTheirRouting) {
+  model_spec m = load_model(k_configs + "/models/mod-220m.json");
+  ASSERT_TRUE(m.routing);
+  EXPECT_DOUBLE_EQ(m.routing->capacity, 0.125);
+  auto plan = plan_layers(m);
+  int routed = 0;
+  for (const auto& l : plan) routed += l.routed;
+  EXPECT_EQ(routed, 8);  // 16 layers, every other
+  EXPECT_FALSE(load_model(k_configs + "/models/dense-220m.json").routing);
+}
+
+TEST(Config, HardwareFileChecksItsKeys) {
+  const char* hw = R"({"name": "x", "kind": "tpu", "source": "s"})";
+  try {
+    parse_hardware(hw, "hw.json");
+    FAIL();
+  } catch (const error& e) {
+    EXPECT_EQ(std::string(e.what()), "hw.json: kind: unknown kind 'tpu' (expected gpu or cpu)");
+  }
+  hardware_spec h = load_hardware(k_configs + "/hardware/h100-sxm.json");
+  EXPECT_DOUBLE_EQ(h.peak_matmul_flops.bf16, 989.4e12);
+  EXPECT_DOUBLE_EQ(h.memory_bandwidth_bytes_s, 3.35e12);
+  EXPECT_EQ(h.sm_count, 132);
+}
