@@ -50,5 +50,6 @@ std::string resolve_config(const std::string& name, const char* kind);
 
 // Subcommands.
 int cmd_flops(const std::vector<std::string>& args);
+int cmd_profile(const std::vector<std::string>& args);
 
 }  // namespace modsim::cli

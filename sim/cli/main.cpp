@@ -19,6 +19,7 @@ struct command {
 const std::map<std::string, command>& commands() {
   static const std::map<std::string, command> table = {
       {"flops", {modsim::cli::cmd_flops, "exact FLOPs and bytes per op and layer of a model"}},
+      {"profile", {modsim::cli::cmd_profile, "time real kernels over a capacity x shape grid"}},
   };
   return table;
 }

@@ -1,0 +1,275 @@
+#include "profiler/grid.hpp"
+
+#include <boost/json.hpp>
+#include <cmath>
+#include <sstream>
+
+#include "sim/config.hpp"
+#include "sim/error.hpp"
+
+namespace json = boost::json;
+
+namespace modsim::profiler {
+namespace {
+
+bool depends_on_capacity(kernels::op o) {
+  using kernels::op;
+  return !(o == op::block_dense || o == op::router);
+}
+
+bool is_moe_op(kernels::op o) {
+  using kernels::op;
+  return o == op::layer_mode || o == op::expert_router || o == op::experts;
+}
+
+std::string fmt_double(double v) {
+  std::ostringstream s;
+  s.precision(6);
+  s << v;
+  return s.str();
+}
+
+// Why `p` cannot be measured, or "" when it can.
+std::string invalid_reason(const point& p) {
+  const kernels::block_shape& s = p.shape;
+  if (s.d_model % s.n_heads != 0)
+    return "d_model " + std::to_string(s.d_model) + " is not divisible by n_heads " + std::to_string(s.n_heads);
+  if (s.n_heads % s.n_kv_heads != 0)
+    return "n_heads " + std::to_string(s.n_heads) + " is not a multiple of n_kv_heads " + std::to_string(s.n_kv_heads);
+  if (p.op == kernels::op::mlp_gate && s.mlp != kernels::mlp_kind::swiglu) return "mlp_gate exists only for swiglu";
+  if (is_moe_op(p.op) && s.experts < 1) return "needs experts (the grid's \"experts\" axis)";
+  if (s.variant == kernels::mode_variant::integrated && s.noop_experts < 1)
+    return "the integrated variant needs at least one no-op expert";
+  try {
+    s.validate();
+  } catch (const error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Reads key `key` as a list (or a single value) of T with `convert`.
+template <class T, class F>
+std::vector<T> axis(const json::object& obj, const std::string& file, const char* key, F convert,
+                    std::vector<T> fallback) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return fallback;
+  std::vector<T> out;
+  auto one = [&](const json::value& v, const std::string& path) { out.push_back(convert(v, path)); };
+  if (it->value().is_array()) {
+    const auto& arr = it->value().as_array();
+    if (arr.empty()) throw input_error(file, key, "empty axis (give at least one value)");
+    for (std::size_t i = 0; i < arr.size(); ++i) one(arr[i], std::string(key) + "[" + std::to_string(i) + "]");
+  } else {
+    one(it->value(), key);
+  }
+  return out;
+}
+
+std::int64_t to_positive_int(const json::value& v, const std::string& file, const std::string& path) {
+  if (v.is_int64() && v.as_int64() > 0) return v.as_int64();
+  if (v.is_uint64() && v.as_uint64() > 0 && v.as_uint64() < (1ULL << 40)) return static_cast<std::int64_t>(v.as_uint64());
+  throw input_error(file, path, "expected a positive integer, got " + json::serialize(v));
+}
+
+std::string to_str(const json::value& v, const std::string& file, const std::string& path) {
+  if (!v.is_string()) throw input_error(file, path, "expected a string, got " + json::serialize(v));
+  return std::string(v.as_string());
+}
+
+}  // namespace
+
+expansion expand(const grid& g) {
+  expansion out;
+  const std::vector<std::int64_t> no_kv = {0};
+  bool any_moe = false;
+  for (kernels::op o : g.ops) any_moe |= is_moe_op(o);
+  // Shapes outside, ops inside: consecutive points share a workspace.
+  for (kernels::dtype t : g.dtypes)
+    for (auto mlp : g.mlp)
+      for (auto b : g.batch)
+        for (auto s : g.seq_len)
+          for (auto d : g.d_model)
+            for (auto h : g.n_heads)
+              for (auto kv : g.n_kv_heads.empty() ? no_kv : g.n_kv_heads)
+                for (auto f : g.d_ff)
+                  for (std::size_t ci = 0; ci < g.capacity.size(); ++ci)
+                    for (std::size_t vi = 0; vi < (any_moe ? g.variants.size() : 1); ++vi)
+                      for (std::size_t ei = 0; ei < (any_moe ? g.experts.size() : 1); ++ei)
+                        for (std::size_t ni = 0; ni < (any_moe ? g.noop_experts.size() : 1); ++ni)
+                          for (std::size_t fi = 0; fi < (any_moe ? g.capacity_factor.size() : 1); ++fi)
+                            for (kernels::op o : g.ops) {
+                              const bool moe = is_moe_op(o);
+                              // Each op once per distinct shape it depends on.
+                              if (!depends_on_capacity(o) && ci > 0) continue;
+                              if (!moe && (vi | ei | ni | fi) != 0) continue;
+                              const auto variant = moe ? g.variants[vi] : kernels::mode_variant::none;
+                              if (moe && variant != kernels::mode_variant::integrated && ni > 0) continue;
+                              point p;
+                              p.op = o;
+                              p.type = t;
+                              kernels::block_shape& sh = p.shape;
+                              sh.batch = b;
+                              sh.seq_len = s;
+                              sh.d_model = d;
+                              sh.n_heads = h;
+                              sh.n_kv_heads = kv > 0 ? kv : h;
+                              sh.d_head = h > 0 ? d / h : 0;
+                              sh.d_ff = f;
+                              sh.mlp = mlp;
+                              sh.capacity = depends_on_capacity(o) ? g.capacity[ci] : 1.0;
+                              if (moe) {
+                                sh.variant = variant;
+                                sh.experts = g.experts[ei];
+                                sh.noop_experts = variant == kernels::mode_variant::integrated ? g.noop_experts[ni] : 0;
+                                sh.capacity_factor = g.capacity_factor[fi];
+                                sh.top_k = 1;
+                              }
+                              std::string why = invalid_reason(p);
+                              if (why.empty()) out.points.push_back(p);
+                              else out.skipped.push_back({p, why});
+                            }
+  return out;
+}
+
+grid parse_grid(std::string_view json_text, const std::string& file) {
+  json::value v;
+  try {
+    v = json::parse(json_text);
+  } catch (const std::exception& e) {
+    throw input_error(file, "", std::string("malformed JSON: ") + e.what());
+  }
+  if (!v.is_object()) throw input_error(file, "", "expected a JSON object");
+  const json::object& obj = v.as_object();
+  static const char* known[] = {"ops", "dtype", "batch", "seq_len", "d_model", "n_heads", "n_kv_heads", "d_ff",
+                                "capacity", "mlp", "variant", "experts", "noop_experts", "capacity_factor", "name", "notes"};
+  for (const auto& kv : obj) {
+    bool ok = false;
+    for (const char* k : known) ok |= kv.key() == k;
+    if (!ok) throw input_error(file, std::string(kv.key()), "unknown key");
+  }
+  auto positive = [&](const json::value& x, const std::string& p) { return to_positive_int(x, file, p); };
+  grid g;
+  g.ops = axis<kernels::op>(obj, file, "ops", [&](const json::value& x, const std::string& p) {
+    std::string name = to_str(x, file, p);
+    try {
+      return kernels::parse_op(name);
+    } catch (const error&) {
+      throw input_error(file, p, "unknown op '" + name + "'");
+    }
+  }, {});
+  if (g.ops.empty()) throw input_error(file, "ops", "missing required key (the ops to measure)");
+  g.dtypes = axis<kernels::dtype>(obj, file, "dtype", [&](const json::value& x, const std::string& p) {
+    std::string name = to_str(x, file, p);
+    if (name == "fp32") return kernels::dtype::fp32;
+    if (name == "bf16") return kernels::dtype::bf16;
+    if (name == "fp16") return kernels::dtype::fp16;
+    throw input_error(file, p, "unknown dtype '" + name + "' (expected fp32, bf16 or fp16)");
+  }, {kernels::dtype::fp32});
+  g.batch = axis<std::int64_t>(obj, file, "batch", positive, {1});
+  g.seq_len = axis<std::int64_t>(obj, file, "seq_len", positive, {});
+  g.d_model = axis<std::int64_t>(obj, file, "d_model", positive, {});
+  g.n_heads = axis<std::int64_t>(obj, file, "n_heads", positive, {});
+  g.n_kv_heads = axis<std::int64_t>(obj, file, "n_kv_heads", positive, {});
+  g.d_ff = axis<std::int64_t>(obj, file, "d_ff", positive, {});
+  for (auto [key, vec] : {std::pair{"seq_len", &g.seq_len}, std::pair{"d_model", &g.d_model},
+                          std::pair{"n_heads", &g.n_heads}, std::pair{"d_ff", &g.d_ff}})
+    if (vec->empty()) throw input_error(file, key, "missing required key");
+  g.capacity = axis<double>(obj, file, "capacity", [&](const json::value& x, const std::string& p) {
+    if (!x.is_number()) throw input_error(file, p, "expected a number, got " + json::serialize(x));
+    double c = x.to_number<double>();
+    if (!(c > 0 && c <= 1)) throw input_error(file, p, "capacity must be in (0, 1], got " + fmt_double(c));
+    return c;
+  }, {1.0});
+  g.mlp = axis<kernels::mlp_kind>(obj, file, "mlp", [&](const json::value& x, const std::string& p) {
+    std::string name = to_str(x, file, p);
+    if (name == "gelu") return kernels::mlp_kind::gelu;
+    if (name == "swiglu") return kernels::mlp_kind::swiglu;
+    throw input_error(file, p, "unknown mlp '" + name + "' (expected gelu or swiglu)");
+  }, {kernels::mlp_kind::gelu});
+  g.variants = axis<kernels::mode_variant>(obj, file, "variant", [&](const json::value& x, const std::string& p) {
+    std::string name = to_str(x, file, p);
+    if (name == "staged") return kernels::mode_variant::staged;
+    if (name == "integrated") return kernels::mode_variant::integrated;
+    throw input_error(file, p, "unknown variant '" + name + "' (expected staged or integrated)");
+  }, {kernels::mode_variant::staged});
+  g.experts = axis<int>(obj, file, "experts", [&](const json::value& x, const std::string& p) {
+    return static_cast<int>(to_positive_int(x, file, p));
+  }, {0});
+  g.noop_experts = axis<int>(obj, file, "noop_experts", [&](const json::value& x, const std::string& p) {
+    return static_cast<int>(to_positive_int(x, file, p));
+  }, {1});
+  g.capacity_factor = axis<double>(obj, file, "capacity_factor", [&](const json::value& x, const std::string& p) {
+    if (!x.is_number() || x.to_number<double>() < 0)
+      throw input_error(file, p, "expected a number >= 0, got " + json::serialize(x));
+    return x.to_number<double>();
+  }, {1.25});
+  return g;
+}
+
+grid load_grid(const std::string& path) { return parse_grid(sim::read_text_file(path), path); }
+
+grid preset(std::string_view name, std::string_view backend) {
+  using kernels::op;
+  const bool gpu = backend == "cuda";
+  grid g;
+  g.mlp = {kernels::mlp_kind::gelu};
+  g.variants = {kernels::mode_variant::staged, kernels::mode_variant::integrated};
+  g.noop_experts = {1};
+  g.capacity_factor = {1.25};
+  if (name == "quick") {
+    // Seconds per point on two CPU cores: enough shapes to calibrate and to validate.
+    g.ops = {op::block_dense, op::block_mod, op::router, op::topk, op::gather, op::scatter,
+             op::qkv_proj, op::attn_scores, op::attn_softmax, op::attn_values, op::out_proj,
+             op::mlp_up, op::mlp_act, op::mlp_down, op::attn_norm};
+    g.dtypes = {kernels::dtype::fp32};
+    g.batch = {1};
+    g.seq_len = gpu ? std::vector<std::int64_t>{1024, 2048} : std::vector<std::int64_t>{256, 512};
+    g.d_model = gpu ? std::vector<std::int64_t>{1024, 2048} : std::vector<std::int64_t>{256, 512};
+    g.n_heads = {gpu ? 16 : 8};
+    g.d_ff = {};
+    g.capacity = {0.125, 0.5, 1.0};
+    g.experts = {0};
+    // d_ff = 4·d_model is the norm; as an axis it would cross every d_model with every d_ff.
+    g.d_ff = gpu ? std::vector<std::int64_t>{4096, 8192} : std::vector<std::int64_t>{1024, 2048};
+    return g;
+  }
+  if (name == "full") {
+    g.ops = {op::block_dense, op::block_mod, op::layer_mode, op::router, op::topk, op::gather,
+             op::scatter, op::attn_norm, op::qkv_proj, op::attn_scores, op::attn_softmax,
+             op::attn_values, op::out_proj, op::mlp_norm, op::mlp_up, op::mlp_act, op::mlp_down};
+    g.capacity = {0.0625, 0.125, 0.25, 0.5, 0.75, 1.0};
+    g.experts = {8};
+    if (gpu) {
+      g.dtypes = {kernels::dtype::bf16, kernels::dtype::fp32};
+      g.batch = {1, 8};
+      g.seq_len = {512, 2048, 4096};
+      g.d_model = {1024, 2048, 4096};
+      g.n_heads = {16, 32};
+      g.d_ff = {4096, 8192, 16384};
+    } else {
+      g.dtypes = {kernels::dtype::fp32};
+      g.batch = {1, 2};
+      g.seq_len = {256, 512, 1024};
+      g.d_model = {256, 512, 1024};
+      g.n_heads = {8, 16};
+      g.d_ff = {1024, 2048, 4096};
+    }
+    return g;
+  }
+  throw input_error("", "--preset", "unknown preset '" + std::string(name) + "' (expected quick or full)");
+}
+
+std::string point_key(const point& p) {
+  const kernels::block_shape& s = p.shape;
+  std::ostringstream k;
+  k << kernels::to_string(p.op) << '|' << kernels::to_string(p.type) << '|' << s.batch << '|' << s.seq_len << '|'
+    << s.d_model << '|' << s.n_heads << '|' << s.n_kv_heads << '|' << s.d_ff << '|' << fmt_double(s.capacity) << '|'
+    << (s.mlp == kernels::mlp_kind::gelu ? "gelu" : "swiglu");
+  if (is_moe_op(p.op))
+    k << '|' << static_cast<int>(s.variant) << '|' << s.experts << '|' << s.noop_experts << '|'
+      << fmt_double(s.capacity_factor);
+  return k.str();
+}
+
+}  // namespace modsim::profiler

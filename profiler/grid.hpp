@@ -1,0 +1,71 @@
+#pragma once
+// Sweep axes (nvbench-style): typed, named lists of values whose Cartesian product is the set
+// of points the profiler measures. A point that makes no sense (d_model not divisible by
+// n_heads, a MoDE layer without experts, ...) is skipped with a reason, never silently.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/backend.hpp"
+
+namespace modsim::profiler {
+
+struct grid {
+  std::vector<kernels::op> ops;
+  std::vector<kernels::dtype> dtypes;
+  std::vector<std::int64_t> batch;
+  std::vector<std::int64_t> seq_len;
+  std::vector<std::int64_t> d_model;
+  std::vector<std::int64_t> n_heads;
+  std::vector<std::int64_t> n_kv_heads;  // empty = n_heads (MHA)
+  std::vector<std::int64_t> d_ff;
+  std::vector<double> capacity;
+  std::vector<kernels::mlp_kind> mlp;
+  // layer_mode only (MoDE); ignored by the other ops.
+  std::vector<kernels::mode_variant> variants;  // staged, integrated
+  std::vector<int> experts;
+  std::vector<int> noop_experts;  // integrated only
+  std::vector<double> capacity_factor;
+};
+
+// One measurement to make.
+struct point {
+  kernels::op op = kernels::op::block_dense;
+  kernels::dtype type = kernels::dtype::fp32;
+  kernels::block_shape shape;
+};
+
+struct skipped_point {
+  point p;
+  std::string reason;
+};
+
+struct expansion {
+  std::vector<point> points;
+  std::vector<skipped_point> skipped;
+};
+
+// The Cartesian product in a fixed order (shapes outside, ops innermost, so consecutive
+// points share a workspace). block_dense and router do not depend on capacity and appear
+// once per shape, at capacity 1; only MoE ops (layer_mode, expert_router, experts) are
+// crossed with the MoDE axes.
+expansion expand(const grid& g);
+
+// The `--grid FILE.json` format (contract): every key a list or a single value, e.g.
+// {"ops": ["block_dense", "block_mod"], "dtype": "fp32", "batch": [1, 2], "seq_len": [512],
+//  "d_model": [1024], "n_heads": [16], "d_ff": [4096], "capacity": [0.125, 0.5], "mlp": "gelu"}
+// plus the optional "n_kv_heads", "variant", "experts", "noop_experts", "capacity_factor".
+// Throws modsim::error(bad_input) naming the file and key: unknown op, empty axis, wrong type.
+grid parse_grid(std::string_view json_text, const std::string& file);
+grid load_grid(const std::string& path);
+
+// Built-in grids. quick: a CPU run of under two minutes on two cores; full: the capacity ×
+// shape sweep for a GPU (or a patient CPU). `backend` is "cpu" or "cuda" (GPU grids are
+// larger and use bf16 too). Throws bad_input for an unknown name.
+grid preset(std::string_view name, std::string_view backend);
+
+// A stable key that identifies a point's shape in a measurements file (used by --resume).
+std::string point_key(const point& p);
+
+}  // namespace modsim::profiler

@@ -1,0 +1,60 @@
+#include "profiler/measure.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "sim/error.hpp"
+
+namespace modsim::profiler {
+
+double percentile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) throw runtime_error("percentile of no samples");
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const auto hi = std::min(lo + 1, sorted.size() - 1);
+  const double frac = pos - static_cast<double>(lo);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * frac;
+}
+
+sample_stats summarize(std::vector<double> samples) {
+  sample_stats s;
+  std::sort(samples.begin(), samples.end());
+  s.samples = static_cast<int>(samples.size());
+  s.median_s = percentile(samples, 0.5);
+  s.p10_s = percentile(samples, 0.1);
+  s.p90_s = percentile(samples, 0.9);
+  const double n = static_cast<double>(samples.size());
+  s.mean_s = std::accumulate(samples.begin(), samples.end(), 0.0) / n;
+  if (samples.size() > 1 && s.mean_s > 0) {
+    double var = 0;
+    for (double x : samples) var += (x - s.mean_s) * (x - s.mean_s);
+    var /= n - 1;
+    s.rel_error = std::sqrt(var / n) / s.mean_s;
+  }
+  return s;
+}
+
+sample_stats measure(const std::function<double()>& sample, const stop_rule& rule) {
+  for (int i = 0; i < rule.warmup; ++i) sample();
+  std::vector<double> samples;
+  double total = 0;
+  bool converged = false;
+  while (static_cast<int>(samples.size()) < rule.max_samples) {
+    const double t = sample();
+    samples.push_back(t);
+    total += t;
+    if (static_cast<int>(samples.size()) >= rule.min_samples && total >= rule.min_time_s) {
+      if (summarize(samples).rel_error <= rule.target_rel_error) {
+        converged = true;
+        break;
+      }
+    }
+    if (total >= rule.max_time_s && static_cast<int>(samples.size()) >= std::min(rule.min_samples, rule.max_samples)) break;
+  }
+  sample_stats s = summarize(samples);
+  s.converged = converged;
+  return s;
+}
+
+}  // namespace modsim::profiler

@@ -1,0 +1,42 @@
+#pragma once
+// The measuring method (after NVIDIA nvbench): warm up, then take samples until the estimate
+// is precise enough (relative standard error of the mean below a target, with at least a
+// minimum number of samples and a minimum total time) or a cap is hit; report the median and
+// the 10th/90th percentiles. Timing itself is the caller's: a sample function returns the
+// seconds of one repeat (CPU: steady clock around run + synchronize; GPU: events), so the
+// stopping rule can be tested with synthetic timers.
+#include <functional>
+#include <vector>
+
+namespace modsim::profiler {
+
+struct stop_rule {
+  int warmup = 2;                 // repeats run and discarded first
+  int min_samples = 5;
+  int max_samples = 1000;
+  double min_time_s = 0.02;       // sampled time before the precision test may stop
+  double max_time_s = 1.0;        // sampled time after which sampling stops regardless
+  double target_rel_error = 0.01; // stop when stderr(mean)/mean falls below this
+};
+
+struct sample_stats {
+  double median_s = 0;
+  double p10_s = 0;
+  double p90_s = 0;
+  double mean_s = 0;
+  double rel_error = 0;  // standard error of the mean / mean
+  int samples = 0;
+  bool converged = false;  // stopped by the precision test, not by a cap
+};
+
+// Percentile q in [0, 1] of `sorted` (ascending) by linear interpolation between closest
+// ranks (the "R-7" definition: q·(n−1)).
+double percentile(const std::vector<double>& sorted, double q);
+
+// Summary statistics of samples (any order; must be non-empty).
+sample_stats summarize(std::vector<double> samples);
+
+// Runs `rule.warmup` discarded samples, then samples until the rule stops.
+sample_stats measure(const std::function<double()>& sample, const stop_rule& rule);
+
+}  // namespace modsim::profiler

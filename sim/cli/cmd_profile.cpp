@@ -1,0 +1,225 @@
+// modsim profile: times real kernels over a capacity × shape grid into a measurements CSV.
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/json.hpp>
+#include <chrono>
+#include <csignal>
+#include <ctime>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "kernels/backend.hpp"
+#include "profiler/grid.hpp"
+#include "profiler/measurements.hpp"
+#include "profiler/runner.hpp"
+#include "sim/cli/common.hpp"
+#include "sim/error.hpp"
+#if MODSIM_HAVE_CUDA
+#include "kernels/cuda_backend.hpp"
+#endif
+
+namespace modsim::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+extern "C" void on_sigint(int) { g_stop.store(true); }
+
+std::string now_iso() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+std::string describe(const profiler::point& p) {
+  const auto& s = p.shape;
+  std::string d = fmt::format("{} B={} S={} d={} H={} F={}", kernels::to_string(p.op), s.batch, s.seq_len, s.d_model,
+                              s.n_heads, s.d_ff);
+  if (p.op != kernels::op::block_dense && p.op != kernels::op::router) d += fmt::format(" c={:g}", s.capacity);
+  return d;
+}
+
+std::string clock_text(double s) {
+  const auto t = static_cast<long>(s + 0.5);
+  return fmt::format("{}:{:02d}", t / 60, t % 60);
+}
+
+// The metadata sidecar: written at the start and rewritten at the end (temp file + rename).
+void write_metadata(const std::string& path, const boost::json::object& meta) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw runtime_error(tmp + ": cannot write the metadata file");
+    out << boost::json::serialize(meta) << "\n";
+    if (!out) throw runtime_error(tmp + ": write failed");
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+std::string metadata_path(const std::string& csv) {
+  std::filesystem::path p(csv);
+  return (p.parent_path() / (p.stem().string() + ".meta.json")).string();
+}
+
+}  // namespace
+
+int cmd_profile(const std::vector<std::string>& args) {
+  po::options_description opts("modsim profile options");
+  opts.add_options()
+    ("backend", po::value<std::string>(), "cpu | cuda (required)")
+    ("preset", po::value<std::string>()->default_value("quick"), "quick (CPU: under 2 minutes) | full")
+    ("grid", po::value<std::string>(), "grid JSON file (Cartesian product of lists); replaces --preset")
+    ("out", po::value<std::string>(), "measurements CSV to write (required); never overwritten")
+    ("resume", po::bool_switch(), "continue an existing --out file: skip rows already there")
+    ("threads", po::value<int>()->default_value(0), "CPU threads (0 = all hardware threads)")
+    ("seed", po::value<std::uint64_t>()->default_value(1), "seed for the random weights and inputs")
+    ("max-time", po::value<double>(), "seconds of samples per point at most (default 0.5 quick, 2 full)")
+    ("dry-run", po::bool_switch(), "list the points (and skipped ones with their reason), measure nothing")
+    ("format", po::value<std::string>()->default_value("table"), "summary on stdout: table | json | csv");
+  po::positional_options_description pos;
+  po::variables_map vm;
+  if (!parse_args(args, opts, pos, vm,
+                  "usage: modsim profile --backend cpu|cuda [--preset quick|full] [--grid FILE] --out FILE.csv [--resume]"))
+    return exit_ok;
+  if (!vm.count("backend")) throw input_error("", "--backend", "required (cpu or cuda)");
+  const std::string backend_name = vm["backend"].as<std::string>();
+  if (backend_name != "cpu" && backend_name != "cuda")
+    throw input_error("", "--backend", "unknown backend '" + backend_name + "' (expected cpu or cuda)");
+  const output_format format = parse_format(vm["format"].as<std::string>());
+  const std::string preset_name = vm["preset"].as<std::string>();
+  profiler::grid grid = vm.count("grid") ? profiler::load_grid(vm["grid"].as<std::string>())
+                                         : profiler::preset(preset_name, backend_name);
+  profiler::expansion plan = profiler::expand(grid);
+  if (plan.points.empty()) {
+    std::string why = plan.skipped.empty() ? "no points" : plan.skipped.front().reason;
+    throw input_error(vm.count("grid") ? vm["grid"].as<std::string>() : "", "",
+                      fmt::format("the grid yields no valid point ({} skipped; first: {})", plan.skipped.size(), why));
+  }
+  for (const auto& s : plan.skipped) std::cerr << "profile: skip " << describe(s.p) << ": " << s.reason << "\n";
+  if (vm["dry-run"].as<bool>()) {
+    for (const auto& p : plan.points) std::cout << describe(p) << " " << kernels::to_string(p.type) << "\n";
+    std::cerr << fmt::format("profile: {} points, {} skipped\n", plan.points.size(), plan.skipped.size());
+    return exit_ok;
+  }
+  if (!vm.count("out")) throw input_error("", "--out", "required (the measurements CSV to write)");
+  const std::string out_path = vm["out"].as<std::string>();
+
+  std::unique_ptr<kernels::backend> be;
+  if (backend_name == "cpu") {
+    be = kernels::make_cpu_backend(vm["threads"].as<int>());
+  } else {
+#if MODSIM_HAVE_CUDA
+    if (kernels::cuda_device_count() == 0) throw runtime_error("--backend cuda: no CUDA device is visible");
+    be = kernels::make_cuda_backend(0);
+#else
+    throw input_error("", "--backend", "this build has no CUDA backend (configure where nvcc is found)");
+#endif
+  }
+  profiler::measurement_writer writer(out_path, vm["resume"].as<bool>());
+  if (!writer.existing_device().empty() && writer.existing_device() != be->device())
+    throw input_error(out_path, "device",
+                      "holds measurements of '" + writer.existing_device() + "', this run is on '" + be->device() + "'");
+
+  profiler::run_options ro;
+  const bool full = !vm.count("grid") && preset_name == "full";
+  ro.rule.max_time_s = vm.count("max-time") ? vm["max-time"].as<double>() : (full ? 2.0 : 0.5);
+  ro.seed = vm["seed"].as<std::uint64_t>();
+  ro.stop = &g_stop;
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  auto last_line = std::chrono::steady_clock::now() - std::chrono::hours(1);
+  ro.on_progress = [&](const profiler::run_progress& p) {
+    const double frac = p.total ? static_cast<double>(p.done) / static_cast<double>(p.total) : 1.0;
+    const double eta = p.done ? p.elapsed_s / static_cast<double>(p.done) * static_cast<double>(p.total - p.done) : 0.0;
+    if (tty) {
+      const int width = 30;
+      const int filled = static_cast<int>(frac * width);
+      std::cerr << fmt::format("\r[{}{}] {}/{} {} elapsed, ~{} left  {:<48.48}", std::string(static_cast<std::size_t>(filled), '#'),
+                               std::string(static_cast<std::size_t>(width - filled), '.'), p.done, p.total,
+                               clock_text(p.elapsed_s), clock_text(eta), p.current ? describe(*p.current) : "done")
+                << (p.current ? "" : "\n") << std::flush;
+    } else {
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_line > std::chrono::seconds(10) || !p.current) {
+        std::cerr << fmt::format("profile: {}/{} points, {:.0f} s elapsed, ~{:.0f} s left\n", p.done, p.total,
+                                 p.elapsed_s, eta);
+        last_line = now;
+      }
+    }
+  };
+
+  boost::json::object meta;
+  meta["modsim_version"] = MODSIM_VERSION;
+  meta["git_revision"] = MODSIM_GIT_REVISION;
+  meta["backend"] = backend_name;
+  meta["device"] = be->device();
+  meta["hardware_threads"] = std::thread::hardware_concurrency();
+  meta["threads_requested"] = vm["threads"].as<int>();
+  meta["grid"] = vm.count("grid") ? vm["grid"].as<std::string>() : "preset:" + preset_name;
+  meta["points"] = plan.points.size();
+  meta["skipped_invalid"] = plan.skipped.size();
+  meta["seed"] = ro.seed;
+  meta["stop_rule"] = {{"warmup", ro.rule.warmup},
+                       {"min_samples", ro.rule.min_samples},
+                       {"min_time_s", ro.rule.min_time_s},
+                       {"max_time_s", ro.rule.max_time_s},
+                       {"target_rel_error", ro.rule.target_rel_error}};
+  meta["input_copies"] = ro.input_copies;
+  meta["measurements"] = std::filesystem::path(out_path).filename().string();
+  meta["started"] = now_iso();
+  meta["status"] = "running";
+  const std::string meta_path = metadata_path(out_path);
+  write_metadata(meta_path, meta);
+
+  g_stop.store(false);
+  auto previous = std::signal(SIGINT, on_sigint);
+  profiler::run_result result = profiler::run_points(*be, plan.points, writer, ro);
+  std::signal(SIGINT, previous);
+
+  meta["finished"] = now_iso();
+  meta["status"] = result.interrupted ? "interrupted" : "complete";
+  meta["measured_this_run"] = result.measured;
+  meta["already_present"] = result.already_present;
+  write_metadata(meta_path, meta);
+
+  if (format == output_format::csv) {
+    std::cout << profiler::csv_header() << "\n";
+    for (const auto& r : result.rows) std::cout << profiler::format_row(r) << "\n";
+  } else if (format == output_format::json) {
+    boost::json::array rows;
+    for (const auto& r : result.rows)
+      rows.push_back({{"op", r.op}, {"batch", r.batch}, {"seq_len", r.seq_len}, {"d_model", r.d_model},
+                      {"n_heads", r.n_heads}, {"d_ff", r.d_ff}, {"capacity", r.capacity}, {"median_s", r.median_s},
+                      {"p10_s", r.p10_s}, {"p90_s", r.p90_s}, {"samples", r.samples},
+                      {"gflop_s", r.median_s > 0 ? static_cast<double>(r.matmul_flops + r.other_flops) / r.median_s / 1e9 : 0.0},
+                      {"gbyte_s", r.median_s > 0 ? static_cast<double>(r.bytes) / r.median_s / 1e9 : 0.0}});
+    std::cout << boost::json::serialize(boost::json::object{{"device", be->device()},
+                                                            {"measured", result.measured},
+                                                            {"already_present", result.already_present},
+                                                            {"interrupted", result.interrupted},
+                                                            {"rows", rows}})
+              << "\n";
+  } else {
+    std::cout << fmt::format("{:<14} {:>3} {:>5} {:>5} {:>4} {:>6} {:>6} {:>10} {:>7} {:>9} {:>8}\n", "op", "B", "S",
+                             "d", "H", "d_ff", "cap", "median ms", "±p90%", "GFLOP/s", "GB/s");
+    for (const auto& r : result.rows) {
+      const double gflops = static_cast<double>(r.matmul_flops + r.other_flops) / r.median_s / 1e9;
+      const double gbs = static_cast<double>(r.bytes) / r.median_s / 1e9;
+      std::cout << fmt::format("{:<14} {:>3} {:>5} {:>5} {:>4} {:>6} {:>6g} {:>10.4f} {:>6.1f}% {:>9.1f} {:>8.1f}\n",
+                               r.op, r.batch, r.seq_len, r.d_model, r.n_heads, r.d_ff, r.capacity, r.median_s * 1e3,
+                               (r.p90_s - r.median_s) / r.median_s * 100, gflops, gbs);
+    }
+  }
+  std::cerr << fmt::format("profile: {} measured, {} already in {}, results in {} (metadata {})\n", result.measured,
+                           result.already_present, out_path, out_path, meta_path);
+  if (result.interrupted) {
+    std::cerr << "profile: interrupted; run again with --resume to measure the remaining points\n";
+    return exit_interrupted;
+  }
+  return exit_ok;
+}
+
+}  // namespace modsim::cli

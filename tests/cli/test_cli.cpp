@@ -1,0 +1,140 @@
+// The `modsim` binary as users and scripts see it: exit codes, one-line errors on stderr,
+// and the JSON contract of `modsim flops`.
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+
+namespace {
+
+struct result {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs `modsim ARGS` through the shell, capturing stdout and stderr separately.
+result modsim(const std::string& args) {
+  static int counter = 0;
+  auto dir = std::filesystem::temp_directory_path();
+  std::string out = (dir / ("modsim_cli_out_" + std::to_string(::getpid()) + "_" + std::to_string(counter) + ".txt")).string();
+  std::string err = (dir / ("modsim_cli_err_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + ".txt")).string();
+  std::string cmd = std::string("cd '") + MODSIM_SOURCE_DIR + "' && '" + MODSIM_BINARY + "' " + args + " >'" + out + "' 2>'" + err + "'";
+  int status = std::system(cmd.c_str());
+  result r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  std::filesystem::remove(out);
+  std::filesystem::remove(err);
+  return r;
+}
+
+int lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+}  // namespace
+
+TEST(Cli, UnknownCommandIsBadInput) {
+  result r = modsim("frobnicate");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_TRUE(r.out.empty());
+}
+
+TEST(Cli, HelpExitsZeroAndListsOptions) {
+  result r = modsim("flops --help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("--format"), std::string::npos);
+  EXPECT_NE(r.out.find("--batch"), std::string::npos);
+}
+
+TEST(Cli, MissingModelFileIsOneLineAndExitTwo) {
+  result r = modsim("flops configs/models/no-such-model.json");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "modsim flops: error: configs/models/no-such-model.json: cannot open file\n");
+  EXPECT_TRUE(r.out.empty());
+}
+
+TEST(Cli, BadConfigValueNamesFileKeyAndReason) {
+  auto path = std::filesystem::temp_directory_path() / "modsim_cli_bad_capacity.json";
+  std::ofstream(path) << R"({"name": "x", "d_model": 64, "n_layers": 2, "n_heads": 4, "d_ff": 128,
+    "vocab_size": 10, "routing": {"capacity": 1.5}})";
+  result r = modsim("flops " + path.string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "modsim flops: error: " + path.string() + ": routing.capacity: must be in (0, 1], got 1.5\n");
+  std::filesystem::remove(path);
+}
+
+TEST(Cli, BadFlagsAreBadInput) {
+  EXPECT_EQ(modsim("flops mod-220m --capacity 0").code, 2);
+  EXPECT_EQ(modsim("flops mod-220m --format yaml").code, 2);
+  EXPECT_EQ(modsim("flops mod-220m --mode sideways").code, 2);
+  EXPECT_EQ(modsim("flops mod-220m --batch 0").code, 2);
+  EXPECT_EQ(modsim("flops mod-220m --no-such-flag").code, 2);
+  EXPECT_EQ(modsim("flops mod-220m --schedule every_nth:x").code, 2);
+  result r = modsim("flops");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+}
+
+TEST(Cli, FlopsJsonFollowsTheContract) {
+  result r = modsim("flops mod-220m --batch 1 --seq 2048 --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  boost::json::value v = boost::json::parse(r.out);
+  const auto& totals = v.at("totals").as_object();
+  for (const char* key : {"matmul_flops", "other_flops", "bytes", "dense_matmul_flops"})
+    EXPECT_TRUE(totals.at(key).is_int64() || totals.at(key).is_uint64()) << key;
+  const auto& layers = v.at("layers").as_array();
+  ASSERT_EQ(layers.size(), 16u);
+  // every_other: odd layers routed at 12.5% of 2048 = 256 tokens, even layers dense.
+  EXPECT_FALSE(layers[0].at("routed").as_bool());
+  EXPECT_EQ(layers[0].at("tokens").to_number<std::int64_t>(), 2048);
+  EXPECT_TRUE(layers[1].at("routed").as_bool());
+  EXPECT_EQ(layers[1].at("tokens").to_number<std::int64_t>(), 256);
+  EXPECT_DOUBLE_EQ(layers[1].at("capacity").to_number<double>(), 0.125);
+  const auto& ops = layers[1].at("ops").as_array();
+  ASSERT_FALSE(ops.empty());
+  EXPECT_EQ(ops[0].at("op").as_string(), "router");
+  for (const auto& op : ops)
+    for (const char* key : {"op", "matmul_flops", "other_flops", "bytes"}) EXPECT_TRUE(op.as_object().contains(key));
+  EXPECT_TRUE(v.at("lm_head").as_object().contains("matmul_flops"));
+  // The router of a routed layer scores all 2048 tokens: 2·S·d = 2·2048·1024.
+  EXPECT_EQ(ops[0].at("matmul_flops").to_number<std::int64_t>(), 2LL * 2048 * 1024);
+  // The LM head: 2·S·d·V = 2·2048·1024·32000.
+  EXPECT_EQ(v.at("lm_head").at("matmul_flops").to_number<std::int64_t>(), 2LL * 2048 * 1024 * 32000);
+}
+
+TEST(Cli, FlopsCsvHasOneRowPerLayerOp) {
+  result r = modsim("flops dense-60m --format csv --seq 128");
+  ASSERT_EQ(r.code, 0) << r.err;
+  // dense gelu layer: attn_norm qkv_proj attn_scores attn_softmax attn_values out_proj
+  // mlp_norm mlp_up mlp_act mlp_down = 10 ops; 14 layers; + lm_head row + header.
+  EXPECT_EQ(lines(r.out), 1 + 14 * 10 + 1) << r.out.substr(0, 400);
+}
+
+TEST(Cli, HuggingFaceConfigBecomesMoDWithOverrides) {
+  result r = modsim("flops configs/hf/llama-3-8b.json --capacity 0.125 --schedule every_other --seq 1024 --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  boost::json::value v = boost::json::parse(r.out);
+  const auto& layers = v.at("layers").as_array();
+  ASSERT_EQ(layers.size(), 32u);
+  EXPECT_EQ(layers[3].at("tokens").to_number<std::int64_t>(), 128);
+  EXPECT_LT(v.at("totals").at("matmul_flops").to_number<double>(),
+            v.at("totals").at("dense_matmul_flops").to_number<double>());
+}

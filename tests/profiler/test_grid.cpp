@@ -1,0 +1,112 @@
+// Grid expansion: the Cartesian product, invalid combinations skipped with a reason, ops
+// that do not depend on capacity measured once, and the --grid file's bad input.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "profiler/grid.hpp"
+#include "sim/error.hpp"
+
+using namespace modsim;
+using namespace modsim::profiler;
+
+TEST(Grid, ExpandsTheCartesianProduct) {
+  grid g = parse_grid(R"({"ops": ["block_mod", "qkv_proj"], "batch": [1, 2], "seq_len": [64],
+                          "d_model": [64, 128], "n_heads": [4], "d_ff": [256], "capacity": [0.25, 0.5, 1.0]})",
+                      "g.json");
+  expansion e = expand(g);
+  // 2 ops × 2 batch × 2 d_model × 3 capacities, all valid.
+  EXPECT_EQ(e.points.size(), 24u);
+  EXPECT_TRUE(e.skipped.empty());
+}
+
+TEST(Grid, BlockDenseAndRouterIgnoreCapacity) {
+  grid g = parse_grid(R"({"ops": ["block_dense", "router", "topk"], "seq_len": [64], "d_model": [64],
+                          "n_heads": [4], "d_ff": [256], "capacity": [0.125, 0.5, 1.0]})",
+                      "g.json");
+  expansion e = expand(g);
+  auto count = [&](kernels::op o) {
+    return std::count_if(e.points.begin(), e.points.end(), [&](const point& p) { return p.op == o; });
+  };
+  EXPECT_EQ(count(kernels::op::block_dense), 1);
+  EXPECT_EQ(count(kernels::op::router), 1);
+  EXPECT_EQ(count(kernels::op::topk), 3);
+  for (const auto& p : e.points) {
+    if (p.op == kernels::op::block_dense) {
+      EXPECT_DOUBLE_EQ(p.shape.capacity, 1.0);
+    }
+  }
+}
+
+TEST(Grid, InvalidCombinationsAreSkippedWithAReason) {
+  grid g = parse_grid(R"({"ops": ["block_dense", "mlp_gate", "layer_mode"], "seq_len": [64], "d_model": [96],
+                          "n_heads": [4, 5], "d_ff": [128], "mlp": "gelu"})",
+                      "g.json");
+  expansion e = expand(g);
+  // n_heads 5 does not divide 96; mlp_gate needs swiglu; layer_mode needs experts.
+  ASSERT_EQ(e.points.size(), 1u);
+  EXPECT_EQ(e.points[0].op, kernels::op::block_dense);
+  EXPECT_EQ(e.points[0].shape.n_heads, 4);
+  ASSERT_EQ(e.skipped.size(), 5u);
+  bool saw_divisible = false, saw_gate = false, saw_experts = false;
+  for (const auto& s : e.skipped) {
+    saw_divisible |= s.reason == "d_model 96 is not divisible by n_heads 5";
+    saw_gate |= s.reason == "mlp_gate exists only for swiglu";
+    saw_experts |= s.reason.find("needs experts") != std::string::npos;
+  }
+  EXPECT_TRUE(saw_divisible && saw_gate && saw_experts);
+}
+
+TEST(Grid, LayerModeCrossesTheMoDEAxes) {
+  grid g = parse_grid(R"({"ops": ["layer_mode", "block_dense"], "seq_len": [32], "d_model": [64], "n_heads": [4],
+                          "d_ff": [128], "capacity": [0.5], "variant": ["staged", "integrated"],
+                          "experts": [4, 8], "noop_experts": [1, 2]})",
+                      "g.json");
+  expansion e = expand(g);
+  // layer_mode: staged × 2 experts (no-op axis collapsed) + integrated × 2 experts × 2 no-op = 6;
+  // block_dense once.
+  EXPECT_EQ(e.points.size(), 7u);
+}
+
+TEST(Grid, PointsSharingAShapeAreAdjacent) {
+  grid g = parse_grid(R"({"ops": ["qkv_proj", "out_proj"], "seq_len": [32, 64], "d_model": [64],
+                          "n_heads": [4], "d_ff": [128]})",
+                      "g.json");
+  expansion e = expand(g);
+  ASSERT_EQ(e.points.size(), 4u);
+  EXPECT_EQ(e.points[0].shape.seq_len, e.points[1].shape.seq_len);
+  EXPECT_EQ(e.points[2].shape.seq_len, e.points[3].shape.seq_len);
+}
+
+TEST(Grid, BadGridFilesAreOneLineErrors) {
+  auto message = [](const char* text) {
+    try {
+      parse_grid(text, "g.json");
+    } catch (const error& e) {
+      EXPECT_EQ(e.kind(), error_kind::bad_input);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message(R"({"ops": ["block_fancy"], "seq_len": [1], "d_model": [8], "n_heads": [1], "d_ff": [8]})"),
+            "g.json: ops[0]: unknown op 'block_fancy'");
+  EXPECT_EQ(message(R"({"ops": ["block_dense"], "seq_len": [], "d_model": [8], "n_heads": [1], "d_ff": [8]})"),
+            "g.json: seq_len: empty axis (give at least one value)");
+  EXPECT_EQ(message(R"({"ops": ["block_dense"], "d_model": [8], "n_heads": [1], "d_ff": [8]})"),
+            "g.json: seq_len: missing required key");
+  EXPECT_EQ(message(R"({"ops": ["block_dense"], "seq_len": [8], "d_model": [8], "n_heads": [1], "d_ff": [8], "colour": 1})"),
+            "g.json: colour: unknown key");
+  EXPECT_EQ(message(R"({"ops": ["block_mod"], "seq_len": [8], "d_model": [8], "n_heads": [1], "d_ff": [8], "capacity": [2]})"),
+            "g.json: capacity[0]: capacity must be in (0, 1], got 2");
+  EXPECT_EQ(message(R"({"ops": ["block_dense"], "seq_len": [-8], "d_model": [8], "n_heads": [1], "d_ff": [8]})"),
+            "g.json: seq_len[0]: expected a positive integer, got -8");
+}
+
+TEST(Grid, PresetsAreValidAndNonEmpty) {
+  for (const char* backend : {"cpu", "cuda"})
+    for (const char* name : {"quick", "full"}) {
+      expansion e = expand(preset(name, backend));
+      EXPECT_GT(e.points.size(), 10u) << name << " " << backend;
+    }
+  EXPECT_THROW(preset("medium", "cpu"), error);
+}

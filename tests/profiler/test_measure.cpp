@@ -1,0 +1,94 @@
+// The measuring method's statistics and stopping rule, on known samples and synthetic timers.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "profiler/measure.hpp"
+
+using namespace modsim::profiler;
+
+TEST(Measure, PercentilesInterpolateBetweenClosestRanks) {
+  // Samples 1..10: q·(n−1) positions 0.9 → 1.9, 4.5 → 5.5, 8.1 → 9.1 (by hand).
+  sample_stats s = summarize({10, 9, 8, 7, 6, 5, 4, 3, 2, 1});
+  EXPECT_DOUBLE_EQ(s.median_s, 5.5);
+  EXPECT_DOUBLE_EQ(s.p10_s, 1.9);
+  EXPECT_DOUBLE_EQ(s.p90_s, 9.1);
+  EXPECT_DOUBLE_EQ(s.mean_s, 5.5);
+  EXPECT_EQ(s.samples, 10);
+}
+
+TEST(Measure, OddCountMedianIsTheMiddleSample) {
+  sample_stats s = summarize({3.0, 1.0, 2.0});
+  EXPECT_DOUBLE_EQ(s.median_s, 2.0);
+  EXPECT_DOUBLE_EQ(s.p10_s, 1.2);  // 0.1·2 = 0.2 → 1 + 0.2·(2−1)
+  EXPECT_DOUBLE_EQ(s.p90_s, 2.8);
+}
+
+TEST(Measure, RelativeErrorIsTheStandardErrorOfTheMean) {
+  // {1, 3}: mean 2, sample variance 2, stderr sqrt(2/2) = 1, relative 0.5.
+  EXPECT_DOUBLE_EQ(summarize({1, 3}).rel_error, 0.5);
+  EXPECT_DOUBLE_EQ(summarize({4, 4, 4}).rel_error, 0.0);
+}
+
+TEST(Measure, SteadyTimerStopsAtTheMinimumSamplesAndTime) {
+  stop_rule rule;
+  rule.warmup = 3;
+  rule.min_samples = 5;
+  rule.min_time_s = 2.0;
+  rule.max_time_s = 10;
+  int calls = 0;
+  sample_stats s = measure([&] { ++calls; return 0.25; }, rule);
+  // Zero spread converges as soon as both minimums hold: 8 samples of 0.25 s reach 2 s.
+  EXPECT_EQ(s.samples, 8);
+  EXPECT_EQ(calls, 11);  // + 3 warm-up
+  EXPECT_TRUE(s.converged);
+  EXPECT_DOUBLE_EQ(s.median_s, 0.25);
+}
+
+TEST(Measure, NoisyTimerTakesMoreSamplesThanAQuietOne) {
+  stop_rule rule;
+  rule.min_samples = 5;
+  rule.min_time_s = 0;
+  rule.max_time_s = 1e9;
+  rule.max_samples = 100000;
+  rule.target_rel_error = 0.01;
+  std::mt19937 rng(7);
+  auto noisy = [&](double rel_sd) {
+    std::normal_distribution<double> n(1.0, rel_sd);
+    return measure([&] { return std::max(0.01, n(rng)); }, rule);
+  };
+  sample_stats quiet = noisy(0.01);
+  sample_stats loud = noisy(0.2);
+  EXPECT_TRUE(quiet.converged);
+  EXPECT_TRUE(loud.converged);
+  // stderr = sd/sqrt(n) ≤ 0.01 needs n ≈ (0.2/0.01)² = 400 for the loud timer.
+  EXPECT_GT(loud.samples, 250);
+  EXPECT_LT(quiet.samples, 20);
+  EXPECT_NEAR(loud.median_s, 1.0, 0.05);
+}
+
+TEST(Measure, TimeCapStopsAnUnconvergedRun) {
+  stop_rule rule;
+  rule.min_samples = 5;
+  rule.min_time_s = 0;
+  rule.max_time_s = 10.0;
+  rule.target_rel_error = 1e-9;  // unreachable with alternating samples
+  int i = 0;
+  sample_stats s = measure([&] { return (i++ % 2) ? 0.25 : 0.75; }, rule);
+  EXPECT_FALSE(s.converged);
+  EXPECT_EQ(s.samples, 20);  // 20 samples of mean 0.5 s reach the 10 s cap
+}
+
+TEST(Measure, SampleCapStopsToo) {
+  stop_rule rule;
+  rule.min_samples = 2;
+  rule.max_samples = 7;
+  rule.min_time_s = 0;
+  rule.max_time_s = 1e9;
+  rule.target_rel_error = 0;
+  int i = 0;
+  sample_stats s = measure([&] { return 1.0 + (i++ % 2); }, rule);
+  EXPECT_EQ(s.samples, 7);
+  EXPECT_FALSE(s.converged);
+}
