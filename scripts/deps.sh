@@ -10,7 +10,8 @@ packages=(
   libfmt-dev libopenblas-dev libgtest-dev
 )
 if [[ "${1:-}" != "--no-gui" ]]; then
-  packages+=(qt6-base-dev qt6-charts-dev qt6-svg-dev libgl-dev xvfb)
+  # libqt6opengl6-dev: Qt6Charts needs Qt6OpenGL, which qt6-base-dev does not pull in.
+  packages+=(qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libgl-dev xvfb)
 fi
 
 missing=()
