@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""The MoD block written in PyTorch the way public implementations do, timed on the GPU.
+
+Router nn.Linear(d, 1) -> torch.topk per sequence -> sort the indices by position ->
+torch.gather -> a pre-norm block (scaled_dot_product_attention, causal; gelu MLP) ->
+delta = block(x~) - x~ -> out = x.scatter_add(routed, r~ * delta)   (Equation 1).
+
+It is the peer that modsim's CUDA block is compared with (same shapes, same GPU, same run).
+Writes one CSV row per (shape, capacity): the median seconds over CUDA-event-timed repeats
+after warm-up, rotating several input tensors so a repeat does not time a warm L2.
+"""
+import argparse
+import csv
+import math
+import os
+import statistics
+import sys
+import tempfile
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        xf = x.float()
+        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype) * self.weight
+
+
+class Block(nn.Module):
+    """Pre-norm attention + MLP with their inner residuals; returns the block output y."""
+
+    def __init__(self, d, heads, d_ff):
+        super().__init__()
+        self.heads = heads
+        self.norm1 = RMSNorm(d)
+        self.qkv = nn.Linear(d, 3 * d, bias=False)
+        self.out = nn.Linear(d, d, bias=False)
+        self.norm2 = RMSNorm(d)
+        self.up = nn.Linear(d, d_ff, bias=False)
+        self.down = nn.Linear(d_ff, d, bias=False)
+
+    def forward(self, x):
+        b, n, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).view(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        h = x + self.out(a.transpose(1, 2).reshape(b, n, d))
+        return h + self.down(F.gelu(self.up(self.norm2(h)), approximate="tanh"))
+
+
+class MoDBlock(nn.Module):
+    def __init__(self, d, heads, d_ff, capacity):
+        super().__init__()
+        self.capacity = capacity
+        self.router = nn.Linear(d, 1, bias=False)
+        self.block = Block(d, heads, d_ff)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        k = min(s, max(1, math.ceil(self.capacity * s - 1e-9)))
+        r = self.router(x).squeeze(-1)                       # [b, s]
+        idx = torch.topk(r, k, dim=1, sorted=False).indices  # per sequence
+        idx, _ = torch.sort(idx, dim=1)                      # causal order
+        gidx = idx.unsqueeze(-1).expand(-1, -1, d)
+        xt = torch.gather(x, 1, gidx)
+        rt = torch.gather(r, 1, idx).unsqueeze(-1)
+        delta = self.block(xt) - xt
+        return x.scatter_add(1, gidx, rt * delta)
+
+
+def time_module(fn, inputs, warmup, repeats):
+    for i in range(warmup):
+        fn(inputs[i % len(inputs)])
+    torch.cuda.synchronize()
+    times = []
+    for i in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        x = inputs[i % len(inputs)]
+        start.record()
+        fn(x)
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
+    times.sort()
+    return statistics.median(times), times[len(times) // 10], times[(len(times) * 9) // 10]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", required=True, help="CSV to write (temporary file + rename)")
+    p.add_argument("--batch", type=int, nargs="+", default=[8])
+    p.add_argument("--seq", type=int, nargs="+", default=[2048])
+    p.add_argument("--d-model", type=int, nargs="+", default=[2048])
+    p.add_argument("--heads", type=int, default=16)
+    p.add_argument("--ff-mult", type=int, default=4)
+    p.add_argument("--capacities", type=float, nargs="+", default=[0.125, 0.25, 0.5, 1.0])
+    p.add_argument("--dtype", choices=["bf16", "fp32"], default="bf16")
+    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--repeats", type=int, default=50)
+    p.add_argument("--compile", action="store_true", help="also time torch.compile'd modules")
+    a = p.parse_args()
+    if not torch.cuda.is_available():
+        print("mod_block_torch: no CUDA device", file=sys.stderr)
+        return 3
+    dtype = torch.bfloat16 if a.dtype == "bf16" else torch.float32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    dev = torch.device("cuda")
+    rows = []
+    with torch.no_grad():
+        for b in a.batch:
+            for s in a.seq:
+                for d in a.d_model:
+                    f = a.ff_mult * d
+                    torch.manual_seed(0)
+                    inputs = [torch.randn(b, s, d, device=dev, dtype=dtype) for _ in range(4)]
+                    dense = Block(d, a.heads, f).to(dev, dtype)
+                    variants = [("block_dense", 1.0, dense)]
+                    for c in a.capacities:
+                        variants.append(("block_mod", c, MoDBlock(d, a.heads, f, c).to(dev, dtype)))
+                    for op, c, mod in variants:
+                        fns = [("eager", mod)]
+                        if a.compile:
+                            fns.append(("compiled", torch.compile(mod)))
+                        for mode, fn in fns:
+                            med, p10, p90 = time_module(fn, inputs, a.warmup, a.repeats)
+                            rows.append(dict(impl=f"torch-{mode}", op=op, dtype=a.dtype, batch=b, seq_len=s,
+                                             d_model=d, n_heads=a.heads, d_ff=f, capacity=c, median_s=med,
+                                             p10_s=p10, p90_s=p90, samples=a.repeats,
+                                             device=torch.cuda.get_device_name(), torch=torch.__version__))
+                            print(f"{mode:8s} {op:11s} B={b} S={s} d={d} c={c:<6g} {med * 1e3:9.3f} ms", file=sys.stderr)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(a.out)) or ".", suffix=".tmp")
+    with os.fdopen(fd, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+    os.replace(tmp, a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
