@@ -1,0 +1,148 @@
+#include "kernels/backend.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <string>
+
+#include "sim/error.hpp"
+
+namespace modsim::kernels {
+
+namespace {
+
+constexpr std::array<std::string_view, op_count> op_names = {
+    "router",   "topk",       "gather",   "attn_norm",     "qkv_proj",
+    "attn_scores", "attn_softmax", "attn_values", "out_proj",   "mlp_norm",
+    "mlp_up",   "mlp_gate",   "mlp_act",  "mlp_down",      "scatter",
+    "block_dense", "block_mod", "layer_mode", "expert_router", "experts",
+};
+
+constexpr std::array<op, op_count> ops = {
+    op::router,   op::topk,        op::gather,    op::attn_norm,     op::qkv_proj,
+    op::attn_scores, op::attn_softmax, op::attn_values, op::out_proj, op::mlp_norm,
+    op::mlp_up,   op::mlp_gate,    op::mlp_act,   op::mlp_down,      op::scatter,
+    op::block_dense, op::block_mod, op::layer_mode, op::expert_router, op::experts,
+};
+
+constexpr std::array<std::string_view, tensor_count> tensor_names = {
+    "x",         "out",        "router_w",        "router_logits", "routed_index",
+    "routed_x",  "routed_r",   "attn_norm_g",     "attn_in",       "w_q",
+    "w_k",       "w_v",        "q",               "k",             "v",
+    "scores",    "attn_out",   "w_o",             "h",             "mlp_norm_g",
+    "mlp_in",    "w_up",       "w_gate",          "w_down",        "mlp_hidden",
+    "mlp_gate_hidden", "y",    "expert_router_w", "expert_logits", "expert_index",
+    "expert_gate", "expert_w_up", "expert_w_gate", "expert_w_down",
+};
+
+std::string field_error_key(const char* field) { return std::string("block_shape.") + field; }
+
+void require_positive(std::int64_t value, const char* field) {
+  if (value <= 0)
+    throw input_error("", field_error_key(field), "must be positive, got " + std::to_string(value));
+}
+
+}  // namespace
+
+std::span<const op> all_ops() { return ops; }
+
+std::string_view to_string(op o) {
+  const auto i = static_cast<std::size_t>(o);
+  return i < op_names.size() ? op_names[i] : std::string_view("unknown");
+}
+
+op parse_op(std::string_view name) {
+  for (std::size_t i = 0; i < op_names.size(); ++i)
+    if (op_names[i] == name) return ops[i];
+  throw input_error("", "op", "unknown op '" + std::string(name) + "'");
+}
+
+std::string_view to_string(dtype t) {
+  switch (t) {
+    case dtype::fp32: return "fp32";
+    case dtype::bf16: return "bf16";
+    case dtype::fp16: return "fp16";
+  }
+  return "unknown";
+}
+
+dtype parse_dtype(std::string_view name) {
+  if (name == "fp32") return dtype::fp32;
+  if (name == "bf16") return dtype::bf16;
+  if (name == "fp16") return dtype::fp16;
+  throw input_error("", "dtype", "unknown dtype '" + std::string(name) + "' (fp32, bf16, fp16)");
+}
+
+std::string_view to_string(tensor t) {
+  const auto i = static_cast<std::size_t>(t);
+  return i < tensor_names.size() ? tensor_names[i] : std::string_view("unknown");
+}
+
+bool is_index(tensor t) { return t == tensor::routed_index || t == tensor::expert_index; }
+
+tensor result_tensor(op o, const block_shape& shape) {
+  if (o == op::block_dense) return tensor::y;
+  if (o == op::layer_mode && shape.variant == mode_variant::integrated) return tensor::y;
+  return tensor::out;
+}
+
+std::int64_t routed_tokens(double capacity, std::int64_t seq_len) {
+  if (seq_len <= 0) return 0;
+  const double product = capacity * static_cast<double>(seq_len);
+  // capacity·S computed in binary floating point can land just above an integer
+  // (0.1·30 = 3.0000000000000004); a relative nudge keeps ceil from rounding that up.
+  const double k = std::ceil(product - std::abs(product) * 1e-9);
+  if (!(k >= 1.0)) return 1;  // also catches NaN
+  if (k >= static_cast<double>(seq_len)) return seq_len;
+  return static_cast<std::int64_t>(k);
+}
+
+std::int64_t block_shape::routed_tokens() const { return kernels::routed_tokens(capacity, seq_len); }
+
+std::int64_t block_shape::block_tokens() const {
+  return variant == mode_variant::integrated ? seq_len : routed_tokens();
+}
+
+int block_shape::router_experts() const {
+  return variant == mode_variant::integrated ? experts + noop_experts : experts;
+}
+
+std::int64_t block_shape::expert_capacity(std::int64_t moe_tokens) const {
+  if (capacity_factor <= 0.0) return moe_tokens;
+  const int e = std::max(1, router_experts());
+  const double c = capacity_factor * static_cast<double>(moe_tokens) / static_cast<double>(e);
+  const double ceiled = std::ceil(c - std::abs(c) * 1e-9);
+  return std::clamp(static_cast<std::int64_t>(ceiled), std::int64_t{0}, moe_tokens);
+}
+
+void block_shape::validate() const {
+  require_positive(batch, "batch");
+  require_positive(seq_len, "seq_len");
+  require_positive(d_model, "d_model");
+  require_positive(n_heads, "n_heads");
+  require_positive(n_kv_heads, "n_kv_heads");
+  require_positive(d_head, "d_head");
+  require_positive(d_ff, "d_ff");
+  if (n_heads % n_kv_heads != 0)
+    throw input_error("", field_error_key("n_kv_heads"),
+                      "must divide n_heads (" + std::to_string(n_heads) + "), got " +
+                          std::to_string(n_kv_heads));
+  if (!(capacity > 0.0 && capacity <= 1.0))
+    throw input_error("", field_error_key("capacity"),
+                      "must be in (0, 1], got " + std::to_string(capacity));
+  if (variant == mode_variant::none) return;
+  require_positive(experts, "experts");
+  if (top_k != 1)
+    throw input_error("", field_error_key("top_k"),
+                      "only top-1 expert choice is implemented, got " + std::to_string(top_k));
+  if (noop_experts < 0)
+    throw input_error("", field_error_key("noop_experts"),
+                      "must not be negative, got " + std::to_string(noop_experts));
+  if (variant == mode_variant::staged && noop_experts != 0)
+    throw input_error("", field_error_key("noop_experts"),
+                      "the staged variant has no no-op experts, got " + std::to_string(noop_experts));
+  if (!std::isfinite(capacity_factor))
+    throw input_error("", field_error_key("capacity_factor"), "must be finite");
+}
+
+}  // namespace modsim::kernels

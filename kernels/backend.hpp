@@ -1,0 +1,220 @@
+#pragma once
+// The public interface of modsim's kernels: named operations of one (MoD) transformer block
+// and the buffers they read and write. It names operations and buffers, never device types:
+// a backend (CPU here, CUDA in kernels/cuda/) owns its workspaces, whose buffers are opaque;
+// the host reaches them only through explicit copies (upload/download).
+//
+// Semantics follow shared/DESIGN.md "Semantics of a MoD layer" and the paper (Raposo et al.
+// 2024, §3): per sequence r_i = w·x_i; k = clamp(ceil(capacity·S), 1, S) tokens with the
+// largest r (ties: lower position wins), sorted by position; the block runs on the gathered
+// tokens under the ordinary causal mask; out_i = x_i + r_i·Δ_i for routed tokens, with
+// Δ = block(x̃) − x̃, and out_i = x_i otherwise (Equation 1).
+//
+// Layout: activations are row-major [tokens, features] with tokens batch-major
+// (row = b·n + position). Weights are row-major [in, out] so a projection is act·W.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace modsim::kernels {
+
+// The operations a backend runs. The names (to_string/parse_op) are a contract shared with
+// sim/flops, the profiler's CSV and the grid files.
+enum class op {
+  router,         // r = x·w over all B·S tokens
+  topk,           // per sequence: k positions with the largest r, sorted by position
+  gather,         // x̃ = x[idx], r̃ = r[idx]
+  attn_norm,      // RMSNorm(block input)·g_attn; RMSNorm(v) = v / sqrt(mean(v²) + 1e-6)
+  qkv_proj,       // Q, K, V projections (GQA: K, V have n_kv_heads heads)
+  attn_scores,    // S = Q·Kᵀ/sqrt(d_head) per (sequence, head), the full n×n square
+  attn_softmax,   // causal softmax of S, in place
+  attn_values,    // O = P·V per (sequence, head)
+  out_proj,       // h = block input + O·W_o
+  mlp_norm,       // RMSNorm(h)·g_mlp
+  mlp_up,         // u·W_up
+  mlp_gate,       // u·W_gate (swiglu only)
+  mlp_act,        // gelu(up) or silu(gate)·up, in place in mlp_hidden
+  mlp_down,       // y = h + hidden·W_down
+  scatter,        // out_i = x_i + r_i·(y_j − x̃_j) for routed i (Equation 1); see tensor::out
+  block_dense,    // the whole block over all S tokens: y = x + Δ
+  block_mod,      // router → topk → gather → block on x̃ → scatter: out
+  layer_mode,     // MoDE layer (shape.variant staged or integrated)
+  expert_router,  // MoE: logits = u·W_e, top-1 choice, gate, per-expert capacity
+  experts,        // MoE: y = h + gate·expert(u) for tokens an expert kept
+};
+
+inline constexpr int op_count = 20;
+
+// Every op in declaration order.
+std::span<const op> all_ops();
+std::string_view to_string(op o);
+// Throws modsim::error (bad_input) naming the unknown name.
+op parse_op(std::string_view name);
+
+enum class dtype { fp32, bf16, fp16 };
+std::string_view to_string(dtype t);
+dtype parse_dtype(std::string_view name);  // throws modsim::error (bad_input)
+
+enum class mlp_kind { gelu, swiglu };
+// MoDE (paper §5). none: no MoE. staged: MoD routing (router/topk/gather at `capacity`)
+// around a block whose MLP is an MoE of `experts` experts. integrated: attention over all
+// tokens, then an MoE MLP with `experts` real and `noop_experts` no-op experts; a token that
+// chooses a no-op expert skips the MLP.
+enum class mode_variant { none, staged, integrated };
+
+struct block_shape {
+  std::int64_t batch = 1;
+  std::int64_t seq_len = 0;  // S, tokens per sequence
+  std::int64_t d_model = 0;
+  std::int64_t n_heads = 0;
+  std::int64_t n_kv_heads = 0;  // divides n_heads (GQA); equal to n_heads for MHA
+  std::int64_t d_head = 0;
+  std::int64_t d_ff = 0;
+  mlp_kind mlp = mlp_kind::gelu;
+  double capacity = 1.0;  // fraction of each sequence routed through the block, in (0, 1]
+  // MoE / MoDE
+  mode_variant variant = mode_variant::none;
+  int experts = 0;         // real experts (> 0 when variant != none)
+  int top_k = 1;           // experts per token; only 1 is implemented
+  int noop_experts = 0;    // integrated only
+  double capacity_factor = 1.0;  // per-expert capacity factor; <= 0 means dropless
+
+  std::int64_t tokens() const { return batch * seq_len; }
+  std::int64_t d_q() const { return n_heads * d_head; }
+  std::int64_t d_kv() const { return n_kv_heads * d_head; }
+  // k = clamp(ceil(capacity·S), 1, S), robust to the rounding of capacity·S (0.1 of 30 is 3).
+  std::int64_t routed_tokens() const;
+  // Tokens per sequence that the single block ops (attn_norm ... mlp_down, expert_router,
+  // experts) work on: S for `integrated`, else k (= S at capacity 1).
+  std::int64_t block_tokens() const;
+  // Experts the expert router chooses among: experts + noop_experts for integrated, else experts.
+  int router_experts() const;
+  // Tokens one real expert may take out of `moe_tokens` (all rows the MoE sees, the whole
+  // batch): ceil(capacity_factor·moe_tokens/router_experts()), moe_tokens when dropless.
+  std::int64_t expert_capacity(std::int64_t moe_tokens) const;
+  // Throws modsim::error (bad_input) naming the field ("block_shape.capacity", ...).
+  void validate() const;
+};
+
+// k = clamp(ceil(capacity·seq_len), 1, seq_len), computed robustly (see block_shape).
+std::int64_t routed_tokens(double capacity, std::int64_t seq_len);
+
+// The buffers of a workspace. Row counts use T = batch·S, n = tokens per sequence of the
+// last block that ran (S for block_dense / integrated, k for routed blocks; block_tokens()
+// for single ops), m = batch·n. Buffers hold their maximal size (T rows); rows [0, m) are
+// the live ones. Index buffers (is_index) hold int32.
+enum class tensor {
+  // inputs (x rotates, see workspace::rotate)
+  x,              // [T, d]   residual stream entering the layer
+  out,            // [T, d]   x^{l+1} after scatter (block_mod, staged layer_mode). Updated
+                  //          like an in-place residual stream: scatter writes only the rows
+                  //          routed now (and resets to x those the previous scatter wrote);
+                  //          the others already equal x. Uploading x resets out to x.
+  // routing
+  router_w,       // [d]
+  router_logits,  // [T]      r
+  routed_index,   // [B, k]   int32 positions in 0..S-1, ascending per sequence
+  routed_x,       // [B·k, d] x̃
+  routed_r,       // [B·k]    r̃
+  // attention
+  attn_norm_g,    // [d]
+  attn_in,        // [T, d]   normed block input
+  w_q,            // [d, d_q]
+  w_k,            // [d, d_kv]
+  w_v,            // [d, d_kv]
+  q,              // [T, d_q]
+  k,              // [T, d_kv]
+  v,              // [T, d_kv]
+  scores,         // [B, H, n, n] scores, then probabilities (softmax in place)
+  attn_out,       // [T, d_q]
+  w_o,            // [d_q, d]
+  h,              // [T, d]   block input + attention output
+  // MLP
+  mlp_norm_g,       // [d]
+  mlp_in,           // [T, d]   normed h (u)
+  w_up,             // [d, d_ff]
+  w_gate,           // [d, d_ff] swiglu only
+  w_down,           // [d_ff, d]
+  mlp_hidden,       // [T, d_ff] up projection, activated in place by mlp_act
+  mlp_gate_hidden,  // [T, d_ff] gate projection (swiglu only)
+  y,                // [T, d]   block output y = block input + Δ (block_dense's result)
+  // MoE (variant != none)
+  expert_router_w,  // [d, E+N]
+  expert_logits,    // [T, E+N]
+  expert_index,     // [T] int32 chosen expert (>= experts: a no-op expert), -1 = dropped
+  expert_gate,      // [T]      softmax probability of the chosen expert
+  expert_w_up,      // [E, d, d_ff]
+  expert_w_gate,    // [E, d, d_ff] swiglu only
+  expert_w_down,    // [E, d_ff, d]
+};
+inline constexpr int tensor_count = 34;
+
+std::string_view to_string(tensor t);
+bool is_index(tensor t);
+// Where an op leaves the layer's output x^{l+1}: `y` for block_dense and integrated
+// layer_mode, `out` for block_mod and staged layer_mode.
+tensor result_tensor(op o, const block_shape& shape);
+
+struct workspace_options {
+  std::uint64_t seed = 1;  // all weights and inputs are drawn from it
+  int input_copies = 1;    // independent copies of x (and out) that rotate() cycles through
+};
+
+// Everything one block needs, allocated once by a backend: weights, inputs, intermediates.
+// Weights have std 1/sqrt(fan_in), norm gains are 1 + 0.1·N(0, 1), inputs N(0, 1) and the
+// router vector has std 1/sqrt(d), so that r = w·x is O(1); nothing is zero. On creation the workspace
+// runs the whole layer once, so every intermediate holds the data a single op would see in
+// a real forward pass, and `backend::run(op, ws)` never allocates.
+class workspace {
+ public:
+  virtual ~workspace() = default;
+  workspace(const workspace&) = delete;
+  workspace& operator=(const workspace&) = delete;
+
+  const block_shape& shape() const { return m_shape; }
+  dtype type() const { return m_type; }
+
+  // Elements allocated for `t` (0 when this shape has no such buffer).
+  virtual std::int64_t size(tensor t) const = 0;
+  // Device memory held, in bytes.
+  virtual std::int64_t bytes() const = 0;
+  // Host copies; `values.size()` must not exceed size(t) (a prefix is written). Writing x
+  // also resets out to x (for the current input copy). Throws modsim::error on a mismatch.
+  virtual void upload(tensor t, std::span<const float> values) = 0;
+  virtual std::vector<float> download(tensor t) const = 0;
+  virtual void upload_indices(tensor t, std::span<const std::int32_t> values) = 0;
+  virtual std::vector<std::int32_t> download_indices(tensor t) const = 0;
+  // Switches x and out to the next input copy, so that repeats do not time a warm cache.
+  virtual void rotate() = 0;
+
+ protected:
+  workspace(const block_shape& shape, dtype type) : m_shape(shape), m_type(type) {}
+
+ private:
+  block_shape m_shape;
+  dtype m_type;
+};
+
+// A backend runs one op at a time: calls on one backend must not overlap.
+class backend {
+ public:
+  virtual ~backend() = default;
+  virtual std::string_view name() const = 0;  // "cpu", "cuda"
+  virtual std::string device() const = 0;     // e.g. CPU model and thread count
+  // Throws modsim::error (bad_input) for an invalid shape or an unsupported dtype.
+  virtual std::unique_ptr<workspace> make_workspace(const block_shape& shape, dtype type,
+                                                    const workspace_options& options = {}) = 0;
+  // Runs one op on `ws` (made by this backend). May return before the device finished;
+  // synchronize() waits. Never allocates.
+  virtual void run(op o, workspace& ws) = 0;
+  virtual void synchronize() = 0;
+};
+
+// The CPU backend (fp32; OpenBLAS for GEMMs, a thread pool for everything else).
+// threads = 0: one per hardware thread.
+std::unique_ptr<backend> make_cpu_backend(int threads = 0);
+
+}  // namespace modsim::kernels

@@ -1,0 +1,155 @@
+// The CPU backend: fp32, OpenBLAS for GEMMs (its own threads), a fork-join pool for the rest.
+#include <cblas.h>
+
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "kernels/backend.hpp"
+#include "kernels/cpu/ops.hpp"
+#include "sim/error.hpp"
+
+namespace modsim::kernels {
+
+namespace cpu {
+namespace {
+
+// Which MLP a block runs.
+enum class mlp_path { dense, moe };
+
+// The block on io (pre-norm attention + MLP, each with its residual): y = io.in + Δ.
+// Attention runs head by head (scores → softmax → values) so each score matrix is still in
+// cache when the softmax and the values read it.
+void run_block(context& c, const block_io& io, mlp_path path) {
+  attn_norm(c, io);
+  qkv_proj(c, io);
+  const std::int64_t pairs = c.shape().batch * c.shape().n_heads;
+  for (std::int64_t bh = 0; bh < pairs; ++bh) {
+    attn_scores(c, io, bh, bh + 1);
+    attn_softmax(c, io, bh, bh + 1);
+    attn_values(c, io, bh, bh + 1);
+  }
+  out_proj(c, io);
+  mlp_norm(c, io);
+  if (path == mlp_path::dense) {
+    mlp_up(c, io);
+    if (c.shape().mlp == mlp_kind::swiglu) mlp_gate(c, io);
+    mlp_act(c, io);
+    mlp_down(c, io);
+  } else {
+    expert_router(c, io);
+    experts(c, io);
+  }
+}
+
+block_io dense_io(context& c) { return {c.ws.data(tensor::x), c.shape().seq_len}; }
+block_io routed_io(context& c) { return {c.ws.data(tensor::routed_x), c.shape().routed_tokens()}; }
+
+// The token set single block ops work on: all tokens for integrated, the routed ones else.
+block_io single_op_io(context& c) {
+  return c.shape().variant == mode_variant::integrated ? dense_io(c) : routed_io(c);
+}
+
+void routed_layer(context& c, mlp_path path) {
+  router(c);
+  topk(c);
+  gather(c);
+  run_block(c, routed_io(c), path);
+  scatter(c);
+}
+
+void execute(op o, context& c) {
+  const auto& s = c.shape();
+  const std::int64_t pairs = s.batch * s.n_heads;
+  switch (o) {
+    case op::router: router(c); return;
+    case op::topk: topk(c); return;
+    case op::gather: gather(c); return;
+    case op::scatter: scatter(c); return;
+    case op::attn_norm: attn_norm(c, single_op_io(c)); return;
+    case op::qkv_proj: qkv_proj(c, single_op_io(c)); return;
+    case op::attn_scores: attn_scores(c, single_op_io(c), 0, pairs); return;
+    case op::attn_softmax: attn_softmax(c, single_op_io(c), 0, pairs); return;
+    case op::attn_values: attn_values(c, single_op_io(c), 0, pairs); return;
+    case op::out_proj: out_proj(c, single_op_io(c)); return;
+    case op::mlp_norm: mlp_norm(c, single_op_io(c)); return;
+    case op::mlp_up: mlp_up(c, single_op_io(c)); return;
+    case op::mlp_gate: mlp_gate(c, single_op_io(c)); return;
+    case op::mlp_act: mlp_act(c, single_op_io(c)); return;
+    case op::mlp_down: mlp_down(c, single_op_io(c)); return;
+    case op::expert_router: expert_router(c, single_op_io(c)); return;
+    case op::experts: experts(c, single_op_io(c)); return;
+    case op::block_dense: run_block(c, dense_io(c), mlp_path::dense); return;
+    case op::block_mod: routed_layer(c, mlp_path::dense); return;
+    case op::layer_mode:
+      if (s.variant == mode_variant::none)
+        throw input_error("", "op", "layer_mode needs a mode variant (staged or integrated)");
+      if (s.variant == mode_variant::integrated)
+        run_block(c, dense_io(c), mlp_path::moe);
+      else
+        routed_layer(c, mlp_path::moe);
+      return;
+  }
+  throw runtime_error("cpu backend: unknown op " + std::to_string(static_cast<int>(o)));
+}
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  return "unknown CPU";
+}
+
+class cpu_backend final : public backend {
+ public:
+  explicit cpu_backend(int threads) : m_threads(threads), m_pool(threads) { openblas_set_num_threads(threads); }
+
+  std::string_view name() const override { return "cpu"; }
+
+  std::string device() const override {
+    return cpu_model_name() + ", " + std::to_string(m_threads) + " threads, " + openblas_get_config();
+  }
+
+  std::unique_ptr<workspace> make_workspace(const block_shape& shape, dtype type,
+                                            const workspace_options& options) override {
+    shape.validate();
+    if (type != dtype::fp32)
+      throw input_error("", "dtype", "the cpu backend supports fp32 only, got " + std::string(to_string(type)));
+    if (openblas_get_num_threads() != m_threads) openblas_set_num_threads(m_threads);
+    auto ws = std::make_unique<cpu_workspace>(shape, options, m_pool);
+    // One pass of the whole layer, so every intermediate holds real data.
+    context c{*ws, m_pool};
+    execute(shape.variant == mode_variant::none ? op::block_mod : op::layer_mode, c);
+    return ws;
+  }
+
+  void run(op o, workspace& ws) override {
+    auto* cws = dynamic_cast<cpu_workspace*>(&ws);
+    if (cws == nullptr) throw runtime_error("cpu backend: the workspace was made by another backend");
+    // OpenBLAS's thread count is process-wide; another backend may have changed it.
+    if (openblas_get_num_threads() != m_threads) openblas_set_num_threads(m_threads);
+    context c{*cws, m_pool};
+    execute(o, c);
+  }
+
+  void synchronize() override {}
+
+ private:
+  int m_threads;
+  thread_pool m_pool;
+};
+
+}  // namespace
+}  // namespace cpu
+
+std::unique_ptr<backend> make_cpu_backend(int threads) {
+  if (threads < 0) throw input_error("", "threads", "must not be negative, got " + std::to_string(threads));
+  if (threads == 0) threads = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  return std::make_unique<cpu::cpu_backend>(threads);
+}
+
+}  // namespace modsim::kernels

@@ -1,0 +1,56 @@
+#pragma once
+// The CPU backend's workspace: one host vector per tensor, allocated and filled once.
+#include <array>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "kernels/backend.hpp"
+
+namespace modsim::kernels::cpu {
+
+class thread_pool;
+
+class cpu_workspace final : public workspace {
+ public:
+  cpu_workspace(const block_shape& shape, const workspace_options& options, thread_pool& pool);
+
+  std::int64_t size(tensor t) const override;
+  std::int64_t bytes() const override;
+  void upload(tensor t, std::span<const float> values) override;
+  std::vector<float> download(tensor t) const override;
+  void upload_indices(tensor t, std::span<const std::int32_t> values) override;
+  std::vector<std::int32_t> download_indices(tensor t) const override;
+  void rotate() override;
+
+  // Raw storage for the ops (x and out resolve to the current input copy).
+  float* data(tensor t);
+  const float* data(tensor t) const;
+  std::int32_t* indices(tensor t);
+
+  // Rows of `out` (current copy) that the last scatter wrote; the next scatter restores them
+  // from x first, so out is always x^{l+1} for the latest routing.
+  std::vector<std::int32_t>& scattered_rows() { return m_scattered[static_cast<std::size_t>(m_slot)]; }
+
+  // Scratch, not visible through the interface.
+  std::vector<std::pair<float, std::int32_t>> m_topk_pairs;  // [T]
+  std::vector<float> m_expert_in;                          // [T, d] rows grouped by expert
+  std::vector<float> m_expert_out;                         // [T, d]
+  std::vector<std::int32_t> m_expert_rows;                 // [T] token row of each grouped row
+  std::vector<std::int64_t> m_expert_offsets;              // [E + 1]
+  std::vector<std::int64_t> m_expert_fill;                 // [E]
+
+ private:
+  std::size_t slot_index(tensor t) const { return static_cast<std::size_t>(t); }
+  void check_float(tensor t) const;
+  void check_index(tensor t) const;
+
+  std::array<std::vector<float>, tensor_count> m_buffers;  // x and out unused here
+  std::array<std::vector<std::int32_t>, tensor_count> m_index_buffers;
+  std::vector<std::vector<float>> m_x;    // one per input copy
+  std::vector<std::vector<float>> m_out;  // one per input copy
+  std::vector<std::vector<std::int32_t>> m_scattered;
+  int m_slot = 0;
+};
+
+}  // namespace modsim::kernels::cpu

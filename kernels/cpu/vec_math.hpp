@@ -1,0 +1,47 @@
+#pragma once
+// Row kernels of the CPU backend's non-GEMM ops: plain loops that GCC vectorizes, compiled
+// for AVX-512, AVX2+FMA and the baseline and picked at load time (target_clones), so the
+// library stays portable. vec_math.cpp is built with reassociation allowed (sums and maxima
+// vectorize; their order, hence the last bits, depends on the vector width) and finite
+// math assumed (inputs are finite). All in fp32.
+#include <cstdint>
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define MODSIM_VECTORIZE __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define MODSIM_VECTORIZE
+#endif
+
+namespace modsim::kernels::cpu {
+
+// RMSNorm epsilon (inside the square root, added to mean(x²)).
+inline constexpr float rms_norm_eps = 1e-6f;
+
+// out[r] = in[r] / sqrt(mean(in[r]²) + eps) · gain, for rows [0, rows), rows of length d.
+void rms_norm_rows(const float* in, const float* gain, float* out, std::int64_t rows, std::int64_t d);
+
+// Causal softmax in place of rows [row_begin, row_end) of one n×n score matrix: row i keeps
+// columns 0..i (normalised, max-subtracted), columns i+1..n-1 become 0.
+void softmax_causal_rows(float* scores, std::int64_t n, std::int64_t row_begin, std::int64_t row_end);
+
+// x ← gelu(x), tanh approximation: 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³))), computed as
+// x·sigmoid(2·√(2/π)(x + 0.044715x³)).
+void gelu_inplace(float* x, std::int64_t count);
+
+// up ← silu(gate)·up = gate·sigmoid(gate)·up.
+void silu_mul_inplace(float* up, const float* gate, std::int64_t count);
+
+// out = x + r·(y − xt), vectors of length d (Equation 1 for one routed token).
+void scaled_delta_add(const float* x, const float* y, const float* xt, float r, float* out, std::int64_t d);
+
+// Σ a[i]·b[i], length d.
+float dot(const float* a, const float* b, std::int64_t d);
+
+// out += g·v, length d.
+void axpy(float g, const float* v, float* out, std::int64_t d);
+
+// exp(x) in fp32, relative error about 2e-7 over the whole float range (Cephes expf);
+// inputs below -87 give exp(-87), above 88 give exp(88).
+float exp_approx(float x);
+
+}  // namespace modsim::kernels::cpu

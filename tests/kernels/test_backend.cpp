@@ -1,0 +1,167 @@
+// kernels/backend.{hpp,cpp}: op names, shapes, routed token counts, workspace access.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "helpers.hpp"
+#include "kernels/backend.hpp"
+#include "sim/error.hpp"
+
+namespace modsim::kernels {
+namespace {
+
+TEST(OpNames, AreTheContractNamesAndRoundTrip) {
+  const std::vector<std::string> expected = {
+      "router",   "topk",     "gather",  "attn_norm", "qkv_proj", "attn_scores", "attn_softmax",
+      "attn_values", "out_proj", "mlp_norm", "mlp_up", "mlp_gate", "mlp_act", "mlp_down",
+      "scatter",  "block_dense", "block_mod", "layer_mode", "expert_router", "experts"};
+  ASSERT_EQ(all_ops().size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(to_string(all_ops()[i]), expected[i]);
+    EXPECT_EQ(parse_op(expected[i]), all_ops()[i]);
+  }
+}
+
+TEST(OpNames, UnknownNameIsABadInputError) {
+  try {
+    (void)parse_op("attention");
+    FAIL() << "no exception";
+  } catch (const modsim::error& e) {
+    EXPECT_EQ(e.kind(), error_kind::bad_input);
+    EXPECT_NE(std::string(e.what()).find("attention"), std::string::npos);
+  }
+}
+
+TEST(TensorNames, AreUnique) {
+  std::set<std::string> names;
+  for (int i = 0; i < tensor_count; ++i) names.insert(std::string(to_string(static_cast<tensor>(i))));
+  EXPECT_EQ(names.size(), static_cast<std::size_t>(tensor_count));
+  EXPECT_EQ(to_string(tensor::expert_w_down), "expert_w_down");
+}
+
+TEST(RoutedTokens, OneEighthOf2048Is256) { EXPECT_EQ(routed_tokens(0.125, 2048), 256); }
+TEST(RoutedTokens, OneTenthOf30Is3Not4) { EXPECT_EQ(routed_tokens(0.1, 30), 3); }
+TEST(RoutedTokens, RoundsUpAPartialToken) { EXPECT_EQ(routed_tokens(0.5, 7), 4); }
+TEST(RoutedTokens, IsAtLeastOneAndAtMostS) {
+  EXPECT_EQ(routed_tokens(1e-6, 100), 1);
+  EXPECT_EQ(routed_tokens(1.0, 100), 100);
+}
+TEST(RoutedTokens, BlockShapeUsesItsCapacity) {
+  block_shape s = test::small_shape(0.25);
+  EXPECT_EQ(s.routed_tokens(), 3);  // 0.25 of 12
+  EXPECT_EQ(s.block_tokens(), 3);
+  s.variant = mode_variant::integrated;
+  EXPECT_EQ(s.block_tokens(), 12);
+}
+
+TEST(ExpertCapacity, IsCapacityFactorTimesTokensPerExpertRoundedUp) {
+  block_shape s = test::moe_shape(mode_variant::integrated);  // 4 real + 1 no-op
+  s.capacity_factor = 1.25;
+  EXPECT_EQ(s.expert_capacity(24), 6);  // ceil(1.25·24/5) = ceil(6.0)
+  s.capacity_factor = 1.0;
+  EXPECT_EQ(s.expert_capacity(24), 5);  // ceil(4.8)
+  s.capacity_factor = 0.0;
+  EXPECT_EQ(s.expert_capacity(24), 24);  // dropless
+}
+
+TEST(BlockShape, ValidateNamesTheBadField) {
+  auto expect_field = [](block_shape s, const std::string& field) {
+    try {
+      s.validate();
+      ADD_FAILURE() << "no exception for " << field;
+    } catch (const modsim::error& e) {
+      EXPECT_EQ(e.kind(), error_kind::bad_input);
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  };
+  block_shape s = test::small_shape();
+  EXPECT_NO_THROW(s.validate());
+  s.capacity = 0.0;
+  expect_field(s, "block_shape.capacity");
+  s = test::small_shape();
+  s.capacity = 1.5;
+  expect_field(s, "block_shape.capacity");
+  s = test::small_shape();
+  s.n_kv_heads = 3;
+  expect_field(s, "block_shape.n_kv_heads");
+  s = test::small_shape();
+  s.d_ff = 0;
+  expect_field(s, "block_shape.d_ff");
+  s = test::moe_shape(mode_variant::integrated);
+  s.top_k = 2;
+  expect_field(s, "block_shape.top_k");
+  s = test::moe_shape(mode_variant::staged);
+  s.experts = 0;
+  expect_field(s, "block_shape.experts");
+}
+
+TEST(ResultTensor, IsYForDenseAndIntegratedAndOutForRoutedLayers) {
+  EXPECT_EQ(result_tensor(op::block_dense, test::small_shape()), tensor::y);
+  EXPECT_EQ(result_tensor(op::block_mod, test::small_shape()), tensor::out);
+  EXPECT_EQ(result_tensor(op::layer_mode, test::moe_shape(mode_variant::integrated)), tensor::y);
+  EXPECT_EQ(result_tensor(op::layer_mode, test::moe_shape(mode_variant::staged)), tensor::out);
+}
+
+TEST(CpuWorkspace, RejectsAnUnsupportedDtypeAndABadShape) {
+  auto be = make_cpu_backend(2);
+  EXPECT_THROW((void)be->make_workspace(test::small_shape(), dtype::bf16), modsim::error);
+  block_shape bad = test::small_shape();
+  bad.n_heads = 0;
+  EXPECT_THROW((void)be->make_workspace(bad, dtype::fp32), modsim::error);
+}
+
+TEST(CpuWorkspace, HoldsRandomNonZeroWeightsAndInputs) {
+  auto be = make_cpu_backend(2);
+  auto ws = test::make_ws(*be, test::small_shape());
+  for (tensor t : {tensor::x, tensor::router_w, tensor::w_q, tensor::w_down, tensor::attn_norm_g}) {
+    const auto v = ws->download(t);
+    ASSERT_FALSE(v.empty()) << to_string(t);
+    for (float f : v) ASSERT_NE(f, 0.0f) << to_string(t);
+  }
+  // The router vector is scaled so that r = w·x is O(1).
+  const auto r = ws->download(tensor::router_logits);
+  double ss = 0.0;
+  for (float f : r) ss += f * f;
+  const double rms = std::sqrt(ss / static_cast<double>(r.size()));
+  EXPECT_GT(rms, 0.3);
+  EXPECT_LT(rms, 3.0);
+}
+
+TEST(CpuWorkspace, SameSeedGivesSameDataAndRotateSwitchesInputs) {
+  auto be = make_cpu_backend(2);
+  workspace_options o;
+  o.seed = 3;
+  o.input_copies = 2;
+  auto a = be->make_workspace(test::small_shape(), dtype::fp32, o);
+  auto b = be->make_workspace(test::small_shape(), dtype::fp32, o);
+  EXPECT_EQ(a->download(tensor::w_q), b->download(tensor::w_q));
+  const auto x0 = a->download(tensor::x);
+  a->rotate();
+  const auto x1 = a->download(tensor::x);
+  EXPECT_NE(x0, x1);
+  a->rotate();
+  EXPECT_EQ(a->download(tensor::x), x0);
+}
+
+TEST(CpuWorkspace, RejectsOversizedUploadsWrongKindsAndBadIndices) {
+  auto be = make_cpu_backend(2);
+  auto ws = test::make_ws(*be, test::small_shape());
+  EXPECT_THROW(ws->upload(tensor::router_w, std::vector<float>(1000, 1.0f)), modsim::error);
+  EXPECT_THROW(ws->upload(tensor::routed_index, std::vector<float>(1, 1.0f)), modsim::error);
+  EXPECT_THROW((void)ws->download_indices(tensor::x), modsim::error);
+  EXPECT_THROW(ws->upload_indices(tensor::routed_index, std::vector<std::int32_t>{12}), modsim::error);
+  EXPECT_EQ(ws->size(tensor::w_gate), 0);  // gelu has no gate
+  EXPECT_EQ(ws->size(tensor::scores), 2 * 4 * 12 * 12);
+}
+
+TEST(CpuBackend, OpsThatNeedAnotherShapeSayWhy) {
+  auto be = make_cpu_backend(2);
+  auto ws = test::make_ws(*be, test::small_shape());
+  EXPECT_THROW(be->run(op::mlp_gate, *ws), modsim::error);
+  EXPECT_THROW(be->run(op::layer_mode, *ws), modsim::error);
+  EXPECT_THROW(be->run(op::experts, *ws), modsim::error);
+}
+
+}  // namespace
+}  // namespace modsim::kernels
