@@ -1,6 +1,7 @@
 #include "kernels/backend.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <array>
 #include <cmath>
 #include <string>
@@ -143,6 +144,14 @@ void block_shape::validate() const {
                       "the staged variant has no no-op experts, got " + std::to_string(noop_experts));
   if (!std::isfinite(capacity_factor))
     throw input_error("", field_error_key("capacity_factor"), "must be finite");
+}
+
+double backend::timed_run(op o, workspace& ws) {
+  synchronize();
+  const auto start = std::chrono::steady_clock::now();
+  run(o, ws);
+  synchronize();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace modsim::kernels

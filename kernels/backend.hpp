@@ -211,6 +211,23 @@ class backend {
   // synchronize() waits. Never allocates.
   virtual void run(op o, workspace& ws) = 0;
   virtual void synchronize() = 0;
+
+  // Seconds one run of `o` takes, measured the backend's way, with the device idle before and
+  // after: the default is a steady clock around run + synchronize; the CUDA backend records
+  // events on its stream around the kernels, so host launch cost stays out of the number.
+  virtual double timed_run(op o, workspace& ws);
+  // Evicts device caches between timed repeats (the CUDA backend overwrites a scratch buffer
+  // twice the L2 size); the default does nothing (the CPU relies on rotating inputs).
+  virtual void flush_cache() {}
+
+  // The device's clock state where readable (NVML on NVIDIA GPUs), so that a sample taken
+  // while the device was throttled (power, thermal, hardware slowdown) can be dropped.
+  struct clock_state {
+    bool known = false;
+    double sm_clock_mhz = 0;
+    bool throttled = false;
+  };
+  virtual clock_state clocks() { return {}; }
 };
 
 // The CPU backend (fp32; OpenBLAS for GEMMs, a thread pool for everything else).

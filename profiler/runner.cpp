@@ -17,13 +17,17 @@ bool same_workspace_shape(const point& a, const point& b) {
 
 }  // namespace
 
-double time_once(kernels::backend& be, kernels::op o, kernels::workspace& ws) {
-  be.synchronize();
-  const auto t0 = std::chrono::steady_clock::now();
-  be.run(o, ws);
-  be.synchronize();
-  const auto t1 = std::chrono::steady_clock::now();
-  return std::chrono::duration<double>(t1 - t0).count();
+double time_once(kernels::backend& be, kernels::op o, kernels::workspace& ws, std::size_t* dropped) {
+  // A sample taken while the device was throttled is taken again (a few times at most: a
+  // device that stays throttled is measured as it is, and the drops are counted).
+  for (int attempt = 0;; ++attempt) {
+    ws.rotate();
+    be.flush_cache();
+    const double t = be.timed_run(o, ws);
+    const kernels::backend::clock_state c = be.clocks();
+    if (!c.known || !c.throttled || attempt == 3) return t;
+    if (dropped) ++*dropped;
+  }
 }
 
 run_result run_points(kernels::backend& be, const std::vector<point>& points, measurement_writer& out,
@@ -62,10 +66,7 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
     }
     kernels::workspace& w = *ws;
     const sample_stats stats = measure(
-        [&] {
-          w.rotate();
-          return time_once(be, p.op, w);
-        },
+        [&] { return time_once(be, p.op, w, &result.dropped_throttled); },
         options.rule);
     measurement_row row = make_row(p, std::string(be.name()), be.device(), stats);
     out.append(row);

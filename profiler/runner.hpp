@@ -32,11 +32,14 @@ struct run_result {
   std::size_t measured = 0;
   std::size_t already_present = 0;  // skipped because --resume found them in the file
   bool interrupted = false;
+  std::size_t dropped_throttled = 0;  // samples retaken because the device was throttled
   std::vector<measurement_row> rows;  // the rows written by this run
 };
 
-// One timed repeat of `o` in seconds (device work included: the backend synchronizes).
-double time_once(kernels::backend& be, kernels::op o, kernels::workspace& ws);
+// One timed repeat of `o` in seconds: rotate the inputs, flush the device cache, time with the
+// backend's clock (CUDA events on a GPU); samples taken while the device reports throttling
+// are retaken and counted in `dropped` (may be null).
+double time_once(kernels::backend& be, kernels::op o, kernels::workspace& ws, std::size_t* dropped = nullptr);
 
 run_result run_points(kernels::backend& be, const std::vector<point>& points, measurement_writer& out,
                       const run_options& options);

@@ -3,6 +3,7 @@
 // ops of kernels/backend.hpp to the kernels of this folder. The composition of the blocks
 // mirrors the CPU backend's (kernels/cpu/cpu_backend.cpp) op for op.
 #include <algorithm>
+#include <memory>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -19,6 +20,7 @@
 #include "kernels/cuda/mlp_act.cuh"
 #include "kernels/cuda/moe.cuh"
 #include "kernels/init.hpp"
+#include "kernels/cuda/nvml.hpp"
 #include "kernels/cuda/rmsnorm.cuh"
 #include "kernels/cuda/router.cuh"
 #include "kernels/cuda/scatter.cuh"
@@ -686,7 +688,26 @@ std::string version_string(int v, int major_div, int minor_div, int minor_mod) {
 
 class cuda_backend final : public backend {
  public:
-  explicit cuda_backend(int device) : m_ctx(std::make_shared<device_context>(device)) {}
+  explicit cuda_backend(int device) : m_ctx(std::make_shared<device_context>(device)) {
+    m_ctx->make_current();
+    MODSIM_CUDA_CHECK(cudaEventCreate(&m_start));
+    MODSIM_CUDA_CHECK(cudaEventCreate(&m_stop));
+    int l2 = 0;
+    MODSIM_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, m_ctx->device));
+    m_flush_bytes = 2 * static_cast<std::size_t>(std::max(l2, 1 << 20));
+    MODSIM_CUDA_CHECK(cudaMalloc(&m_flush, m_flush_bytes));
+    char pci[32] = {};
+    MODSIM_CUDA_CHECK(cudaDeviceGetPCIBusId(pci, sizeof pci, m_ctx->device));
+    m_nvml = std::make_unique<nvml_clocks>(pci);
+  }
+  ~cuda_backend() override {
+    cudaSetDevice(m_ctx->device);
+    if (m_flush != nullptr) cudaFree(m_flush);
+    if (m_start != nullptr) cudaEventDestroy(m_start);
+    if (m_stop != nullptr) cudaEventDestroy(m_stop);
+  }
+  cuda_backend(const cuda_backend&) = delete;
+  cuda_backend& operator=(const cuda_backend&) = delete;
 
   std::string_view name() const override { return "cuda"; }
 
@@ -742,8 +763,43 @@ class cuda_backend final : public backend {
     MODSIM_CUDA_CHECK(cudaGetLastError());
   }
 
+  // CUDA events on the backend's stream around the op's kernels.
+  double timed_run(op o, workspace& ws) override {
+    synchronize();
+    MODSIM_CUDA_CHECK(cudaEventRecord(m_start, m_ctx->stream));
+    run(o, ws);
+    MODSIM_CUDA_CHECK(cudaEventRecord(m_stop, m_ctx->stream));
+    MODSIM_CUDA_CHECK(cudaEventSynchronize(m_stop));
+    MODSIM_CUDA_CHECK(cudaGetLastError());
+    float ms = 0;
+    MODSIM_CUDA_CHECK(cudaEventElapsedTime(&ms, m_start, m_stop));
+    return static_cast<double>(ms) * 1e-3;
+  }
+
+  // Writes a buffer twice the L2 size, so the next repeat reads its operands from HBM.
+  void flush_cache() override {
+    m_ctx->make_current();
+    MODSIM_CUDA_CHECK(cudaMemsetAsync(m_flush, ++m_flush_value & 0xff, m_flush_bytes, m_ctx->stream));
+    m_ctx->synchronize();
+  }
+
+  clock_state clocks() override {
+    clock_state c;
+    if (!m_nvml || !m_nvml->available()) return c;
+    c.known = true;
+    c.sm_clock_mhz = m_nvml->sm_clock_mhz();
+    c.throttled = m_nvml->throttled();
+    return c;
+  }
+
  private:
   std::shared_ptr<device_context> m_ctx;
+  cudaEvent_t m_start = nullptr;
+  cudaEvent_t m_stop = nullptr;
+  void* m_flush = nullptr;
+  std::size_t m_flush_bytes = 0;
+  int m_flush_value = 0;
+  std::unique_ptr<nvml_clocks> m_nvml;
 };
 
 }  // namespace

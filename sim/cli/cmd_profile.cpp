@@ -183,6 +183,8 @@ int cmd_profile(const std::vector<std::string>& args) {
   meta["status"] = result.interrupted ? "interrupted" : "complete";
   meta["measured_this_run"] = result.measured;
   meta["already_present"] = result.already_present;
+  meta["samples_dropped_throttled"] = result.dropped_throttled;
+  if (const auto c = be->clocks(); c.known) meta["sm_clock_mhz_at_end"] = c.sm_clock_mhz;
   write_metadata(meta_path, meta);
 
   if (format == output_format::csv) {
