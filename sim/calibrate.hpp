@@ -1,0 +1,144 @@
+#pragma once
+// Calibration: fits the cost model (sim/cost.hpp) to measurements. Input is plain structs —
+// sim does not depend on the profiler; the CLI turns measurements-CSV rows into
+// measured_point values.
+//
+// Fit, per (op, dtype), over that op's single-op rows:
+//   measured_i ≈ fixed_s + roofline_i · g(log10 roofline_i)
+// with g piecewise linear between K knots placed at quantiles of log10(roofline) (K ≤ 6,
+// fewer when there are fewer distinct shapes). The unknowns (fixed_s, g_1..g_K) enter
+// linearly, so the fit is a least-squares problem on relative errors
+//   (fixed_s + roofline_i · Σ_j g_j φ_j(x_i)) / measured_i ≈ 1
+// with non-negative unknowns (an active-set solve), a small second-difference penalty on g
+// (smoothness; zero for a g linear in log-work, so such a law is recovered exactly) and
+// Huber reweighting (a few iterations) so that one sample disturbed by a noisy machine does
+// not bend the curve.
+//
+// Launch overhead: with block rows among the measurements (block_dense, block_mod,
+// layer_mode), launch_s = max(0, median over blocks of (measured − Σ predicted ops) /
+// kernels), i.e. the per-kernel cost of chaining ops that single-op timings do not show.
+// The keys of those block rows are recorded so that `modsim validate` never scores them.
+// Without block rows launch_s stays the hardware file's kernel_launch_s.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/cost.hpp"
+#include "sim/flops.hpp"
+#include "sim/spec.hpp"
+
+namespace modsim::sim {
+
+// One measured row, profiler-independent (the measurements CSV's columns).
+struct measured_point {
+  std::string op;  // an op name, or block_dense / block_mod / layer_mode
+  dtype type = dtype::fp32;
+  std::int64_t batch = 1;
+  std::int64_t seq_len = 1;
+  int d_model = 0;
+  int n_heads = 0;
+  int n_kv_heads = 0;  // 0 = n_heads
+  int d_ff = 0;
+  mlp_kind mlp = mlp_kind::gelu;
+  double capacity = 1.0;
+  std::string variant = "none";  // none | staged | integrated (layer_mode, MoE ops)
+  int experts = 0;
+  int noop_experts = 0;
+  double capacity_factor = 0;
+  double median_s = 0;
+  std::string backend;  // cpu | cuda
+  std::string device;
+  std::string key;    // a stable identity of the shape (the profiler's point key)
+  std::string where;  // "FILE:LINE" for messages
+};
+
+// A measured op or block with its shape and FLOP/byte costs per sim/flops.
+struct calibration_sample {
+  std::string op;
+  op_shape shape;  // tokens = the block's tokens per sequence (k at a routed op)
+  dtype type = dtype::fp32;
+  double capacity = 1.0;
+  mode_variant variant = mode_variant::staged;  // layer_mode only
+  op_cost cost;  // the op's cost; for a block, the sum of its ops
+  double measured_s = 0;
+  std::string backend, device, key, where;
+
+  bool is_block() const { return op == "block_dense" || op == "block_mod" || op == "layer_mode"; }
+};
+
+// The sample of a measured row: its op_shape the way the profiler ran it (tokens = k for
+// single ops at capacity < 1 except in an integrated layer), its costs from sim/flops.
+// Throws modsim::error(bad_input) naming `p.where` for an unknown op or an invalid shape.
+calibration_sample sample_of(const measured_point& p);
+
+// The predicted time of a block sample: its ops (block_costs) timed by `model`, plus
+// kernels × launch_s. For a single-op sample, that op (with its own launch).
+struct block_prediction {
+  double ops_s = 0;       // Σ op times
+  int kernels = 0;
+  double overhead_s = 0;  // kernels × launch_s
+  double total_s = 0;     // ops_s + overhead_s
+};
+block_prediction predict_sample(const calibration_sample& s, const cost_model& model);
+
+struct fit_options {
+  int max_knots = 6;
+  double smoothing = 0.05;  // weight of the second-difference penalty on g (relative units)
+  int huber_iterations = 4;
+  bool launch_from_blocks = true;  // fit launch_s from block rows when there are some
+};
+
+// Fits one curve to (roofline_s, measured_s) pairs (both > 0). Throws modsim::error
+// (bad_input) when `roofline_s` and `measured_s` differ in size or are empty.
+// `quantised_s` (same size, or empty = roofline_s) is the roofline with GEMM wave
+// quantisation, the term g multiplies.
+efficiency_curve fit_curve(const std::string& op, dtype type, const std::vector<double>& roofline_s,
+                           const std::vector<double>& measured_s, const fit_options& options = {},
+                           const std::vector<double>& quantised_s = {});
+
+// Fits the calibration of `hw` to `samples`. `sources` (files and row counts) and `date` are
+// recorded as given. Throws modsim::error(bad_input) when there is no usable single-op
+// sample, when samples come from more than one device, or when their backend does not match
+// the hardware's kind (cpu ↔ cpu, cuda ↔ gpu).
+calibration fit_calibration(const hardware_spec& hw, const std::vector<calibration_sample>& samples,
+                            std::vector<calibration_source> sources, const std::string& date,
+                            const fit_options& options = {});
+
+// Writes a copy of the hardware file `hardware_path` with `calibration` set to `c` (and the
+// name given a "-calibrated" suffix, a note saying where the block's numbers come from) to
+// `out_path`, through a temporary file in the same folder renamed over it: a failure never
+// leaves a truncated file. Throws modsim::error (bad_input: unreadable input; runtime: the
+// write failed).
+void write_calibrated_hardware(const std::string& hardware_path, const calibration& c, const std::string& out_path);
+
+// ------------------------------------------------------------------------------------------
+// Validation: measured blocks against their prediction.
+// ------------------------------------------------------------------------------------------
+
+struct validation_point {
+  calibration_sample sample;
+  double predicted_s = 0;
+  double ops_s = 0;        // Σ predicted op times (without launch overhead)
+  double overhead_s = 0;   // kernels × launch_s
+  double error_pct = 0;    // 100 · (predicted − measured) / measured
+};
+
+struct validation_summary {
+  int points = 0;
+  double median_abs_pct_error = 0;
+  double p90_abs_pct_error = 0;  // linear interpolation between closest ranks, q·(n−1)
+  double max_abs_pct_error = 0;
+  double mean_pct_error = 0;     // signed: > 0 = the model predicts too slow on average
+};
+
+// One point per block sample (block_dense, block_mod, layer_mode); other samples are ignored.
+std::vector<validation_point> validate_blocks(const std::vector<calibration_sample>& samples, const cost_model& model);
+// Statistics of the points' absolute percentage errors (zeros when there are none).
+validation_summary summarize(const std::vector<validation_point>& points);
+// The same from plain signed percentage errors.
+validation_summary summarize_errors(const std::vector<double>& error_pct);
+
+// The current UTC time, ISO 8601 ("2025-01-31T12:00:00Z").
+std::string utc_now_iso8601();
+
+}  // namespace modsim::sim

@@ -1,0 +1,150 @@
+// `modsim calibrate --measurements CSV... --hardware HW --out HW_CAL.json`: fits the cost
+// model (sim/cost.hpp, sim/calibrate.hpp) to measured single ops (and the launch overhead to
+// measured blocks) and writes a copy of the hardware file with a `calibration` block.
+#include <fmt/format.h>
+
+#include <boost/json.hpp>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "profiler/grid.hpp"
+#include "profiler/measurements.hpp"
+#include "sim/calibrate.hpp"
+#include "sim/cli/common.hpp"
+#include "sim/config.hpp"
+#include "sim/error.hpp"
+
+namespace modsim::cli {
+
+std::vector<sim::measured_point> read_measured_points(const std::string& path) {
+  const std::vector<profiler::measurement_row> rows = profiler::read_measurements(path);
+  if (rows.empty()) throw input_error(path, "", "no measurement rows (only a header)");
+  std::vector<sim::measured_point> out;
+  out.reserve(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const profiler::measurement_row& r = rows[i];
+    const std::string where = path + ":" + std::to_string(i + 2);
+    sim::measured_point p;
+    p.op = r.op;
+    p.type = sim::parse_dtype(r.dtype, where, "dtype");
+    p.batch = r.batch;
+    p.seq_len = r.seq_len;
+    p.d_model = static_cast<int>(r.d_model);
+    p.n_heads = static_cast<int>(r.n_heads);
+    p.n_kv_heads = static_cast<int>(r.n_kv_heads);
+    p.d_ff = static_cast<int>(r.d_ff);
+    p.mlp = r.mlp == "swiglu" ? sim::mlp_kind::swiglu : sim::mlp_kind::gelu;
+    p.capacity = r.capacity;
+    p.variant = r.variant;
+    p.experts = r.experts;
+    p.noop_experts = r.noop_experts;
+    p.capacity_factor = r.capacity_factor;
+    p.median_s = r.median_s;
+    p.backend = r.backend;
+    p.device = r.device;
+    p.key = profiler::point_key(profiler::point_of(r));
+    p.where = where;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+namespace {
+
+namespace json = boost::json;
+
+const char* const k_usage =
+    "usage: modsim calibrate --measurements CSV [CSV...] --hardware HW --out HW_CAL.json [--format table|json]\n"
+    "\n"
+    "Fits the cost model to measurements from `modsim profile`: per op and dtype, an efficiency\n"
+    "curve over log(work) (work = the op's datasheet roofline time) and a fixed per-call cost,\n"
+    "learnt from the single-op rows; the per-kernel launch overhead from the block rows (the\n"
+    "gap between a measured block and the sum of its predicted ops). Writes a copy of HW with\n"
+    "a `calibration` block (data, date, device, fitted parameters) to --out, through a\n"
+    "temporary file. Block rows used here are recorded and never scored by `modsim validate`;\n"
+    "validate on blocks from another measurements file.";
+
+void print_table(const sim::calibration& c, const std::string& out) {
+  std::cout << fmt::format("calibrated {} from {} file(s), device: {}\n", out, c.sources.size(), c.device);
+  for (const auto& s : c.sources) std::cout << fmt::format("  {}: {} rows, {} used\n", s.file, s.rows, s.used_rows);
+  std::cout << "\nper op: time = fixed + roofline / efficiency(log work); efficiency = roofline share reached\n";
+  std::cout << fmt::format("{:<14} {:>5} {:>8} {:>11} {:>14} {:>14} {:>9}\n", "op", "dtype", "samples", "fixed us",
+                           "eff (small)", "eff (large)", "rms err");
+  for (const auto& cv : c.curves) {
+    auto eff = [](double g) { return g > 0 ? fmt::format("{:.3f}", 1.0 / g) : std::string("inf"); };
+    std::cout << fmt::format("{:<14} {:>5} {:>8} {:>11.2f} {:>14} {:>14} {:>8.1f}%\n", cv.op, sim::to_string(cv.type),
+                             cv.samples, cv.fixed_s * 1e6, eff(cv.inv_efficiency.front()),
+                             eff(cv.inv_efficiency.back()), 100 * cv.rms_rel_error);
+  }
+  std::cout << fmt::format("\nlaunch overhead: {:.2f} us per kernel ({})\n", c.launch_s * 1e6, c.launch_source);
+  if (!c.block_keys.empty())
+    std::cout << fmt::format("{} block rows were used for the launch fit; modsim validate skips them\n",
+                             c.block_keys.size());
+}
+
+}  // namespace
+
+int cmd_calibrate(const std::vector<std::string>& args) {
+  po::options_description options("modsim calibrate options");
+  options.add_options()("measurements", po::value<std::vector<std::string>>()->multitoken()->required(),
+                        "measurements CSV file(s) from modsim profile")(
+      "hardware", po::value<std::string>()->required(), "hardware JSON (or a shipped name: cpu, h100-sxm, h200)")(
+      "out", po::value<std::string>()->required(), "calibrated hardware JSON to write (keep the device in its name)")(
+      "no-launch-fit", "keep the hardware file's kernel_launch_s instead of fitting it on block rows")(
+      "format", po::value<std::string>()->default_value("table"), "summary on stdout: table | json");
+  po::positional_options_description positional;
+  po::variables_map vm;
+  if (!parse_args(args, options, positional, vm, k_usage)) return exit_ok;
+  const output_format format = parse_format(vm["format"].as<std::string>());
+  if (format == output_format::csv) throw input_error("", "--format", "calibrate prints table or json");
+
+  const std::string hw_path = resolve_config(vm["hardware"].as<std::string>(), "hardware");
+  const sim::hardware_spec hw = sim::load_hardware(hw_path);
+  const std::string out = vm["out"].as<std::string>();
+
+  std::vector<sim::calibration_sample> samples;
+  std::vector<sim::calibration_source> sources;
+  for (const std::string& file : vm["measurements"].as<std::vector<std::string>>()) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (fs::exists(out, ec) && fs::exists(file, ec) && fs::equivalent(out, file, ec))
+      throw input_error(out, "--out", "is one of the measurements files");
+    const std::vector<sim::measured_point> points = read_measured_points(file);
+    sim::calibration_source src;
+    src.file = file;
+    src.rows = static_cast<int>(points.size());
+    for (const auto& p : points) samples.push_back(sim::sample_of(p));
+    sources.push_back(std::move(src));
+  }
+  sim::fit_options fo;
+  fo.launch_from_blocks = vm.count("no-launch-fit") == 0;
+  sim::calibration cal = sim::fit_calibration(hw, samples, std::move(sources), sim::utc_now_iso8601(), fo);
+  // Rows used: single ops of a fitted (op, dtype), blocks when the launch fit used them.
+  for (auto& src : cal.sources) {
+    int used = 0;
+    for (const auto& s : samples) {
+      if (s.where.rfind(src.file + ":", 0) != 0) continue;
+      if (s.is_block() ? cal.launch_blocks > 0 : cal.curve(s.op, s.type) != nullptr) ++used;
+    }
+    src.used_rows = used;
+  }
+  sim::write_calibrated_hardware(hw_path, cal, out);
+  // Read it back: what we wrote must load (a check of the writer and the parser together).
+  const sim::cost_model check(sim::load_hardware(out));
+  (void)check;
+
+  if (format == output_format::json) {
+    json::object root;
+    root["out"] = out;
+    root["calibration"] = json::parse(sim::calibration_to_json(cal));
+    std::cout << json::serialize(root) << "\n";
+  } else {
+    print_table(cal, out);
+  }
+  return exit_ok;
+}
+
+}  // namespace modsim::cli

@@ -1,0 +1,252 @@
+// `modsim predict MODEL --hardware HW`: the predicted time of MODEL per op, layer and model
+// (sim/predict.hpp), next to its dense baseline, and where the difference between the time
+// saved and the FLOPs saved goes. JSON is DESIGN.md's contract plus extra fields.
+#include <fmt/format.h>
+
+#include <boost/json.hpp>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/cli/common.hpp"
+#include "sim/config.hpp"
+#include "sim/cost.hpp"
+#include "sim/predict.hpp"
+
+namespace modsim::cli {
+namespace {
+
+namespace json = boost::json;
+
+const char* const k_usage =
+    "usage: modsim predict MODEL --hardware HW [--batch B] [--seq S] [--mode forward|train|decode]\n"
+    "                      [--dtype fp32|bf16|fp16] [--capacity C] [--schedule S] [--format table|json|csv]\n"
+    "\n"
+    "Predicted device time of MODEL per op, layer and model on HW (a hardware JSON or a shipped\n"
+    "name: cpu, h100-sxm, h200): the datasheet roofline, or the calibrated cost model when HW has a\n"
+    "`calibration` block (modsim calibrate). Also the same workload on the dense baseline, the\n"
+    "FLOP and time ratios, and a decomposition of (time ratio - FLOP ratio) into routing ops,\n"
+    "launch overhead, GEMM efficiency, attention and memory-bound ops. --dtype defaults to bf16\n"
+    "on GPU hardware and fp32 on a CPU. --mode train times 3 x forward; --mode decode is one\n"
+    "step (expected routed counts).";
+
+json::object op_json(const sim::op_prediction& o) {
+  json::object j;
+  j["op"] = o.op;
+  j["class"] = o.op_class;
+  j["time_s"] = o.time_s;
+  j["roofline_s"] = o.roofline_s;
+  j["matmul_flops"] = o.matmul_flops;
+  j["other_flops"] = o.other_flops;
+  j["bytes"] = o.bytes;
+  j["kernels"] = o.kernels;
+  j["memory_bound"] = o.memory_bound;
+  j["calibrated_as"] = o.calibrated_as;
+  return j;
+}
+
+json::object gap_json(const sim::prediction& p) {
+  json::object g;
+  g["time_ratio_minus_flop_ratio"] = p.time_ratio - p.flop_ratio;
+  g["routing"] = p.gap.routing;
+  g["launch"] = p.gap.launch;
+  g["gemm_efficiency"] = p.gap.gemm_efficiency;
+  g["attention"] = p.gap.attention;
+  g["memory_bound"] = p.gap.memory_bound;
+  g["sum"] = p.gap.total();
+  json::object by_class;
+  for (const auto& [k, v] : p.gap.by_class) by_class[k] = v;
+  g["by_class"] = std::move(by_class);
+  g["units"] = "fractions of the dense total time; the components sum to time_ratio - flop_ratio";
+  return g;
+}
+
+void print_json(const sim::prediction& p, const std::string& hw_name) {
+  json::object root;
+  root["model"] = p.model_name;
+  root["hardware"] = hw_name;
+  root["cost_model"] = p.cost_label;
+  root["calibrated"] = p.calibrated;
+  json::object wl;
+  wl["batch"] = p.load.batch;
+  wl["seq_len"] = p.load.seq_len;
+  wl["mode"] = sim::to_string(p.load.mode);
+  wl["dtype"] = sim::to_string(p.load.type);
+  root["workload"] = std::move(wl);
+  root["total_s"] = p.total_s();
+  root["dense_total_s"] = p.dense_total_s();
+  root["overhead_s"] = p.overhead_s();
+  root["ops_s"] = p.model.ops_s;
+  root["kernels"] = p.model.kernels;
+  root["launch_s"] = p.launch_s;
+  root["dense_overhead_s"] = p.dense.overhead_s;
+  root["dense_kernels"] = p.dense.kernels;
+  root["flop_ratio"] = p.flop_ratio;
+  root["matmul_flop_ratio"] = p.matmul_flop_ratio;
+  root["time_ratio"] = p.time_ratio;
+  root["matmul_flops"] = p.model.matmul_flops;
+  root["other_flops"] = p.model.other_flops;
+  root["dense_matmul_flops"] = p.dense.matmul_flops;
+  root["dense_other_flops"] = p.dense.other_flops;
+  root["gap"] = gap_json(p);
+  json::array layers;
+  for (std::size_t i = 0; i < p.model.layers.size(); ++i) {
+    const sim::layer_prediction& l = p.model.layers[i];
+    json::object o;
+    o["index"] = l.index;
+    o["routed"] = l.routed;
+    o["capacity"] = l.capacity;
+    o["tokens"] = l.tokens;
+    o["time_s"] = l.time_s;
+    o["dense_time_s"] = i < p.dense.layers.size() ? p.dense.layers[i].time_s : 0.0;
+    o["kernels"] = l.kernels;
+    json::array ops;
+    for (const auto& op : l.ops) ops.push_back(op_json(op));
+    o["ops"] = std::move(ops);
+    layers.push_back(std::move(o));
+  }
+  root["layers"] = std::move(layers);
+  json::object head = op_json(p.model.lm_head);
+  head["dense_time_s"] = p.dense.lm_head.time_s;
+  root["lm_head"] = std::move(head);
+  json::array notes;
+  for (const auto& n : p.notes) notes.emplace_back(n);
+  root["notes"] = std::move(notes);
+  std::cout << json::serialize(root) << "\n";
+}
+
+void print_csv(const sim::prediction& p) {
+  std::cout << "layer,routed,capacity,op,class,time_s,dense_time_s,roofline_s,matmul_flops,other_flops,bytes,kernels,"
+               "memory_bound,calibrated_as\n";
+  auto row = [&](const std::string& layer, bool routed, const std::string& cap, const sim::op_prediction& o,
+                 double dense_t) {
+    std::cout << fmt::format("{},{},{},{},{},{:.9g},{:.9g},{:.9g},{},{},{},{},{},{}\n", layer, routed ? "true" : "false",
+                             cap, o.op, o.op_class, o.time_s, dense_t, o.roofline_s, o.matmul_flops, o.other_flops,
+                             o.bytes, o.kernels, o.memory_bound ? "true" : "false", o.calibrated_as);
+  };
+  for (std::size_t i = 0; i < p.model.layers.size(); ++i) {
+    const auto& l = p.model.layers[i];
+    const sim::layer_prediction* d = i < p.dense.layers.size() ? &p.dense.layers[i] : nullptr;
+    for (const auto& o : l.ops) {
+      double dt = 0;
+      if (d)
+        for (const auto& x : d->ops)
+          if (x.op == o.op) dt = x.time_s;
+      row(std::to_string(l.index), l.routed, fmt::format("{:g}", l.capacity), o, dt);
+    }
+  }
+  row("", false, "", p.model.lm_head, p.dense.lm_head.time_s);
+}
+
+std::string ms(double s) { return fmt::format("{:.4f}", s * 1e3); }
+
+void print_table(const sim::prediction& p, const std::string& hw_name) {
+  const bool decode = p.load.mode == sim::run_mode::decode;
+  std::cout << fmt::format("{} on {}: {}, batch {}, {} {}, {}\n", p.model_name.empty() ? "model" : p.model_name,
+                           hw_name, sim::to_string(p.load.mode), p.load.batch, decode ? "context" : "seq",
+                           p.load.seq_len, sim::to_string(p.load.type));
+  std::cout << fmt::format("cost model: {}\n", p.calibrated ? p.cost_label : "DATASHEET ROOFLINE (uncalibrated)");
+  std::cout << "times are predicted device time; launch overhead = kernels x " << fmt::format("{:.2f}", p.launch_s * 1e6)
+            << " us, shown separately\n\n";
+
+  std::cout << fmt::format("{:>7}  {:>6}  {:>8}  {:>9}  {:>11}  {:>11}  {:>8}  {:>7}\n", "layer", "routed", "capacity",
+                           "tokens", "time ms", "dense ms", "ratio", "kernels");
+  for (std::size_t i = 0; i < p.model.layers.size(); ++i) {
+    const auto& l = p.model.layers[i];
+    const double d = i < p.dense.layers.size() ? p.dense.layers[i].time_s : 0.0;
+    std::cout << fmt::format("{:>7}  {:>6}  {:>8.3f}  {:>9}  {:>11}  {:>11}  {:>8.3f}  {:>7}\n", l.index,
+                             l.routed ? "yes" : "no", l.capacity, l.tokens, ms(l.time_s), ms(d), d > 0 ? l.time_s / d : 0.0,
+                             l.kernels);
+  }
+  std::cout << fmt::format("{:>7}  {:>6}  {:>8}  {:>9}  {:>11}  {:>11}  {:>8.3f}  {:>7}\n", "lm_head", "", "", "",
+                           ms(p.model.lm_head.time_s), ms(p.dense.lm_head.time_s),
+                           p.dense.lm_head.time_s > 0 ? p.model.lm_head.time_s / p.dense.lm_head.time_s : 0.0,
+                           p.model.lm_head.kernels);
+  std::cout << fmt::format("{:>7}  {:>6}  {:>8}  {:>9}  {:>11}  {:>11}  {:>8.3f}  {:>7}\n", "launch", "", "", "",
+                           ms(p.model.overhead_s), ms(p.dense.overhead_s),
+                           p.dense.overhead_s > 0 ? p.model.overhead_s / p.dense.overhead_s : 0.0, p.model.kernels);
+  std::cout << fmt::format("{:>7}  {:>6}  {:>8}  {:>9}  {:>11}  {:>11}  {:>8.3f}\n\n", "total", "", "", "",
+                           ms(p.total_s()), ms(p.dense_total_s()), p.time_ratio);
+
+  struct sums {
+    double t = 0, dt = 0, f = 0, df = 0;
+  };
+  std::map<std::string, sums> cls;
+  auto add = [&](const sim::model_time& m, bool dense) {
+    auto one = [&](const sim::op_prediction& o) {
+      sums& s = cls[o.op_class];
+      (dense ? s.dt : s.t) += o.time_s;
+      (dense ? s.df : s.f) += double(o.matmul_flops) + double(o.other_flops);
+    };
+    for (const auto& l : m.layers)
+      for (const auto& o : l.ops) one(o);
+    one(m.lm_head);
+  };
+  add(p.model, false);
+  add(p.dense, true);
+  std::cout << fmt::format("{:<10}  {:>11}  {:>7}  {:>11}  {:>10}  {:>10}\n", "op class", "time ms", "share", "dense ms",
+                           "time ratio", "FLOP ratio");
+  for (std::string_view name : sim::op_classes()) {
+    auto it = cls.find(std::string(name));
+    if (it == cls.end()) continue;
+    const sums& s = it->second;
+    std::cout << fmt::format("{:<10}  {:>11}  {:>6.1f}%  {:>11}  {:>10}  {:>10}\n", name, ms(s.t),
+                             p.total_s() > 0 ? 100 * s.t / p.total_s() : 0.0, ms(s.dt),
+                             s.dt > 0 ? fmt::format("{:.3f}", s.t / s.dt) : "-",
+                             s.df > 0 ? fmt::format("{:.3f}", s.f / s.df) : "-");
+  }
+  std::cout << fmt::format("{:<10}  {:>11}  {:>6.1f}%  {:>11}\n\n", "launch", ms(p.model.overhead_s),
+                           p.total_s() > 0 ? 100 * p.model.overhead_s / p.total_s() : 0.0, ms(p.dense.overhead_s));
+
+  const double gap = p.time_ratio - p.flop_ratio;
+  std::cout << fmt::format(
+      "vs dense: FLOPs x{:.3f} (matmul only x{:.3f}), time x{:.3f} -> {:.1f}% of the FLOPs saved, {:.1f}% of the time\n",
+      p.flop_ratio, p.matmul_flop_ratio, p.time_ratio, 100 * (1 - p.flop_ratio), 100 * (1 - p.time_ratio));
+  std::cout << fmt::format(
+      "time ratio - FLOP ratio = {:+.4f} (in units of the dense time); where it comes from:\n", gap);
+  auto line = [](const char* what, double v, const char* why) {
+    std::cout << fmt::format("  {:<30} {:+.4f}  {}\n", what, v, why);
+  };
+  line("routing ops", p.gap.routing, "router/topk/gather/scatter/predictor time beyond their FLOP share");
+  line("launch overhead", p.gap.launch,
+       fmt::format("{} kernels vs {} dense: kernel count does not shrink with capacity", p.model.kernels,
+                   p.dense.kernels)
+           .c_str());
+  line("GEMM efficiency", p.gap.gemm_efficiency, "matmuls on fewer rows run below their dense efficiency");
+  line("attention (capacity^2)", p.gap.attention, "attention FLOPs shrink with capacity^2; its time share decides");
+  line("memory-bound ops", p.gap.memory_bound, "weights read whatever k is; norms and activations");
+  std::cout << fmt::format("  {:<30} {:+.4f}\n", "sum", p.gap.total());
+  for (const auto& n : p.notes) std::cout << "note: " << n << "\n";
+}
+
+}  // namespace
+
+int cmd_predict(const std::vector<std::string>& args) {
+  po::options_description options("modsim predict options");
+  options.add_options()("model", po::value<std::string>()->required(), "model JSON, HF config.json or shipped model name")(
+      "hardware", po::value<std::string>()->required(), "hardware JSON (or a shipped name: cpu, h100-sxm, h200)")(
+      "format", po::value<std::string>()->default_value("table"), "table | json | csv");
+  add_workload_options(options);
+  add_routing_overrides(options);
+  po::positional_options_description positional;
+  positional.add("model", 1);
+  po::variables_map vm;
+  if (!parse_args(args, options, positional, vm, k_usage)) return exit_ok;
+
+  const output_format format = parse_format(vm["format"].as<std::string>());
+  const sim::hardware_spec hw = sim::load_hardware(resolve_config(vm["hardware"].as<std::string>(), "hardware"));
+  const sim::cost_model cost(hw);
+  const sim::model_spec model = load_model_arg(vm["model"].as<std::string>(), vm);
+  const sim::workload w = workload_from(vm, hw.kind == "gpu" ? sim::dtype::bf16 : sim::dtype::fp32);
+  const sim::prediction p = sim::predict(model, w, cost);
+
+  switch (format) {
+    case output_format::json: print_json(p, hw.name); break;
+    case output_format::csv: print_csv(p); break;
+    case output_format::table: print_table(p, hw.name); break;
+  }
+  return exit_ok;
+}
+
+}  // namespace modsim::cli

@@ -1,0 +1,177 @@
+// `modsim validate --measurements CSV --hardware HW_CAL`: every measured block
+// (block_dense, block_mod, layer_mode) predicted from its ops with the calibrated cost model,
+// against the measurement. Blocks the calibration itself used are skipped (and counted).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <iostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "sim/calibrate.hpp"
+#include "sim/cli/common.hpp"
+#include "sim/config.hpp"
+#include "sim/cost.hpp"
+#include "sim/error.hpp"
+
+namespace modsim::cli {
+namespace {
+
+namespace json = boost::json;
+
+const char* const k_usage =
+    "usage: modsim validate --measurements CSV [CSV...] --hardware HW_CAL [--max-error PCT] [--format table|json|csv]\n"
+    "\n"
+    "Predicts every measured block (block_dense, block_mod, layer_mode rows) from its ops with the\n"
+    "cost model of HW_CAL (a hardware file calibrated by `modsim calibrate`; an uncalibrated one\n"
+    "validates the datasheet roofline) and compares with the measured median. Errors are in\n"
+    "percent of the measurement. Block rows the calibration used are skipped. Exit code 1 when\n"
+    "the median absolute error exceeds --max-error.";
+
+std::string shape_text(const sim::calibration_sample& s) {
+  std::string t = fmt::format("B{} S{} d{} h{} ff{}", s.shape.batch, s.shape.seq_len, s.shape.d_model, s.shape.n_heads,
+                              s.shape.d_ff);
+  if (s.op != "block_dense") t += fmt::format(" c{:g}", s.capacity);
+  return t;
+}
+
+}  // namespace
+
+int cmd_validate(const std::vector<std::string>& args) {
+  po::options_description options("modsim validate options");
+  options.add_options()("measurements", po::value<std::vector<std::string>>()->multitoken()->required(),
+                        "measurements CSV file(s) with block rows")(
+      "hardware", po::value<std::string>()->required(), "calibrated hardware JSON")(
+      "max-error", po::value<double>(), "exit 1 when the median absolute error (percent) exceeds this")(
+      "format", po::value<std::string>()->default_value("table"), "table | json | csv");
+  po::positional_options_description positional;
+  po::variables_map vm;
+  if (!parse_args(args, options, positional, vm, k_usage)) return exit_ok;
+  const output_format format = parse_format(vm["format"].as<std::string>());
+  std::optional<double> max_error;
+  if (vm.count("max-error")) {
+    max_error = vm["max-error"].as<double>();
+    if (!(*max_error >= 0)) throw input_error("", "--max-error", "must be >= 0");
+  }
+
+  const std::string hw_path = resolve_config(vm["hardware"].as<std::string>(), "hardware");
+  const sim::cost_model model(sim::load_hardware(hw_path));
+  const sim::calibration* cal = model.calibration();
+  const std::set<std::string> used(cal ? cal->block_keys.begin() : std::vector<std::string>::const_iterator{},
+                                   cal ? cal->block_keys.end() : std::vector<std::string>::const_iterator{});
+  const std::string expected_backend = model.hardware().kind == "gpu" ? "cuda" : "cpu";
+
+  std::vector<sim::calibration_sample> blocks;
+  int skipped_used = 0, rows = 0;
+  std::set<std::string> uncalibrated_dtypes;
+  for (const std::string& file : vm["measurements"].as<std::vector<std::string>>()) {
+    for (const sim::measured_point& p : read_measured_points(file)) {
+      ++rows;
+      if (p.op != "block_dense" && p.op != "block_mod" && p.op != "layer_mode") continue;
+      if (p.backend != expected_backend)
+        throw input_error(p.where, "backend",
+                          "measured on backend '" + p.backend + "' but " + hw_path + " is " + model.hardware().kind +
+                              " hardware");
+      if (cal && p.device != cal->device)
+        throw input_error(p.where, "device",
+                          "measured on '" + p.device + "' but " + hw_path + " was calibrated on '" + cal->device + "'");
+      if (used.count(p.key)) {
+        ++skipped_used;
+        continue;
+      }
+      sim::calibration_sample s = sim::sample_of(p);
+      if (cal && !cal->curve("qkv_proj", s.type) && !cal->curve("mlp_up", s.type))
+        uncalibrated_dtypes.insert(sim::to_string(s.type));
+      blocks.push_back(std::move(s));
+    }
+  }
+  const std::string files_text = [&] {
+    std::string t;
+    for (const auto& f : vm["measurements"].as<std::vector<std::string>>()) t += (t.empty() ? "" : ", ") + f;
+    return t;
+  }();
+  if (blocks.empty()) {
+    if (skipped_used > 0)
+      throw input_error(files_text, "op",
+                        fmt::format("all {} block rows were used by the calibration of {}; validate on held-out blocks",
+                                    skipped_used, hw_path));
+    throw input_error(files_text, "op", fmt::format("no block rows (block_dense, block_mod, layer_mode) among {} rows", rows));
+  }
+
+  const std::vector<sim::validation_point> points = sim::validate_blocks(blocks, model);
+  const sim::validation_summary sum = sim::summarize(points);
+  const bool failed = max_error && sum.median_abs_pct_error > *max_error;
+  std::vector<std::string> notes;
+  if (!model.calibrated()) notes.push_back("uncalibrated: predictions are the datasheet roofline of " + hw_path);
+  if (skipped_used > 0)
+    notes.push_back(fmt::format("{} block rows skipped: the calibration used them (for the launch fit)", skipped_used));
+  for (const auto& d : uncalibrated_dtypes) notes.push_back("no curves for dtype " + d + ": datasheet roofline used");
+
+  if (format == output_format::json) {
+    json::object root;
+    root["points"] = sum.points;
+    root["median_abs_pct_error"] = sum.median_abs_pct_error;
+    root["p90_abs_pct_error"] = sum.p90_abs_pct_error;
+    root["max_abs_pct_error"] = sum.max_abs_pct_error;
+    root["mean_pct_error"] = sum.mean_pct_error;
+    root["skipped_calibration_rows"] = skipped_used;
+    root["cost_model"] = model.label();
+    root["calibrated"] = model.calibrated();
+    if (max_error) {
+      root["max_error"] = *max_error;
+      root["passed"] = !failed;
+    }
+    json::array pts;
+    for (const auto& p : points) {
+      json::object o;
+      o["op"] = p.sample.op;
+      o["dtype"] = sim::to_string(p.sample.type);
+      o["batch"] = p.sample.shape.batch;
+      o["seq_len"] = p.sample.shape.seq_len;
+      o["d_model"] = p.sample.shape.d_model;
+      o["n_heads"] = p.sample.shape.n_heads;
+      o["d_ff"] = p.sample.shape.d_ff;
+      o["capacity"] = p.sample.capacity;
+      o["measured_s"] = p.sample.measured_s;
+      o["predicted_s"] = p.predicted_s;
+      o["overhead_s"] = p.overhead_s;
+      o["error_pct"] = p.error_pct;
+      o["row"] = p.sample.where;
+      pts.push_back(std::move(o));
+    }
+    root["per_point"] = std::move(pts);
+    json::array ns;
+    for (const auto& n : notes) ns.emplace_back(n);
+    root["notes"] = std::move(ns);
+    std::cout << json::serialize(root) << "\n";
+  } else if (format == output_format::csv) {
+    std::cout << "op,dtype,batch,seq_len,d_model,n_heads,d_ff,capacity,measured_s,predicted_s,overhead_s,error_pct\n";
+    for (const auto& p : points)
+      std::cout << fmt::format("{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.4f}\n", p.sample.op,
+                               sim::to_string(p.sample.type), p.sample.shape.batch, p.sample.shape.seq_len,
+                               p.sample.shape.d_model, p.sample.shape.n_heads, p.sample.shape.d_ff, p.sample.capacity,
+                               p.sample.measured_s, p.predicted_s, p.overhead_s, p.error_pct);
+  } else {
+    std::cout << fmt::format("cost model: {}\n", model.label());
+    std::cout << fmt::format("{:<12} {:<34} {:>12} {:>12} {:>9}\n", "block", "shape", "measured ms", "predicted ms",
+                             "error");
+    for (const auto& p : points)
+      std::cout << fmt::format("{:<12} {:<34} {:>12.4f} {:>12.4f} {:>+8.1f}%\n", p.sample.op, shape_text(p.sample),
+                               p.sample.measured_s * 1e3, p.predicted_s * 1e3, p.error_pct);
+    std::cout << fmt::format(
+        "\n{} points: median |error| {:.2f}%, p90 {:.2f}%, max {:.2f}%, mean (signed) {:+.2f}%\n", sum.points,
+        sum.median_abs_pct_error, sum.p90_abs_pct_error, sum.max_abs_pct_error, sum.mean_pct_error);
+    for (const auto& n : notes) std::cout << "note: " << n << "\n";
+    if (max_error)
+      std::cout << fmt::format("{}: median |error| {:.2f}% {} --max-error {:g}%\n", failed ? "FAILED" : "passed",
+                               sum.median_abs_pct_error, failed ? ">" : "<=", *max_error);
+  }
+  if (failed)
+    std::cerr << fmt::format("modsim validate: median absolute error {:.2f}% exceeds --max-error {:g}%\n",
+                             sum.median_abs_pct_error, *max_error);
+  return failed ? exit_check_failed : exit_ok;
+}
+
+}  // namespace modsim::cli

@@ -1,0 +1,452 @@
+#include "sim/cost.hpp"
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "sim/error.hpp"
+
+namespace modsim::sim {
+
+namespace json = boost::json;
+
+// ------------------------------------------------------------------------------------------
+// Curves
+// ------------------------------------------------------------------------------------------
+
+double efficiency_curve::inv_efficiency_at(double roofline_s) const {
+  if (inv_efficiency.empty()) return 1.0;
+  if (inv_efficiency.size() == 1 || roofline_s <= 0) return inv_efficiency.front();
+  const double x = std::log10(roofline_s);
+  if (x <= log10_work.front()) return inv_efficiency.front();
+  if (x >= log10_work.back()) return inv_efficiency.back();
+  std::size_t j = 1;
+  while (j + 1 < log10_work.size() && x > log10_work[j]) ++j;
+  const double x0 = log10_work[j - 1], x1 = log10_work[j];
+  const double w = (x - x0) / (x1 - x0);
+  return inv_efficiency[j - 1] * (1 - w) + inv_efficiency[j] * w;
+}
+
+double efficiency_curve::time_s(double roofline_s, double quantised_roofline_s) const {
+  return fixed_s + quantised_roofline_s * inv_efficiency_at(roofline_s);
+}
+
+const efficiency_curve* calibration::curve(std::string_view op, dtype t) const {
+  for (const auto& c : curves)
+    if (c.op == op && c.type == t) return &c;
+  return nullptr;
+}
+
+std::string_view stand_in_of(std::string_view op) {
+  if (op == "mlp_norm") return "attn_norm";
+  if (op == "attn_norm") return "mlp_norm";
+  if (op == "mlp_gate") return "mlp_up";
+  if (op == "predictor" || op == "expert_router") return "router";
+  if (op == "experts" || op == "lm_head") return "mlp_up";
+  return {};
+}
+
+int kernels_of(std::string_view op, const hardware_spec& hw) {
+  if (op == "topk") return hw.kind == "gpu" ? 2 : 1;
+  if (op == "predictor" || op == "expert_router" || op == "lm_head") return 2;
+  return 1;
+}
+
+// ------------------------------------------------------------------------------------------
+// Wave quantisation
+// ------------------------------------------------------------------------------------------
+
+namespace {
+
+constexpr double tile = 128.0;
+
+template <class N>
+double waves_impl(std::string_view op, const basic_op_shape<N>& s, const hardware_spec& hw) {
+  if (hw.kind != "gpu" || hw.sm_count <= 0) return 1.0;
+  const double B = std::ceil(double(s.batch) - 1e-9);
+  const double n = std::max(1.0, std::ceil(double(s.tokens) - 1e-9));
+  const double L = s.context > 0 ? std::ceil(double(s.context) - 1e-9) : n;
+  const double d = s.d_model;
+  const double dh = s.d_head > 0 ? s.d_head : (s.n_heads > 0 ? double(s.d_model) / s.n_heads : 0);
+  const double H = s.n_heads;
+  const double kvh = s.n_kv_heads > 0 ? s.n_kv_heads : H;
+  const double dq = H * dh, dkv = kvh * dh;
+  const double T = std::max(1.0, B * n);
+  auto tiles = [](double batch, double m, double cols) {
+    return batch * std::ceil(m / tile) * std::ceil(cols / tile);
+  };
+  double t = 0;
+  if (op == "qkv_proj") t = tiles(1, T, dq + 2 * dkv);
+  else if (op == "out_proj") t = tiles(1, T, d);
+  else if (op == "mlp_up" || op == "mlp_gate") t = tiles(1, T, s.d_ff);
+  else if (op == "mlp_down") t = tiles(1, T, d);
+  else if (op == "attn_scores") t = tiles(B * H, n, L);
+  else if (op == "attn_values") t = tiles(B * H, n, dh);
+  else if (op == "lm_head") t = tiles(1, std::max(1.0, B * std::ceil(double(s.seq_len) - 1e-9)), s.vocab_size);
+  else if (op == "experts" && s.experts > 0) {
+    const double per_expert = std::max(1.0, std::ceil(double(ops::expert_slots(s)) / s.experts));
+    t = tiles(s.experts, per_expert, s.d_ff);
+  } else return 1.0;
+  if (t <= 0) return 1.0;
+  const double sms = hw.sm_count;
+  return std::ceil(t / sms) * sms / t;
+}
+
+}  // namespace
+
+double gemm_waves(std::string_view op, const op_shape& s, const hardware_spec& hw) {
+  return waves_impl(op, s, hw);
+}
+double gemm_waves(std::string_view op, const expected_op_shape& s, const hardware_spec& hw) {
+  return waves_impl(op, s, hw);
+}
+
+// ------------------------------------------------------------------------------------------
+// The calibration block
+// ------------------------------------------------------------------------------------------
+
+namespace {
+
+const char* type_name(const json::value& v) {
+  switch (v.kind()) {
+    case json::kind::null: return "null";
+    case json::kind::bool_: return "a boolean";
+    case json::kind::int64:
+    case json::kind::uint64:
+    case json::kind::double_: return "a number";
+    case json::kind::string: return "a string";
+    case json::kind::array: return "an array";
+    case json::kind::object: return "an object";
+  }
+  return "a value";
+}
+
+std::string fmt_num(double d) {
+  std::ostringstream s;
+  s << d;
+  return s.str();
+}
+
+// Strict reader of one JSON object (the style of sim/config.cpp): every key read is
+// remembered, finish() rejects the others.
+class reader {
+ public:
+  reader(const json::value& v, std::string file, std::string path) : m_file(std::move(file)), m_path(std::move(path)) {
+    if (!v.is_object()) throw input_error(m_file, m_path, std::string("expected an object, got ") + type_name(v));
+    m_obj = &v.as_object();
+  }
+  std::string key_path(std::string_view key) const { return m_path + "." + std::string(key); }
+  const std::string& file() const { return m_file; }
+
+  const json::value* find(std::string_view key) {
+    m_known.insert(std::string(key));
+    auto it = m_obj->find(key);
+    return it == m_obj->end() ? nullptr : &it->value();
+  }
+  const json::value& require(std::string_view key) {
+    const json::value* v = find(key);
+    if (!v) throw input_error(m_file, key_path(key), "missing required key");
+    return *v;
+  }
+  double number(std::string_view key, double lo = -std::numeric_limits<double>::infinity()) {
+    const json::value& v = require(key);
+    if (!v.is_number()) throw input_error(m_file, key_path(key), std::string("expected a number, got ") + type_name(v));
+    const double d = v.to_number<double>();
+    if (!std::isfinite(d)) throw input_error(m_file, key_path(key), "not a finite number");
+    if (d < lo) throw input_error(m_file, key_path(key), "must be >= " + fmt_num(lo) + ", got " + fmt_num(d));
+    return d;
+  }
+  int integer(std::string_view key, std::int64_t lo, std::int64_t hi) {
+    const json::value& v = require(key);
+    if (!v.is_int64() && !v.is_uint64())
+      throw input_error(m_file, key_path(key), std::string("expected an integer, got ") + type_name(v));
+    const std::int64_t i = v.is_int64() ? v.as_int64() : static_cast<std::int64_t>(std::min<std::uint64_t>(v.as_uint64(), std::uint64_t(hi) + 1));
+    if (i < lo || i > hi)
+      throw input_error(m_file, key_path(key), "value " + std::to_string(i) + " out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return static_cast<int>(i);
+  }
+  std::string string(std::string_view key) {
+    const json::value& v = require(key);
+    if (!v.is_string()) throw input_error(m_file, key_path(key), std::string("expected a string, got ") + type_name(v));
+    return std::string(v.as_string());
+  }
+  const json::array& array(std::string_view key) {
+    const json::value& v = require(key);
+    if (!v.is_array()) throw input_error(m_file, key_path(key), std::string("expected an array, got ") + type_name(v));
+    return v.as_array();
+  }
+  void finish() const {
+    for (const auto& kv : *m_obj) {
+      if (m_known.count(std::string(kv.key()))) continue;
+      std::string known;
+      for (const auto& k : m_known) known += (known.empty() ? "" : ", ") + k;
+      throw input_error(m_file, key_path(kv.key()), "unknown key (expected one of: " + known + ")");
+    }
+  }
+
+ private:
+  const json::object* m_obj = nullptr;
+  std::string m_file;
+  std::string m_path;
+  std::set<std::string> m_known;
+};
+
+dtype dtype_of(const std::string& s, const std::string& file, const std::string& key) {
+  if (s == "fp32") return dtype::fp32;
+  if (s == "bf16") return dtype::bf16;
+  if (s == "fp16") return dtype::fp16;
+  throw input_error(file, key, "unknown dtype '" + s + "' (expected fp32, bf16 or fp16)");
+}
+
+bool known_op(std::string_view op) {
+  for (auto n : op_names())
+    if (n == op) return true;
+  return false;
+}
+
+efficiency_curve parse_curve(const json::value& v, const std::string& file, const std::string& path) {
+  reader r(v, file, path);
+  efficiency_curve c;
+  c.op = r.string("op");
+  if (!known_op(c.op)) throw input_error(file, r.key_path("op"), "unknown op '" + c.op + "'");
+  c.type = dtype_of(r.string("dtype"), file, r.key_path("dtype"));
+  c.fixed_s = r.number("fixed_s", 0.0);
+  c.samples = r.integer("samples", 0, std::numeric_limits<int>::max());
+  c.rms_rel_error = r.number("rms_rel_error", 0.0);
+  const json::array& knots = r.array("knots");
+  if (knots.empty()) throw input_error(file, r.key_path("knots"), "needs at least one knot");
+  for (std::size_t i = 0; i < knots.size(); ++i) {
+    reader k(knots[i], file, r.key_path("knots") + "[" + std::to_string(i) + "]");
+    const double x = k.number("log10_work");
+    const double g = k.number("inv_efficiency", 0.0);
+    k.finish();
+    if (!c.log10_work.empty() && x <= c.log10_work.back())
+      throw input_error(file, k.key_path("log10_work"), "knots must be in ascending order of log10_work");
+    c.log10_work.push_back(x);
+    c.inv_efficiency.push_back(g);
+  }
+  r.finish();
+  return c;
+}
+
+json::object curve_json(const efficiency_curve& c) {
+  json::object o;
+  o["op"] = c.op;
+  o["dtype"] = to_string(c.type);
+  o["fixed_s"] = c.fixed_s;
+  o["samples"] = c.samples;
+  o["rms_rel_error"] = c.rms_rel_error;
+  json::array knots;
+  for (std::size_t i = 0; i < c.log10_work.size(); ++i) {
+    json::object k;
+    k["log10_work"] = c.log10_work[i];
+    k["inv_efficiency"] = c.inv_efficiency[i];
+    knots.push_back(std::move(k));
+  }
+  o["knots"] = std::move(knots);
+  return o;
+}
+
+}  // namespace
+
+calibration parse_calibration(std::string_view json_text, const std::string& file) {
+  json::value v;
+  try {
+    v = json::parse(json_text);
+  } catch (const std::exception& e) {
+    throw input_error(file, "calibration", std::string("malformed JSON: ") + e.what());
+  }
+  reader r(v, file, "calibration");
+  calibration c;
+  c.format = r.integer("format", 1, 1);
+  c.date = r.string("date");
+  c.device = r.string("device");
+  c.backend = r.string("backend");
+  r.find("model");  // a description in words; not read back
+  const json::array& sources = r.array("measurements");
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    reader s(sources[i], file, r.key_path("measurements") + "[" + std::to_string(i) + "]");
+    calibration_source src;
+    src.file = s.string("file");
+    src.rows = s.integer("rows", 0, std::numeric_limits<int>::max());
+    src.used_rows = s.integer("used_rows", 0, std::numeric_limits<int>::max());
+    s.finish();
+    c.sources.push_back(std::move(src));
+  }
+  const json::array& curves = r.array("curves");
+  if (curves.empty()) throw input_error(file, r.key_path("curves"), "needs at least one fitted op");
+  for (std::size_t i = 0; i < curves.size(); ++i) {
+    c.curves.push_back(parse_curve(curves[i], file, r.key_path("curves") + "[" + std::to_string(i) + "]"));
+    for (std::size_t j = 0; j < i; ++j)
+      if (c.curves[j].op == c.curves[i].op && c.curves[j].type == c.curves[i].type)
+        throw input_error(file, r.key_path("curves") + "[" + std::to_string(i) + "]",
+                          "op '" + c.curves[i].op + "' (" + to_string(c.curves[i].type) + ") appears twice");
+  }
+  {
+    reader l(r.require("launch"), file, r.key_path("launch"));
+    c.launch_s = l.number("launch_s", 0.0);
+    c.launch_source = l.string("source");
+    c.launch_blocks = l.integer("blocks", 0, std::numeric_limits<int>::max());
+    l.finish();
+  }
+  for (const auto& k : r.array("block_keys")) {
+    if (!k.is_string()) throw input_error(file, r.key_path("block_keys"), "expected strings");
+    c.block_keys.emplace_back(k.as_string());
+  }
+  {
+    reader p(r.require("roofline"), file, r.key_path("roofline"));
+    reader pm(p.require("peak_matmul_flops"), file, p.key_path("peak_matmul_flops"));
+    c.peak_matmul_fp32 = pm.number("fp32", 0.0);
+    c.peak_matmul_bf16 = pm.number("bf16", 0.0);
+    c.peak_matmul_fp16 = pm.number("fp16", 0.0);
+    pm.finish();
+    reader pv(p.require("peak_vector_flops"), file, p.key_path("peak_vector_flops"));
+    c.peak_vector_fp32 = pv.number("fp32", 0.0);
+    c.peak_vector_bf16 = pv.number("bf16", 0.0);
+    c.peak_vector_fp16 = pv.number("fp16", 0.0);
+    pv.finish();
+    c.memory_bandwidth_bytes_s = p.number("memory_bandwidth_bytes_s", 0.0);
+    p.finish();
+  }
+  r.finish();
+  return c;
+}
+
+std::string calibration_to_json(const calibration& c) {
+  json::object o;
+  o["format"] = c.format;
+  o["model"] =
+      "per (op, dtype): time = fixed_s + roofline_s * g(log10(roofline_s)), g = 1/efficiency piecewise "
+      "linear between knots, clamped beyond; plus launch_s per kernel (sim/cost.hpp)";
+  o["date"] = c.date;
+  o["device"] = c.device;
+  o["backend"] = c.backend;
+  json::array sources;
+  for (const auto& s : c.sources) {
+    json::object so;
+    so["file"] = s.file;
+    so["rows"] = s.rows;
+    so["used_rows"] = s.used_rows;
+    sources.push_back(std::move(so));
+  }
+  o["measurements"] = std::move(sources);
+  json::array curves;
+  for (const auto& cv : c.curves) curves.push_back(curve_json(cv));
+  o["curves"] = std::move(curves);
+  json::object launch;
+  launch["launch_s"] = c.launch_s;
+  launch["source"] = c.launch_source;
+  launch["blocks"] = c.launch_blocks;
+  o["launch"] = std::move(launch);
+  json::array keys;
+  for (const auto& k : c.block_keys) keys.emplace_back(k);
+  o["block_keys"] = std::move(keys);
+  json::object roof, pm, pv;
+  pm["fp32"] = c.peak_matmul_fp32;
+  pm["bf16"] = c.peak_matmul_bf16;
+  pm["fp16"] = c.peak_matmul_fp16;
+  pv["fp32"] = c.peak_vector_fp32;
+  pv["bf16"] = c.peak_vector_bf16;
+  pv["fp16"] = c.peak_vector_fp16;
+  roof["peak_matmul_flops"] = std::move(pm);
+  roof["peak_vector_flops"] = std::move(pv);
+  roof["memory_bandwidth_bytes_s"] = c.memory_bandwidth_bytes_s;
+  o["roofline"] = std::move(roof);
+  return json::serialize(o);
+}
+
+// ------------------------------------------------------------------------------------------
+// cost_model
+// ------------------------------------------------------------------------------------------
+
+namespace {
+
+bool same_rate(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b)); }
+
+void check_roofline(const calibration& c, const hardware_spec& hw) {
+  const std::string file = hw.source_file.empty() ? hw.name : hw.source_file;
+  auto check = [&](double cal, double now, const char* key) {
+    if (!same_rate(cal, now))
+      throw input_error(file, std::string("calibration.roofline.") + key,
+                        "the curves were fitted against " + fmt_num(cal) + " but the hardware file now says " +
+                            fmt_num(now) + "; re-run modsim calibrate");
+  };
+  check(c.peak_matmul_fp32, hw.peak_matmul_flops.fp32, "peak_matmul_flops.fp32");
+  check(c.peak_matmul_bf16, hw.peak_matmul_flops.bf16, "peak_matmul_flops.bf16");
+  check(c.peak_matmul_fp16, hw.peak_matmul_flops.fp16, "peak_matmul_flops.fp16");
+  check(c.peak_vector_fp32, hw.peak_vector_flops.fp32, "peak_vector_flops.fp32");
+  check(c.peak_vector_bf16, hw.peak_vector_flops.bf16, "peak_vector_flops.bf16");
+  check(c.peak_vector_fp16, hw.peak_vector_flops.fp16, "peak_vector_flops.fp16");
+  check(c.memory_bandwidth_bytes_s, hw.memory_bandwidth_bytes_s, "memory_bandwidth_bytes_s");
+}
+
+}  // namespace
+
+cost_model::cost_model(hardware_spec hw) : m_hw(std::move(hw)) {
+  if (!m_hw.calibration_json.empty()) {
+    auto c = std::make_shared<sim::calibration>(
+        parse_calibration(m_hw.calibration_json, m_hw.source_file.empty() ? m_hw.name : m_hw.source_file));
+    check_roofline(*c, m_hw);
+    m_cal = std::move(c);
+  }
+}
+
+cost_model with_calibration(const hardware_spec& hw, const calibration& c) {
+  hardware_spec h = hw;
+  h.calibration_json = calibration_to_json(c);
+  return cost_model(std::move(h));
+}
+
+bool cost_model::calibrated() const { return m_cal != nullptr; }
+
+std::string cost_model::label() const {
+  if (!m_cal) return "datasheet roofline (uncalibrated)";
+  std::string files;
+  for (const auto& s : m_cal->sources) files += (files.empty() ? "" : ", ") + s.file;
+  if (files.empty()) files = "(no files recorded)";
+  return "calibrated on " + files + " (" + m_cal->date + ", " + m_cal->device + ")";
+}
+
+template <class Shape>
+op_time cost_model::time_impl(const op_cost& c, const Shape& s, dtype t) const {
+  op_time r;
+  r.op = c.op;
+  r.matmul_flops = c.matmul_flops;
+  r.other_flops = c.other_flops;
+  r.bytes = c.bytes;
+  r.kernels = kernels_of(c.op, m_hw);
+  const double pm = m_hw.peak_matmul_flops.of(t), pv = m_hw.peak_vector_flops.of(t);
+  if (c.matmul_flops > 0 && pm > 0) r.compute_s += double(c.matmul_flops) / pm;
+  if (c.other_flops > 0 && pv > 0) r.compute_s += double(c.other_flops) / pv;
+  if (c.bytes > 0 && m_hw.memory_bandwidth_bytes_s > 0) r.memory_s = double(c.bytes) / m_hw.memory_bandwidth_bytes_s;
+  r.roofline_s = std::max(r.compute_s, r.memory_s);
+  r.waves = gemm_waves(c.op, s, m_hw);
+  const double quantised = std::max(r.compute_s * r.waves, r.memory_s);
+  r.time_s = quantised;
+  if (m_cal) {
+    const efficiency_curve* curve = m_cal->curve(c.op, t);
+    if (!curve) {
+      std::string_view alt = stand_in_of(c.op);
+      if (!alt.empty()) curve = m_cal->curve(alt, t);
+    }
+    if (curve) {
+      r.time_s = curve->time_s(r.roofline_s, quantised);
+      r.calibrated = true;
+      r.calibrated_as = curve->op;
+    }
+  }
+  return r;
+}
+
+op_time cost_model::time_of(const op_cost& c, const op_shape& s, dtype t) const { return time_impl(c, s, t); }
+op_time cost_model::time_of(const op_cost& c, const expected_op_shape& s, dtype t) const {
+  return time_impl(c, s, t);
+}
+
+double cost_model::launch_s() const { return m_cal ? m_cal->launch_s : m_hw.kernel_launch_s; }
+double cost_model::host_enqueue_s() const { return m_hw.host_enqueue_s; }
+
+}  // namespace modsim::sim

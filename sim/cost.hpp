@@ -1,0 +1,170 @@
+#pragma once
+// The cost model: the time one op takes on a piece of hardware. A block or a model is
+// predicted from its ops (sim/predict.hpp), so any configuration the FLOP model can express
+// (another capacity, schedule, d_model, MoDE variant) can be predicted, measured or not.
+//
+// ---------------------------------------------------------------------------------------
+// The model
+// ---------------------------------------------------------------------------------------
+// Roofline (uncalibrated, the datasheet; also the base of the calibrated model):
+//   roofline_s = max(matmul_flops / peak_matmul(dtype) + other_flops / peak_vector(dtype),
+//                    bytes / memory_bandwidth)
+// with FLOPs and bytes from sim/flops (cost_of / layer_costs), nothing else. On a GPU
+// (hardware kind "gpu", sm_count > 0) the compute term of a GEMM is multiplied by its wave
+// quantisation q = ceil(tiles / sm_count) · sm_count / tiles ≥ 1 with 128×128 output tiles
+// (a GEMM of 133 tiles on 132 SMs runs two waves), see gemm_waves().
+//
+// Calibrated (the hardware file's `calibration` block, written by `modsim calibrate`), per
+// (op, dtype):
+//   time_s = fixed_s + q · roofline_s · g(log10(roofline_s))
+// where
+//   - fixed_s ≥ 0 is a per-call cost that does not scale with the work (thread-pool dispatch
+//     on a CPU, a kernel's prologue/epilogue and tail on a GPU), learnt as an intercept;
+//   - g = 1 / efficiency is piecewise linear over x = log10(roofline_s) between knots and
+//     constant beyond the first and last knot (clamped: a shape larger than any measured one
+//     runs at the largest measured shape's efficiency).
+// Why this form: (1) the "work" variable is the op's own roofline time, which is its FLOPs
+// for compute-bound ops and its bytes for memory-bound ones on one common scale, so one
+// curve per op covers every d_model, seq_len, batch and capacity; (2) efficiency rises with
+// the size of the problem (GEMM blocking, cache reuse, thread start-up amortised) smoothly in
+// log(work), which a few linear pieces follow without the oscillation of a polynomial;
+// (3) time is linear in (fixed_s, g at the knots), so the fit is a small non-negative linear
+// least-squares problem on relative errors (sim/calibrate.hpp) with a unique solution;
+// (4) a fixed per-call cost is what dominates tiny ops (topk, router at small S), where a
+// pure efficiency curve would need an efficiency that falls as 1/work.
+// Ops that were never measured use the curve of a stand-in op with the same structure
+// (mlp_norm ← attn_norm, mlp_gate ← mlp_up, …; see stand_in_of()); with none, the datasheet
+// roofline, and op_time::calibrated says so.
+//
+// Per-kernel launch overhead is separate (launch_s): the simulator places it on its host and
+// device timelines and sim/predict adds kernels × launch_s as overhead_s. Calibrated, it is
+// the median per-kernel gap between a measured block and the sum of its predicted ops.
+//
+// Times are seconds of device execution.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/flops.hpp"
+#include "sim/spec.hpp"
+
+namespace modsim::sim {
+
+// One learnt efficiency curve (see above).
+struct efficiency_curve {
+  std::string op;                     // an op_names() entry
+  dtype type = dtype::fp32;
+  double fixed_s = 0;                 // seconds per call, >= 0
+  std::vector<double> log10_work;     // knots: log10 of the roofline seconds, ascending
+  std::vector<double> inv_efficiency; // g at each knot: time per roofline second, >= 0
+  int samples = 0;                    // measured rows it was fitted on
+  double rms_rel_error = 0;           // of the fit on those rows (0.05 = 5%)
+
+  // g(log10(roofline_s)), clamped at the end knots.
+  double inv_efficiency_at(double roofline_s) const;
+  // fixed_s + quantised_roofline_s · g(log10(roofline_s)).
+  double time_s(double roofline_s, double quantised_roofline_s) const;
+};
+
+// A named measurements file that calibration read.
+struct calibration_source {
+  std::string file;
+  int rows = 0;       // data rows in the file
+  int used_rows = 0;  // rows the fit used (single ops of the calibrated dtypes; blocks for launch)
+};
+
+// The `calibration` block of a hardware file.
+struct calibration {
+  int format = 1;
+  std::string date;     // ISO 8601, UTC
+  std::string device;   // the device column of the rows
+  std::string backend;  // cpu | cuda
+  std::vector<calibration_source> sources;
+  std::vector<efficiency_curve> curves;
+  double launch_s = 0;            // per-kernel launch overhead
+  std::string launch_source;      // how launch_s was obtained (in words)
+  int launch_blocks = 0;          // block rows launch_s was fitted on
+  // Point keys (profiler point_key) of the block rows calibration used: validation must not
+  // score them.
+  std::vector<std::string> block_keys;
+  // The hardware numbers the roofline had when the curves were fitted; a hardware file whose
+  // peaks differ from these makes the curves meaningless and is rejected.
+  double peak_matmul_fp32 = 0, peak_matmul_bf16 = 0, peak_matmul_fp16 = 0;
+  double peak_vector_fp32 = 0, peak_vector_bf16 = 0, peak_vector_fp16 = 0;
+  double memory_bandwidth_bytes_s = 0;
+
+  const efficiency_curve* curve(std::string_view op, dtype t) const;
+};
+
+// Parses a calibration block (JSON text) strictly; throws modsim::error(bad_input)
+// "FILE: calibration.KEY: reason".
+calibration parse_calibration(std::string_view json_text, const std::string& file);
+// The block as JSON text (what parse_calibration reads).
+std::string calibration_to_json(const calibration& c);
+
+// The op whose curve stands in for `op` when `op` itself was not measured (mlp_norm →
+// attn_norm, mlp_gate → mlp_up, predictor/expert_router → router, experts/lm_head → mlp_up);
+// empty when there is none.
+std::string_view stand_in_of(std::string_view op);
+
+// Kernel launches an op takes (router 1, topk 2 on a GPU (select + sort of the indices) and 1
+// on a CPU, predictor 2, expert_router 2, lm_head 2 (final norm + projection), others 1).
+int kernels_of(std::string_view op, const hardware_spec& hw);
+
+// Wave quantisation q >= 1 of op `op` at shape `s` on `hw` (1 for non-GEMM ops and CPUs).
+double gemm_waves(std::string_view op, const op_shape& s, const hardware_spec& hw);
+double gemm_waves(std::string_view op, const expected_op_shape& s, const hardware_spec& hw);
+
+struct op_time {
+  std::string op;
+  double time_s = 0;       // predicted device time (launch overhead excluded)
+  double roofline_s = 0;   // the datasheet roofline time of the same op (no wave quantisation)
+  double compute_s = 0;    // roofline compute term (matmul/peak + other/peak)
+  double memory_s = 0;     // roofline memory term (bytes/bandwidth)
+  double waves = 1;        // GEMM wave quantisation factor (GPU)
+  std::int64_t matmul_flops = 0;
+  std::int64_t other_flops = 0;
+  std::int64_t bytes = 0;
+  int kernels = 1;         // kernel launches the op takes
+  bool calibrated = false;     // a learnt curve was used
+  std::string calibrated_as;   // the curve's op (== op, or its stand-in); empty when not
+
+  bool memory_bound() const { return memory_s > compute_s; }
+};
+
+class cost_model {
+ public:
+  // Reads hw.calibration_json when present; throws modsim::error(bad_input) naming the
+  // hardware file and key when the calibration block is malformed or does not match the
+  // hardware's peaks.
+  explicit cost_model(hardware_spec hw);
+
+  const hardware_spec& hardware() const { return m_hw; }
+  bool calibrated() const;
+  // "datasheet roofline (uncalibrated)" or "calibrated on <files> (<date>, <device>)".
+  std::string label() const;
+  // The calibration in use; null when uncalibrated.
+  const sim::calibration* calibration() const { return m_cal.get(); }
+
+  // Device time of op `c` (an sim/flops op_cost) run at shape `s` with dtype `t`.
+  op_time time_of(const op_cost& c, const op_shape& s, dtype t) const;
+  op_time time_of(const op_cost& c, const expected_op_shape& s, dtype t) const;
+
+  double launch_s() const;        // device-side cost of one kernel launch
+  double host_enqueue_s() const;  // host-side cost of enqueuing one kernel
+
+ private:
+  template <class Shape>
+  op_time time_impl(const op_cost& c, const Shape& s, dtype t) const;
+
+  hardware_spec m_hw;
+  std::shared_ptr<const sim::calibration> m_cal;  // null when uncalibrated
+};
+
+// A cost model with the calibration replaced (used by calibrate to evaluate a fit).
+cost_model with_calibration(const hardware_spec& hw, const calibration& c);
+
+}  // namespace modsim::sim

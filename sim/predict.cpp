@@ -1,0 +1,225 @@
+#include "sim/predict.hpp"
+
+#include <cmath>
+#include <set>
+
+#include "sim/error.hpp"
+
+namespace modsim::sim {
+
+namespace {
+
+op_prediction to_prediction(const op_time& t, const op_cost& reported, double time_scale, int kernel_scale) {
+  op_prediction p;
+  p.op = reported.op;
+  p.op_class = op_class_of(reported.op);
+  p.time_s = t.time_s * time_scale;
+  p.roofline_s = t.roofline_s * time_scale;
+  p.matmul_flops = reported.matmul_flops;
+  p.other_flops = reported.other_flops;
+  p.bytes = reported.bytes;
+  p.kernels = t.kernels * kernel_scale;
+  p.memory_bound = t.memory_bound() || reported.matmul_flops == 0;
+  p.calibrated = t.calibrated;
+  p.calibrated_as = t.calibrated_as;
+  return p;
+}
+
+}  // namespace
+
+model_time time_model(const model_spec& model, const workload& w, const cost_model& cost) {
+  // Train is timed as 3 × forward (see predict.hpp); the FLOPs reported are the train ones.
+  workload timed = w;
+  if (w.mode == run_mode::train) timed.mode = run_mode::forward;
+  const double scale = w.mode == run_mode::train ? 3.0 : 1.0;
+  const int kscale = w.mode == run_mode::train ? 3 : 1;
+  const flops_report timed_flops = evaluate_flops(model, timed);
+  const flops_report reported = w.mode == run_mode::train ? evaluate_flops(model, w) : timed_flops;
+
+  const op_shape base = shape_of(model, timed);
+  const bool has_moe = model.mode.has_value();
+  const mode_variant variant = has_moe ? model.mode->variant : mode_variant::staged;
+  const bool decode = w.mode == run_mode::decode;
+  const std::vector<layer_plan> plans = plan_layers(model);
+
+  model_time out;
+  for (std::size_t li = 0; li < timed_flops.layers.size(); ++li) {
+    const layer_flops& lf = timed_flops.layers[li];
+    const layer_flops& rf = reported.layers[li];
+    const layer_plan& plan = plans.at(li);
+    const bool mod_routing = lf.routed && !(has_moe && variant == mode_variant::integrated);
+    // The shapes the ops ran at (the same construction as sim/flops' evaluation).
+    op_shape s = base;
+    if (lf.routed && has_moe && variant == mode_variant::integrated) s.noop_experts = model.mode->noop_experts;
+    expected_op_shape x;
+    const bool expected = decode && mod_routing;
+    if (!decode) {
+      if (mod_routing) s.tokens = routed_tokens(plan.capacity, w.seq_len);
+    } else {
+      s.tokens = 1;
+      s.seq_len = 1;
+      if (!mod_routing) s.context = w.seq_len + 1;
+      x.batch = plan.capacity * double(w.batch);
+      x.tokens = 1;
+      x.seq_len = 1;
+      x.context = double(routed_tokens(plan.capacity, w.seq_len)) + 1.0;
+      x.weight_reads = 1.0 - std::pow(1.0 - plan.capacity, double(w.batch));
+      x.d_model = s.d_model;
+      x.n_heads = s.n_heads;
+      x.n_kv_heads = s.n_kv_heads;
+      x.d_head = s.d_head;
+      x.d_ff = s.d_ff;
+      x.vocab_size = s.vocab_size;
+      x.mlp = s.mlp;
+      x.elem_bytes = s.elem_bytes;
+      x.experts = s.experts;
+      x.top_k = s.top_k;
+      x.capacity_factor = s.capacity_factor;
+      x.noop_experts = s.noop_experts;
+      x.predictor_hidden = s.predictor_hidden;
+    }
+    layer_prediction lp;
+    lp.index = lf.index;
+    lp.routed = lf.routed;
+    lp.capacity = lf.capacity;
+    lp.tokens = lf.tokens;
+    for (std::size_t oi = 0; oi < lf.ops.size(); ++oi) {
+      const op_cost& c = lf.ops[oi];
+      // In a routed decode layer the first op (router or predictor) sees all B tokens.
+      const op_time t = (expected && oi > 0) ? cost.time_of(c, x, w.type) : cost.time_of(c, s, w.type);
+      op_prediction p = to_prediction(t, rf.ops.at(oi), scale, kscale);
+      lp.time_s += p.time_s;
+      lp.kernels += p.kernels;
+      out.matmul_flops += p.matmul_flops;
+      out.other_flops += p.other_flops;
+      out.bytes += p.bytes;
+      lp.ops.push_back(std::move(p));
+    }
+    out.ops_s += lp.time_s;
+    out.kernels += lp.kernels;
+    out.layers.push_back(std::move(lp));
+  }
+  op_shape head = base;
+  if (decode) head.seq_len = 1;
+  out.lm_head = to_prediction(cost.time_of(timed_flops.lm_head, head, w.type), reported.lm_head, scale, kscale);
+  out.ops_s += out.lm_head.time_s;
+  out.kernels += out.lm_head.kernels;
+  out.matmul_flops += out.lm_head.matmul_flops;
+  out.other_flops += out.lm_head.other_flops;
+  out.bytes += out.lm_head.bytes;
+  out.overhead_s = out.kernels * cost.launch_s();
+  out.total_s = out.ops_s + out.overhead_s;
+  return out;
+}
+
+// The algebra. Write T = T_dense, F = F_dense, ρ = F_mod/F, and for an op paired with the
+// dense model ρ_o = F_mod,o/F_dense,o. Then
+//   Σ_paired [ (t_mod,o − ρ_o t_dense,o)/T + (t_dense,o/T − F_dense,o/F)(ρ_o − ρ) ]
+//     = Σ_paired (t_mod,o/T − F_mod,o/F) − ρ Σ_paired t_dense,o/T + ρ Σ_paired F_dense,o/F
+//     = Σ_paired (t_mod,o/T − F_mod,o/F) − ρ (T − O_dense)/T + ρ
+// (every dense op is paired, so Σ_paired t_dense,o = T − O_dense and Σ_paired F_dense,o = F);
+// adding the unpaired terms Σ (t_mod,o/T − F_mod,o/F) and the launch term (O_mod − ρ O_dense)/T
+// gives (T_mod − O_mod)/T − ρ + O_mod/T = T_mod/T − ρ.
+gap_decomposition decompose_gap(const model_time& mod, const model_time& dense) {
+  gap_decomposition g;
+  const double T = dense.total_s;
+  const double F = double(dense.matmul_flops) + double(dense.other_flops);
+  if (!(T > 0) || !(F > 0)) return g;
+  const double rho = (double(mod.matmul_flops) + double(mod.other_flops)) / F;
+
+  auto flops = [](const op_prediction& p) { return double(p.matmul_flops) + double(p.other_flops); };
+  auto add = [&](const op_prediction& ref, const std::string& cls, double v) {
+    g.by_class[cls] += v;
+    if (ref.op_class == "routing") g.routing += v;
+    else if (ref.op_class == "attn_core") g.attention += v;
+    else if (ref.memory_bound) g.memory_bound += v;
+    else g.gemm_efficiency += v;
+  };
+  auto paired = [&](const op_prediction* m, const op_prediction& d) {
+    const double fd = flops(d);
+    const double fm = m ? flops(*m) : 0.0;
+    const double tm = m ? m->time_s : 0.0;
+    if (fd > 0) {
+      const double rho_o = fm / fd;
+      const double eff = (tm - rho_o * d.time_s) / T;
+      const double mix = (d.time_s / T - fd / F) * (rho_o - rho);
+      // Efficiency is judged on the MoD side (a GEMM at small k may turn bandwidth-bound),
+      // the mix on the dense side (how the op's time share compares with its FLOP share).
+      add(m ? *m : d, d.op_class, eff);
+      add(d, d.op_class, mix);
+    } else {
+      // A dense op without FLOPs (none in the FLOP model today): all of it is excess time.
+      add(m ? *m : d, d.op_class, (tm - rho * d.time_s) / T);
+    }
+  };
+  auto unpaired = [&](const op_prediction& m) { add(m, m.op_class, m.time_s / T - flops(m) / F); };
+
+  const std::size_t n = std::max(mod.layers.size(), dense.layers.size());
+  for (std::size_t li = 0; li < n; ++li) {
+    static const layer_prediction empty;
+    const layer_prediction& lm = li < mod.layers.size() ? mod.layers[li] : empty;
+    const layer_prediction& ld = li < dense.layers.size() ? dense.layers[li] : empty;
+    std::vector<bool> used(lm.ops.size(), false);
+    for (const op_prediction& d : ld.ops) {
+      const op_prediction* match = nullptr;
+      for (std::size_t k = 0; k < lm.ops.size(); ++k)
+        if (!used[k] && lm.ops[k].op == d.op) {
+          used[k] = true;
+          match = &lm.ops[k];
+          break;
+        }
+      paired(match, d);
+    }
+    for (std::size_t k = 0; k < lm.ops.size(); ++k)
+      if (!used[k]) unpaired(lm.ops[k]);
+  }
+  paired(&mod.lm_head, dense.lm_head);
+  g.launch = (mod.overhead_s - rho * dense.overhead_s) / T;
+  return g;
+}
+
+prediction predict(const model_spec& model, const workload& w, const cost_model& cost) {
+  prediction p;
+  p.model_name = model.name;
+  p.load = w;
+  p.cost_label = cost.label();
+  p.calibrated = cost.calibrated();
+  p.launch_s = cost.launch_s();
+  p.model = time_model(model, w, cost);
+  p.dense = time_model(dense_baseline(model), w, cost);
+  const double fm = double(p.model.matmul_flops) + double(p.model.other_flops);
+  const double fd = double(p.dense.matmul_flops) + double(p.dense.other_flops);
+  p.flop_ratio = fd > 0 ? fm / fd : 1.0;
+  p.matmul_flop_ratio = p.dense.matmul_flops > 0 ? double(p.model.matmul_flops) / double(p.dense.matmul_flops) : 1.0;
+  p.time_ratio = p.dense.total_s > 0 ? p.model.total_s / p.dense.total_s : 1.0;
+  p.gap = decompose_gap(p.model, p.dense);
+
+  if (!cost.calibrated()) {
+    p.notes.push_back("uncalibrated: every time is the datasheet roofline of " + cost.hardware().name +
+                      " (run modsim calibrate for measured efficiencies)");
+  } else {
+    std::set<std::string> roofline_ops, stand_ins;
+    auto scan = [&](const op_prediction& o) {
+      if (!o.calibrated) roofline_ops.insert(o.op);
+      else if (o.calibrated_as != o.op) stand_ins.insert(o.op + " (as " + o.calibrated_as + ")");
+    };
+    for (const auto* mt : {&p.model, &p.dense}) {
+      for (const auto& l : mt->layers)
+        for (const auto& o : l.ops) scan(o);
+      scan(mt->lm_head);
+    }
+    if (!roofline_ops.empty()) {
+      std::string s;
+      for (const auto& o : roofline_ops) s += (s.empty() ? "" : ", ") + o;
+      p.notes.push_back("not calibrated for " + std::string(to_string(w.type)) + ", datasheet roofline used: " + s);
+    }
+    if (!stand_ins.empty()) {
+      std::string s;
+      for (const auto& o : stand_ins) s += (s.empty() ? "" : ", ") + o;
+      p.notes.push_back("never measured, timed with a stand-in op's curve: " + s);
+    }
+  }
+  return p;
+}
+
+}  // namespace modsim::sim

@@ -1,0 +1,135 @@
+#pragma once
+// The predicted time of a whole model under a workload, built op by op from sim/flops
+// (evaluate_flops) and the cost model (sim/cost.hpp), next to the same workload on the
+// dense baseline, and an explanation of why the time saved differs from the FLOPs saved.
+//
+// Totals: total_s = Σ op time_s (all layers + lm_head) + overhead_s, overhead_s = kernels ×
+// launch_s. --mode train: each op is timed at its forward cost and × 3 (backward = two GEMMs
+// of the forward's size per matmul), kernels × 3; the FLOPs reported are the train FLOPs.
+// --mode decode: the decode FLOP model (expected routed counts) of one step.
+//
+// ---------------------------------------------------------------------------------------
+// Where the difference goes (gap_decomposition)
+// ---------------------------------------------------------------------------------------
+// ρ = F_mod / F_dense (FLOPs = matmul + other, all ops incl. lm_head), τ = T_mod / T_dense.
+// The gap τ − ρ (> 0: the time saved is less than the FLOPs saved) is split exactly into
+// per-op terms, in units of the dense time T_dense. Ops are paired by layer and name with the
+// dense baseline; t = predicted time, F = FLOPs, ρ_o = F_mod,o / F_dense,o:
+//   an op the dense model also runs (F_dense,o > 0):
+//     efficiency term  (t_mod,o − ρ_o · t_dense,o) / T_dense
+//         the time the op takes beyond its own FLOP share at dense efficiency (a routed
+//         layer's GEMM on k rows runs below the efficiency it had on S rows; weights are
+//         read in full whatever k is);
+//     mix term  (t_dense,o / T_dense − F_dense,o / F_dense) · (ρ_o − ρ)
+//         the op's share of dense time minus its share of dense FLOPs, weighted by how much
+//         more (or less) than average its FLOPs shrink: ops that take more time than their
+//         FLOPs suggest (softmax, norms) and shrink with capacity² (attention) pull the time
+//         ratio below the FLOP ratio, those that are not routed at all pull it above;
+//   an op only the MoD model runs (router, topk, gather, scatter, predictor):
+//     t_mod,o / T_dense − F_mod,o / F_dense  (its time share minus its FLOP share);
+//   launch: (overhead_mod − ρ · overhead_dense) / T_dense (kernel count does not shrink with
+//     capacity; routing adds kernels).
+// Σ of all terms = τ − ρ exactly (the algebra is in predict.cpp). The terms are grouped:
+//   routing           the MoD-only ops (router/topk/gather/scatter/predictor);
+//   launch            the launch term;
+//   attention         attn_scores, attn_softmax, attn_values (both terms): attention FLOPs
+//                     shrink with capacity², so the FLOP ratio is dominated by the
+//                     projection/MLP savings and attention's time share decides the sign;
+//   memory_bound      the other ops whose predicted MoD-side roofline is bandwidth-bound or
+//                     that have no matmul (norms, activation; GEMMs at small k whose weight
+//                     reads dominate);
+//   gemm_efficiency   the other ops (compute-bound matmuls: projections, MLP, lm_head).
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/cost.hpp"
+#include "sim/flops.hpp"
+#include "sim/spec.hpp"
+
+namespace modsim::sim {
+
+struct op_prediction {
+  std::string op;
+  std::string op_class;  // op_class_of(op)
+  double time_s = 0;     // device time, launch excluded
+  double roofline_s = 0;
+  std::int64_t matmul_flops = 0;
+  std::int64_t other_flops = 0;
+  std::int64_t bytes = 0;
+  int kernels = 0;
+  bool memory_bound = false;
+  bool calibrated = false;
+  std::string calibrated_as;  // the curve used ("" = datasheet roofline)
+};
+
+struct layer_prediction {
+  int index = 0;
+  bool routed = false;
+  double capacity = 1.0;
+  std::int64_t tokens = 0;  // tokens the block sees, whole batch
+  std::vector<op_prediction> ops;
+  double time_s = 0;  // Σ op time_s
+  int kernels = 0;
+};
+
+struct gap_decomposition {
+  double routing = 0;
+  double launch = 0;
+  double gemm_efficiency = 0;
+  double attention = 0;
+  double memory_bound = 0;
+  // The same terms per op class (routing, norm, attn_proj, attn_core, mlp, moe, lm_head),
+  // launch excluded.
+  std::map<std::string, double> by_class;
+  double total() const { return routing + launch + gemm_efficiency + attention + memory_bound; }
+};
+
+// The ops and totals of one model (no comparison).
+struct model_time {
+  std::vector<layer_prediction> layers;
+  op_prediction lm_head;
+  int kernels = 0;
+  double ops_s = 0;       // Σ op time_s incl. lm_head
+  double overhead_s = 0;  // kernels × launch_s
+  double total_s = 0;     // ops_s + overhead_s
+  std::int64_t matmul_flops = 0;
+  std::int64_t other_flops = 0;
+  std::int64_t bytes = 0;
+};
+
+struct prediction {
+  std::string model_name;
+  workload load;
+  std::string cost_label;  // cost_model::label()
+  bool calibrated = false;
+  double launch_s = 0;
+
+  model_time model;   // the model as given
+  model_time dense;   // dense_baseline(model), same workload
+
+  double flop_ratio = 1;         // (matmul + other) model / dense
+  double matmul_flop_ratio = 1;  // matmul only (the paper's count)
+  double time_ratio = 1;         // total_s / dense total_s
+  gap_decomposition gap;         // of time_ratio − flop_ratio
+  // Ops predicted with the datasheet roofline although the model is calibrated (never
+  // measured, no stand-in), and other remarks.
+  std::vector<std::string> notes;
+
+  double total_s() const { return model.total_s; }
+  double dense_total_s() const { return dense.total_s; }
+  double overhead_s() const { return model.overhead_s; }
+};
+
+// Times `m` under `w` with `cost` (no dense comparison). Throws modsim::error(bad_input) for
+// an invalid workload (see evaluate_flops).
+model_time time_model(const model_spec& m, const workload& w, const cost_model& cost);
+
+// The prediction of `m` under `w` and its comparison with the dense baseline.
+prediction predict(const model_spec& m, const workload& w, const cost_model& cost);
+
+// The decomposition of (T_mod/T_dense − F_mod/F_dense) (see above); exposed for tests.
+gap_decomposition decompose_gap(const model_time& mod, const model_time& dense);
+
+}  // namespace modsim::sim

@@ -1,0 +1,236 @@
+// Tests of model prediction (sim/predict.cpp): the uncalibrated prediction of a small model
+// against a roofline computed by hand, and the exactness of the gap decomposition.
+#include "sim/predict.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "sim/calibrate.hpp"
+#include "sim/config.hpp"
+#include "sim/error.hpp"
+
+namespace modsim::sim {
+namespace {
+
+const std::string k_configs = std::string(MODSIM_SOURCE_DIR) + "/configs";
+
+// 100 GFLOP/s matmul, 10 GFLOP/s vector, 10 GB/s, 1 µs per kernel.
+hardware_spec round_cpu() {
+  hardware_spec h;
+  h.name = "round";
+  h.kind = "cpu";
+  h.peak_matmul_flops = {100e9, 100e9, 100e9};
+  h.peak_vector_flops = {10e9, 10e9, 10e9};
+  h.memory_bandwidth_bytes_s = 10e9;
+  h.sm_count = 2;
+  h.kernel_launch_s = 1e-6;
+  return h;
+}
+
+// d=64, H=4 (dh=16), F=256, V=100, gelu, one layer.
+model_spec tiny(int layers = 1) {
+  model_spec m;
+  m.name = "tiny";
+  m.d_model = 64;
+  m.n_layers = layers;
+  m.n_heads = 4;
+  m.n_kv_heads = 4;
+  m.d_head = 16;
+  m.d_ff = 256;
+  m.vocab_size = 100;
+  return m;
+}
+
+workload load(std::int64_t batch, std::int64_t seq, run_mode mode = run_mode::forward) {
+  workload w;
+  w.batch = batch;
+  w.seq_len = seq;
+  w.mode = mode;
+  w.type = dtype::fp32;
+  return w;
+}
+
+TEST(Predict, UncalibratedPredictionIsTheHandComputedRoofline) {
+  // B=1, S=8 (T = n = L = 8), fp32 (e = 4). Every op is bandwidth-bound at 10 GB/s:
+  //   attn_norm    bytes 4·(2·8·64 + 64)            =  4352 -> 4.352e-7 s
+  //   qkv_proj     bytes 4·(8·64 + 64·192 + 8·192)  = 57344 -> 5.7344e-6
+  //   attn_scores  bytes 4·(8·64 + 8·64 + 4·8·8)    =  5120 -> 5.12e-7
+  //   attn_softmax bytes 8·4·8·8 = 2048 -> 2.048e-7 (compute 5·4·64/1e10 = 1.28e-7)
+  //   attn_values  5120 -> 5.12e-7
+  //   out_proj     bytes 4·(512 + 4096 + 1024)      = 22528 -> 2.2528e-6
+  //   mlp_norm     4352 -> 4.352e-7
+  //   mlp_up       bytes 4·(512 + 16384 + 2048)     = 75776 -> 7.5776e-6
+  //   mlp_act      other 8·8·256 = 16384 -> 1.6384e-6; bytes 8·2048 = 16384 -> 1.6384e-6
+  //   mlp_down     bytes 4·(2048 + 16384 + 1024)    = 77824 -> 7.7824e-6
+  //   lm_head      bytes 4·(512 + 6400 + 800)       = 30848 -> 3.0848e-6
+  const std::vector<std::pair<std::string, double>> expected = {
+      {"attn_norm", 4.352e-7},   {"qkv_proj", 5.7344e-6}, {"attn_scores", 5.12e-7}, {"attn_softmax", 2.048e-7},
+      {"attn_values", 5.12e-7},  {"out_proj", 2.2528e-6}, {"mlp_norm", 4.352e-7},   {"mlp_up", 7.5776e-6},
+      {"mlp_act", 1.6384e-6},    {"mlp_down", 7.7824e-6}};
+  const cost_model cost(round_cpu());
+  const prediction p = predict(tiny(), load(1, 8), cost);
+  ASSERT_EQ(p.model.layers.size(), 1u);
+  const auto& ops = p.model.layers[0].ops;
+  ASSERT_EQ(ops.size(), expected.size());
+  double sum = 0;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    EXPECT_EQ(ops[i].op, expected[i].first);
+    EXPECT_NEAR(ops[i].time_s, expected[i].second, 1e-18) << ops[i].op;
+    sum += expected[i].second;
+  }
+  EXPECT_NEAR(p.model.lm_head.time_s, 3.0848e-6, 1e-18);
+  // 10 layer kernels + 2 for the lm_head, 1 µs each.
+  EXPECT_EQ(p.model.kernels, 12);
+  EXPECT_NEAR(p.overhead_s(), 12e-6, 1e-18);
+  EXPECT_NEAR(p.total_s(), sum + 3.0848e-6 + 12e-6, 1e-15);
+  // A dense model is its own baseline.
+  EXPECT_DOUBLE_EQ(p.dense_total_s(), p.total_s());
+  EXPECT_DOUBLE_EQ(p.time_ratio, 1.0);
+  EXPECT_DOUBLE_EQ(p.flop_ratio, 1.0);
+  EXPECT_NEAR(p.gap.total(), 0.0, 1e-15);
+  EXPECT_FALSE(p.calibrated);
+  EXPECT_NE(p.cost_label.find("datasheet roofline"), std::string::npos);
+}
+
+TEST(Predict, TrainIsThreeTimesForward) {
+  const cost_model cost(round_cpu());
+  const prediction f = predict(tiny(), load(1, 8), cost);
+  const prediction t = predict(tiny(), load(1, 8, run_mode::train), cost);
+  EXPECT_NEAR(t.total_s(), 3 * f.total_s(), 1e-15);
+  EXPECT_EQ(t.model.matmul_flops, 3 * f.model.matmul_flops);
+}
+
+TEST(Predict, RoutedLayerRunsTheRoutingOpsAndFewerTokens) {
+  model_spec m = tiny(2);
+  routing_spec r;
+  r.capacity = 0.5;
+  r.sched.kind = schedule_kind::every_other;
+  r.inference = inference_routing::router;
+  m.routing = r;
+  const cost_model cost(round_cpu());
+  const prediction p = predict(m, load(1, 8), cost);
+  ASSERT_EQ(p.model.layers.size(), 2u);
+  EXPECT_FALSE(p.model.layers[0].routed);
+  EXPECT_TRUE(p.model.layers[1].routed);
+  EXPECT_EQ(p.model.layers[1].tokens, 4);  // k = ceil(0.5 · 8)
+  EXPECT_EQ(p.model.layers[1].ops.front().op, "router");
+  EXPECT_EQ(p.model.layers[1].ops.back().op, "scatter");
+  // Routing adds 4 kernels: 10 + 14 + 2 vs the dense 10 + 10 + 2.
+  EXPECT_EQ(p.model.kernels, 26);
+  EXPECT_EQ(p.dense.kernels, 22);
+  EXPECT_LT(p.flop_ratio, 1.0);
+  // The non-routed layer is the dense layer.
+  EXPECT_DOUBLE_EQ(p.model.layers[0].time_s, p.dense.layers[0].time_s);
+}
+
+TEST(Predict, GapDecompositionOfAHandMadeCase) {
+  // Dense: mlp_up 5 s / 60 FLOPs, attn_scores 5 s / 40 FLOPs -> T = 10, F = 100.
+  // MoD:   mlp_up 4 s / 30 FLOPs, attn_scores 1 s / 10 FLOPs, router 1 s / 0 FLOPs.
+  // ρ = 40/100 = 0.4, τ = 6/10 = 0.6, gap 0.2.
+  //   mlp_up:  ρ_o = 0.5, efficiency (4 − 0.5·5)/10 = 0.15, mix (0.5 − 0.6)(0.5 − 0.4) = −0.01
+  //   scores:  ρ_o = 0.25, efficiency (1 − 0.25·5)/10 = −0.025, mix (0.5 − 0.4)(0.25 − 0.4) = −0.015
+  //   router:  1/10 − 0 = 0.1
+  auto op = [](const char* name, const char* cls, double t, std::int64_t f) {
+    op_prediction o;
+    o.op = name;
+    o.op_class = cls;
+    o.time_s = t;
+    o.matmul_flops = f;
+    return o;
+  };
+  model_time dense, mod;
+  layer_prediction ld, lm;
+  ld.ops = {op("mlp_up", "mlp", 5, 60), op("attn_scores", "attn_core", 5, 40)};
+  lm.ops = {op("router", "routing", 1, 0), op("mlp_up", "mlp", 4, 30), op("attn_scores", "attn_core", 1, 10)};
+  dense.layers = {ld};
+  mod.layers = {lm};
+  dense.lm_head = op("lm_head", "lm_head", 0, 0);
+  mod.lm_head = dense.lm_head;
+  dense.matmul_flops = 100;
+  mod.matmul_flops = 40;
+  dense.total_s = 10;
+  mod.total_s = 6;
+  const gap_decomposition g = decompose_gap(mod, dense);
+  EXPECT_NEAR(g.gemm_efficiency, 0.14, 1e-12);
+  EXPECT_NEAR(g.attention, -0.04, 1e-12);
+  EXPECT_NEAR(g.routing, 0.1, 1e-12);
+  EXPECT_NEAR(g.launch, 0.0, 1e-12);
+  EXPECT_NEAR(g.memory_bound, 0.0, 1e-12);
+  EXPECT_NEAR(g.total(), 0.2, 1e-12);
+  EXPECT_NEAR(g.by_class.at("mlp"), 0.14, 1e-12);
+}
+
+TEST(Predict, GapDecompositionSumsToTheGapForShippedModels) {
+  const cost_model h100(load_hardware(k_configs + "/hardware/h100-sxm.json"));
+  const cost_model cpu(load_hardware(k_configs + "/hardware/cpu.json"));
+  for (const char* name : {"mod-220m", "mod-1b", "mode-staged-220m", "mode-integrated-220m", "mod-gqa-swiglu-1b"}) {
+    const model_spec m = load_model(k_configs + "/models/" + name + ".json");
+    for (run_mode mode : {run_mode::forward, run_mode::train, run_mode::decode}) {
+      for (const cost_model* c : {&h100, &cpu}) {
+        workload w = load(4, 1024, mode);
+        w.type = dtype::bf16;
+        const prediction p = predict(m, w, *c);
+        EXPECT_GT(p.total_s(), 0);
+        EXPECT_NEAR(p.gap.total(), p.time_ratio - p.flop_ratio, 1e-12) << name << " " << to_string(mode);
+        double by_class = p.gap.launch;
+        for (const auto& [k, v] : p.gap.by_class) by_class += v;
+        EXPECT_NEAR(by_class, p.time_ratio - p.flop_ratio, 1e-12) << name;
+      }
+    }
+  }
+}
+
+TEST(Predict, CalibratedModelPredictsAnUnmeasuredCapacity) {
+  // A calibration with one curve per block op: g = 2 everywhere, no fixed cost, launch 0.
+  const hardware_spec h = round_cpu();
+  calibration c;
+  c.date = "d";
+  c.device = "x";
+  c.backend = "cpu";
+  for (std::string_view op : op_names()) {
+    efficiency_curve e;
+    e.op = std::string(op);
+    e.log10_work = {-9};
+    e.inv_efficiency = {2};
+    c.curves.push_back(e);
+  }
+  c.peak_matmul_fp32 = c.peak_matmul_bf16 = c.peak_matmul_fp16 = 100e9;
+  c.peak_vector_fp32 = c.peak_vector_bf16 = c.peak_vector_fp16 = 10e9;
+  c.memory_bandwidth_bytes_s = 10e9;
+  const cost_model cal = with_calibration(h, c);
+  hardware_spec no_launch = h;
+  no_launch.kernel_launch_s = 0;
+  const cost_model roof(no_launch);
+  model_spec m = tiny(2);
+  routing_spec r;
+  r.capacity = 0.3;  // never "measured"
+  r.sched.kind = schedule_kind::all;
+  r.inference = inference_routing::router;
+  m.routing = r;
+  // Efficiency 1/2 everywhere: every op takes twice its roofline, launch 0.
+  const prediction pc = predict(m, load(2, 16), cal);
+  const prediction pr = predict(m, load(2, 16), roof);
+  EXPECT_NEAR(pc.total_s(), 2 * pr.total_s(), 1e-15);
+  EXPECT_TRUE(pc.calibrated);
+  EXPECT_TRUE(pc.notes.empty());
+}
+
+TEST(Predict, DecodeUsesTheDecodeFlopModel) {
+  const model_spec m = load_model(k_configs + "/models/mod-220m.json");
+  const cost_model cost(load_hardware(k_configs + "/hardware/h100-sxm.json"));
+  workload w = load(8, 2048, run_mode::decode);
+  w.type = dtype::bf16;
+  const prediction p = predict(m, w, cost);
+  const flops_report f = evaluate_flops(m, w);
+  EXPECT_EQ(p.model.matmul_flops, f.totals.matmul_flops);
+  ASSERT_EQ(p.model.layers.size(), f.layers.size());
+  EXPECT_EQ(p.model.layers[1].ops.front().op, "predictor");  // routed layer (every_other)
+  // One decode step is far cheaper than a 2048-token forward pass.
+  EXPECT_LT(p.total_s(), predict(m, load(8, 2048), cost).total_s());
+}
+
+}  // namespace
+}  // namespace modsim::sim
