@@ -1,0 +1,15 @@
+// The adapter from sim::cost_model to the simulator's device_model. A file of its own so the
+// engine and its tests link without the cost model.
+#include "sim/des/execution.hpp"
+
+namespace modsim::sim::des {
+
+device_model device_model_of(const cost_model& model, dtype t) {
+  device_model dev;
+  dev.time_of = [model, t](const op_cost& c, const op_shape& s) { return model.time_of(c, s, t); };
+  dev.launch_s = model.launch_s();
+  dev.host_enqueue_s = model.host_enqueue_s();
+  return dev;
+}
+
+}  // namespace modsim::sim::des

@@ -1,0 +1,124 @@
+#pragma once
+// How one step (a forward pass, a training step, one serving iteration) executes: a host
+// thread enqueues kernels one after another, each costing host time; GPU streams run them
+// in order. A kernel starts when it is both enqueued and its stream is free, so when the
+// host is slower than the kernels the GPU idles, waiting on the host — what decides the real
+// speed-up of MoD's small routed kernels.
+//
+//  - Eager mode: the host spends host_enqueue_s per kernel launch; a kernel takes
+//    launches·launch_s + device_s on its stream.
+//  - CUDA-graph mode: the kernels between two host synchronisations form one graph; the host
+//    spends host_enqueue_s once per graph, the graph's first kernel pays one launch_s and the
+//    others none (graph nodes run back to back).
+//  - A kernel with `host_waits` ends with a device→host read the host blocks on (MoD decode
+//    in synchronising mode reads the routed count before it sizes the routed layer's
+//    kernels): the host enqueues nothing more until that kernel has finished. It also ends a
+//    CUDA graph.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/cost.hpp"
+#include "sim/flops.hpp"
+
+namespace modsim::sim::des {
+
+// The op name of the device→host copy of a routed count (class "sync").
+inline constexpr const char* d2h_sync_op = "routed_count_d2h";
+
+// What the simulator needs from a cost model. time_of gives the device time of one op
+// (launch excluded) and its kernel count; launch_s and host_enqueue_s are per kernel launch.
+struct device_model {
+  std::function<op_time(const op_cost&, const op_shape&)> time_of;
+  double launch_s = 0;        // device-side cost of one kernel launch, seconds
+  double host_enqueue_s = 0;  // host-side cost of enqueuing one kernel (or one graph), seconds
+  double d2h_sync_s = 5e-6;   // a device→host copy of a few bytes + the synchronisation, seconds
+};
+
+// The device model of a sim::cost_model at dtype `t` (a copy of the model is kept; defined in
+// device_model.cpp, so code that does not call it links without the cost model).
+device_model device_model_of(const cost_model& model, dtype t);
+
+struct kernel {
+  // An op name: a view of static storage (an entry of sim::op_names(), or d2h_sync_op).
+  std::string_view op;
+  int layer = -1;          // the layer index; -1 outside the layers (lm_head)
+  bool backward = false;   // a training step's backward kernel
+  int stream = 0;          // the stream it runs on
+  double device_s = 0;     // device time, launch excluded, seconds
+  int launches = 1;        // kernel launches it takes (op_time::kernels)
+  bool host_waits = false; // the host blocks until it has finished (a device→host read)
+  std::int64_t tokens = 0;  // rows it computes (block tokens; padded slots included)
+  std::int64_t matmul_flops = 0;
+  std::int64_t other_flops = 0;
+  std::int64_t bytes = 0;
+  std::int64_t wasted_matmul_flops = 0;  // spent on padding slots (decode in padding mode)
+};
+
+// "routing", "norm", ... (sim::op_class_of), or "sync" for d2h_sync_op.
+const char* kernel_class(const kernel& k);
+
+struct exec_options {
+  bool cuda_graph = false;
+  int streams = 1;            // kernels name a stream in [0, streams)
+  // false: only the summary (serving uses it per step); with one stream the timeline is then
+  // computed by its recurrence instead of on the engine (the same numbers, no events).
+  bool record_spans = true;
+  bool by_class = true;       // false: leave exec_summary::by_class empty (cheaper)
+};
+
+// One interval of a timeline. Tracks: 0 the host, 1 + s stream s.
+enum class span_kind {
+  enqueue,    // host: enqueuing kernel `kernel` (or the graph that ends with it)
+  sync_wait,  // host: blocked on the device→host read of kernel `kernel`
+  run,        // stream: kernel `kernel` running (launch included)
+  idle,       // stream: idle, waiting on the host, before kernel `kernel`
+};
+struct span {
+  int track = 0;
+  span_kind kind = span_kind::run;
+  double start_s = 0;
+  double dur_s = 0;
+  int kernel = -1;  // index into the kernel list
+};
+
+struct class_summary {
+  std::string op_class;
+  int kernels = 0;
+  int launches = 0;
+  double device_s = 0;        // on the streams, launch included, seconds
+  double wait_before_s = 0;   // GPU idle (waiting on the host) right before kernels of this class
+  std::int64_t matmul_flops = 0;
+  std::int64_t wasted_matmul_flops = 0;
+};
+
+struct exec_summary {
+  double step_s = 0;            // from 0 (the host starts) to the last kernel's end
+  double gpu_busy_s = 0;        // time at least one stream runs a kernel
+  double gpu_wait_host_s = 0;   // time no stream runs a kernel before step_s: the GPU waits on the host
+  double host_busy_s = 0;       // the host enqueuing
+  double host_sync_wait_s = 0;  // the host blocked on device→host reads
+  int kernels = 0;
+  int launches = 0;             // kernel launches (graphs count one each)
+  int syncs = 0;                // device→host reads the host waited on
+  std::int64_t matmul_flops = 0;
+  std::int64_t wasted_matmul_flops = 0;
+  std::vector<class_summary> by_class;  // in sim::op_classes() order, then "sync"; classes present only
+  double gpu_busy_fraction() const { return step_s > 0 ? gpu_busy_s / step_s : 0.0; }
+};
+
+struct timeline {
+  std::vector<kernel> kernels;
+  std::vector<span> spans;  // in the order they end; empty unless record_spans
+  exec_summary summary;
+  std::uint64_t events = 0;  // engine events it took (0 on the recurrence path)
+};
+
+// Simulates the host enqueuing `kernels` in order and the streams running them, on a
+// des::engine of its own. Throws modsim::error(runtime) for a kernel on a stream outside
+// [0, o.streams) or with a negative time.
+timeline simulate_execution(std::vector<kernel> kernels, const device_model& dev, const exec_options& o);
+
+}  // namespace modsim::sim::des

@@ -1,0 +1,369 @@
+#include "sim/des/step.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <string>
+
+#include "sim/error.hpp"
+
+namespace modsim::sim::des {
+
+const char* to_string(decode_routing r) { return r == decode_routing::sync ? "sync" : "pad"; }
+
+double rng::exponential(double mean) { return -mean * std::log1p(-uniform()); }
+
+std::int64_t rng::uniform_int(std::int64_t lo, std::int64_t hi) {
+  if (hi <= lo) return lo;
+  const auto span = static_cast<std::uint64_t>(hi - lo) + 1;
+  // Rejection sampling: no modulo bias.
+  const std::uint64_t limit = span == 0 ? 0 : (~std::uint64_t{0} / span) * span;
+  std::uint64_t x = m_gen();
+  while (span != 0 && x >= limit) x = m_gen();
+  return lo + static_cast<std::int64_t>(span == 0 ? x : x % span);
+}
+
+std::vector<layer_info> resolve_layers(const model_spec& model) {
+  const bool has_moe = model.mode.has_value();
+  const mode_variant variant = has_moe ? model.mode->variant : mode_variant::staged;
+  std::vector<layer_info> out;
+  for (const layer_plan& p : plan_layers(model)) {
+    // As sim/flops: `moe` ignores the schedule; `integrated` routes through no-op experts.
+    const bool routed = p.routed && !(has_moe && variant == mode_variant::moe);
+    layer_info li;
+    li.index = p.index;
+    li.mod_routed = routed && !(has_moe && variant == mode_variant::integrated);
+    li.capacity = li.mod_routed ? p.capacity : 1.0;
+    li.moe = has_moe;
+    li.noop_experts = routed && has_moe && variant == mode_variant::integrated ? model.mode->noop_experts : 0;
+    out.push_back(li);
+  }
+  return out;
+}
+
+namespace {
+
+enum op_id : int {
+  o_router, o_topk, o_gather, o_predictor, o_attn_norm, o_qkv_proj, o_attn_scores, o_attn_softmax,
+  o_attn_values, o_out_proj, o_mlp_norm, o_mlp_up, o_mlp_gate, o_mlp_act, o_mlp_down, o_scatter,
+  o_expert_router, o_experts, o_lm_head, o_count
+};
+
+using op_fn = op_cost (*)(const op_shape&);
+const std::array<op_fn, o_count> k_op_fns = {
+    [](const op_shape& s) { return ops::router(s); },        [](const op_shape& s) { return ops::topk(s); },
+    [](const op_shape& s) { return ops::gather(s); },        [](const op_shape& s) { return ops::predictor(s); },
+    [](const op_shape& s) { return ops::attn_norm(s); },     [](const op_shape& s) { return ops::qkv_proj(s); },
+    [](const op_shape& s) { return ops::attn_scores(s); },   [](const op_shape& s) { return ops::attn_softmax(s); },
+    [](const op_shape& s) { return ops::attn_values(s); },   [](const op_shape& s) { return ops::out_proj(s); },
+    [](const op_shape& s) { return ops::mlp_norm(s); },      [](const op_shape& s) { return ops::mlp_up(s); },
+    [](const op_shape& s) { return ops::mlp_gate(s); },      [](const op_shape& s) { return ops::mlp_act(s); },
+    [](const op_shape& s) { return ops::mlp_down(s); },      [](const op_shape& s) { return ops::scatter(s); },
+    [](const op_shape& s) { return ops::expert_router(s); }, [](const op_shape& s) { return ops::experts(s); },
+    [](const op_shape& s) { return ops::lm_head(s); },
+};
+
+const std::array<std::string_view, o_count> k_op_names = {
+    "router",    "topk",     "gather",   "predictor", "attn_norm",     "qkv_proj", "attn_scores",
+    "attn_softmax", "attn_values", "out_proj", "mlp_norm", "mlp_up", "mlp_gate", "mlp_act",
+    "mlp_down",  "scatter",  "expert_router", "experts", "lm_head",
+};
+
+int op_id_of(std::string_view name) {
+  for (int i = 0; i < o_count; ++i) {
+    if (k_op_names[static_cast<std::size_t>(i)] == name) return i;
+  }
+  throw runtime_error("des::step_builder: unknown op " + std::string(name));
+}
+
+// Dense memo tables cover T below this.
+constexpr std::int64_t k_dense_T = 16384;
+
+kernel backward_of(kernel k) {
+  // The backward of an op: twice its forward work (gradients of inputs and of weights).
+  k.backward = true;
+  k.device_s *= 2;
+  k.launches *= 2;
+  k.matmul_flops *= 2;
+  k.other_flops *= 2;
+  k.bytes *= 2;
+  k.wasted_matmul_flops *= 2;
+  return k;
+}
+
+}  // namespace
+
+std::size_t step_builder::memo_hash::operator()(const memo_key& k) const {
+  std::uint64_t h = static_cast<std::uint64_t>(k.table) * 0x9E3779B97F4A7C15ull;
+  h ^= static_cast<std::uint64_t>(k.T) + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+  return static_cast<std::size_t>(h);
+}
+
+step_builder::step_builder(const model_spec& model, dtype t, device_model dev)
+    : m_model(model), m_type(t), m_dev(std::move(dev)), m_layers(resolve_layers(model)) {
+  if (!m_dev.time_of) throw runtime_error("des::step_builder: the device model has no time_of");
+  workload w;
+  w.batch = 1;
+  w.seq_len = 1;
+  w.type = t;
+  m_base = shape_of(model, w);
+  // The attention formulas are affine in L at n = 1: a = c(1) - (c(2) - c(1)), b = c(2) - c(1).
+  const std::array<int, 3> attn = {o_attn_scores, o_attn_softmax, o_attn_values};
+  for (std::size_t i = 0; i < attn.size(); ++i) {
+    op_shape s = m_base;
+    s.batch = 1;
+    s.tokens = 1;
+    s.seq_len = 1;
+    s.context = 1;
+    const op_cost c1 = k_op_fns[static_cast<std::size_t>(attn[i])](s);
+    s.context = 2;
+    const op_cost c2 = k_op_fns[static_cast<std::size_t>(attn[i])](s);
+    m_attn_b[i] = {"", c2.matmul_flops - c1.matmul_flops, c2.other_flops - c1.other_flops, c2.bytes - c1.bytes};
+    m_attn_a[i] = {"", c1.matmul_flops - m_attn_b[i].matmul_flops, c1.other_flops - m_attn_b[i].other_flops,
+                   c1.bytes - m_attn_b[i].bytes};
+  }
+  m_dense.resize(2 * o_count);
+}
+
+kernel step_builder::make(const op_cost& c, const op_shape& s, int op_id, int layer, std::int64_t tokens) const {
+  const op_time t = m_dev.time_of(c, s);
+  kernel k;
+  k.op = k_op_names[static_cast<std::size_t>(op_id)];
+  k.layer = layer;
+  k.device_s = t.time_s;
+  k.launches = t.kernels;
+  k.tokens = tokens;
+  k.matmul_flops = c.matmul_flops;
+  k.other_flops = c.other_flops;
+  k.bytes = c.bytes;
+  return k;
+}
+
+kernel step_builder::token_op(int op_id, std::int64_t T, int layer) const {
+  // Ops whose cost depends only on the T rows they compute (and the no-op experts).
+  const int noop = layer >= 0 ? m_layers[static_cast<std::size_t>(layer)].noop_experts : 0;
+  const int table = 2 * op_id + (noop > 0 ? 1 : 0);
+  timed* e = nullptr;
+  if (T < k_dense_T) {
+    std::vector<timed>& d = m_dense[static_cast<std::size_t>(table)];
+    if (static_cast<std::int64_t>(d.size()) <= T) d.resize(static_cast<std::size_t>(std::min(k_dense_T, 2 * T + 64)));
+    e = &d[static_cast<std::size_t>(T)];
+  } else {
+    e = &m_sparse[memo_key{table, T}];
+  }
+  if (!e->set) {
+    op_shape s = m_base;
+    s.batch = 1;
+    s.tokens = T;
+    s.seq_len = T;
+    s.noop_experts = noop;
+    const op_cost c = k_op_fns[static_cast<std::size_t>(op_id)](s);
+    const op_time t = m_dev.time_of(c, s);
+    *e = timed{t.time_s, t.kernels, c.matmul_flops, c.other_flops, c.bytes, true};
+  }
+  kernel k;
+  k.op = k_op_names[static_cast<std::size_t>(op_id)];
+  k.layer = layer;
+  k.device_s = e->time_s;
+  k.launches = e->kernels;
+  k.tokens = T;
+  k.matmul_flops = e->matmul;
+  k.other_flops = e->other;
+  k.bytes = e->bytes;
+  return k;
+}
+
+kernel step_builder::attention_op(int op_id, const layer_load& l, bool padded, int layer,
+                                  std::int64_t* matmul_unpadded) const {
+  std::int64_t m = 0, o = 0, by = 0;  // matmul FLOPs, other FLOPs, bytes
+  std::int64_t parts = 0, queries = 0, query_keys = 0;
+  op_shape s = m_base;
+  s.batch = 1;
+  if (!l.prefill.empty()) {
+    const op_fn fn = k_op_fns[static_cast<std::size_t>(op_id)];
+    for (const prefill_part& p : l.prefill) {
+      if (p.block_tokens <= 0) continue;
+      s.tokens = p.block_tokens;
+      s.seq_len = p.tokens;
+      s.context = p.keys;
+      const op_cost c = fn(s);
+      m += c.matmul_flops;
+      o += c.other_flops;
+      by += c.bytes;
+      ++parts;
+      queries += p.block_tokens;
+      query_keys += p.block_tokens * p.keys;
+    }
+  }
+  // One query over L keys costs a + b·L, so the decode rows cost rows·a + b·ΣL exactly.
+  const std::size_t ai = op_id == o_attn_scores ? 0 : op_id == o_attn_softmax ? 1 : 2;
+  const op_cost& a = m_attn_a[ai];
+  const op_cost& b = m_attn_b[ai];
+  const auto add_rows = [&](std::int64_t rows, std::int64_t keys) {
+    m += rows * a.matmul_flops + keys * b.matmul_flops;
+    o += rows * a.other_flops + keys * b.other_flops;
+    by += rows * a.bytes + keys * b.bytes;
+    parts += rows;
+    queries += rows;
+    query_keys += keys;
+  };
+  add_rows(l.decode_routed, l.decode_keys);
+  *matmul_unpadded = m;
+  if (padded && l.pad_slots > l.decode_routed) {
+    const std::int64_t rows = l.pad_slots - l.decode_routed;
+    add_rows(rows, rows * l.pad_keys);
+  }
+  const op_cost total{std::string(k_op_names[static_cast<std::size_t>(op_id)]), m, o, by};
+  // The shape the time model sees: the mean query count and key count per sequence.
+  s.batch = std::max<std::int64_t>(parts, 1);
+  s.tokens = std::max<std::int64_t>(1, (queries + s.batch / 2) / s.batch);
+  s.seq_len = s.tokens;
+  s.context = std::max<std::int64_t>(1, queries > 0 ? (query_keys + queries / 2) / queries : 1);
+  return make(total, s, op_id, layer, queries);
+}
+
+void step_builder::append_layer(std::vector<kernel>& out, const layer_info& info, const layer_load& l,
+                                decode_routing routing) const {
+  const int layer = info.index;
+  std::int64_t sum_n = 0, sum_k = 0;
+  for (const prefill_part& p : l.prefill) {
+    sum_n += p.tokens;
+    sum_k += p.block_tokens;
+  }
+  const bool decode = l.decode_tokens > 0;
+  const bool padded = info.mod_routed && decode && routing == decode_routing::pad;
+  std::int64_t decode_rows = l.decode_routed;
+  if (padded) decode_rows = std::max(l.pad_slots, l.decode_routed);
+  const std::int64_t T = sum_k + decode_rows;
+  const std::int64_t T_used = sum_k + l.decode_routed;  // rows that are not padding
+
+  if (info.mod_routed) {
+    if (sum_n > 0) {
+      op_shape s = m_base;
+      s.batch = 1;
+      s.seq_len = sum_n;
+      s.tokens = sum_k;
+      out.push_back(make(ops::router(s), s, o_router, layer, sum_n));
+      out.push_back(make(ops::topk(s), s, o_topk, layer, sum_n));
+    }
+    if (decode) {
+      const bool by_router = m_model.routing && m_model.routing->inference == inference_routing::router;
+      out.push_back(token_op(by_router ? o_router : o_predictor, l.decode_tokens, layer));
+      if (routing == decode_routing::sync) {
+        kernel k;
+        k.op = d2h_sync_op;
+        k.layer = layer;
+        k.device_s = m_dev.d2h_sync_s;
+        k.launches = 1;
+        k.host_waits = true;
+        k.tokens = l.decode_tokens;
+        k.bytes = 4;
+        out.push_back(std::move(k));
+      }
+    }
+    if (T == 0) return;  // no token routed here this step: the host skips the block
+  }
+
+  auto token_wise = [&](int op_id) {
+    kernel k = token_op(op_id, T, layer);
+    if (T_used != T) k.wasted_matmul_flops = k.matmul_flops - (T_used > 0 ? token_op(op_id, T_used, layer).matmul_flops : 0);
+    out.push_back(std::move(k));
+  };
+  auto attention = [&](int op_id) {
+    std::int64_t unpadded = 0;
+    kernel k = attention_op(op_id, l, padded, layer, &unpadded);
+    k.wasted_matmul_flops = k.matmul_flops - unpadded;
+    out.push_back(std::move(k));
+  };
+
+  if (info.mod_routed) token_wise(o_gather);
+  token_wise(o_attn_norm);
+  token_wise(o_qkv_proj);
+  attention(o_attn_scores);
+  attention(o_attn_softmax);
+  attention(o_attn_values);
+  token_wise(o_out_proj);
+  token_wise(o_mlp_norm);
+  if (info.moe) {
+    token_wise(o_expert_router);
+    token_wise(o_experts);
+  } else {
+    token_wise(o_mlp_up);
+    if (m_model.mlp == mlp_kind::swiglu) token_wise(o_mlp_gate);
+    token_wise(o_mlp_act);
+    token_wise(o_mlp_down);
+  }
+  if (info.mod_routed) token_wise(o_scatter);
+}
+
+std::vector<kernel> step_builder::step(const step_load& load, decode_routing routing) const {
+  if (load.layers.size() != m_layers.size()) {
+    throw runtime_error("des::step_builder::step: the load has " + std::to_string(load.layers.size()) +
+                        " layers, the model " + std::to_string(m_layers.size()));
+  }
+  std::vector<kernel> out;
+  out.reserve(m_layers.size() * 18 + 1);
+  for (std::size_t i = 0; i < m_layers.size(); ++i) append_layer(out, m_layers[i], load.layers[i], routing);
+  if (load.sampled > 0) out.push_back(token_op(o_lm_head, load.sampled, -1));
+  return out;
+}
+
+std::vector<kernel> step_builder::forward(const workload& w) const {
+  if (w.mode == run_mode::decode) {
+    throw input_error("", "--mode", "des::step_builder::forward takes forward or train; decode is a serving step");
+  }
+  workload wf = w;
+  wf.type = m_type;
+  const op_shape s0 = shape_of(m_model, wf);
+  std::vector<kernel> out;
+  for (const layer_info& info : m_layers) {
+    op_shape s = s0;
+    if (info.mod_routed) s.tokens = routed_tokens(info.capacity, w.seq_len);
+    s.noop_experts = info.noop_experts;
+    for (const op_cost& c : layer_costs(s, {info.mod_routed, info.moe})) {
+      out.push_back(make(c, s, op_id_of(c.op), info.index, s.batch * s.tokens));
+    }
+  }
+  out.push_back(make(ops::lm_head(s0), s0, o_lm_head, -1, s0.batch * s0.seq_len));
+  if (w.mode == run_mode::train) {
+    const std::size_t n = out.size();
+    for (std::size_t i = n; i-- > 0;) out.push_back(backward_of(out[i]));
+  }
+  return out;
+}
+
+step_load decode_load(const step_builder& b, std::int64_t batch, std::int64_t context, decode_routing routing,
+                      double pad_capacity, rng& r, std::vector<std::int64_t>* routed, std::int64_t* decisions) {
+  if (batch < 1) throw input_error("", "--batch", "must be >= 1");
+  if (context < 0) throw input_error("", "--seq", "must be >= 0");
+  step_load load;
+  load.sampled = batch;
+  load.layers.resize(b.layers().size());
+  if (routed) routed->assign(b.layers().size(), 0);
+  if (decisions) *decisions = 0;
+  for (std::size_t i = 0; i < b.layers().size(); ++i) {
+    const layer_info& info = b.layers()[i];
+    layer_load& l = load.layers[i];
+    l.decode_tokens = batch;
+    if (!info.mod_routed) {
+      l.decode_routed = batch;
+      l.decode_keys = batch * (context + 1);
+    } else {
+      const std::int64_t cached = context > 0 ? routed_tokens(info.capacity, context) : 0;
+      std::int64_t m = 0;
+      for (std::int64_t j = 0; j < batch; ++j) m += r.bernoulli(info.capacity) ? 1 : 0;
+      if (decisions) *decisions += batch;
+      if (routing == decode_routing::pad) {
+        l.pad_slots = routed_tokens(pad_capacity, batch);
+        l.pad_keys = cached + 1;
+        m = std::min(m, l.pad_slots);  // tokens beyond the padded size are dropped
+      }
+      l.decode_routed = m;
+      l.decode_keys = m * (cached + 1);
+    }
+    if (routed) (*routed)[i] = l.decode_routed;
+  }
+  return load;
+}
+
+}  // namespace modsim::sim::des

@@ -1,0 +1,141 @@
+// Tests of the step builder (sim/des/step.cpp): the kernels of one step from its actual
+// shapes — FLOPs at routed layers by hand, padding vs synchronising, the decode routed count,
+// agreement with the FLOP model.
+#include "sim/des/step.hpp"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "sim/des/execution.hpp"
+#include "sim/flops.hpp"
+
+namespace modsim::sim::des {
+namespace {
+
+// d=64, 2 layers, H=4 (d_kv = 64), F=256, V=100; layer 1 routed at `capacity`.
+model_spec small_mod(double capacity = 0.25, int layers = 2) {
+  model_spec m;
+  m.name = "small-mod";
+  m.d_model = 64;
+  m.n_layers = layers;
+  m.n_heads = 4;
+  m.n_kv_heads = 4;
+  m.d_head = 16;
+  m.d_ff = 256;
+  m.vocab_size = 100;
+  routing_spec r;
+  r.capacity = capacity;
+  r.sched.kind = schedule_kind::every_other;
+  r.inference = inference_routing::predictor;
+  r.predictor_hidden = 16;
+  m.routing = r;
+  return m;
+}
+
+// A simple made-up device: 1 TFLOP/s, 1 TB/s, additive; launch 1 us, host 2 us per kernel.
+device_model toy_device() {
+  device_model d;
+  d.time_of = [](const op_cost& c, const op_shape&) {
+    op_time t;
+    t.op = c.op;
+    t.time_s = static_cast<double>(c.matmul_flops + c.other_flops) / 1e12 + static_cast<double>(c.bytes) / 1e12;
+    t.matmul_flops = c.matmul_flops;
+    t.other_flops = c.other_flops;
+    t.bytes = c.bytes;
+    t.kernels = 1;
+    return t;
+  };
+  d.launch_s = 1e-6;
+  d.host_enqueue_s = 2e-6;
+  d.d2h_sync_s = 5e-6;
+  return d;
+}
+
+TEST(DesStep, DecodeRoutedCountPerLayerConvergesToCapacity) {
+  step_builder b(small_mod(0.3, 4), dtype::fp32, toy_device());
+  rng r(1);
+  std::vector<std::int64_t> routed;
+  decode_load(b, 200000, 100, decode_routing::sync, 1.0, r, &routed);
+  EXPECT_EQ(routed[0], 200000);
+  EXPECT_NEAR(static_cast<double>(routed[1]) / 200000.0, 0.3, 0.005);
+  EXPECT_NEAR(static_cast<double>(routed[3]) / 200000.0, 0.3, 0.005);
+}
+
+TEST(DesStep, PaddingSpendsMoreFlopsButNeverSynchronises) {
+  step_builder b(small_mod(0.25, 4), dtype::fp32, toy_device());
+  rng r1(4), r2(4);
+  const step_load sync_load = decode_load(b, 64, 256, decode_routing::sync, 1.0, r1);
+  const step_load pad_load = decode_load(b, 64, 256, decode_routing::pad, 1.0, r2);
+  const timeline ts = simulate_execution(b.step(sync_load, decode_routing::sync), b.device(), {});
+  const timeline tp = simulate_execution(b.step(pad_load, decode_routing::pad), b.device(), {});
+  // Synchronising: one device->host read per routed layer (layers 1 and 3), the host waits.
+  EXPECT_EQ(ts.summary.syncs, 2);
+  EXPECT_GT(ts.summary.host_sync_wait_s, 0.0);
+  EXPECT_EQ(ts.summary.wasted_matmul_flops, 0);
+  // Padding: kernels sized to all 64 rows, no sync, and the extra rows are wasted FLOPs.
+  EXPECT_EQ(tp.summary.syncs, 0);
+  EXPECT_EQ(tp.summary.host_sync_wait_s, 0.0);
+  EXPECT_GT(tp.summary.matmul_flops, ts.summary.matmul_flops);
+  EXPECT_GT(tp.summary.wasted_matmul_flops, 0);
+  // The waste is exactly the difference (same draws, nothing dropped at pad capacity 1).
+  EXPECT_EQ(tp.summary.matmul_flops - tp.summary.wasted_matmul_flops, ts.summary.matmul_flops);
+  // The GPU waits on the host longer when the host syncs.
+  EXPECT_GT(ts.summary.gpu_wait_host_s, tp.summary.gpu_wait_host_s);
+}
+
+TEST(DesStep, ADecodeQkvProjectionAtARoutedLayerCoversOnlyRoutedTokens) {
+  // qkv_proj at T rows: 2 T d (dq + 2 dkv) = 2 T 64 192 = 24576 T FLOPs.
+  step_builder b(small_mod(0.25, 2), dtype::fp32, toy_device());
+  rng r(2);
+  std::vector<std::int64_t> routed;
+  const step_load load = decode_load(b, 40, 10, decode_routing::sync, 1.0, r, &routed);
+  const std::vector<kernel> ks = b.step(load, decode_routing::sync);
+  std::vector<std::int64_t> qkv;
+  for (const kernel& k : ks) {
+    if (k.op == "qkv_proj") qkv.push_back(k.matmul_flops);
+  }
+  ASSERT_EQ(qkv.size(), routed[1] > 0 ? 2u : 1u);
+  EXPECT_EQ(qkv[0], 24576 * 40);
+  if (routed[1] > 0) { EXPECT_EQ(qkv[1], 24576 * routed[1]); }
+  // Attention at the routed layer: each routed token attends over k_ctx + 1 = ceil(2.5) + 1 = 4
+  // keys: scores 2 x 4 x dq 64 = 512 FLOPs per routed token.
+  for (const kernel& k : ks) {
+    if (k.op == "attn_scores" && k.layer == 1) { EXPECT_EQ(k.matmul_flops, 512 * routed[1]); }
+    if (k.op == "attn_scores" && k.layer == 0) { EXPECT_EQ(k.matmul_flops, 2 * 11 * 64 * 40); }
+  }
+}
+
+TEST(DesStep, ForwardKernelsAddUpToTheFlopModel) {
+  const model_spec m = small_mod(0.125, 4);
+  step_builder b(m, dtype::bf16, toy_device());
+  workload w;
+  w.batch = 2;
+  w.seq_len = 64;
+  w.type = dtype::bf16;
+  std::int64_t fwd = 0;
+  for (const kernel& k : b.forward(w)) fwd += k.matmul_flops;
+  EXPECT_EQ(fwd, evaluate_flops(m, w).totals.matmul_flops);
+  w.mode = run_mode::train;
+  std::int64_t train = 0;
+  for (const kernel& k : b.forward(w)) train += k.matmul_flops;
+  EXPECT_EQ(train, 3 * fwd);
+}
+
+TEST(DesStep, GraphModeShortensAHostBoundDecodeStep) {
+  step_builder b(small_mod(0.25, 4), dtype::fp32, toy_device());
+  rng r(3);
+  const step_load load = decode_load(b, 8, 64, decode_routing::pad, 1.0, r);
+  exec_options graph;
+  graph.cuda_graph = true;
+  const timeline eager = simulate_execution(b.step(load, decode_routing::pad), b.device(), {});
+  const timeline g = simulate_execution(b.step(load, decode_routing::pad), b.device(), graph);
+  // Host 2 us per kernel against ~1 us kernels: eager, the GPU waits on the host much of the step.
+  EXPECT_GT(eager.summary.gpu_wait_host_s, 0.3 * eager.summary.step_s);
+  EXPECT_LT(g.summary.gpu_wait_host_s, eager.summary.gpu_wait_host_s);
+  EXPECT_LT(g.summary.step_s, eager.summary.step_s);
+  EXPECT_EQ(g.summary.launches, 1);
+}
+
+}  // namespace
+}  // namespace modsim::sim::des
