@@ -1,0 +1,298 @@
+// build_report, make_validation, write_report (render_report is in render.cpp).
+#include "reports/report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "sim/cost.hpp"
+#include "sim/des/execution.hpp"
+#include "sim/des/step.hpp"
+#include "sim/error.hpp"
+
+namespace modsim::reports {
+
+const std::vector<std::string>& section_ids() {
+  static const std::vector<std::string> ids = {"verdict", "configuration", "flops",      "sweep",  "variants", "time",
+                                               "gap",     "serving",       "validation", "models", "method"};
+  return ids;
+}
+
+// --- Validation -------------------------------------------------------------------------------
+
+validation_section make_validation(const std::vector<sim::measured_point>& points, const sim::hardware_spec& hw,
+                                   bool calibrate, const std::string& measurements_file) {
+  validation_section v;
+  v.measurements_file = measurements_file;
+  v.hardware = hw.name;
+  v.rows = static_cast<int>(points.size());
+  const std::string expected_backend = hw.kind == "gpu" ? "cuda" : "cpu";
+
+  std::vector<sim::calibration_sample> singles, blocks;
+  for (const sim::measured_point& p : points) {
+    if (p.backend != expected_backend)
+      throw input_error(p.where, "backend",
+                        "measured on backend '" + p.backend + "' but " + hw.name + " is " + hw.kind + " hardware");
+    if (v.device.empty()) v.device = p.device;
+    sim::calibration_sample s = sim::sample_of(p);
+    (s.is_block() ? blocks : singles).push_back(std::move(s));
+  }
+  v.single_op_rows = static_cast<int>(singles.size());
+
+  sim::hardware_spec model_hw = hw;
+  if (calibrate && hw.calibration_json.empty()) {
+    if (singles.empty())
+      throw input_error(measurements_file, "op", "no single-op rows to calibrate on (block rows only)");
+    sim::fit_options fo;
+    fo.launch_from_blocks = false;  // the blocks are what we validate on: the fit must not see them
+    const sim::calibration cal = sim::fit_calibration(
+        hw, singles, {sim::calibration_source{measurements_file, v.rows, v.single_op_rows}}, sim::utc_now_iso8601(), fo);
+    model_hw.calibration_json = sim::calibration_to_json(cal);
+    v.notes.push_back(fmt::format("calibrated in this run on the {} single-op rows; the {} block rows were not seen by the fit",
+                                  v.single_op_rows, blocks.size()));
+  }
+  const sim::cost_model model(model_hw);
+  v.cost_label = model.label();
+  if (!model.calibrated()) v.notes.push_back("uncalibrated: the predictions are the datasheet roofline of " + hw.name);
+
+  std::set<std::string> used;
+  if (const sim::calibration* cal = model.calibration()) used.insert(cal->block_keys.begin(), cal->block_keys.end());
+  std::vector<sim::calibration_sample> scored;
+  for (auto& b : blocks) {
+    if (used.count(b.key)) {
+      ++v.skipped_blocks;
+      continue;
+    }
+    scored.push_back(std::move(b));
+  }
+  if (v.skipped_blocks > 0)
+    v.notes.push_back(fmt::format("{} block rows skipped: the calibration used them for its launch fit", v.skipped_blocks));
+  if (scored.empty())
+    throw input_error(measurements_file, "op", "no block rows (block_dense, block_mod, layer_mode) left to validate on");
+  v.points = sim::validate_blocks(scored, model);
+  v.summary = sim::summarize(v.points);
+  return v;
+}
+
+// --- Building ---------------------------------------------------------------------------------
+
+namespace {
+
+void say(const progress_fn& progress, const std::string& line) {
+  if (progress) progress(line);
+}
+
+std::vector<class_row> class_rows(const sim::flops_report& f, const sim::flops_report& df, const sim::prediction& p) {
+  std::map<std::string, class_row> by;
+  auto add_flops = [&](const sim::op_cost& c, bool dense) {
+    class_row& r = by[sim::op_class_of(c.op)];
+    (dense ? r.dense_matmul_flops : r.matmul_flops) += c.matmul_flops;
+    (dense ? r.dense_other_flops : r.other_flops) += c.other_flops;
+  };
+  for (const auto& l : f.layers)
+    for (const auto& c : l.ops) add_flops(c, false);
+  add_flops(f.lm_head, false);
+  for (const auto& l : df.layers)
+    for (const auto& c : l.ops) add_flops(c, true);
+  add_flops(df.lm_head, true);
+  auto add_time = [&](const sim::model_time& t, bool dense) {
+    for (const auto& l : t.layers)
+      for (const auto& o : l.ops) (dense ? by[sim::op_class_of(o.op)].dense_time_s : by[sim::op_class_of(o.op)].time_s) += o.time_s;
+    (dense ? by["lm_head"].dense_time_s : by["lm_head"].time_s) += t.lm_head.time_s;
+  };
+  add_time(p.model, false);
+  add_time(p.dense, true);
+  std::vector<class_row> out;
+  for (std::string_view name : sim::op_classes()) {
+    auto it = by.find(std::string(name));
+    if (it == by.end()) continue;
+    it->second.op_class = std::string(name);
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+double mean_of(const sim::des::length_dist& d) {
+  using k = sim::des::length_dist::kind;
+  switch (d.k) {
+    case k::fixed: return d.a;
+    case k::uniform: return (d.a + d.b) / 2;
+    case k::exponential: return d.a;
+  }
+  return d.a;
+}
+
+// Requests per second the dense model sustains: one request costs its prefill plus its share
+// of decode steps at a batch of up to 64 sequences.
+double sustainable_rate(const sim::des::step_builder& b, const serving_scenario& s) {
+  const sim::des::length_dist prompt = sim::des::parse_length_dist(s.prompt, "prompt");
+  const sim::des::length_dist output = sim::des::parse_length_dist(s.output, "output");
+  const double p = std::max(1.0, mean_of(prompt));
+  const double o = std::max(1.0, mean_of(output));
+  const std::int64_t batch = std::min<std::int64_t>(64, std::max<std::int64_t>(1, s.options.max_seqs));
+  sim::des::exec_options eo;
+  eo.cuda_graph = s.options.cuda_graph;
+  eo.record_spans = false;
+  sim::workload w;
+  w.batch = 1;
+  w.seq_len = static_cast<std::int64_t>(p);
+  w.type = b.type();
+  const double prefill_s = sim::des::simulate_execution(b.forward(w), b.device(), eo).summary.step_s;
+  sim::des::rng r(s.seed);
+  const auto load = sim::des::decode_load(b, batch, static_cast<std::int64_t>(p + o / 2), sim::des::decode_routing::sync,
+                                          1.0, r);
+  const double step_s = sim::des::simulate_execution(b.step(load, sim::des::decode_routing::sync), b.device(), eo).summary.step_s;
+  const double per_request_s = prefill_s + o * step_s / static_cast<double>(batch);
+  return per_request_s > 0 ? 1.0 / per_request_s : 1.0;
+}
+
+serving_run serve(const sim::model_spec& m, const std::string& name, const sim::cost_model& cost, sim::dtype t,
+                  const serving_scenario& s, const std::vector<sim::des::request>& requests) {
+  sim::des::step_builder b(m, t, sim::des::device_model_of(cost, t));
+  sim::des::serve_options o = s.options;
+  if (o.kv_budget_bytes <= 0) o.kv_budget_bytes = sim::des::default_kv_budget_bytes(m, cost.hardware(), t);
+  o.seed = s.seed;
+  const sim::des::serve_result res = sim::des::simulate_serving(b, requests, o);
+  serving_run run;
+  run.name = name;
+  run.summary = res.summary;
+  for (const auto& r : res.requests) {
+    if (r.finish_s < 0) continue;
+    run.ttft_s.push_back(r.ttft_s());
+    if (r.tpot_s() >= 0) run.tpot_s.push_back(r.tpot_s());
+  }
+  return run;
+}
+
+sim::sweep_space variant_space(const sim::model_spec& subject, std::vector<std::string>& notes) {
+  sim::sweep_space s;
+  if (subject.routing && subject.routing->sched.kind != sim::schedule_kind::none) {
+    s.capacities = {subject.routing->capacity};
+    s.schedules = {subject.routing->sched};
+  } else {
+    s.capacities = {0.125};
+    s.schedules = {sim::schedule{sim::schedule_kind::every_other, 0, {}}};
+    notes.push_back("the model has no routing: MoD and MoDE are shown at the paper's 12.5%, every other layer");
+  }
+  s.variants = {sim::sweep_variant::dense, sim::sweep_variant::mod, sim::sweep_variant::moe,
+                sim::sweep_variant::mode_staged, sim::sweep_variant::mode_integrated};
+  return s;
+}
+
+}  // namespace
+
+report_data build_report(const report_input& in, const progress_fn& progress) {
+  if (in.models.empty()) throw input_error("", "MODEL", "the report needs at least one model");
+  report_data d;
+  d.generated = sim::utc_now_iso8601();
+  d.command_line = in.command_line;
+  d.hardware = in.hardware;
+  d.load = in.load;
+  const sim::cost_model cost(in.hardware);
+  d.cost_label = cost.label();
+
+  for (const sim::model_spec& m : in.models) {
+    say(progress, "report: FLOPs and predicted time of " + m.name);
+    model_result r;
+    r.model = m;
+    r.flops = sim::evaluate_flops(m, in.load);
+    r.dense_flops = sim::evaluate_flops(sim::dense_baseline(m), in.load);
+    r.pred = sim::predict(m, in.load, cost);
+    r.classes = class_rows(r.flops, r.dense_flops, r.pred);
+    d.models.push_back(std::move(r));
+  }
+  const sim::model_spec& subject = in.models.front();
+
+  sim::sweep_options so;
+  so.load = in.load;
+  so.threads = in.threads;
+  const sim::sweep_space space = in.space ? *in.space : sim::default_space(subject);
+  say(progress, "report: sweeping the design space");
+  d.sweep = sim::run_sweep(subject, space, sim::predicted_time(cost), so);
+  d.variants = sim::run_sweep(subject, variant_space(subject, d.variant_notes), sim::predicted_time(cost), so);
+
+  if (!in.serving) {
+    d.serving_missing = "not simulated (--no-serving)";
+  } else if (!subject.routing) {
+    d.serving_missing = "the model has no MoD routing: nothing to compare with its dense baseline";
+  } else {
+    say(progress, "report: simulating serving (dense and MoD)");
+    serving_section s;
+    s.scenario = in.scenario;
+    const sim::dtype t = in.load.type;
+    const sim::model_spec dense = sim::dense_baseline(subject);
+    if (s.scenario.rate_per_s <= 0) {
+      sim::des::step_builder b(dense, t, sim::des::device_model_of(cost, t));
+      s.scenario.rate_per_s = 0.7 * sustainable_rate(b, s.scenario);
+    }
+    const auto requests = sim::des::poisson_arrivals(
+        s.scenario.rate_per_s, s.scenario.requests, sim::des::parse_length_dist(s.scenario.prompt, "serving prompt"),
+        sim::des::parse_length_dist(s.scenario.output, "serving output"), s.scenario.seed);
+    s.runs.push_back(serve(dense, "dense", cost, t, s.scenario, requests));
+    s.runs.push_back(serve(subject, subject.name.empty() ? "MoD" : subject.name, cost, t, s.scenario, requests));
+    d.serving = std::move(s);
+  }
+
+  if (in.validation) {
+    d.validation = in.validation;
+  } else {
+    d.validation_missing = in.validation_missing.empty()
+                               ? "no measurements given (modsim report --measurements CSV, from modsim profile)"
+                               : in.validation_missing;
+  }
+  say(progress, "report: computed");
+  return d;
+}
+
+// --- Writing ----------------------------------------------------------------------------------
+
+void write_report(const std::vector<report_file>& files, const std::string& dir, const write_options& options) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw runtime_error(dir + ": cannot create the folder: " + ec.message());
+
+  // Phase 1: every file to a temporary name beside its final one.
+  std::vector<std::pair<fs::path, fs::path>> written;  // (tmp, final)
+  auto discard = [&] {
+    for (const auto& [tmp, final_path] : written) fs::remove(tmp, ec);
+  };
+  try {
+    for (const report_file& f : files) {
+      const fs::path final_path = fs::path(dir) / f.name;
+      fs::create_directories(final_path.parent_path(), ec);
+      if (ec) throw runtime_error(final_path.parent_path().string() + ": cannot create the folder: " + ec.message());
+      const fs::path tmp = final_path.parent_path() / ("." + final_path.filename().string() + ".tmp");
+      written.emplace_back(tmp, final_path);
+      if (options.before_write) options.before_write(tmp.string());
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      if (!out) throw runtime_error(tmp.string() + ": cannot write");
+      out.write(f.content.data(), static_cast<std::streamsize>(f.content.size()));
+      out.flush();
+      if (!out) throw runtime_error(tmp.string() + ": write failed");
+    }
+  } catch (...) {
+    discard();
+    throw;
+  }
+  // Phase 2: rename into place (report.html last, so a reader never sees a new page whose
+  // charts or tables are still the old ones).
+  std::stable_partition(written.begin(), written.end(),
+                        [](const auto& w) { return w.second.filename() != "report.html"; });
+  for (const auto& [tmp, final_path] : written) {
+    fs::rename(tmp, final_path, ec);
+    if (ec) {
+      const std::string msg = final_path.string() + ": cannot rename the temporary file over it: " + ec.message();
+      discard();
+      throw runtime_error(msg);
+    }
+    if (options.progress) options.progress("report: wrote " + final_path.string());
+  }
+}
+
+}  // namespace modsim::reports

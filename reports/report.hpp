@@ -1,0 +1,162 @@
+#pragma once
+// The cost report of `modsim report`: what MoD saves in FLOPs and in predicted wall-clock on
+// a piece of hardware, where the difference goes, what it does to serving, and how far the
+// predictions are from measurements.
+//
+// Three steps, each testable on its own:
+//  1. build_report(input) computes everything (library calls only: sim/flops, sim/predict,
+//     sim/sweep, sim/des serving, sim/calibrate validation) into report_data;
+//  2. render_report(data) turns it into files (report.md, a self-contained report.html with
+//     the charts inline as SVG, tables/*.csv, charts/*.svg) held in memory;
+//  3. write_report(files, dir) writes every file to a temporary name first and renames them
+//     only when all were written, so an interrupted or failed run leaves the previous report
+//     as it was.
+// Library code: never prints (progress goes through a callback), throws modsim::error.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/calibrate.hpp"
+#include "sim/des/serving.hpp"
+#include "sim/flops.hpp"
+#include "sim/predict.hpp"
+#include "sim/spec.hpp"
+#include "sim/sweep.hpp"
+
+namespace modsim::reports {
+
+using progress_fn = std::function<void(const std::string&)>;  // one line, no newline; may be empty
+
+// --- Inputs ----------------------------------------------------------------------------------
+
+// The serving workload simulated for the model and its dense baseline.
+struct serving_scenario {
+  std::int64_t requests = 300;
+  double rate_per_s = 0;  // Poisson arrivals; 0 = auto: 70% of what the dense model sustains
+  std::string prompt = "uniform:128:1024";  // sim/des length_dist texts
+  std::string output = "uniform:16:256";
+  std::uint64_t seed = 1;
+  sim::des::serve_options options;  // kv_budget_bytes 0 = the contract's default budget
+};
+
+// Measured blocks against their prediction (built by make_validation).
+struct validation_section {
+  std::string measurements_file;
+  std::string device;       // the rows' device column
+  std::string hardware;     // the hardware file's name
+  std::string cost_label;   // cost_model::label() of the model used
+  int rows = 0;             // rows in the measurements file
+  int single_op_rows = 0;   // rows the calibration may use
+  int skipped_blocks = 0;   // block rows the calibration used (not scored)
+  std::vector<sim::validation_point> points;
+  sim::validation_summary summary;
+  std::vector<std::string> notes;
+};
+
+// Validates the block rows of `points` (block_dense, block_mod, layer_mode) against the cost
+// model of `hw`. When `calibrate` is true and `hw` carries no calibration, it is first fitted
+// (sim::fit_calibration) on the single-op rows only, so no scored block was seen by the fit.
+// Block rows a given calibration used for its launch fit are skipped. Throws
+// modsim::error(bad_input) when no block row is left or the rows do not fit `hw`.
+validation_section make_validation(const std::vector<sim::measured_point>& points, const sim::hardware_spec& hw,
+                                   bool calibrate, const std::string& measurements_file);
+
+struct report_input {
+  std::vector<sim::model_spec> models;  // >= 1; models[0] is the subject of the report
+  sim::hardware_spec hardware;
+  sim::workload load;                   // the forward pass the FLOP and time tables describe
+  // The capacity × schedule sweep; empty = sim::default_space(models[0]).
+  std::optional<sim::sweep_space> space;
+  bool serving = true;
+  serving_scenario scenario;
+  std::optional<validation_section> validation;  // absent: the section says how to add one
+  std::string validation_missing;                // why it is absent (shown in the report)
+  std::string command_line;                      // how the report was made (shown)
+  unsigned threads = 0;                          // sweep threads (0 = all)
+};
+
+// --- Results ---------------------------------------------------------------------------------
+
+// FLOPs and predicted time of one op class, model vs its dense baseline.
+struct class_row {
+  std::string op_class;
+  std::int64_t matmul_flops = 0, dense_matmul_flops = 0;
+  std::int64_t other_flops = 0, dense_other_flops = 0;
+  double time_s = 0, dense_time_s = 0;  // device time, launch excluded
+};
+
+struct model_result {
+  sim::model_spec model;
+  sim::flops_report flops;        // evaluate_flops(model, load)
+  sim::flops_report dense_flops;  // evaluate_flops(dense_baseline(model), load)
+  sim::prediction pred;           // predict(model, load, cost)
+  std::vector<class_row> classes;  // in sim::op_classes() order, classes either model runs
+};
+
+struct serving_run {
+  std::string name;  // "dense" or the model's name
+  sim::des::serve_summary summary;
+  std::vector<double> ttft_s, tpot_s;  // per completed request (tpot: requests with > 1 token)
+};
+struct serving_section {
+  serving_scenario scenario;  // with the rate actually used
+  std::vector<serving_run> runs;  // [0] dense baseline, [1] the model
+};
+
+struct report_data {
+  std::string generated;  // UTC ISO 8601
+  std::string command_line;
+  sim::hardware_spec hardware;
+  std::string cost_label;
+  sim::workload load;
+  std::vector<model_result> models;  // [0] the subject
+  sim::sweep_result sweep;            // capacity × schedule × variant
+  sim::sweep_result variants;         // dense, MoD, MoE, MoDE staged/integrated at the subject's routing
+  std::vector<std::string> variant_notes;  // e.g. the routing used when the subject has none
+  std::optional<serving_section> serving;
+  std::string serving_missing;        // why there is no serving section
+  std::optional<validation_section> validation;
+  std::string validation_missing;
+};
+
+// Computes the report. Throws modsim::error(bad_input) for no model or an invalid workload.
+report_data build_report(const report_input& in, const progress_fn& progress = {});
+
+// --- Rendering and writing -----------------------------------------------------------------
+
+struct report_file {
+  std::string name;     // relative to the output folder, '/'-separated ("tables/sweep.csv")
+  std::string content;
+};
+
+struct render_options {
+  bool charts = true;  // ignored (no charts) in a build without Qt
+};
+
+// True when this build draws charts (Qt 6 Charts + Svg were found).
+bool charts_available();
+
+// The section ids, in order, each an `id` in report.html and a heading in report.md:
+// verdict, configuration, flops, sweep, variants, time, gap, serving, validation, models, method.
+const std::vector<std::string>& section_ids();
+
+// report.md, report.html, tables/*.csv and (with charts) charts/*.svg. Charts need a
+// QApplication (reports::ensure_application()) when charts_available().
+std::vector<report_file> render_report(const report_data& data, const render_options& options = {},
+                                       const progress_fn& progress = {});
+
+struct write_options {
+  // Called with each temporary file's path before it is written; it may throw to simulate a
+  // failure (tests). May be empty.
+  std::function<void(const std::string& tmp_path)> before_write;
+  progress_fn progress;
+};
+
+// Writes `files` under `dir` (created when missing): all to temporary names first, then
+// renamed into place; when any write fails the temporaries are removed and the files already
+// in `dir` are untouched. Throws modsim::error(runtime) naming the file.
+void write_report(const std::vector<report_file>& files, const std::string& dir, const write_options& options = {});
+
+}  // namespace modsim::reports

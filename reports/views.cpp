@@ -1,0 +1,146 @@
+#include "reports/views.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "sim/flops.hpp"
+
+namespace modsim::reports {
+
+std::string class_label(const std::string& c) {
+  static const std::map<std::string, std::string> words = {
+      {"routing", "routing"},   {"norm", "norms"},     {"attn_proj", "attention proj."}, {"attn_core", "attention core"},
+      {"mlp", "MLP"},           {"moe", "MoE"},        {"lm_head", "LM head"},           {"block", "block"}};
+  auto it = words.find(c);
+  return it == words.end() ? c : it->second;
+}
+
+namespace {
+std::string variant_group(sim::sweep_variant v) {
+  switch (v) {
+    case sim::sweep_variant::dense: return "dense";
+    case sim::sweep_variant::mod: return "MoD";
+    case sim::sweep_variant::moe: return "MoE";
+    case sim::sweep_variant::mode_staged: return "MoDE staged";
+    case sim::sweep_variant::mode_integrated: return "MoDE integrated";
+  }
+  return "?";
+}
+}  // namespace
+
+pareto_chart_input sweep_chart(const sim::sweep_result& r, const std::string& hardware) {
+  pareto_chart_input in;
+  in.title = fmt::format("Predicted wall-clock vs FLOPs, {} configurations on {}", r.points.size(), hardware);
+  in.x_label = "matmul FLOPs per forward pass (GFLOP)";
+  in.y_label = "predicted wall-clock (ms)";
+  const int paper = sim::paper_point_index(r);
+  for (std::size_t i = 0; i < r.points.size(); ++i) {
+    const auto& p = r.points[i];
+    if (!p.feasible) continue;
+    scatter_point s;
+    s.label = static_cast<int>(i) == paper ? "paper: " + p.description : p.description;
+    s.group = variant_group(p.variant);
+    s.flops = static_cast<double>(p.matmul_flops);
+    s.time_s = p.time_s;
+    s.pareto = p.pareto;
+    s.highlight = static_cast<int>(i) == paper;
+    in.points.push_back(std::move(s));
+  }
+  return in;
+}
+
+bar_chart_input flops_by_class_chart(const model_result& m) {
+  bar_chart_input in;
+  in.title = "Matmul FLOPs per forward pass by op class";
+  in.x_label = "op class";
+  in.y_label = "GFLOP";
+  bar_set dense{"dense baseline", {}, 7};
+  bar_set model{m.model.name.empty() ? "model" : m.model.name, {}, 0};
+  for (const auto& c : m.classes) {
+    in.categories.push_back(class_label(c.op_class));
+    dense.values.push_back(static_cast<double>(c.dense_matmul_flops) / 1e9);
+    model.values.push_back(static_cast<double>(c.matmul_flops) / 1e9);
+  }
+  in.sets = {dense, model};
+  return in;
+}
+
+bar_chart_input variants_chart(const sim::sweep_result& v) {
+  bar_chart_input in;
+  in.title = "Variants relative to dense: FLOPs and predicted time";
+  in.x_label = "variant";
+  in.y_label = "× dense";
+  bar_set flops{"matmul FLOPs", {}, 4};
+  bar_set time{"predicted time", {}, 1};
+  for (const auto& p : v.points) {
+    if (!p.feasible) continue;
+    in.categories.push_back(variant_group(p.variant));
+    flops.values.push_back(p.flops_ratio);
+    time.values.push_back(p.time_ratio);
+  }
+  in.sets = {flops, time};
+  return in;
+}
+
+layer_time_input layer_time_chart(const sim::prediction& p, const std::string& model_name) {
+  layer_time_input in;
+  in.title = "Predicted time per layer by op class (launch overhead excluded)";
+  in.y_label = "predicted time (ms)";
+  in.dense_name = "dense";
+  in.current_name = model_name.empty() ? "MoD" : model_name;
+  if (in.current_name.substr(0, 1) == "d") in.current_name = "model " + in.current_name;
+  std::vector<std::string> classes;
+  for (std::string_view c : sim::op_classes())
+    if (c != "lm_head" && c != "block") classes.emplace_back(c);
+  for (const auto& c : classes) in.classes.push_back(class_label(c));
+  auto per_layer = [&](const sim::model_time& t) {
+    std::vector<std::vector<double>> out;
+    for (const auto& l : t.layers) {
+      std::vector<double> row(classes.size(), 0.0);
+      for (const auto& o : l.ops)
+        for (std::size_t i = 0; i < classes.size(); ++i)
+          if (o.op_class == classes[i]) row[i] += o.time_s;
+      out.push_back(std::move(row));
+    }
+    return out;
+  };
+  in.dense_s = per_layer(p.dense);
+  in.current_s = per_layer(p.model);
+  return in;
+}
+
+waterfall_input gap_chart(const sim::prediction& p) {
+  waterfall_input in;
+  in.title = fmt::format("Where the FLOP saving goes: {:.1f}% of the FLOPs → {:.1f}% of the time", 100 * p.flop_ratio,
+                         100 * p.time_ratio);
+  in.y_label = "% of the dense forward pass";
+  in.steps.push_back({"FLOPs", 100 * p.flop_ratio, true});
+  in.steps.push_back({"routing", 100 * p.gap.routing, false});
+  in.steps.push_back({"launch", 100 * p.gap.launch, false});
+  in.steps.push_back({"GEMM eff.", 100 * p.gap.gemm_efficiency, false});
+  in.steps.push_back({"attention", 100 * p.gap.attention, false});
+  in.steps.push_back({"mem-bound", 100 * p.gap.memory_bound, false});
+  in.steps.push_back({"time", 100 * p.time_ratio, true});
+  return in;
+}
+
+latency_chart_input latency_chart(const serving_section& s, bool ttft) {
+  latency_chart_input in;
+  in.title = ttft ? "Time to first token, CDF over requests" : "Time per output token, CDF over requests";
+  in.x_label = ttft ? "TTFT (ms)" : "TPOT (ms)";
+  for (const auto& r : s.runs) in.series.push_back({r.name, ttft ? r.ttft_s : r.tpot_s, {}});
+  return in;
+}
+
+diagonal_input validation_chart(const validation_section& v) {
+  diagonal_input in;
+  in.title = fmt::format("Measured vs predicted, {} blocks on {}: median |error| {:.1f}%, p90 {:.1f}%, max {:.1f}%",
+                         v.summary.points, v.device.empty() ? v.hardware : v.device, v.summary.median_abs_pct_error,
+                         v.summary.p90_abs_pct_error, v.summary.max_abs_pct_error);
+  for (const auto& p : v.points)
+    in.points.push_back({p.sample.op, p.sample.op, p.sample.measured_s, p.predicted_s});
+  return in;
+}
+
+}  // namespace modsim::reports

@@ -1,0 +1,39 @@
+#pragma once
+// The chart inputs (reports/chart_data.hpp) of modsim's results: one function per chart, no
+// Qt. The report renders them with reports/charts.hpp; the GUI can do the same with its own
+// results (sim::sweep_result, sim::prediction, ...).
+#include <string>
+
+#include "reports/chart_data.hpp"
+#include "reports/report.hpp"
+#include "sim/predict.hpp"
+#include "sim/sweep.hpp"
+
+namespace modsim::reports {
+
+// Predicted wall-clock vs matmul FLOPs of every feasible point, one series per variant, the
+// Pareto front, the paper's point (MoD 12.5% every_other) highlighted. `hardware` goes in the title.
+pareto_chart_input sweep_chart(const sim::sweep_result& r, const std::string& hardware);
+
+// Matmul FLOPs per forward pass by op class (GFLOP), dense baseline beside the model.
+bar_chart_input flops_by_class_chart(const model_result& m);
+
+// FLOPs and predicted time of each variant relative to dense (×).
+bar_chart_input variants_chart(const sim::sweep_result& variants);
+
+// Per layer, predicted time (launch excluded) stacked by op class, dense beside the model.
+layer_time_input layer_time_chart(const sim::prediction& p, const std::string& model_name);
+
+// From the FLOP ratio to the time ratio (% of the dense forward pass): the gap's terms.
+waterfall_input gap_chart(const sim::prediction& p);
+
+// TTFT (ttft = true) or TPOT CDFs of each serving run.
+latency_chart_input latency_chart(const serving_section& s, bool ttft);
+
+// Measured vs predicted blocks with the error summary in the title.
+diagonal_input validation_chart(const validation_section& v);
+
+// The class names of sim::op_classes() in words for legends ("attn_core" → "attention core").
+std::string class_label(const std::string& op_class);
+
+}  // namespace modsim::reports

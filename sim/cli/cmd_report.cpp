@@ -1,0 +1,198 @@
+// `modsim report [MODEL...] --out DIR`: the cost report (reports/report.hpp) — Markdown, a
+// self-contained HTML page with the charts inline, the tables as CSV and each chart as SVG.
+// With no arguments: the embedded defaults (the 220M MoD model vs its dense baseline on the
+// H100 datasheet numbers, plus a quick CPU profile of this machine for the validation section).
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fmt/format.h>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "kernels/backend.hpp"
+#include "profiler/grid.hpp"
+#include "profiler/measurements.hpp"
+#include "profiler/runner.hpp"
+#include "reports/report.hpp"
+#include "sim/calibrate.hpp"
+#include "sim/cli/common.hpp"
+#include "sim/config.hpp"
+#include "sim/error.hpp"
+#if MODSIM_HAVE_QT
+#include "reports/charts.hpp"
+#endif
+
+namespace modsim::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* const k_usage =
+    "usage: modsim report [MODEL...] [--hardware HW] [--measurements CSV] [--calibration HW_CAL] [--out DIR]\n"
+    "                     [--batch B] [--seq S] [--mode forward|train] [--dtype T] [--no-serving] [--requests N]\n"
+    "                     [--rate R] [--no-profile] [--fresh-profile] [--no-charts] [--threads N]\n"
+    "\n"
+    "The cost report of MODEL (the first one; others are compared in a table) on HW: FLOPs per\n"
+    "forward pass vs dense by op class, the capacity x schedule sweep with its Pareto front, MoDE\n"
+    "staged/integrated vs MoE vs dense, where the FLOP-to-time gap goes, serving (TTFT, TPOT,\n"
+    "throughput, KV cache) dense vs MoD from the simulator, and predicted vs measured blocks.\n"
+    "Writes DIR/report.md, DIR/report.html (self-contained), DIR/tables/*.csv, DIR/charts/*.svg;\n"
+    "every file goes to a temporary name first, so a failed run leaves the previous report intact.\n"
+    "\n"
+    "With no MODEL: mod-220m on h100-sxm, and a quick CPU profile of this machine (DIR/measurements-cpu.csv,\n"
+    "reused on the next run on the same CPU unless --fresh-profile; --no-profile skips it), calibrated on\n"
+    "its single-op rows and validated on its block rows. --measurements CSV validates those rows instead\n"
+    "(calibrating on their single-op rows unless --calibration gives a calibrated hardware file).";
+
+std::atomic<bool> g_stop{false};
+extern "C" void on_report_sigint(int) { g_stop.store(true); }
+
+std::string join_args(const std::vector<std::string>& args) {
+  std::string t = "modsim report";
+  for (const auto& a : args) t += " " + a;
+  return t;
+}
+
+// A quick CPU profile into `csv` (kept between runs on the same device). Returns false when
+// interrupted (the partial file stays for the next run to resume).
+bool profile_cpu(const std::string& csv, bool fresh) {
+  std::unique_ptr<kernels::backend> be = kernels::make_cpu_backend(0);
+  const std::string partial = csv + ".partial";
+  std::error_code ec;
+  if (fresh) {
+    fs::remove(partial, ec);
+  } else if (fs::exists(csv)) {
+    const auto rows = profiler::read_measurements(csv);
+    if (!rows.empty() && rows.front().device == be->device()) {
+      std::cerr << "report: reusing the CPU measurements in " << csv << " (--fresh-profile measures again)\n";
+      return true;
+    }
+  }
+  if (fs::exists(partial)) {
+    const auto rows = profiler::read_measurements(partial);
+    if (!rows.empty() && rows.front().device != be->device()) fs::remove(partial, ec);
+  }
+  const profiler::expansion plan = profiler::expand(profiler::preset("quick", "cpu"));
+  profiler::measurement_writer writer(partial, true);
+  profiler::run_options ro;
+  ro.rule.max_time_s = 0.5;
+  ro.stop = &g_stop;
+  auto last = std::chrono::steady_clock::now() - std::chrono::hours(1);
+  ro.on_progress = [&](const profiler::run_progress& p) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last < std::chrono::seconds(10) && p.current) return;
+    last = now;
+    const double eta = p.done ? p.elapsed_s / static_cast<double>(p.done) * static_cast<double>(p.total - p.done) : 0.0;
+    std::cerr << fmt::format("report: profiling this CPU (quick preset): {}/{} points, {:.0f} s elapsed, ~{:.0f} s left\n",
+                             p.done, p.total, p.elapsed_s, eta);
+  };
+  std::cerr << fmt::format("report: profiling this CPU ({}), {} points, about 2 minutes\n", be->device(), plan.points.size());
+  g_stop.store(false);
+  auto previous = std::signal(SIGINT, on_report_sigint);
+  const profiler::run_result res = profiler::run_points(*be, plan.points, writer, ro);
+  std::signal(SIGINT, previous);
+  if (res.interrupted) return false;
+  fs::rename(partial, csv, ec);
+  if (ec) throw runtime_error(csv + ": cannot rename the measurements into place: " + ec.message());
+  return true;
+}
+
+}  // namespace
+
+int cmd_report(const std::vector<std::string>& args) {
+  po::options_description options("modsim report options");
+  options.add_options()
+    ("models", po::value<std::vector<std::string>>()->multitoken(), "model JSON(s), HF config.json or shipped names")
+    ("hardware", po::value<std::string>()->default_value("h100-sxm"), "hardware JSON or shipped name")
+    ("measurements", po::value<std::string>(), "measurements CSV (modsim profile) for the validation section")
+    ("calibration", po::value<std::string>(), "calibrated hardware file for the measurements (default: calibrate here)")
+    ("out", po::value<std::string>()->default_value("report"), "output folder")
+    ("no-serving", po::bool_switch(), "skip the serving simulation")
+    ("requests", po::value<std::int64_t>()->default_value(300), "serving: requests simulated")
+    ("rate", po::value<double>()->default_value(0.0), "serving: arrivals per second (0 = 70% of what dense sustains)")
+    ("seed", po::value<std::uint64_t>()->default_value(1), "serving: seed")
+    ("no-profile", po::bool_switch(), "defaults only: no CPU profile (no validation section)")
+    ("fresh-profile", po::bool_switch(), "defaults only: measure again even when DIR/measurements-cpu.csv exists")
+    ("no-charts", po::bool_switch(), "tables only")
+    ("threads", po::value<unsigned>()->default_value(0), "sweep threads (0 = all hardware threads)");
+  add_workload_options(options);
+  add_routing_overrides(options);
+  po::positional_options_description positional;
+  positional.add("models", -1);
+  po::variables_map vm;
+  if (!parse_args(args, options, positional, vm, k_usage)) return exit_ok;
+
+  const std::string out_dir = vm["out"].as<std::string>();
+  const bool defaults = !vm.count("models");
+  std::vector<std::string> model_names = defaults ? std::vector<std::string>{"mod-220m"}
+                                                  : vm["models"].as<std::vector<std::string>>();
+  reports::report_input in;
+  for (const auto& name : model_names) in.models.push_back(load_model_arg(name, vm));
+  const std::string hw_path = resolve_config(vm["hardware"].as<std::string>(), "hardware");
+  in.hardware = sim::load_hardware(hw_path);
+  in.load = workload_from(vm, in.hardware.kind == "cpu" ? sim::dtype::fp32 : sim::dtype::bf16);
+  if (in.load.mode == sim::run_mode::decode)
+    throw input_error("", "--mode", "the report describes forward or train passes (serving covers decode)");
+  in.serving = !vm["no-serving"].as<bool>();
+  in.scenario.requests = vm["requests"].as<std::int64_t>();
+  if (in.scenario.requests < 1) throw input_error("", "--requests", "must be >= 1");
+  in.scenario.rate_per_s = vm["rate"].as<double>();
+  if (!(in.scenario.rate_per_s >= 0)) throw input_error("", "--rate", "must be >= 0");
+  in.scenario.seed = vm["seed"].as<std::uint64_t>();
+  in.threads = vm["threads"].as<unsigned>();
+  in.command_line = join_args(args);
+
+  // Validation: given measurements, or the quick CPU profile of the defaults.
+  std::string measurements;
+  if (vm.count("measurements")) {
+    measurements = vm["measurements"].as<std::string>();
+  } else if (defaults && !vm["no-profile"].as<bool>()) {
+    fs::create_directories(out_dir);
+    measurements = (fs::path(out_dir) / "measurements-cpu.csv").string();
+    if (!profile_cpu(measurements, vm["fresh-profile"].as<bool>())) {
+      std::cerr << "report: interrupted while profiling; the previous report is untouched, run again to resume\n";
+      return exit_interrupted;
+    }
+  } else {
+    in.validation_missing = defaults ? "skipped (--no-profile)"
+                                     : "no measurements given (add --measurements CSV from `modsim profile`)";
+  }
+  if (!measurements.empty()) {
+    std::cerr << "report: validating the cost model on " << measurements << "\n";
+    const std::vector<sim::measured_point> points = read_measured_points(measurements);
+    if (points.empty()) throw input_error(measurements, "", "no measurement rows");
+    sim::hardware_spec val_hw;
+    bool calibrate = true;
+    if (vm.count("calibration")) {
+      val_hw = sim::load_hardware(resolve_config(vm["calibration"].as<std::string>(), "hardware"));
+      calibrate = false;
+    } else if (points.front().backend == "cpu") {
+      val_hw = sim::load_hardware(resolve_config("cpu", "hardware"));
+    } else {
+      val_hw = in.hardware;
+    }
+    in.validation = reports::make_validation(points, val_hw, calibrate, measurements);
+  }
+
+  auto progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  const reports::report_data data = reports::build_report(in, progress);
+  reports::render_options ro;
+  ro.charts = !vm["no-charts"].as<bool>();
+#if MODSIM_HAVE_QT
+  if (ro.charts && !reports::ensure_application()) throw runtime_error("cannot start Qt (offscreen) to draw the charts");
+#endif
+  const std::vector<reports::report_file> files = reports::render_report(data, ro, progress);
+  reports::write_options wo;
+  reports::write_report(files, out_dir, wo);
+  std::size_t charts = 0;
+  for (const auto& f : files) charts += f.name.rfind("charts/", 0) == 0;
+  std::cerr << fmt::format("report: {} files ({} charts) written to {}\n", files.size(), charts, out_dir);
+  std::cout << (fs::path(out_dir) / "report.html").string() << "\n" << (fs::path(out_dir) / "report.md").string() << "\n";
+  return exit_ok;
+}
+
+}  // namespace modsim::cli

@@ -1,0 +1,195 @@
+// `modsim sweep MODEL --hardware HW --out CSV`: the design space around MODEL (capacities ×
+// schedules × variants), each point's FLOPs and predicted time, evaluated in parallel, with
+// the Pareto front marked; the CSV to --out (temporary file + rename), a table or JSON on stdout.
+#include <fmt/format.h>
+
+#include <boost/json.hpp>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sim/cli/common.hpp"
+#include "sim/config.hpp"
+#include "sim/cost.hpp"
+#include "sim/error.hpp"
+#include "sim/sweep.hpp"
+
+namespace modsim::cli {
+namespace {
+
+const char* const k_usage =
+    "usage: modsim sweep MODEL --hardware HW [--capacities C,..] [--schedules S,..] [--variants V,..]\n"
+    "                         [--pareto-axes X,Y] [--threads N] [--batch B] [--seq S] [--mode M] [--dtype T]\n"
+    "                         --out CSV [--format table|json|csv]\n"
+    "\n"
+    "The design space around MODEL: every variant (dense, mod, moe, mode_staged, mode_integrated)\n"
+    "at every capacity and schedule, its exact matmul FLOPs (modsim flops) and predicted time\n"
+    "(modsim predict) on HW, evaluated in parallel. Ratios are against the dense point (MODEL\n"
+    "without routing or MoE). The Pareto front minimises --pareto-axes (default matmul_flops,time_s;\n"
+    "also other_flops, bytes, params). Schedules: every_other, all, every_nth:N, none, or a layer\n"
+    "list written with '+' (1+3+5). One CSV row per point goes to --out; stdout gets a table\n"
+    "(or JSON / the CSV).";
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  std::string item;
+  std::istringstream in(text);
+  while (std::getline(in, item, sep)) {
+    const auto b = item.find_first_not_of(" \t");
+    const auto e = item.find_last_not_of(" \t");
+    if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
+  }
+  return out;
+}
+
+sim::sweep_space space_from(const po::variables_map& vm, const sim::model_spec& model) {
+  sim::sweep_space space = sim::default_space(model);
+  if (vm.count("capacities")) {
+    space.capacities.clear();
+    for (const std::string& s : split(vm["capacities"].as<std::string>(), ',')) {
+      std::size_t used = 0;
+      double c = 0;
+      try {
+        c = std::stod(s, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != s.size() || !(c > 0 && c <= 1))
+        throw input_error("", "--capacities", "'" + s + "' is not a capacity in (0, 1]");
+      space.capacities.push_back(c);
+    }
+    if (space.capacities.empty()) throw input_error("", "--capacities", "empty list");
+  }
+  if (vm.count("schedules")) {
+    space.schedules.clear();
+    for (std::string s : split(vm["schedules"].as<std::string>(), ',')) {
+      for (char& ch : s)
+        if (ch == '+') ch = ',';
+      space.schedules.push_back(sim::parse_schedule(s, model.n_layers, "", "--schedules"));
+    }
+    if (space.schedules.empty()) throw input_error("", "--schedules", "empty list");
+  }
+  if (vm.count("variants")) {
+    space.variants.clear();
+    for (const std::string& s : split(vm["variants"].as<std::string>(), ','))
+      space.variants.push_back(sim::parse_sweep_variant(s, "--variants"));
+    if (space.variants.empty()) throw input_error("", "--variants", "empty list");
+  }
+  return space;
+}
+
+std::string gflop(double f) { return fmt::format("{:.2f}", f / 1e9); }
+
+void print_table(const sim::sweep_result& r, const std::string& hw_label) {
+  std::cout << fmt::format("{}: {} points on {}; {}, batch {}, seq {}, {}\n", r.base_model, r.points.size(), hw_label,
+                           sim::to_string(r.load.mode), r.load.batch, r.load.seq_len, sim::to_string(r.load.type));
+  std::cout << fmt::format("Pareto front (*) minimises {} and {}; ratios vs dense ({} GFLOP, {:.4f} ms)\n\n",
+                           sim::to_string(r.x_axis), sim::to_string(r.y_axis), gflop(static_cast<double>(r.dense_matmul_flops)),
+                           r.dense_time_s * 1e3);
+  std::size_t width = 11;
+  for (const auto& p : r.points) width = std::max(width, p.description.size());
+  std::cout << fmt::format("{:<{}}  {:>12}  {:>8}  {:>11}  {:>8}  {}\n", "configuration", width, "matmul GFLOP",
+                           "FLOPs", "time ms", "time", "front");
+  const int paper = sim::paper_point_index(r);
+  for (std::size_t i = 0; i < r.points.size(); ++i) {
+    const auto& p = r.points[i];
+    if (!p.feasible) {
+      std::cout << fmt::format("{:<{}}  infeasible: {}\n", p.description, width, p.reason);
+      continue;
+    }
+    std::cout << fmt::format("{:<{}}  {:>12}  {:>7.3f}x  {:>11.4f}  {:>7.3f}x  {}{}\n", p.description, width,
+                             gflop(static_cast<double>(p.matmul_flops)), p.flops_ratio, p.time_s * 1e3, p.time_ratio,
+                             p.pareto ? "*" : " ", static_cast<int>(i) == paper ? "  <- the paper's point" : "");
+  }
+}
+
+void print_json(const sim::sweep_result& r, const std::string& hw_label, const std::string& out_path) {
+  boost::json::array points;
+  for (const auto& p : r.points) {
+    boost::json::object o;
+    o["description"] = p.description;
+    o["variant"] = sim::to_string(p.variant);
+    o["capacity"] = p.capacity;
+    o["schedule"] = p.schedule;
+    o["noop_experts"] = p.noop_experts;
+    o["feasible"] = p.feasible;
+    if (!p.feasible) o["reason"] = p.reason;
+    o["matmul_flops"] = p.matmul_flops;
+    o["other_flops"] = p.other_flops;
+    o["bytes"] = p.bytes;
+    o["params"] = p.params;
+    o["flops_ratio"] = p.flops_ratio;
+    o["time_s"] = p.time_s;
+    o["time_ratio"] = p.time_ratio;
+    o["pareto"] = p.pareto;
+    points.push_back(std::move(o));
+  }
+  boost::json::object root;
+  root["model"] = r.base_model;
+  root["hardware"] = hw_label;
+  root["workload"] = {{"batch", r.load.batch}, {"seq_len", r.load.seq_len}, {"mode", sim::to_string(r.load.mode)},
+                      {"dtype", sim::to_string(r.load.type)}};
+  root["pareto_axes"] = {sim::to_string(r.x_axis), sim::to_string(r.y_axis)};
+  root["dense_time_s"] = r.dense_time_s;
+  root["dense_matmul_flops"] = r.dense_matmul_flops;
+  root["paper_point"] = sim::paper_point_index(r);
+  root["csv"] = out_path;
+  root["points"] = std::move(points);
+  std::cout << boost::json::serialize(root) << "\n";
+}
+
+}  // namespace
+
+int cmd_sweep(const std::vector<std::string>& args) {
+  po::options_description options("modsim sweep options");
+  options.add_options()
+    ("model", po::value<std::string>()->required(), "model JSON, HF config.json or shipped model name")
+    ("hardware", po::value<std::string>(), "hardware JSON or shipped name (h100-sxm, h200, cpu); required")
+    ("capacities", po::value<std::string>(), "comma-separated capacities (default 0.0625,0.125,0.25,0.5,0.75,1)")
+    ("schedules", po::value<std::string>(), "comma-separated schedules (default every_other,all,every_nth:4)")
+    ("variants", po::value<std::string>(), "comma-separated variants (default dense,mod,moe,mode_staged,mode_integrated)")
+    ("pareto-axes", po::value<std::string>()->default_value("matmul_flops,time_s"), "the two minimised axes X,Y")
+    ("threads", po::value<unsigned>()->default_value(0), "worker threads (0 = all hardware threads)")
+    ("out", po::value<std::string>(), "the CSV to write (required)")
+    ("format", po::value<std::string>()->default_value("table"), "stdout: table | json | csv");
+  add_workload_options(options);
+  po::positional_options_description positional;
+  positional.add("model", 1);
+  po::variables_map vm;
+  if (!parse_args(args, options, positional, vm, k_usage)) return exit_ok;
+
+  const output_format format = parse_format(vm["format"].as<std::string>());
+  if (!vm.count("hardware")) throw input_error("", "--hardware", "required (a hardware JSON or h100-sxm, h200, cpu)");
+  if (!vm.count("out")) throw input_error("", "--out", "required (the CSV to write)");
+  const std::vector<std::string> axes = split(vm["pareto-axes"].as<std::string>(), ',');
+  if (axes.size() != 2) throw input_error("", "--pareto-axes", "expected two axes X,Y");
+
+  const sim::model_spec model = load_model_arg(vm["model"].as<std::string>(), vm);
+  const sim::hardware_spec hw = sim::load_hardware(resolve_config(vm["hardware"].as<std::string>(), "hardware"));
+  const sim::cost_model cost(hw);
+  sim::sweep_options o;
+  o.load = workload_from(vm, hw.kind == "cpu" ? sim::dtype::fp32 : sim::dtype::bf16);
+  o.threads = vm["threads"].as<unsigned>();
+  o.x_axis = sim::parse_sweep_axis(axes[0], "--pareto-axes");
+  o.y_axis = sim::parse_sweep_axis(axes[1], "--pareto-axes");
+  const sim::sweep_space space = space_from(vm, model);
+
+  const sim::sweep_result r = sim::run_sweep(model, space, sim::predicted_time(cost), o);
+  const std::string csv = sim::sweep_csv(r);
+  const std::string out_path = vm["out"].as<std::string>();
+  sim::write_file_atomically(out_path, csv);
+
+  const std::string hw_label = fmt::format("{} ({})", hw.name, cost.label());
+  switch (format) {
+    case output_format::table: print_table(r, hw_label); break;
+    case output_format::json: print_json(r, hw_label, out_path); break;
+    case output_format::csv: std::cout << csv; break;
+  }
+  std::cerr << fmt::format("sweep: {} points, {} on the Pareto front, written to {}\n", r.points.size(),
+                           std::count_if(r.points.begin(), r.points.end(), [](const auto& p) { return p.pareto; }),
+                           out_path);
+  return exit_ok;
+}
+
+}  // namespace modsim::cli

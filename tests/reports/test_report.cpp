@@ -1,0 +1,302 @@
+// The cost report (reports/report.hpp): every section is there, the HTML is well formed and
+// self-contained, its numbers are those of sim/flops and sim/predict, and a failed write
+// leaves the previous report untouched. Passes with and without Qt.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "reports/report.hpp"
+#include "sim/config.hpp"
+#include "sim/error.hpp"
+#include "sim/flops.hpp"
+#include "sim/predict.hpp"
+
+namespace modsim::reports {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string config(const std::string& rel) { return std::string(MODSIM_SOURCE_DIR) + "/configs/" + rel; }
+
+sim::measured_point block_row(const std::string& op, double capacity, double median_s, const std::string& key) {
+  sim::measured_point p;
+  p.op = op;
+  p.type = sim::dtype::fp32;
+  p.batch = 1;
+  p.seq_len = 256;
+  p.d_model = 256;
+  p.n_heads = 8;
+  p.d_ff = 1024;
+  p.capacity = capacity;
+  p.median_s = median_s;
+  p.backend = "cpu";
+  p.device = "test cpu";
+  p.key = key;
+  p.where = "test.csv:" + key;
+  return p;
+}
+
+// One report computed once for all tests (the serving simulation is the slow part).
+const report_data& data() {
+  static const report_data d = [] {
+    report_input in;
+    in.models.push_back(sim::load_model(config("models/mod-220m.json")));
+    in.hardware = sim::load_hardware(config("hardware/h100-sxm.json"));
+    in.load.seq_len = 2048;
+    in.scenario.requests = 40;
+    in.command_line = "test";
+    in.validation = make_validation({block_row("block_dense", 1.0, 2e-3, "a"), block_row("block_mod", 0.125, 6e-4, "b")},
+                                    sim::load_hardware(config("hardware/cpu.json")), false, "test.csv");
+    return build_report(in);
+  }();
+  return d;
+}
+
+const std::vector<report_file>& files() {
+  static const std::vector<report_file> f = render_report(data());
+  return f;
+}
+
+const std::string& file(const std::string& name) {
+  for (const auto& f : files())
+    if (f.name == name) return f.content;
+  static const std::string none;
+  ADD_FAILURE() << "no file " << name;
+  return none;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// A small tag-balance checker: every element opened is closed in order, except void
+// elements and self-closing ones; comments, doctype and <style> content are skipped.
+std::string check_balanced(const std::string& html) {
+  static const std::set<std::string> void_elements = {"meta", "br", "hr", "img", "input", "link", "col", "wbr", "source"};
+  std::vector<std::string> stack;
+  std::size_t i = 0;
+  while ((i = html.find('<', i)) != std::string::npos) {
+    if (html.compare(i, 4, "<!--") == 0) {
+      i = html.find("-->", i);
+      if (i == std::string::npos) return "unterminated comment";
+      continue;
+    }
+    const std::size_t end = html.find('>', i);
+    if (end == std::string::npos) return "unterminated tag at " + std::to_string(i);
+    if (html[i + 1] == '!' || html[i + 1] == '?') {
+      i = end + 1;
+      continue;
+    }
+    const bool closing = html[i + 1] == '/';
+    std::size_t n = i + (closing ? 2 : 1);
+    std::size_t e = n;
+    while (e < end && (std::isalnum(static_cast<unsigned char>(html[e])) || html[e] == '-' || html[e] == ':')) ++e;
+    const std::string name = lower(html.substr(n, e - n));
+    if (name.empty()) return "empty tag name at " + std::to_string(i);
+    if (closing) {
+      if (stack.empty() || stack.back() != name)
+        return "</" + name + "> closes <" + (stack.empty() ? std::string("nothing") : stack.back()) + "> at " + std::to_string(i);
+      stack.pop_back();
+    } else if (html[end - 1] != '/' && !void_elements.count(name)) {
+      stack.push_back(name);
+      if (name == "style" || name == "script") {
+        const std::size_t close = lower(html).find("</" + name, end);
+        if (close == std::string::npos) return "unterminated <" + name + ">";
+        i = close;
+        continue;
+      }
+    }
+    i = end + 1;
+  }
+  if (!stack.empty()) return "<" + stack.back() + "> never closed";
+  return "";
+}
+
+TEST(Report, EverySectionIsPresentInHtmlAndMarkdown) {
+  const std::string& html = file("report.html");
+  const std::string& md = file("report.md");
+  for (const std::string& id : section_ids()) {
+    EXPECT_NE(html.find("<section id=\"" + id + "\">"), std::string::npos) << id;
+    EXPECT_NE(md.find("{#" + id + "}"), std::string::npos) << id;
+  }
+  // Content each section must carry for this input.
+  for (const char* text : {"TTFT p50", "TPOT p50", "throughput", "KV cache peak", "median |error|", "★", "mode_staged",
+                           "mode_integrated", "moe", "GEMM efficiency", "kernel launches"})
+    EXPECT_NE(html.find(text), std::string::npos) << text;
+  for (const char* name : {"tables/flops_by_class.csv", "tables/sweep.csv", "tables/variants.csv", "tables/gap.csv",
+                           "tables/time_per_layer.csv", "tables/serving.csv", "tables/validation.csv"})
+    EXPECT_FALSE(file(name).empty()) << name;
+}
+
+TEST(Report, HtmlIsWellFormedAndReferencesNothingExternal) {
+  const std::string& html = file("report.html");
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_EQ(check_balanced(html), "");
+  const std::string l = lower(html);
+  for (const char* bad : {"http:", "https:", "@import", "src=", "<link", "<script", "//fonts."})
+    EXPECT_EQ(l.find(bad), std::string::npos) << bad;
+  for (std::size_t at = l.find("url("); at != std::string::npos; at = l.find("url(", at + 1))
+    EXPECT_EQ(l.compare(at + 4, 5, "data:"), 0) << l.substr(at, 40);
+  for (std::size_t at = l.find("href=\""); at != std::string::npos; at = l.find("href=\"", at + 1))
+    EXPECT_EQ(l[at + 6], '#') << l.substr(at, 40);  // in-page links only
+}
+
+TEST(Report, ChartsAreInlineSvgWhenQtIsThereAndAnnouncedMissingOtherwise) {
+  const std::string& html = file("report.html");
+  std::size_t svgs = 0, svg_files = 0;
+  for (std::size_t at = html.find("<svg"); at != std::string::npos; at = html.find("<svg", at + 1)) ++svgs;
+  for (const auto& f : files()) svg_files += f.name.rfind("charts/", 0) == 0;
+  if (charts_available()) {
+    EXPECT_GE(svgs, 7u);  // flops, sweep, variants, time, gap, TTFT, TPOT (+ validation)
+    EXPECT_EQ(svgs, svg_files);
+  } else {
+    EXPECT_EQ(svgs, 0u);
+    EXPECT_NE(html.find("Charts need Qt 6"), std::string::npos);
+  }
+  const std::vector<report_file> tables_only = render_report(data(), render_options{false});
+  for (const auto& f : tables_only) EXPECT_NE(f.name.rfind("charts/", 0), 0u) << f.name;
+}
+
+std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::string cell;
+    std::istringstream l(line);
+    while (std::getline(l, cell, ',')) cells.push_back(cell);
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+TEST(Report, FlopTableEqualsModsimFlopsAndPredictForTheSameInput) {
+  // Independently: the FLOP model and the prediction of the same model and workload.
+  const sim::model_spec m = sim::load_model(config("models/mod-220m.json"));
+  sim::workload w;
+  w.seq_len = 2048;
+  const sim::flops_report f = sim::evaluate_flops(m, w);
+  const sim::flops_report df = sim::evaluate_flops(sim::dense_baseline(m), w);
+  const sim::prediction p = sim::predict(m, w, sim::cost_model(sim::load_hardware(config("hardware/h100-sxm.json"))));
+  std::map<std::string, std::int64_t> by_class, dense_by_class;
+  for (const auto& l : f.layers)
+    for (const auto& c : l.ops) by_class[sim::op_class_of(c.op)] += c.matmul_flops;
+  by_class["lm_head"] += f.lm_head.matmul_flops;
+  for (const auto& l : df.layers)
+    for (const auto& c : l.ops) dense_by_class[sim::op_class_of(c.op)] += c.matmul_flops;
+  dense_by_class["lm_head"] += df.lm_head.matmul_flops;
+
+  const auto rows = parse_csv(file("tables/flops_by_class.csv"));
+  ASSERT_GE(rows.size(), 3u);
+  EXPECT_EQ(rows[0][0], "op_class");
+  std::size_t checked = 0;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    ASSERT_EQ(r.size(), 7u);
+    if (r[0] == "total") {
+      EXPECT_EQ(std::stoll(r[1]), f.totals.dense_matmul_flops);
+      EXPECT_EQ(std::stoll(r[2]), f.totals.matmul_flops);
+      EXPECT_EQ(std::stod(r[5]), p.dense_total_s());
+      EXPECT_EQ(std::stod(r[6]), p.total_s());
+    } else {
+      EXPECT_EQ(std::stoll(r[1]), dense_by_class[r[0]]) << r[0];
+      EXPECT_EQ(std::stoll(r[2]), by_class[r[0]]) << r[0];
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 5u);
+  // The verdict's headline numbers.
+  const std::string& html = file("report.html");
+  const double mm = static_cast<double>(f.totals.matmul_flops) / static_cast<double>(f.totals.dense_matmul_flops);
+  EXPECT_NE(html.find(fmt::format("{:.3f}×", mm)), std::string::npos);
+  EXPECT_NE(html.find(fmt::format("{:.3f}×", p.total_s() / p.dense_total_s())), std::string::npos);
+  // The sweep's paper point is the shipped model.
+  bool found = false;
+  for (const auto& r : parse_csv(file("tables/sweep.csv")))
+    if (r.size() > 6 && r[0] == "MoD c=0.125 every_other") {
+      found = true;
+      EXPECT_EQ(std::stoll(r[6]), f.totals.matmul_flops);
+      EXPECT_EQ(std::stod(r[11]), p.total_s());
+    }
+  EXPECT_TRUE(found);
+}
+
+TEST(Report, GapTableSumsToTheTimeRatioMinusTheFlopRatio) {
+  double sum = 0, flop = 0, time = 0;
+  for (const auto& r : parse_csv(file("tables/gap.csv"))) {
+    if (r.size() != 2 || r[0] == "term") continue;
+    if (r[0] == "flop_ratio") flop = std::stod(r[1]);
+    else if (r[0] == "time_ratio") time = std::stod(r[1]);
+    else if (r[0] == "routing" || r[0] == "launch" || r[0] == "gemm_efficiency" || r[0] == "attention" || r[0] == "memory_bound")
+      sum += std::stod(r[1]);
+  }
+  EXPECT_GT(flop, 0);
+  EXPECT_NEAR(sum, time - flop, 1e-9);
+}
+
+std::map<std::string, std::string> read_tree(const fs::path& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    out[fs::relative(e.path(), dir).generic_string()] = ss.str();
+  }
+  return out;
+}
+
+TEST(Report, AnInterruptedWriteLeavesThePreviousReportIntact) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "modsim-report-interrupted";
+  fs::remove_all(dir);
+  write_report(files(), dir.string());
+  const auto before = read_tree(dir);
+  ASSERT_EQ(before.size(), files().size());
+
+  std::vector<report_file> next = files();
+  for (auto& f : next) f.content += "\n<!-- a newer report -->\n";
+  int writes = 0;
+  write_options o;
+  o.before_write = [&](const std::string& tmp) {
+    if (++writes == 3) throw modsim::runtime_error(tmp + ": injected failure (disk full)");
+  };
+  EXPECT_THROW(write_report(next, dir.string(), o), modsim::error);
+  EXPECT_EQ(writes, 3);
+  EXPECT_EQ(read_tree(dir), before);  // same files, same contents, no temporaries left
+
+  // A write that succeeds replaces every file.
+  write_report(next, dir.string());
+  const auto after = read_tree(dir);
+  ASSERT_EQ(after.size(), next.size());
+  for (const auto& f : next) EXPECT_EQ(after.at(f.name), f.content) << f.name;
+  fs::remove_all(dir);
+}
+
+TEST(Report, NoModelIsBadInput) {
+  report_input in;
+  in.hardware = sim::load_hardware(config("hardware/h100-sxm.json"));
+  EXPECT_THROW(build_report(in), modsim::error);
+}
+
+TEST(Report, ValidationNeedsBlockRowsOfTheHardwaresBackend) {
+  const sim::hardware_spec cpu = sim::load_hardware(config("hardware/cpu.json"));
+  const sim::hardware_spec gpu = sim::load_hardware(config("hardware/h100-sxm.json"));
+  EXPECT_THROW(make_validation({block_row("block_dense", 1.0, 1e-3, "a")}, gpu, false, "x.csv"), modsim::error);
+  sim::measured_point single = block_row("qkv_proj", 1.0, 1e-4, "s");
+  EXPECT_THROW(make_validation({single}, cpu, false, "x.csv"), modsim::error);
+  const validation_section v = make_validation({block_row("block_dense", 1.0, 1e-3, "a")}, cpu, false, "x.csv");
+  ASSERT_EQ(v.points.size(), 1u);
+  EXPECT_NEAR(v.points[0].error_pct, 100 * (v.points[0].predicted_s - 1e-3) / 1e-3, 1e-9);
+}
+
+}  // namespace
+}  // namespace modsim::reports
