@@ -1,0 +1,103 @@
+// modsim-gui [MODEL] [--screenshot FILE.png [--tab NAME] [--size WxH]]
+//
+// The design-space explorer. MODEL is a model file, a HuggingFace config.json, or the name of
+// a shipped model (configs/models/NAME.json). With --screenshot the main window is rendered
+// to FILE.png after the first computation and the program exits (0; 2 for bad input, 3 when
+// the computation or the image failed); it works with QT_QPA_PLATFORM=offscreen.
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QTimer>
+#include <cstdio>
+
+#include "gui/core/explorer_config.hpp"
+#include "gui/core/explorer_session.hpp"
+#include "gui/core/main_window.hpp"
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName(QStringLiteral("modsim"));
+  QApplication::setApplicationName(QStringLiteral("modsim-gui"));
+  QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+
+  QCommandLineParser parser;
+  parser.setApplicationDescription(QStringLiteral("modsim-gui: explore Mixture-of-Depths designs"));
+  parser.addHelpOption();
+  parser.addVersionOption();
+  parser.addPositionalArgument(QStringLiteral("MODEL"), QStringLiteral("model file, HF config.json, or shipped model name"));
+  const QCommandLineOption screenshot(QStringLiteral("screenshot"),
+                                      QStringLiteral("Render the window after the first computation to FILE.png and exit."),
+                                      QStringLiteral("FILE.png"));
+  const QCommandLineOption tab(QStringLiteral("tab"),
+                               QStringLiteral("Tab to show: %1.").arg(modsim::gui::MainWindow::tabNames().join(QStringLiteral(", "))),
+                               QStringLiteral("NAME"), QStringLiteral("design-space"));
+  const QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Window size for --screenshot (default 1600x1000)."),
+                                QStringLiteral("WxH"), QStringLiteral("1600x1000"));
+  const QCommandLineOption hardware(QStringLiteral("hardware"), QStringLiteral("Hardware file or shipped name."), QStringLiteral("HW"));
+  const QCommandLineOption mode(QStringLiteral("mode"), QStringLiteral("train, prefill or decode."), QStringLiteral("MODE"));
+  const QCommandLineOption measurements(QStringLiteral("measurements"), QStringLiteral("Measurements CSV for the Validation tab."),
+                                        QStringLiteral("CSV"));
+  parser.addOptions({screenshot, tab, size, hardware, mode, measurements});
+  parser.process(app);
+
+  auto fail = [](const QString& message, int code) {
+    std::fprintf(stderr, "modsim-gui: error: %s\n", message.toLocal8Bit().constData());
+    return code;
+  };
+  if (parser.positionalArguments().size() > 1) return fail(QStringLiteral("at most one MODEL"), 2);
+  if (!modsim::gui::MainWindow::tabNames().contains(parser.value(tab).toLower()))
+    return fail(QStringLiteral("--tab: unknown tab '%1' (expected %2)")
+                    .arg(parser.value(tab), modsim::gui::MainWindow::tabNames().join(QStringLiteral(", "))),
+                2);
+  const QStringList wh = parser.value(size).split(QLatin1Char('x'));
+  const int width = wh.size() == 2 ? wh[0].toInt() : 0, height = wh.size() == 2 ? wh[1].toInt() : 0;
+  if (width < 200 || height < 200) return fail(QStringLiteral("--size: expected WxH, e.g. 1600x1000"), 2);
+
+  modsim::gui::MainWindow window;
+  modsim::gui::ExplorerSession* session = window.session();
+  const bool shot = parser.isSet(screenshot);
+  if (!parser.positionalArguments().isEmpty()) {
+    const QString path = modsim::gui::resolveConfig(parser.positionalArguments().first(), QStringLiteral("models"));
+    if (!window.openModelFile(path) && shot) return fail(window.errorText().section(QLatin1Char('\n'), 1), 2);
+  }
+  if (parser.isSet(hardware)) {
+    const QString path = modsim::gui::resolveConfig(parser.value(hardware), QStringLiteral("hardware"));
+    if (!window.openHardwareFile(path) && shot) return fail(window.errorText().section(QLatin1Char('\n'), 1), 2);
+  }
+  if (parser.isSet(mode)) {
+    const QString m = parser.value(mode);
+    if (m == QStringLiteral("train")) session->setMode(modsim::gui::ExplorerMode::Training);
+    else if (m == QStringLiteral("prefill") || m == QStringLiteral("forward")) session->setMode(modsim::gui::ExplorerMode::Prefill);
+    else if (m == QStringLiteral("decode")) session->setMode(modsim::gui::ExplorerMode::Decode);
+    else return fail(QStringLiteral("--mode: unknown mode '%1' (expected train, prefill or decode)").arg(m), 2);
+  }
+  if (parser.isSet(measurements)) session->setMeasurementsFile(parser.value(measurements));
+  window.setCurrentTab(parser.value(tab));
+  window.resize(width, height);
+  window.show();
+
+  if (!shot) {
+    session->recompute();
+    return app.exec();
+  }
+
+  // Screenshot: compute now, wait for the result, let the pages lay out, grab, exit.
+  const QString file = parser.value(screenshot);
+  int code = 0;
+  QObject::connect(session, &modsim::gui::ExplorerSession::resultApplied, &window,
+                   [&](const modsim::gui::ComputeResultPtr& r) {
+                     if (!r->error.empty()) code = 3;
+                     QTimer::singleShot(300, &window, [&] {
+                       if (!window.grab().save(file)) {
+                         std::fprintf(stderr, "modsim-gui: error: %s: cannot write the image\n", file.toLocal8Bit().constData());
+                         code = 3;
+                       }
+                       app.exit(code);
+                     });
+                   });
+  QTimer::singleShot(120000, &app, [&] {
+    std::fprintf(stderr, "modsim-gui: error: no result after 120 s\n");
+    app.exit(3);
+  });
+  session->recompute();
+  return app.exec();
+}

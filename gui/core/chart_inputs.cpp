@@ -1,0 +1,125 @@
+#include "gui/core/chart_inputs.hpp"
+
+#include <QtCharts/QChart>
+#include <QtCharts/QChartView>
+
+#include "gui/core/result_models.hpp"
+
+#if defined(MODSIM_GUI_HAVE_REPORTS) && __has_include("reports/charts.hpp")
+#define MODSIM_GUI_CHARTS 1
+#include "reports/chart_data.hpp"
+#include "reports/charts.hpp"
+#else
+#define MODSIM_GUI_CHARTS 0
+#endif
+
+namespace modsim::gui {
+
+bool haveChartBuilders() { return MODSIM_GUI_CHARTS != 0; }
+
+void replaceChart(QChartView* view, QChart* chart) {
+  QChart* old = view->chart();
+  view->setChart(chart);
+  delete old;
+}
+
+#if MODSIM_GUI_CHARTS
+
+QChart* makeDesignSpaceChart(const SweepModel& model, const QString& title) {
+  reports::pareto_chart_input in;
+  in.title = title.toStdString();
+  in.x_label = "matmul FLOPs per step (GFLOP)";
+  in.y_label = "predicted wall-clock (ms)";
+  in.points.reserve(static_cast<std::size_t>(model.rowCount()));
+  for (int r = 0; r < model.rowCount(); ++r) {
+    const SweepPoint& p = model.point(r);
+    reports::scatter_point s;
+    s.label = "current: " + model.label(r).toStdString();
+    s.group = p.variant;
+    s.flops = double(p.matmulFlops);
+    s.time_s = p.timeS;
+    s.pareto = p.pareto;
+    s.highlight = p.current;
+    in.points.push_back(std::move(s));
+  }
+  return reports::make_pareto_chart(in);
+}
+
+QChart* makeLayerTimeChart(const LayerTimesModel& model, const QString& title) {
+  reports::layer_time_input in;
+  in.title = title.toStdString();
+  in.current_name = "current";
+  const int classes = model.classCount();
+  for (int c = 0; c < classes; ++c) in.classes.push_back(model.className(c).toStdString());
+  for (int r = 0; r < model.layerCount(); ++r) {
+    std::vector<double> dense, cur;
+    for (int c = 0; c < classes; ++c) {
+      const QModelIndex idx = model.index(r, model.firstClassColumn() + c);
+      cur.push_back(idx.data(ValueRole).toDouble());
+      dense.push_back(idx.data(DenseValueRole).toDouble());
+    }
+    in.dense_s.push_back(std::move(dense));
+    in.current_s.push_back(std::move(cur));
+  }
+  return reports::make_layer_time_chart(in);
+}
+
+QChart* makeGapChart(const GapModel& model, const QString& title) {
+  reports::waterfall_input in;
+  in.title = title.toStdString();
+  in.y_label = "% of the dense step";
+  for (int r = 0; r < model.rowCount(); ++r) {
+    reports::waterfall_step s;
+    s.label = model.index(r, GapModel::TermColumn).data().toString().toStdString();
+    s.value = model.index(r, GapModel::PercentColumn).data(ValueRole).toDouble();
+    s.total = model.isTotal(r);
+    in.steps.push_back(std::move(s));
+  }
+  return reports::make_waterfall_chart(in);
+}
+
+QChart* makeLatencyChart(const ServingModel& model, const QString& title) {
+  reports::latency_chart_input in;
+  in.title = title.toStdString();
+  auto add = [&in](const std::string& name, const std::vector<double>& samples, const LatencyStats& q) {
+    reports::latency_series s;
+    s.name = name;
+    s.samples_s = samples;
+    if (samples.empty() && q.p99 > 0) s.quantiles_s = {{0.5, q.p50}, {0.9, q.p90}, {0.99, q.p99}};
+    if (!s.samples_s.empty() || !s.quantiles_s.empty()) in.series.push_back(std::move(s));
+  };
+  {
+    add("dense TTFT", model.dense().ttftSamplesS, model.dense().ttft);
+    add("current TTFT", model.current().ttftSamplesS, model.current().ttft);
+    add("dense TPOT", model.dense().tpotSamplesS, model.dense().tpot);
+    add("current TPOT", model.current().tpotSamplesS, model.current().tpot);
+  }
+  return reports::make_latency_chart(in);
+}
+
+QChart* makeValidationChart(const ValidationModel& model, const QString& title) {
+  reports::diagonal_input in;
+  in.title = title.toStdString();
+  for (int r = 0; r < model.rowCount(); ++r) {
+    const ValidationRow& row = model.row(r);
+    in.points.push_back({row.op + " " + row.shape, row.op, row.measuredS, row.predictedS});
+  }
+  return reports::make_diagonal_chart(in);
+}
+
+#else
+
+static QChart* missing(const QString& title) {
+  auto* chart = new QChart();
+  chart->setTitle(title + QStringLiteral(" — charts are not available in this build (reports/charts.hpp missing)"));
+  return chart;
+}
+QChart* makeDesignSpaceChart(const SweepModel&, const QString& title) { return missing(title); }
+QChart* makeLayerTimeChart(const LayerTimesModel&, const QString& title) { return missing(title); }
+QChart* makeLatencyChart(const ServingModel&, const QString& title) { return missing(title); }
+QChart* makeGapChart(const GapModel&, const QString& title) { return missing(title); }
+QChart* makeValidationChart(const ValidationModel&, const QString& title) { return missing(title); }
+
+#endif
+
+}  // namespace modsim::gui

@@ -1,0 +1,32 @@
+#pragma once
+// Model -> chart: the plain inputs of reports/charts.hpp built from the explorer's item models,
+// and the one helper that swaps a chart into a view. Every chart of the explorer is drawn by
+// the report's builders (reports/charts.hpp), so a chart in the GUI and the same chart in a
+// report are one piece of code; the views keep no data, they are rebuilt from the models.
+#include <QString>
+
+class QChartView;
+class QChart;
+
+namespace modsim::gui {
+
+class SweepModel;
+class LayerTimesModel;
+class GapModel;
+class ServingModel;
+class ValidationModel;
+
+// Whether this build has the report's chart builders (modsim_reports with Qt).
+bool haveChartBuilders();
+
+// New charts (caller owns; never null: a build without the builders gets a chart that says so).
+QChart* makeDesignSpaceChart(const SweepModel& model, const QString& title);
+QChart* makeLayerTimeChart(const LayerTimesModel& model, const QString& title);
+QChart* makeGapChart(const GapModel& model, const QString& title);
+QChart* makeLatencyChart(const ServingModel& model, const QString& title);
+QChart* makeValidationChart(const ValidationModel& model, const QString& title);
+
+// Gives `chart` to `view` and deletes the chart it showed before.
+void replaceChart(QChartView* view, QChart* chart);
+
+}  // namespace modsim::gui

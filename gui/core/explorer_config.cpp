@@ -1,0 +1,188 @@
+#include "gui/core/explorer_config.hpp"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QFileInfo>
+#include <QRegularExpression>
+#include <boost/json.hpp>
+
+#include "sim/config.hpp"
+#include "sim/error.hpp"
+
+namespace modsim::gui {
+
+sim::run_mode runModeOf(ExplorerMode mode) {
+  switch (mode) {
+    case ExplorerMode::Training: return sim::run_mode::train;
+    case ExplorerMode::Prefill: return sim::run_mode::forward;
+    case ExplorerMode::Decode: return sim::run_mode::decode;
+  }
+  return sim::run_mode::forward;
+}
+
+ExplorerMode explorerModeOf(sim::run_mode mode) {
+  switch (mode) {
+    case sim::run_mode::train: return ExplorerMode::Training;
+    case sim::run_mode::forward: return ExplorerMode::Prefill;
+    case sim::run_mode::decode: return ExplorerMode::Decode;
+  }
+  return ExplorerMode::Prefill;
+}
+
+QString displayName(ExplorerMode mode) {
+  switch (mode) {
+    case ExplorerMode::Training: return QStringLiteral("Training step");
+    case ExplorerMode::Prefill: return QStringLiteral("Prefill");
+    case ExplorerMode::Decode: return QStringLiteral("Decode / serving");
+  }
+  return {};
+}
+
+QString configsDir() {
+  const QByteArray env = qgetenv("MODSIM_CONFIGS");
+  if (!env.isEmpty() && QDir(QString::fromLocal8Bit(env)).exists()) return QString::fromLocal8Bit(env);
+  const QString source = QStringLiteral(MODSIM_GUI_SOURCE_DIR) + QStringLiteral("/configs");
+  if (QDir(source).exists()) return source;
+  if (QCoreApplication::instance()) {
+    QDir dir(QCoreApplication::applicationDirPath());
+    for (int up = 0; up < 4; ++up) {
+      if (dir.exists(QStringLiteral("configs/models"))) return dir.filePath(QStringLiteral("configs"));
+      if (!dir.cdUp()) break;
+    }
+  }
+  return source;
+}
+
+QString resolveConfig(const QString& nameOrPath, const QString& kind) {
+  if (QFileInfo::exists(nameOrPath) || nameOrPath.contains(QLatin1Char('/')) ||
+      nameOrPath.endsWith(QStringLiteral(".json")))
+    return nameOrPath;
+  const QString candidate = configsDir() + QLatin1Char('/') + kind + QLatin1Char('/') + nameOrPath +
+                            QStringLiteral(".json");
+  return QFileInfo::exists(candidate) ? candidate : nameOrPath;
+}
+
+QStringList hardwareFiles(const QStringList& extra) {
+  QStringList out;
+  QDir dir(configsDir() + QStringLiteral("/hardware"));
+  const QFileInfoList files =
+      dir.entryInfoList({QStringLiteral("*.json")}, QDir::Files | QDir::Readable, QDir::Name);
+  for (const QFileInfo& f : files) out << f.absoluteFilePath();
+  for (const QString& e : extra) {
+    const QString abs = QFileInfo(e).absoluteFilePath();
+    if (!out.contains(abs)) out << abs;
+  }
+  return out;
+}
+
+std::string presetOf(const std::vector<bool>& routed) {
+  const int n = static_cast<int>(routed.size());
+  auto matches = [&](auto&& rule) {
+    for (int i = 0; i < n; ++i)
+      if (routed[static_cast<std::size_t>(i)] != rule(i)) return false;
+    return true;
+  };
+  if (matches([](int) { return false; })) return "none";
+  if (matches([](int) { return true; })) return "all";
+  if (matches([](int i) { return i % 2 == 1; })) return "every_other";
+  for (int step = 3; step <= n; ++step)
+    if (matches([step](int i) { return i % step == step - 1; })) return "every_nth:" + std::to_string(step);
+  return {};
+}
+
+std::string modelToJson(const sim::model_spec& m) {
+  namespace json = boost::json;
+  json::object o;
+  o["name"] = m.name;
+  o["d_model"] = m.d_model;
+  o["n_layers"] = m.n_layers;
+  o["n_heads"] = m.n_heads;
+  o["n_kv_heads"] = m.n_kv_heads;
+  if (m.n_heads > 0 && (m.d_model % m.n_heads != 0 || m.d_head != m.d_model / m.n_heads))
+    o["d_head"] = m.d_head;
+  o["d_ff"] = m.d_ff;
+  o["vocab_size"] = m.vocab_size;
+  o["mlp"] = sim::to_string(m.mlp);
+  if (m.routing) {
+    const sim::routing_spec& r = *m.routing;
+    const std::vector<sim::layer_plan> plan = sim::plan_layers(m);
+    std::vector<bool> routed;
+    bool uniform = true;
+    double capacity = r.capacity;
+    bool first = true;
+    for (const sim::layer_plan& l : plan) {
+      routed.push_back(l.routed);
+      if (!l.routed) continue;
+      if (first) capacity = l.capacity, first = false;
+      else if (l.capacity != capacity) uniform = false;
+    }
+    json::object ro;
+    const std::string preset = presetOf(routed);
+    ro["capacity"] = capacity;
+    if (uniform && !preset.empty()) {
+      ro["schedule"] = preset;
+    } else {
+      json::array caps;
+      for (const sim::layer_plan& l : plan) {
+        if (l.routed) caps.emplace_back(l.capacity);
+        else caps.emplace_back(nullptr);
+      }
+      ro["layer_capacities"] = std::move(caps);
+    }
+    ro["inference"] = r.inference == sim::inference_routing::predictor ? "predictor" : "router";
+    if (r.predictor_hidden > 0) ro["predictor_hidden"] = r.predictor_hidden;
+    o["routing"] = std::move(ro);
+  }
+  if (m.mode) {
+    const sim::mode_spec& mo = *m.mode;
+    json::object mj;
+    mj["variant"] = sim::to_string(mo.variant);
+    mj["experts"] = mo.experts;
+    mj["top_k"] = mo.top_k;
+    mj["capacity_factor"] = mo.capacity_factor;
+    if (mo.noop_experts > 0) mj["noop_experts"] = mo.noop_experts;
+    o["mode"] = std::move(mj);
+  }
+  // One key per line: readable in a diff and in an editor.
+  std::string out = "{\n";
+  bool first = true;
+  for (const auto& kv : o) {
+    if (!first) out += ",\n";
+    first = false;
+    out += "  " + json::serialize(json::value(kv.key())) + ": " + json::serialize(kv.value());
+  }
+  return out + "\n}\n";
+}
+
+ErrorParts splitError(const QString& message, const QString& file) {
+  QString rest = message;
+  if (!file.isEmpty() && rest.startsWith(file + QStringLiteral(": "))) rest = rest.mid(file.size() + 2);
+  const qsizetype colon = rest.indexOf(QStringLiteral(": "));
+  if (colon > 0) {
+    const QString key = rest.left(colon);
+    // A key path is an identifier with dots and brackets, never a sentence.
+    static const QRegularExpression keyPattern(QStringLiteral("^[A-Za-z_][A-Za-z0-9_.\\[\\]-]*$"));
+    if (keyPattern.match(key).hasMatch()) return {key, rest.mid(colon + 2)};
+  }
+  return {QString(), rest};
+}
+
+void validateEditedModel(const sim::model_spec& m) {
+  if (m.n_heads < 1) throw input_error("", "n_heads", "must be >= 1");
+  if (m.d_model % m.n_heads != 0)
+    throw input_error("", "n_heads",
+                      "d_model " + std::to_string(m.d_model) + " is not divisible by n_heads " +
+                          std::to_string(m.n_heads));
+  if (m.n_kv_heads < 1) throw input_error("", "n_kv_heads", "must be >= 1");
+  if (m.routing) {
+    for (std::size_t i = 0; i < m.routing->layer_capacities.size(); ++i) {
+      const auto& c = m.routing->layer_capacities[i];
+      if (c && !(*c > 0 && *c <= 1))
+        throw input_error("", "routing.layer_capacities[" + std::to_string(i) + "]",
+                          "capacity must be in (0, 1], got " + std::to_string(*c));
+    }
+  }
+  sim::validate_model(m, "");
+}
+
+}  // namespace modsim::gui

@@ -1,0 +1,61 @@
+#pragma once
+// The explorer's input: everything one computation needs, as plain values. The session
+// (explorer_session.hpp) owns the current one and hands copies to the worker.
+#include <QString>
+#include <QStringList>
+#include <string>
+#include <vector>
+
+#include "sim/spec.hpp"
+
+namespace modsim::gui {
+
+// The three things a user can ask about (DESIGN: training step, prefill, decode/serving).
+enum class ExplorerMode { Training, Prefill, Decode };
+
+sim::run_mode runModeOf(ExplorerMode mode);
+ExplorerMode explorerModeOf(sim::run_mode mode);
+QString displayName(ExplorerMode mode);
+
+struct ExplorerConfig {
+  sim::model_spec model;
+  sim::workload load;        // batch, seq_len, run mode, dtype
+  sim::hardware_spec hardware;
+  QString measurementsPath;  // measurements CSV for the Validation tab; empty = none chosen
+  bool sweepEnabled = true;  // the design-space sweep (the benchmark and tests may switch it off)
+  bool servingEnabled = true;
+};
+
+// The folder holding models/, hardware/, workloads/: $MODSIM_CONFIGS, else the source tree's
+// configs/ (compiled in), else configs/ next to or above the executable.
+QString configsDir();
+
+// "mod-220m" -> configs/models/mod-220m.json when that exists; a path is returned as is.
+QString resolveConfig(const QString& nameOrPath, const QString& kind);
+
+// Hardware files offered in the editor: configs/hardware/*.json (shipped and calibrated),
+// then `extra` (files the user added), without duplicates; absolute paths.
+QStringList hardwareFiles(const QStringList& extra = {});
+
+// The model as a modsim model file (configs/models/*.json); load_model() reads it back to an
+// equal spec. The schedule is written as a preset name when one matches, else as
+// layer_capacities.
+std::string modelToJson(const sim::model_spec& model);
+
+// The preset the routed layers match ("none", "all", "every_other", "every_nth:N"), or "" for
+// another set. `routed` has one entry per layer.
+std::string presetOf(const std::vector<bool>& routed);
+
+// The key path of a modsim::error message ("FILE: KEY: reason" or "KEY: reason") and its
+// reason; key is empty when the message names none.
+struct ErrorParts {
+  QString key;
+  QString reason;
+};
+ErrorParts splitError(const QString& message, const QString& file = {});
+
+// Checks a model edited in the explorer (d_model divisible by n_heads, then
+// sim::validate_model); throws modsim::error(bad_input) with "KEY: reason".
+void validateEditedModel(const sim::model_spec& model);
+
+}  // namespace modsim::gui

@@ -1,0 +1,301 @@
+#include "gui/core/explorer_session.hpp"
+
+#include <QFile>
+#include <QSaveFile>
+
+#include "sim/config.hpp"
+#include "sim/cost.hpp"
+#include "sim/error.hpp"
+
+namespace modsim::gui {
+namespace {
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+// The built-in starting point: the paper's 220M MoD model, prefill of 2,048 tokens, H100.
+sim::model_spec builtinModel() {
+  sim::model_spec m;
+  m.name = "mod-220m";
+  m.d_model = 1024;
+  m.n_layers = 16;
+  m.n_heads = 16;
+  m.n_kv_heads = 16;
+  m.d_head = 64;
+  m.d_ff = 4096;
+  m.vocab_size = 32000;
+  sim::routing_spec r;
+  r.capacity = 0.125;
+  r.sched.kind = sim::schedule_kind::every_other;
+  r.predictor_hidden = 256;
+  m.routing = r;
+  return m;
+}
+
+sim::hardware_spec builtinHardware() {
+  sim::hardware_spec h;
+  h.name = "h100-sxm (built-in datasheet)";
+  h.kind = "gpu";
+  h.source = "datasheet";
+  h.peak_matmul_flops = {66.9e12, 989.4e12, 989.4e12};
+  h.peak_vector_flops = {66.9e12, 133.8e12, 133.8e12};
+  h.memory_bandwidth_bytes_s = 3.35e12;
+  h.memory_bytes = 80e9;
+  h.l2_bytes = 52428800;
+  h.sm_count = 132;
+  h.kernel_launch_s = 2.5e-6;
+  h.host_enqueue_s = 4.0e-6;
+  return h;
+}
+
+}  // namespace
+
+ExplorerSession::ExplorerSession(QObject* parent)
+    : QObject(parent),
+      m_schedule(new ScheduleModel(this)),
+      m_summary(new SummaryModel(this)),
+      m_layers(new LayerTimesModel(this)),
+      m_gap(new GapModel(this)),
+      m_sweep(new SweepModel(this)),
+      m_timeline(new TimelineModel(this)),
+      m_serving(new ServingModel(this)),
+      m_validation(new ValidationModel(this)),
+      m_worker(new ComputeWorker(this)) {
+  m_config.model = builtinModel();
+  m_config.load.batch = 1;
+  m_config.load.seq_len = 2048;
+  m_config.load.mode = sim::run_mode::forward;
+  m_config.load.type = sim::dtype::bf16;
+  m_config.hardware = builtinHardware();
+  const QString h100 = resolveConfig(QStringLiteral("h100-sxm"), QStringLiteral("hardware"));
+  try {
+    if (QFile::exists(h100)) m_config.hardware = sim::load_hardware(h100.toStdString());
+  } catch (const modsim::error&) {
+    // keep the built-in numbers; the hardware editor shows the file's error when chosen
+  }
+  m_draft = m_config;
+  scheduleFromModel(m_config.model);
+  m_schedule->setSeqLen(m_config.load.seq_len);
+
+  connect(m_schedule, &ScheduleModel::scheduleEdited, this, &ExplorerSession::applyScheduleToDraft);
+  connect(m_schedule, &ScheduleModel::editRejected, this, [this](const QString& message) {
+    const ErrorParts parts = splitError(message);
+    emit validationChanged(parts.key, parts.reason);
+  });
+  connect(m_worker, &ComputeWorker::resultReady, this, &ExplorerSession::onResult);
+}
+
+void ExplorerSession::scheduleFromModel(const sim::model_spec& model) {
+  std::vector<std::optional<double>> layers;
+  for (const sim::layer_plan& l : sim::plan_layers(model))
+    layers.push_back(l.routed ? std::optional<double>(l.capacity) : std::nullopt);
+  // A routing spec whose schedule routes nothing still has a capacity for the presets.
+  m_schedule->setLayers(std::move(layers));
+}
+
+void ExplorerSession::applyScheduleToDraft() {
+  const auto& caps = m_schedule->layers();
+  std::vector<bool> routed;
+  std::vector<int> indices;
+  bool uniform = true;
+  std::optional<double> first;
+  for (std::size_t i = 0; i < caps.size(); ++i) {
+    routed.push_back(caps[i].has_value());
+    if (!caps[i]) continue;
+    indices.push_back(static_cast<int>(i));
+    if (!first) first = caps[i];
+    else if (*caps[i] != *first) uniform = false;
+  }
+  sim::model_spec& m = m_draft.model;
+  if (!first) {
+    m.routing.reset();
+  } else {
+    sim::routing_spec r = m.routing.value_or(sim::routing_spec{});
+    r.capacity = *first;
+    const std::string preset = presetOf(routed);
+    if (uniform && !preset.empty()) {
+      r.layer_capacities.clear();
+      r.sched = sim::parse_schedule(preset, m.n_layers, "", "routing.schedule");
+    } else {
+      r.layer_capacities = caps;
+      r.sched = sim::schedule{sim::schedule_kind::list, 0, indices};
+    }
+    m.routing = r;
+  }
+  commitDraft();
+}
+
+bool ExplorerSession::commitDraft() {
+  try {
+    validateEditedModel(m_draft.model);
+    if (m_draft.load.batch < 1) throw input_error("", "batch", "must be >= 1");
+    if (m_draft.load.seq_len < 1) throw input_error("", "seq_len", "must be >= 1");
+  } catch (const modsim::error& e) {
+    const ErrorParts parts = splitError(qs(e.what()));
+    emit validationChanged(parts.key.isEmpty() ? QStringLiteral("model") : parts.key, parts.reason);
+    return false;
+  }
+  emit validationChanged({}, {});
+  m_config = m_draft;
+  m_modified = true;
+  m_schedule->setSeqLen(m_config.load.seq_len);
+  emit configChanged();
+  m_worker->request(m_config);
+  return true;
+}
+
+void ExplorerSession::recompute() { m_worker->computeNow(m_config); }
+
+void ExplorerSession::onResult(const ComputeResultPtr& result) {
+  m_lastResult = result;
+  m_summary->setResult(result);
+  m_layers->setResult(result);
+  m_gap->setResult(result);
+  m_sweep->setResult(result);
+  m_timeline->setResult(result);
+  m_serving->setResult(result);
+  m_validation->setResult(result);
+  emit resultApplied(result);
+}
+
+bool ExplorerSession::loadModelFile(const QString& path, QString* error) {
+  sim::model_spec m;
+  try {
+    m = sim::load_model(path.toStdString());
+  } catch (const modsim::error& e) {
+    if (error) *error = qs(e.what());
+    return false;
+  }
+  m_modelPath = path;
+  setModel(m);
+  m_modified = false;
+  return true;
+}
+
+bool ExplorerSession::saveModelFile(const QString& path, QString* error) {
+  QSaveFile file(path);
+  const std::string text = modelToJson(m_config.model);
+  if (!file.open(QIODevice::WriteOnly) || file.write(text.data(), qint64(text.size())) != qint64(text.size()) ||
+      !file.commit()) {
+    if (error) *error = QStringLiteral("%1: cannot write: %2").arg(path, file.errorString());
+    return false;
+  }
+  m_modelPath = path;
+  m_modified = false;
+  return true;
+}
+
+bool ExplorerSession::loadHardwareFile(const QString& path, QString* error) {
+  try {
+    sim::hardware_spec hw = sim::load_hardware(path.toStdString());
+    const sim::cost_model check(hw);  // a malformed calibration block throws here
+    const bool kindChanged = hw.kind != m_config.hardware.kind;
+    m_draft.hardware = std::move(hw);
+    if (kindChanged) m_draft.load.type = m_draft.hardware.kind == "cpu" ? sim::dtype::fp32 : sim::dtype::bf16;
+  } catch (const modsim::error& e) {
+    if (error) *error = qs(e.what());
+    return false;
+  }
+  // When the model draft is invalid the new hardware waits in the draft and applies with the
+  // next valid edit; the file itself was fine.
+  commitDraft();
+  return true;
+}
+
+void ExplorerSession::setMeasurementsFile(const QString& path) {
+  m_draft.measurementsPath = path;
+  commitDraft();
+}
+
+void ExplorerSession::setModel(const sim::model_spec& model) {
+  m_draft.model = model;
+  if (m_draft.model.d_head == 0 && m_draft.model.n_heads > 0) m_draft.model.d_head = m_draft.model.d_model / m_draft.model.n_heads;
+  // d_head follows d_model / n_heads while editing unless the file set it otherwise.
+  m_headDerived = m_draft.model.d_head * m_draft.model.n_heads == m_draft.model.d_model;
+  scheduleFromModel(m_draft.model);
+  commitDraft();
+}
+
+void ExplorerSession::setDimension(const QString& key, int value) {
+  sim::model_spec& m = m_draft.model;
+  if (key == QStringLiteral("d_model")) m.d_model = value;
+  else if (key == QStringLiteral("n_heads")) m.n_heads = value;
+  else if (key == QStringLiteral("n_kv_heads")) m.n_kv_heads = value;
+  else if (key == QStringLiteral("d_ff")) m.d_ff = value;
+  else if (key == QStringLiteral("vocab_size")) m.vocab_size = value;
+  else if (key == QStringLiteral("n_layers")) {
+    m.n_layers = value;
+    if (m.routing) {
+      sim::routing_spec& r = *m.routing;
+      if (!r.layer_capacities.empty()) r.layer_capacities.resize(static_cast<std::size_t>(value));
+      std::erase_if(r.sched.layers, [value](int l) { return l >= value; });
+      if (r.sched.kind == sim::schedule_kind::every_nth && r.sched.n > value) r.sched = {sim::schedule_kind::every_other, 0, {}};
+    }
+    scheduleFromModel(m);
+  } else {
+    return;
+  }
+  if (m_headDerived && m.n_heads > 0 && m.d_model % m.n_heads == 0) m.d_head = m.d_model / m.n_heads;
+  commitDraft();
+}
+
+void ExplorerSession::setMlp(sim::mlp_kind mlp) {
+  m_draft.model.mlp = mlp;
+  commitDraft();
+}
+
+void ExplorerSession::setSeqLen(qint64 seqLen) {
+  m_draft.load.seq_len = seqLen;
+  commitDraft();
+}
+
+void ExplorerSession::setBatch(qint64 batch) {
+  m_draft.load.batch = batch;
+  commitDraft();
+}
+
+void ExplorerSession::setDtype(sim::dtype type) {
+  m_draft.load.type = type;
+  commitDraft();
+}
+
+void ExplorerSession::setMode(ExplorerMode mode) {
+  m_draft.load.mode = runModeOf(mode);
+  commitDraft();
+}
+
+void ExplorerSession::setVariant(const QString& variant, int experts, int topK, int noopExperts, double capacityFactor) {
+  sim::model_spec& m = m_draft.model;
+  if (variant == QStringLiteral("none")) {
+    m.mode.reset();
+  } else {
+    sim::mode_spec mode;
+    mode.variant = variant == QStringLiteral("moe")      ? sim::mode_variant::moe
+                   : variant == QStringLiteral("staged") ? sim::mode_variant::staged
+                                                          : sim::mode_variant::integrated;
+    mode.experts = experts;
+    mode.top_k = topK;
+    mode.noop_experts = mode.variant == sim::mode_variant::integrated ? noopExperts : 0;
+    mode.capacity_factor = capacityFactor;
+    m.mode = mode;
+  }
+  commitDraft();
+}
+
+void ExplorerSession::setSweepEnabled(bool enabled) {
+  m_draft.sweepEnabled = enabled;
+  commitDraft();
+}
+
+void ExplorerSession::setServingEnabled(bool enabled) {
+  m_draft.servingEnabled = enabled;
+  commitDraft();
+}
+
+void ExplorerSession::adoptSweepPoint(int row) {
+  if (row < 0 || row >= m_sweep->rowCount()) return;
+  sim::model_spec m = m_sweep->point(row).model;
+  m.name = m_config.model.name;
+  setModel(m);
+}
+
+}  // namespace modsim::gui

@@ -1,0 +1,106 @@
+#pragma once
+// The explorer's state and its one-way data flow:
+//   editors ──set…()──► draft configuration ──validated──► current configuration
+//          ──ComputeWorker (thread pool, debounced, cancellable)──► ComputeResult
+//          ──setResult()──► item models ──► views and charts
+// An edit that does not validate leaves the current configuration (and every result) as it
+// was and is reported with validationChanged(key, message) for the editor to show next to
+// the field. Loading a file that does not parse does the same and returns its error.
+#include <QObject>
+#include <QString>
+#include <memory>
+
+#include "gui/core/compute_worker.hpp"
+#include "gui/core/explorer_config.hpp"
+#include "gui/core/result_models.hpp"
+#include "gui/core/schedule_model.hpp"
+
+namespace modsim::gui {
+
+class ExplorerSession : public QObject {
+  Q_OBJECT
+ public:
+  explicit ExplorerSession(QObject* parent = nullptr);
+
+  // The current (validated) configuration and the draft the editors show.
+  const ExplorerConfig& config() const { return m_config; }
+  const sim::model_spec& draftModel() const { return m_draft.model; }
+  const sim::workload& draftWorkload() const { return m_draft.load; }
+  // The file the model came from (empty for an edited or built-in one) and whether it was
+  // edited since it was loaded or saved.
+  QString modelPath() const { return m_modelPath; }
+  bool isModified() const { return m_modified; }
+  ComputeResultPtr lastResult() const { return m_lastResult; }
+
+  ScheduleModel* scheduleModel() const { return m_schedule; }
+  SummaryModel* summaryModel() const { return m_summary; }
+  LayerTimesModel* layerTimesModel() const { return m_layers; }
+  GapModel* gapModel() const { return m_gap; }
+  SweepModel* sweepModel() const { return m_sweep; }
+  TimelineModel* timelineModel() const { return m_timeline; }
+  ServingModel* servingModel() const { return m_serving; }
+  ValidationModel* validationModel() const { return m_validation; }
+  ComputeWorker* worker() const { return m_worker; }
+
+  // Files. On failure they return false with the modsim::error message in *error and change
+  // nothing.
+  bool loadModelFile(const QString& path, QString* error);
+  bool saveModelFile(const QString& path, QString* error);
+  bool loadHardwareFile(const QString& path, QString* error);
+  void setMeasurementsFile(const QString& path);
+
+  // Edits of the draft; each recomputes when the draft validates.
+  void setModel(const sim::model_spec& model);  // a whole configuration (adopt, built-in)
+  void setDimension(const QString& key, int value);  // d_model n_layers n_heads n_kv_heads d_ff vocab_size
+  void setMlp(sim::mlp_kind mlp);
+  void setSeqLen(qint64 seqLen);
+  void setBatch(qint64 batch);
+  void setDtype(sim::dtype type);
+  void setMode(ExplorerMode mode);
+  // variant: "none", "moe", "staged", "integrated".
+  void setVariant(const QString& variant, int experts, int topK, int noopExperts, double capacityFactor);
+  void setSweepEnabled(bool enabled);
+  void setServingEnabled(bool enabled);
+
+  // Adopts the configuration of row `row` of the sweep model.
+  void adoptSweepPoint(int row);
+
+ public slots:
+  // Computes the current configuration now (no debounce).
+  void recompute();
+
+ signals:
+  // The current configuration changed: editors refresh from draftModel()/draftWorkload().
+  void configChanged();
+  // The draft's validity: `key` names the field ("routing.capacity", "n_heads", ...) and
+  // `message` the reason; both empty when the draft is valid.
+  void validationChanged(const QString& key, const QString& message);
+  // Every model holds `result` now.
+  void resultApplied(modsim::gui::ComputeResultPtr result);
+
+ private:
+  void applyScheduleToDraft();
+  void scheduleFromModel(const sim::model_spec& model);
+  // Validates the draft; when valid it becomes the configuration and is computed.
+  bool commitDraft();
+  void onResult(const ComputeResultPtr& result);
+
+  ExplorerConfig m_config;
+  ExplorerConfig m_draft;
+  QString m_modelPath;
+  bool m_modified = false;
+  bool m_headDerived = true;
+  ComputeResultPtr m_lastResult;
+
+  ScheduleModel* m_schedule;
+  SummaryModel* m_summary;
+  LayerTimesModel* m_layers;
+  GapModel* m_gap;
+  SweepModel* m_sweep;
+  TimelineModel* m_timeline;
+  ServingModel* m_serving;
+  ValidationModel* m_validation;
+  ComputeWorker* m_worker;
+};
+
+}  // namespace modsim::gui

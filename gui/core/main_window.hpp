@@ -1,0 +1,87 @@
+#pragma once
+// The explorer's main window: the configuration panel on the left, the headline and the
+// result tabs on the right, files and exports in the menus. It wires the session, the panel
+// and the pages together and owns no data.
+#include <QMainWindow>
+#include <QStringList>
+
+class QLabel;
+class QProgressBar;
+class QTabWidget;
+class QMenu;
+class QAction;
+
+namespace modsim::gui {
+
+class ExplorerSession;
+class ModelPanel;
+class DesignSpacePage;
+class LayersPage;
+class TimelinePage;
+class ServingPage;
+class ValidationPage;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  explicit MainWindow(QWidget* parent = nullptr);
+
+  ExplorerSession* session() const { return m_session; }
+  ModelPanel* panel() const { return m_panel; }
+  DesignSpacePage* designSpacePage() const { return m_designSpace; }
+  QLabel* headlineLabel() const { return m_headline; }
+  QTabWidget* tabs() const { return m_tabs; }
+  // The error banner's text; empty when it is hidden.
+  QString errorText() const;
+
+  // Tab names for --tab: design-space, layers, timeline, serving, validation.
+  static QStringList tabNames();
+  bool setCurrentTab(const QString& name);
+
+  // Non-interactive file operations (the dialogs call these). On failure they show the
+  // error in the banner, keep the previous state and return false.
+  bool openModelFile(const QString& path);
+  bool openHardwareFile(const QString& path);
+  bool saveModelFile(const QString& path);
+  // Exports the current tab as PNG or SVG (by the file's extension).
+  bool exportCurrentView(const QString& path);
+  // Writes the whole state as a report into `dir` (reports/report.hpp).
+  bool exportReport(const QString& dir);
+
+ signals:
+  // exportReport() finished: `error` is empty on success.
+  void reportFinished(const QString& dir, const QString& error);
+
+ public slots:
+  void showError(const QString& message);
+  void clearError();
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+  bool eventFilter(QObject* watched, QEvent* event) override;
+
+ private:
+  void buildMenus();
+  void updateRecentMenu();
+  void addRecentFile(const QString& path);
+  void updateTitle();
+  void saveModelFileAs();
+  QStringList extraHardwareFiles() const;
+
+  ExplorerSession* m_session;
+  ModelPanel* m_panel;
+  QLabel* m_banner;
+  QLabel* m_headline;
+  QTabWidget* m_tabs;
+  DesignSpacePage* m_designSpace;
+  LayersPage* m_layers;
+  TimelinePage* m_timeline;
+  ServingPage* m_serving;
+  ValidationPage* m_validation;
+  QProgressBar* m_progress;
+  QLabel* m_status;
+  QMenu* m_recentMenu = nullptr;
+  QAction* m_reportAction = nullptr;
+};
+
+}  // namespace modsim::gui

@@ -1,0 +1,70 @@
+#pragma once
+// The left panel: editors of the configuration (model dimensions, workload, schedule, MoDE
+// variant, hardware, mode). Edits go to the session's setters; the panel refreshes from the
+// session's draft when the configuration changes, and shows each validation error under the
+// field it names.
+#include <QHash>
+#include <QWidget>
+
+class QComboBox;
+class QDoubleSpinBox;
+class QFormLayout;
+class QLabel;
+class QSpinBox;
+class QTableView;
+class QPushButton;
+
+namespace modsim::gui {
+
+class ExplorerSession;
+
+class ModelPanel : public QWidget {
+  Q_OBJECT
+ public:
+  explicit ModelPanel(ExplorerSession* session, QWidget* parent = nullptr);
+
+  QTableView* scheduleView() const { return m_scheduleView; }
+  // The error shown for `key` ("routing.capacity", "n_heads", ...); empty when none.
+  QString errorFor(const QString& key) const;
+  // Hardware files offered (absolute paths); `extra` are added by the user (QSettings).
+  void setHardwareFiles(const QStringList& files);
+  QSpinBox* dimensionEditor(const QString& key) const { return m_dims.value(key); }
+
+ signals:
+  void addHardwareRequested();
+  void hardwareChosen(const QString& path);
+
+ public slots:
+  void refresh();
+  void showValidation(const QString& key, const QString& message);
+
+ private:
+  QLabel* makeErrorLabel(const QString& key);
+  QLabel* addErrorRow(QFormLayout* form, const QString& key);
+  void applyVariant();
+  void applyPreset();
+
+  ExplorerSession* m_session;
+  QLabel* m_name;
+  QHash<QString, QSpinBox*> m_dims;
+  QComboBox* m_mlp;
+  QSpinBox* m_seq;
+  QSpinBox* m_batch;
+  QComboBox* m_dtype;
+  QComboBox* m_mode;
+  QComboBox* m_preset;
+  QSpinBox* m_nth;
+  QDoubleSpinBox* m_capacity;
+  QTableView* m_scheduleView;
+  QComboBox* m_variant;
+  QSpinBox* m_experts;
+  QSpinBox* m_topK;
+  QSpinBox* m_noop;
+  QDoubleSpinBox* m_capacityFactor;
+  QComboBox* m_hardware;
+  QPushButton* m_addHardware;
+  QLabel* m_hardwareInfo;
+  QHash<QString, QLabel*> m_errors;  // by key (or group: "routing", "mode", "hardware", "model")
+};
+
+}  // namespace modsim::gui

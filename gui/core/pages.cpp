@@ -1,0 +1,366 @@
+#include "gui/core/pages.hpp"
+
+#include <QCheckBox>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QPushButton>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QTableView>
+#include <QToolTip>
+#include <QVBoxLayout>
+#include <QtCharts/QChart>
+#include <QtCharts/QChartView>
+#include <QtCharts/QScatterSeries>
+#include <QtCharts/QValueAxis>
+#include <limits>
+
+#include "gui/core/chart_inputs.hpp"
+#include "gui/core/format.hpp"
+#include "gui/core/gantt_view.hpp"
+#include "gui/core/result_models.hpp"
+
+namespace modsim::gui {
+namespace {
+
+QTableView* makeTable(QAbstractItemModel* model, QWidget* parent) {
+  auto* t = new QTableView(parent);
+  t->setModel(model);
+  t->setAlternatingRowColors(true);
+  t->setSelectionBehavior(QAbstractItemView::SelectRows);
+  t->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  t->verticalHeader()->setVisible(false);
+  t->verticalHeader()->setDefaultSectionSize(22);
+  t->horizontalHeader()->setStretchLastSection(true);
+  t->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  return t;
+}
+
+QChartView* makeChartView(QWidget* parent) {
+  auto* v = new QChartView(parent);
+  v->setRenderHint(QPainter::Antialiasing);
+  v->setMinimumHeight(260);
+  return v;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+AvailabilityStack::AvailabilityStack(QWidget* content, ResultModel* model, QWidget* parent)
+    : QStackedWidget(parent), m_message(new QLabel(this)) {
+  m_message->setAlignment(Qt::AlignCenter);
+  m_message->setWordWrap(true);
+  m_message->setMargin(40);
+  m_message->setStyleSheet(QStringLiteral("QLabel { color: #555; font-size: 13pt; }"));
+  addWidget(content);
+  addWidget(m_message);
+  connect(model, &ResultModel::availabilityChanged, this, &AvailabilityStack::update);
+  update(model->available(), model->unavailableReason());
+}
+
+QString AvailabilityStack::message() const { return currentIndex() == 1 ? m_message->text() : QString(); }
+
+void AvailabilityStack::update(bool available, const QString& reason) {
+  m_message->setText(reason.isEmpty() ? tr("Computing…") : reason);
+  setCurrentIndex(available ? 0 : 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+// Sorts by ValueRole (numbers as numbers) and can keep only the Pareto front.
+class SweepProxy : public QSortFilterProxyModel {
+ public:
+  using QSortFilterProxyModel::QSortFilterProxyModel;
+  void setFrontOnly(bool on) {
+    m_frontOnly = on;
+    invalidateFilter();
+  }
+
+ protected:
+  bool filterAcceptsRow(int row, const QModelIndex& parent) const override {
+    if (!m_frontOnly) return true;
+    const QModelIndex idx = sourceModel()->index(row, SweepModel::ParetoColumn, parent);
+    return idx.data(ValueRole).toBool() || !idx.data(Qt::DisplayRole).toString().isEmpty();
+  }
+  bool lessThan(const QModelIndex& a, const QModelIndex& b) const override {
+    const QVariant va = a.data(ValueRole), vb = b.data(ValueRole);
+    if (va.typeId() == QMetaType::Double && vb.typeId() == QMetaType::Double) return va.toDouble() < vb.toDouble();
+    return va.toString() < vb.toString();
+  }
+
+ private:
+  bool m_frontOnly = true;
+};
+}  // namespace
+
+DesignSpacePage::DesignSpacePage(SweepModel* model, QWidget* parent)
+    : QWidget(parent),
+      m_model(model),
+      m_view(makeChartView(this)),
+      m_proxy(new SweepProxy(this)),
+      m_frontOnly(new QCheckBox(tr("Pareto front and current only"), this)),
+      m_hint(new QLabel(this)) {
+  m_proxy->setSourceModel(model);
+  m_proxy->setSortRole(ValueRole);
+  m_table = makeTable(m_proxy, this);
+  m_table->setSortingEnabled(true);
+  m_table->sortByColumn(SweepModel::FlopsColumn, Qt::AscendingOrder);
+  m_frontOnly->setChecked(true);
+  m_hint->setText(tr("Each point is one configuration around the current one (capacity × schedule × variant). "
+                     "Hover for details; <b>click a point</b> (or double-click a row) to adopt it."));
+  m_hint->setWordWrap(true);
+
+  auto* content = new QWidget(this);
+  auto* split = new QSplitter(Qt::Vertical, content);
+  split->addWidget(m_view);
+  auto* side = new QWidget(split);
+  auto* sideLayout = new QVBoxLayout(side);
+  sideLayout->setContentsMargins(0, 0, 0, 0);
+  sideLayout->addWidget(m_frontOnly);
+  sideLayout->addWidget(m_table);
+  split->addWidget(side);
+  split->setStretchFactor(0, 4);
+  split->setStretchFactor(1, 1);
+  auto* cl = new QVBoxLayout(content);
+  cl->setContentsMargins(0, 0, 0, 0);
+  cl->addWidget(m_hint);
+  cl->addWidget(split, 1);
+
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(6, 6, 6, 6);
+  layout->addWidget(new AvailabilityStack(content, model, this));
+
+  connect(model, &QAbstractItemModel::modelReset, this, &DesignSpacePage::rebuild);
+  connect(m_frontOnly, &QCheckBox::toggled, this, [this](bool on) { static_cast<SweepProxy*>(m_proxy)->setFrontOnly(on); });
+  connect(m_table, &QTableView::doubleClicked, this,
+          [this](const QModelIndex& idx) { emit adoptRequested(m_proxy->mapToSource(idx).row()); });
+  rebuild();
+}
+
+void DesignSpacePage::rebuild() {
+  QChart* chart = makeDesignSpaceChart(*m_model, tr("Design space: predicted wall-clock vs matmul FLOPs"));
+  for (QAbstractSeries* s : chart->series()) {
+    if (auto* scatter = qobject_cast<QScatterSeries*>(s)) {
+      connect(scatter, &QXYSeries::clicked, this, &DesignSpacePage::onPointClicked);
+      connect(scatter, &QXYSeries::hovered, this, &DesignSpacePage::onHovered);
+    }
+  }
+  replaceChart(m_view, chart);
+  m_table->resizeColumnsToContents();
+}
+
+int DesignSpacePage::rowAt(const QPointF& value) const {
+  QChart* chart = m_view->chart();
+  if (!chart || m_model->rowCount() == 0) return -1;
+  // Compare in pixels when the chart is laid out, else in value units scaled by the ranges.
+  double xRange = 1, yRange = 1;
+  const auto axesX = chart->axes(Qt::Horizontal), axesY = chart->axes(Qt::Vertical);
+  if (!axesX.isEmpty() && !axesY.isEmpty()) {
+    if (auto* ax = qobject_cast<QValueAxis*>(axesX.first())) xRange = std::max(1e-12, ax->max() - ax->min());
+    if (auto* ay = qobject_cast<QValueAxis*>(axesY.first())) yRange = std::max(1e-12, ay->max() - ay->min());
+  }
+  int best = -1;
+  double bestD = std::numeric_limits<double>::infinity();
+  for (int r = 0; r < m_model->rowCount(); ++r) {
+    const SweepPoint& p = m_model->point(r);
+    const double dx = (double(p.matmulFlops) / 1e9 - value.x()) / xRange;
+    const double dy = (p.timeS * 1e3 - value.y()) / yRange;
+    const double d = dx * dx + dy * dy;
+    // Among coincident points prefer the one on the front.
+    if (d < bestD - 1e-12 || (std::abs(d - bestD) <= 1e-12 && p.pareto && best >= 0 && !m_model->point(best).pareto)) {
+      bestD = d;
+      best = r;
+    }
+  }
+  return best;
+}
+
+void DesignSpacePage::onPointClicked(const QPointF& value) {
+  const int row = rowAt(value);
+  if (row >= 0) emit adoptRequested(row);
+}
+
+void DesignSpacePage::onHovered(const QPointF& value, bool state) {
+  if (!state) {
+    QToolTip::hideText();
+    return;
+  }
+  const int row = rowAt(value);
+  if (row < 0) return;
+  const QString text = m_model->index(row, 0).data(Qt::ToolTipRole).toString() +
+                       (m_model->point(row).pareto ? tr("\non the Pareto front") : QString()) + tr("\nclick to adopt");
+  QToolTip::showText(QCursor::pos(), text, m_view);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+LayersPage::LayersPage(LayerTimesModel* model, GapModel* gap, QWidget* parent)
+    : QWidget(parent), m_model(model), m_gap(gap), m_view(makeChartView(this)), m_gapView(makeChartView(this)),
+      m_table(makeTable(model, this)) {
+  auto* split = new QSplitter(Qt::Vertical, this);
+  split->addWidget(m_view);
+  auto* bottom = new QSplitter(Qt::Horizontal, split);
+  m_gapView->setMinimumWidth(560);
+  bottom->addWidget(m_gapView);
+  bottom->addWidget(m_table);
+  bottom->setStretchFactor(0, 2);
+  bottom->setStretchFactor(1, 3);
+  split->addWidget(bottom);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 2);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(6, 6, 6, 6);
+  layout->addWidget(new AvailabilityStack(split, model, this));
+  connect(model, &QAbstractItemModel::modelReset, this, &LayersPage::rebuild);
+  connect(gap, &QAbstractItemModel::modelReset, this, &LayersPage::rebuildGap);
+  rebuild();
+  rebuildGap();
+}
+
+void LayersPage::rebuild() {
+  replaceChart(m_view, makeLayerTimeChart(*m_model, tr("Predicted time per layer by op class, dense beside current")));
+  m_table->resizeColumnsToContents();
+}
+
+void LayersPage::rebuildGap() {
+  replaceChart(m_gapView, makeGapChart(*m_gap, tr("From the FLOP ratio to the time ratio (% of the dense step)")));
+}
+
+// ---------------------------------------------------------------------------------------------
+
+TimelinePage::TimelinePage(TimelineModel* model, QWidget* parent)
+    : QWidget(parent), m_model(model), m_gantt(new GanttView(model, this)), m_zoom(new GanttView(model, this)),
+      m_zoomTitle(new QLabel(this)), m_summary(new QLabel(this)), m_table(makeTable(model, this)) {
+  auto* content = new QWidget(this);
+  auto* cl = new QVBoxLayout(content);
+  cl->setContentsMargins(0, 0, 0, 0);
+  m_summary->setWordWrap(true);
+  cl->addWidget(m_summary);
+  auto* split = new QSplitter(Qt::Vertical, content);
+  auto* views = new QWidget(split);
+  auto* vl = new QVBoxLayout(views);
+  vl->setContentsMargins(0, 0, 0, 0);
+  auto* wholeTitle = new QLabel(tr("<b>Whole step</b>"), views);
+  vl->addWidget(wholeTitle);
+  vl->addWidget(m_gantt);
+  vl->addWidget(m_zoomTitle);
+  vl->addWidget(m_zoom);
+  split->addWidget(views);
+  split->addWidget(m_table);
+  split->setStretchFactor(0, 0);
+  split->setStretchFactor(1, 1);
+  cl->addWidget(split, 1);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(6, 6, 6, 6);
+  layout->addWidget(new AvailabilityStack(content, model, this));
+  connect(model, &QAbstractItemModel::modelReset, this, &TimelinePage::rebuild);
+  rebuild();
+}
+
+void TimelinePage::rebuild() {
+  double hostBusy = 0, gpuIdle = 0, gpuBusy = 0;
+  int kernels = 0;
+  for (int r = 0; r < m_model->rowCount(); ++r) {
+    const TimelineSpan& s = m_model->span(r);
+    const double d = s.endS - s.startS;
+    if (s.opClass == "launch") hostBusy += d;
+    else if (s.opClass == "idle") gpuIdle += d;
+    else if (s.lane > 0) gpuBusy += d, ++kernels;
+  }
+  const double step = m_model->makespanS();
+  // Close-up: from the start to the first kernel of layer 2 (a dense and a routed layer under
+  // every_other), else the first eighth of the step.
+  double zoomEnd = step / 8;
+  for (int r = 0; r < m_model->rowCount(); ++r) {
+    const TimelineSpan& s = m_model->span(r);
+    if (s.lane > 0 && s.opClass != "idle" && QString::fromStdString(s.name).endsWith(QStringLiteral(" L2"))) {
+      zoomEnd = s.startS;
+      break;
+    }
+  }
+  m_zoom->setWindow(0, zoomEnd);
+  m_zoomTitle->setText(tr("<b>Close-up: the first %1</b> (layers 0 and 1)").arg(formatSeconds(zoomEnd)));
+  m_summary->setText(
+      tr("One step as the simulator executes it: the host enqueues kernels (one span per launch), the GPU stream "
+         "runs them; grey gaps are the GPU waiting on the host. <b>Step %1</b> · %2 kernels · GPU busy %3 (%4%) · "
+         "GPU waiting on the host %5 · host enqueueing %6. Wheel to zoom, drag to pan, double-click to fit.")
+          .arg(formatSeconds(step))
+          .arg(kernels)
+          .arg(formatSeconds(gpuBusy))
+          .arg(step > 0 ? 100.0 * gpuBusy / step : 0.0, 0, 'f', 1)
+          .arg(formatSeconds(gpuIdle), formatSeconds(hostBusy)));
+  m_table->resizeColumnsToContents();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+ServingPage::ServingPage(ServingModel* model, QWidget* parent)
+    : QWidget(parent), m_model(model), m_view(makeChartView(this)), m_table(makeTable(model, this)),
+      m_scenario(new QLabel(this)) {
+  m_scenario->setWordWrap(true);
+  auto* content = new QWidget(this);
+  auto* cl = new QVBoxLayout(content);
+  cl->setContentsMargins(0, 0, 0, 0);
+  cl->addWidget(m_scenario);
+  auto* split = new QSplitter(Qt::Vertical, content);
+  split->addWidget(m_view);
+  split->addWidget(m_table);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 2);
+  cl->addWidget(split, 1);
+  m_table->horizontalHeader()->setStretchLastSection(false);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(6, 6, 6, 6);
+  layout->addWidget(new AvailabilityStack(content, model, this));
+  connect(model, &QAbstractItemModel::modelReset, this, &ServingPage::rebuild);
+  rebuild();
+}
+
+void ServingPage::rebuild() {
+  m_scenario->setText(tr("Serving simulation (sim/des), dense baseline and current configuration under the same load: %1")
+                          .arg(m_model->scenario()));
+  m_table->resizeColumnsToContents();
+  replaceChart(m_view, makeLatencyChart(*m_model, tr("Serving latency: TTFT and TPOT, dense vs current")));
+}
+
+// ---------------------------------------------------------------------------------------------
+
+ValidationPage::ValidationPage(ValidationModel* model, QWidget* parent)
+    : QWidget(parent), m_model(model), m_view(makeChartView(this)), m_table(makeTable(model, this)),
+      m_summary(new QLabel(this)), m_open(new QPushButton(tr("Open measurements CSV…"), this)) {
+  m_summary->setWordWrap(true);
+  m_summary->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  auto* top = new QHBoxLayout;
+  top->addWidget(m_open, 0, Qt::AlignTop);
+  top->addWidget(m_summary, 1);
+  auto* split = new QSplitter(Qt::Horizontal, this);
+  split->addWidget(m_view);
+  split->addWidget(m_table);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 2);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(6, 6, 6, 6);
+  layout->addLayout(top);
+  layout->addWidget(new AvailabilityStack(split, model, this), 1);
+  connect(model, &QAbstractItemModel::modelReset, this, &ValidationPage::rebuild);
+  connect(m_open, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open measurements"), m_model->file(),
+                                                      tr("Measurements (*.csv);;All files (*)"));
+    if (!path.isEmpty()) emit measurementsFileChosen(path);
+  });
+  rebuild();
+}
+
+void ValidationPage::rebuild() {
+  const QString summary = m_model->summary();
+  m_summary->setText(m_model->file().isEmpty() ? tr("No measurements chosen.")
+                                               : QStringLiteral("%1 — %2").arg(m_model->file(), summary));
+  replaceChart(m_view, makeValidationChart(*m_model, tr("Measured vs predicted block times")));
+  m_table->resizeColumnsToContents();
+}
+
+}  // namespace modsim::gui

@@ -1,0 +1,547 @@
+#include "gui/core/result_models.hpp"
+
+#include <QFont>
+#include <cmath>
+
+#include "gui/core/explorer_config.hpp"
+#include "gui/core/format.hpp"
+
+namespace modsim::gui {
+namespace {
+
+constexpr auto kValidIndex = QAbstractItemModel::CheckIndexOption::IndexIsValid |
+                             QAbstractItemModel::CheckIndexOption::ParentIsInvalid;
+
+QVariant rightAligned() { return int(Qt::AlignRight | Qt::AlignVCenter); }
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+}  // namespace
+
+// Called inside a model reset, so that views rebuilding on modelReset see the new state.
+void ResultModel::setAvailability(bool available, const QString& reason) {
+  if (available == m_available && reason == m_unavailable) return;
+  m_available = available;
+  m_unavailable = reason;
+  emit availabilityChanged(available, reason);
+}
+
+// ---------------------------------------------------------------------------------------------
+// SummaryModel
+
+int SummaryModel::rowCount(const QModelIndex& parent) const { return parent.isValid() || !m_hasResult ? 0 : RowCount; }
+int SummaryModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+QVariant SummaryModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || !checkIndex(index, kValidIndex)) return {};
+  const PredictionResult& p = m_prediction;
+  double cur = 0, dense = 0;
+  QString name;
+  enum Unit { InSeconds, InFlops, InBytes, InCount } unit = InSeconds;
+  switch (index.row()) {
+    case TotalTime: name = tr("Predicted time"); cur = p.totalS; dense = p.denseTotalS; break;
+    case DeviceTime: name = tr("Device time (ops)"); cur = p.totalS - p.overheadS; dense = p.denseTotalS - p.denseOverheadS; break;
+    case Overhead: name = tr("Launch overhead"); cur = p.overheadS; dense = p.denseOverheadS; break;
+    case MatmulFlops: name = tr("Matmul FLOPs"); cur = double(p.matmulFlops); dense = double(p.denseMatmulFlops); unit = InFlops; break;
+    case Bytes: name = tr("Memory traffic"); cur = double(p.bytes); dense = double(p.denseBytes); unit = InBytes; break;
+    case Params: name = tr("Parameters"); cur = double(p.params); dense = 0; unit = InCount; break;
+    default: return {};
+  }
+  auto fmt = [unit](double v) {
+    switch (unit) {
+      case InSeconds: return formatSeconds(v);
+      case InFlops: return formatFlops(v);
+      case InBytes: return formatBytes(v);
+      case InCount: return formatCount(v);
+    }
+    return QString();
+  };
+  if (role == Qt::DisplayRole) {
+    switch (index.column()) {
+      case MetricColumn: return name;
+      case CurrentColumn: return fmt(cur);
+      case DenseColumn: return unit == InCount ? QStringLiteral("—") : fmt(dense);
+      case RatioColumn: return unit == InCount ? QStringLiteral("—") : formatRatio(cur, dense);
+      default: return {};
+    }
+  }
+  if (role == ValueRole && index.column() != MetricColumn) {
+    if (index.column() == CurrentColumn) return cur;
+    if (index.column() == DenseColumn) return dense;
+    return dense != 0 ? QVariant(cur / dense) : QVariant();
+  }
+  if (role == DenseValueRole && index.column() != MetricColumn) return dense;
+  if (role == Qt::TextAlignmentRole && index.column() != MetricColumn) return rightAligned();
+  return {};
+}
+
+QVariant SummaryModel::headerData(int section, Qt::Orientation o, int role) const {
+  if (o != Qt::Horizontal || role != Qt::DisplayRole) return ResultModel::headerData(section, o, role);
+  switch (section) {
+    case MetricColumn: return tr("Metric");
+    case CurrentColumn: return tr("Current");
+    case DenseColumn: return tr("Dense");
+    case RatioColumn: return tr("Current / dense");
+    default: return {};
+  }
+}
+
+void SummaryModel::setResult(const ComputeResultPtr& result) {
+  beginResetModel();
+  m_hasResult = result && result->error.empty();
+  m_error = result ? qs(result->error) : QString();
+  if (result) {
+    m_modelName = qs(result->model.name);
+    m_modeName = displayName(explorerModeOf(result->load.mode));
+  }
+  m_prediction = m_hasResult ? result->prediction : PredictionResult{};
+  setAvailability(m_hasResult, m_error);
+  endResetModel();
+}
+
+QString SummaryModel::headline() const {
+  if (!m_error.isEmpty()) return tr("Cannot compute: %1").arg(m_error);
+  if (!m_hasResult) return tr("Computing…");
+  const PredictionResult& p = m_prediction;
+  return tr("%1 · %2 on %3:  <b>%4</b> predicted (dense %5, <b>%6</b>)  ·  FLOPs %7 of dense  ·  %8")
+      .arg(m_modeName, m_modelName.toHtmlEscaped(), qs(p.hardwareName).toHtmlEscaped(), formatSeconds(p.totalS),
+           formatSeconds(p.denseTotalS), formatRatio(p.totalS, p.denseTotalS),
+           formatRatio(double(p.matmulFlops), double(p.denseMatmulFlops)), qs(p.costLabel).toHtmlEscaped());
+}
+
+// ---------------------------------------------------------------------------------------------
+// LayerTimesModel
+
+int LayerTimesModel::rowCount(const QModelIndex& parent) const {
+  if (parent.isValid() || m_prediction.layers.empty()) return 0;
+  return layerCount() + 1;  // + LM head
+}
+int LayerTimesModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : firstClassColumn() + classCount() + 3;
+}
+
+QString LayerTimesModel::className(int c) const {
+  return c >= 0 && c < classCount() ? qs(m_prediction.opClasses[static_cast<std::size_t>(c)]) : QString();
+}
+
+QVariant LayerTimesModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || !checkIndex(index, kValidIndex)) return {};
+  const int row = index.row();
+  const int col = index.column();
+  const bool head = row == layerCount();
+  const LayerTiming* layer = head ? nullptr : &m_prediction.layers[static_cast<std::size_t>(row)];
+  double cur = 0, dense = 0;
+  bool numeric = true;
+  if (col == 0) {
+    if (role == Qt::DisplayRole) return head ? tr("LM head") : QString::number(layer->index);
+    if (role == ValueRole) return head ? -1 : layer->index;
+    return {};
+  }
+  if (col == 1) {
+    if (role == Qt::DisplayRole) return head ? QString() : layer->routed ? tr("routed") : tr("dense");
+    if (role == ValueRole) return head ? false : layer->routed;
+    return {};
+  }
+  if (col == 2) {
+    if (role == Qt::DisplayRole) return head || !layer->routed ? QStringLiteral("—") : QString::number(layer->capacity, 'g', 4);
+    if (role == ValueRole) return head ? 1.0 : layer->capacity;
+    if (role == Qt::TextAlignmentRole) return rightAligned();
+    return {};
+  }
+  const int c = col - firstClassColumn();
+  if (c < classCount()) {
+    const std::size_t ci = static_cast<std::size_t>(c);
+    if (head) {
+      const bool isHead = className(c) == QStringLiteral("lm_head");
+      cur = isHead ? m_prediction.lmHeadS : 0;
+      dense = isHead ? m_prediction.denseLmHeadS : 0;
+    } else {
+      cur = layer->currentS[ci];
+      dense = layer->denseS[ci];
+    }
+  } else if (c == classCount()) {
+    cur = head ? m_prediction.lmHeadS : layer->currentTotalS;
+    dense = head ? m_prediction.denseLmHeadS : layer->denseTotalS;
+  } else if (c == classCount() + 1) {
+    cur = dense = head ? m_prediction.denseLmHeadS : layer->denseTotalS;
+  } else {
+    cur = head ? m_prediction.lmHeadS : layer->currentTotalS;
+    dense = head ? m_prediction.denseLmHeadS : layer->denseTotalS;
+    numeric = false;
+  }
+  switch (role) {
+    case Qt::DisplayRole: return numeric ? formatSeconds(cur) : formatRatio(cur, dense);
+    case ValueRole: return numeric ? cur : (dense != 0 ? cur / dense : 0.0);
+    case DenseValueRole: return dense;
+    case Qt::TextAlignmentRole: return rightAligned();
+    default: return {};
+  }
+}
+
+QVariant LayerTimesModel::headerData(int section, Qt::Orientation o, int role) const {
+  if (o != Qt::Horizontal || role != Qt::DisplayRole) return ResultModel::headerData(section, o, role);
+  if (section == 0) return tr("Layer");
+  if (section == 1) return tr("Routed");
+  if (section == 2) return tr("Capacity");
+  const int c = section - firstClassColumn();
+  if (c >= 0 && c < classCount()) return className(c);
+  if (c == classCount()) return tr("Total");
+  if (c == classCount() + 1) return tr("Dense total");
+  if (c == classCount() + 2) return tr("Current / dense");
+  return {};
+}
+
+void LayerTimesModel::setResult(const ComputeResultPtr& result) {
+  const bool ok = result && result->error.empty();
+  beginResetModel();
+  m_prediction = ok ? result->prediction : PredictionResult{};
+  setAvailability(ok, result ? qs(result->error) : QString());
+  endResetModel();
+}
+
+// ---------------------------------------------------------------------------------------------
+// GapModel
+
+int GapModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() || m_prediction.gap.empty() ? 0 : static_cast<int>(m_prediction.gap.size()) + 2;
+}
+int GapModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+QVariant GapModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || !checkIndex(index, kValidIndex)) return {};
+  const int r = index.row();
+  const bool first = r == 0, last = r == rowCount() - 1;
+  QString name;
+  double pct = 0;
+  if (first) {
+    name = tr("FLOPs");
+    pct = 100 * m_prediction.flopRatio;
+  } else if (last) {
+    name = tr("time");
+    pct = 100 * m_prediction.timeRatio;
+  } else {
+    const GapTerm& t = m_prediction.gap[static_cast<std::size_t>(r - 1)];
+    name = t.name == "gemm_efficiency" ? tr("GEMM eff.")
+           : t.name == "memory_bound"  ? tr("mem-bound")
+           : t.name == "launch"        ? tr("launches")
+                                       : qs(t.name);
+    pct = 100 * t.fraction;
+  }
+  if (role == Qt::DisplayRole) {
+    switch (index.column()) {
+      case TermColumn: return name;
+      case PercentColumn: return QStringLiteral("%1%2 %").arg(!first && !last && pct > 0 ? QStringLiteral("+") : QString()).arg(pct, 0, 'f', 2);
+      case KindColumn: return first || last ? tr("total") : tr("delta");
+      default: return {};
+    }
+  }
+  if (role == ValueRole && index.column() == PercentColumn) return pct;
+  if (role == Qt::TextAlignmentRole && index.column() == PercentColumn) return rightAligned();
+  return {};
+}
+
+QVariant GapModel::headerData(int section, Qt::Orientation o, int role) const {
+  if (o != Qt::Horizontal || role != Qt::DisplayRole) return ResultModel::headerData(section, o, role);
+  switch (section) {
+    case TermColumn: return tr("Term");
+    case PercentColumn: return tr("% of dense step");
+    case KindColumn: return tr("Kind");
+    default: return {};
+  }
+}
+
+void GapModel::setResult(const ComputeResultPtr& result) {
+  const bool ok = result && result->error.empty();
+  beginResetModel();
+  m_prediction = ok ? result->prediction : PredictionResult{};
+  setAvailability(ok && !m_prediction.gap.empty(), result ? qs(result->error) : QString());
+  endResetModel();
+}
+
+// ---------------------------------------------------------------------------------------------
+// SweepModel
+
+int SweepModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(m_sweep.points.size()); }
+int SweepModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+QString SweepModel::label(int row) const {
+  const SweepPoint& p = point(row);
+  QString s = qs(p.variant);
+  if (p.schedule != "none") s += QStringLiteral(" · ") + qs(p.schedule) + QStringLiteral(" · c=%1").arg(p.capacity, 0, 'g', 4);
+  return s;
+}
+
+QVariant SweepModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || !checkIndex(index, kValidIndex)) return {};
+  const SweepPoint& p = point(index.row());
+  const double speedup = p.timeS > 0 ? m_sweep.denseTimeS / p.timeS : 0;
+  const double flopRatio = m_sweep.denseMatmulFlops ? double(p.matmulFlops) / double(m_sweep.denseMatmulFlops) : 0;
+  if (role == Qt::DisplayRole) {
+    switch (index.column()) {
+      case VariantColumn: return qs(p.variant);
+      case ScheduleColumn: return qs(p.schedule);
+      case CapacityColumn: return p.schedule == "none" ? QStringLiteral("—") : QString::number(p.capacity, 'g', 4);
+      case FlopsColumn: return formatFlops(double(p.matmulFlops));
+      case TimeColumn: return formatSeconds(p.timeS);
+      case SpeedupColumn: return QStringLiteral("%1×").arg(speedup, 0, 'f', 2);
+      case FlopRatioColumn: return QStringLiteral("%1×").arg(flopRatio, 0, 'f', 3);
+      case ParetoColumn: return p.current ? (p.pareto ? tr("front · current") : tr("current")) : p.pareto ? tr("front") : QString();
+      default: return {};
+    }
+  }
+  if (role == ValueRole) {
+    switch (index.column()) {
+      case VariantColumn: return qs(p.variant);
+      case ScheduleColumn: return qs(p.schedule);
+      case CapacityColumn: return p.capacity;
+      case FlopsColumn: return double(p.matmulFlops);
+      case TimeColumn: return p.timeS;
+      case SpeedupColumn: return speedup;
+      case FlopRatioColumn: return flopRatio;
+      case ParetoColumn: return p.pareto;
+      default: return {};
+    }
+  }
+  if (role == Qt::ToolTipRole) {
+    return tr("%1\n%2 matmul FLOPs (%3 of dense)\n%4 predicted (%5× faster than dense)")
+        .arg(label(index.row()), formatFlops(double(p.matmulFlops)), QStringLiteral("%1×").arg(flopRatio, 0, 'f', 3),
+             formatSeconds(p.timeS), QString::number(speedup, 'f', 2));
+  }
+  if (role == Qt::FontRole && p.current) {
+    QFont f;
+    f.setBold(true);
+    return f;
+  }
+  if (role == Qt::TextAlignmentRole && index.column() >= CapacityColumn && index.column() <= FlopRatioColumn)
+    return rightAligned();
+  return {};
+}
+
+QVariant SweepModel::headerData(int section, Qt::Orientation o, int role) const {
+  if (o != Qt::Horizontal || role != Qt::DisplayRole) return ResultModel::headerData(section, o, role);
+  switch (section) {
+    case VariantColumn: return tr("Variant");
+    case ScheduleColumn: return tr("Schedule");
+    case CapacityColumn: return tr("Capacity");
+    case FlopsColumn: return tr("Matmul FLOPs");
+    case TimeColumn: return tr("Predicted time");
+    case SpeedupColumn: return tr("Speed-up");
+    case FlopRatioColumn: return tr("FLOPs / dense");
+    case ParetoColumn: return tr("Pareto");
+    default: return {};
+  }
+}
+
+void SweepModel::setResult(const ComputeResultPtr& result) {
+  if (!result || !result->error.empty()) {
+    SweepResult empty;
+    empty.unavailable = result ? result->error : std::string();
+    setSweep(std::move(empty));
+    return;
+  }
+  setSweep(result->sweep);
+}
+
+void SweepModel::setSweep(SweepResult sweep) {
+  beginResetModel();
+  m_sweep = std::move(sweep);
+  setAvailability(m_sweep.available, qs(m_sweep.unavailable));
+  endResetModel();
+}
+
+// ---------------------------------------------------------------------------------------------
+// TimelineModel
+
+int TimelineModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(m_timeline.spans.size()); }
+int TimelineModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+QVariant TimelineModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || !checkIndex(index, kValidIndex)) return {};
+  const TimelineSpan& s = span(index.row());
+  if (role == Qt::DisplayRole) {
+    switch (index.column()) {
+      case LaneColumn:
+        return s.lane >= 0 && s.lane < static_cast<int>(m_timeline.lanes.size()) ? qs(m_timeline.lanes[static_cast<std::size_t>(s.lane)]) : QString::number(s.lane);
+      case NameColumn: return qs(s.name);
+      case ClassColumn: return qs(s.opClass);
+      case StartColumn: return formatSeconds(s.startS);
+      case DurationColumn: return formatSeconds(s.endS - s.startS);
+      default: return {};
+    }
+  }
+  if (role == ValueRole) {
+    switch (index.column()) {
+      case LaneColumn: return s.lane;
+      case NameColumn: return qs(s.name);
+      case ClassColumn: return qs(s.opClass);
+      case StartColumn: return s.startS;
+      case DurationColumn: return s.endS - s.startS;
+      default: return {};
+    }
+  }
+  if (role == Qt::TextAlignmentRole && index.column() >= StartColumn) return rightAligned();
+  return {};
+}
+
+QVariant TimelineModel::headerData(int section, Qt::Orientation o, int role) const {
+  if (o != Qt::Horizontal || role != Qt::DisplayRole) return ResultModel::headerData(section, o, role);
+  switch (section) {
+    case LaneColumn: return tr("Lane");
+    case NameColumn: return tr("Span");
+    case ClassColumn: return tr("Class");
+    case StartColumn: return tr("Start");
+    case DurationColumn: return tr("Duration");
+    default: return {};
+  }
+}
+
+void TimelineModel::setResult(const ComputeResultPtr& result) {
+  beginResetModel();
+  if (result && result->error.empty()) m_timeline = result->timeline;
+  else {
+    m_timeline = TimelineResult{};
+    if (result) m_timeline.unavailable = result->error;
+  }
+  setAvailability(m_timeline.available, qs(m_timeline.unavailable));
+  endResetModel();
+}
+
+// ---------------------------------------------------------------------------------------------
+// ServingModel
+
+int ServingModel::rowCount(const QModelIndex& parent) const { return parent.isValid() || !m_serving.available ? 0 : RowCount; }
+int ServingModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+QVariant ServingModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || !checkIndex(index, kValidIndex)) return {};
+  auto value = [&](const ServingStats& s) -> double {
+    switch (index.row()) {
+      case Completed: return s.completed;
+      case TtftP50: return s.ttft.p50;
+      case TtftP90: return s.ttft.p90;
+      case TtftP99: return s.ttft.p99;
+      case TpotP50: return s.tpot.p50;
+      case TpotP90: return s.tpot.p90;
+      case TpotP99: return s.tpot.p99;
+      case Throughput: return s.throughputTokS;
+      case KvPeak: return double(s.kvPeakBytes);
+      default: return 0;
+    }
+  };
+  static const char* names[] = {"Requests completed", "TTFT p50", "TTFT p90", "TTFT p99", "TPOT p50",
+                                "TPOT p90", "TPOT p99", "Throughput", "KV cache peak"};
+  const double dense = value(m_serving.dense);
+  const double cur = value(m_serving.current);
+  auto fmt = [&](double v) -> QString {
+    switch (index.row()) {
+      case Completed: return QString::number(qint64(v));
+      case Throughput: return QStringLiteral("%1 tok/s").arg(v, 0, 'f', 0);
+      case KvPeak: return formatBytes(v);
+      default: return formatSeconds(v);
+    }
+  };
+  if (role == Qt::DisplayRole) {
+    switch (index.column()) {
+      case MetricColumn: return tr(names[index.row()]);
+      case DenseColumn: return fmt(dense);
+      case CurrentColumn: return fmt(cur);
+      case RatioColumn: return formatRatio(cur, dense);
+      default: return {};
+    }
+  }
+  if (role == ValueRole && index.column() != MetricColumn)
+    return index.column() == DenseColumn ? dense : index.column() == CurrentColumn ? cur : (dense != 0 ? cur / dense : 0.0);
+  if (role == DenseValueRole && index.column() != MetricColumn) return dense;
+  if (role == Qt::TextAlignmentRole && index.column() != MetricColumn) return rightAligned();
+  return {};
+}
+
+QVariant ServingModel::headerData(int section, Qt::Orientation o, int role) const {
+  if (o != Qt::Horizontal || role != Qt::DisplayRole) return ResultModel::headerData(section, o, role);
+  switch (section) {
+    case MetricColumn: return tr("Metric");
+    case DenseColumn: return tr("Dense");
+    case CurrentColumn: return tr("Current");
+    case RatioColumn: return tr("Current / dense");
+    default: return {};
+  }
+}
+
+void ServingModel::setResult(const ComputeResultPtr& result) {
+  beginResetModel();
+  if (result && result->error.empty()) m_serving = result->serving;
+  else {
+    m_serving = ServingResult{};
+    if (result) m_serving.unavailable = result->error;
+  }
+  setAvailability(m_serving.available, qs(m_serving.unavailable));
+  endResetModel();
+}
+
+// ---------------------------------------------------------------------------------------------
+// ValidationModel
+
+int ValidationModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(m_validation.rows.size()); }
+int ValidationModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+QVariant ValidationModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || !checkIndex(index, kValidIndex)) return {};
+  const ValidationRow& r = row(index.row());
+  if (role == Qt::DisplayRole) {
+    switch (index.column()) {
+      case OpColumn: return qs(r.op);
+      case ShapeColumn: return qs(r.shape);
+      case MeasuredColumn: return formatSeconds(r.measuredS);
+      case PredictedColumn: return formatSeconds(r.predictedS);
+      case ErrorColumn: return QStringLiteral("%1%").arg(r.errorPct, 0, 'f', 1);
+      default: return {};
+    }
+  }
+  if (role == ValueRole) {
+    switch (index.column()) {
+      case OpColumn: return qs(r.op);
+      case ShapeColumn: return qs(r.shape);
+      case MeasuredColumn: return r.measuredS;
+      case PredictedColumn: return r.predictedS;
+      case ErrorColumn: return r.errorPct;
+      default: return {};
+    }
+  }
+  if (role == Qt::TextAlignmentRole && index.column() >= MeasuredColumn) return rightAligned();
+  return {};
+}
+
+QVariant ValidationModel::headerData(int section, Qt::Orientation o, int role) const {
+  if (o != Qt::Horizontal || role != Qt::DisplayRole) return ResultModel::headerData(section, o, role);
+  switch (section) {
+    case OpColumn: return tr("Op");
+    case ShapeColumn: return tr("Shape");
+    case MeasuredColumn: return tr("Measured");
+    case PredictedColumn: return tr("Predicted");
+    case ErrorColumn: return tr("Error");
+    default: return {};
+  }
+}
+
+QString ValidationModel::summary() const {
+  if (!m_validation.available) return {};
+  return tr("%1 blocks · median |error| %2% · p90 %3% · max %4% · %5")
+      .arg(m_validation.rows.size())
+      .arg(m_validation.medianAbsPctError, 0, 'f', 1)
+      .arg(m_validation.p90AbsPctError, 0, 'f', 1)
+      .arg(m_validation.maxAbsPctError, 0, 'f', 1)
+      .arg(qs(m_validation.costLabel));
+}
+
+void ValidationModel::setResult(const ComputeResultPtr& result) {
+  beginResetModel();
+  if (result && result->error.empty()) m_validation = result->validation;
+  else {
+    m_validation = ValidationResult{};
+    if (result) m_validation.unavailable = result->error;
+  }
+  setAvailability(m_validation.available, qs(m_validation.unavailable));
+  endResetModel();
+}
+
+}  // namespace modsim::gui

@@ -1,0 +1,148 @@
+#pragma once
+// Plain result structs: what one computation of the explorer produces. The worker builds a
+// ComputeResult off the GUI thread and emits it; each item model keeps a copy of its part.
+// No Qt types and no behaviour here. Times are seconds, FLOPs are counts.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/spec.hpp"
+
+namespace modsim::gui {
+
+// Times of one layer per op class (sim::op_classes() order, see PredictionResult::opClasses).
+struct LayerTiming {
+  int index = 0;
+  bool routed = false;
+  double capacity = 1.0;
+  std::vector<double> currentS;  // per op class, the current configuration
+  std::vector<double> denseS;    // per op class, the dense baseline
+  double currentTotalS = 0;
+  double denseTotalS = 0;
+};
+
+// One named term of the gap between the time ratio and the FLOP ratio (sim/predict.hpp
+// gap_decomposition), as a fraction of the dense step time: Σ terms = timeRatio − flopRatio.
+struct GapTerm {
+  std::string name;
+  double fraction = 0;
+};
+
+struct PredictionResult {
+  std::vector<std::string> opClasses;  // column order of LayerTiming::currentS / denseS
+  std::vector<LayerTiming> layers;
+  double lmHeadS = 0;
+  double denseLmHeadS = 0;
+  double totalS = 0;       // whole step incl. launch overhead
+  double denseTotalS = 0;  // the dense baseline, same workload and hardware
+  double overheadS = 0;    // launch / enqueue overhead included in totalS
+  double denseOverheadS = 0;
+  std::int64_t matmulFlops = 0;
+  std::int64_t denseMatmulFlops = 0;
+  std::int64_t bytes = 0;
+  std::int64_t denseBytes = 0;
+  std::int64_t params = 0;
+  std::string costLabel;      // "datasheet roofline ..." or "calibrated on ..."
+  std::string hardwareName;
+  double flopRatio = 1;       // (matmul + other) FLOPs, current / dense
+  double timeRatio = 1;       // totalS / denseTotalS
+  std::vector<GapTerm> gap;   // empty when the predictor gives no decomposition
+  std::vector<std::string> notes;  // the predictor's remarks (uncalibrated ops, ...)
+};
+
+// One configuration of the design-space sweep.
+struct SweepPoint {
+  double capacity = 1.0;
+  std::string schedule;  // "every_other", "every_nth:4", "custom", "none"
+  std::string variant;   // "dense", "MoD", "MoE", "MoDE staged", "MoDE integrated"
+  std::int64_t matmulFlops = 0;
+  double timeS = 0;
+  bool pareto = false;    // on the (FLOPs, time) Pareto front
+  bool current = false;   // the configuration the explorer shows
+  sim::model_spec model;  // the whole configuration, to adopt it
+};
+
+struct SweepResult {
+  bool available = false;
+  std::string unavailable;  // why not, when !available
+  std::vector<SweepPoint> points;
+  std::int64_t denseMatmulFlops = 0;
+  double denseTimeS = 0;
+};
+
+struct TimelineSpan {
+  int lane = 0;  // index into TimelineResult::lanes
+  std::string name;
+  std::string opClass;  // sim::op_class_of, "launch" for host work, or empty
+  double startS = 0;
+  double endS = 0;
+};
+
+struct TimelineResult {
+  bool available = false;
+  std::string unavailable;
+  std::vector<std::string> lanes;  // "host", "stream 0", ...
+  std::vector<TimelineSpan> spans;
+  double makespanS = 0;
+};
+
+struct LatencyStats {
+  double p50 = 0, p90 = 0, p99 = 0;  // seconds
+};
+
+struct ServingStats {
+  int requests = 0;
+  int completed = 0;
+  LatencyStats ttft;
+  LatencyStats tpot;
+  double throughputTokS = 0;
+  std::int64_t kvPeakBytes = 0;
+  std::vector<double> ttftSamplesS;  // one per completed request, when the simulator gives them
+  std::vector<double> tpotSamplesS;
+};
+
+struct ServingResult {
+  bool available = false;
+  std::string unavailable;
+  std::string scenario;  // the simulated workload, for people
+  ServingStats dense;
+  ServingStats current;
+};
+
+struct ValidationRow {
+  std::string op;     // block_dense, block_mod, layer_mode
+  std::string shape;  // "B=1 S=2048 d=1024 c=0.125", for people
+  double measuredS = 0;
+  double predictedS = 0;
+  double errorPct = 0;  // signed, (predicted - measured) / measured * 100
+};
+
+struct ValidationResult {
+  bool available = false;
+  std::string unavailable;
+  std::string file;  // the measurements CSV
+  std::string costLabel;  // the cost model the predictions come from
+  std::vector<std::string> notes;
+  std::vector<ValidationRow> rows;
+  double medianAbsPctError = 0;
+  double p90AbsPctError = 0;
+  double maxAbsPctError = 0;
+};
+
+struct ComputeResult {
+  std::uint64_t generation = 0;
+  std::string error;  // non-empty: the computation failed with this message (modsim::error)
+  sim::model_spec model;
+  sim::workload load;
+  PredictionResult prediction;
+  SweepResult sweep;
+  TimelineResult timeline;
+  ServingResult serving;
+  ValidationResult validation;
+  double computeMs = 0;  // wall-clock of the computation
+};
+
+using ComputeResultPtr = std::shared_ptr<const ComputeResult>;
+
+}  // namespace modsim::gui
