@@ -10,6 +10,10 @@
 
 #include "sim/spec.hpp"
 
+namespace modsim::sim {
+struct measured_point;
+}
+
 namespace modsim::cli {
 
 namespace po = boost::program_options;
@@ -48,8 +52,19 @@ sim::model_spec load_model_arg(const std::string& model, const po::variables_map
 // existing path. <configs> is $MODSIM_CONFIGS, else the source tree's configs/ folder.
 std::string resolve_config(const std::string& name, const char* kind);
 
+// The rows of a measurements CSV as profiler-independent points (sim/calibrate.hpp), each
+// with its profiler point key and "FILE:LINE". Throws modsim::error(bad_input) naming the
+// file when it is missing, malformed or has no data rows. (Defined in cmd_calibrate.cpp.)
+std::vector<sim::measured_point> read_measured_points(const std::string& path);
+
 // Subcommands.
 int cmd_flops(const std::vector<std::string>& args);
 int cmd_profile(const std::vector<std::string>& args);
+int cmd_calibrate(const std::vector<std::string>& args);
+int cmd_predict(const std::vector<std::string>& args);
+int cmd_validate(const std::vector<std::string>& args);
+int cmd_sweep(const std::vector<std::string>& args);
+int cmd_report(const std::vector<std::string>& args);
+int cmd_simulate(const std::vector<std::string>& args);
 
 }  // namespace modsim::cli

@@ -20,6 +20,12 @@ const std::map<std::string, command>& commands() {
   static const std::map<std::string, command> table = {
       {"flops", {modsim::cli::cmd_flops, "exact FLOPs and bytes per op and layer of a model"}},
       {"profile", {modsim::cli::cmd_profile, "time real kernels over a capacity x shape grid"}},
+      {"calibrate", {modsim::cli::cmd_calibrate, "fit the cost model to measurements (writes a calibrated hardware file)"}},
+      {"predict", {modsim::cli::cmd_predict, "predicted time per op, layer and model, vs the dense baseline"}},
+      {"validate", {modsim::cli::cmd_validate, "predicted vs measured blocks; exit 1 above --max-error"}},
+      {"sweep", {modsim::cli::cmd_sweep, "the design space (capacities x schedules x variants), in parallel, Pareto front"}},
+      {"simulate", {modsim::cli::cmd_simulate, "discrete-event simulation: forward-pass timelines, MoD serving, Chrome traces"}},
+      {"report", {modsim::cli::cmd_report, "the cost report: Markdown, self-contained HTML, CSV, SVG charts"}},
   };
   return table;
 }
