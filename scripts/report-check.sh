@@ -7,7 +7,9 @@
 # BUILD_DIR defaults to build/ (built by scripts/build.sh when modsim is missing there).
 # Chromium (Debian package `chromium`) is installed when missing. Needs a build with Qt 6
 # (charts); a build without Qt makes a tables-only report and this script says so and fails.
-# Environment: REPORT_CHECK_KEEP=DIR keeps the report and screenshot in DIR.
+# Environment: REPORT_CHECK_KEEP=DIR keeps the report and screenshot in DIR;
+# REPORT_CHECK_REPORT=DIR checks an already generated report (e.g. scripts/run.sh's report/)
+# instead of generating one.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="$root/build"
@@ -41,13 +43,18 @@ mkdir -p "$work"
 out="$work/report"
 
 # 1. The report, with the embedded defaults (MoD 220M on H100 + a quick CPU profile).
-say "generating the default report into $out"
-start=$(date +%s)
-if ! QT_QPA_PLATFORM=offscreen "$modsim" report --out "$out" "${extra[@]}" >"$work/report.stdout" 2>"$work/report.stderr"; then
-  tail -20 "$work/report.stderr" >&2
-  fail "modsim report exited with an error"
+if [[ -n "${REPORT_CHECK_REPORT:-}" ]]; then
+  out=$(cd "$REPORT_CHECK_REPORT" && pwd)
+  say "checking the report in $out"
+else
+  say "generating the default report into $out"
+  start=$(date +%s)
+  if ! QT_QPA_PLATFORM=offscreen "$modsim" report --out "$out" "${extra[@]}" >"$work/report.stdout" 2>"$work/report.stderr"; then
+    tail -20 "$work/report.stderr" >&2
+    fail "modsim report exited with an error"
+  fi
+  say "report generated in $(( $(date +%s) - start )) s"
 fi
-say "report generated in $(( $(date +%s) - start )) s"
 for f in report.html report.md tables/flops_by_class.csv tables/sweep.csv; do
   [[ -s "$out/$f" ]] || fail "$f is missing or empty"
 done

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The main job, from a fresh machine: installs missing Debian packages, builds modsim and
-# runs it on the default model (the paper's 220M MoD configuration).
-#   scripts/run.sh [modsim arguments...]   (default: flops mod-220m)
+# writes the default cost report (the paper's 220M MoD model vs its dense baseline on an
+# H100, with a quick CPU profile of this machine for the validation section) to report/.
+#   scripts/run.sh [modsim arguments...]   (default: report --out report)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 scripts/deps.sh
 scripts/build.sh "$root/build" >&2
 if (($# == 0)); then
-  set -- flops configs/models/mod-220m.json --batch 1 --seq 2048
+  set -- report --out "$root/report"
 fi
+export QT_QPA_PLATFORM=${QT_QPA_PLATFORM:-offscreen}  # charts render without a display
 exec "$root/build/sim/cli/modsim" "$@"
