@@ -10,6 +10,7 @@
 #include "profiler/measure.hpp"
 #include "sim/error.hpp"
 #include "sim/flops.hpp"
+#include "sim/io.hpp"
 
 namespace modsim::profiler {
 namespace {
@@ -19,16 +20,6 @@ constexpr const char* k_columns[] = {
     "matmul_flops", "bytes", "median_s", "p10_s", "p90_s", "samples", "n_kv_heads", "mlp", "variant", "experts",
     "noop_experts", "capacity_factor", "other_flops"};
 constexpr std::size_t k_column_count = sizeof(k_columns) / sizeof(k_columns[0]);
-
-std::string quote(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
 
 std::vector<std::string> split_csv(const std::string& line) {
   std::vector<std::string> out;
@@ -95,7 +86,7 @@ const std::string& csv_header() {
 
 std::string format_row(const measurement_row& r) {
   std::ostringstream s;
-  s << quote(r.backend) << ',' << quote(r.device) << ',' << r.op << ',' << r.dtype << ',' << r.batch << ','
+  s << sim::csv_field(r.backend) << ',' << sim::csv_field(r.device) << ',' << r.op << ',' << r.dtype << ',' << r.batch << ','
     << r.seq_len << ',' << r.d_model << ',' << r.n_heads << ',' << r.d_ff << ',' << num(r.capacity) << ','
     << r.tokens << ',' << r.matmul_flops << ',' << r.bytes << ',' << num(r.median_s) << ',' << num(r.p10_s) << ','
     << num(r.p90_s) << ',' << r.samples << ',' << r.n_kv_heads << ',' << r.mlp << ',' << r.variant << ','

@@ -15,6 +15,7 @@
 #include "reports/views.hpp"
 #include "sim/error.hpp"
 #include "sim/flops.hpp"
+#include "sim/io.hpp"
 
 #if MODSIM_HAVE_QT
 #include "reports/charts.hpp"
@@ -55,15 +56,7 @@ std::string html_escape(const std::string& s) {
   return out;
 }
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
+using sim::csv_field;
 
 std::string md_cell(const std::string& s) {
   std::string out;

@@ -1,5 +1,7 @@
 #include "sim/sweep.hpp"
 
+#include "sim/io.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -315,19 +317,6 @@ int paper_point_index(const sweep_result& r) {
   return -1;
 }
 
-namespace {
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
-}  // namespace
 
 std::string sweep_csv(const sweep_result& r) {
   std::string out =
@@ -340,30 +329,6 @@ std::string sweep_csv(const sweep_result& r) {
                        p.time_s, p.time_ratio, p.pareto ? "true" : "false", csv_field(p.reason));
   }
   return out;
-}
-
-void write_file_atomically(const std::string& path, std::string_view text) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  const fs::path tmp = target.parent_path() / ("." + target.filename().string() + ".tmp");
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw runtime_error(path + ": cannot write (" + tmp.string() + ")");
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.flush();
-    if (!out) {
-      out.close();
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw runtime_error(path + ": write failed");
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw runtime_error(path + ": cannot rename the temporary file over it");
-  }
 }
 
 }  // namespace modsim::sim

@@ -121,8 +121,5 @@ int paper_point_index(const sweep_result& r);
 // time_ratio, pareto, reason. Numbers are exact (shortest round-trip text).
 std::string sweep_csv(const sweep_result& r);
 
-// Writes `text` to `path` through a temporary file in the same folder renamed over it, so a
-// failure never leaves a truncated file. Throws modsim::error(runtime) naming the file.
-void write_file_atomically(const std::string& path, std::string_view text);
 
 }  // namespace modsim::sim

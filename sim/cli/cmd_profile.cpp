@@ -18,6 +18,7 @@
 #include "profiler/runner.hpp"
 #include "sim/cli/common.hpp"
 #include "sim/error.hpp"
+#include "sim/io.hpp"
 #if MODSIM_HAVE_CUDA
 #include "kernels/cuda_backend.hpp"
 #endif
@@ -50,14 +51,7 @@ std::string clock_text(double s) {
 
 // The metadata sidecar: written at the start and rewritten at the end (temp file + rename).
 void write_metadata(const std::string& path, const boost::json::object& meta) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw runtime_error(tmp + ": cannot write the metadata file");
-    out << boost::json::serialize(meta) << "\n";
-    if (!out) throw runtime_error(tmp + ": write failed");
-  }
-  std::filesystem::rename(tmp, path);
+  sim::write_file_atomically(path, boost::json::serialize(meta) + "\n");
 }
 
 std::string metadata_path(const std::string& csv) {

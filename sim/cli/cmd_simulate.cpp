@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "sim/cli/common.hpp"
+#include "sim/io.hpp"
 #include "sim/config.hpp"
 #include "sim/cost.hpp"
 #include "sim/des/execution.hpp"
@@ -50,28 +51,6 @@ const char* const k_usage =
     "(Poisson --rate/--requests, or --arrivals CSV with arrival_s,prompt_tokens,output_tokens),\n"
     "continuous batching, a paged KV cache of device memory minus weights (or --kv-budget) with\n"
     "preemption by recompute. Token distributions: N, uniform:A:B, exp:MEAN. Same seed, same output.";
-
-void write_file_atomic(const std::string& path, const std::string& text) {
-  namespace fs = std::filesystem;
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw runtime_error(path + ": cannot open '" + tmp + "' for writing");
-    out << text;
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw runtime_error(path + ": write failed");
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw runtime_error(path + ": cannot rename the temporary file over it: " + ec.message());
-  }
-}
 
 std::string num(double x) { return fmt::format("{}", x); }
 
@@ -258,7 +237,7 @@ int simulate_forward(const po::variables_map& vm, output_format format) {
     const std::string title = fmt::format("modsim simulate forward: {} on {} ({}, batch {}, {} {})", model.name, hw.name,
                                           sim::to_string(w.mode), w.batch,
                                           w.mode == sim::run_mode::decode ? "context" : "seq", w.seq_len);
-    write_file_atomic(vm["trace"].as<std::string>(), des::chrome_trace(r.tl, title));
+    sim::write_file_atomically(vm["trace"].as<std::string>(), des::chrome_trace(r.tl, title));
   }
   switch (format) {
     case output_format::json: print_forward_json(r); break;
@@ -455,8 +434,8 @@ int simulate_serve(const po::variables_map& vm, output_format format) {
   if (vm.count("trace")) observers.push_back(&trace);
   const des::serve_result r = des::simulate_serving(b, std::move(reqs), run_opt, observers);
 
-  if (vm.count("trace")) write_file_atomic(vm["trace"].as<std::string>(), trace.json());
-  if (vm.count("per-request")) write_file_atomic(vm["per-request"].as<std::string>(), per_request_csv(r));
+  if (vm.count("trace")) sim::write_file_atomically(vm["trace"].as<std::string>(), trace.json());
+  if (vm.count("per-request")) sim::write_file_atomically(vm["per-request"].as<std::string>(), per_request_csv(r));
   switch (format) {
     case output_format::json: print_serve_json(c, r.summary); break;
     case output_format::csv: print_serve_csv(r.summary); break;

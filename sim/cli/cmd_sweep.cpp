@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/cli/common.hpp"
+#include "sim/io.hpp"
 #include "sim/config.hpp"
 #include "sim/cost.hpp"
 #include "sim/error.hpp"

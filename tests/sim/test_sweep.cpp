@@ -11,6 +11,7 @@
 #include "sim/cost.hpp"
 #include "sim/flops.hpp"
 #include "sim/predict.hpp"
+#include "sim/io.hpp"
 #include "sim/sweep.hpp"
 
 namespace modsim::sim {
