@@ -7,6 +7,7 @@
 #include <string>
 
 #include "sim/error.hpp"
+#include "sim/spec.hpp"
 
 namespace modsim::kernels {
 
@@ -87,16 +88,7 @@ tensor result_tensor(op o, const block_shape& shape) {
   return tensor::out;
 }
 
-std::int64_t routed_tokens(double capacity, std::int64_t seq_len) {
-  if (seq_len <= 0) return 0;
-  const double product = capacity * static_cast<double>(seq_len);
-  // capacity·S computed in binary floating point can land just above an integer
-  // (0.1·30 = 3.0000000000000004); a relative nudge keeps ceil from rounding that up.
-  const double k = std::ceil(product - std::abs(product) * 1e-9);
-  if (!(k >= 1.0)) return 1;  // also catches NaN
-  if (k >= static_cast<double>(seq_len)) return seq_len;
-  return static_cast<std::int64_t>(k);
-}
+std::int64_t routed_tokens(double capacity, std::int64_t seq_len) { return sim::routed_tokens(capacity, seq_len); }
 
 std::int64_t block_shape::routed_tokens() const { return kernels::routed_tokens(capacity, seq_len); }
 

@@ -5,15 +5,6 @@
 
 namespace modsim::sim {
 
-std::int64_t routed_tokens(double capacity, std::int64_t seq_len) {
-  if (seq_len <= 0) return 0;
-  const double exact = capacity * static_cast<double>(seq_len);
-  // capacity is a decimal the user typed (0.1, 0.125, ...); its binary product may land a
-  // hair above an integer, so forgive a relative 1e-9 before rounding up.
-  const double k = std::ceil(exact - 1e-9 * std::max(1.0, exact));
-  return std::clamp<std::int64_t>(static_cast<std::int64_t>(k), 1, seq_len);
-}
-
 static bool schedule_routes(const schedule& s, int index) {
   switch (s.kind) {
     case schedule_kind::none: return false;

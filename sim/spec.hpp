@@ -2,6 +2,8 @@
 // Plain specification structs that configuration files parse into (sim/config.hpp) and that
 // every model in modsim (FLOPs, cost, simulator, GUI) is built from. No behaviour beyond
 // small derived quantities; validation happens in the parser.
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -75,8 +77,17 @@ struct layer_plan {
 std::vector<layer_plan> plan_layers(const model_spec& model);
 
 // k = clamp(ceil(capacity * seq_len), 1, seq_len), robust to the rounding of capacity
-// (0.1 * 30 is 3 tokens, not 4).
-std::int64_t routed_tokens(double capacity, std::int64_t seq_len);
+// (0.1 * 30 is 3 tokens, not 4). Inline and dependency-free: the kernels use it too.
+inline std::int64_t routed_tokens(double capacity, std::int64_t seq_len) {
+  if (seq_len <= 0) return 0;
+  const double exact = capacity * static_cast<double>(seq_len);
+  // capacity is a decimal the user typed (0.1, 0.125, ...); its binary product may land a
+  // hair above an integer, so forgive a relative 1e-9 before rounding up.
+  const double k = std::ceil(exact - 1e-9 * std::max(1.0, std::abs(exact)));
+  if (!(k >= 1.0)) return 1;  // also catches NaN
+  if (k >= static_cast<double>(seq_len)) return seq_len;
+  return static_cast<std::int64_t>(k);
+}
 
 // The same model with routing removed (and no-op experts removed): the dense baseline.
 model_spec dense_baseline(const model_spec& model);
