@@ -138,6 +138,13 @@ void block_shape::validate() const {
     throw input_error("", field_error_key("capacity_factor"), "must be finite");
 }
 
+void backend::prepare(op o, workspace& ws) {
+  // Without this a repeated in-place op feeds on its own output: gelu(gelu(...)) drifts into
+  // denormal floats, which are slow on CPUs and slow every op that reads them afterwards.
+  if (o == op::attn_softmax) run(op::attn_scores, ws);
+  if (o == op::mlp_act) run(op::mlp_up, ws);
+}
+
 double backend::timed_run(op o, workspace& ws) {
   synchronize();
   const auto start = std::chrono::steady_clock::now();

@@ -212,6 +212,12 @@ class backend {
   virtual void run(op o, workspace& ws) = 0;
   virtual void synchronize() = 0;
 
+  // Restores what an earlier run of `o` overwrote in place, so that repeating `o` measures
+  // the same data each time: attn_softmax turns `scores` into probabilities and mlp_act
+  // activates `mlp_hidden` in place, so their producers (attn_scores, mlp_up) run again. A
+  // no-op for every other op. Not part of any timed region.
+  void prepare(op o, workspace& ws);
+
   // Seconds one run of `o` takes, measured the backend's way, with the device idle before and
   // after: the default is a steady clock around run + synchronize; the CUDA backend records
   // events on its stream around the kernels, so host launch cost stays out of the number.

@@ -22,6 +22,7 @@ double time_once(kernels::backend& be, kernels::op o, kernels::workspace& ws, st
   // device that stays throttled is measured as it is, and the drops are counted).
   for (int attempt = 0;; ++attempt) {
     ws.rotate();
+    be.prepare(o, ws);
     be.flush_cache();
     const double t = be.timed_run(o, ws);
     const kernels::backend::clock_state c = be.clocks();

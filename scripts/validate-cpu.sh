@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The CPU held-out validation of the cost model, reproducible: profile the quick preset
-# (calibration data) and configs/grids/holdout-cpu.json (block shapes, capacities and
-# batches the quick preset never measures), calibrate on the first, validate on the second.
-# Everything goes to a temporary folder (kept with --keep DIR).
+# The CPU held-out validation of the cost model, reproducible: profile the calibration grid
+# (default: `modsim profile --preset quick`) and configs/grids/holdout-cpu.json (block
+# shapes, capacities and batches the quick preset never measures), calibrate on the first,
+# validate on the second. Everything goes to a temporary folder (kept with --keep DIR).
 #
 #   scripts/validate-cpu.sh [--modsim PATH] [--max-error PCT] [--threads N] [--keep DIR]
+#                           [--calibration-grid FILE|quick]
 #
 # --max-error defaults to 15 (percent, median absolute error): CPU timings on a shared CI
-# machine are noisy; on a quiet machine the split reaches a median of about 5%.
+# machine are noisy; on a quiet machine the split reaches a median of about 4%.
 # Exit code: validate's (0 ok, 1 above --max-error, 2 bad input, 3 runtime failure).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,13 +16,15 @@ modsim="$root/build/sim/cli/modsim"
 max_error=15
 threads=0
 keep=""
+calibration_grid=quick
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --modsim) modsim="$2"; shift 2 ;;
     --max-error) max_error="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
     --keep) keep="$2"; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --calibration-grid) calibration_grid="$2"; shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "validate-cpu.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -30,17 +33,21 @@ done
 if [[ -n "$keep" ]]; then
   mkdir -p "$keep"
   dir=$(cd "$keep" && pwd)
-  rm -f "$dir/quick.csv" "$dir/holdout.csv" "$dir/cpu-calibrated.json"
+  rm -f "$dir/calibration.csv" "$dir/holdout.csv" "$dir/cpu-calibrated.json"
 else
   dir=$(mktemp -d "${TMPDIR:-/tmp}/modsim-validate-cpu.XXXXXX")
   trap 'rm -rf "$dir"' EXIT
 fi
 
 echo "validate-cpu.sh: load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores; data in $dir" >&2
-"$modsim" profile --backend cpu --preset quick --threads "$threads" --out "$dir/quick.csv" >/dev/null
+if [[ "$calibration_grid" == quick ]]; then
+  "$modsim" profile --backend cpu --preset quick --threads "$threads" --out "$dir/calibration.csv" >/dev/null
+else
+  "$modsim" profile --backend cpu --grid "$calibration_grid" --threads "$threads" --out "$dir/calibration.csv" >/dev/null
+fi
 "$modsim" profile --backend cpu --grid "$root/configs/grids/holdout-cpu.json" --threads "$threads" \
   --out "$dir/holdout.csv" >/dev/null
-"$modsim" calibrate --measurements "$dir/quick.csv" --hardware "$root/configs/hardware/cpu.json" \
+"$modsim" calibrate --measurements "$dir/calibration.csv" --hardware "$root/configs/hardware/cpu.json" \
   --out "$dir/cpu-calibrated.json"
 echo
 "$modsim" validate --measurements "$dir/holdout.csv" --hardware "$dir/cpu-calibrated.json" --max-error "$max_error"

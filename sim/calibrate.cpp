@@ -5,6 +5,8 @@
 #include <boost/json.hpp>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -395,10 +397,13 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<calibrati
   for (const auto& [key, g] : groups)
     c.curves.push_back(fit_curve(key.first, static_cast<dtype>(key.second), g.roof, g.meas, options, g.quant));
 
-  // Launch overhead from the blocks.
+  // Launch overhead and in-layer refetch cost from the blocks:
+  //   measured_i − ops_i ≈ kernels_i · launch_s + bytes_i · in_layer_s_per_byte
+  // (relative least squares, both ≥ 0); with fewer than 3 blocks launch_s is the median
+  // per-kernel gap and in_layer_s_per_byte 0.
   c.launch_s = hw.kernel_launch_s;
   c.launch_source = "hardware file (no block rows to fit it on)";
-  std::vector<double> per_kernel;
+  std::vector<double> ops_s, kernels, bytes, measured;
   std::vector<std::string> keys;
   if (options.launch_from_blocks) {
     calibration no_launch = c;
@@ -407,19 +412,39 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<calibrati
     for (const auto& s : samples) {
       if (!s.is_block()) continue;
       const block_prediction p = predict_sample(s, fitted);
-      if (p.kernels <= 0) continue;
-      per_kernel.push_back((s.measured_s - p.ops_s) / p.kernels);
+      if (p.kernels <= 0 || !(p.ops_s > 0)) continue;
+      ops_s.push_back(p.ops_s);
+      kernels.push_back(p.kernels);
+      bytes.push_back(double(s.cost.bytes));
+      measured.push_back(s.measured_s);
       keys.push_back(s.key);
     }
   }
-  if (!per_kernel.empty()) {
-    const double m = median_of(per_kernel);
-    c.launch_s = std::max(0.0, m);
-    c.launch_blocks = static_cast<int>(per_kernel.size());
+  if (!measured.empty()) {
+    const std::size_t n = measured.size();
     std::ostringstream src;
-    src << "median per-kernel gap between " << per_kernel.size()
-        << " measured blocks and the sum of their predicted ops";
-    if (m < 0) src << " (negative, " << m << " s: blocks ran faster than their ops apart; clamped to 0)";
+    if (n >= 3 && options.fit_in_layer_bytes) {
+      matrix A;
+      std::vector<double> b;
+      for (std::size_t i = 0; i < n; ++i) {
+        A.push_back({kernels[i] / measured[i], bytes[i] / measured[i]});
+        b.push_back(1.0 - ops_s[i] / measured[i]);
+      }
+      const std::vector<double> x = nonnegative_least_squares(A, b);
+      c.launch_s = x[0];
+      c.in_layer_s_per_byte = x[1];
+      src << "least squares over " << n
+          << " measured blocks: block - sum of its predicted ops = kernels x launch_s + bytes x in_layer_s_per_byte";
+    } else {
+      std::vector<double> per_kernel;
+      for (std::size_t i = 0; i < n; ++i) per_kernel.push_back((measured[i] - ops_s[i]) / kernels[i]);
+      const double m = median_of(per_kernel);
+      c.in_layer_s_per_byte = 0;
+      c.launch_s = std::max(0.0, m);
+      src << "median per-kernel gap between " << n << " measured blocks and the sum of their predicted ops";
+      if (m < 0) src << " (negative, " << m << " s: blocks ran faster than their ops apart; clamped to 0)";
+    }
+    c.launch_blocks = static_cast<int>(n);
     c.launch_source = src.str();
     std::sort(keys.begin(), keys.end());
     keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
@@ -453,7 +478,8 @@ void pretty(std::ostream& out, const json::value& v, int indent) {
         for (const auto& kv : o) {
           if (!first) out << ", ";
           first = false;
-          out << json::serialize(json::value(kv.key())) << ": " << json::serialize(kv.value());
+          out << json::serialize(json::value(kv.key())) << ": ";
+          pretty(out, kv.value(), indent);
         }
         out << " }";
         return;
@@ -482,6 +508,19 @@ void pretty(std::ostream& out, const json::value& v, int indent) {
         out << (i + 1 < a.size() ? ",\n" : "\n");
       }
       out << pad << "]";
+      return;
+    }
+    case json::kind::double_: {
+      // Shortest text that reads back to the same double ("3.328e+11", not "3.328E11").
+      const double d = v.as_double();
+      char buf[40];
+      for (int precision = 15; precision <= 17; ++precision) {
+        std::snprintf(buf, sizeof buf, "%.*g", precision, d);
+        if (std::strtod(buf, nullptr) == d) break;
+      }
+      std::string t(buf);
+      if (t.find_first_of(".eEn") == std::string::npos) t += ".0";  // keep it a floating-point number
+      out << t;
       return;
     }
     default:

@@ -14,11 +14,17 @@
 // Huber reweighting (a few iterations) so that one sample disturbed by a noisy machine does
 // not bend the curve.
 //
-// Launch overhead: with block rows among the measurements (block_dense, block_mod,
-// layer_mode), launch_s = max(0, median over blocks of (measured − Σ predicted ops) /
-// kernels), i.e. the per-kernel cost of chaining ops that single-op timings do not show.
-// The keys of those block rows are recorded so that `modsim validate` never scores them.
-// Without block rows launch_s stays the hardware file's kernel_launch_s.
+// Blocks: with block rows among the measurements (block_dense, block_mod, layer_mode), two
+// numbers are fitted on them (relative least squares, non-negative):
+//   measured block − Σ predicted ops ≈ kernels · launch_s + bytes · in_layer_s_per_byte
+// launch_s is the per-kernel cost of chaining ops; in_layer_s_per_byte is the cost of
+// fetching an op's bytes (inputs, weights) that a loop of the op alone keeps in cache but
+// that the previous ops of a layer evicted. On the CPU the gap between a block and its ops
+// grows with the block's size: over six quiet runs of the quick grid the fit gave
+// 1/in_layer_s_per_byte = 36–50 GB/s, with launch_s 0–8 µs. With fewer than 3
+// blocks launch_s = the median per-kernel gap and in_layer_s_per_byte = 0. The keys of those
+// block rows are recorded so that `modsim validate` never scores them. Without block rows
+// launch_s stays the hardware file's kernel_launch_s and in_layer_s_per_byte is 0.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -85,7 +91,8 @@ struct fit_options {
   int max_knots = 6;
   double smoothing = 0.05;  // weight of the second-difference penalty on g (relative units)
   int huber_iterations = 4;
-  bool launch_from_blocks = true;  // fit launch_s from block rows when there are some
+  bool launch_from_blocks = true;  // fit launch_s (and in_layer_s_per_byte) on block rows when there are some
+  bool fit_in_layer_bytes = true;  // false: launch_s only (median per-kernel gap)
 };
 
 // Fits one curve to (roofline_s, measured_s) pairs (both > 0). Throws modsim::error

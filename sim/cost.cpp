@@ -288,6 +288,7 @@ calibration parse_calibration(std::string_view json_text, const std::string& fil
   {
     reader l(r.require("launch"), file, r.key_path("launch"));
     c.launch_s = l.number("launch_s", 0.0);
+    c.in_layer_s_per_byte = l.number("in_layer_s_per_byte", 0.0);
     c.launch_source = l.string("source");
     c.launch_blocks = l.integer("blocks", 0, std::numeric_limits<int>::max());
     l.finish();
@@ -320,7 +321,8 @@ std::string calibration_to_json(const calibration& c) {
   o["format"] = c.format;
   o["model"] =
       "per (op, dtype): time = fixed_s + roofline_s * g(log10(roofline_s)), g = 1/efficiency piecewise "
-      "linear between knots, clamped beyond; plus launch_s per kernel (sim/cost.hpp)";
+      "linear between knots, clamped beyond; plus bytes * in_layer_s_per_byte inside a layer; plus launch_s per kernel "
+      "(sim/cost.hpp)";
   o["date"] = c.date;
   o["device"] = c.device;
   o["backend"] = c.backend;
@@ -338,6 +340,7 @@ std::string calibration_to_json(const calibration& c) {
   o["curves"] = std::move(curves);
   json::object launch;
   launch["launch_s"] = c.launch_s;
+  launch["in_layer_s_per_byte"] = c.in_layer_s_per_byte;
   launch["source"] = c.launch_source;
   launch["blocks"] = c.launch_blocks;
   o["launch"] = std::move(launch);
@@ -433,7 +436,7 @@ op_time cost_model::time_impl(const op_cost& c, const Shape& s, dtype t) const {
       if (!alt.empty()) curve = m_cal->curve(alt, t);
     }
     if (curve) {
-      r.time_s = curve->time_s(r.roofline_s, quantised);
+      r.time_s = curve->time_s(r.roofline_s, quantised) + double(c.bytes) * m_cal->in_layer_s_per_byte;
       r.calibrated = true;
       r.calibrated_as = curve->op;
     }

@@ -36,9 +36,15 @@
 // (mlp_norm ← attn_norm, mlp_gate ← mlp_up, …; see stand_in_of()); with none, the datasheet
 // roofline, and op_time::calibrated says so.
 //
+// The curves are fitted on ops timed in a loop of their own, which keeps the op's inputs and
+// weights in cache; inside a layer the previous ops have evicted them. So a calibrated op
+// also pays bytes · in_layer_s_per_byte (its bytes fetched again at an effective bandwidth
+// that calibration fits on measured blocks, together with launch_s):
+//   time_s = fixed_s + q · roofline_s · g(log10 roofline_s) + bytes · in_layer_s_per_byte
+//
 // Per-kernel launch overhead is separate (launch_s): the simulator places it on its host and
 // device timelines and sim/predict adds kernels × launch_s as overhead_s. Calibrated, it is
-// the median per-kernel gap between a measured block and the sum of its predicted ops.
+// fitted on measured blocks: block − Σ ops ≈ kernels · launch_s + bytes · in_layer_s_per_byte.
 //
 // Times are seconds of device execution.
 #include <cstdint>
@@ -85,6 +91,10 @@ struct calibration {
   std::vector<calibration_source> sources;
   std::vector<efficiency_curve> curves;
   double launch_s = 0;            // per-kernel launch overhead
+  // Seconds per byte a calibrated op pays inside a layer for the inputs and weights that a
+  // loop of its own kept in cache (1/this = the effective bandwidth of that refetch); fitted
+  // on blocks (sim/calibrate.hpp), 0 without.
+  double in_layer_s_per_byte = 0.0;
   std::string launch_source;      // how launch_s was obtained (in words)
   int launch_blocks = 0;          // block rows launch_s was fitted on
   // Point keys (profiler point_key) of the block rows calibration used: validation must not

@@ -61,8 +61,9 @@ const char* const k_usage =
     "\n"
     "Fits the cost model to measurements from `modsim profile`: per op and dtype, an efficiency\n"
     "curve over log(work) (work = the op's datasheet roofline time) and a fixed per-call cost,\n"
-    "learnt from the single-op rows; the per-kernel launch overhead from the block rows (the\n"
-    "gap between a measured block and the sum of its predicted ops). Writes a copy of HW with\n"
+    "learnt from the single-op rows; the per-kernel launch overhead and the cost of refetching an\n"
+    "op's bytes inside a layer from the block rows (block - sum of its predicted ops = kernels x\n"
+    "launch + bytes x refetch). Writes a copy of HW with\n"
     "a `calibration` block (data, date, device, fitted parameters) to --out, through a\n"
     "temporary file. Block rows used here are recorded and never scored by `modsim validate`;\n"
     "validate on blocks from another measurements file.";
@@ -79,7 +80,11 @@ void print_table(const sim::calibration& c, const std::string& out) {
                              cv.samples, cv.fixed_s * 1e6, eff(cv.inv_efficiency.front()),
                              eff(cv.inv_efficiency.back()), 100 * cv.rms_rel_error);
   }
-  std::cout << fmt::format("\nlaunch overhead: {:.2f} us per kernel ({})\n", c.launch_s * 1e6, c.launch_source);
+  std::cout << fmt::format("\nlaunch overhead: {:.2f} us per kernel; inside a layer ops refetch their bytes at {}\n  ({})\n",
+                           c.launch_s * 1e6,
+                           c.in_layer_s_per_byte > 0 ? fmt::format("{:.1f} GB/s", 1e-9 / c.in_layer_s_per_byte)
+                                                     : std::string("no cost"),
+                           c.launch_source);
   if (!c.block_keys.empty())
     std::cout << fmt::format("{} block rows were used for the launch fit; modsim validate skips them\n",
                              c.block_keys.size());
@@ -93,7 +98,8 @@ int cmd_calibrate(const std::vector<std::string>& args) {
                         "measurements CSV file(s) from modsim profile")(
       "hardware", po::value<std::string>()->required(), "hardware JSON (or a shipped name: cpu, h100-sxm, h200)")(
       "out", po::value<std::string>()->required(), "calibrated hardware JSON to write (keep the device in its name)")(
-      "no-launch-fit", "keep the hardware file's kernel_launch_s instead of fitting it on block rows")(
+      "no-launch-fit", "keep the hardware file's kernel_launch_s (no in-layer refetch cost) instead of fitting on block rows")(
+      "launch-only", "fit launch_s on block rows but no in-layer refetch cost (median per-kernel gap)")(
       "format", po::value<std::string>()->default_value("table"), "summary on stdout: table | json");
   po::positional_options_description positional;
   po::variables_map vm;
@@ -121,6 +127,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   }
   sim::fit_options fo;
   fo.launch_from_blocks = vm.count("no-launch-fit") == 0;
+  fo.fit_in_layer_bytes = vm.count("launch-only") == 0;
   sim::calibration cal = sim::fit_calibration(hw, samples, std::move(sources), sim::utc_now_iso8601(), fo);
   // Rows used: single ops of a fitted (op, dtype), blocks when the launch fit used them.
   for (auto& src : cal.sources) {

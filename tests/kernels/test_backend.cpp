@@ -165,3 +165,34 @@ TEST(CpuBackend, OpsThatNeedAnotherShapeSayWhy) {
 
 }  // namespace
 }  // namespace modsim::kernels
+
+namespace modsim::kernels {
+namespace {
+
+// Repeating an in-place op (as the profiler does) must not feed it its own output: without
+// prepare(), gelu applied to gelu's output again and again drifts towards zero (and into
+// denormal floats, which are slow on CPUs).
+TEST(Backend, PrepareRestoresTheInputOfInPlaceOps) {
+  for (op o : {op::mlp_act, op::attn_softmax}) {
+    auto be = make_cpu_backend(1);
+    auto ws = test::make_ws(*be, test::small_shape(1.0, mlp_kind::gelu));
+    const tensor t = o == op::mlp_act ? tensor::mlp_hidden : tensor::scores;
+    be->prepare(o, *ws);
+    be->run(o, *ws);
+    const std::vector<float> once = ws->download(t);
+    for (int i = 0; i < 20; ++i) {
+      be->prepare(o, *ws);
+      be->run(o, *ws);
+    }
+    EXPECT_EQ(ws->download(t), once) << to_string(o);
+    // The test can fail: repeating without prepare changes the data.
+    be->run(o, *ws);
+    be->run(o, *ws);
+    if (o == op::mlp_act) {
+      EXPECT_NE(ws->download(t), once);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace modsim::kernels

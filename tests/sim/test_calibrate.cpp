@@ -159,6 +159,7 @@ TEST(Calibrate, FitsEveryOpAndTheLaunchGapOfBlocks) {
   EXPECT_EQ(c.curves.size(), 14u);
   EXPECT_EQ(c.device, "test cpu");
   EXPECT_NEAR(c.launch_s, launch_true, launch_true * 1e-3);
+  EXPECT_NEAR(c.in_layer_s_per_byte, 0.0, 1e-15);
   EXPECT_EQ(c.launch_blocks, 3);
   ASSERT_EQ(c.block_keys.size(), 3u);
   for (const auto& cv : c.curves) EXPECT_NEAR(cv.fixed_s, 20e-6, 20e-6 * 1e-2) << cv.op;
@@ -170,6 +171,46 @@ TEST(Calibrate, FitsEveryOpAndTheLaunchGapOfBlocks) {
   const std::vector<validation_point> v = validate_blocks(unseen, fitted);
   ASSERT_EQ(v.size(), 3u);
   for (const auto& p : v) EXPECT_NEAR(p.error_pct, 0.0, 0.1) << p.sample.op;
+}
+
+TEST(Calibrate, FitsTheInLayerRefetchCostOfBlocks) {
+  // Blocks take the sum of their ops, 5 µs per kernel and their bytes again at 50 GB/s.
+  const hardware_spec h = round_cpu();
+  const cost_model roof(h);
+  std::vector<calibration_sample> samples;
+  for (std::int64_t S : {64, 256, 1024})
+    for (double cap : {0.25, 1.0})
+      for (const char* op : k_block_ops) {
+        calibration_sample s = sample_of(row(op, S, cap, 1.0));
+        s.measured_s = lin_time(roof.time_of(s.cost, s.shape, s.type).roofline_s);
+        samples.push_back(s);
+      }
+  auto block = [&](const std::string& name, std::int64_t S, double cap) {
+    calibration_sample s = sample_of(row(name, S, cap, 1.0));
+    double sum = 0;
+    int kernels = 0;
+    for (const op_cost& c : block_costs(name, s.shape, cap)) {
+      sum += lin_time(roof.time_of(c, s.shape, s.type).roofline_s);
+      kernels += kernels_of(c.op, h);
+    }
+    s.measured_s = sum + kernels * 5e-6 + double(s.cost.bytes) / 50e9;
+    return s;
+  };
+  for (std::int64_t S : {64, 256, 1024}) {
+    samples.push_back(block("block_dense", S, 1.0));
+    samples.push_back(block("block_mod", S, 0.25));
+  }
+  const calibration c = fit_calibration(h, samples, {}, "d");
+  EXPECT_NEAR(c.in_layer_s_per_byte, 1.0 / 50e9, 1e-3 / 50e9);
+  EXPECT_NEAR(c.launch_s, 5e-6, 5e-9);
+  // A block never measured: predicted within 0.1%.
+  const std::vector<validation_point> v = validate_blocks({block("block_mod", 512, 0.6)}, with_calibration(h, c));
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_NEAR(v[0].error_pct, 0.0, 0.1);
+  // Launch only (median per-kernel gap): no refetch cost.
+  fit_options launch_only;
+  launch_only.fit_in_layer_bytes = false;
+  EXPECT_DOUBLE_EQ(fit_calibration(h, samples, {}, "d", launch_only).in_layer_s_per_byte, 0.0);
 }
 
 TEST(Calibrate, RefusesMixedDevicesAndAForeignBackend) {

@@ -140,6 +140,14 @@ TEST(Cost, CalibratedTimeIsFixedCostPlusRooflineOverEfficiency) {
   EXPECT_NEAR(m.time_of(cost("attn_norm", 0, 0, 100'000'000), s, dtype::fp32).time_s, 2e-6 + 2e-2, 1e-15);
   // Below the first knot g stays 4: roofline 1e-8 s -> 2e-6 + 4e-8.
   EXPECT_NEAR(m.time_of(cost("attn_norm", 0, 0, 100), s, dtype::fp32).time_s, 2e-6 + 4e-8, 1e-18);
+  // Inside a layer the op fetches its 1e5 bytes again at 1e-11 s/byte (100 GB/s): + 1e-6 s.
+  calibration slow = one_curve_calibration(h);
+  slow.in_layer_s_per_byte = 1e-11;
+  EXPECT_NEAR(with_calibration(h, slow).time_of(cost("attn_norm", 0, 0, 100'000), s, dtype::fp32).time_s, 3.3e-5,
+              1e-15);
+  // The roofline fallback of an uncalibrated op is not scaled: 1e9/100e9 = 0.01 s.
+  EXPECT_NEAR(with_calibration(h, slow).time_of(cost("mlp_up", 1'000'000'000, 0, 0), s, dtype::fp32).time_s, 0.01,
+              1e-15);
 }
 
 TEST(Cost, UnmeasuredOpUsesItsStandInOrTheRoofline) {
