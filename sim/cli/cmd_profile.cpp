@@ -16,6 +16,7 @@
 #include "profiler/grid.hpp"
 #include "profiler/measurements.hpp"
 #include "profiler/runner.hpp"
+#include "git_revision.hpp"
 #include "sim/cli/common.hpp"
 #include "sim/error.hpp"
 #include "sim/io.hpp"
