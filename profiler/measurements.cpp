@@ -9,6 +9,7 @@
 
 #include "profiler/measure.hpp"
 #include "sim/error.hpp"
+#include "sim/config.hpp"
 #include "sim/flops.hpp"
 #include "sim/io.hpp"
 
@@ -307,6 +308,39 @@ void measurement_writer::append(const measurement_row& r) {
   if (std::fwrite(line.data(), 1, line.size(), m_file) != line.size() || std::fflush(m_file) != 0)
     throw runtime_error(m_path + ": write failed: " + std::strerror(errno));
   m_keys.insert(point_key(point_of(r)));
+}
+
+std::vector<sim::measured_point> read_measured_points(const std::string& path) {
+  const std::vector<measurement_row> rows = read_measurements(path);
+  if (rows.empty()) throw input_error(path, "", "no measurement rows (only a header)");
+  std::vector<sim::measured_point> out;
+  out.reserve(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const measurement_row& r = rows[i];
+    const std::string where = path + ":" + std::to_string(i + 2);
+    sim::measured_point p;
+    p.op = r.op;
+    p.type = sim::parse_dtype(r.dtype, where, "dtype");
+    p.batch = r.batch;
+    p.seq_len = r.seq_len;
+    p.d_model = static_cast<int>(r.d_model);
+    p.n_heads = static_cast<int>(r.n_heads);
+    p.n_kv_heads = static_cast<int>(r.n_kv_heads);
+    p.d_ff = static_cast<int>(r.d_ff);
+    p.mlp = r.mlp == "swiglu" ? sim::mlp_kind::swiglu : sim::mlp_kind::gelu;
+    p.capacity = r.capacity;
+    p.variant = r.variant;
+    p.experts = r.experts;
+    p.noop_experts = r.noop_experts;
+    p.capacity_factor = r.capacity_factor;
+    p.median_s = r.median_s;
+    p.backend = r.backend;
+    p.device = r.device;
+    p.key = point_key(point_of(r));
+    p.where = where;
+    out.push_back(std::move(p));
+  }
+  return out;
 }
 
 }  // namespace modsim::profiler

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "profiler/grid.hpp"
+#include "sim/calibrate.hpp"
 
 namespace modsim::profiler {
 
@@ -49,6 +50,11 @@ measurement_row parse_row(const std::string& line, const std::string& file, int 
 // All rows of a measurements file (header checked). A partial last line (a run killed while
 // writing) is ignored.
 std::vector<measurement_row> read_measurements(const std::string& path);
+
+// A measurements file as the cost model's measured points (calibrate, validate, the report
+// and the GUI read it this way). Throws bad_input naming file:line for a bad row and for a
+// file with no rows.
+std::vector<sim::measured_point> read_measured_points(const std::string& path);
 
 // The point a row measured (for resume keys and for re-running a shape).
 point point_of(const measurement_row& r);

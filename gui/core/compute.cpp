@@ -360,34 +360,7 @@ ValidationResult computeValidation(const ExplorerConfig& config) {
                       "block times on " + config.hardware.name + ".";
     return out;
   }
-  // The measurements CSV rows as measured points (the columns `modsim validate` reads).
-  const std::vector<profiler::measurement_row> rows = profiler::read_measurements(out.file);
-  std::vector<sim::measured_point> measured;
-  measured.reserve(rows.size());
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const profiler::measurement_row& r = rows[i];
-    sim::measured_point p;
-    p.where = out.file + ":" + std::to_string(i + 2);
-    p.op = r.op;
-    p.type = sim::parse_dtype(r.dtype, p.where, "dtype");
-    p.batch = r.batch;
-    p.seq_len = r.seq_len;
-    p.d_model = static_cast<int>(r.d_model);
-    p.n_heads = static_cast<int>(r.n_heads);
-    p.n_kv_heads = static_cast<int>(r.n_kv_heads);
-    p.d_ff = static_cast<int>(r.d_ff);
-    p.mlp = r.mlp == "swiglu" ? sim::mlp_kind::swiglu : sim::mlp_kind::gelu;
-    p.capacity = r.capacity;
-    p.variant = r.variant;
-    p.experts = r.experts;
-    p.noop_experts = r.noop_experts;
-    p.capacity_factor = r.capacity_factor;
-    p.median_s = r.median_s;
-    p.backend = r.backend;
-    p.device = r.device;
-    p.key = profiler::point_key(profiler::point_of(r));
-    measured.push_back(std::move(p));
-  }
+  const std::vector<sim::measured_point> measured = profiler::read_measured_points(out.file);
   // An uncalibrated hardware file is first calibrated on the file's single-op rows (never on
   // the blocks it scores), as `modsim report` does.
   const reports::validation_section section = reports::make_validation(measured, config.hardware, true, out.file);

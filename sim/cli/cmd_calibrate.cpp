@@ -19,39 +19,6 @@
 
 namespace modsim::cli {
 
-std::vector<sim::measured_point> read_measured_points(const std::string& path) {
-  const std::vector<profiler::measurement_row> rows = profiler::read_measurements(path);
-  if (rows.empty()) throw input_error(path, "", "no measurement rows (only a header)");
-  std::vector<sim::measured_point> out;
-  out.reserve(rows.size());
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const profiler::measurement_row& r = rows[i];
-    const std::string where = path + ":" + std::to_string(i + 2);
-    sim::measured_point p;
-    p.op = r.op;
-    p.type = sim::parse_dtype(r.dtype, where, "dtype");
-    p.batch = r.batch;
-    p.seq_len = r.seq_len;
-    p.d_model = static_cast<int>(r.d_model);
-    p.n_heads = static_cast<int>(r.n_heads);
-    p.n_kv_heads = static_cast<int>(r.n_kv_heads);
-    p.d_ff = static_cast<int>(r.d_ff);
-    p.mlp = r.mlp == "swiglu" ? sim::mlp_kind::swiglu : sim::mlp_kind::gelu;
-    p.capacity = r.capacity;
-    p.variant = r.variant;
-    p.experts = r.experts;
-    p.noop_experts = r.noop_experts;
-    p.capacity_factor = r.capacity_factor;
-    p.median_s = r.median_s;
-    p.backend = r.backend;
-    p.device = r.device;
-    p.key = profiler::point_key(profiler::point_of(r));
-    p.where = where;
-    out.push_back(std::move(p));
-  }
-  return out;
-}
-
 namespace {
 
 namespace json = boost::json;
@@ -118,7 +85,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     std::error_code ec;
     if (fs::exists(out, ec) && fs::exists(file, ec) && fs::equivalent(out, file, ec))
       throw input_error(out, "--out", "is one of the measurements files");
-    const std::vector<sim::measured_point> points = read_measured_points(file);
+    const std::vector<sim::measured_point> points = profiler::read_measured_points(file);
     sim::calibration_source src;
     src.file = file;
     src.rows = static_cast<int>(points.size());

@@ -163,7 +163,7 @@ int cmd_report(const std::vector<std::string>& args) {
   }
   if (!measurements.empty()) {
     std::cerr << "report: validating the cost model on " << measurements << "\n";
-    const std::vector<sim::measured_point> points = read_measured_points(measurements);
+    const std::vector<sim::measured_point> points = profiler::read_measured_points(measurements);
     if (points.empty()) throw input_error(measurements, "", "no measurement rows");
     sim::hardware_spec val_hw;
     bool calibrate = true;

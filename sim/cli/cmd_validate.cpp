@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "profiler/measurements.hpp"
 #include "sim/calibrate.hpp"
 #include "sim/cli/common.hpp"
 #include "sim/config.hpp"
@@ -67,7 +68,7 @@ int cmd_validate(const std::vector<std::string>& args) {
   int skipped_used = 0, rows = 0;
   std::set<std::string> uncalibrated_dtypes;
   for (const std::string& file : vm["measurements"].as<std::vector<std::string>>()) {
-    for (const sim::measured_point& p : read_measured_points(file)) {
+    for (const sim::measured_point& p : profiler::read_measured_points(file)) {
       ++rows;
       if (p.op != "block_dense" && p.op != "block_mod" && p.op != "layer_mode") continue;
       if (p.backend != expected_backend)

@@ -10,10 +10,6 @@
 
 #include "sim/spec.hpp"
 
-namespace modsim::sim {
-struct measured_point;
-}
-
 namespace modsim::cli {
 
 namespace po = boost::program_options;
@@ -55,7 +51,6 @@ std::string resolve_config(const std::string& name, const char* kind);
 // The rows of a measurements CSV as profiler-independent points (sim/calibrate.hpp), each
 // with its profiler point key and "FILE:LINE". Throws modsim::error(bad_input) naming the
 // file when it is missing, malformed or has no data rows. (Defined in cmd_calibrate.cpp.)
-std::vector<sim::measured_point> read_measured_points(const std::string& path);
 
 // Subcommands.
 int cmd_flops(const std::vector<std::string>& args);
