@@ -2,7 +2,9 @@
 # Everything that needs an H100/H200, in one go, on a GPU machine that has the CUDA driver,
 # runtime and cuBLAS but none of the Debian libraries. Build here first (no GPU needed):
 #   cmake --preset gpu-portable && cmake --build --preset gpu-portable
-# then, on the GPU machine, from the repository root with build-gpu/ copied along:
+# then, on the GPU machine, from the repository root with build-gpu/ copied along (the two
+# binaries it needs, build-gpu/sim/cli/modsim and build-gpu/tests/kernels/cuda/
+# modsim_cuda_parity_tests, are about 60 MB together):
 #   scripts/gpu-run.sh [all|parity|profile|peer|summary]   (results under $OUT, default out-gpu/)
 # Stages: parity = CUDA-vs-CPU parity tests; profile = `modsim profile --backend cuda --preset
 # full`; peer = the PyTorch MoD block and modsim's CUDA block at the same shapes; summary = a
@@ -59,13 +61,13 @@ import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 key = lambda r: (r["dtype"], r["batch"], r["seq_len"], r["d_model"], r["n_heads"], r["d_ff"])
 dense = {key(r): r for r in rows if r["op"] == "block_dense"}
-print(f"{'dtype':5} {'B':>2} {'S':>5} {'d':>5} {'cap':>6} {'time/dense':>10} {'FLOP ratio':>10}")
+print(f"{'dtype':5} {'B':>2} {'S':>5} {'d':>5} {'d_ff':>6} {'cap':>6} {'time/dense':>10} {'FLOP ratio':>10}")
 for r in rows:
     if r["op"] != "block_mod" or key(r) not in dense: continue
     d = dense[key(r)]
     t = float(r["median_s"]) / float(d["median_s"])
     f = int(r["matmul_flops"]) / int(d["matmul_flops"])
-    print(f"{r['dtype']:5} {r['batch']:>2} {r['seq_len']:>5} {r['d_model']:>5} {float(r['capacity']):>6g} {t:>10.3f} {f:>10.3f}")
+    print(f"{r['dtype']:5} {r['batch']:>2} {r['seq_len']:>5} {r['d_model']:>5} {r['d_ff']:>6} {float(r['capacity']):>6g} {t:>10.3f} {f:>10.3f}")
 PY
 }
 
