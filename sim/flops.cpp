@@ -338,7 +338,10 @@ evaluation evaluate(const model_spec& model, const workload& w) {
       lf.ops.push_back(ops::scatter(x));
       lf.expected_tokens = x.batch;
       lf.tokens = std::llround(x.batch);
+      lf.expected = x;
+      lf.has_expected = true;
     }
+    lf.shape = s;
 
     checked m, o, b;
     for (op_cost& c : lf.ops) {

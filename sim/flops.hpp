@@ -201,6 +201,12 @@ struct layer_flops {
   std::int64_t tokens = 0;       // tokens the block sees, whole batch (B·n; decode llround(m))
   double expected_tokens = 0.0;  // the same, unrounded (decode: m = capacity·B)
   std::vector<op_cost> ops;      // in execution order
+  // The shapes the ops ran at, so the cost model times the same ops: `shape` for every op,
+  // except in decode at a MoD-routed layer, where ops after the first (the router or
+  // predictor, which sees all B tokens at `shape`) run at the expected shape `expected`.
+  op_shape shape;
+  expected_op_shape expected;
+  bool has_expected = false;
   std::int64_t matmul_flops = 0;  // sums over ops
   std::int64_t other_flops = 0;
   std::int64_t bytes = 0;

@@ -37,47 +37,15 @@ model_time time_model(const model_spec& model, const workload& w, const cost_mod
   const flops_report reported = w.mode == run_mode::train ? evaluate_flops(model, w) : timed_flops;
 
   const op_shape base = shape_of(model, timed);
-  const bool has_moe = model.mode.has_value();
-  const mode_variant variant = has_moe ? model.mode->variant : mode_variant::staged;
   const bool decode = w.mode == run_mode::decode;
-  const std::vector<layer_plan> plans = plan_layers(model);
 
   model_time out;
   for (std::size_t li = 0; li < timed_flops.layers.size(); ++li) {
     const layer_flops& lf = timed_flops.layers[li];
     const layer_flops& rf = reported.layers[li];
-    const layer_plan& plan = plans.at(li);
-    const bool mod_routing = lf.routed && !(has_moe && variant == mode_variant::integrated);
-    // The shapes the ops ran at (the same construction as sim/flops' evaluation).
-    op_shape s = base;
-    if (lf.routed && has_moe && variant == mode_variant::integrated) s.noop_experts = model.mode->noop_experts;
-    expected_op_shape x;
-    const bool expected = decode && mod_routing;
-    if (!decode) {
-      if (mod_routing) s.tokens = routed_tokens(plan.capacity, w.seq_len);
-    } else {
-      s.tokens = 1;
-      s.seq_len = 1;
-      if (!mod_routing) s.context = w.seq_len + 1;
-      x.batch = plan.capacity * double(w.batch);
-      x.tokens = 1;
-      x.seq_len = 1;
-      x.context = double(routed_tokens(plan.capacity, w.seq_len)) + 1.0;
-      x.weight_reads = 1.0 - std::pow(1.0 - plan.capacity, double(w.batch));
-      x.d_model = s.d_model;
-      x.n_heads = s.n_heads;
-      x.n_kv_heads = s.n_kv_heads;
-      x.d_head = s.d_head;
-      x.d_ff = s.d_ff;
-      x.vocab_size = s.vocab_size;
-      x.mlp = s.mlp;
-      x.elem_bytes = s.elem_bytes;
-      x.experts = s.experts;
-      x.top_k = s.top_k;
-      x.capacity_factor = s.capacity_factor;
-      x.noop_experts = s.noop_experts;
-      x.predictor_hidden = s.predictor_hidden;
-    }
+    const op_shape& s = lf.shape;          // the shapes sim/flops evaluated the ops at
+    const expected_op_shape& x = lf.expected;
+    const bool expected = lf.has_expected;
     layer_prediction lp;
     lp.index = lf.index;
     lp.routed = lf.routed;
