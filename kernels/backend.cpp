@@ -138,6 +138,51 @@ void block_shape::validate() const {
     throw input_error("", field_error_key("capacity_factor"), "must be finite");
 }
 
+std::int64_t tensor_elements(tensor t, const block_shape& s) {
+  const std::int64_t T = s.tokens(), d = s.d_model, dq = s.d_q(), dkv = s.d_kv(), dff = s.d_ff;
+  const std::int64_t B = s.batch, S = s.seq_len, k = s.routed_tokens();
+  const bool swiglu = s.mlp == mlp_kind::swiglu;
+  const bool moe = s.variant != mode_variant::none;
+  const std::int64_t E = moe ? s.experts : 0, Et = moe ? s.router_experts() : 0;
+  switch (t) {
+    case tensor::x:
+    case tensor::out:
+    case tensor::attn_in:
+    case tensor::h:
+    case tensor::mlp_in:
+    case tensor::y: return T * d;
+    case tensor::router_w:
+    case tensor::attn_norm_g:
+    case tensor::mlp_norm_g: return d;
+    case tensor::router_logits: return T;
+    case tensor::routed_index:
+    case tensor::routed_r: return B * k;
+    case tensor::routed_x: return B * k * d;
+    case tensor::w_q: return d * dq;
+    case tensor::w_k:
+    case tensor::w_v: return d * dkv;
+    case tensor::q:
+    case tensor::attn_out: return T * dq;
+    case tensor::k:
+    case tensor::v: return T * dkv;
+    case tensor::scores: return B * s.n_heads * S * S;
+    case tensor::w_o: return dq * d;
+    case tensor::w_up:
+    case tensor::w_down: return d * dff;
+    case tensor::w_gate: return swiglu ? d * dff : 0;
+    case tensor::mlp_hidden: return T * dff;
+    case tensor::mlp_gate_hidden: return swiglu ? T * dff : 0;
+    case tensor::expert_router_w: return d * Et;
+    case tensor::expert_logits: return T * Et;
+    case tensor::expert_index:
+    case tensor::expert_gate: return moe ? T : 0;
+    case tensor::expert_w_up:
+    case tensor::expert_w_down: return E * d * dff;
+    case tensor::expert_w_gate: return swiglu ? E * d * dff : 0;
+  }
+  return 0;
+}
+
 void backend::prepare(op o, workspace& ws) {
   // Without this a repeated in-place op feeds on its own output: gelu(gelu(...)) drifts into
   // denormal floats, which are slow on CPUs and slow every op that reads them afterwards.

@@ -154,6 +154,9 @@ inline constexpr int tensor_count = 34;
 
 std::string_view to_string(tensor t);
 bool is_index(tensor t);
+// Elements of tensor `t` for `shape` (0 where the shape has no such buffer): the one place
+// every backend sizes its workspaces from.
+std::int64_t tensor_elements(tensor t, const block_shape& shape);
 // Where an op leaves the layer's output x^{l+1}: `y` for block_dense and integrated
 // layer_mode, `out` for block_mod and staged layer_mode.
 tensor result_tensor(op o, const block_shape& shape);

@@ -25,45 +25,18 @@ cpu_workspace::cpu_workspace(const block_shape& s, const workspace_options& opti
     : workspace(s, dtype::fp32) {
   if (options.input_copies < 1)
     throw input_error("", "workspace.input_copies", "must be at least 1, got " + std::to_string(options.input_copies));
-  const std::int64_t T = s.tokens(), d = s.d_model, dq = s.d_q(), dkv = s.d_kv(), dff = s.d_ff;
-  const std::int64_t B = s.batch, S = s.seq_len, k = s.routed_tokens();
-  const bool swiglu = s.mlp == mlp_kind::swiglu;
+  const std::int64_t T = s.tokens(), d = s.d_model;
+  const std::int64_t B = s.batch, k = s.routed_tokens();
   const bool moe = s.variant != mode_variant::none;
-  const std::int64_t E = moe ? s.experts : 0, Et = moe ? s.router_experts() : 0;
+  const std::int64_t E = moe ? s.experts : 0;
 
-  auto alloc = [&](tensor t, std::int64_t n) { m_buffers[slot_index(t)].assign(static_cast<std::size_t>(n), 0.0f); };
-  alloc(tensor::router_w, d);
-  alloc(tensor::router_logits, T);
-  m_index_buffers[slot_index(tensor::routed_index)].assign(static_cast<std::size_t>(B * k), 0);
-  alloc(tensor::routed_x, B * k * d);
-  alloc(tensor::routed_r, B * k);
-  alloc(tensor::attn_norm_g, d);
-  alloc(tensor::attn_in, T * d);
-  alloc(tensor::w_q, d * dq);
-  alloc(tensor::w_k, d * dkv);
-  alloc(tensor::w_v, d * dkv);
-  alloc(tensor::q, T * dq);
-  alloc(tensor::k, T * dkv);
-  alloc(tensor::v, T * dkv);
-  alloc(tensor::scores, B * s.n_heads * S * S);
-  alloc(tensor::attn_out, T * dq);
-  alloc(tensor::w_o, dq * d);
-  alloc(tensor::h, T * d);
-  alloc(tensor::mlp_norm_g, d);
-  alloc(tensor::mlp_in, T * d);
-  alloc(tensor::w_up, d * dff);
-  alloc(tensor::w_gate, swiglu ? d * dff : 0);
-  alloc(tensor::w_down, dff * d);
-  alloc(tensor::mlp_hidden, T * dff);
-  alloc(tensor::mlp_gate_hidden, swiglu ? T * dff : 0);
-  alloc(tensor::y, T * d);
-  alloc(tensor::expert_router_w, d * Et);
-  alloc(tensor::expert_logits, T * Et);
-  m_index_buffers[slot_index(tensor::expert_index)].assign(moe ? static_cast<std::size_t>(T) : 0, 0);
-  alloc(tensor::expert_gate, moe ? T : 0);
-  alloc(tensor::expert_w_up, E * d * dff);
-  alloc(tensor::expert_w_gate, swiglu ? E * d * dff : 0);
-  alloc(tensor::expert_w_down, E * dff * d);
+  for (int i = 0; i < tensor_count; ++i) {
+    const auto t = static_cast<tensor>(i);
+    if (t == tensor::x || t == tensor::out) continue;  // per input copy, below
+    const auto n = static_cast<std::size_t>(tensor_elements(t, s));
+    if (is_index(t)) m_index_buffers[slot_index(t)].assign(n, 0);
+    else m_buffers[slot_index(t)].assign(n, 0.0f);
+  }
 
   m_topk_pairs.resize(static_cast<std::size_t>(T));
   if (moe) {

@@ -156,41 +156,7 @@ class cuda_workspace final : public workspace {
     const bool moe = s.variant != mode_variant::none;
     const std::int64_t E = moe ? s.experts : 0, Et = moe ? s.router_experts() : 0;
 
-    // Sizes exactly as the CPU workspace's.
-    set_size(tensor::router_w, d);
-    set_size(tensor::router_logits, T);
-    set_size(tensor::routed_index, B * k);
-    set_size(tensor::routed_x, B * k * d);
-    set_size(tensor::routed_r, B * k);
-    set_size(tensor::attn_norm_g, d);
-    set_size(tensor::attn_in, T * d);
-    set_size(tensor::w_q, d * dq);
-    set_size(tensor::w_k, d * dkv);
-    set_size(tensor::w_v, d * dkv);
-    set_size(tensor::q, T * dq);
-    set_size(tensor::k, T * dkv);
-    set_size(tensor::v, T * dkv);
-    set_size(tensor::scores, B * s.n_heads * S * S);
-    set_size(tensor::attn_out, T * dq);
-    set_size(tensor::w_o, dq * d);
-    set_size(tensor::h, T * d);
-    set_size(tensor::mlp_norm_g, d);
-    set_size(tensor::mlp_in, T * d);
-    set_size(tensor::w_up, d * dff);
-    set_size(tensor::w_gate, swiglu ? d * dff : 0);
-    set_size(tensor::w_down, dff * d);
-    set_size(tensor::mlp_hidden, T * dff);
-    set_size(tensor::mlp_gate_hidden, swiglu ? T * dff : 0);
-    set_size(tensor::y, T * d);
-    set_size(tensor::expert_router_w, d * Et);
-    set_size(tensor::expert_logits, T * Et);
-    set_size(tensor::expert_index, moe ? T : 0);
-    set_size(tensor::expert_gate, moe ? T : 0);
-    set_size(tensor::expert_w_up, E * d * dff);
-    set_size(tensor::expert_w_gate, swiglu ? E * d * dff : 0);
-    set_size(tensor::expert_w_down, E * dff * d);
-    set_size(tensor::x, T * d);
-    set_size(tensor::out, T * d);
+    for (int i = 0; i < tensor_count; ++i) set_size(static_cast<tensor>(i), tensor_elements(static_cast<tensor>(i), s));
 
     m_ctx->make_current();
     const cudaStream_t stream = m_ctx->stream;
