@@ -14,34 +14,59 @@ namespace modsim::kernels {
 namespace {
 
 constexpr std::array<std::string_view, op_count> op_names = {
-    "router",   "topk",       "gather",   "attn_norm",     "qkv_proj",
-    "attn_scores", "attn_softmax", "attn_values", "out_proj",   "mlp_norm",
-    "mlp_up",   "mlp_gate",   "mlp_act",  "mlp_down",      "scatter",
-    "block_dense", "block_mod", "layer_mode", "expert_router", "experts",
+    "router",      "topk",        "gather",    "attn_norm",  "qkv_proj",      "attn_scores", "attn_softmax",
+    "attn_values", "out_proj",    "mlp_norm",  "mlp_up",     "mlp_gate",      "mlp_act",     "mlp_down",
+    "scatter",     "block_dense", "block_mod", "layer_mode", "expert_router", "experts",
 };
 
 constexpr std::array<op, op_count> ops = {
-    op::router,   op::topk,        op::gather,    op::attn_norm,     op::qkv_proj,
-    op::attn_scores, op::attn_softmax, op::attn_values, op::out_proj, op::mlp_norm,
-    op::mlp_up,   op::mlp_gate,    op::mlp_act,   op::mlp_down,      op::scatter,
-    op::block_dense, op::block_mod, op::layer_mode, op::expert_router, op::experts,
+    op::router,      op::topk,         op::gather,      op::attn_norm,     op::qkv_proj,
+    op::attn_scores, op::attn_softmax, op::attn_values, op::out_proj,      op::mlp_norm,
+    op::mlp_up,      op::mlp_gate,     op::mlp_act,     op::mlp_down,      op::scatter,
+    op::block_dense, op::block_mod,    op::layer_mode,  op::expert_router, op::experts,
 };
 
 constexpr std::array<std::string_view, tensor_count> tensor_names = {
-    "x",         "out",        "router_w",        "router_logits", "routed_index",
-    "routed_x",  "routed_r",   "attn_norm_g",     "attn_in",       "w_q",
-    "w_k",       "w_v",        "q",               "k",             "v",
-    "scores",    "attn_out",   "w_o",             "h",             "mlp_norm_g",
-    "mlp_in",    "w_up",       "w_gate",          "w_down",        "mlp_hidden",
-    "mlp_gate_hidden", "y",    "expert_router_w", "expert_logits", "expert_index",
-    "expert_gate", "expert_w_up", "expert_w_gate", "expert_w_down",
+    "x",
+    "out",
+    "router_w",
+    "router_logits",
+    "routed_index",
+    "routed_x",
+    "routed_r",
+    "attn_norm_g",
+    "attn_in",
+    "w_q",
+    "w_k",
+    "w_v",
+    "q",
+    "k",
+    "v",
+    "scores",
+    "attn_out",
+    "w_o",
+    "h",
+    "mlp_norm_g",
+    "mlp_in",
+    "w_up",
+    "w_gate",
+    "w_down",
+    "mlp_hidden",
+    "mlp_gate_hidden",
+    "y",
+    "expert_router_w",
+    "expert_logits",
+    "expert_index",
+    "expert_gate",
+    "expert_w_up",
+    "expert_w_gate",
+    "expert_w_down",
 };
 
 std::string field_error_key(const char* field) { return std::string("block_shape.") + field; }
 
 void require_positive(std::int64_t value, const char* field) {
-  if (value <= 0)
-    throw input_error("", field_error_key(field), "must be positive, got " + std::to_string(value));
+  if (value <= 0) throw input_error("", field_error_key(field), "must be positive, got " + std::to_string(value));
 }
 
 }  // namespace
@@ -61,9 +86,12 @@ op parse_op(std::string_view name) {
 
 std::string_view to_string(dtype t) {
   switch (t) {
-    case dtype::fp32: return "fp32";
-    case dtype::bf16: return "bf16";
-    case dtype::fp16: return "fp16";
+    case dtype::fp32:
+      return "fp32";
+    case dtype::bf16:
+      return "bf16";
+    case dtype::fp16:
+      return "fp16";
   }
   return "unknown";
 }
@@ -118,24 +146,20 @@ void block_shape::validate() const {
   require_positive(d_ff, "d_ff");
   if (n_heads % n_kv_heads != 0)
     throw input_error("", field_error_key("n_kv_heads"),
-                      "must divide n_heads (" + std::to_string(n_heads) + "), got " +
-                          std::to_string(n_kv_heads));
+                      "must divide n_heads (" + std::to_string(n_heads) + "), got " + std::to_string(n_kv_heads));
   if (!(capacity > 0.0 && capacity <= 1.0))
-    throw input_error("", field_error_key("capacity"),
-                      "must be in (0, 1], got " + std::to_string(capacity));
+    throw input_error("", field_error_key("capacity"), "must be in (0, 1], got " + std::to_string(capacity));
   if (variant == mode_variant::none) return;
   require_positive(experts, "experts");
   if (top_k != 1)
     throw input_error("", field_error_key("top_k"),
                       "only top-1 expert choice is implemented, got " + std::to_string(top_k));
   if (noop_experts < 0)
-    throw input_error("", field_error_key("noop_experts"),
-                      "must not be negative, got " + std::to_string(noop_experts));
+    throw input_error("", field_error_key("noop_experts"), "must not be negative, got " + std::to_string(noop_experts));
   if (variant == mode_variant::staged && noop_experts != 0)
     throw input_error("", field_error_key("noop_experts"),
                       "the staged variant has no no-op experts, got " + std::to_string(noop_experts));
-  if (!std::isfinite(capacity_factor))
-    throw input_error("", field_error_key("capacity_factor"), "must be finite");
+  if (!std::isfinite(capacity_factor)) throw input_error("", field_error_key("capacity_factor"), "must be finite");
 }
 
 std::int64_t tensor_elements(tensor t, const block_shape& s) {
@@ -150,35 +174,55 @@ std::int64_t tensor_elements(tensor t, const block_shape& s) {
     case tensor::attn_in:
     case tensor::h:
     case tensor::mlp_in:
-    case tensor::y: return T * d;
+    case tensor::y:
+      return T * d;
     case tensor::router_w:
     case tensor::attn_norm_g:
-    case tensor::mlp_norm_g: return d;
-    case tensor::router_logits: return T;
+    case tensor::mlp_norm_g:
+      return d;
+    case tensor::router_logits:
+      return T;
     case tensor::routed_index:
-    case tensor::routed_r: return B * k;
-    case tensor::routed_x: return B * k * d;
-    case tensor::w_q: return d * dq;
+    case tensor::routed_r:
+      return B * k;
+    case tensor::routed_x:
+      return B * k * d;
+    case tensor::w_q:
+      return d * dq;
     case tensor::w_k:
-    case tensor::w_v: return d * dkv;
+    case tensor::w_v:
+      return d * dkv;
     case tensor::q:
-    case tensor::attn_out: return T * dq;
+    case tensor::attn_out:
+      return T * dq;
     case tensor::k:
-    case tensor::v: return T * dkv;
-    case tensor::scores: return B * s.n_heads * S * S;
-    case tensor::w_o: return dq * d;
+    case tensor::v:
+      return T * dkv;
+    case tensor::scores:
+      return B * s.n_heads * S * S;
+    case tensor::w_o:
+      return dq * d;
     case tensor::w_up:
-    case tensor::w_down: return d * dff;
-    case tensor::w_gate: return swiglu ? d * dff : 0;
-    case tensor::mlp_hidden: return T * dff;
-    case tensor::mlp_gate_hidden: return swiglu ? T * dff : 0;
-    case tensor::expert_router_w: return d * Et;
-    case tensor::expert_logits: return T * Et;
+    case tensor::w_down:
+      return d * dff;
+    case tensor::w_gate:
+      return swiglu ? d * dff : 0;
+    case tensor::mlp_hidden:
+      return T * dff;
+    case tensor::mlp_gate_hidden:
+      return swiglu ? T * dff : 0;
+    case tensor::expert_router_w:
+      return d * Et;
+    case tensor::expert_logits:
+      return T * Et;
     case tensor::expert_index:
-    case tensor::expert_gate: return moe ? T : 0;
+    case tensor::expert_gate:
+      return moe ? T : 0;
     case tensor::expert_w_up:
-    case tensor::expert_w_down: return E * d * dff;
-    case tensor::expert_w_gate: return swiglu ? E * d * dff : 0;
+    case tensor::expert_w_down:
+      return E * d * dff;
+    case tensor::expert_w_gate:
+      return swiglu ? E * d * dff : 0;
   }
   return 0;
 }

@@ -77,9 +77,9 @@ struct block_shape {
   double capacity = 1.0;  // fraction of each sequence routed through the block, in (0, 1]
   // MoE / MoDE
   mode_variant variant = mode_variant::none;
-  int experts = 0;         // real experts (> 0 when variant != none)
-  int top_k = 1;           // experts per token; only 1 is implemented
-  int noop_experts = 0;    // integrated only
+  int experts = 0;               // real experts (> 0 when variant != none)
+  int top_k = 1;                 // experts per token; only 1 is implemented
+  int noop_experts = 0;          // integrated only
   double capacity_factor = 1.0;  // per-expert capacity factor; <= 0 means dropless
 
   std::int64_t tokens() const { return batch * seq_len; }
@@ -108,11 +108,11 @@ std::int64_t routed_tokens(double capacity, std::int64_t seq_len);
 // the live ones. Index buffers (is_index) hold int32.
 enum class tensor {
   // inputs (x rotates, see workspace::rotate)
-  x,              // [T, d]   residual stream entering the layer
-  out,            // [T, d]   x^{l+1} after scatter (block_mod, staged layer_mode). Updated
-                  //          like an in-place residual stream: scatter writes only the rows
-                  //          routed now (and resets to x those the previous scatter wrote);
-                  //          the others already equal x. Uploading x resets out to x.
+  x,    // [T, d]   residual stream entering the layer
+  out,  // [T, d]   x^{l+1} after scatter (block_mod, staged layer_mode). Updated
+        //          like an in-place residual stream: scatter writes only the rows
+        //          routed now (and resets to x those the previous scatter wrote);
+        //          the others already equal x. Uploading x resets out to x.
   // routing
   router_w,       // [d]
   router_logits,  // [T]      r
@@ -120,18 +120,18 @@ enum class tensor {
   routed_x,       // [B·k, d] x̃
   routed_r,       // [B·k]    r̃
   // attention
-  attn_norm_g,    // [d]
-  attn_in,        // [T, d]   normed block input
-  w_q,            // [d, d_q]
-  w_k,            // [d, d_kv]
-  w_v,            // [d, d_kv]
-  q,              // [T, d_q]
-  k,              // [T, d_kv]
-  v,              // [T, d_kv]
-  scores,         // [B, H, n, n] scores, then probabilities (softmax in place)
-  attn_out,       // [T, d_q]
-  w_o,            // [d_q, d]
-  h,              // [T, d]   block input + attention output
+  attn_norm_g,  // [d]
+  attn_in,      // [T, d]   normed block input
+  w_q,          // [d, d_q]
+  w_k,          // [d, d_kv]
+  w_v,          // [d, d_kv]
+  q,            // [T, d_q]
+  k,            // [T, d_kv]
+  v,            // [T, d_kv]
+  scores,       // [B, H, n, n] scores, then probabilities (softmax in place)
+  attn_out,     // [T, d_q]
+  w_o,          // [d_q, d]
+  h,            // [T, d]   block input + attention output
   // MLP
   mlp_norm_g,       // [d]
   mlp_in,           // [T, d]   normed h (u)

@@ -36,9 +36,12 @@ void fill_normal(std::span<float> values, std::uint64_t seed, std::uint64_t stre
 
 std::optional<init_rule> initial_values(tensor t, const block_shape& s, int input_copy) {
   switch (t) {
-    case tensor::x: return init_rule{2000 + static_cast<std::uint64_t>(input_copy), 0.0, 1.0};
-    case tensor::attn_norm_g: return init_rule{1001, 1.0, 0.1};
-    case tensor::mlp_norm_g: return init_rule{1002, 1.0, 0.1};
+    case tensor::x:
+      return init_rule{2000 + static_cast<std::uint64_t>(input_copy), 0.0, 1.0};
+    case tensor::attn_norm_g:
+      return init_rule{1001, 1.0, 0.1};
+    case tensor::mlp_norm_g:
+      return init_rule{1002, 1.0, 0.1};
     case tensor::router_w:
     case tensor::w_q:
     case tensor::w_k:
@@ -47,11 +50,15 @@ std::optional<init_rule> initial_values(tensor t, const block_shape& s, int inpu
     case tensor::w_gate:
     case tensor::expert_router_w:
     case tensor::expert_w_up:
-    case tensor::expert_w_gate: return weight(t, s.d_model);
-    case tensor::w_o: return weight(t, s.d_q());
+    case tensor::expert_w_gate:
+      return weight(t, s.d_model);
+    case tensor::w_o:
+      return weight(t, s.d_q());
     case tensor::w_down:
-    case tensor::expert_w_down: return weight(t, s.d_ff);
-    default: return std::nullopt;
+    case tensor::expert_w_down:
+      return weight(t, s.d_ff);
+    default:
+      return std::nullopt;
   }
 }
 

@@ -68,7 +68,8 @@ std::vector<T> axis(const json::object& obj, const std::string& file, const char
 
 std::int64_t to_positive_int(const json::value& v, const std::string& file, const std::string& path) {
   if (v.is_int64() && v.as_int64() > 0) return v.as_int64();
-  if (v.is_uint64() && v.as_uint64() > 0 && v.as_uint64() < (1ULL << 40)) return static_cast<std::int64_t>(v.as_uint64());
+  if (v.is_uint64() && v.as_uint64() > 0 && v.as_uint64() < (1ULL << 40))
+    return static_cast<std::int64_t>(v.as_uint64());
   throw input_error(file, path, "expected a positive integer, got " + json::serialize(v));
 }
 
@@ -126,8 +127,10 @@ expansion expand(const grid& g) {
                                 sh.top_k = 1;
                               }
                               std::string why = invalid_reason(p);
-                              if (why.empty()) out.points.push_back(p);
-                              else out.skipped.push_back({p, why});
+                              if (why.empty())
+                                out.points.push_back(p);
+                              else
+                                out.skipped.push_back({p, why});
                             }
   return out;
 }
@@ -141,8 +144,9 @@ grid parse_grid(std::string_view json_text, const std::string& file) {
   }
   if (!v.is_object()) throw input_error(file, "", "expected a JSON object");
   const json::object& obj = v.as_object();
-  static const char* known[] = {"ops", "dtype", "batch", "seq_len", "d_model", "n_heads", "n_kv_heads", "d_ff",
-                                "capacity", "mlp", "variant", "experts", "noop_experts", "capacity_factor", "name", "notes"};
+  static const char* known[] = {"ops",  "dtype",    "batch", "seq_len", "d_model", "n_heads",      "n_kv_heads",
+                                "d_ff", "capacity", "mlp",   "variant", "experts", "noop_experts", "capacity_factor",
+                                "name", "notes"};
   for (const auto& kv : obj) {
     bool ok = false;
     for (const char* k : known) ok |= kv.key() == k;
@@ -150,22 +154,27 @@ grid parse_grid(std::string_view json_text, const std::string& file) {
   }
   auto positive = [&](const json::value& x, const std::string& p) { return to_positive_int(x, file, p); };
   grid g;
-  g.ops = axis<kernels::op>(obj, file, "ops", [&](const json::value& x, const std::string& p) {
-    std::string name = to_str(x, file, p);
-    try {
-      return kernels::parse_op(name);
-    } catch (const error&) {
-      throw input_error(file, p, "unknown op '" + name + "'");
-    }
-  }, {});
+  g.ops = axis<kernels::op>(obj, file, "ops",
+                            [&](const json::value& x, const std::string& p) {
+                              std::string name = to_str(x, file, p);
+                              try {
+                                return kernels::parse_op(name);
+                              } catch (const error&) {
+                                throw input_error(file, p, "unknown op '" + name + "'");
+                              }
+                            },
+                            {});
   if (g.ops.empty()) throw input_error(file, "ops", "missing required key (the ops to measure)");
-  g.dtypes = axis<kernels::dtype>(obj, file, "dtype", [&](const json::value& x, const std::string& p) {
-    std::string name = to_str(x, file, p);
-    if (name == "fp32") return kernels::dtype::fp32;
-    if (name == "bf16") return kernels::dtype::bf16;
-    if (name == "fp16") return kernels::dtype::fp16;
-    throw input_error(file, p, "unknown dtype '" + name + "' (expected fp32, bf16 or fp16)");
-  }, {kernels::dtype::fp32});
+  g.dtypes =
+      axis<kernels::dtype>(obj, file, "dtype",
+                           [&](const json::value& x, const std::string& p) {
+                             std::string name = to_str(x, file, p);
+                             if (name == "fp32") return kernels::dtype::fp32;
+                             if (name == "bf16") return kernels::dtype::bf16;
+                             if (name == "fp16") return kernels::dtype::fp16;
+                             throw input_error(file, p, "unknown dtype '" + name + "' (expected fp32, bf16 or fp16)");
+                           },
+                           {kernels::dtype::fp32});
   g.batch = axis<std::int64_t>(obj, file, "batch", positive, {1});
   g.seq_len = axis<std::int64_t>(obj, file, "seq_len", positive, {});
   g.d_model = axis<std::int64_t>(obj, file, "d_model", positive, {});
@@ -175,35 +184,46 @@ grid parse_grid(std::string_view json_text, const std::string& file) {
   for (auto [key, vec] : {std::pair{"seq_len", &g.seq_len}, std::pair{"d_model", &g.d_model},
                           std::pair{"n_heads", &g.n_heads}, std::pair{"d_ff", &g.d_ff}})
     if (vec->empty()) throw input_error(file, key, "missing required key");
-  g.capacity = axis<double>(obj, file, "capacity", [&](const json::value& x, const std::string& p) {
-    if (!x.is_number()) throw input_error(file, p, "expected a number, got " + json::serialize(x));
-    double c = x.to_number<double>();
-    if (!(c > 0 && c <= 1)) throw input_error(file, p, "capacity must be in (0, 1], got " + fmt_double(c));
-    return c;
-  }, {1.0});
-  g.mlp = axis<kernels::mlp_kind>(obj, file, "mlp", [&](const json::value& x, const std::string& p) {
-    std::string name = to_str(x, file, p);
-    if (name == "gelu") return kernels::mlp_kind::gelu;
-    if (name == "swiglu") return kernels::mlp_kind::swiglu;
-    throw input_error(file, p, "unknown mlp '" + name + "' (expected gelu or swiglu)");
-  }, {kernels::mlp_kind::gelu});
-  g.variants = axis<kernels::mode_variant>(obj, file, "variant", [&](const json::value& x, const std::string& p) {
-    std::string name = to_str(x, file, p);
-    if (name == "staged") return kernels::mode_variant::staged;
-    if (name == "integrated") return kernels::mode_variant::integrated;
-    throw input_error(file, p, "unknown variant '" + name + "' (expected staged or integrated)");
-  }, {kernels::mode_variant::staged});
-  g.experts = axis<int>(obj, file, "experts", [&](const json::value& x, const std::string& p) {
-    return static_cast<int>(to_positive_int(x, file, p));
-  }, {0});
-  g.noop_experts = axis<int>(obj, file, "noop_experts", [&](const json::value& x, const std::string& p) {
-    return static_cast<int>(to_positive_int(x, file, p));
-  }, {1});
-  g.capacity_factor = axis<double>(obj, file, "capacity_factor", [&](const json::value& x, const std::string& p) {
-    if (!x.is_number() || x.to_number<double>() < 0)
-      throw input_error(file, p, "expected a number >= 0, got " + json::serialize(x));
-    return x.to_number<double>();
-  }, {1.25});
+  g.capacity = axis<double>(obj, file, "capacity",
+                            [&](const json::value& x, const std::string& p) {
+                              if (!x.is_number())
+                                throw input_error(file, p, "expected a number, got " + json::serialize(x));
+                              double c = x.to_number<double>();
+                              if (!(c > 0 && c <= 1))
+                                throw input_error(file, p, "capacity must be in (0, 1], got " + fmt_double(c));
+                              return c;
+                            },
+                            {1.0});
+  g.mlp = axis<kernels::mlp_kind>(obj, file, "mlp",
+                                  [&](const json::value& x, const std::string& p) {
+                                    std::string name = to_str(x, file, p);
+                                    if (name == "gelu") return kernels::mlp_kind::gelu;
+                                    if (name == "swiglu") return kernels::mlp_kind::swiglu;
+                                    throw input_error(file, p, "unknown mlp '" + name + "' (expected gelu or swiglu)");
+                                  },
+                                  {kernels::mlp_kind::gelu});
+  g.variants = axis<kernels::mode_variant>(
+      obj, file, "variant",
+      [&](const json::value& x, const std::string& p) {
+        std::string name = to_str(x, file, p);
+        if (name == "staged") return kernels::mode_variant::staged;
+        if (name == "integrated") return kernels::mode_variant::integrated;
+        throw input_error(file, p, "unknown variant '" + name + "' (expected staged or integrated)");
+      },
+      {kernels::mode_variant::staged});
+  g.experts = axis<int>(
+      obj, file, "experts",
+      [&](const json::value& x, const std::string& p) { return static_cast<int>(to_positive_int(x, file, p)); }, {0});
+  g.noop_experts = axis<int>(
+      obj, file, "noop_experts",
+      [&](const json::value& x, const std::string& p) { return static_cast<int>(to_positive_int(x, file, p)); }, {1});
+  g.capacity_factor = axis<double>(obj, file, "capacity_factor",
+                                   [&](const json::value& x, const std::string& p) {
+                                     if (!x.is_number() || x.to_number<double>() < 0)
+                                       throw input_error(file, p, "expected a number >= 0, got " + json::serialize(x));
+                                     return x.to_number<double>();
+                                   },
+                                   {1.25});
   return g;
 }
 
@@ -219,9 +239,9 @@ grid preset(std::string_view name, std::string_view backend) {
   g.capacity_factor = {1.25};
   if (name == "quick") {
     // Seconds per point on two CPU cores: enough shapes to calibrate and to validate.
-    g.ops = {op::block_dense, op::block_mod, op::router, op::topk, op::gather, op::scatter,
-             op::qkv_proj, op::attn_scores, op::attn_softmax, op::attn_values, op::out_proj,
-             op::mlp_up, op::mlp_act, op::mlp_down, op::attn_norm};
+    g.ops = {op::block_dense, op::block_mod, op::router,      op::topk,         op::gather,
+             op::scatter,     op::qkv_proj,  op::attn_scores, op::attn_softmax, op::attn_values,
+             op::out_proj,    op::mlp_up,    op::mlp_act,     op::mlp_down,     op::attn_norm};
     g.dtypes = {kernels::dtype::fp32};
     g.batch = {1};
     g.seq_len = gpu ? std::vector<std::int64_t>{1024, 2048} : std::vector<std::int64_t>{256, 512};
@@ -238,9 +258,9 @@ grid preset(std::string_view name, std::string_view backend) {
     // Sized to finish in about five minutes on an H100/H200 (bf16; ~1,150 points) or about
     // half an hour on a 2-core CPU (fp32): every single op and both blocks at four capacities
     // over 16 shapes, plus MoDE layers. Includes the paper's point (S = 2048, capacity 1/8).
-    g.ops = {op::block_dense, op::block_mod, op::layer_mode, op::router, op::topk, op::gather,
-             op::scatter, op::attn_norm, op::qkv_proj, op::attn_scores, op::attn_softmax,
-             op::attn_values, op::out_proj, op::mlp_norm, op::mlp_up, op::mlp_act, op::mlp_down};
+    g.ops = {op::block_dense, op::block_mod, op::layer_mode, op::router,      op::topk,         op::gather,
+             op::scatter,     op::attn_norm, op::qkv_proj,   op::attn_scores, op::attn_softmax, op::attn_values,
+             op::out_proj,    op::mlp_norm,  op::mlp_up,     op::mlp_act,     op::mlp_down};
     g.capacity = {0.125, 0.25, 0.5, 1.0};
     g.experts = {8};
     if (gpu) {

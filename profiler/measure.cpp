@@ -50,7 +50,8 @@ sample_stats measure(const std::function<double()>& sample, const stop_rule& rul
         break;
       }
     }
-    if (total >= rule.max_time_s && static_cast<int>(samples.size()) >= std::min(rule.min_samples, rule.max_samples)) break;
+    if (total >= rule.max_time_s && static_cast<int>(samples.size()) >= std::min(rule.min_samples, rule.max_samples))
+      break;
   }
   sample_stats s = summarize(samples);
   s.converged = converged;

@@ -11,12 +11,12 @@
 namespace modsim::profiler {
 
 struct stop_rule {
-  int warmup = 2;                 // repeats run and discarded first
+  int warmup = 2;  // repeats run and discarded first
   int min_samples = 5;
   int max_samples = 1000;
-  double min_time_s = 0.02;       // sampled time before the precision test may stop
-  double max_time_s = 1.0;        // sampled time after which sampling stops regardless
-  double target_rel_error = 0.01; // stop when stderr(mean)/mean falls below this
+  double min_time_s = 0.02;        // sampled time before the precision test may stop
+  double max_time_s = 1.0;         // sampled time after which sampling stops regardless
+  double target_rel_error = 0.01;  // stop when stderr(mean)/mean falls below this
 };
 
 struct sample_stats {

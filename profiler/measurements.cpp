@@ -17,9 +17,9 @@ namespace modsim::profiler {
 namespace {
 
 constexpr const char* k_columns[] = {
-    "backend", "device", "op", "dtype", "batch", "seq_len", "d_model", "n_heads", "d_ff", "capacity", "tokens",
-    "matmul_flops", "bytes", "median_s", "p10_s", "p90_s", "samples", "n_kv_heads", "mlp", "variant", "experts",
-    "noop_experts", "capacity_factor", "other_flops"};
+    "backend", "device",     "op",     "dtype",        "batch",   "seq_len",      "d_model",         "n_heads",
+    "d_ff",    "capacity",   "tokens", "matmul_flops", "bytes",   "median_s",     "p10_s",           "p90_s",
+    "samples", "n_kv_heads", "mlp",    "variant",      "experts", "noop_experts", "capacity_factor", "other_flops"};
 constexpr std::size_t k_column_count = sizeof(k_columns) / sizeof(k_columns[0]);
 
 std::vector<std::string> split_csv(const std::string& line) {
@@ -58,18 +58,24 @@ std::string num(double v) {
 
 sim::dtype sim_dtype(kernels::dtype t) {
   switch (t) {
-    case kernels::dtype::fp32: return sim::dtype::fp32;
-    case kernels::dtype::bf16: return sim::dtype::bf16;
-    case kernels::dtype::fp16: return sim::dtype::fp16;
+    case kernels::dtype::fp32:
+      return sim::dtype::fp32;
+    case kernels::dtype::bf16:
+      return sim::dtype::bf16;
+    case kernels::dtype::fp16:
+      return sim::dtype::fp16;
   }
   return sim::dtype::fp32;
 }
 
 const char* variant_name(kernels::mode_variant v) {
   switch (v) {
-    case kernels::mode_variant::none: return "none";
-    case kernels::mode_variant::staged: return "staged";
-    case kernels::mode_variant::integrated: return "integrated";
+    case kernels::mode_variant::none:
+      return "none";
+    case kernels::mode_variant::staged:
+      return "staged";
+    case kernels::mode_variant::integrated:
+      return "integrated";
   }
   return "none";
 }
@@ -87,11 +93,11 @@ const std::string& csv_header() {
 
 std::string format_row(const measurement_row& r) {
   std::ostringstream s;
-  s << sim::csv_field(r.backend) << ',' << sim::csv_field(r.device) << ',' << r.op << ',' << r.dtype << ',' << r.batch << ','
-    << r.seq_len << ',' << r.d_model << ',' << r.n_heads << ',' << r.d_ff << ',' << num(r.capacity) << ','
+  s << sim::csv_field(r.backend) << ',' << sim::csv_field(r.device) << ',' << r.op << ',' << r.dtype << ',' << r.batch
+    << ',' << r.seq_len << ',' << r.d_model << ',' << r.n_heads << ',' << r.d_ff << ',' << num(r.capacity) << ','
     << r.tokens << ',' << r.matmul_flops << ',' << r.bytes << ',' << num(r.median_s) << ',' << num(r.p10_s) << ','
-    << num(r.p90_s) << ',' << r.samples << ',' << r.n_kv_heads << ',' << r.mlp << ',' << r.variant << ','
-    << r.experts << ',' << r.noop_experts << ',' << num(r.capacity_factor) << ',' << r.other_flops;
+    << num(r.p90_s) << ',' << r.samples << ',' << r.n_kv_heads << ',' << r.mlp << ',' << r.variant << ',' << r.experts
+    << ',' << r.noop_experts << ',' << num(r.capacity_factor) << ',' << r.other_flops;
   return s.str();
 }
 
@@ -99,8 +105,8 @@ measurement_row parse_row(const std::string& line, const std::string& file, int 
   std::vector<std::string> f = split_csv(line);
   const std::string where = file + ":" + std::to_string(line_no);
   if (f.size() != k_column_count)
-    throw input_error(where, "", "expected " + std::to_string(k_column_count) + " columns, found " +
-                                     std::to_string(f.size()));
+    throw input_error(where, "",
+                      "expected " + std::to_string(k_column_count) + " columns, found " + std::to_string(f.size()));
   auto integer = [&](std::size_t i) -> std::int64_t {
     std::int64_t v = 0;
     auto [p, ec] = std::from_chars(f[i].data(), f[i].data() + f[i].size(), v);
@@ -184,8 +190,10 @@ point point_of(const measurement_row& r) {
   s.d_ff = r.d_ff;
   s.capacity = r.capacity;
   s.mlp = r.mlp == "swiglu" ? kernels::mlp_kind::swiglu : kernels::mlp_kind::gelu;
-  if (r.variant == "staged") s.variant = kernels::mode_variant::staged;
-  else if (r.variant == "integrated") s.variant = kernels::mode_variant::integrated;
+  if (r.variant == "staged")
+    s.variant = kernels::mode_variant::staged;
+  else if (r.variant == "integrated")
+    s.variant = kernels::mode_variant::integrated;
   s.experts = r.experts;
   s.noop_experts = r.noop_experts;
   s.capacity_factor = r.capacity_factor;

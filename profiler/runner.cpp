@@ -66,9 +66,7 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
       ws_point = &p;
     }
     kernels::workspace& w = *ws;
-    const sample_stats stats = measure(
-        [&] { return time_once(be, p.op, w, &result.dropped_throttled); },
-        options.rule);
+    const sample_stats stats = measure([&] { return time_once(be, p.op, w, &result.dropped_throttled); }, options.rule);
     measurement_row row = make_row(p, std::string(be.name()), be.device(), stats);
     out.append(row);
     result.rows.push_back(std::move(row));

@@ -14,7 +14,7 @@
 namespace modsim::profiler {
 
 struct run_progress {
-  std::size_t done = 0;   // points finished (measured or already present)
+  std::size_t done = 0;  // points finished (measured or already present)
   std::size_t total = 0;
   double elapsed_s = 0;
   const point* current = nullptr;  // the point about to be measured; null at the end
@@ -24,7 +24,7 @@ struct run_options {
   stop_rule rule;
   int input_copies = 4;  // rotated between samples so a repeat does not time a warm cache
   std::uint64_t seed = 1;
-  const std::atomic<bool>* stop = nullptr;  // set (e.g. by SIGINT) to stop after the current point
+  const std::atomic<bool>* stop = nullptr;               // set (e.g. by SIGINT) to stop after the current point
   std::function<void(const run_progress&)> on_progress;  // may be empty
 };
 

@@ -14,11 +14,11 @@ namespace modsim::reports {
 
 // --- Predicted wall-clock vs FLOPs over a design space, Pareto front as a line. -------------
 struct scatter_point {
-  std::string label;    // e.g. "MoD c=0.125 every_other" (the tooltip / legend text)
-  std::string group;    // one series per group, e.g. the variant "dense", "MoD", "MoE"
-  double flops = 0;     // matmul FLOPs per forward pass
-  double time_s = 0;    // predicted wall-clock of the forward pass, seconds
-  bool pareto = false;  // on the front (joined by a line, in order of flops)
+  std::string label;       // e.g. "MoD c=0.125 every_other" (the tooltip / legend text)
+  std::string group;       // one series per group, e.g. the variant "dense", "MoD", "MoE"
+  double flops = 0;        // matmul FLOPs per forward pass
+  double time_s = 0;       // predicted wall-clock of the forward pass, seconds
+  bool pareto = false;     // on the front (joined by a line, in order of flops)
   bool highlight = false;  // drawn as a large star (the paper's point)
 };
 struct pareto_chart_input {
@@ -58,8 +58,8 @@ struct layer_time_input {
 // --- Waterfall: from the FLOP saving to the wall-clock saving. ------------------------------
 struct waterfall_step {
   std::string label;
-  double value = 0;     // in the chart's unit (e.g. % of dense time); deltas are signed
-  bool total = false;   // a bar from zero (start / end), else a delta from the running sum
+  double value = 0;    // in the chart's unit (e.g. % of dense time); deltas are signed
+  bool total = false;  // a bar from zero (start / end), else a delta from the running sum
 };
 struct waterfall_input {
   std::string title;
@@ -69,7 +69,7 @@ struct waterfall_input {
 
 // --- Latency distributions (serving): empirical CDFs, or percentiles when no samples. -------
 struct latency_series {
-  std::string name;              // e.g. "dense TTFT"
+  std::string name;               // e.g. "dense TTFT"
   std::vector<double> samples_s;  // per-request values, seconds (may be empty)
   // Used when samples_s is empty: (quantile in [0,1], value in seconds), ascending.
   std::vector<std::pair<double, double>> quantiles_s;

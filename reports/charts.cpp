@@ -302,10 +302,10 @@ QChart* make_waterfall_chart(const waterfall_input& in) {
     hi = std::max({hi, b + t + dn + u, running});
     lo = std::min({lo, running, b});
     x->append(qs(s.label + (s.total ? "\n" : (v < 0 ? "\n" : "\n+")) + [&] {
-                char buf[32];
-                std::snprintf(buf, sizeof buf, "%.1f", v);
-                return std::string(buf);
-              }()));
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.1f", v);
+      return std::string(buf);
+    }()));
   }
   series->append(base);
   series->append(total);
@@ -506,7 +506,8 @@ QByteArray render_png(QChart* chart, QSize size, qreal device_pixel_ratio) {
 }
 
 bool ensure_application() {
-  if (QCoreApplication::instance() != nullptr) return qobject_cast<QApplication*>(QCoreApplication::instance()) != nullptr;
+  if (QCoreApplication::instance() != nullptr)
+    return qobject_cast<QApplication*>(QCoreApplication::instance()) != nullptr;
   if (std::getenv("QT_QPA_PLATFORM") == nullptr) ::setenv("QT_QPA_PLATFORM", "offscreen", 0);
   // QApplication keeps references to argc/argv for its lifetime: static storage.
   static int argc = 1;

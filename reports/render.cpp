@@ -46,11 +46,20 @@ std::string html_escape(const std::string& s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -61,8 +70,10 @@ using sim::csv_field;
 std::string md_cell(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '|') out += "\\|";
-    else out += c;
+    if (c == '|')
+      out += "\\|";
+    else
+      out += c;
   }
   return out;
 }
@@ -85,10 +96,11 @@ std::string model_label(const sim::model_spec& m) { return m.name.empty() ? std:
 std::string routing_text(const sim::model_spec& m) {
   if (!m.routing) return "none (dense)";
   const auto& r = *m.routing;
-  std::string t = r.layer_capacities.empty() ? fmt::format("capacity {:g} ({:g}%), schedule {}", r.capacity, 100 * r.capacity,
-                                                           sim::to_string(r.sched))
+  std::string t = r.layer_capacities.empty() ? fmt::format("capacity {:g} ({:g}%), schedule {}", r.capacity,
+                                                           100 * r.capacity, sim::to_string(r.sched))
                                              : "per-layer capacities";
-  t += std::string(", decode routing by the ") + (r.inference == sim::inference_routing::predictor ? "causal predictor" : "router");
+  t += std::string(", decode routing by the ") +
+       (r.inference == sim::inference_routing::predictor ? "causal predictor" : "router");
   return t;
 }
 
@@ -143,13 +155,15 @@ std::string to_html(const table& t, const std::string& caption = "") {
   if (!caption.empty()) out += "<caption>" + html_escape(caption) + "</caption>";
   out += "<thead><tr>";
   for (std::size_t c = 0; c < t.header.size(); ++c)
-    out += std::string(c < t.numeric.size() && t.numeric[c] ? "<th class=\"num\">" : "<th>") + html_escape(t.header[c]) + "</th>";
+    out += std::string(c < t.numeric.size() && t.numeric[c] ? "<th class=\"num\">" : "<th>") +
+           html_escape(t.header[c]) + "</th>";
   out += "</tr></thead><tbody>";
   for (std::size_t i = 0; i < t.rows.size(); ++i) {
     out += t.emphasised.count(i) ? "<tr class=\"em\">" : "<tr>";
     for (std::size_t c = 0; c < t.header.size(); ++c) {
       const std::string cell = c < t.rows[i].size() ? t.rows[i][c] : "";
-      out += std::string(c < t.numeric.size() && t.numeric[c] ? "<td class=\"num\">" : "<td>") + html_escape(cell) + "</td>";
+      out += std::string(c < t.numeric.size() && t.numeric[c] ? "<td class=\"num\">" : "<td>") + html_escape(cell) +
+             "</td>";
     }
     out += "</tr>";
   }
@@ -162,11 +176,11 @@ std::string to_html(const table& t, const std::string& caption = "") {
 // A block of a section: a paragraph, a list, a table, a chart, or a note.
 struct block {
   enum class kind { paragraph, bullets, table, chart, note, cards } k = kind::paragraph;
-  std::string text;                 // paragraph / note
-  std::vector<std::string> items;   // bullets; cards as "value\x1Flabel"
-  table tab;                        // table
-  std::string caption;              // table caption / chart alt text
-  std::string chart;                // chart file name under charts/ (no extension)
+  std::string text;                // paragraph / note
+  std::vector<std::string> items;  // bullets; cards as "value\x1Flabel"
+  table tab;                       // table
+  std::string caption;             // table caption / chart alt text
+  std::string chart;               // chart file name under charts/ (no extension)
 };
 
 struct section {
@@ -182,7 +196,9 @@ block bullets(std::vector<std::string> items) { return block{block::kind::bullet
 block table_block(table t, std::string caption = "") {
   return block{block::kind::table, {}, {}, std::move(t), std::move(caption), {}};
 }
-block chart_block(std::string name, std::string alt) { return block{block::kind::chart, {}, {}, {}, std::move(alt), std::move(name)}; }
+block chart_block(std::string name, std::string alt) {
+  return block{block::kind::chart, {}, {}, {}, std::move(alt), std::move(name)};
+}
 
 // The charts the report draws: file name -> how to build it (with Qt).
 struct chart_spec {
@@ -202,9 +218,9 @@ struct document {
 };
 
 #if MODSIM_HAVE_QT
-#define MODSIM_CHART(doc, sec, name, alt, expr)                         \
-  do {                                                                  \
-    (sec).blocks.push_back(chart_block((name), (alt)));                 \
+#define MODSIM_CHART(doc, sec, name, alt, expr)                              \
+  do {                                                                       \
+    (sec).blocks.push_back(chart_block((name), (alt)));                      \
     (doc).charts.push_back(chart_spec{(name), (alt), [=] { return expr; }}); \
   } while (0)
 #else
@@ -266,32 +282,37 @@ section verdict_section(const report_data& d) {
     cards.items.push_back(ratio_or_dash(b.tpot_s.p50, a.tpot_s.p50) + "\x1F" + "serving TPOT p50 vs dense");
     cards.items.push_back(ratio_or_dash(b.kv_peak_bytes, a.kv_peak_bytes) + "\x1F" + "KV cache peak vs dense");
   }
-  if (d.validation) cards.items.push_back(fmt::format("{:.1f}%", d.validation->summary.median_abs_pct_error) + "\x1F" +
-                                          "median |error| vs measured");
+  if (d.validation)
+    cards.items.push_back(fmt::format("{:.1f}%", d.validation->summary.median_abs_pct_error) + "\x1F" +
+                          "median |error| vs measured");
   s.blocks.push_back(cards);
 
   std::vector<std::string> items;
-  items.push_back(fmt::format("**{} ({})**: {} the matmul FLOPs and {} the predicted wall-clock of its dense baseline "
-                              "on {}, {} ({} → {} ms).",
-                              model_label(m.model), routing_short(m.model), times(mm_ratio), times(p.time_ratio),
-                              hw_phrase(d), workload_text(d.load), ms(p.dense.total_s), ms(p.model.total_s)));
+  items.push_back(
+      fmt::format("**{} ({})**: {} the matmul FLOPs and {} the predicted wall-clock of its dense baseline "
+                  "on {}, {} ({} → {} ms).",
+                  model_label(m.model), routing_short(m.model), times(mm_ratio), times(p.time_ratio), hw_phrase(d),
+                  workload_text(d.load), ms(p.dense.total_s), ms(p.model.total_s)));
   // The gap in words: the two largest terms.
   std::vector<std::pair<double, std::string>> terms;
   for (const auto& t : gap_terms()) terms.emplace_back(p.gap.*(t.field), t.label);
-  std::sort(terms.begin(), terms.end(), [](const auto& a, const auto& b) { return std::abs(a.first) > std::abs(b.first); });
+  std::sort(terms.begin(), terms.end(),
+            [](const auto& a, const auto& b) { return std::abs(a.first) > std::abs(b.first); });
   std::string parts;
   for (const auto& [v, label] : terms) parts += (parts.empty() ? "" : ", ") + label + " " + signed_points(v);
-  items.push_back(fmt::format("**The gap**: FLOPs (matmul + elementwise) fall to {}, time to {}: {} points of dense time "
-                              "are not saved — {}.",
-                              pct(p.flop_ratio), pct(p.time_ratio), signed_points(p.time_ratio - p.flop_ratio), parts));
+  items.push_back(
+      fmt::format("**The gap**: FLOPs (matmul + elementwise) fall to {}, time to {}: {} points of dense time "
+                  "are not saved — {}.",
+                  pct(p.flop_ratio), pct(p.time_ratio), signed_points(p.time_ratio - p.flop_ratio), parts));
   // The sweep.
   const sim::sweep_point* best = nullptr;
   for (const auto& pt : d.sweep.points)
     if (pt.feasible && (!best || pt.time_s < best->time_s)) best = &pt;
   const int paper = sim::paper_point_index(d.sweep);
   if (best) {
-    std::string line = fmt::format("**Design space**: {} configurations; the fastest is {} at {} the time ({} the FLOPs)",
-                                   d.sweep.points.size(), best->description, times(best->time_ratio), times(best->flops_ratio));
+    std::string line =
+        fmt::format("**Design space**: {} configurations; the fastest is {} at {} the time ({} the FLOPs)",
+                    d.sweep.points.size(), best->description, times(best->time_ratio), times(best->flops_ratio));
     if (paper >= 0) {
       const auto& pp = d.sweep.points[static_cast<std::size_t>(paper)];
       line += fmt::format("; the paper's 12.5% every-other point: {} FLOPs, {} time{}", times(pp.flops_ratio),
@@ -314,14 +335,15 @@ section verdict_section(const report_data& d) {
   if (d.validation) {
     const auto& v = *d.validation;
     const bool same = v.hardware == d.hardware.name;
-    items.push_back(fmt::format("**Trust**: against {} measured blocks on {} the {} cost model is off by {:.1f}% "
-                                "(median |error|), {:.1f}% at p90{}.",
-                                v.summary.points, short_device(v.device),
-                                v.cost_label.rfind("calibrated", 0) == 0 ? "calibrated" : "uncalibrated",
-                                v.summary.median_abs_pct_error, v.summary.p90_abs_pct_error,
-                                same ? std::string()
-                                     : fmt::format(" — measured on {}, not on {}: this checks the method, not the {} numbers",
-                                                   v.hardware, d.hardware.name, d.hardware.name)));
+    items.push_back(
+        fmt::format("**Trust**: against {} measured blocks on {} the {} cost model is off by {:.1f}% "
+                    "(median |error|), {:.1f}% at p90{}.",
+                    v.summary.points, short_device(v.device),
+                    v.cost_label.rfind("calibrated", 0) == 0 ? "calibrated" : "uncalibrated",
+                    v.summary.median_abs_pct_error, v.summary.p90_abs_pct_error,
+                    same ? std::string()
+                         : fmt::format(" — measured on {}, not on {}: this checks the method, not the {} numbers",
+                                       v.hardware, d.hardware.name, d.hardware.name)));
   } else {
     items.push_back("**Trust**: no measurements in this report — " + d.validation_missing + ".");
   }
@@ -334,14 +356,16 @@ section configuration_section(const report_data& d) {
   const auto& m = subject(d).model;
   table t{{"", ""}, {false, false}, {}, {}};
   t.rows.push_back({"model", model_label(m) + (m.source_file.empty() ? "" : " (" + m.source_file + ")")});
-  t.rows.push_back({"dimensions", fmt::format("d_model {}, {} layers, {} heads ({} KV), d_head {}, d_ff {}, vocab {}, {}",
-                                              m.d_model, m.n_layers, m.n_heads, m.n_kv_heads, m.d_head, m.d_ff,
-                                              m.vocab_size, sim::to_string(m.mlp))});
+  t.rows.push_back(
+      {"dimensions",
+       fmt::format("d_model {}, {} layers, {} heads ({} KV), d_head {}, d_ff {}, vocab {}, {}", m.d_model, m.n_layers,
+                   m.n_heads, m.n_kv_heads, m.d_head, m.d_ff, m.vocab_size, sim::to_string(m.mlp))});
   t.rows.push_back({"parameters", fmt::format("{:.1f} M", static_cast<double>(subject(d).flops.params) / 1e6)});
   t.rows.push_back({"routing", routing_text(m)});
   if (m.mode)
-    t.rows.push_back({"MoE", fmt::format("{}: {} experts, top-{}, capacity factor {:g}, {} no-op", sim::to_string(m.mode->variant),
-                                         m.mode->experts, m.mode->top_k, m.mode->capacity_factor, m.mode->noop_experts)});
+    t.rows.push_back(
+        {"MoE", fmt::format("{}: {} experts, top-{}, capacity factor {:g}, {} no-op", sim::to_string(m.mode->variant),
+                            m.mode->experts, m.mode->top_k, m.mode->capacity_factor, m.mode->noop_experts)});
   const auto& h = d.hardware;
   t.rows.push_back({"hardware", h.name + (h.source_file.empty() ? "" : " (" + h.source_file + ")")});
   t.rows.push_back({"hardware numbers", h.source.empty() ? "(source not stated)" : h.source});
@@ -349,8 +373,8 @@ section configuration_section(const report_data& d) {
   t.rows.push_back({"peaks", fmt::format("{:.1f} TFLOP/s matmul, {:.1f} TFLOP/s vector ({}), {:.2f} TB/s memory",
                                          h.peak_matmul_flops.of(dt) / 1e12, h.peak_vector_flops.of(dt) / 1e12,
                                          sim::to_string(dt), h.memory_bandwidth_bytes_s / 1e12)});
-  t.rows.push_back({"launch", fmt::format("{:.1f} µs per kernel (device), {:.1f} µs host enqueue", h.kernel_launch_s * 1e6,
-                                          h.host_enqueue_s * 1e6)});
+  t.rows.push_back({"launch", fmt::format("{:.1f} µs per kernel (device), {:.1f} µs host enqueue",
+                                          h.kernel_launch_s * 1e6, h.host_enqueue_s * 1e6)});
   t.rows.push_back({"cost model", d.cost_label});
   t.rows.push_back({"workload", workload_text(d.load)});
   s.blocks.push_back(table_block(t));
@@ -375,17 +399,20 @@ section flops_section(const report_data& d, document& doc) {
   for (const auto& c : m.classes) {
     t.rows.push_back({class_label(c.op_class), gflop(c.dense_matmul_flops), gflop(c.matmul_flops),
                       ratio_or_dash(c.matmul_flops, c.dense_matmul_flops),
-                      pct(static_cast<double>(c.matmul_flops) / static_cast<double>(std::max<std::int64_t>(1, m.flops.totals.matmul_flops))),
+                      pct(static_cast<double>(c.matmul_flops) /
+                          static_cast<double>(std::max<std::int64_t>(1, m.flops.totals.matmul_flops))),
                       ms(c.dense_time_s), ms(c.time_s), ratio_or_dash(c.time_s, c.dense_time_s)});
     tm += c.matmul_flops;
     td += c.dense_matmul_flops;
     sm += c.time_s;
     sd += c.dense_time_s;
   }
-  t.rows.push_back({"total", gflop(td), gflop(tm), ratio_or_dash(tm, td), "100.0%", ms(sd), ms(sm), ratio_or_dash(sm, sd)});
+  t.rows.push_back(
+      {"total", gflop(td), gflop(tm), ratio_or_dash(tm, td), "100.0%", ms(sd), ms(sm), ratio_or_dash(sm, sd)});
   t.emphasised.insert(t.rows.size() - 1);
   s.blocks.push_back(table_block(t));
-  MODSIM_CHART(doc, s, "flops_by_class", "matmul FLOPs by op class, dense vs model", make_bar_chart(flops_by_class_chart(m)));
+  MODSIM_CHART(doc, s, "flops_by_class", "matmul FLOPs by op class, dense vs model",
+               make_bar_chart(flops_by_class_chart(m)));
 
   std::string csv = "op_class,dense_matmul_flops,matmul_flops,dense_other_flops,other_flops,dense_time_s,time_s\n";
   for (const auto& c : m.classes)
@@ -445,17 +472,22 @@ section sweep_section(const report_data& d, document& doc) {
       }
       t.rows.push_back(std::move(row));
     }
-    s.blocks.push_back(table_block(t, "MoD: FLOPs × dense / time × dense (★ the paper's point, ◆ on the Pareto front)"));
+    s.blocks.push_back(
+        table_block(t, "MoD: FLOPs × dense / time × dense (★ the paper's point, ◆ on the Pareto front)"));
   }
   MODSIM_CHART(doc, s, "sweep_pareto", "predicted wall-clock vs FLOPs with the Pareto front",
                make_pareto_chart(sweep_chart(r, d.hardware.name)));
-  table front{{"on the Pareto front", "GFLOP", "FLOPs × dense", "time ms", "time × dense"}, {false, true, true, true, true}, {}, {}};
+  table front{{"on the Pareto front", "GFLOP", "FLOPs × dense", "time ms", "time × dense"},
+              {false, true, true, true, true},
+              {},
+              {}};
   std::vector<const sim::sweep_point*> fp;
   for (const auto& p : r.points)
     if (p.pareto) fp.push_back(&p);
   std::sort(fp.begin(), fp.end(), [](auto* a, auto* b) { return a->matmul_flops < b->matmul_flops; });
   for (const auto* p : fp)
-    front.rows.push_back({p->description, gflop(p->matmul_flops), times(p->flops_ratio), ms(p->time_s), times(p->time_ratio)});
+    front.rows.push_back(
+        {p->description, gflop(p->matmul_flops), times(p->flops_ratio), ms(p->time_s), times(p->time_ratio)});
   s.blocks.push_back(table_block(front));
   std::vector<std::string> infeasible;
   for (const auto& p : r.points)
@@ -473,8 +505,10 @@ section variants_section(const report_data& d, document& doc) {
   const sim::sweep_result& r = d.variants;
   s.blocks.push_back(paragraph(
       "The same dimensions as five variants (paper §5). MoE: an 8-expert top-1 MLP at every layer (or the model's own "
-      "MoE settings). MoDE staged: MoD routing around blocks whose MLP is that MoE. MoDE integrated: no-op experts join "
-      "the real ones at the routed layers, as many as make about `capacity` of the tokens reach a real expert; attention "
+      "MoE settings). MoDE staged: MoD routing around blocks whose MLP is that MoE. MoDE integrated: no-op experts "
+      "join "
+      "the real ones at the routed layers, as many as make about `capacity` of the tokens reach a real expert; "
+      "attention "
       "still sees every token."));
   table t{{"variant", "configuration", "params M", "GFLOP", "FLOPs × dense", "time ms", "time × dense"},
           {false, false, true, true, true, true, true},
@@ -485,8 +519,9 @@ section variants_section(const report_data& d, document& doc) {
       t.rows.push_back({sim::to_string(p.variant), p.description, "", "", "", "", "infeasible: " + p.reason});
       continue;
     }
-    t.rows.push_back({sim::to_string(p.variant), p.description, fmt::format("{:.1f}", static_cast<double>(p.params) / 1e6),
-                      gflop(p.matmul_flops), times(p.flops_ratio), ms(p.time_s), times(p.time_ratio)});
+    t.rows.push_back({sim::to_string(p.variant), p.description,
+                      fmt::format("{:.1f}", static_cast<double>(p.params) / 1e6), gflop(p.matmul_flops),
+                      times(p.flops_ratio), ms(p.time_s), times(p.time_ratio)});
   }
   s.blocks.push_back(table_block(t));
   for (const auto& n : d.variant_notes) s.blocks.push_back(note(n));
@@ -499,10 +534,11 @@ section variants_section(const report_data& d, document& doc) {
 section time_section(const report_data& d, document& doc) {
   section s{"time", "Where the time goes, layer by layer", "Time per layer", {}};
   const model_result& m = subject(d);
-  s.blocks.push_back(paragraph(
-      "Predicted device time per layer, stacked by op class: for each layer the dense baseline (left bar) beside the model "
-      "(right bar); routed layers are "
-      "where MoD saves, the others cost what they cost in the dense model."));
+  s.blocks.push_back(
+      paragraph("Predicted device time per layer, stacked by op class: for each layer the dense baseline (left bar) "
+                "beside the model "
+                "(right bar); routed layers are "
+                "where MoD saves, the others cost what they cost in the dense model."));
   MODSIM_CHART(doc, s, "time_per_layer", "predicted time per layer by op class, dense vs model",
                make_layer_time_chart(layer_time_chart(m.pred, model_label(m.model))));
   table t{{"layer", "routed", "tokens", "dense ms", "model ms", "time × dense", "kernels"},
@@ -524,7 +560,8 @@ section time_section(const report_data& d, document& doc) {
                     ratio_or_dash(m.pred.model.lm_head.time_s, m.pred.dense.lm_head.time_s),
                     std::to_string(m.pred.model.lm_head.kernels)});
   t.rows.push_back({"launches", "", "", ms(m.pred.dense.overhead_s), ms(m.pred.model.overhead_s),
-                    ratio_or_dash(m.pred.model.overhead_s, m.pred.dense.overhead_s), std::to_string(m.pred.model.kernels)});
+                    ratio_or_dash(m.pred.model.overhead_s, m.pred.dense.overhead_s),
+                    std::to_string(m.pred.model.kernels)});
   t.rows.push_back({"total", "", "", ms(m.pred.dense.total_s), ms(m.pred.model.total_s), times(m.pred.time_ratio), ""});
   t.emphasised.insert(t.rows.size() - 1);
   s.blocks.push_back(table_block(t));
@@ -539,10 +576,12 @@ section gap_section(const report_data& d, document& doc) {
       "The model does {} of the dense FLOPs (matmul + elementwise) but takes {} of its time. The difference, {} points "
       "of the dense time, splits exactly into the terms below (`modsim predict`; positive = time not saved).",
       pct(p.flop_ratio), pct(p.time_ratio), signed_points(p.time_ratio - p.flop_ratio))));
-  MODSIM_CHART(doc, s, "gap_waterfall", "waterfall from the FLOP ratio to the time ratio", make_waterfall_chart(gap_chart(p)));
+  MODSIM_CHART(doc, s, "gap_waterfall", "waterfall from the FLOP ratio to the time ratio",
+               make_waterfall_chart(gap_chart(p)));
   table t{{"term", "points of dense time", "why"}, {false, true, false}, {}, {}};
   std::string csv = "term,value\n";
-  t.rows.push_back({"FLOP ratio", fmt::format("{:.1f}", 100 * p.flop_ratio), "where the time would be if it followed the FLOPs"});
+  t.rows.push_back(
+      {"FLOP ratio", fmt::format("{:.1f}", 100 * p.flop_ratio), "where the time would be if it followed the FLOPs"});
   for (const auto& term : gap_terms()) {
     t.rows.push_back({term.label, signed_points(p.gap.*(term.field)), term.why});
     csv += fmt::format("{},{}\n", term.key, exact(p.gap.*(term.field)));
@@ -601,7 +640,8 @@ section serving_section_of(const report_data& d, document& doc) {
   row("throughput (tok/s)", a.throughput_tok_s, b.throughput_tok_s, fmt::format("{:.0f}", a.throughput_tok_s),
       fmt::format("{:.0f}", b.throughput_tok_s));
   row("KV cache peak (MB)", static_cast<double>(a.kv_peak_bytes), static_cast<double>(b.kv_peak_bytes),
-      fmt::format("{:.1f}", static_cast<double>(a.kv_peak_bytes) / 1e6), fmt::format("{:.1f}", static_cast<double>(b.kv_peak_bytes) / 1e6));
+      fmt::format("{:.1f}", static_cast<double>(a.kv_peak_bytes) / 1e6),
+      fmt::format("{:.1f}", static_cast<double>(b.kv_peak_bytes) / 1e6));
   row("mean decode batch", a.mean_decode_batch, b.mean_decode_batch, fmt::format("{:.1f}", a.mean_decode_batch),
       fmt::format("{:.1f}", b.mean_decode_batch));
   row("GPU busy", a.gpu_busy_s / std::max(1e-30, a.duration_s), b.gpu_busy_s / std::max(1e-30, b.duration_s),
@@ -612,8 +652,10 @@ section serving_section_of(const report_data& d, document& doc) {
                     fmt::format("{} / {}", b.completed, b.preemptions), ""});
   t.rows.push_back({"decode tokens routed", "", pct(b.decode_routed_fraction), ""});
   s.blocks.push_back(table_block(t));
-  MODSIM_CHART(doc, s, "serving_ttft", "time to first token CDF, dense vs MoD", make_latency_chart(latency_chart(sv, true)));
-  MODSIM_CHART(doc, s, "serving_tpot", "time per output token CDF, dense vs MoD", make_latency_chart(latency_chart(sv, false)));
+  MODSIM_CHART(doc, s, "serving_ttft", "time to first token CDF, dense vs MoD",
+               make_latency_chart(latency_chart(sv, true)));
+  MODSIM_CHART(doc, s, "serving_tpot", "time per output token CDF, dense vs MoD",
+               make_latency_chart(latency_chart(sv, false)));
   std::string csv =
       "run,requests,completed,ttft_p50_s,ttft_p90_s,ttft_p99_s,tpot_p50_s,tpot_p90_s,tpot_p99_s,throughput_tok_s,"
       "kv_peak_bytes,preemptions,duration_s\n";
@@ -646,15 +688,18 @@ section validation_section_of(const report_data& d, document& doc) {
               fmt::format("{:+.1f}%", v.summary.mean_pct_error)}},
             {}};
   s.blocks.push_back(table_block(sum));
-  MODSIM_CHART(doc, s, "validation", "measured vs predicted blocks on log-log axes", make_diagonal_chart(validation_chart(v)));
+  MODSIM_CHART(doc, s, "validation", "measured vs predicted blocks on log-log axes",
+               make_diagonal_chart(validation_chart(v)));
   table t{{"block", "shape", "measured ms", "predicted ms", "error"}, {false, false, true, true, true}, {}, {}};
-  std::string csv = "op,dtype,batch,seq_len,d_model,n_heads,d_ff,capacity,measured_s,predicted_s,overhead_s,error_pct\n";
+  std::string csv =
+      "op,dtype,batch,seq_len,d_model,n_heads,d_ff,capacity,measured_s,predicted_s,overhead_s,error_pct\n";
   for (const auto& p : v.points) {
     const auto& sh = p.sample.shape;
-    t.rows.push_back({p.sample.op,
-                      fmt::format("B{} S{} d{} h{} ff{}{}", sh.batch, sh.seq_len, sh.d_model, sh.n_heads, sh.d_ff,
-                                  p.sample.op == "block_dense" ? std::string() : fmt::format(" c{:g}", p.sample.capacity)),
-                      ms(p.sample.measured_s), ms(p.predicted_s), fmt::format("{:+.1f}%", p.error_pct)});
+    t.rows.push_back(
+        {p.sample.op,
+         fmt::format("B{} S{} d{} h{} ff{}{}", sh.batch, sh.seq_len, sh.d_model, sh.n_heads, sh.d_ff,
+                     p.sample.op == "block_dense" ? std::string() : fmt::format(" c{:g}", p.sample.capacity)),
+         ms(p.sample.measured_s), ms(p.predicted_s), fmt::format("{:+.1f}%", p.error_pct)});
     csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", p.sample.op, sim::to_string(p.sample.type), sh.batch,
                        sh.seq_len, sh.d_model, sh.n_heads, sh.d_ff, p.sample.capacity, exact(p.sample.measured_s),
                        exact(p.predicted_s), exact(p.overhead_s), exact(p.error_pct));
@@ -673,8 +718,10 @@ section models_section(const report_data& d) {
           {},
           {}};
   for (const auto& m : d.models) {
-    t.rows.push_back({model_label(m.model), routing_short(m.model), fmt::format("{:.1f}", static_cast<double>(m.flops.params) / 1e6),
-                      gflop(m.flops.totals.matmul_flops), ratio_or_dash(m.flops.totals.matmul_flops, m.flops.totals.dense_matmul_flops),
+    t.rows.push_back({model_label(m.model), routing_short(m.model),
+                      fmt::format("{:.1f}", static_cast<double>(m.flops.params) / 1e6),
+                      gflop(m.flops.totals.matmul_flops),
+                      ratio_or_dash(m.flops.totals.matmul_flops, m.flops.totals.dense_matmul_flops),
                       ms(m.pred.model.total_s), times(m.pred.time_ratio)});
   }
   s.blocks.push_back(table_block(t));
@@ -684,11 +731,13 @@ section models_section(const report_data& d) {
 section method_section(const report_data& d) {
   section s{"method", "Method and reproduction", "Method", {}};
   s.blocks.push_back(bullets({
-      "FLOPs: exact per-op formulas (`sim/flops.hpp`): a matmul (m×k)(k×n) is 2mnk FLOPs, attention counts the full n×n "
+      "FLOPs: exact per-op formulas (`sim/flops.hpp`): a matmul (m×k)(k×n) is 2mnk FLOPs, attention counts the full "
+      "n×n "
       "square, elementwise work is counted apart. Ratios in this report are of matmul FLOPs unless they say otherwise; "
       "the gap uses matmul + elementwise FLOPs.",
       "Time: each op's roofline time on the hardware (max of compute and memory time), corrected by the calibration "
-      "when the hardware file has one, plus one launch per kernel (`sim/predict.hpp`). A prediction, not a measurement.",
+      "when the hardware file has one, plus one launch per kernel (`sim/predict.hpp`). A prediction, not a "
+      "measurement.",
       "Serving: the discrete-event simulator (`sim/des/`) runs every step's kernels on a host queue and a GPU stream.",
       "Generated " + d.generated + (d.command_line.empty() ? std::string() : " by `" + d.command_line + "`") + ".",
   }));
@@ -718,13 +767,18 @@ document build_document(const report_data& d) {
 
 std::string render_markdown(const document& doc, bool charts) {
   std::string out = "# " + doc.title + "\n\n_" + doc.subtitle + "_\n\n";
-  if (!charts) out += "> Charts need Qt 6 (Charts + Svg); this build has none, so the report carries the tables only.\n\n";
+  if (!charts)
+    out += "> Charts need Qt 6 (Charts + Svg); this build has none, so the report carries the tables only.\n\n";
   for (const section& s : doc.sections) {
     out += "## " + s.title + " {#" + s.id + "}\n\n";
     for (const block& b : s.blocks) {
       switch (b.k) {
-        case block::kind::paragraph: out += b.text + "\n\n"; break;
-        case block::kind::note: out += "> " + b.text + "\n\n"; break;
+        case block::kind::paragraph:
+          out += b.text + "\n\n";
+          break;
+        case block::kind::note:
+          out += "> " + b.text + "\n\n";
+          break;
         case block::kind::bullets:
           for (const auto& i : b.items) out += "- " + i + "\n";
           out += "\n";
@@ -839,7 +893,8 @@ std::string inline_html(const std::string& text) {
       const std::size_t close = s.find('>', at);
       std::size_t j = close == std::string::npos ? close : close + 1;
       while (j != std::string::npos && j < s.size() && std::isspace(static_cast<unsigned char>(s[j]))) ++j;
-      if (j != std::string::npos && (s[at + 2] == ' ' || s[at + 2] == '\n' || s[at + 2] == '>') && s.compare(j, 4, "</g>") == 0) {
+      if (j != std::string::npos && (s[at + 2] == ' ' || s[at + 2] == '\n' || s[at + 2] == '>') &&
+          s.compare(j, 4, "</g>") == 0) {
         out.append(s, i, at - i);
         i = j + 4;
         changed = true;
@@ -852,7 +907,8 @@ std::string inline_html(const std::string& text) {
   }
   const std::string from = "font-family=\"Sans Serif\"";
   const std::string to = "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\"";
-  for (std::size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size()) s.replace(pos, from.size(), to);
+  for (std::size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
+    s.replace(pos, from.size(), to);
   return s;
 }
 
@@ -875,7 +931,8 @@ std::string inline_svg(const std::string& svg, const std::string& id_prefix, con
   s.insert(4, " role=\"img\" aria-label=\"" + html_escape(alt) + "\"");
   // Unique ids per chart (gradients, clip paths).
   auto replace_all = [&](const std::string& from, const std::string& to) {
-    for (std::size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size()) s.replace(pos, from.size(), to);
+    for (std::size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
+      s.replace(pos, from.size(), to);
   };
   replace_all("id=\"", "id=\"" + id_prefix + "-");
   replace_all("url(#", "url(#" + id_prefix + "-");
@@ -888,20 +945,27 @@ std::string render_html(const document& doc, const std::map<std::string, std::st
   std::string out;
   out += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-  out += "<title>" + html_escape(doc.title) + "</title>\n<style>" + std::string(k_css) + "</style>\n</head>\n<body>\n<main>\n";
-  out += "<header class=\"top\"><h1>" + html_escape(doc.title) + "</h1><p class=\"subtitle\">" + html_escape(doc.subtitle) + "</p>";
+  out += "<title>" + html_escape(doc.title) + "</title>\n<style>" + std::string(k_css) +
+         "</style>\n</head>\n<body>\n<main>\n";
+  out += "<header class=\"top\"><h1>" + html_escape(doc.title) + "</h1><p class=\"subtitle\">" +
+         html_escape(doc.subtitle) + "</p>";
   out += "<nav class=\"toc\">";
   for (const section& s : doc.sections) out += "<a href=\"#" + s.id + "\">" + html_escape(s.toc) + "</a>\n";
   out += "</nav></header>\n";
   if (!charts)
-    out += "<div class=\"note warn\">Charts need Qt 6 (Charts + Svg); this build has none, so the report carries the "
-           "tables only.</div>\n";
+    out +=
+        "<div class=\"note warn\">Charts need Qt 6 (Charts + Svg); this build has none, so the report carries the "
+        "tables only.</div>\n";
   for (const section& s : doc.sections) {
     out += "<section id=\"" + s.id + "\">\n<h2>" + html_escape(s.title) + "</h2>\n";
     for (const block& b : s.blocks) {
       switch (b.k) {
-        case block::kind::paragraph: out += "<p>" + inline_html(b.text) + "</p>\n"; break;
-        case block::kind::note: out += "<div class=\"note\">" + inline_html(b.text) + "</div>\n"; break;
+        case block::kind::paragraph:
+          out += "<p>" + inline_html(b.text) + "</p>\n";
+          break;
+        case block::kind::note:
+          out += "<div class=\"note\">" + inline_html(b.text) + "</div>\n";
+          break;
         case block::kind::bullets:
           out += "<ul>";
           for (const auto& i : b.items) out += "<li>" + inline_html(i) + "</li>";
@@ -911,31 +975,35 @@ std::string render_html(const document& doc, const std::map<std::string, std::st
           out += "<div class=\"cards\">";
           for (const auto& i : b.items) {
             const auto sep = i.find('\x1F');
-            out += "<div class=\"card\"><div class=\"value\">" + html_escape(i.substr(0, sep)) + "</div><div class=\"label\">" +
-                   html_escape(i.substr(sep + 1)) + "</div></div>";
+            out += "<div class=\"card\"><div class=\"value\">" + html_escape(i.substr(0, sep)) +
+                   "</div><div class=\"label\">" + html_escape(i.substr(sep + 1)) + "</div></div>";
           }
           out += "</div>\n";
           break;
-        case block::kind::table: out += to_html(b.tab, b.caption); break;
+        case block::kind::table:
+          out += to_html(b.tab, b.caption);
+          break;
         case block::kind::chart: {
           auto it = svgs.find(b.chart);
           if (it == svgs.end()) break;
-          out += "<figure id=\"chart-" + b.chart + "\">" + inline_svg(it->second, b.chart, b.caption) +
-                 "<figcaption>" + html_escape(b.caption) + " (also charts/" + b.chart + ".svg)</figcaption></figure>\n";
+          out += "<figure id=\"chart-" + b.chart + "\">" + inline_svg(it->second, b.chart, b.caption) + "<figcaption>" +
+                 html_escape(b.caption) + " (also charts/" + b.chart + ".svg)</figcaption></figure>\n";
           break;
         }
       }
     }
     out += "</section>\n";
   }
-  out += "<footer>modsim — measure, predict and explain Mixture-of-Depths. This page is self-contained: no network, "
-         "no scripts, no external fonts.</footer>\n</main>\n</body>\n</html>\n";
+  out +=
+      "<footer>modsim — measure, predict and explain Mixture-of-Depths. This page is self-contained: no network, "
+      "no scripts, no external fonts.</footer>\n</main>\n</body>\n</html>\n";
   return out;
 }
 
 }  // namespace
 
-std::vector<report_file> render_report(const report_data& data, const render_options& options, const progress_fn& progress) {
+std::vector<report_file> render_report(const report_data& data, const render_options& options,
+                                       const progress_fn& progress) {
   if (data.models.empty()) throw input_error("", "", "render_report: the report has no model");
   document doc = build_document(data);
   const bool charts = options.charts && charts_available();

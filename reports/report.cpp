@@ -50,11 +50,13 @@ validation_section make_validation(const std::vector<sim::measured_point>& point
       throw input_error(measurements_file, "op", "no single-op rows to calibrate on (block rows only)");
     sim::fit_options fo;
     fo.launch_from_blocks = false;  // the blocks are what we validate on: the fit must not see them
-    const sim::calibration cal = sim::fit_calibration(
-        hw, singles, {sim::calibration_source{measurements_file, v.rows, v.single_op_rows}}, sim::utc_now_iso8601(), fo);
+    const sim::calibration cal =
+        sim::fit_calibration(hw, singles, {sim::calibration_source{measurements_file, v.rows, v.single_op_rows}},
+                             sim::utc_now_iso8601(), fo);
     model_hw.calibration_json = sim::calibration_to_json(cal);
-    v.notes.push_back(fmt::format("calibrated in this run on the {} single-op rows; the {} block rows were not seen by the fit",
-                                  v.single_op_rows, blocks.size()));
+    v.notes.push_back(
+        fmt::format("calibrated in this run on the {} single-op rows; the {} block rows were not seen by the fit",
+                    v.single_op_rows, blocks.size()));
   }
   const sim::cost_model model(model_hw);
   v.cost_label = model.label();
@@ -71,9 +73,11 @@ validation_section make_validation(const std::vector<sim::measured_point>& point
     scored.push_back(std::move(b));
   }
   if (v.skipped_blocks > 0)
-    v.notes.push_back(fmt::format("{} block rows skipped: the calibration used them for its launch fit", v.skipped_blocks));
+    v.notes.push_back(
+        fmt::format("{} block rows skipped: the calibration used them for its launch fit", v.skipped_blocks));
   if (scored.empty())
-    throw input_error(measurements_file, "op", "no block rows (block_dense, block_mod, layer_mode) left to validate on");
+    throw input_error(measurements_file, "op",
+                      "no block rows (block_dense, block_mod, layer_mode) left to validate on");
   v.points = sim::validate_blocks(scored, model);
   v.summary = sim::summarize(v.points);
   return v;
@@ -102,7 +106,8 @@ std::vector<class_row> class_rows(const sim::flops_report& f, const sim::flops_r
   add_flops(df.lm_head, true);
   auto add_time = [&](const sim::model_time& t, bool dense) {
     for (const auto& l : t.layers)
-      for (const auto& o : l.ops) (dense ? by[sim::op_class_of(o.op)].dense_time_s : by[sim::op_class_of(o.op)].time_s) += o.time_s;
+      for (const auto& o : l.ops)
+        (dense ? by[sim::op_class_of(o.op)].dense_time_s : by[sim::op_class_of(o.op)].time_s) += o.time_s;
     (dense ? by["lm_head"].dense_time_s : by["lm_head"].time_s) += t.lm_head.time_s;
   };
   add_time(p.model, false);
@@ -120,9 +125,12 @@ std::vector<class_row> class_rows(const sim::flops_report& f, const sim::flops_r
 double mean_of(const sim::des::length_dist& d) {
   using k = sim::des::length_dist::kind;
   switch (d.k) {
-    case k::fixed: return d.a;
-    case k::uniform: return (d.a + d.b) / 2;
-    case k::exponential: return d.a;
+    case k::fixed:
+      return d.a;
+    case k::uniform:
+      return (d.a + d.b) / 2;
+    case k::exponential:
+      return d.a;
   }
   return d.a;
 }
@@ -144,9 +152,10 @@ double sustainable_rate(const sim::des::step_builder& b, const serving_scenario&
   w.type = b.type();
   const double prefill_s = sim::des::simulate_execution(b.forward(w), b.device(), eo).summary.step_s;
   sim::des::rng r(s.seed);
-  const auto load = sim::des::decode_load(b, batch, static_cast<std::int64_t>(p + o / 2), sim::des::decode_routing::sync,
-                                          1.0, r);
-  const double step_s = sim::des::simulate_execution(b.step(load, sim::des::decode_routing::sync), b.device(), eo).summary.step_s;
+  const auto load =
+      sim::des::decode_load(b, batch, static_cast<std::int64_t>(p + o / 2), sim::des::decode_routing::sync, 1.0, r);
+  const double step_s =
+      sim::des::simulate_execution(b.step(load, sim::des::decode_routing::sync), b.device(), eo).summary.step_s;
   const double per_request_s = prefill_s + o * step_s / static_cast<double>(batch);
   return per_request_s > 0 ? 1.0 / per_request_s : 1.0;
 }

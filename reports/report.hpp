@@ -34,7 +34,7 @@ using progress_fn = std::function<void(const std::string&)>;  // one line, no ne
 // The serving workload simulated for the model and its dense baseline.
 struct serving_scenario {
   std::int64_t requests = 300;
-  double rate_per_s = 0;  // Poisson arrivals; 0 = auto: 70% of what the dense model sustains
+  double rate_per_s = 0;                    // Poisson arrivals; 0 = auto: 70% of what the dense model sustains
   std::string prompt = "uniform:128:1024";  // sim/des length_dist texts
   std::string output = "uniform:16:256";
   std::uint64_t seed = 1;
@@ -44,12 +44,12 @@ struct serving_scenario {
 // Measured blocks against their prediction (built by make_validation).
 struct validation_section {
   std::string measurements_file;
-  std::string device;       // the rows' device column
-  std::string hardware;     // the hardware file's name
-  std::string cost_label;   // cost_model::label() of the model used
-  int rows = 0;             // rows in the measurements file
-  int single_op_rows = 0;   // rows the calibration may use
-  int skipped_blocks = 0;   // block rows the calibration used (not scored)
+  std::string device;      // the rows' device column
+  std::string hardware;    // the hardware file's name
+  std::string cost_label;  // cost_model::label() of the model used
+  int rows = 0;            // rows in the measurements file
+  int single_op_rows = 0;  // rows the calibration may use
+  int skipped_blocks = 0;  // block rows the calibration used (not scored)
   std::vector<sim::validation_point> points;
   sim::validation_summary summary;
   std::vector<std::string> notes;
@@ -66,7 +66,7 @@ validation_section make_validation(const std::vector<sim::measured_point>& point
 struct report_input {
   std::vector<sim::model_spec> models;  // >= 1; models[0] is the subject of the report
   sim::hardware_spec hardware;
-  sim::workload load;                   // the forward pass the FLOP and time tables describe
+  sim::workload load;  // the forward pass the FLOP and time tables describe
   // The capacity × schedule sweep; empty = sim::default_space(models[0]).
   std::optional<sim::sweep_space> space;
   bool serving = true;
@@ -89,9 +89,9 @@ struct class_row {
 
 struct model_result {
   sim::model_spec model;
-  sim::flops_report flops;        // evaluate_flops(model, load)
-  sim::flops_report dense_flops;  // evaluate_flops(dense_baseline(model), load)
-  sim::prediction pred;           // predict(model, load, cost)
+  sim::flops_report flops;         // evaluate_flops(model, load)
+  sim::flops_report dense_flops;   // evaluate_flops(dense_baseline(model), load)
+  sim::prediction pred;            // predict(model, load, cost)
   std::vector<class_row> classes;  // in sim::op_classes() order, classes either model runs
 };
 
@@ -101,7 +101,7 @@ struct serving_run {
   std::vector<double> ttft_s, tpot_s;  // per completed request (tpot: requests with > 1 token)
 };
 struct serving_section {
-  serving_scenario scenario;  // with the rate actually used
+  serving_scenario scenario;      // with the rate actually used
   std::vector<serving_run> runs;  // [0] dense baseline, [1] the model
 };
 
@@ -111,12 +111,12 @@ struct report_data {
   sim::hardware_spec hardware;
   std::string cost_label;
   sim::workload load;
-  std::vector<model_result> models;  // [0] the subject
-  sim::sweep_result sweep;            // capacity × schedule × variant
-  sim::sweep_result variants;         // dense, MoD, MoE, MoDE staged/integrated at the subject's routing
+  std::vector<model_result> models;        // [0] the subject
+  sim::sweep_result sweep;                 // capacity × schedule × variant
+  sim::sweep_result variants;              // dense, MoD, MoE, MoDE staged/integrated at the subject's routing
   std::vector<std::string> variant_notes;  // e.g. the routing used when the subject has none
   std::optional<serving_section> serving;
-  std::string serving_missing;        // why there is no serving section
+  std::string serving_missing;  // why there is no serving section
   std::optional<validation_section> validation;
   std::string validation_missing;
 };
@@ -127,7 +127,7 @@ report_data build_report(const report_input& in, const progress_fn& progress = {
 // --- Rendering and writing -----------------------------------------------------------------
 
 struct report_file {
-  std::string name;     // relative to the output folder, '/'-separated ("tables/sweep.csv")
+  std::string name;  // relative to the output folder, '/'-separated ("tables/sweep.csv")
   std::string content;
 };
 

@@ -10,8 +10,8 @@ namespace modsim::reports {
 
 std::string class_label(const std::string& c) {
   static const std::map<std::string, std::string> words = {
-      {"routing", "routing"},   {"norm", "norms"},     {"attn_proj", "attention proj."}, {"attn_core", "attention core"},
-      {"mlp", "MLP"},           {"moe", "MoE"},        {"lm_head", "LM head"},           {"block", "block"}};
+      {"routing", "routing"}, {"norm", "norms"}, {"attn_proj", "attention proj."}, {"attn_core", "attention core"},
+      {"mlp", "MLP"},         {"moe", "MoE"},    {"lm_head", "LM head"},           {"block", "block"}};
   auto it = words.find(c);
   return it == words.end() ? c : it->second;
 }
@@ -19,11 +19,16 @@ std::string class_label(const std::string& c) {
 namespace {
 std::string variant_group(sim::sweep_variant v) {
   switch (v) {
-    case sim::sweep_variant::dense: return "dense";
-    case sim::sweep_variant::mod: return "MoD";
-    case sim::sweep_variant::moe: return "MoE";
-    case sim::sweep_variant::mode_staged: return "MoDE staged";
-    case sim::sweep_variant::mode_integrated: return "MoDE integrated";
+    case sim::sweep_variant::dense:
+      return "dense";
+    case sim::sweep_variant::mod:
+      return "MoD";
+    case sim::sweep_variant::moe:
+      return "MoE";
+    case sim::sweep_variant::mode_staged:
+      return "MoDE staged";
+    case sim::sweep_variant::mode_integrated:
+      return "MoDE integrated";
   }
   return "?";
 }
@@ -138,8 +143,7 @@ diagonal_input validation_chart(const validation_section& v) {
   in.title = fmt::format("Measured vs predicted, {} blocks on {}: median |error| {:.1f}%, p90 {:.1f}%, max {:.1f}%",
                          v.summary.points, v.device.empty() ? v.hardware : v.device, v.summary.median_abs_pct_error,
                          v.summary.p90_abs_pct_error, v.summary.max_abs_pct_error);
-  for (const auto& p : v.points)
-    in.points.push_back({p.sample.op, p.sample.op, p.sample.measured_s, p.predicted_s});
+  for (const auto& p : v.points) in.points.push_back({p.sample.op, p.sample.op, p.sample.measured_s, p.predicted_s});
   return in;
 }
 

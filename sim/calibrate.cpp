@@ -43,10 +43,14 @@ calibration_sample sample_of(const measured_point& p) {
   s.device = p.device;
   s.key = p.key;
   s.where = p.where;
-  if (p.variant == "integrated") s.variant = mode_variant::integrated;
-  else if (p.variant == "staged") s.variant = mode_variant::staged;
-  else if (p.variant == "none" || p.variant.empty()) s.variant = mode_variant::staged;
-  else throw bad("variant", "unknown variant '" + p.variant + "' (expected none, staged or integrated)");
+  if (p.variant == "integrated")
+    s.variant = mode_variant::integrated;
+  else if (p.variant == "staged")
+    s.variant = mode_variant::staged;
+  else if (p.variant == "none" || p.variant.empty())
+    s.variant = mode_variant::staged;
+  else
+    throw bad("variant", "unknown variant '" + p.variant + "' (expected none, staged or integrated)");
   op_shape& x = s.shape;
   x.batch = p.batch;
   x.seq_len = p.seq_len;

@@ -65,7 +65,7 @@ struct calibration_sample {
   dtype type = dtype::fp32;
   double capacity = 1.0;
   mode_variant variant = mode_variant::staged;  // layer_mode only
-  op_cost cost;  // the op's cost; for a block, the sum of its ops
+  op_cost cost;                                 // the op's cost; for a block, the sum of its ops
   double measured_s = 0;
   std::string backend, device, key, where;
 
@@ -80,7 +80,7 @@ calibration_sample sample_of(const measured_point& p);
 // The predicted time of a block sample: its ops (block_costs) timed by `model`, plus
 // kernels × launch_s. For a single-op sample, that op (with its own launch).
 struct block_prediction {
-  double ops_s = 0;       // Σ op times
+  double ops_s = 0;  // Σ op times
   int kernels = 0;
   double overhead_s = 0;  // kernels × launch_s
   double total_s = 0;     // ops_s + overhead_s
@@ -125,9 +125,9 @@ void write_calibrated_hardware(const std::string& hardware_path, const calibrati
 struct validation_point {
   calibration_sample sample;
   double predicted_s = 0;
-  double ops_s = 0;        // Σ predicted op times (without launch overhead)
-  double overhead_s = 0;   // kernels × launch_s
-  double error_pct = 0;    // 100 · (predicted − measured) / measured
+  double ops_s = 0;       // Σ predicted op times (without launch overhead)
+  double overhead_s = 0;  // kernels × launch_s
+  double error_pct = 0;   // 100 · (predicted − measured) / measured
 };
 
 struct validation_summary {
@@ -135,7 +135,7 @@ struct validation_summary {
   double median_abs_pct_error = 0;
   double p90_abs_pct_error = 0;  // linear interpolation between closest ranks, q·(n−1)
   double max_abs_pct_error = 0;
-  double mean_pct_error = 0;     // signed: > 0 = the model predicts too slow on average
+  double mean_pct_error = 0;  // signed: > 0 = the model predicts too slow on average
 };
 
 // One point per block sample (block_dense, block_mod, layer_mode); other samples are ignored.

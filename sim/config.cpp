@@ -19,14 +19,20 @@ namespace {
 
 const char* type_name(const json::value& v) {
   switch (v.kind()) {
-    case json::kind::null: return "null";
-    case json::kind::bool_: return "a boolean";
+    case json::kind::null:
+      return "null";
+    case json::kind::bool_:
+      return "a boolean";
     case json::kind::int64:
     case json::kind::uint64:
-    case json::kind::double_: return "a number";
-    case json::kind::string: return "a string";
-    case json::kind::array: return "an array";
-    case json::kind::object: return "an object";
+    case json::kind::double_:
+      return "a number";
+    case json::kind::string:
+      return "a string";
+    case json::kind::array:
+      return "an array";
+    case json::kind::object:
+      return "an object";
   }
   return "?";
 }
@@ -52,8 +58,9 @@ json::value parse_json(std::string_view text, const std::string& file) {
         ++column;
       }
     }
-    throw input_error(file, "", "malformed JSON at line " + std::to_string(line) + ", column " +
-                                    std::to_string(column) + ": " + ec.message());
+    throw input_error(
+        file, "",
+        "malformed JSON at line " + std::to_string(line) + ", column " + std::to_string(column) + ": " + ec.message());
   }
   return parser.release();
 }
@@ -86,8 +93,7 @@ class object_reader {
     return *v;
   }
 
-  std::int64_t integer(const json::value& v, std::string_view key, std::int64_t lo,
-                       std::int64_t hi) const {
+  std::int64_t integer(const json::value& v, std::string_view key, std::int64_t lo, std::int64_t hi) const {
     std::int64_t out = 0;
     if (v.is_int64()) {
       out = v.as_int64();
@@ -98,13 +104,12 @@ class object_reader {
     } else if (v.is_double()) {
       throw input_error(m_file, key_path(key), "expected an integer, got " + fmt_num(v.as_double()));
     } else {
-      throw input_error(m_file, key_path(key),
-                        std::string("expected an integer, got ") + type_name(v));
+      throw input_error(m_file, key_path(key), std::string("expected an integer, got ") + type_name(v));
     }
     if (out < lo || out > hi)
-      throw input_error(m_file, key_path(key),
-                        "value " + std::to_string(out) + " out of range [" + std::to_string(lo) +
-                            ", " + std::to_string(hi) + "]");
+      throw input_error(
+          m_file, key_path(key),
+          "value " + std::to_string(out) + " out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
     return out;
   }
 
@@ -118,8 +123,7 @@ class object_reader {
   }
 
   double number(const json::value& v, std::string_view key) const {
-    if (!v.is_number())
-      throw input_error(m_file, key_path(key), std::string("expected a number, got ") + type_name(v));
+    if (!v.is_number()) throw input_error(m_file, key_path(key), std::string("expected a number, got ") + type_name(v));
     double d = v.to_number<double>();
     if (!std::isfinite(d)) throw input_error(m_file, key_path(key), "not a finite number");
     return d;
@@ -144,8 +148,7 @@ class object_reader {
   }
 
   std::string string(const json::value& v, std::string_view key) const {
-    if (!v.is_string())
-      throw input_error(m_file, key_path(key), std::string("expected a string, got ") + type_name(v));
+    if (!v.is_string()) throw input_error(m_file, key_path(key), std::string("expected a string, got ") + type_name(v));
     return std::string(v.as_string());
   }
   std::string get_string(std::string_view key) { return string(require(key), key); }
@@ -208,8 +211,7 @@ routing_spec parse_routing(object_reader& r, int n_layers) {
       out.sched = list.empty() ? schedule{} : parse_schedule(list, n_layers, file, r.key_path("schedule"));
     } else {
       throw input_error(file, r.key_path("schedule"),
-                        std::string("expected a string or an array of layer indices, got ") +
-                            type_name(*s));
+                        std::string("expected a string or an array of layer indices, got ") + type_name(*s));
     }
   } else {
     out.sched.kind = schedule_kind::every_other;
@@ -217,13 +219,11 @@ routing_spec parse_routing(object_reader& r, int n_layers) {
   if (const json::value* lc = r.find("layer_capacities")) {
     if (!lc->is_array())
       throw input_error(file, r.key_path("layer_capacities"),
-                        std::string("expected an array of n_layers numbers or nulls, got ") +
-                            type_name(*lc));
+                        std::string("expected an array of n_layers numbers or nulls, got ") + type_name(*lc));
     const auto& arr = lc->as_array();
     if (static_cast<int>(arr.size()) != n_layers)
       throw input_error(file, r.key_path("layer_capacities"),
-                        "has " + std::to_string(arr.size()) + " entries, n_layers is " +
-                            std::to_string(n_layers));
+                        "has " + std::to_string(arr.size()) + " entries, n_layers is " + std::to_string(n_layers));
     for (std::size_t i = 0; i < arr.size(); ++i) {
       std::string key = "layer_capacities[" + std::to_string(i) + "]";
       if (arr[i].is_null()) {
@@ -231,8 +231,7 @@ routing_spec parse_routing(object_reader& r, int n_layers) {
       } else {
         double c = r.number(arr[i], key);
         if (!(c > 0 && c <= 1))
-          throw input_error(file, r.key_path(key),
-                            "capacity must be in (0, 1], got " + object_reader::fmt_num(c));
+          throw input_error(file, r.key_path(key), "capacity must be in (0, 1], got " + object_reader::fmt_num(c));
         out.layer_capacities.emplace_back(c);
       }
     }
@@ -254,8 +253,10 @@ routing_spec parse_routing(object_reader& r, int n_layers) {
     }
   }
   if (auto inf = r.opt_string("inference")) {
-    if (*inf == "predictor") out.inference = inference_routing::predictor;
-    else if (*inf == "router") out.inference = inference_routing::router;
+    if (*inf == "predictor")
+      out.inference = inference_routing::predictor;
+    else if (*inf == "router")
+      out.inference = inference_routing::router;
     else
       throw input_error(file, r.key_path("inference"),
                         "unknown inference routing '" + *inf + "' (expected predictor or router)");
@@ -287,9 +288,9 @@ model_spec parse_modsim_model(object_reader& r) {
   m.n_kv_heads = r.opt_int("n_kv_heads", 1, 1 << 16).value_or(m.n_heads);
   auto d_head = r.opt_int("d_head", 1, 1 << 16);
   if (!d_head && m.d_model % m.n_heads != 0)
-    throw input_error(r.file(), "n_heads",
-                      "d_model " + std::to_string(m.d_model) + " is not divisible by n_heads " +
-                          std::to_string(m.n_heads));
+    throw input_error(
+        r.file(), "n_heads",
+        "d_model " + std::to_string(m.d_model) + " is not divisible by n_heads " + std::to_string(m.n_heads));
   m.d_head = d_head.value_or(m.n_heads ? m.d_model / m.n_heads : 0);
   m.d_ff = r.get_int("d_ff", 1, 1 << 26);
   m.vocab_size = r.get_int("vocab_size", 1, 1 << 26);
@@ -297,8 +298,7 @@ model_spec parse_modsim_model(object_reader& r) {
   if (const json::value* rv = r.find("routing")) {
     object_reader rr(*rv, r.file(), "routing");
     m.routing = parse_routing(rr, m.n_layers);
-    if (m.routing->sched.kind == schedule_kind::none && m.routing->layer_capacities.empty())
-      m.routing.reset();
+    if (m.routing->sched.kind == schedule_kind::none && m.routing->layer_capacities.empty()) m.routing.reset();
   }
   if (const json::value* mv = r.find("mode")) {
     object_reader mr(*mv, r.file(), "mode");
@@ -330,16 +330,19 @@ model_spec parse_hf_model(object_reader& r) {
   } else {
     if (m.d_model % m.n_heads != 0)
       throw input_error(r.file(), "num_attention_heads",
-                        "hidden_size " + std::to_string(m.d_model) +
-                            " is not divisible by num_attention_heads " + std::to_string(m.n_heads));
+                        "hidden_size " + std::to_string(m.d_model) + " is not divisible by num_attention_heads " +
+                            std::to_string(m.n_heads));
     m.d_head = m.d_model / m.n_heads;
   }
   m.d_ff = r.get_int("intermediate_size", 1, 1 << 26);
   m.vocab_size = r.get_int("vocab_size", 1, 1 << 26);
   std::string act = r.opt_string("hidden_act").value_or("silu");
-  if (act == "silu" || act == "swish" || act == "swiglu") m.mlp = mlp_kind::swiglu;
-  else if (act.rfind("gelu", 0) == 0) m.mlp = mlp_kind::gelu;
-  else throw input_error(r.file(), "hidden_act", "unsupported activation '" + act + "' (expected silu or gelu*)");
+  if (act == "silu" || act == "swish" || act == "swiglu")
+    m.mlp = mlp_kind::swiglu;
+  else if (act.rfind("gelu", 0) == 0)
+    m.mlp = mlp_kind::gelu;
+  else
+    throw input_error(r.file(), "hidden_act", "unsupported activation '" + act + "' (expected silu or gelu*)");
   const json::value* experts = r.find("num_local_experts");
   if (experts && !experts->is_null()) {
     mode_spec mode;
@@ -372,8 +375,7 @@ std::string read_text_file(const std::string& path) {
   return s.str();
 }
 
-schedule parse_schedule(std::string_view text, int n_layers, const std::string& file,
-                        const std::string& key) {
+schedule parse_schedule(std::string_view text, int n_layers, const std::string& file, const std::string& key) {
   schedule s;
   std::string t(text);
   if (t == "none") return s;
@@ -405,17 +407,15 @@ schedule parse_schedule(std::string_view text, int n_layers, const std::string& 
     char* end = nullptr;
     long v = std::strtol(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0')
-      throw input_error(file, key,
-                        "unknown schedule '" + t +
-                            "' (expected none, all, every_other, every_nth:N or a list of layer indices)");
+      throw input_error(
+          file, key,
+          "unknown schedule '" + t + "' (expected none, all, every_other, every_nth:N or a list of layer indices)");
     if (v < 0 || v >= n_layers)
       throw input_error(file, key,
-                        "layer index " + std::to_string(v) + " out of range [0, " +
-                            std::to_string(n_layers - 1) + "]");
+                        "layer index " + std::to_string(v) + " out of range [0, " + std::to_string(n_layers - 1) + "]");
     s.layers.push_back(static_cast<int>(v));
   }
-  if (!any)
-    throw input_error(file, key, "empty schedule (use \"none\" for a dense model)");
+  if (!any) throw input_error(file, key, "empty schedule (use \"none\" for a dense model)");
   std::sort(s.layers.begin(), s.layers.end());
   if (std::adjacent_find(s.layers.begin(), s.layers.end()) != s.layers.end())
     throw input_error(file, key, "a layer index appears twice");
@@ -426,8 +426,7 @@ run_mode parse_run_mode(std::string_view text, const std::string& file, const st
   if (text == "forward") return run_mode::forward;
   if (text == "train") return run_mode::train;
   if (text == "decode") return run_mode::decode;
-  throw input_error(file, key,
-                    "unknown mode '" + std::string(text) + "' (expected forward, train or decode)");
+  throw input_error(file, key, "unknown mode '" + std::string(text) + "' (expected forward, train or decode)");
 }
 
 dtype parse_dtype(std::string_view text, const std::string& file, const std::string& key) {
@@ -439,36 +438,33 @@ dtype parse_dtype(std::string_view text, const std::string& file, const std::str
 
 void validate_model(const model_spec& m, const std::string& file) {
   if (m.n_heads % m.n_kv_heads != 0)
-    throw input_error(file, "n_kv_heads",
-                      "n_heads " + std::to_string(m.n_heads) + " is not a multiple of n_kv_heads " +
-                          std::to_string(m.n_kv_heads));
+    throw input_error(
+        file, "n_kv_heads",
+        "n_heads " + std::to_string(m.n_heads) + " is not a multiple of n_kv_heads " + std::to_string(m.n_kv_heads));
   if (m.routing) {
     const routing_spec& r = *m.routing;
     if (!(r.capacity > 0 && r.capacity <= 1))
-      throw input_error(file, "routing.capacity",
-                        "must be in (0, 1], got " + object_reader::fmt_num(r.capacity));
+      throw input_error(file, "routing.capacity", "must be in (0, 1], got " + object_reader::fmt_num(r.capacity));
     if (r.sched.kind == schedule_kind::every_nth && r.sched.n > m.n_layers)
       throw input_error(file, "routing.schedule",
                         "every_nth:" + std::to_string(r.sched.n) + " routes no layer of a " +
                             std::to_string(m.n_layers) + "-layer model");
     for (int l : r.sched.layers)
       if (l < 0 || l >= m.n_layers)
-        throw input_error(file, "routing.schedule",
-                          "layer index " + std::to_string(l) + " out of range [0, " +
-                              std::to_string(m.n_layers - 1) + "]");
+        throw input_error(
+            file, "routing.schedule",
+            "layer index " + std::to_string(l) + " out of range [0, " + std::to_string(m.n_layers - 1) + "]");
   }
   if (m.mode) {
     const mode_spec& mo = *m.mode;
     if (mo.top_k > mo.experts)
       throw input_error(file, "mode.top_k",
-                        "top_k " + std::to_string(mo.top_k) + " exceeds experts " +
-                            std::to_string(mo.experts));
+                        "top_k " + std::to_string(mo.top_k) + " exceeds experts " + std::to_string(mo.experts));
     if (mo.variant == mode_variant::integrated && mo.noop_experts < 1)
       throw input_error(file, "mode.noop_experts", "the integrated variant needs at least one no-op expert");
     if (mo.variant != mode_variant::integrated && mo.noop_experts > 0)
       throw input_error(file, "mode.noop_experts",
-                        std::string("no-op experts belong to the integrated variant, not ") +
-                            to_string(mo.variant));
+                        std::string("no-op experts belong to the integrated variant, not ") + to_string(mo.variant));
     if (mo.variant == mode_variant::staged && !m.routing)
       throw input_error(file, "mode.variant",
                         "the staged variant routes with MoD: it needs a routing block with a schedule");
@@ -520,9 +516,7 @@ hardware_spec parse_hardware(std::string_view json_text, const std::string& file
   return h;
 }
 
-hardware_spec load_hardware(const std::string& path) {
-  return parse_hardware(read_text_file(path), path);
-}
+hardware_spec load_hardware(const std::string& path) { return parse_hardware(read_text_file(path), path); }
 
 workload load_workload(const std::string& path, workload w) {
   std::string text = read_text_file(path);

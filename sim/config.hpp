@@ -22,8 +22,7 @@ workload load_workload(const std::string& path, workload defaults = {});
 
 // "none", "all", "every_other", "every_nth:N", or a comma-separated list of layer indices.
 // `where` names the input for the error message ("--schedule", or "file: routing.schedule").
-schedule parse_schedule(std::string_view text, int n_layers, const std::string& file,
-                        const std::string& key);
+schedule parse_schedule(std::string_view text, int n_layers, const std::string& file, const std::string& key);
 run_mode parse_run_mode(std::string_view text, const std::string& file, const std::string& key);
 dtype parse_dtype(std::string_view text, const std::string& file, const std::string& key);
 

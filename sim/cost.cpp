@@ -75,21 +75,27 @@ double waves_impl(std::string_view op, const basic_op_shape<N>& s, const hardwar
   const double kvh = s.n_kv_heads > 0 ? s.n_kv_heads : H;
   const double dq = H * dh, dkv = kvh * dh;
   const double T = std::max(1.0, B * n);
-  auto tiles = [](double batch, double m, double cols) {
-    return batch * std::ceil(m / tile) * std::ceil(cols / tile);
-  };
+  auto tiles = [](double batch, double m, double cols) { return batch * std::ceil(m / tile) * std::ceil(cols / tile); };
   double t = 0;
-  if (op == "qkv_proj") t = tiles(1, T, dq + 2 * dkv);
-  else if (op == "out_proj") t = tiles(1, T, d);
-  else if (op == "mlp_up" || op == "mlp_gate") t = tiles(1, T, s.d_ff);
-  else if (op == "mlp_down") t = tiles(1, T, d);
-  else if (op == "attn_scores") t = tiles(B * H, n, L);
-  else if (op == "attn_values") t = tiles(B * H, n, dh);
-  else if (op == "lm_head") t = tiles(1, std::max(1.0, B * std::ceil(double(s.seq_len) - 1e-9)), s.vocab_size);
+  if (op == "qkv_proj")
+    t = tiles(1, T, dq + 2 * dkv);
+  else if (op == "out_proj")
+    t = tiles(1, T, d);
+  else if (op == "mlp_up" || op == "mlp_gate")
+    t = tiles(1, T, s.d_ff);
+  else if (op == "mlp_down")
+    t = tiles(1, T, d);
+  else if (op == "attn_scores")
+    t = tiles(B * H, n, L);
+  else if (op == "attn_values")
+    t = tiles(B * H, n, dh);
+  else if (op == "lm_head")
+    t = tiles(1, std::max(1.0, B * std::ceil(double(s.seq_len) - 1e-9)), s.vocab_size);
   else if (op == "experts" && s.experts > 0) {
     const double per_expert = std::max(1.0, std::ceil(double(ops::expert_slots(s)) / s.experts));
     t = tiles(s.experts, per_expert, s.d_ff);
-  } else return 1.0;
+  } else
+    return 1.0;
   if (t <= 0) return 1.0;
   const double sms = hw.sm_count;
   return std::ceil(t / sms) * sms / t;
@@ -97,9 +103,7 @@ double waves_impl(std::string_view op, const basic_op_shape<N>& s, const hardwar
 
 }  // namespace
 
-double gemm_waves(std::string_view op, const op_shape& s, const hardware_spec& hw) {
-  return waves_impl(op, s, hw);
-}
+double gemm_waves(std::string_view op, const op_shape& s, const hardware_spec& hw) { return waves_impl(op, s, hw); }
 double gemm_waves(std::string_view op, const expected_op_shape& s, const hardware_spec& hw) {
   return waves_impl(op, s, hw);
 }
@@ -112,14 +116,20 @@ namespace {
 
 const char* type_name(const json::value& v) {
   switch (v.kind()) {
-    case json::kind::null: return "null";
-    case json::kind::bool_: return "a boolean";
+    case json::kind::null:
+      return "null";
+    case json::kind::bool_:
+      return "a boolean";
     case json::kind::int64:
     case json::kind::uint64:
-    case json::kind::double_: return "a number";
-    case json::kind::string: return "a string";
-    case json::kind::array: return "an array";
-    case json::kind::object: return "an object";
+    case json::kind::double_:
+      return "a number";
+    case json::kind::string:
+      return "a string";
+    case json::kind::array:
+      return "an array";
+    case json::kind::object:
+      return "an object";
   }
   return "a value";
 }
@@ -163,9 +173,13 @@ class reader {
     const json::value& v = require(key);
     if (!v.is_int64() && !v.is_uint64())
       throw input_error(m_file, key_path(key), std::string("expected an integer, got ") + type_name(v));
-    const std::int64_t i = v.is_int64() ? v.as_int64() : static_cast<std::int64_t>(std::min<std::uint64_t>(v.as_uint64(), std::uint64_t(hi) + 1));
+    const std::int64_t i =
+        v.is_int64() ? v.as_int64()
+                     : static_cast<std::int64_t>(std::min<std::uint64_t>(v.as_uint64(), std::uint64_t(hi) + 1));
     if (i < lo || i > hi)
-      throw input_error(m_file, key_path(key), "value " + std::to_string(i) + " out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+      throw input_error(
+          m_file, key_path(key),
+          "value " + std::to_string(i) + " out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
     return static_cast<int>(i);
   }
   std::string string(std::string_view key) {
@@ -445,9 +459,7 @@ op_time cost_model::time_impl(const op_cost& c, const Shape& s, dtype t) const {
 }
 
 op_time cost_model::time_of(const op_cost& c, const op_shape& s, dtype t) const { return time_impl(c, s, t); }
-op_time cost_model::time_of(const op_cost& c, const expected_op_shape& s, dtype t) const {
-  return time_impl(c, s, t);
-}
+op_time cost_model::time_of(const op_cost& c, const expected_op_shape& s, dtype t) const { return time_impl(c, s, t); }
 
 double cost_model::launch_s() const { return m_cal ? m_cal->launch_s : m_hw.kernel_launch_s; }
 double cost_model::host_enqueue_s() const { return m_hw.host_enqueue_s; }

@@ -61,13 +61,13 @@ namespace modsim::sim {
 
 // One learnt efficiency curve (see above).
 struct efficiency_curve {
-  std::string op;                     // an op_names() entry
+  std::string op;  // an op_names() entry
   dtype type = dtype::fp32;
-  double fixed_s = 0;                 // seconds per call, >= 0
-  std::vector<double> log10_work;     // knots: log10 of the roofline seconds, ascending
-  std::vector<double> inv_efficiency; // g at each knot: time per roofline second, >= 0
-  int samples = 0;                    // measured rows it was fitted on
-  double rms_rel_error = 0;           // of the fit on those rows (0.05 = 5%)
+  double fixed_s = 0;                  // seconds per call, >= 0
+  std::vector<double> log10_work;      // knots: log10 of the roofline seconds, ascending
+  std::vector<double> inv_efficiency;  // g at each knot: time per roofline second, >= 0
+  int samples = 0;                     // measured rows it was fitted on
+  double rms_rel_error = 0;            // of the fit on those rows (0.05 = 5%)
 
   // g(log10(roofline_s)), clamped at the end knots.
   double inv_efficiency_at(double roofline_s) const;
@@ -90,13 +90,13 @@ struct calibration {
   std::string backend;  // cpu | cuda
   std::vector<calibration_source> sources;
   std::vector<efficiency_curve> curves;
-  double launch_s = 0;            // per-kernel launch overhead
+  double launch_s = 0;  // per-kernel launch overhead
   // Seconds per byte a calibrated op pays inside a layer for the inputs and weights that a
   // loop of its own kept in cache (1/this = the effective bandwidth of that refetch); fitted
   // on blocks (sim/calibrate.hpp), 0 without.
   double in_layer_s_per_byte = 0.0;
-  std::string launch_source;      // how launch_s was obtained (in words)
-  int launch_blocks = 0;          // block rows launch_s was fitted on
+  std::string launch_source;  // how launch_s was obtained (in words)
+  int launch_blocks = 0;      // block rows launch_s was fitted on
   // Point keys (profiler point_key) of the block rows calibration used: validation must not
   // score them.
   std::vector<std::string> block_keys;
@@ -130,17 +130,17 @@ double gemm_waves(std::string_view op, const expected_op_shape& s, const hardwar
 
 struct op_time {
   std::string op;
-  double time_s = 0;       // predicted device time (launch overhead excluded)
-  double roofline_s = 0;   // the datasheet roofline time of the same op (no wave quantisation)
-  double compute_s = 0;    // roofline compute term (matmul/peak + other/peak)
-  double memory_s = 0;     // roofline memory term (bytes/bandwidth)
-  double waves = 1;        // GEMM wave quantisation factor (GPU)
+  double time_s = 0;      // predicted device time (launch overhead excluded)
+  double roofline_s = 0;  // the datasheet roofline time of the same op (no wave quantisation)
+  double compute_s = 0;   // roofline compute term (matmul/peak + other/peak)
+  double memory_s = 0;    // roofline memory term (bytes/bandwidth)
+  double waves = 1;       // GEMM wave quantisation factor (GPU)
   std::int64_t matmul_flops = 0;
   std::int64_t other_flops = 0;
   std::int64_t bytes = 0;
-  int kernels = 1;         // kernel launches the op takes
-  bool calibrated = false;     // a learnt curve was used
-  std::string calibrated_as;   // the curve's op (== op, or its stand-in); empty when not
+  int kernels = 1;            // kernel launches the op takes
+  bool calibrated = false;    // a learnt curve was used
+  std::string calibrated_as;  // the curve's op (== op, or its stand-in); empty when not
 
   bool memory_bound() const { return memory_s > compute_s; }
 };

@@ -22,8 +22,7 @@ class error : public std::runtime_error {
 
 // "FILE: KEY: REASON" — the contract's one-line form for bad configuration input.
 // `file` may be empty (flags given on the command line), `key` may be empty (whole file).
-[[nodiscard]] inline error input_error(const std::string& file, const std::string& key,
-                                       const std::string& reason) {
+[[nodiscard]] inline error input_error(const std::string& file, const std::string& key, const std::string& reason) {
   std::string m;
   if (!file.empty()) m += file + ": ";
   if (!key.empty()) m += key + ": ";
@@ -31,8 +30,6 @@ class error : public std::runtime_error {
   return error(error_kind::bad_input, std::move(m));
 }
 
-[[nodiscard]] inline error runtime_error(std::string message) {
-  return error(error_kind::runtime, std::move(message));
-}
+[[nodiscard]] inline error runtime_error(std::string message) { return error(error_kind::runtime, std::move(message)); }
 
 }  // namespace modsim

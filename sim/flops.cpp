@@ -65,7 +65,7 @@ std::int64_t robust_ceil(long double x) {
 // The shape's numbers in the arithmetic type C, with defaults resolved.
 template <class C>
 struct dims {
-  C B, n, S, L, w;          // batch, tokens, seq_len, context, weight_reads
+  C B, n, S, L, w;           // batch, tokens, seq_len, context, weight_reads
   C d, H, dq, dkv, F, V, e;  // model dimensions, bytes per element
   C E, NE, K, h;             // experts, no-op experts, top_k, predictor hidden
   double cf = 0;
@@ -128,8 +128,7 @@ cost<C> f_gather(const dims<C>& x) {
 template <class C>
 cost<C> f_predictor(const dims<C>& x) {
   const C BS = x.B * x.S;
-  return {C(2) * BS * (x.d * x.h + x.h), BS * (x.h + C(2)),
-          x.e * (BS * x.d + x.w * (x.d * x.h + C(2) * x.h) + BS)};
+  return {C(2) * BS * (x.d * x.h + x.h), BS * (x.h + C(2)), x.e * (BS * x.d + x.w * (x.d * x.h + C(2) * x.h) + BS)};
 }
 template <class C>
 cost<C> f_norm(const dims<C>& x) {
@@ -200,7 +199,7 @@ checked slots(const dims<checked>& x) {
     return x.E * robust_ceil(per_expert);
   }
   const checked num = x.T() * x.K * x.E;
-  return (num + EN - 1) .v / EN.v;
+  return (num + EN - 1).v / EN.v;
 }
 double slots(const dims<double>& x) {
   const double EN = x.E + x.NE;
@@ -398,8 +397,8 @@ op_shape shape_of(const model_spec& model, const workload& w) {
 }
 
 namespace ops {
-#define MODSIM_FLOPS_DEFINE_OP(name, formula)                                                        \
-  op_cost name(const op_shape& s) { return finish(#name, formula(dims_of(s))); }          \
+#define MODSIM_FLOPS_DEFINE_OP(name, formula)                                    \
+  op_cost name(const op_shape& s) { return finish(#name, formula(dims_of(s))); } \
   op_cost name(const expected_op_shape& s) { return finish(#name, formula(dims_of(s))); }
 MODSIM_FLOPS_DEFINE_OP(router, f_router)
 MODSIM_FLOPS_DEFINE_OP(topk, f_topk)
@@ -434,17 +433,18 @@ struct op_entry {
   op_cost (*expected)(const expected_op_shape&);
 };
 
-#define MODSIM_OP_ENTRY(name, cls) op_entry{#name, cls, &ops::name, &ops::name}
+#define MODSIM_OP_ENTRY(name, cls) \
+  op_entry { #name, cls, &ops::name, &ops::name }
 const std::array<op_entry, 19> k_ops = {
-    MODSIM_OP_ENTRY(router, "routing"),      MODSIM_OP_ENTRY(topk, "routing"),
-    MODSIM_OP_ENTRY(gather, "routing"),      MODSIM_OP_ENTRY(predictor, "routing"),
-    MODSIM_OP_ENTRY(attn_norm, "norm"),      MODSIM_OP_ENTRY(qkv_proj, "attn_proj"),
+    MODSIM_OP_ENTRY(router, "routing"),        MODSIM_OP_ENTRY(topk, "routing"),
+    MODSIM_OP_ENTRY(gather, "routing"),        MODSIM_OP_ENTRY(predictor, "routing"),
+    MODSIM_OP_ENTRY(attn_norm, "norm"),        MODSIM_OP_ENTRY(qkv_proj, "attn_proj"),
     MODSIM_OP_ENTRY(attn_scores, "attn_core"), MODSIM_OP_ENTRY(attn_softmax, "attn_core"),
     MODSIM_OP_ENTRY(attn_values, "attn_core"), MODSIM_OP_ENTRY(out_proj, "attn_proj"),
-    MODSIM_OP_ENTRY(mlp_norm, "norm"),       MODSIM_OP_ENTRY(mlp_up, "mlp"),
-    MODSIM_OP_ENTRY(mlp_gate, "mlp"),        MODSIM_OP_ENTRY(mlp_act, "mlp"),
-    MODSIM_OP_ENTRY(mlp_down, "mlp"),        MODSIM_OP_ENTRY(expert_router, "moe"),
-    MODSIM_OP_ENTRY(experts, "moe"),         MODSIM_OP_ENTRY(scatter, "routing"),
+    MODSIM_OP_ENTRY(mlp_norm, "norm"),         MODSIM_OP_ENTRY(mlp_up, "mlp"),
+    MODSIM_OP_ENTRY(mlp_gate, "mlp"),          MODSIM_OP_ENTRY(mlp_act, "mlp"),
+    MODSIM_OP_ENTRY(mlp_down, "mlp"),          MODSIM_OP_ENTRY(expert_router, "moe"),
+    MODSIM_OP_ENTRY(experts, "moe"),           MODSIM_OP_ENTRY(scatter, "routing"),
     MODSIM_OP_ENTRY(lm_head, "lm_head"),
 };
 #undef MODSIM_OP_ENTRY
@@ -492,8 +492,7 @@ std::vector<op_cost> layer_costs(const op_shape& s, layer_kind kind) {
   return out;
 }
 
-std::vector<op_cost> block_costs(std::string_view block, const op_shape& s, double capacity,
-                                 mode_variant variant) {
+std::vector<op_cost> block_costs(std::string_view block, const op_shape& s, double capacity, mode_variant variant) {
   op_shape x = s;
   x.context = 0;
   x.tokens = s.seq_len;
@@ -516,8 +515,8 @@ std::vector<op_cost> block_costs(std::string_view block, const op_shape& s, doub
         return layer_costs(x, {false, true});
     }
   }
-  throw input_error("", "op", "unknown block '" + std::string(block) +
-                                  "' (expected block_dense, block_mod or layer_mode)");
+  throw input_error("", "op",
+                    "unknown block '" + std::string(block) + "' (expected block_dense, block_mod or layer_mode)");
 }
 
 op_cost sum_costs(const std::vector<op_cost>& list) {

@@ -96,10 +96,10 @@ struct op_cost {
 // decode step) and double for expectations (the decode model). Dimensions are the model's.
 template <class N>
 struct basic_op_shape {
-  N batch = 1;     // B: sequences (expectations: expected sequences that have a token here)
-  N tokens = 1;    // n: tokens per sequence the block sees (k at a routed layer; 1 in decode)
-  N seq_len = 1;   // S: tokens per sequence before routing (router, topk, predictor, lm_head)
-  N context = 0;   // L: keys each query attends to; 0 = tokens (self-attention over the n)
+  N batch = 1;         // B: sequences (expectations: expected sequences that have a token here)
+  N tokens = 1;        // n: tokens per sequence the block sees (k at a routed layer; 1 in decode)
+  N seq_len = 1;       // S: tokens per sequence before routing (router, topk, predictor, lm_head)
+  N context = 0;       // L: keys each query attends to; 0 = tokens (self-attention over the n)
   N weight_reads = 1;  // times the op's weights are read (expectations: the probability)
   int d_model = 0;
   int n_heads = 0;
@@ -127,8 +127,8 @@ op_shape shape_of(const model_spec& model, const workload& w);
 // One formula per op (see the table above). Each has an exact and an expectation overload;
 // the expectation is rounded to the nearest integer once per field.
 namespace ops {
-#define MODSIM_FLOPS_DECLARE_OP(name)   \
-  op_cost name(const op_shape& s);      \
+#define MODSIM_FLOPS_DECLARE_OP(name) \
+  op_cost name(const op_shape& s);    \
   op_cost name(const expected_op_shape& s);
 MODSIM_FLOPS_DECLARE_OP(router)
 MODSIM_FLOPS_DECLARE_OP(topk)
@@ -196,8 +196,8 @@ op_cost sum_costs(const std::vector<op_cost>& ops);
 
 struct layer_flops {
   int index = 0;
-  bool routed = false;    // the schedule routes it (MoD, staged, or integrated no-op experts)
-  double capacity = 1.0;  // the layer plan's capacity (1 when not routed)
+  bool routed = false;           // the schedule routes it (MoD, staged, or integrated no-op experts)
+  double capacity = 1.0;         // the layer plan's capacity (1 when not routed)
   std::int64_t tokens = 0;       // tokens the block sees, whole batch (B·n; decode llround(m))
   double expected_tokens = 0.0;  // the same, unrounded (decode: m = capacity·B)
   std::vector<op_cost> ops;      // in execution order

@@ -11,8 +11,7 @@ namespace modsim::sim {
 void write_file_atomically(const std::string& path, std::string_view text) {
   namespace fs = std::filesystem;
   const fs::path target(path);
-  const fs::path tmp =
-      target.parent_path() / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()));
+  const fs::path tmp = target.parent_path() / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()));
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw runtime_error(path + ": cannot write (" + tmp.string() + ")");

@@ -43,7 +43,7 @@ model_time time_model(const model_spec& model, const workload& w, const cost_mod
   for (std::size_t li = 0; li < timed_flops.layers.size(); ++li) {
     const layer_flops& lf = timed_flops.layers[li];
     const layer_flops& rf = reported.layers[li];
-    const op_shape& s = lf.shape;          // the shapes sim/flops evaluated the ops at
+    const op_shape& s = lf.shape;  // the shapes sim/flops evaluated the ops at
     const expected_op_shape& x = lf.expected;
     const bool expected = lf.has_expected;
     layer_prediction lp;
@@ -98,10 +98,14 @@ gap_decomposition decompose_gap(const model_time& mod, const model_time& dense) 
   auto flops = [](const op_prediction& p) { return double(p.matmul_flops) + double(p.other_flops); };
   auto add = [&](const op_prediction& ref, const std::string& cls, double v) {
     g.by_class[cls] += v;
-    if (ref.op_class == "routing") g.routing += v;
-    else if (ref.op_class == "attn_core") g.attention += v;
-    else if (ref.memory_bound) g.memory_bound += v;
-    else g.gemm_efficiency += v;
+    if (ref.op_class == "routing")
+      g.routing += v;
+    else if (ref.op_class == "attn_core")
+      g.attention += v;
+    else if (ref.memory_bound)
+      g.memory_bound += v;
+    else
+      g.gemm_efficiency += v;
   };
   auto paired = [&](const op_prediction* m, const op_prediction& d) {
     const double fd = flops(d);
@@ -168,8 +172,10 @@ prediction predict(const model_spec& model, const workload& w, const cost_model&
   } else {
     std::set<std::string> roofline_ops, stand_ins;
     auto scan = [&](const op_prediction& o) {
-      if (!o.calibrated) roofline_ops.insert(o.op);
-      else if (o.calibrated_as != o.op) stand_ins.insert(o.op + " (as " + o.calibrated_as + ")");
+      if (!o.calibrated)
+        roofline_ops.insert(o.op);
+      else if (o.calibrated_as != o.op)
+        stand_ins.insert(o.op + " (as " + o.calibrated_as + ")");
     };
     for (const auto* mt : {&p.model, &p.dense}) {
       for (const auto& l : mt->layers)

@@ -106,8 +106,8 @@ struct prediction {
   bool calibrated = false;
   double launch_s = 0;
 
-  model_time model;   // the model as given
-  model_time dense;   // dense_baseline(model), same workload
+  model_time model;  // the model as given
+  model_time dense;  // dense_baseline(model), same workload
 
   double flop_ratio = 1;         // (matmul + other) model / dense
   double matmul_flop_ratio = 1;  // matmul only (the paper's count)

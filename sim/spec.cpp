@@ -7,11 +7,16 @@ namespace modsim::sim {
 
 static bool schedule_routes(const schedule& s, int index) {
   switch (s.kind) {
-    case schedule_kind::none: return false;
-    case schedule_kind::all: return true;
-    case schedule_kind::every_other: return index % 2 == 1;
-    case schedule_kind::every_nth: return s.n > 0 && index % s.n == s.n - 1;
-    case schedule_kind::list: return std::binary_search(s.layers.begin(), s.layers.end(), index);
+    case schedule_kind::none:
+      return false;
+    case schedule_kind::all:
+      return true;
+    case schedule_kind::every_other:
+      return index % 2 == 1;
+    case schedule_kind::every_nth:
+      return s.n > 0 && index % s.n == s.n - 1;
+    case schedule_kind::list:
+      return std::binary_search(s.layers.begin(), s.layers.end(), index);
   }
   return false;
 }
@@ -50,9 +55,12 @@ int dtype_bytes(dtype t) { return t == dtype::fp32 ? 4 : 2; }
 
 const char* to_string(dtype t) {
   switch (t) {
-    case dtype::fp32: return "fp32";
-    case dtype::bf16: return "bf16";
-    case dtype::fp16: return "fp16";
+    case dtype::fp32:
+      return "fp32";
+    case dtype::bf16:
+      return "bf16";
+    case dtype::fp16:
+      return "fp16";
   }
   return "?";
 }
@@ -61,28 +69,38 @@ const char* to_string(mlp_kind m) { return m == mlp_kind::gelu ? "gelu" : "swigl
 
 const char* to_string(run_mode m) {
   switch (m) {
-    case run_mode::forward: return "forward";
-    case run_mode::train: return "train";
-    case run_mode::decode: return "decode";
+    case run_mode::forward:
+      return "forward";
+    case run_mode::train:
+      return "train";
+    case run_mode::decode:
+      return "decode";
   }
   return "?";
 }
 
 const char* to_string(mode_variant v) {
   switch (v) {
-    case mode_variant::moe: return "moe";
-    case mode_variant::staged: return "staged";
-    case mode_variant::integrated: return "integrated";
+    case mode_variant::moe:
+      return "moe";
+    case mode_variant::staged:
+      return "staged";
+    case mode_variant::integrated:
+      return "integrated";
   }
   return "?";
 }
 
 std::string to_string(const schedule& s) {
   switch (s.kind) {
-    case schedule_kind::none: return "none";
-    case schedule_kind::all: return "all";
-    case schedule_kind::every_other: return "every_other";
-    case schedule_kind::every_nth: return "every_nth:" + std::to_string(s.n);
+    case schedule_kind::none:
+      return "none";
+    case schedule_kind::all:
+      return "all";
+    case schedule_kind::every_other:
+      return "every_other";
+    case schedule_kind::every_nth:
+      return "every_nth:" + std::to_string(s.n);
     case schedule_kind::list: {
       std::string out = "[";
       for (std::size_t i = 0; i < s.layers.size(); ++i) {

@@ -116,18 +116,18 @@ struct dtype_rate {
 struct hardware_spec {
   std::string name;
   std::string source_file;
-  std::string kind;    // "gpu" or "cpu"
-  std::string source;  // provenance of the numbers (datasheet / estimated / measured)
+  std::string kind;              // "gpu" or "cpu"
+  std::string source;            // provenance of the numbers (datasheet / estimated / measured)
   dtype_rate peak_matmul_flops;  // FLOP/s
   dtype_rate peak_vector_flops;  // FLOP/s
   double memory_bandwidth_bytes_s = 0;
   double memory_bytes = 0;
   double l2_bytes = 0;
-  int sm_count = 0;               // SMs, or cores for a CPU
-  double kernel_launch_s = 0;     // device-side cost of starting one kernel
-  double host_enqueue_s = 0;      // host-side cost of enqueuing one kernel
+  int sm_count = 0;                 // SMs, or cores for a CPU
+  double kernel_launch_s = 0;       // device-side cost of starting one kernel
+  double host_enqueue_s = 0;        // host-side cost of enqueuing one kernel
   double interconnect_bytes_s = 0;  // 0 = none
-  std::string calibration_json;   // the raw `calibration` block (written by `modsim calibrate`), or empty
+  std::string calibration_json;     // the raw `calibration` block (written by `modsim calibrate`), or empty
 };
 
 }  // namespace modsim::sim

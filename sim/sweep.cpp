@@ -26,11 +26,16 @@ namespace modsim::sim {
 
 const char* to_string(sweep_variant v) {
   switch (v) {
-    case sweep_variant::dense: return "dense";
-    case sweep_variant::mod: return "mod";
-    case sweep_variant::moe: return "moe";
-    case sweep_variant::mode_staged: return "mode_staged";
-    case sweep_variant::mode_integrated: return "mode_integrated";
+    case sweep_variant::dense:
+      return "dense";
+    case sweep_variant::mod:
+      return "mod";
+    case sweep_variant::moe:
+      return "moe";
+    case sweep_variant::mode_staged:
+      return "mode_staged";
+    case sweep_variant::mode_integrated:
+      return "mode_integrated";
   }
   return "?";
 }
@@ -41,37 +46,48 @@ sweep_variant parse_sweep_variant(std::string_view text, const std::string& key)
   if (text == "moe") return sweep_variant::moe;
   if (text == "mode_staged" || text == "staged") return sweep_variant::mode_staged;
   if (text == "mode_integrated" || text == "integrated") return sweep_variant::mode_integrated;
-  throw input_error("", key,
-                    "unknown variant '" + std::string(text) +
-                        "' (expected dense, mod, moe, mode_staged or mode_integrated)");
+  throw input_error(
+      "", key,
+      "unknown variant '" + std::string(text) + "' (expected dense, mod, moe, mode_staged or mode_integrated)");
 }
 
 const char* to_string(sweep_axis a) {
   switch (a) {
-    case sweep_axis::time_s: return "time_s";
-    case sweep_axis::matmul_flops: return "matmul_flops";
-    case sweep_axis::other_flops: return "other_flops";
-    case sweep_axis::bytes: return "bytes";
-    case sweep_axis::params: return "params";
+    case sweep_axis::time_s:
+      return "time_s";
+    case sweep_axis::matmul_flops:
+      return "matmul_flops";
+    case sweep_axis::other_flops:
+      return "other_flops";
+    case sweep_axis::bytes:
+      return "bytes";
+    case sweep_axis::params:
+      return "params";
   }
   return "?";
 }
 
 sweep_axis parse_sweep_axis(std::string_view text, const std::string& key) {
-  for (sweep_axis a : {sweep_axis::time_s, sweep_axis::matmul_flops, sweep_axis::other_flops, sweep_axis::bytes,
-                       sweep_axis::params})
+  for (sweep_axis a :
+       {sweep_axis::time_s, sweep_axis::matmul_flops, sweep_axis::other_flops, sweep_axis::bytes, sweep_axis::params})
     if (text == to_string(a)) return a;
-  throw input_error("", key,
-                    "unknown axis '" + std::string(text) + "' (expected time_s, matmul_flops, other_flops, bytes or params)");
+  throw input_error(
+      "", key,
+      "unknown axis '" + std::string(text) + "' (expected time_s, matmul_flops, other_flops, bytes or params)");
 }
 
 double sweep_point::value(sweep_axis a) const {
   switch (a) {
-    case sweep_axis::time_s: return time_s;
-    case sweep_axis::matmul_flops: return static_cast<double>(matmul_flops);
-    case sweep_axis::other_flops: return static_cast<double>(other_flops);
-    case sweep_axis::bytes: return static_cast<double>(bytes);
-    case sweep_axis::params: return static_cast<double>(params);
+    case sweep_axis::time_s:
+      return time_s;
+    case sweep_axis::matmul_flops:
+      return static_cast<double>(matmul_flops);
+    case sweep_axis::other_flops:
+      return static_cast<double>(other_flops);
+    case sweep_axis::bytes:
+      return static_cast<double>(bytes);
+    case sweep_axis::params:
+      return static_cast<double>(params);
   }
   return 0;
 }
@@ -171,7 +187,8 @@ std::vector<sweep_point> enumerate_space(const model_spec& base, const sweep_spa
                                         p.model.mode->experts, p.noop_experts);
             break;
           }
-          default: break;
+          default:
+            break;
         }
         out.push_back(std::move(p));
       }
@@ -296,7 +313,9 @@ sweep_result run_sweep(const model_spec& base, const sweep_space& space, const t
   std::vector<double> xs, ys;
   for (sweep_point& p : r.points) {
     if (p.feasible) {
-      p.flops_ratio = r.dense_matmul_flops > 0 ? static_cast<double>(p.matmul_flops) / static_cast<double>(r.dense_matmul_flops) : 0.0;
+      p.flops_ratio = r.dense_matmul_flops > 0
+                          ? static_cast<double>(p.matmul_flops) / static_cast<double>(r.dense_matmul_flops)
+                          : 0.0;
       p.time_ratio = r.dense_time_s > 0 ? p.time_s / r.dense_time_s : 0.0;
     }
     const double nan = std::numeric_limits<double>::quiet_NaN();
@@ -317,16 +336,15 @@ int paper_point_index(const sweep_result& r) {
   return -1;
 }
 
-
 std::string sweep_csv(const sweep_result& r) {
   std::string out =
       "description,variant,capacity,schedule,noop_experts,feasible,matmul_flops,other_flops,bytes,params,"
       "flops_ratio,time_s,time_ratio,pareto,reason\n";
   for (const sweep_point& p : r.points) {
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(p.description),
-                       to_string(p.variant), p.capacity, csv_field(p.schedule), p.noop_experts,
-                       p.feasible ? "true" : "false", p.matmul_flops, p.other_flops, p.bytes, p.params, p.flops_ratio,
-                       p.time_s, p.time_ratio, p.pareto ? "true" : "false", csv_field(p.reason));
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(p.description), to_string(p.variant),
+                       p.capacity, csv_field(p.schedule), p.noop_experts, p.feasible ? "true" : "false", p.matmul_flops,
+                       p.other_flops, p.bytes, p.params, p.flops_ratio, p.time_s, p.time_ratio,
+                       p.pareto ? "true" : "false", csv_field(p.reason));
   }
   return out;
 }

@@ -34,8 +34,8 @@ const char* to_string(sweep_variant v);
 sweep_variant parse_sweep_variant(std::string_view text, const std::string& key);
 
 struct sweep_space {
-  std::vector<double> capacities;       // each in (0, 1]
-  std::vector<schedule> schedules;      // `none` is skipped for routed variants
+  std::vector<double> capacities;   // each in (0, 1]
+  std::vector<schedule> schedules;  // `none` is skipped for routed variants
   std::vector<sweep_variant> variants;
 };
 
@@ -52,21 +52,21 @@ sweep_axis parse_sweep_axis(std::string_view text, const std::string& key);
 struct sweep_point {
   std::string description;  // e.g. "MoD c=0.125 every_other"
   sweep_variant variant = sweep_variant::dense;
-  double capacity = 1.0;     // 1 for dense and moe
+  double capacity = 1.0;          // 1 for dense and moe
   std::string schedule = "none";  // to_string(schedule); "none" for dense and moe
-  int noop_experts = 0;      // mode_integrated only
-  model_spec model;          // the configuration evaluated
+  int noop_experts = 0;           // mode_integrated only
+  model_spec model;               // the configuration evaluated
   // Results (valid when `feasible`).
   bool feasible = true;
-  std::string reason;        // why not, when !feasible (e.g. a validation message)
+  std::string reason;             // why not, when !feasible (e.g. a validation message)
   std::int64_t matmul_flops = 0;  // per forward pass (or the workload's mode), FLOPs
   std::int64_t other_flops = 0;
   std::int64_t bytes = 0;
   std::int64_t params = 0;
-  double time_s = 0;         // predicted, seconds
-  double flops_ratio = 0;    // matmul_flops / the dense point's
-  double time_ratio = 0;     // time_s / the dense point's
-  bool pareto = false;       // on the front of the chosen axes (feasible points only)
+  double time_s = 0;       // predicted, seconds
+  double flops_ratio = 0;  // matmul_flops / the dense point's
+  double time_ratio = 0;   // time_s / the dense point's
+  bool pareto = false;     // on the front of the chosen axes (feasible points only)
 
   double value(sweep_axis a) const;
 };
@@ -120,6 +120,5 @@ int paper_point_index(const sweep_result& r);
 // noop_experts, feasible, matmul_flops, other_flops, bytes, params, flops_ratio, time_s,
 // time_ratio, pareto, reason. Numbers are exact (shortest round-trip text).
 std::string sweep_csv(const sweep_result& r);
-
 
 }  // namespace modsim::sim

@@ -23,18 +23,25 @@ int main(int argc, char** argv) {
   parser.setApplicationDescription(QStringLiteral("modsim-gui: explore Mixture-of-Depths designs"));
   parser.addHelpOption();
   parser.addVersionOption();
-  parser.addPositionalArgument(QStringLiteral("MODEL"), QStringLiteral("model file, HF config.json, or shipped model name"));
-  const QCommandLineOption screenshot(QStringLiteral("screenshot"),
-                                      QStringLiteral("Render the window after the first computation to FILE.png and exit."),
-                                      QStringLiteral("FILE.png"));
-  const QCommandLineOption tab(QStringLiteral("tab"),
-                               QStringLiteral("Tab to show: %1.").arg(modsim::gui::MainWindow::tabNames().join(QStringLiteral(", "))),
-                               QStringLiteral("NAME"), QStringLiteral("design-space"));
-  const QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Window size for --screenshot (default 1600x1000)."),
+  parser.addPositionalArgument(QStringLiteral("MODEL"),
+                               QStringLiteral("model file, HF config.json, or shipped model name"));
+  const QCommandLineOption screenshot(
+      QStringLiteral("screenshot"),
+      QStringLiteral("Render the window after the first computation to FILE.png and exit."),
+      QStringLiteral("FILE.png"));
+  const QCommandLineOption tab(
+      QStringLiteral("tab"),
+      QStringLiteral("Tab to show: %1.").arg(modsim::gui::MainWindow::tabNames().join(QStringLiteral(", "))),
+      QStringLiteral("NAME"), QStringLiteral("design-space"));
+  const QCommandLineOption size(QStringLiteral("size"),
+                                QStringLiteral("Window size for --screenshot (default 1600x1000)."),
                                 QStringLiteral("WxH"), QStringLiteral("1600x1000"));
-  const QCommandLineOption hardware(QStringLiteral("hardware"), QStringLiteral("Hardware file or shipped name."), QStringLiteral("HW"));
-  const QCommandLineOption mode(QStringLiteral("mode"), QStringLiteral("train, prefill or decode."), QStringLiteral("MODE"));
-  const QCommandLineOption measurements(QStringLiteral("measurements"), QStringLiteral("Measurements CSV for the Validation tab."),
+  const QCommandLineOption hardware(QStringLiteral("hardware"), QStringLiteral("Hardware file or shipped name."),
+                                    QStringLiteral("HW"));
+  const QCommandLineOption mode(QStringLiteral("mode"), QStringLiteral("train, prefill or decode."),
+                                QStringLiteral("MODE"));
+  const QCommandLineOption measurements(QStringLiteral("measurements"),
+                                        QStringLiteral("Measurements CSV for the Validation tab."),
                                         QStringLiteral("CSV"));
   parser.addOptions({screenshot, tab, size, hardware, mode, measurements});
   parser.process(app);
@@ -65,10 +72,14 @@ int main(int argc, char** argv) {
   }
   if (parser.isSet(mode)) {
     const QString m = parser.value(mode);
-    if (m == QStringLiteral("train")) session->setMode(modsim::gui::ExplorerMode::Training);
-    else if (m == QStringLiteral("prefill") || m == QStringLiteral("forward")) session->setMode(modsim::gui::ExplorerMode::Prefill);
-    else if (m == QStringLiteral("decode")) session->setMode(modsim::gui::ExplorerMode::Decode);
-    else return fail(QStringLiteral("--mode: unknown mode '%1' (expected train, prefill or decode)").arg(m), 2);
+    if (m == QStringLiteral("train"))
+      session->setMode(modsim::gui::ExplorerMode::Training);
+    else if (m == QStringLiteral("prefill") || m == QStringLiteral("forward"))
+      session->setMode(modsim::gui::ExplorerMode::Prefill);
+    else if (m == QStringLiteral("decode"))
+      session->setMode(modsim::gui::ExplorerMode::Decode);
+    else
+      return fail(QStringLiteral("--mode: unknown mode '%1' (expected train, prefill or decode)").arg(m), 2);
   }
   if (parser.isSet(measurements)) session->setMeasurementsFile(parser.value(measurements));
   window.setCurrentTab(parser.value(tab));
@@ -83,17 +94,17 @@ int main(int argc, char** argv) {
   // Screenshot: compute now, wait for the result, let the pages lay out, grab, exit.
   const QString file = parser.value(screenshot);
   int code = 0;
-  QObject::connect(session, &modsim::gui::ExplorerSession::resultApplied, &window,
-                   [&](const modsim::gui::ComputeResultPtr& r) {
-                     if (!r->error.empty()) code = 3;
-                     QTimer::singleShot(300, &window, [&] {
-                       if (!window.grab().save(file)) {
-                         std::fprintf(stderr, "modsim-gui: error: %s: cannot write the image\n", file.toLocal8Bit().constData());
-                         code = 3;
-                       }
-                       app.exit(code);
-                     });
-                   });
+  QObject::connect(
+      session, &modsim::gui::ExplorerSession::resultApplied, &window, [&](const modsim::gui::ComputeResultPtr& r) {
+        if (!r->error.empty()) code = 3;
+        QTimer::singleShot(300, &window, [&] {
+          if (!window.grab().save(file)) {
+            std::fprintf(stderr, "modsim-gui: error: %s: cannot write the image\n", file.toLocal8Bit().constData());
+            code = 3;
+          }
+          app.exit(code);
+        });
+      });
   QTimer::singleShot(120000, &app, [&] {
     std::fprintf(stderr, "modsim-gui: error: no result after 120 s\n");
     app.exit(3);

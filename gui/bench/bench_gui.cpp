@@ -29,8 +29,10 @@ int main(int argc, char** argv) {
   QApplication app(argc, argv);
   using namespace modsim;
   gui::ExplorerConfig config;
-  config.model = sim::load_model(gui::resolveConfig(QStringLiteral("mod-220m"), QStringLiteral("models")).toStdString());
-  config.hardware = sim::load_hardware(gui::resolveConfig(QStringLiteral("h100-sxm"), QStringLiteral("hardware")).toStdString());
+  config.model =
+      sim::load_model(gui::resolveConfig(QStringLiteral("mod-220m"), QStringLiteral("models")).toStdString());
+  config.hardware =
+      sim::load_hardware(gui::resolveConfig(QStringLiteral("h100-sxm"), QStringLiteral("hardware")).toStdString());
   config.load.batch = 1;
   config.load.seq_len = 2048;
   config.load.mode = sim::run_mode::forward;

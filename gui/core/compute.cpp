@@ -72,11 +72,16 @@ double capacityOf(const sim::model_spec& m) {
 
 std::string variantNameOf(sim::sweep_variant v) {
   switch (v) {
-    case sim::sweep_variant::dense: return "dense";
-    case sim::sweep_variant::mod: return "MoD";
-    case sim::sweep_variant::moe: return "MoE";
-    case sim::sweep_variant::mode_staged: return "MoDE staged";
-    case sim::sweep_variant::mode_integrated: return "MoDE integrated";
+    case sim::sweep_variant::dense:
+      return "dense";
+    case sim::sweep_variant::mod:
+      return "MoD";
+    case sim::sweep_variant::moe:
+      return "MoE";
+    case sim::sweep_variant::mode_staged:
+      return "MoDE staged";
+    case sim::sweep_variant::mode_integrated:
+      return "MoDE integrated";
   }
   return "?";
 }
@@ -86,9 +91,12 @@ std::string variantNameOf(sim::sweep_variant v) {
 std::string variantName(const sim::model_spec& m) {
   if (!m.mode) return m.routing ? "MoD" : "dense";
   switch (m.mode->variant) {
-    case sim::mode_variant::moe: return "MoE";
-    case sim::mode_variant::staged: return "MoDE staged";
-    case sim::mode_variant::integrated: return "MoDE integrated";
+    case sim::mode_variant::moe:
+      return "MoE";
+    case sim::mode_variant::staged:
+      return "MoDE staged";
+    case sim::mode_variant::integrated:
+      return "MoDE integrated";
   }
   return "?";
 }
@@ -257,9 +265,18 @@ TimelineResult computeTimeline(const ExplorerConfig& config) {
       const std::string where = k.layer >= 0 ? " L" + std::to_string(k.layer) : std::string();
       const std::string op(k.op);
       switch (s.kind) {
-        case des::span_kind::enqueue: ts.name = "enqueue " + op + where; ts.opClass = "launch"; break;
-        case des::span_kind::sync_wait: ts.name = "wait for " + op + where; ts.opClass = "sync"; break;
-        case des::span_kind::idle: ts.name = "GPU waits on host before " + op + where; ts.opClass = "idle"; break;
+        case des::span_kind::enqueue:
+          ts.name = "enqueue " + op + where;
+          ts.opClass = "launch";
+          break;
+        case des::span_kind::sync_wait:
+          ts.name = "wait for " + op + where;
+          ts.opClass = "sync";
+          break;
+        case des::span_kind::idle:
+          ts.name = "GPU waits on host before " + op + where;
+          ts.opClass = "idle";
+          break;
         case des::span_kind::run:
           ts.name = op + where + (k.backward ? " (backward)" : "");
           ts.opClass = des::kernel_class(k);
@@ -356,8 +373,10 @@ ValidationResult computeValidation(const ExplorerConfig& config) {
   out.file = config.measurementsPath.toStdString();
 #if MODSIM_GUI_VALIDATION
   if (config.measurementsPath.isEmpty()) {
-    out.unavailable = "Choose a measurements CSV (written by `modsim profile`) to compare measured and predicted "
-                      "block times on " + config.hardware.name + ".";
+    out.unavailable =
+        "Choose a measurements CSV (written by `modsim profile`) to compare measured and predicted "
+        "block times on " +
+        config.hardware.name + ".";
     return out;
   }
   const std::vector<sim::measured_point> measured = profiler::read_measured_points(out.file);
@@ -389,8 +408,9 @@ ValidationResult computeValidation(const ExplorerConfig& config) {
   out.maxAbsPctError = sum.max_abs_pct_error;
   out.available = true;
 #else
-  out.unavailable = "Validation (predicted vs measured from a measurements CSV) is not available in this build "
-                    "(the profiler library is missing).";
+  out.unavailable =
+      "Validation (predicted vs measured from a measurements CSV) is not available in this build "
+      "(the profiler library is missing).";
 #endif
   return out;
 }
@@ -428,8 +448,10 @@ ComputeResult computeAll(const ExplorerConfig& config, const ComputeControl& con
     part([&] { r.validation = computeValidation(config); }, r.validation.unavailable);
     checkCancelled(control);
     report(control, 65);
-    if (config.servingEnabled) part([&] { r.serving = computeServingImpl(config, control); }, r.serving.unavailable);
-    else r.serving.unavailable = "The serving simulation is switched off.";
+    if (config.servingEnabled)
+      part([&] { r.serving = computeServingImpl(config, control); }, r.serving.unavailable);
+    else
+      r.serving.unavailable = "The serving simulation is switched off.";
     report(control, 100);
   } catch (const Cancelled&) {
     r.error = "cancelled";

@@ -35,8 +35,7 @@ ComputeResult computeAll(const ExplorerConfig& config, const ComputeControl& con
 
 // The parts, for the benchmark and the tests. They throw modsim::error.
 PredictionResult computePrediction(const ExplorerConfig& config);
-SweepResult computeSweep(const ExplorerConfig& config, const SweepAxes& axes,
-                         const ComputeControl& control = {});
+SweepResult computeSweep(const ExplorerConfig& config, const SweepAxes& axes, const ComputeControl& control = {});
 TimelineResult computeTimeline(const ExplorerConfig& config);
 ServingResult computeServing(const ExplorerConfig& config);
 ValidationResult computeValidation(const ExplorerConfig& config);

@@ -13,27 +13,36 @@ namespace modsim::gui {
 
 sim::run_mode runModeOf(ExplorerMode mode) {
   switch (mode) {
-    case ExplorerMode::Training: return sim::run_mode::train;
-    case ExplorerMode::Prefill: return sim::run_mode::forward;
-    case ExplorerMode::Decode: return sim::run_mode::decode;
+    case ExplorerMode::Training:
+      return sim::run_mode::train;
+    case ExplorerMode::Prefill:
+      return sim::run_mode::forward;
+    case ExplorerMode::Decode:
+      return sim::run_mode::decode;
   }
   return sim::run_mode::forward;
 }
 
 ExplorerMode explorerModeOf(sim::run_mode mode) {
   switch (mode) {
-    case sim::run_mode::train: return ExplorerMode::Training;
-    case sim::run_mode::forward: return ExplorerMode::Prefill;
-    case sim::run_mode::decode: return ExplorerMode::Decode;
+    case sim::run_mode::train:
+      return ExplorerMode::Training;
+    case sim::run_mode::forward:
+      return ExplorerMode::Prefill;
+    case sim::run_mode::decode:
+      return ExplorerMode::Decode;
   }
   return ExplorerMode::Prefill;
 }
 
 QString displayName(ExplorerMode mode) {
   switch (mode) {
-    case ExplorerMode::Training: return QStringLiteral("Training step");
-    case ExplorerMode::Prefill: return QStringLiteral("Prefill");
-    case ExplorerMode::Decode: return QStringLiteral("Decode / serving");
+    case ExplorerMode::Training:
+      return QStringLiteral("Training step");
+    case ExplorerMode::Prefill:
+      return QStringLiteral("Prefill");
+    case ExplorerMode::Decode:
+      return QStringLiteral("Decode / serving");
   }
   return {};
 }
@@ -57,16 +66,15 @@ QString resolveConfig(const QString& nameOrPath, const QString& kind) {
   if (QFileInfo::exists(nameOrPath) || nameOrPath.contains(QLatin1Char('/')) ||
       nameOrPath.endsWith(QStringLiteral(".json")))
     return nameOrPath;
-  const QString candidate = configsDir() + QLatin1Char('/') + kind + QLatin1Char('/') + nameOrPath +
-                            QStringLiteral(".json");
+  const QString candidate =
+      configsDir() + QLatin1Char('/') + kind + QLatin1Char('/') + nameOrPath + QStringLiteral(".json");
   return QFileInfo::exists(candidate) ? candidate : nameOrPath;
 }
 
 QStringList hardwareFiles(const QStringList& extra) {
   QStringList out;
   QDir dir(configsDir() + QStringLiteral("/hardware"));
-  const QFileInfoList files =
-      dir.entryInfoList({QStringLiteral("*.json")}, QDir::Files | QDir::Readable, QDir::Name);
+  const QFileInfoList files = dir.entryInfoList({QStringLiteral("*.json")}, QDir::Files | QDir::Readable, QDir::Name);
   for (const QFileInfo& f : files) out << f.absoluteFilePath();
   for (const QString& e : extra) {
     const QString abs = QFileInfo(e).absoluteFilePath();
@@ -98,8 +106,7 @@ std::string modelToJson(const sim::model_spec& m) {
   o["n_layers"] = m.n_layers;
   o["n_heads"] = m.n_heads;
   o["n_kv_heads"] = m.n_kv_heads;
-  if (m.n_heads > 0 && (m.d_model % m.n_heads != 0 || m.d_head != m.d_model / m.n_heads))
-    o["d_head"] = m.d_head;
+  if (m.n_heads > 0 && (m.d_model % m.n_heads != 0 || m.d_head != m.d_model / m.n_heads)) o["d_head"] = m.d_head;
   o["d_ff"] = m.d_ff;
   o["vocab_size"] = m.vocab_size;
   o["mlp"] = sim::to_string(m.mlp);
@@ -113,8 +120,10 @@ std::string modelToJson(const sim::model_spec& m) {
     for (const sim::layer_plan& l : plan) {
       routed.push_back(l.routed);
       if (!l.routed) continue;
-      if (first) capacity = l.capacity, first = false;
-      else if (l.capacity != capacity) uniform = false;
+      if (first)
+        capacity = l.capacity, first = false;
+      else if (l.capacity != capacity)
+        uniform = false;
     }
     json::object ro;
     const std::string preset = presetOf(routed);
@@ -124,8 +133,10 @@ std::string modelToJson(const sim::model_spec& m) {
     } else {
       json::array caps;
       for (const sim::layer_plan& l : plan) {
-        if (l.routed) caps.emplace_back(l.capacity);
-        else caps.emplace_back(nullptr);
+        if (l.routed)
+          caps.emplace_back(l.capacity);
+        else
+          caps.emplace_back(nullptr);
       }
       ro["layer_capacities"] = std::move(caps);
     }
@@ -170,9 +181,9 @@ ErrorParts splitError(const QString& message, const QString& file) {
 void validateEditedModel(const sim::model_spec& m) {
   if (m.n_heads < 1) throw input_error("", "n_heads", "must be >= 1");
   if (m.d_model % m.n_heads != 0)
-    throw input_error("", "n_heads",
-                      "d_model " + std::to_string(m.d_model) + " is not divisible by n_heads " +
-                          std::to_string(m.n_heads));
+    throw input_error(
+        "", "n_heads",
+        "d_model " + std::to_string(m.d_model) + " is not divisible by n_heads " + std::to_string(m.n_heads));
   if (m.n_kv_heads < 1) throw input_error("", "n_kv_heads", "must be >= 1");
   if (m.routing) {
     for (std::size_t i = 0; i < m.routing->layer_capacities.size(); ++i) {

@@ -19,7 +19,7 @@ QString displayName(ExplorerMode mode);
 
 struct ExplorerConfig {
   sim::model_spec model;
-  sim::workload load;        // batch, seq_len, run mode, dtype
+  sim::workload load;  // batch, seq_len, run mode, dtype
   sim::hardware_spec hardware;
   QString measurementsPath;  // measurements CSV for the Validation tab; empty = none chosen
   bool sweepEnabled = true;  // the design-space sweep (the benchmark and tests may switch it off)

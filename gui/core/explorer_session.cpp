@@ -102,8 +102,10 @@ void ExplorerSession::applyScheduleToDraft() {
     routed.push_back(caps[i].has_value());
     if (!caps[i]) continue;
     indices.push_back(static_cast<int>(i));
-    if (!first) first = caps[i];
-    else if (*caps[i] != *first) uniform = false;
+    if (!first)
+      first = caps[i];
+    else if (*caps[i] != *first)
+      uniform = false;
   }
   sim::model_spec& m = m_draft.model;
   if (!first) {
@@ -208,7 +210,8 @@ void ExplorerSession::setMeasurementsFile(const QString& path) {
 
 void ExplorerSession::setModel(const sim::model_spec& model) {
   m_draft.model = model;
-  if (m_draft.model.d_head == 0 && m_draft.model.n_heads > 0) m_draft.model.d_head = m_draft.model.d_model / m_draft.model.n_heads;
+  if (m_draft.model.d_head == 0 && m_draft.model.n_heads > 0)
+    m_draft.model.d_head = m_draft.model.d_model / m_draft.model.n_heads;
   // d_head follows d_model / n_heads while editing unless the file set it otherwise.
   m_headDerived = m_draft.model.d_head * m_draft.model.n_heads == m_draft.model.d_model;
   scheduleFromModel(m_draft.model);
@@ -217,18 +220,24 @@ void ExplorerSession::setModel(const sim::model_spec& model) {
 
 void ExplorerSession::setDimension(const QString& key, int value) {
   sim::model_spec& m = m_draft.model;
-  if (key == QStringLiteral("d_model")) m.d_model = value;
-  else if (key == QStringLiteral("n_heads")) m.n_heads = value;
-  else if (key == QStringLiteral("n_kv_heads")) m.n_kv_heads = value;
-  else if (key == QStringLiteral("d_ff")) m.d_ff = value;
-  else if (key == QStringLiteral("vocab_size")) m.vocab_size = value;
+  if (key == QStringLiteral("d_model"))
+    m.d_model = value;
+  else if (key == QStringLiteral("n_heads"))
+    m.n_heads = value;
+  else if (key == QStringLiteral("n_kv_heads"))
+    m.n_kv_heads = value;
+  else if (key == QStringLiteral("d_ff"))
+    m.d_ff = value;
+  else if (key == QStringLiteral("vocab_size"))
+    m.vocab_size = value;
   else if (key == QStringLiteral("n_layers")) {
     m.n_layers = value;
     if (m.routing) {
       sim::routing_spec& r = *m.routing;
       if (!r.layer_capacities.empty()) r.layer_capacities.resize(static_cast<std::size_t>(value));
       std::erase_if(r.sched.layers, [value](int l) { return l >= value; });
-      if (r.sched.kind == sim::schedule_kind::every_nth && r.sched.n > value) r.sched = {sim::schedule_kind::every_other, 0, {}};
+      if (r.sched.kind == sim::schedule_kind::every_nth && r.sched.n > value)
+        r.sched = {sim::schedule_kind::every_other, 0, {}};
     }
     scheduleFromModel(m);
   } else {
@@ -263,7 +272,8 @@ void ExplorerSession::setMode(ExplorerMode mode) {
   commitDraft();
 }
 
-void ExplorerSession::setVariant(const QString& variant, int experts, int topK, int noopExperts, double capacityFactor) {
+void ExplorerSession::setVariant(const QString& variant, int experts, int topK, int noopExperts,
+                                 double capacityFactor) {
   sim::model_spec& m = m_draft.model;
   if (variant == QStringLiteral("none")) {
     m.mode.reset();
@@ -271,7 +281,7 @@ void ExplorerSession::setVariant(const QString& variant, int experts, int topK, 
     sim::mode_spec mode;
     mode.variant = variant == QStringLiteral("moe")      ? sim::mode_variant::moe
                    : variant == QStringLiteral("staged") ? sim::mode_variant::staged
-                                                          : sim::mode_variant::integrated;
+                                                         : sim::mode_variant::integrated;
     mode.experts = experts;
     mode.top_k = topK;
     mode.noop_experts = mode.variant == sim::mode_variant::integrated ? noopExperts : 0;

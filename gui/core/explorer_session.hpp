@@ -50,7 +50,7 @@ class ExplorerSession : public QObject {
   void setMeasurementsFile(const QString& path);
 
   // Edits of the draft; each recomputes when the draft validates.
-  void setModel(const sim::model_spec& model);  // a whole configuration (adopt, built-in)
+  void setModel(const sim::model_spec& model);       // a whole configuration (adopt, built-in)
   void setDimension(const QString& key, int value);  // d_model n_layers n_heads n_kv_heads d_ff vocab_size
   void setMlp(sim::mlp_kind mlp);
   void setSeqLen(qint64 seqLen);

@@ -22,7 +22,13 @@ static QString scaled(double v, const char* unit) {
     v /= 1000;
     ++p;
   }
-  return QStringLiteral("%1 %2%3").arg(v, 0, 'f', a < 10 ? 2 : a < 100 ? 1 : 0).arg(QLatin1String(prefixes[p])).arg(QLatin1String(unit));
+  return QStringLiteral("%1 %2%3")
+      .arg(v, 0, 'f',
+           a < 10    ? 2
+           : a < 100 ? 1
+                     : 0)
+      .arg(QLatin1String(prefixes[p]))
+      .arg(QLatin1String(unit));
 }
 
 QString formatFlops(double flops) { return scaled(flops, "FLOP"); }

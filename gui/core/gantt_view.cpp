@@ -25,9 +25,7 @@ GanttView::GanttView(TimelineModel* model, QWidget* parent) : QWidget(parent), m
   setBackgroundRole(QPalette::Base);
   setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
   setFixedHeight(kTop + 2 * (kLaneHeight + kLaneGap) + kLegend + 8);
-  connect(model, &QAbstractItemModel::modelReset, this, [this] {
-    fit();
-  });
+  connect(model, &QAbstractItemModel::modelReset, this, [this] { fit(); });
 }
 
 QColor GanttView::classColour(const QString& c) {
@@ -139,12 +137,15 @@ void GanttView::paintEvent(QPaintEvent*) {
   }
   p.setClipping(false);
   // Legend.
-  static const char* classes[] = {"routing", "norm", "attn_proj", "attn_core", "mlp", "moe", "lm_head", "launch", "sync", "idle"};
+  static const char* classes[] = {"routing", "norm",    "attn_proj", "attn_core", "mlp",
+                                  "moe",     "lm_head", "launch",    "sync",      "idle"};
   double x = area.left();
   const double y = area.bottom() + 8;
   for (const char* c : classes) {
     const QString name = QString::fromLatin1(c);
-    const QString label = name == QStringLiteral("launch") ? tr("host enqueue") : name == QStringLiteral("idle") ? tr("GPU waits on host") : name;
+    const QString label = name == QStringLiteral("launch") ? tr("host enqueue")
+                          : name == QStringLiteral("idle") ? tr("GPU waits on host")
+                                                           : name;
     p.fillRect(QRectF(x, y + 3, 12, 12), classColour(name));
     p.setPen(palette().color(QPalette::Text));
     const int w = p.fontMetrics().horizontalAdvance(label);
@@ -177,9 +178,10 @@ bool GanttView::event(QEvent* e) {
     const int r = spanAt(help->pos());
     if (r >= 0) {
       const TimelineSpan& s = m_model->span(r);
-      QToolTip::showText(help->globalPos(), tr("%1\n%2 · starts %3 · lasts %4")
-                                                .arg(QString::fromStdString(s.name), QString::fromStdString(s.opClass),
-                                                     formatSeconds(s.startS), formatSeconds(s.endS - s.startS)),
+      QToolTip::showText(help->globalPos(),
+                         tr("%1\n%2 · starts %3 · lasts %4")
+                             .arg(QString::fromStdString(s.name), QString::fromStdString(s.opClass),
+                                  formatSeconds(s.startS), formatSeconds(s.endS - s.startS)),
                          this);
     } else {
       QToolTip::hideText();

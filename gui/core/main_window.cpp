@@ -114,7 +114,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), m_session(new Exp
   connect(worker, &ComputeWorker::progressChanged, m_progress, &QProgressBar::setValue);
   connect(m_session, &ExplorerSession::resultApplied, this, [this](const ComputeResultPtr& r) {
     m_headline->setText(m_session->summaryModel()->headline());
-    m_status->setText(tr("computed in %1 ms · %2 design points").arg(r->computeMs, 0, 'f', 0).arg(r->sweep.points.size()));
+    m_status->setText(
+        tr("computed in %1 ms · %2 design points").arg(r->computeMs, 0, 'f', 0).arg(r->sweep.points.size()));
   });
   connect(m_session, &ExplorerSession::configChanged, this, &MainWindow::updateTitle);
   connect(m_designSpace, &DesignSpacePage::adoptRequested, this, [this](int row) {
@@ -124,8 +125,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), m_session(new Exp
   connect(m_validation, &ValidationPage::measurementsFileChosen, m_session, &ExplorerSession::setMeasurementsFile);
   connect(m_panel, &ModelPanel::hardwareChosen, this, [this](const QString& path) { openHardwareFile(path); });
   connect(m_panel, &ModelPanel::addHardwareRequested, this, [this] {
-    const QString path = QFileDialog::getOpenFileName(this, tr("Add hardware file"), configsDir() + QStringLiteral("/hardware"),
-                                                      tr("Hardware (*.json)"));
+    const QString path = QFileDialog::getOpenFileName(
+        this, tr("Add hardware file"), configsDir() + QStringLiteral("/hardware"), tr("Hardware (*.json)"));
     if (path.isEmpty()) return;
     if (!openHardwareFile(path)) return;
     QSettings settings;
@@ -148,8 +149,8 @@ QStringList MainWindow::extraHardwareFiles() const {
 }
 
 QStringList MainWindow::tabNames() {
-  return {QStringLiteral("design-space"), QStringLiteral("layers"), QStringLiteral("timeline"), QStringLiteral("serving"),
-          QStringLiteral("validation")};
+  return {QStringLiteral("design-space"), QStringLiteral("layers"), QStringLiteral("timeline"),
+          QStringLiteral("serving"), QStringLiteral("validation")};
 }
 
 bool MainWindow::setCurrentTab(const QString& name) {
@@ -188,8 +189,8 @@ void MainWindow::buildMenus() {
   });
   open->setShortcut(QKeySequence::Open);
   QAction* import = file->addAction(tr("&Import HuggingFace config.json…"), this, [this] {
-    const QString path = QFileDialog::getOpenFileName(this, tr("Import HuggingFace config"), configsDir() + QStringLiteral("/hf"),
-                                                      tr("HuggingFace config (*.json)"));
+    const QString path = QFileDialog::getOpenFileName(
+        this, tr("Import HuggingFace config"), configsDir() + QStringLiteral("/hf"), tr("HuggingFace config (*.json)"));
     if (!path.isEmpty()) openModelFile(path);
   });
   import->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_I));
@@ -198,8 +199,7 @@ void MainWindow::buildMenus() {
   file->addSeparator();
   QAction* save = file->addAction(tr("&Save model"), this, [this] {
     const QString path = m_session->modelPath();
-    if (path.isEmpty() || QFileInfo(path).fileName() == QStringLiteral("config.json") ||
-        path.startsWith(configsDir()))
+    if (path.isEmpty() || QFileInfo(path).fileName() == QStringLiteral("config.json") || path.startsWith(configsDir()))
       saveModelFileAs();
     else
       saveModelFile(path);
@@ -209,12 +209,14 @@ void MainWindow::buildMenus() {
   saveAs->setShortcut(QKeySequence::SaveAs);
   file->addSeparator();
   QAction* exportPng = file->addAction(tr("&Export view as PNG…"), this, [this] {
-    const QString path = QFileDialog::getSaveFileName(this, tr("Export view"), QStringLiteral("modsim-view.png"), tr("PNG (*.png)"));
+    const QString path =
+        QFileDialog::getSaveFileName(this, tr("Export view"), QStringLiteral("modsim-view.png"), tr("PNG (*.png)"));
     if (!path.isEmpty()) exportCurrentView(path);
   });
   exportPng->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
   QAction* exportSvg = file->addAction(tr("Export view as S&VG…"), this, [this] {
-    const QString path = QFileDialog::getSaveFileName(this, tr("Export view"), QStringLiteral("modsim-view.svg"), tr("SVG (*.svg)"));
+    const QString path =
+        QFileDialog::getSaveFileName(this, tr("Export view"), QStringLiteral("modsim-view.svg"), tr("SVG (*.svg)"));
     if (!path.isEmpty()) exportCurrentView(path);
   });
   exportSvg->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E));
@@ -274,9 +276,10 @@ void MainWindow::addRecentFile(const QString& path) {
 
 void MainWindow::updateTitle() {
   const QString path = m_session->modelPath();
-  setWindowTitle(QStringLiteral("%1%2 — modsim-gui")
-                     .arg(path.isEmpty() ? QString::fromStdString(m_session->config().model.name) : QFileInfo(path).fileName(),
-                          m_session->isModified() ? QStringLiteral(" *") : QString()));
+  setWindowTitle(
+      QStringLiteral("%1%2 — modsim-gui")
+          .arg(path.isEmpty() ? QString::fromStdString(m_session->config().model.name) : QFileInfo(path).fileName(),
+               m_session->isModified() ? QStringLiteral(" *") : QString()));
 }
 
 bool MainWindow::openModelFile(const QString& path) {
@@ -350,7 +353,8 @@ bool MainWindow::exportReport(const QString& dir) {
   in.models = {m_session->config().model};
   in.hardware = m_session->config().hardware;
   in.load = m_session->config().load;
-  if (in.load.mode == sim::run_mode::decode) in.load.mode = sim::run_mode::forward;  // the report describes a forward pass
+  if (in.load.mode == sim::run_mode::decode)
+    in.load.mode = sim::run_mode::forward;  // the report describes a forward pass
   in.command_line = "modsim-gui (Export report)";
   in.validation_missing = "exported from modsim-gui";
   // Computing the report takes seconds: off the GUI thread; the charts are drawn on it.

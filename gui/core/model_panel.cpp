@@ -67,9 +67,9 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
     const char* label;
     int lo, hi, step;
   };
-  const Dim dims[] = {{"d_model", "d_model", 1, 1 << 20, 64},  {"n_layers", "Layers", 1, 1000, 1},
-                      {"n_heads", "Heads", 1, 4096, 1},        {"n_kv_heads", "KV heads", 1, 4096, 1},
-                      {"d_ff", "d_ff", 1, 1 << 22, 256},       {"vocab_size", "Vocab", 1, 1 << 24, 1000}};
+  const Dim dims[] = {{"d_model", "d_model", 1, 1 << 20, 64}, {"n_layers", "Layers", 1, 1000, 1},
+                      {"n_heads", "Heads", 1, 4096, 1},       {"n_kv_heads", "KV heads", 1, 4096, 1},
+                      {"d_ff", "d_ff", 1, 1 << 22, 256},      {"vocab_size", "Vocab", 1, 1 << 24, 1000}};
   // Two editors per row, each row followed by a row for the errors of its two fields.
   auto* grid = new QGridLayout;
   grid->setHorizontalSpacing(6);
@@ -105,8 +105,9 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
   m_mode = new QComboBox(loadBox);
   for (ExplorerMode m : {ExplorerMode::Training, ExplorerMode::Prefill, ExplorerMode::Decode})
     m_mode->addItem(displayName(m), int(m));
-  m_mode->setToolTip(tr("Training step (forward + backward), prefill (one forward pass), or one decode step "
-                        "over a cached context of 'sequence' tokens"));
+  m_mode->setToolTip(
+      tr("Training step (forward + backward), prefill (one forward pass), or one decode step "
+         "over a cached context of 'sequence' tokens"));
   lf->addRow(tr("Mode"), m_mode);
   m_seq = spinBox(1, 1 << 22, 256, loadBox);
   lf->addRow(tr("Sequence"), m_seq);
@@ -144,7 +145,8 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
   m_capacity->setSingleStep(0.03125);
   m_capacity->setKeyboardTracking(false);
   m_capacity->setPrefix(QStringLiteral("c = "));
-  m_capacity->setToolTip(tr("Capacity of every routed layer: the fraction of each sequence's tokens its block computes"));
+  m_capacity->setToolTip(
+      tr("Capacity of every routed layer: the fraction of each sequence's tokens its block computes"));
   presetRow->addWidget(m_preset, 2);
   presetRow->addWidget(m_nth, 1);
   presetRow->addWidget(m_capacity, 1);
@@ -204,7 +206,8 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
   vf->addRow(vgrid);
   addErrorRow(vf, QStringLiteral("mode"));
   connect(m_variant, &QComboBox::currentIndexChanged, this, [this](int) { applyVariant(); });
-  for (QSpinBox* s : {m_experts, m_topK, m_noop}) connect(s, &QSpinBox::valueChanged, this, [this](int) { applyVariant(); });
+  for (QSpinBox* s : {m_experts, m_topK, m_noop})
+    connect(s, &QSpinBox::valueChanged, this, [this](int) { applyVariant(); });
   connect(m_capacityFactor, &QDoubleSpinBox::valueChanged, this, [this](double) { applyVariant(); });
   layout->addWidget(variantBox);
 
@@ -227,7 +230,8 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
   addErrorRow(hwErrors, QStringLiteral("hardware"));
   hl->addLayout(hwErrors);
   connect(m_addHardware, &QPushButton::clicked, this, &ModelPanel::addHardwareRequested);
-  connect(m_hardware, &QComboBox::activated, this, [this](int i) { emit hardwareChosen(m_hardware->itemData(i).toString()); });
+  connect(m_hardware, &QComboBox::activated, this,
+          [this](int i) { emit hardwareChosen(m_hardware->itemData(i).toString()); });
   layout->addWidget(hwBox);
 
   connect(session, &ExplorerSession::configChanged, this, &ModelPanel::refresh);
@@ -264,10 +268,14 @@ void ModelPanel::showValidation(const QString& key, const QString& message) {
   if (key.isEmpty() && message.isEmpty()) return;
   QString target = key;
   if (!m_errors.contains(target)) {
-    if (key.startsWith(QStringLiteral("routing"))) target = QStringLiteral("routing");
-    else if (key.startsWith(QStringLiteral("mode"))) target = QStringLiteral("mode");
-    else if (key == QStringLiteral("d_head")) target = QStringLiteral("n_heads");
-    else target = QStringLiteral("model");
+    if (key.startsWith(QStringLiteral("routing")))
+      target = QStringLiteral("routing");
+    else if (key.startsWith(QStringLiteral("mode")))
+      target = QStringLiteral("mode");
+    else if (key == QStringLiteral("d_head"))
+      target = QStringLiteral("n_heads");
+    else
+      target = QStringLiteral("model");
   }
   QLabel* l = m_errors.value(target);
   l->setText(key.isEmpty() || key == target ? message : key + QStringLiteral(": ") + message);

@@ -110,8 +110,9 @@ DesignSpacePage::DesignSpacePage(SweepModel* model, QWidget* parent)
   m_table->setSortingEnabled(true);
   m_table->sortByColumn(SweepModel::FlopsColumn, Qt::AscendingOrder);
   m_frontOnly->setChecked(true);
-  m_hint->setText(tr("Each point is one configuration around the current one (capacity × schedule × variant). "
-                     "Hover for details; <b>click a point</b> (or double-click a row) to adopt it."));
+  m_hint->setText(
+      tr("Each point is one configuration around the current one (capacity × schedule × variant). "
+         "Hover for details; <b>click a point</b> (or double-click a row) to adopt it."));
   m_hint->setWordWrap(true);
 
   auto* content = new QWidget(this);
@@ -135,7 +136,8 @@ DesignSpacePage::DesignSpacePage(SweepModel* model, QWidget* parent)
   layout->addWidget(new AvailabilityStack(content, model, this));
 
   connect(model, &QAbstractItemModel::modelReset, this, &DesignSpacePage::rebuild);
-  connect(m_frontOnly, &QCheckBox::toggled, this, [this](bool on) { static_cast<SweepProxy*>(m_proxy)->setFrontOnly(on); });
+  connect(m_frontOnly, &QCheckBox::toggled, this,
+          [this](bool on) { static_cast<SweepProxy*>(m_proxy)->setFrontOnly(on); });
   connect(m_table, &QTableView::doubleClicked, this,
           [this](const QModelIndex& idx) { emit adoptRequested(m_proxy->mapToSource(idx).row()); });
   rebuild();
@@ -199,7 +201,11 @@ void DesignSpacePage::onHovered(const QPointF& value, bool state) {
 // ---------------------------------------------------------------------------------------------
 
 LayersPage::LayersPage(LayerTimesModel* model, GapModel* gap, QWidget* parent)
-    : QWidget(parent), m_model(model), m_gap(gap), m_view(makeChartView(this)), m_gapView(makeChartView(this)),
+    : QWidget(parent),
+      m_model(model),
+      m_gap(gap),
+      m_view(makeChartView(this)),
+      m_gapView(makeChartView(this)),
       m_table(makeTable(model, this)) {
   auto* split = new QSplitter(Qt::Vertical, this);
   split->addWidget(m_view);
@@ -233,8 +239,13 @@ void LayersPage::rebuildGap() {
 // ---------------------------------------------------------------------------------------------
 
 TimelinePage::TimelinePage(TimelineModel* model, QWidget* parent)
-    : QWidget(parent), m_model(model), m_gantt(new GanttView(model, this)), m_zoom(new GanttView(model, this)),
-      m_zoomTitle(new QLabel(this)), m_summary(new QLabel(this)), m_table(makeTable(model, this)) {
+    : QWidget(parent),
+      m_model(model),
+      m_gantt(new GanttView(model, this)),
+      m_zoom(new GanttView(model, this)),
+      m_zoomTitle(new QLabel(this)),
+      m_summary(new QLabel(this)),
+      m_table(makeTable(model, this)) {
   auto* content = new QWidget(this);
   auto* cl = new QVBoxLayout(content);
   cl->setContentsMargins(0, 0, 0, 0);
@@ -267,9 +278,12 @@ void TimelinePage::rebuild() {
   for (int r = 0; r < m_model->rowCount(); ++r) {
     const TimelineSpan& s = m_model->span(r);
     const double d = s.endS - s.startS;
-    if (s.opClass == "launch") hostBusy += d;
-    else if (s.opClass == "idle") gpuIdle += d;
-    else if (s.lane > 0) gpuBusy += d, ++kernels;
+    if (s.opClass == "launch")
+      hostBusy += d;
+    else if (s.opClass == "idle")
+      gpuIdle += d;
+    else if (s.lane > 0)
+      gpuBusy += d, ++kernels;
   }
   const double step = m_model->makespanS();
   // Close-up: from the start to the first kernel of layer 2 (a dense and a routed layer under
@@ -299,7 +313,10 @@ void TimelinePage::rebuild() {
 // ---------------------------------------------------------------------------------------------
 
 ServingPage::ServingPage(ServingModel* model, QWidget* parent)
-    : QWidget(parent), m_model(model), m_view(makeChartView(this)), m_table(makeTable(model, this)),
+    : QWidget(parent),
+      m_model(model),
+      m_view(makeChartView(this)),
+      m_table(makeTable(model, this)),
       m_scenario(new QLabel(this)) {
   m_scenario->setWordWrap(true);
   auto* content = new QWidget(this);
@@ -321,8 +338,9 @@ ServingPage::ServingPage(ServingModel* model, QWidget* parent)
 }
 
 void ServingPage::rebuild() {
-  m_scenario->setText(tr("Serving simulation (sim/des), dense baseline and current configuration under the same load: %1")
-                          .arg(m_model->scenario()));
+  m_scenario->setText(
+      tr("Serving simulation (sim/des), dense baseline and current configuration under the same load: %1")
+          .arg(m_model->scenario()));
   m_table->resizeColumnsToContents();
   replaceChart(m_view, makeLatencyChart(*m_model, tr("Serving latency: TTFT and TPOT, dense vs current")));
 }
@@ -330,8 +348,12 @@ void ServingPage::rebuild() {
 // ---------------------------------------------------------------------------------------------
 
 ValidationPage::ValidationPage(ValidationModel* model, QWidget* parent)
-    : QWidget(parent), m_model(model), m_view(makeChartView(this)), m_table(makeTable(model, this)),
-      m_summary(new QLabel(this)), m_open(new QPushButton(tr("Open measurements CSV…"), this)) {
+    : QWidget(parent),
+      m_model(model),
+      m_view(makeChartView(this)),
+      m_table(makeTable(model, this)),
+      m_summary(new QLabel(this)),
+      m_open(new QPushButton(tr("Open measurements CSV…"), this)) {
   m_summary->setWordWrap(true);
   m_summary->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   auto* top = new QHBoxLayout;

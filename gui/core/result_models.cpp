@@ -9,8 +9,8 @@
 namespace modsim::gui {
 namespace {
 
-constexpr auto kValidIndex = QAbstractItemModel::CheckIndexOption::IndexIsValid |
-                             QAbstractItemModel::CheckIndexOption::ParentIsInvalid;
+constexpr auto kValidIndex =
+    QAbstractItemModel::CheckIndexOption::IndexIsValid | QAbstractItemModel::CheckIndexOption::ParentIsInvalid;
 
 QVariant rightAligned() { return int(Qt::AlignRight | Qt::AlignVCenter); }
 
@@ -39,30 +39,67 @@ QVariant SummaryModel::data(const QModelIndex& index, int role) const {
   QString name;
   enum Unit { InSeconds, InFlops, InBytes, InCount } unit = InSeconds;
   switch (index.row()) {
-    case TotalTime: name = tr("Predicted time"); cur = p.totalS; dense = p.denseTotalS; break;
-    case DeviceTime: name = tr("Device time (ops)"); cur = p.totalS - p.overheadS; dense = p.denseTotalS - p.denseOverheadS; break;
-    case Overhead: name = tr("Launch overhead"); cur = p.overheadS; dense = p.denseOverheadS; break;
-    case MatmulFlops: name = tr("Matmul FLOPs"); cur = double(p.matmulFlops); dense = double(p.denseMatmulFlops); unit = InFlops; break;
-    case Bytes: name = tr("Memory traffic"); cur = double(p.bytes); dense = double(p.denseBytes); unit = InBytes; break;
-    case Params: name = tr("Parameters"); cur = double(p.params); dense = 0; unit = InCount; break;
-    default: return {};
+    case TotalTime:
+      name = tr("Predicted time");
+      cur = p.totalS;
+      dense = p.denseTotalS;
+      break;
+    case DeviceTime:
+      name = tr("Device time (ops)");
+      cur = p.totalS - p.overheadS;
+      dense = p.denseTotalS - p.denseOverheadS;
+      break;
+    case Overhead:
+      name = tr("Launch overhead");
+      cur = p.overheadS;
+      dense = p.denseOverheadS;
+      break;
+    case MatmulFlops:
+      name = tr("Matmul FLOPs");
+      cur = double(p.matmulFlops);
+      dense = double(p.denseMatmulFlops);
+      unit = InFlops;
+      break;
+    case Bytes:
+      name = tr("Memory traffic");
+      cur = double(p.bytes);
+      dense = double(p.denseBytes);
+      unit = InBytes;
+      break;
+    case Params:
+      name = tr("Parameters");
+      cur = double(p.params);
+      dense = 0;
+      unit = InCount;
+      break;
+    default:
+      return {};
   }
   auto fmt = [unit](double v) {
     switch (unit) {
-      case InSeconds: return formatSeconds(v);
-      case InFlops: return formatFlops(v);
-      case InBytes: return formatBytes(v);
-      case InCount: return formatCount(v);
+      case InSeconds:
+        return formatSeconds(v);
+      case InFlops:
+        return formatFlops(v);
+      case InBytes:
+        return formatBytes(v);
+      case InCount:
+        return formatCount(v);
     }
     return QString();
   };
   if (role == Qt::DisplayRole) {
     switch (index.column()) {
-      case MetricColumn: return name;
-      case CurrentColumn: return fmt(cur);
-      case DenseColumn: return unit == InCount ? QStringLiteral("—") : fmt(dense);
-      case RatioColumn: return unit == InCount ? QStringLiteral("—") : formatRatio(cur, dense);
-      default: return {};
+      case MetricColumn:
+        return name;
+      case CurrentColumn:
+        return fmt(cur);
+      case DenseColumn:
+        return unit == InCount ? QStringLiteral("—") : fmt(dense);
+      case RatioColumn:
+        return unit == InCount ? QStringLiteral("—") : formatRatio(cur, dense);
+      default:
+        return {};
     }
   }
   if (role == ValueRole && index.column() != MetricColumn) {
@@ -78,11 +115,16 @@ QVariant SummaryModel::data(const QModelIndex& index, int role) const {
 QVariant SummaryModel::headerData(int section, Qt::Orientation o, int role) const {
   if (o != Qt::Horizontal || role != Qt::DisplayRole) return ResultModel::headerData(section, o, role);
   switch (section) {
-    case MetricColumn: return tr("Metric");
-    case CurrentColumn: return tr("Current");
-    case DenseColumn: return tr("Dense");
-    case RatioColumn: return tr("Current / dense");
-    default: return {};
+    case MetricColumn:
+      return tr("Metric");
+    case CurrentColumn:
+      return tr("Current");
+    case DenseColumn:
+      return tr("Dense");
+    case RatioColumn:
+      return tr("Current / dense");
+    default:
+      return {};
   }
 }
 
@@ -143,7 +185,8 @@ QVariant LayerTimesModel::data(const QModelIndex& index, int role) const {
     return {};
   }
   if (col == 2) {
-    if (role == Qt::DisplayRole) return head || !layer->routed ? QStringLiteral("—") : QString::number(layer->capacity, 'g', 4);
+    if (role == Qt::DisplayRole)
+      return head || !layer->routed ? QStringLiteral("—") : QString::number(layer->capacity, 'g', 4);
     if (role == ValueRole) return head ? 1.0 : layer->capacity;
     if (role == Qt::TextAlignmentRole) return rightAligned();
     return {};
@@ -170,11 +213,16 @@ QVariant LayerTimesModel::data(const QModelIndex& index, int role) const {
     numeric = false;
   }
   switch (role) {
-    case Qt::DisplayRole: return numeric ? formatSeconds(cur) : formatRatio(cur, dense);
-    case ValueRole: return numeric ? cur : (dense != 0 ? cur / dense : 0.0);
-    case DenseValueRole: return dense;
-    case Qt::TextAlignmentRole: return rightAligned();
-    default: return {};
+    case Qt::DisplayRole:
+      return numeric ? formatSeconds(cur) : formatRatio(cur, dense);
+    case ValueRole:
+      return numeric ? cur : (dense != 0 ? cur / dense : 0.0);
+    case DenseValueRole:
+      return dense;
+    case Qt::TextAlignmentRole:
+      return rightAligned();
+    default:
+      return {};
   }
 }
 
@@ -229,10 +277,16 @@ QVariant GapModel::data(const QModelIndex& index, int role) const {
   }
   if (role == Qt::DisplayRole) {
     switch (index.column()) {
-      case TermColumn: return name;
-      case PercentColumn: return QStringLiteral("%1%2 %").arg(!first && !last && pct > 0 ? QStringLiteral("+") : QString()).arg(pct, 0, 'f', 2);
-      case KindColumn: return first || last ? tr("total") : tr("delta");
-      default: return {};
+      case TermColumn:
+        return name;
+      case PercentColumn:
+        return QStringLiteral("%1%2 %")
+            .arg(!first && !last && pct > 0 ? QStringLiteral("+") : QString())
+            .arg(pct, 0, 'f', 2);
+      case KindColumn:
+        return first || last ? tr("total") : tr("delta");
+      default:
+        return {};
     }
   }
   if (role == ValueRole && index.column() == PercentColumn) return pct;
@@ -243,10 +297,14 @@ QVariant GapModel::data(const QModelIndex& index, int role) const {
 QVariant GapModel::headerData(int section, Qt::Orientation o, int role) const {
   if (o != Qt::Horizontal || role != Qt::DisplayRole) return ResultModel::headerData(section, o, role);
   switch (section) {
-    case TermColumn: return tr("Term");
-    case PercentColumn: return tr("% of dense step");
-    case KindColumn: return tr("Kind");
-    default: return {};
+    case TermColumn:
+      return tr("Term");
+    case PercentColumn:
+      return tr("% of dense step");
+    case KindColumn:
+      return tr("Kind");
+    default:
+      return {};
   }
 }
 
@@ -261,13 +319,16 @@ void GapModel::setResult(const ComputeResultPtr& result) {
 // ---------------------------------------------------------------------------------------------
 // SweepModel
 
-int SweepModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(m_sweep.points.size()); }
+int SweepModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(m_sweep.points.size());
+}
 int SweepModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
 QString SweepModel::label(int row) const {
   const SweepPoint& p = point(row);
   QString s = qs(p.variant);
-  if (p.schedule != "none") s += QStringLiteral(" · ") + qs(p.schedule) + QStringLiteral(" · c=%1").arg(p.capacity, 0, 'g', 4);
+  if (p.schedule != "none")
+    s += QStringLiteral(" · ") + qs(p.schedule) + QStringLiteral(" · c=%1").arg(p.capacity, 0, 'g', 4);
   return s;
 }
 
@@ -278,28 +339,46 @@ QVariant SweepModel::data(const QModelIndex& index, int role) const {
   const double flopRatio = m_sweep.denseMatmulFlops ? double(p.matmulFlops) / double(m_sweep.denseMatmulFlops) : 0;
   if (role == Qt::DisplayRole) {
     switch (index.column()) {
-      case VariantColumn: return qs(p.variant);
-      case ScheduleColumn: return qs(p.schedule);
-      case CapacityColumn: return p.schedule == "none" ? QStringLiteral("—") : QString::number(p.capacity, 'g', 4);
-      case FlopsColumn: return formatFlops(double(p.matmulFlops));
-      case TimeColumn: return formatSeconds(p.timeS);
-      case SpeedupColumn: return QStringLiteral("%1×").arg(speedup, 0, 'f', 2);
-      case FlopRatioColumn: return QStringLiteral("%1×").arg(flopRatio, 0, 'f', 3);
-      case ParetoColumn: return p.current ? (p.pareto ? tr("front · current") : tr("current")) : p.pareto ? tr("front") : QString();
-      default: return {};
+      case VariantColumn:
+        return qs(p.variant);
+      case ScheduleColumn:
+        return qs(p.schedule);
+      case CapacityColumn:
+        return p.schedule == "none" ? QStringLiteral("—") : QString::number(p.capacity, 'g', 4);
+      case FlopsColumn:
+        return formatFlops(double(p.matmulFlops));
+      case TimeColumn:
+        return formatSeconds(p.timeS);
+      case SpeedupColumn:
+        return QStringLiteral("%1×").arg(speedup, 0, 'f', 2);
+      case FlopRatioColumn:
+        return QStringLiteral("%1×").arg(flopRatio, 0, 'f', 3);
+      case ParetoColumn:
+        return p.current ? (p.pareto ? tr("front · current") : tr("current")) : p.pareto ? tr("front") : QString();
+      default:
+        return {};
     }
   }
   if (role == ValueRole) {
     switch (index.column()) {
-      case VariantColumn: return qs(p.variant);
-      case ScheduleColumn: return qs(p.schedule);
-      case CapacityColumn: return p.capacity;
-      case FlopsColumn: return double(p.matmulFlops);
-      case TimeColumn: return p.timeS;
-      case SpeedupColumn: return speedup;
-      case FlopRatioColumn: return flopRatio;
-      case ParetoColumn: return p.pareto;
-      default: return {};
+      case VariantColumn:
+        return qs(p.variant);
+      case ScheduleColumn:
+        return qs(p.schedule);
+      case CapacityColumn:
+        return p.capacity;
+      case FlopsColumn:
+        return double(p.matmulFlops);
+      case TimeColumn:
+        return p.timeS;
+      case SpeedupColumn:
+        return speedup;
+      case FlopRatioColumn:
+        return flopRatio;
+      case ParetoColumn:
+        return p.pareto;
+      default:
+        return {};
     }
   }
   if (role == Qt::ToolTipRole) {
@@ -320,15 +399,24 @@ QVariant SweepModel::data(const QModelIndex& index, int role) const {
 QVariant SweepModel::headerData(int section, Qt::Orientation o, int role) const {
   if (o != Qt::Horizontal || role != Qt::DisplayRole) return ResultModel::headerData(section, o, role);
   switch (section) {
-    case VariantColumn: return tr("Variant");
-    case ScheduleColumn: return tr("Schedule");
-    case CapacityColumn: return tr("Capacity");
-    case FlopsColumn: return tr("Matmul FLOPs");
-    case TimeColumn: return tr("Predicted time");
-    case SpeedupColumn: return tr("Speed-up");
-    case FlopRatioColumn: return tr("FLOPs / dense");
-    case ParetoColumn: return tr("Pareto");
-    default: return {};
+    case VariantColumn:
+      return tr("Variant");
+    case ScheduleColumn:
+      return tr("Schedule");
+    case CapacityColumn:
+      return tr("Capacity");
+    case FlopsColumn:
+      return tr("Matmul FLOPs");
+    case TimeColumn:
+      return tr("Predicted time");
+    case SpeedupColumn:
+      return tr("Speed-up");
+    case FlopRatioColumn:
+      return tr("FLOPs / dense");
+    case ParetoColumn:
+      return tr("Pareto");
+    default:
+      return {};
   }
 }
 
@@ -352,7 +440,9 @@ void SweepModel::setSweep(SweepResult sweep) {
 // ---------------------------------------------------------------------------------------------
 // TimelineModel
 
-int TimelineModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(m_timeline.spans.size()); }
+int TimelineModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(m_timeline.spans.size());
+}
 int TimelineModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
 QVariant TimelineModel::data(const QModelIndex& index, int role) const {
@@ -361,22 +451,35 @@ QVariant TimelineModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::DisplayRole) {
     switch (index.column()) {
       case LaneColumn:
-        return s.lane >= 0 && s.lane < static_cast<int>(m_timeline.lanes.size()) ? qs(m_timeline.lanes[static_cast<std::size_t>(s.lane)]) : QString::number(s.lane);
-      case NameColumn: return qs(s.name);
-      case ClassColumn: return qs(s.opClass);
-      case StartColumn: return formatSeconds(s.startS);
-      case DurationColumn: return formatSeconds(s.endS - s.startS);
-      default: return {};
+        return s.lane >= 0 && s.lane < static_cast<int>(m_timeline.lanes.size())
+                   ? qs(m_timeline.lanes[static_cast<std::size_t>(s.lane)])
+                   : QString::number(s.lane);
+      case NameColumn:
+        return qs(s.name);
+      case ClassColumn:
+        return qs(s.opClass);
+      case StartColumn:
+        return formatSeconds(s.startS);
+      case DurationColumn:
+        return formatSeconds(s.endS - s.startS);
+      default:
+        return {};
     }
   }
   if (role == ValueRole) {
     switch (index.column()) {
-      case LaneColumn: return s.lane;
-      case NameColumn: return qs(s.name);
-      case ClassColumn: return qs(s.opClass);
-      case StartColumn: return s.startS;
-      case DurationColumn: return s.endS - s.startS;
-      default: return {};
+      case LaneColumn:
+        return s.lane;
+      case NameColumn:
+        return qs(s.name);
+      case ClassColumn:
+        return qs(s.opClass);
+      case StartColumn:
+        return s.startS;
+      case DurationColumn:
+        return s.endS - s.startS;
+      default:
+        return {};
     }
   }
   if (role == Qt::TextAlignmentRole && index.column() >= StartColumn) return rightAligned();
@@ -386,18 +489,25 @@ QVariant TimelineModel::data(const QModelIndex& index, int role) const {
 QVariant TimelineModel::headerData(int section, Qt::Orientation o, int role) const {
   if (o != Qt::Horizontal || role != Qt::DisplayRole) return ResultModel::headerData(section, o, role);
   switch (section) {
-    case LaneColumn: return tr("Lane");
-    case NameColumn: return tr("Span");
-    case ClassColumn: return tr("Class");
-    case StartColumn: return tr("Start");
-    case DurationColumn: return tr("Duration");
-    default: return {};
+    case LaneColumn:
+      return tr("Lane");
+    case NameColumn:
+      return tr("Span");
+    case ClassColumn:
+      return tr("Class");
+    case StartColumn:
+      return tr("Start");
+    case DurationColumn:
+      return tr("Duration");
+    default:
+      return {};
   }
 }
 
 void TimelineModel::setResult(const ComputeResultPtr& result) {
   beginResetModel();
-  if (result && result->error.empty()) m_timeline = result->timeline;
+  if (result && result->error.empty())
+    m_timeline = result->timeline;
   else {
     m_timeline = TimelineResult{};
     if (result) m_timeline.unavailable = result->error;
@@ -409,48 +519,71 @@ void TimelineModel::setResult(const ComputeResultPtr& result) {
 // ---------------------------------------------------------------------------------------------
 // ServingModel
 
-int ServingModel::rowCount(const QModelIndex& parent) const { return parent.isValid() || !m_serving.available ? 0 : RowCount; }
+int ServingModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() || !m_serving.available ? 0 : RowCount;
+}
 int ServingModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
 QVariant ServingModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || !checkIndex(index, kValidIndex)) return {};
   auto value = [&](const ServingStats& s) -> double {
     switch (index.row()) {
-      case Completed: return s.completed;
-      case TtftP50: return s.ttft.p50;
-      case TtftP90: return s.ttft.p90;
-      case TtftP99: return s.ttft.p99;
-      case TpotP50: return s.tpot.p50;
-      case TpotP90: return s.tpot.p90;
-      case TpotP99: return s.tpot.p99;
-      case Throughput: return s.throughputTokS;
-      case KvPeak: return double(s.kvPeakBytes);
-      default: return 0;
+      case Completed:
+        return s.completed;
+      case TtftP50:
+        return s.ttft.p50;
+      case TtftP90:
+        return s.ttft.p90;
+      case TtftP99:
+        return s.ttft.p99;
+      case TpotP50:
+        return s.tpot.p50;
+      case TpotP90:
+        return s.tpot.p90;
+      case TpotP99:
+        return s.tpot.p99;
+      case Throughput:
+        return s.throughputTokS;
+      case KvPeak:
+        return double(s.kvPeakBytes);
+      default:
+        return 0;
     }
   };
-  static const char* names[] = {"Requests completed", "TTFT p50", "TTFT p90", "TTFT p99", "TPOT p50",
-                                "TPOT p90", "TPOT p99", "Throughput", "KV cache peak"};
+  static const char* names[] = {"Requests completed", "TTFT p50", "TTFT p90",   "TTFT p99",     "TPOT p50",
+                                "TPOT p90",           "TPOT p99", "Throughput", "KV cache peak"};
   const double dense = value(m_serving.dense);
   const double cur = value(m_serving.current);
   auto fmt = [&](double v) -> QString {
     switch (index.row()) {
-      case Completed: return QString::number(qint64(v));
-      case Throughput: return QStringLiteral("%1 tok/s").arg(v, 0, 'f', 0);
-      case KvPeak: return formatBytes(v);
-      default: return formatSeconds(v);
+      case Completed:
+        return QString::number(qint64(v));
+      case Throughput:
+        return QStringLiteral("%1 tok/s").arg(v, 0, 'f', 0);
+      case KvPeak:
+        return formatBytes(v);
+      default:
+        return formatSeconds(v);
     }
   };
   if (role == Qt::DisplayRole) {
     switch (index.column()) {
-      case MetricColumn: return tr(names[index.row()]);
-      case DenseColumn: return fmt(dense);
-      case CurrentColumn: return fmt(cur);
-      case RatioColumn: return formatRatio(cur, dense);
-      default: return {};
+      case MetricColumn:
+        return tr(names[index.row()]);
+      case DenseColumn:
+        return fmt(dense);
+      case CurrentColumn:
+        return fmt(cur);
+      case RatioColumn:
+        return formatRatio(cur, dense);
+      default:
+        return {};
     }
   }
   if (role == ValueRole && index.column() != MetricColumn)
-    return index.column() == DenseColumn ? dense : index.column() == CurrentColumn ? cur : (dense != 0 ? cur / dense : 0.0);
+    return index.column() == DenseColumn     ? dense
+           : index.column() == CurrentColumn ? cur
+                                             : (dense != 0 ? cur / dense : 0.0);
   if (role == DenseValueRole && index.column() != MetricColumn) return dense;
   if (role == Qt::TextAlignmentRole && index.column() != MetricColumn) return rightAligned();
   return {};
@@ -459,17 +592,23 @@ QVariant ServingModel::data(const QModelIndex& index, int role) const {
 QVariant ServingModel::headerData(int section, Qt::Orientation o, int role) const {
   if (o != Qt::Horizontal || role != Qt::DisplayRole) return ResultModel::headerData(section, o, role);
   switch (section) {
-    case MetricColumn: return tr("Metric");
-    case DenseColumn: return tr("Dense");
-    case CurrentColumn: return tr("Current");
-    case RatioColumn: return tr("Current / dense");
-    default: return {};
+    case MetricColumn:
+      return tr("Metric");
+    case DenseColumn:
+      return tr("Dense");
+    case CurrentColumn:
+      return tr("Current");
+    case RatioColumn:
+      return tr("Current / dense");
+    default:
+      return {};
   }
 }
 
 void ServingModel::setResult(const ComputeResultPtr& result) {
   beginResetModel();
-  if (result && result->error.empty()) m_serving = result->serving;
+  if (result && result->error.empty())
+    m_serving = result->serving;
   else {
     m_serving = ServingResult{};
     if (result) m_serving.unavailable = result->error;
@@ -481,7 +620,9 @@ void ServingModel::setResult(const ComputeResultPtr& result) {
 // ---------------------------------------------------------------------------------------------
 // ValidationModel
 
-int ValidationModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(m_validation.rows.size()); }
+int ValidationModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(m_validation.rows.size());
+}
 int ValidationModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
 QVariant ValidationModel::data(const QModelIndex& index, int role) const {
@@ -489,22 +630,34 @@ QVariant ValidationModel::data(const QModelIndex& index, int role) const {
   const ValidationRow& r = row(index.row());
   if (role == Qt::DisplayRole) {
     switch (index.column()) {
-      case OpColumn: return qs(r.op);
-      case ShapeColumn: return qs(r.shape);
-      case MeasuredColumn: return formatSeconds(r.measuredS);
-      case PredictedColumn: return formatSeconds(r.predictedS);
-      case ErrorColumn: return QStringLiteral("%1%").arg(r.errorPct, 0, 'f', 1);
-      default: return {};
+      case OpColumn:
+        return qs(r.op);
+      case ShapeColumn:
+        return qs(r.shape);
+      case MeasuredColumn:
+        return formatSeconds(r.measuredS);
+      case PredictedColumn:
+        return formatSeconds(r.predictedS);
+      case ErrorColumn:
+        return QStringLiteral("%1%").arg(r.errorPct, 0, 'f', 1);
+      default:
+        return {};
     }
   }
   if (role == ValueRole) {
     switch (index.column()) {
-      case OpColumn: return qs(r.op);
-      case ShapeColumn: return qs(r.shape);
-      case MeasuredColumn: return r.measuredS;
-      case PredictedColumn: return r.predictedS;
-      case ErrorColumn: return r.errorPct;
-      default: return {};
+      case OpColumn:
+        return qs(r.op);
+      case ShapeColumn:
+        return qs(r.shape);
+      case MeasuredColumn:
+        return r.measuredS;
+      case PredictedColumn:
+        return r.predictedS;
+      case ErrorColumn:
+        return r.errorPct;
+      default:
+        return {};
     }
   }
   if (role == Qt::TextAlignmentRole && index.column() >= MeasuredColumn) return rightAligned();
@@ -514,12 +667,18 @@ QVariant ValidationModel::data(const QModelIndex& index, int role) const {
 QVariant ValidationModel::headerData(int section, Qt::Orientation o, int role) const {
   if (o != Qt::Horizontal || role != Qt::DisplayRole) return ResultModel::headerData(section, o, role);
   switch (section) {
-    case OpColumn: return tr("Op");
-    case ShapeColumn: return tr("Shape");
-    case MeasuredColumn: return tr("Measured");
-    case PredictedColumn: return tr("Predicted");
-    case ErrorColumn: return tr("Error");
-    default: return {};
+    case OpColumn:
+      return tr("Op");
+    case ShapeColumn:
+      return tr("Shape");
+    case MeasuredColumn:
+      return tr("Measured");
+    case PredictedColumn:
+      return tr("Predicted");
+    case ErrorColumn:
+      return tr("Error");
+    default:
+      return {};
   }
 }
 
@@ -535,7 +694,8 @@ QString ValidationModel::summary() const {
 
 void ValidationModel::setResult(const ComputeResultPtr& result) {
   beginResetModel();
-  if (result && result->error.empty()) m_validation = result->validation;
+  if (result && result->error.empty())
+    m_validation = result->validation;
   else {
     m_validation = ValidationResult{};
     if (result) m_validation.unavailable = result->error;

@@ -103,8 +103,17 @@ class GapModel : public ResultModel {
 class SweepModel : public ResultModel {
   Q_OBJECT
  public:
-  enum Column { VariantColumn, ScheduleColumn, CapacityColumn, FlopsColumn, TimeColumn,
-                SpeedupColumn, FlopRatioColumn, ParetoColumn, ColumnCount };
+  enum Column {
+    VariantColumn,
+    ScheduleColumn,
+    CapacityColumn,
+    FlopsColumn,
+    TimeColumn,
+    SpeedupColumn,
+    FlopRatioColumn,
+    ParetoColumn,
+    ColumnCount
+  };
   using ResultModel::ResultModel;
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;

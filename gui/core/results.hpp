@@ -43,11 +43,11 @@ struct PredictionResult {
   std::int64_t bytes = 0;
   std::int64_t denseBytes = 0;
   std::int64_t params = 0;
-  std::string costLabel;      // "datasheet roofline ..." or "calibrated on ..."
+  std::string costLabel;  // "datasheet roofline ..." or "calibrated on ..."
   std::string hardwareName;
-  double flopRatio = 1;       // (matmul + other) FLOPs, current / dense
-  double timeRatio = 1;       // totalS / denseTotalS
-  std::vector<GapTerm> gap;   // empty when the predictor gives no decomposition
+  double flopRatio = 1;            // (matmul + other) FLOPs, current / dense
+  double timeRatio = 1;            // totalS / denseTotalS
+  std::vector<GapTerm> gap;        // empty when the predictor gives no decomposition
   std::vector<std::string> notes;  // the predictor's remarks (uncalibrated ops, ...)
 };
 
@@ -121,7 +121,7 @@ struct ValidationRow {
 struct ValidationResult {
   bool available = false;
   std::string unavailable;
-  std::string file;  // the measurements CSV
+  std::string file;       // the measurements CSV
   std::string costLabel;  // the cost model the predictions come from
   std::vector<std::string> notes;
   std::vector<ValidationRow> rows;

@@ -13,7 +13,8 @@ int ScheduleModel::rowCount(const QModelIndex& parent) const {
 int ScheduleModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
 QVariant ScheduleModel::data(const QModelIndex& index, int role) const {
-  if (!index.isValid() || !checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
+  if (!index.isValid() || !checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid))
+    return {};
   const auto& layer = m_layers[static_cast<std::size_t>(index.row())];
   switch (index.column()) {
     case LayerColumn:
@@ -38,20 +39,24 @@ QVariant ScheduleModel::data(const QModelIndex& index, int role) const {
       }
       if (role == Qt::TextAlignmentRole) return int(Qt::AlignRight | Qt::AlignVCenter);
       break;
-    default: break;
+    default:
+      break;
   }
   return {};
 }
 
 bool ScheduleModel::setData(const QModelIndex& index, const QVariant& value, int role) {
-  if (!index.isValid() || !checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return false;
+  if (!index.isValid() || !checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid))
+    return false;
   auto& layer = m_layers[static_cast<std::size_t>(index.row())];
   const QString key = QStringLiteral("routing.layer_capacities[%1]").arg(index.row());
   if (index.column() == RoutedColumn && role == Qt::CheckStateRole) {
     const bool routed = value.toInt() == Qt::Checked;
     if (routed == layer.has_value()) return true;
-    if (routed) layer = m_lastCapacity;
-    else layer.reset();
+    if (routed)
+      layer = m_lastCapacity;
+    else
+      layer.reset();
     emit dataChanged(this->index(index.row(), RoutedColumn), this->index(index.row(), TokensColumn));
     emit scheduleEdited();
     return true;
@@ -74,7 +79,8 @@ bool ScheduleModel::setData(const QModelIndex& index, const QVariant& value, int
 }
 
 Qt::ItemFlags ScheduleModel::flags(const QModelIndex& index) const {
-  if (!index.isValid() || !checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return Qt::NoItemFlags;
+  if (!index.isValid() || !checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid))
+    return Qt::NoItemFlags;
   Qt::ItemFlags f = Qt::ItemIsEnabled | Qt::ItemIsSelectable | Qt::ItemNeverHasChildren;
   if (index.column() == RoutedColumn) f |= Qt::ItemIsUserCheckable;
   if (index.column() == CapacityColumn && m_layers[static_cast<std::size_t>(index.row())]) f |= Qt::ItemIsEditable;
@@ -82,13 +88,19 @@ Qt::ItemFlags ScheduleModel::flags(const QModelIndex& index) const {
 }
 
 QVariant ScheduleModel::headerData(int section, Qt::Orientation orientation, int role) const {
-  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return QAbstractTableModel::headerData(section, orientation, role);
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
+    return QAbstractTableModel::headerData(section, orientation, role);
   switch (section) {
-    case LayerColumn: return tr("Layer");
-    case RoutedColumn: return tr("Routed");
-    case CapacityColumn: return tr("Capacity");
-    case TokensColumn: return tr("k / S");
-    default: return {};
+    case LayerColumn:
+      return tr("Layer");
+    case RoutedColumn:
+      return tr("Routed");
+    case CapacityColumn:
+      return tr("Capacity");
+    case TokensColumn:
+      return tr("k / S");
+    default:
+      return {};
   }
 }
 
@@ -124,9 +136,12 @@ void ScheduleModel::applyPreset(const QString& preset, int n, double capacity) {
   for (std::size_t i = 0; i < m_layers.size(); ++i) {
     const int idx = static_cast<int>(i);
     bool routed = false;
-    if (preset == QStringLiteral("all")) routed = true;
-    else if (preset == QStringLiteral("every_other")) routed = idx % 2 == 1;
-    else if (preset == QStringLiteral("every_nth")) routed = idx % n == n - 1;
+    if (preset == QStringLiteral("all"))
+      routed = true;
+    else if (preset == QStringLiteral("every_other"))
+      routed = idx % 2 == 1;
+    else if (preset == QStringLiteral("every_nth"))
+      routed = idx % n == n - 1;
     m_layers[i] = routed ? std::optional<double>(capacity) : std::nullopt;
   }
   m_lastCapacity = capacity;

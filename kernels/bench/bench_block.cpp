@@ -162,7 +162,10 @@ void bench_shape(modsim::kernels::backend& be, const block_shape& base, const op
                    op::mlp_norm, op::mlp_up, op::mlp_gate, op::mlp_act, op::mlp_down}) {
         if (o == op::mlp_gate && base.mlp != modsim::kernels::mlp_kind::swiglu) continue;
         single_ops.push_back(o);
-        op_ids.push_back(t.add([&be, &dense_ws, o] { be.run(o, *dense_ws); be.synchronize(); }));
+        op_ids.push_back(t.add([&be, &dense_ws, o] {
+          be.run(o, *dense_ws);
+          be.synchronize();
+        }));
       }
     t.run(opt.repeats);
 
@@ -187,10 +190,11 @@ void bench_shape(modsim::kernels::backend& be, const block_shape& base, const op
     }
     const double flops = block_flops(base, S);
     const double dense_s = t.median_s(dense_id);
-    std::printf("  dense block: %.2f GFLOP in %.1f ms = %.1f GFLOP/s; sgemm alone at these sizes: %.1f ms = %.1f "
-                "GFLOP/s; block/sgemm = %.0f%%\n",
-                flops * 1e-9, dense_s * 1e3, flops / dense_s * 1e-9, sgemm_s * 1e3, flops / sgemm_s * 1e-9,
-                100.0 * sgemm_s / dense_s);
+    std::printf(
+        "  dense block: %.2f GFLOP in %.1f ms = %.1f GFLOP/s; sgemm alone at these sizes: %.1f ms = %.1f "
+        "GFLOP/s; block/sgemm = %.0f%%\n",
+        flops * 1e-9, dense_s * 1e3, flops / dense_s * 1e-9, sgemm_s * 1e3, flops / sgemm_s * 1e-9,
+        100.0 * sgemm_s / dense_s);
   }
 
   // 2. The MoD block at several capacities against the dense block, interleaved.
@@ -219,8 +223,8 @@ void bench_shape(modsim::kernels::backend& be, const block_shape& base, const op
     const auto& s = mod_ws[i]->shape();
     const double ts = t.median_s(mod_ids[i]);
     const double f = mod_flops(s);
-    std::printf("  %-9.4g %6lld %10.2f %11.3f %11.3f %10.1f\n", capacities[i], static_cast<long long>(s.routed_tokens()),
-                ts * 1e3, ts / dense_s, f / dense_flops, f / ts * 1e-9);
+    std::printf("  %-9.4g %6lld %10.2f %11.3f %11.3f %10.1f\n", capacities[i],
+                static_cast<long long>(s.routed_tokens()), ts * 1e3, ts / dense_s, f / dense_flops, f / ts * 1e-9);
   }
   double routing_s = 0.0;
   std::printf("  routing at capacity 1/8:");

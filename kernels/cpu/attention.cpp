@@ -16,10 +16,10 @@ namespace {
 int i32(std::int64_t v) { return static_cast<int>(v); }
 
 // C[m×n] = alpha·A[m×k]·B[k×n] + beta·C, row-major, B optionally transposed.
-void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a, std::int64_t lda,
-          const float* b, std::int64_t ldb, bool b_transposed, float beta, float* c, std::int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans, i32(m), i32(n), i32(k), alpha,
-              a, i32(lda), b, i32(ldb), beta, c, i32(ldc));
+void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a, std::int64_t lda, const float* b,
+          std::int64_t ldb, bool b_transposed, float beta, float* c, std::int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans, i32(m), i32(n), i32(k), alpha, a,
+              i32(lda), b, i32(ldb), beta, c, i32(ldc));
 }
 
 }  // namespace
@@ -29,9 +29,9 @@ void attn_norm(context& c, const block_io& io) {
   const std::int64_t rows = s.batch * io.n, d = s.d_model;
   const float* g = c.ws.data(tensor::attn_norm_g);
   float* out = c.ws.data(tensor::attn_in);
-  c.pool.parallel_for(rows, std::max<std::int64_t>(8, rows / (4 * c.pool.size()) + 1), [&](std::int64_t r0, std::int64_t r1) {
-    rms_norm_rows(io.in + r0 * d, g, out + r0 * d, r1 - r0, d);
-  });
+  c.pool.parallel_for(
+      rows, std::max<std::int64_t>(8, rows / (4 * c.pool.size()) + 1),
+      [&](std::int64_t r0, std::int64_t r1) { rms_norm_rows(io.in + r0 * d, g, out + r0 * d, r1 - r0, d); });
 }
 
 void qkv_proj(context& c, const block_io& io) {
@@ -53,8 +53,8 @@ void attn_scores(context& c, const block_io& io, std::int64_t bh_begin, std::int
   float* sc = c.ws.data(tensor::scores);
   for (std::int64_t bh = bh_begin; bh < bh_end; ++bh) {
     const std::int64_t b = bh / H, head = bh % H, kv = head / group;
-    gemm(n, n, dh, scale, q + b * n * dq + head * dh, dq, k + b * n * dkv + kv * dh, dkv, true, 0.0f,
-         sc + bh * n * n, n);
+    gemm(n, n, dh, scale, q + b * n * dq + head * dh, dq, k + b * n * dkv + kv * dh, dkv, true, 0.0f, sc + bh * n * n,
+         n);
   }
 }
 

@@ -46,9 +46,7 @@ block_io dense_io(context& c) { return {c.ws.data(tensor::x), c.shape().seq_len}
 block_io routed_io(context& c) { return {c.ws.data(tensor::routed_x), c.shape().routed_tokens()}; }
 
 // The token set single block ops work on: all tokens for integrated, the routed ones else.
-block_io single_op_io(context& c) {
-  return c.shape().variant == mode_variant::integrated ? dense_io(c) : routed_io(c);
-}
+block_io single_op_io(context& c) { return c.shape().variant == mode_variant::integrated ? dense_io(c) : routed_io(c); }
 
 void routed_layer(context& c, mlp_path path) {
   router(c);
@@ -62,25 +60,63 @@ void execute(op o, context& c) {
   const auto& s = c.shape();
   const std::int64_t pairs = s.batch * s.n_heads;
   switch (o) {
-    case op::router: router(c); return;
-    case op::topk: topk(c); return;
-    case op::gather: gather(c); return;
-    case op::scatter: scatter(c); return;
-    case op::attn_norm: attn_norm(c, single_op_io(c)); return;
-    case op::qkv_proj: qkv_proj(c, single_op_io(c)); return;
-    case op::attn_scores: attn_scores(c, single_op_io(c), 0, pairs); return;
-    case op::attn_softmax: attn_softmax(c, single_op_io(c), 0, pairs); return;
-    case op::attn_values: attn_values(c, single_op_io(c), 0, pairs); return;
-    case op::out_proj: out_proj(c, single_op_io(c)); return;
-    case op::mlp_norm: mlp_norm(c, single_op_io(c)); return;
-    case op::mlp_up: mlp_up(c, single_op_io(c)); return;
-    case op::mlp_gate: mlp_gate(c, single_op_io(c)); return;
-    case op::mlp_act: mlp_act(c, single_op_io(c)); return;
-    case op::mlp_down: mlp_down(c, single_op_io(c)); return;
-    case op::expert_router: expert_router(c, single_op_io(c)); return;
-    case op::experts: experts(c, single_op_io(c)); return;
-    case op::block_dense: run_block(c, dense_io(c), mlp_path::dense); return;
-    case op::block_mod: routed_layer(c, mlp_path::dense); return;
+    case op::router:
+      router(c);
+      return;
+    case op::topk:
+      topk(c);
+      return;
+    case op::gather:
+      gather(c);
+      return;
+    case op::scatter:
+      scatter(c);
+      return;
+    case op::attn_norm:
+      attn_norm(c, single_op_io(c));
+      return;
+    case op::qkv_proj:
+      qkv_proj(c, single_op_io(c));
+      return;
+    case op::attn_scores:
+      attn_scores(c, single_op_io(c), 0, pairs);
+      return;
+    case op::attn_softmax:
+      attn_softmax(c, single_op_io(c), 0, pairs);
+      return;
+    case op::attn_values:
+      attn_values(c, single_op_io(c), 0, pairs);
+      return;
+    case op::out_proj:
+      out_proj(c, single_op_io(c));
+      return;
+    case op::mlp_norm:
+      mlp_norm(c, single_op_io(c));
+      return;
+    case op::mlp_up:
+      mlp_up(c, single_op_io(c));
+      return;
+    case op::mlp_gate:
+      mlp_gate(c, single_op_io(c));
+      return;
+    case op::mlp_act:
+      mlp_act(c, single_op_io(c));
+      return;
+    case op::mlp_down:
+      mlp_down(c, single_op_io(c));
+      return;
+    case op::expert_router:
+      expert_router(c, single_op_io(c));
+      return;
+    case op::experts:
+      experts(c, single_op_io(c));
+      return;
+    case op::block_dense:
+      run_block(c, dense_io(c), mlp_path::dense);
+      return;
+    case op::block_mod:
+      routed_layer(c, mlp_path::dense);
+      return;
     case op::layer_mode:
       if (s.variant == mode_variant::none)
         throw input_error("", "op", "layer_mode needs a mode variant (staged or integrated)");

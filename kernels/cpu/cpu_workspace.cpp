@@ -34,8 +34,10 @@ cpu_workspace::cpu_workspace(const block_shape& s, const workspace_options& opti
     const auto t = static_cast<tensor>(i);
     if (t == tensor::x || t == tensor::out) continue;  // per input copy, below
     const auto n = static_cast<std::size_t>(tensor_elements(t, s));
-    if (is_index(t)) m_index_buffers[slot_index(t)].assign(n, 0);
-    else m_buffers[slot_index(t)].assign(n, 0.0f);
+    if (is_index(t))
+      m_index_buffers[slot_index(t)].assign(n, 0);
+    else
+      m_buffers[slot_index(t)].assign(n, 0.0f);
   }
 
   m_topk_pairs.resize(static_cast<std::size_t>(T));
@@ -135,8 +137,8 @@ void cpu_workspace::upload_indices(tensor t, std::span<const std::int32_t> value
   const std::int64_t lowest = t == tensor::routed_index ? 0 : -1;
   for (const std::int32_t v : values)
     if (v < lowest || v >= limit)
-      throw runtime_error("workspace: index " + std::to_string(v) + " out of range for '" +
-                          std::string(to_string(t)) + "'");
+      throw runtime_error("workspace: index " + std::to_string(v) + " out of range for '" + std::string(to_string(t)) +
+                          "'");
   std::copy(values.begin(), values.end(), buf.begin());
 }
 

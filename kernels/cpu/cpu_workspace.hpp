@@ -34,11 +34,11 @@ class cpu_workspace final : public workspace {
 
   // Scratch, not visible through the interface.
   std::vector<std::pair<float, std::int32_t>> m_topk_pairs;  // [T]
-  std::vector<float> m_expert_in;                          // [T, d] rows grouped by expert
-  std::vector<float> m_expert_out;                         // [T, d]
-  std::vector<std::int32_t> m_expert_rows;                 // [T] token row of each grouped row
-  std::vector<std::int64_t> m_expert_offsets;              // [E + 1]
-  std::vector<std::int64_t> m_expert_fill;                 // [E]
+  std::vector<float> m_expert_in;                            // [T, d] rows grouped by expert
+  std::vector<float> m_expert_out;                           // [T, d]
+  std::vector<std::int32_t> m_expert_rows;                   // [T] token row of each grouped row
+  std::vector<std::int64_t> m_expert_offsets;                // [E + 1]
+  std::vector<std::int64_t> m_expert_fill;                   // [E]
 
  private:
   std::size_t slot_index(tensor t) const { return static_cast<std::size_t>(t); }

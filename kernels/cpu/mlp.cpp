@@ -19,9 +19,9 @@ void mlp_norm(context& c, const block_io& io) {
   const float* in = c.ws.data(tensor::h);
   const float* g = c.ws.data(tensor::mlp_norm_g);
   float* out = c.ws.data(tensor::mlp_in);
-  c.pool.parallel_for(rows, std::max<std::int64_t>(8, rows / (4 * c.pool.size()) + 1), [&](std::int64_t r0, std::int64_t r1) {
-    rms_norm_rows(in + r0 * d, g, out + r0 * d, r1 - r0, d);
-  });
+  c.pool.parallel_for(
+      rows, std::max<std::int64_t>(8, rows / (4 * c.pool.size()) + 1),
+      [&](std::int64_t r0, std::int64_t r1) { rms_norm_rows(in + r0 * d, g, out + r0 * d, r1 - r0, d); });
 }
 
 void mlp_up(context& c, const block_io& io) {
@@ -45,12 +45,13 @@ void mlp_act(context& c, const block_io& io) {
   float* up = c.ws.data(tensor::mlp_hidden);
   const float* gate = c.ws.data(tensor::mlp_gate_hidden);
   const bool swiglu = s.mlp == mlp_kind::swiglu;
-  c.pool.parallel_for(count, std::max<std::int64_t>(1 << 14, count / (4 * c.pool.size()) + 1), [&](std::int64_t b, std::int64_t e) {
-    if (swiglu)
-      silu_mul_inplace(up + b, gate + b, e - b);
-    else
-      gelu_inplace(up + b, e - b);
-  });
+  c.pool.parallel_for(count, std::max<std::int64_t>(1 << 14, count / (4 * c.pool.size()) + 1),
+                      [&](std::int64_t b, std::int64_t e) {
+                        if (swiglu)
+                          silu_mul_inplace(up + b, gate + b, e - b);
+                        else
+                          gelu_inplace(up + b, e - b);
+                      });
 }
 
 void mlp_down(context& c, const block_io& io) {
@@ -58,8 +59,8 @@ void mlp_down(context& c, const block_io& io) {
   const std::int64_t m = s.batch * io.n, d = s.d_model, dff = s.d_ff;
   float* y = c.ws.data(tensor::y);
   parallel_copy(c.pool, c.ws.data(tensor::h), y, m * d);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, i32(m), i32(d), i32(dff), 1.0f,
-              c.ws.data(tensor::mlp_hidden), i32(dff), c.ws.data(tensor::w_down), i32(d), 1.0f, y, i32(d));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, i32(m), i32(d), i32(dff), 1.0f, c.ws.data(tensor::mlp_hidden),
+              i32(dff), c.ws.data(tensor::w_down), i32(d), 1.0f, y, i32(d));
 }
 
 }  // namespace modsim::kernels::cpu

@@ -75,7 +75,8 @@ void experts(context& c, const block_io& io) {
   for (std::int64_t e = 0; e < E; ++e) offsets[static_cast<std::size_t>(e + 1)] += offsets[static_cast<std::size_t>(e)];
   std::copy(offsets.begin(), offsets.end() - 1, fill.begin());
   for (std::int64_t t = 0; t < m; ++t)
-    if (index[t] >= 0 && index[t] < E) rows[static_cast<std::size_t>(fill[static_cast<std::size_t>(index[t])]++)] = static_cast<std::int32_t>(t);
+    if (index[t] >= 0 && index[t] < E)
+      rows[static_cast<std::size_t>(fill[static_cast<std::size_t>(index[t])]++)] = static_cast<std::int32_t>(t);
   const std::int64_t kept = offsets[static_cast<std::size_t>(E)];
 
   const float* u = c.ws.data(tensor::mlp_in);
@@ -103,12 +104,13 @@ void experts(context& c, const block_io& io) {
                   w_gate + e * d * dff, i32(dff), 0.0f, gate_hidden + off * dff, i32(dff));
   }
   const std::int64_t count = kept * dff;
-  c.pool.parallel_for(count, std::max<std::int64_t>(1 << 14, count / (4 * c.pool.size()) + 1), [&](std::int64_t b, std::int64_t e) {
-    if (swiglu)
-      silu_mul_inplace(hidden + b, gate_hidden + b, e - b);
-    else
-      gelu_inplace(hidden + b, e - b);
-  });
+  c.pool.parallel_for(count, std::max<std::int64_t>(1 << 14, count / (4 * c.pool.size()) + 1),
+                      [&](std::int64_t b, std::int64_t e) {
+                        if (swiglu)
+                          silu_mul_inplace(hidden + b, gate_hidden + b, e - b);
+                        else
+                          gelu_inplace(hidden + b, e - b);
+                      });
   for (std::int64_t e = 0; e < E; ++e) {
     const std::int64_t off = offsets[static_cast<std::size_t>(e)], cnt = offsets[static_cast<std::size_t>(e + 1)] - off;
     if (cnt == 0) continue;

@@ -10,9 +10,10 @@
 namespace modsim::kernels::cpu {
 
 void parallel_copy(thread_pool& pool, const float* src, float* dst, std::int64_t count) {
-  pool.parallel_for(count, std::max<std::int64_t>(1 << 14, count / pool.size() + 1), [&](std::int64_t b, std::int64_t e) {
-    std::memcpy(dst + b, src + b, static_cast<std::size_t>(e - b) * sizeof(float));
-  });
+  pool.parallel_for(count, std::max<std::int64_t>(1 << 14, count / pool.size() + 1),
+                    [&](std::int64_t b, std::int64_t e) {
+                      std::memcpy(dst + b, src + b, static_cast<std::size_t>(e - b) * sizeof(float));
+                    });
 }
 
 // A matrix-vector product, memory-bound: rows split over the pool (whose caller does all
@@ -62,13 +63,14 @@ void gather(context& c) {
   const std::int32_t* idx = c.ws.indices(tensor::routed_index);
   float* xt = c.ws.data(tensor::routed_x);
   float* rt = c.ws.data(tensor::routed_r);
-  c.pool.parallel_for(rows, std::max<std::int64_t>(16, rows / c.pool.size() + 1), [&](std::int64_t j0, std::int64_t j1) {
-    for (std::int64_t j = j0; j < j1; ++j) {
-      const std::int64_t row = (j / k) * S + idx[j];
-      std::memcpy(xt + j * d, x + row * d, static_cast<std::size_t>(d) * sizeof(float));
-      rt[j] = r[row];
-    }
-  });
+  c.pool.parallel_for(rows, std::max<std::int64_t>(16, rows / c.pool.size() + 1),
+                      [&](std::int64_t j0, std::int64_t j1) {
+                        for (std::int64_t j = j0; j < j1; ++j) {
+                          const std::int64_t row = (j / k) * S + idx[j];
+                          std::memcpy(xt + j * d, x + row * d, static_cast<std::size_t>(d) * sizeof(float));
+                          rt[j] = r[row];
+                        }
+                      });
 }
 
 void scatter(context& c) {
@@ -86,12 +88,13 @@ void scatter(context& c) {
   for (const std::int32_t row : previous)
     std::memcpy(out + std::int64_t{row} * d, x + std::int64_t{row} * d, static_cast<std::size_t>(d) * sizeof(float));
   previous.clear();
-  c.pool.parallel_for(rows, std::max<std::int64_t>(16, rows / c.pool.size() + 1), [&](std::int64_t j0, std::int64_t j1) {
-    for (std::int64_t j = j0; j < j1; ++j) {
-      const std::int64_t row = (j / k) * S + idx[j];
-      scaled_delta_add(x + row * d, y + j * d, xt + j * d, rt[j], out + row * d, d);
-    }
-  });
+  c.pool.parallel_for(rows, std::max<std::int64_t>(16, rows / c.pool.size() + 1),
+                      [&](std::int64_t j0, std::int64_t j1) {
+                        for (std::int64_t j = j0; j < j1; ++j) {
+                          const std::int64_t row = (j / k) * S + idx[j];
+                          scaled_delta_add(x + row * d, y + j * d, xt + j * d, rt[j], out + row * d, d);
+                        }
+                      });
   for (std::int64_t j = 0; j < rows; ++j) previous.push_back(static_cast<std::int32_t>((j / k) * S + idx[j]));
 }
 

@@ -31,9 +31,9 @@ class thread_pool {
   template <class F>
   void parallel_for(std::int64_t n, std::int64_t grain, F&& body) {
     using fn_type = std::remove_reference_t<F>;
-    dispatch(n, grain,
-             [](void* ctx, std::int64_t b, std::int64_t e) { (*static_cast<fn_type*>(ctx))(b, e); },
-             const_cast<void*>(static_cast<const void*>(&body)));
+    dispatch(
+        n, grain, [](void* ctx, std::int64_t b, std::int64_t e) { (*static_cast<fn_type*>(ctx))(b, e); },
+        const_cast<void*>(static_cast<const void*>(&body)));
   }
 
  private:

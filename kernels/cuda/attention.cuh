@@ -28,7 +28,7 @@ std::vector<const void*> attention_pointers(const attention_layout& l, std::size
 struct attention_plan {
   attention_layout layout;
   std::int64_t n = 0;
-  bool aligned = false;                // all pointers 16-byte aligned: use `pointers`
+  bool aligned = false;                   // all pointers 16-byte aligned: use `pointers`
   const void* const* pointers = nullptr;  // device copy of attention_pointers(), or null
 };
 

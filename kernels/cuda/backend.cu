@@ -99,7 +99,8 @@ class device_buffer {
   ~device_buffer() {
     if (m_ptr != nullptr) cudaFree(m_ptr);
   }
-  device_buffer(device_buffer&& o) noexcept : m_ptr(std::exchange(o.m_ptr, nullptr)), m_bytes(std::exchange(o.m_bytes, 0)) {}
+  device_buffer(device_buffer&& o) noexcept
+      : m_ptr(std::exchange(o.m_ptr, nullptr)), m_bytes(std::exchange(o.m_bytes, 0)) {}
   device_buffer& operator=(device_buffer&& o) noexcept {
     if (this != &o) {
       if (m_ptr != nullptr) cudaFree(m_ptr);
@@ -133,8 +134,10 @@ storage storage_of(tensor t) {
     case tensor::router_logits:
     case tensor::routed_r:
     case tensor::expert_logits:
-    case tensor::expert_gate: return storage::f32;
-    default: return storage::act;
+    case tensor::expert_gate:
+      return storage::f32;
+    default:
+      return storage::act;
   }
 }
 
@@ -145,7 +148,8 @@ std::size_t element_bytes(storage s, dtype act) {
 
 class cuda_workspace final : public workspace {
  public:
-  cuda_workspace(std::shared_ptr<device_context> ctx, const block_shape& s, dtype type, const workspace_options& options)
+  cuda_workspace(std::shared_ptr<device_context> ctx, const block_shape& s, dtype type,
+                 const workspace_options& options)
       : workspace(s, type), m_ctx(std::move(ctx)) {
     if (options.input_copies < 1)
       throw input_error("", "workspace.input_copies",
@@ -200,9 +204,9 @@ class cuda_workspace final : public workspace {
       fill_normal(v, options.seed, rule->stream, rule->mean, rule->std_dev, 0, size(t));
       upload(t, v);
     };
-    for (tensor t : {tensor::router_w, tensor::w_q, tensor::w_k, tensor::w_v, tensor::w_o, tensor::w_up,
-                     tensor::w_gate, tensor::w_down, tensor::expert_router_w, tensor::expert_w_up,
-                     tensor::expert_w_gate, tensor::expert_w_down, tensor::attn_norm_g, tensor::mlp_norm_g})
+    for (tensor t : {tensor::router_w, tensor::w_q, tensor::w_k, tensor::w_v, tensor::w_o, tensor::w_up, tensor::w_gate,
+                     tensor::w_down, tensor::expert_router_w, tensor::expert_w_up, tensor::expert_w_gate,
+                     tensor::expert_w_down, tensor::attn_norm_g, tensor::mlp_norm_g})
       fill(t, 0);
     for (std::size_t c = 0; c < copies; ++c) {
       m_slot = static_cast<int>(c);
@@ -226,8 +230,8 @@ class cuda_workspace final : public workspace {
     for (const auto* list : {&m_x, &m_out, &m_scattered})
       for (const auto& b : *list) total += b.bytes();
     for (const auto& b : m_attention_ptrs) total += b.bytes();
-    for (const auto* b : {&m_slot_of_token, &m_token_of_slot, &m_expert_in, &m_expert_hidden, &m_expert_gate_hidden,
-                          &m_expert_out})
+    for (const auto* b :
+         {&m_slot_of_token, &m_token_of_slot, &m_expert_in, &m_expert_hidden, &m_expert_gate_hidden, &m_expert_out})
       total += b->bytes();
     return static_cast<std::int64_t>(total);
   }
@@ -246,14 +250,13 @@ class cuda_workspace final : public workspace {
       MODSIM_CUDA_CHECK(cudaMemcpyAsync(ptr(t), host.data(), count * sizeof(bf16), cudaMemcpyHostToDevice, stream));
       m_ctx->synchronize();  // `host` goes out of scope
     } else {
-      MODSIM_CUDA_CHECK(
-          cudaMemcpyAsync(ptr(t), values.data(), count * sizeof(float), cudaMemcpyHostToDevice, stream));
+      MODSIM_CUDA_CHECK(cudaMemcpyAsync(ptr(t), values.data(), count * sizeof(float), cudaMemcpyHostToDevice, stream));
       m_ctx->synchronize();
     }
     if (t == tensor::x) {
       const auto slot = static_cast<std::size_t>(m_slot);
-      MODSIM_CUDA_CHECK(cudaMemcpyAsync(m_out[slot].get(), m_x[slot].get(), m_x[slot].bytes(),
-                                        cudaMemcpyDeviceToDevice, stream));
+      MODSIM_CUDA_CHECK(
+          cudaMemcpyAsync(m_out[slot].get(), m_x[slot].get(), m_x[slot].bytes(), cudaMemcpyDeviceToDevice, stream));
       m_scattered_valid[slot] = 0;
       m_ctx->synchronize();
     }
@@ -375,9 +378,8 @@ class cuda_workspace final : public workspace {
     const auto& s = shape();
     attention_layout layout{s.batch, n, s.n_heads, s.n_kv_heads, s.d_head};
     const auto es = act_bytes();
-    std::vector<const void*> host =
-        attention_pointers(layout, es, ptr(tensor::q), ptr(tensor::k), ptr(tensor::v), ptr(tensor::scores),
-                           ptr(tensor::attn_out));
+    std::vector<const void*> host = attention_pointers(layout, es, ptr(tensor::q), ptr(tensor::k), ptr(tensor::v),
+                                                       ptr(tensor::scores), ptr(tensor::attn_out));
     attention_plan p;
     p.layout = layout;
     p.n = n;
@@ -385,8 +387,8 @@ class cuda_workspace final : public workspace {
                             [](const void* q) { return reinterpret_cast<std::uintptr_t>(q) % 16 == 0; });
     if (p.aligned) {
       device_buffer buf(host.size() * sizeof(void*), m_ctx->stream);
-      MODSIM_CUDA_CHECK(cudaMemcpyAsync(buf.get(), host.data(), host.size() * sizeof(void*), cudaMemcpyHostToDevice,
-                                        m_ctx->stream));
+      MODSIM_CUDA_CHECK(
+          cudaMemcpyAsync(buf.get(), host.data(), host.size() * sizeof(void*), cudaMemcpyHostToDevice, m_ctx->stream));
       m_ctx->synchronize();
       p.pointers = buf.as<const void*>();
       m_attention_ptrs.push_back(std::move(buf));
@@ -396,7 +398,7 @@ class cuda_workspace final : public workspace {
 
   std::shared_ptr<device_context> m_ctx;
   std::array<std::int64_t, tensor_count> m_sizes{};
-  std::array<device_buffer, tensor_count> m_buffers;  // x and out live in m_x / m_out
+  std::array<device_buffer, tensor_count> m_buffers;   // x and out live in m_x / m_out
   std::vector<device_buffer> m_x, m_out, m_scattered;  // one per input copy
   std::vector<char> m_scattered_valid;
   int m_slot = 0;
@@ -423,25 +425,63 @@ class executor {
 
   void execute(op o) {
     switch (o) {
-      case op::router: router_op(); return;
-      case op::topk: topk_op(); return;
-      case op::gather: gather_op(); return;
-      case op::scatter: scatter_op(); return;
-      case op::attn_norm: attn_norm(single_op_io()); return;
-      case op::qkv_proj: qkv_proj(single_op_io()); return;
-      case op::attn_scores: attn_scores(single_op_io()); return;
-      case op::attn_softmax: attn_softmax_op(single_op_io()); return;
-      case op::attn_values: attn_values(single_op_io()); return;
-      case op::out_proj: out_proj(single_op_io()); return;
-      case op::mlp_norm: mlp_norm(single_op_io()); return;
-      case op::mlp_up: mlp_up(single_op_io()); return;
-      case op::mlp_gate: mlp_gate(single_op_io()); return;
-      case op::mlp_act: mlp_act(single_op_io()); return;
-      case op::mlp_down: mlp_down(single_op_io()); return;
-      case op::expert_router: expert_router_op(single_op_io()); return;
-      case op::experts: experts_op(single_op_io()); return;
-      case op::block_dense: run_block(dense_io(), mlp_path::dense); return;
-      case op::block_mod: routed_layer(mlp_path::dense); return;
+      case op::router:
+        router_op();
+        return;
+      case op::topk:
+        topk_op();
+        return;
+      case op::gather:
+        gather_op();
+        return;
+      case op::scatter:
+        scatter_op();
+        return;
+      case op::attn_norm:
+        attn_norm(single_op_io());
+        return;
+      case op::qkv_proj:
+        qkv_proj(single_op_io());
+        return;
+      case op::attn_scores:
+        attn_scores(single_op_io());
+        return;
+      case op::attn_softmax:
+        attn_softmax_op(single_op_io());
+        return;
+      case op::attn_values:
+        attn_values(single_op_io());
+        return;
+      case op::out_proj:
+        out_proj(single_op_io());
+        return;
+      case op::mlp_norm:
+        mlp_norm(single_op_io());
+        return;
+      case op::mlp_up:
+        mlp_up(single_op_io());
+        return;
+      case op::mlp_gate:
+        mlp_gate(single_op_io());
+        return;
+      case op::mlp_act:
+        mlp_act(single_op_io());
+        return;
+      case op::mlp_down:
+        mlp_down(single_op_io());
+        return;
+      case op::expert_router:
+        expert_router_op(single_op_io());
+        return;
+      case op::experts:
+        experts_op(single_op_io());
+        return;
+      case op::block_dense:
+        run_block(dense_io(), mlp_path::dense);
+        return;
+      case op::block_mod:
+        routed_layer(mlp_path::dense);
+        return;
       case op::layer_mode:
         if (m_s.variant == mode_variant::none)
           throw input_error("", "op", "layer_mode needs a mode variant (staged or integrated)");
@@ -508,9 +548,9 @@ class executor {
     if (m_ws.scattered_valid())
       cuda::restore_rows(m_t, m_ws.ptr(tensor::x), m_ws.scattered_rows(), m_ws.ptr(tensor::out), rows, m_s.d_model,
                          m_stream);
-    cuda::scatter(m_t, m_ws.ptr(tensor::x), m_ws.ptr(tensor::y), m_ws.ptr(tensor::routed_x),
-                  m_ws.f32(tensor::routed_r), m_ws.i32(tensor::routed_index), m_ws.ptr(tensor::out),
-                  m_ws.scattered_rows(), m_s.batch, m_s.seq_len, k, m_s.d_model, m_stream);
+    cuda::scatter(m_t, m_ws.ptr(tensor::x), m_ws.ptr(tensor::y), m_ws.ptr(tensor::routed_x), m_ws.f32(tensor::routed_r),
+                  m_ws.i32(tensor::routed_index), m_ws.ptr(tensor::out), m_ws.scattered_rows(), m_s.batch, m_s.seq_len,
+                  k, m_s.d_model, m_stream);
     m_ws.set_scattered_valid();
   }
 
@@ -637,8 +677,8 @@ class executor {
     dims.capacity = m_ws.expert_capacity();
     dims.experts = m_s.experts;
     dims.swiglu = m_s.mlp == mlp_kind::swiglu;
-    cuda::experts(m_t, m_cublas, m_stream,
-                  m_ws.moe(m_ws.ptr(tensor::mlp_in), m_ws.ptr(tensor::h), m_ws.ptr(tensor::y)), dims);
+    cuda::experts(m_t, m_cublas, m_stream, m_ws.moe(m_ws.ptr(tensor::mlp_in), m_ws.ptr(tensor::h), m_ws.ptr(tensor::y)),
+                  dims);
   }
 
   cuda_workspace& m_ws;
@@ -702,8 +742,7 @@ class cuda_backend final : public backend {
                                             const workspace_options& options) override {
     shape.validate();
     if (type != dtype::fp32 && type != dtype::bf16)
-      throw input_error("", "dtype",
-                        "the cuda backend supports fp32 and bf16, got " + std::string(to_string(type)));
+      throw input_error("", "dtype", "the cuda backend supports fp32 and bf16, got " + std::string(to_string(type)));
     if (shape.variant != mode_variant::none && shape.experts > max_experts)
       throw input_error("", "block_shape.experts",
                         "the cuda backend supports at most " + std::to_string(max_experts) + " experts, got " +
@@ -718,7 +757,8 @@ class cuda_backend final : public backend {
   void run(op o, workspace& ws) override {
     auto* cws = dynamic_cast<cuda_workspace*>(&ws);
     if (cws == nullptr) throw runtime_error("cuda backend: the workspace was made by another backend");
-    if (cws->context_ptr() != m_ctx) throw runtime_error("cuda backend: the workspace was made by another cuda backend");
+    if (cws->context_ptr() != m_ctx)
+      throw runtime_error("cuda backend: the workspace was made by another cuda backend");
     m_ctx->make_current();
     executor(*cws).execute(o);
   }
@@ -784,9 +824,9 @@ std::unique_ptr<backend> make_cuda_backend(int device) {
   const int count = cuda_device_count();
   if (count == 0) throw runtime_error("cuda backend: no CUDA device (no driver or no GPU visible)");
   if (device < 0 || device >= count)
-    throw input_error("", "device",
-                      "CUDA device " + std::to_string(device) + " does not exist (" + std::to_string(count) +
-                          " visible)");
+    throw input_error(
+        "", "device",
+        "CUDA device " + std::to_string(device) + " does not exist (" + std::to_string(count) + " visible)");
   return std::make_unique<cuda::cuda_backend>(device);
 }
 

@@ -16,8 +16,8 @@ namespace modsim::kernels::cuda {
 
 // "LIBRARY error NAME (DESCRIPTION) in CALL at FILE:LINE" — the message of every failed
 // CUDA or cuBLAS call, thrown as modsim::error (runtime).
-inline std::string check_message(const char* library, const char* name, const char* description,
-                                 const char* call, const char* file, int line) {
+inline std::string check_message(const char* library, const char* name, const char* description, const char* call,
+                                 const char* file, int line) {
   return std::string(library) + " error " + name + " (" + description + ") in " + call + " at " + file + ":" +
          std::to_string(line);
 }
@@ -54,9 +54,13 @@ __host__ __device__ __forceinline__ float to_float(bf16 v) { return __bfloat162f
 template <class T>
 __host__ __device__ __forceinline__ T from_float(float v);
 template <>
-__host__ __device__ __forceinline__ float from_float<float>(float v) { return v; }
+__host__ __device__ __forceinline__ float from_float<float>(float v) {
+  return v;
+}
 template <>
-__host__ __device__ __forceinline__ bf16 from_float<bf16>(float v) { return __float2bfloat16_rn(v); }
+__host__ __device__ __forceinline__ bf16 from_float<bf16>(float v) {
+  return __float2bfloat16_rn(v);
+}
 
 // Elements of T in one 16-byte access.
 template <class T>
@@ -121,9 +125,14 @@ inline unsigned grid_for(std::int64_t n, std::int64_t per_block, std::int64_t ca
 template <class F>
 void dispatch_dtype(dtype t, F&& f) {
   switch (t) {
-    case dtype::fp32: f(float{}); return;
-    case dtype::bf16: f(bf16{}); return;
-    case dtype::fp16: break;
+    case dtype::fp32:
+      f(float{});
+      return;
+    case dtype::bf16:
+      f(bf16{});
+      return;
+    case dtype::fp16:
+      break;
   }
   throw input_error("", "dtype", "the cuda backend supports fp32 and bf16, got " + std::string(to_string(t)));
 }

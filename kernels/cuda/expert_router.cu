@@ -37,8 +37,8 @@ __global__ void __launch_bounds__(rank_threads)
     rank_kernel(std::int32_t* __restrict__ index, std::int32_t* __restrict__ slot_of_token,
                 std::int32_t* __restrict__ token_of_slot, std::int64_t m, int experts, std::int64_t capacity) {
   extern __shared__ int shared[];
-  int* warp_counts = shared;                      // [rank_warps][experts]
-  int* running = shared + rank_warps * experts;   // [experts]
+  int* warp_counts = shared;                     // [rank_warps][experts]
+  int* running = shared + rank_warps * experts;  // [experts]
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
   for (int e = tid; e < experts; e += rank_threads) running[e] = 0;
   for (std::int64_t base = 0; base < m; base += rank_threads) {
@@ -83,9 +83,9 @@ std::size_t rank_shared_bytes(int experts) {
 
 void check_experts(int experts) {
   if (experts < 1 || experts > max_experts)
-    throw input_error("", "block_shape.experts",
-                      "the cuda backend supports 1 to " + std::to_string(max_experts) + " experts, got " +
-                          std::to_string(experts));
+    throw input_error(
+        "", "block_shape.experts",
+        "the cuda backend supports 1 to " + std::to_string(max_experts) + " experts, got " + std::to_string(experts));
 }
 
 }  // namespace
@@ -96,13 +96,13 @@ void expert_choice(const float* logits, std::int32_t* index, float* gate, std::i
   check_experts(experts);
   choice_kernel<<<grid_for(m, choice_threads), choice_threads, 0, stream>>>(logits, index, gate, m, router_experts);
   MODSIM_CUDA_CHECK_LAUNCH("choice_kernel");
-  rank_kernel<rank_mode::choose><<<1, rank_threads, rank_shared_bytes(experts), stream>>>(index, nullptr, nullptr, m,
-                                                                                        experts, capacity);
+  rank_kernel<rank_mode::choose>
+      <<<1, rank_threads, rank_shared_bytes(experts), stream>>>(index, nullptr, nullptr, m, experts, capacity);
   MODSIM_CUDA_CHECK_LAUNCH("rank_kernel<choose>");
 }
 
-void expert_slots(const std::int32_t* index, std::int32_t* slot_of_token, std::int32_t* token_of_slot,
-                  std::int64_t m, int experts, std::int64_t capacity, cudaStream_t stream) {
+void expert_slots(const std::int32_t* index, std::int32_t* slot_of_token, std::int32_t* token_of_slot, std::int64_t m,
+                  int experts, std::int64_t capacity, cudaStream_t stream) {
   if (m == 0) return;
   check_experts(experts);
   // The slots mode only reads index.

@@ -21,7 +21,7 @@ void expert_choice(const float* logits, std::int32_t* index, float* gate, std::i
 // the same expert. Tokens of rank >= capacity are left out. Writes
 //   slot_of_token[t] = index·capacity + rank, or −1 (no-op, dropped, or over capacity);
 //   token_of_slot[slot] = t for the slots taken (others are left untouched).
-void expert_slots(const std::int32_t* index, std::int32_t* slot_of_token, std::int32_t* token_of_slot,
-                  std::int64_t m, int experts, std::int64_t capacity, cudaStream_t stream);
+void expert_slots(const std::int32_t* index, std::int32_t* slot_of_token, std::int32_t* token_of_slot, std::int64_t m,
+                  int experts, std::int64_t capacity, cudaStream_t stream);
 
 }  // namespace modsim::kernels::cuda

@@ -28,9 +28,9 @@ __global__ void __launch_bounds__(threads)
 }
 
 template <class T, int V>
-__global__ void __launch_bounds__(threads) copy_rows_kernel(const T* __restrict__ src,
-                                                            const std::int32_t* __restrict__ rows,
-                                                            T* __restrict__ dst, std::int64_t count, std::int64_t d) {
+__global__ void __launch_bounds__(threads)
+    copy_rows_kernel(const T* __restrict__ src, const std::int32_t* __restrict__ rows, T* __restrict__ dst,
+                     std::int64_t count, std::int64_t d) {
   for (std::int64_t j = blockIdx.x; j < count; j += gridDim.x) {
     const std::int32_t row = rows[j];
     if (row >= 0) {
@@ -54,8 +54,8 @@ void gather(dtype t, const void* x, const float* r, const std::int32_t* index, v
     const auto* xs = static_cast<const T*>(x);
     auto* xt = static_cast<T*>(routed_x);
     if (rows_vectorizable<T>(d))
-      gather_kernel<T, vec_width<T>><<<grid_for(rows, 1), threads, 0, stream>>>(xs, r, index, xt, routed_r, rows,
-                                                                                  seq_len, k, d);
+      gather_kernel<T, vec_width<T>>
+          <<<grid_for(rows, 1), threads, 0, stream>>>(xs, r, index, xt, routed_r, rows, seq_len, k, d);
     else
       gather_kernel<T, 1><<<grid_for(rows, 1), threads, 0, stream>>>(xs, r, index, xt, routed_r, rows, seq_len, k, d);
     MODSIM_CUDA_CHECK_LAUNCH("gather_kernel");

@@ -9,9 +9,12 @@ namespace {
 
 cudaDataType_t cuda_type(dtype t) {
   switch (t) {
-    case dtype::fp32: return CUDA_R_32F;
-    case dtype::bf16: return CUDA_R_16BF;
-    case dtype::fp16: return CUDA_R_16F;
+    case dtype::fp32:
+      return CUDA_R_32F;
+    case dtype::bf16:
+      return CUDA_R_16BF;
+    case dtype::fp16:
+      return CUDA_R_16F;
   }
   return CUDA_R_32F;
 }
@@ -56,11 +59,10 @@ void gemm_strided_batched(cublasHandle_t handle, const gemm_args& g, std::int64_
                           std::int64_t stride_c, std::int64_t batch) {
   if (empty(g) || batch == 0) return;
   const col_major c = to_col_major(g);
-  MODSIM_CUDA_CHECK(cublasGemmStridedBatchedEx(handle, c.op_b, CUBLAS_OP_N, c.n, c.m, c.k, &g.alpha, g.b, c.ab, c.ldb,
-                                               static_cast<long long>(stride_b), g.a, c.ab, c.lda,
-                                               static_cast<long long>(stride_a), &g.beta, g.c_ptr, c.c, c.ldc,
-                                               static_cast<long long>(stride_c), to_int(batch, "batch"),
-                                               CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  MODSIM_CUDA_CHECK(cublasGemmStridedBatchedEx(
+      handle, c.op_b, CUBLAS_OP_N, c.n, c.m, c.k, &g.alpha, g.b, c.ab, c.ldb, static_cast<long long>(stride_b), g.a,
+      c.ab, c.lda, static_cast<long long>(stride_a), &g.beta, g.c_ptr, c.c, c.ldc, static_cast<long long>(stride_c),
+      to_int(batch, "batch"), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 void gemm_pointer_batched(cublasHandle_t handle, const gemm_args& g, const void* const* a_array,

@@ -16,8 +16,8 @@ __device__ __forceinline__ float silu_times(float g, float up) { return g / (1.0
 
 // Elements [0, count) in chunks of V (count % V == 0).
 template <class T, int V, bool swiglu>
-__global__ void __launch_bounds__(threads) act_kernel(T* __restrict__ up, const T* __restrict__ gate,
-                                                      std::int64_t count) {
+__global__ void __launch_bounds__(threads)
+    act_kernel(T* __restrict__ up, const T* __restrict__ gate, std::int64_t count) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * threads * V;
   for (std::int64_t i = (static_cast<std::int64_t>(blockIdx.x) * threads + threadIdx.x) * V; i < count; i += stride) {
     float u[V];

@@ -40,8 +40,8 @@ void experts(dtype t, cublasHandle_t handle, cudaStream_t stream, const moe_buff
   if (m == 0) return;
   const std::int64_t slots = E * cap;
   if (slots > 0) {
-    MODSIM_CUDA_CHECK(cudaMemsetAsync(b.token_of_slot, 0xff, static_cast<std::size_t>(slots) * sizeof(std::int32_t),
-                                      stream));
+    MODSIM_CUDA_CHECK(
+        cudaMemsetAsync(b.token_of_slot, 0xff, static_cast<std::size_t>(slots) * sizeof(std::int32_t), stream));
   }
   expert_slots(b.index, b.slot_of_token, b.token_of_slot, m, dims.experts, cap, stream);
   if (slots > 0) {
@@ -66,8 +66,8 @@ void experts(dtype t, cublasHandle_t handle, cudaStream_t stream, const moe_buff
     const auto* os = static_cast<const T*>(b.expert_out);
     auto* ys = static_cast<T*>(b.y);
     if (rows_vectorizable<T>(d))
-      combine_kernel<T, vec_width<T>><<<grid_for(m, 1), threads, 0, stream>>>(hs, os, b.gate, b.slot_of_token, ys, m,
-                                                                                d);
+      combine_kernel<T, vec_width<T>>
+          <<<grid_for(m, 1), threads, 0, stream>>>(hs, os, b.gate, b.slot_of_token, ys, m, d);
     else
       combine_kernel<T, 1><<<grid_for(m, 1), threads, 0, stream>>>(hs, os, b.gate, b.slot_of_token, ys, m, d);
     MODSIM_CUDA_CHECK_LAUNCH("combine_kernel");

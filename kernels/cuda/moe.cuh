@@ -12,20 +12,20 @@
 namespace modsim::kernels::cuda {
 
 struct moe_buffers {
-  const void* u = nullptr;       // [m, d] mlp_in
-  const void* h = nullptr;       // [m, d]
-  void* y = nullptr;             // [m, d]
-  const std::int32_t* index = nullptr;  // [m]
-  const float* gate = nullptr;   // [m]
-  const void* w_up = nullptr;    // [E, d, d_ff]
-  const void* w_gate = nullptr;  // [E, d, d_ff], swiglu only
-  const void* w_down = nullptr;  // [E, d_ff, d]
+  const void* u = nullptr;                // [m, d] mlp_in
+  const void* h = nullptr;                // [m, d]
+  void* y = nullptr;                      // [m, d]
+  const std::int32_t* index = nullptr;    // [m]
+  const float* gate = nullptr;            // [m]
+  const void* w_up = nullptr;             // [E, d, d_ff]
+  const void* w_gate = nullptr;           // [E, d, d_ff], swiglu only
+  const void* w_down = nullptr;           // [E, d_ff, d]
   std::int32_t* slot_of_token = nullptr;  // [m]
   std::int32_t* token_of_slot = nullptr;  // [E·capacity]
-  void* expert_in = nullptr;           // [E·capacity, d]
-  void* expert_hidden = nullptr;       // [E·capacity, d_ff]
-  void* expert_gate_hidden = nullptr;  // [E·capacity, d_ff], swiglu only
-  void* expert_out = nullptr;          // [E·capacity, d]
+  void* expert_in = nullptr;              // [E·capacity, d]
+  void* expert_hidden = nullptr;          // [E·capacity, d_ff]
+  void* expert_gate_hidden = nullptr;     // [E·capacity, d_ff], swiglu only
+  void* expert_out = nullptr;             // [E·capacity, d]
 };
 
 struct moe_dims {

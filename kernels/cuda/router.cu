@@ -31,11 +31,11 @@ template <class T>
 void launch(const void* x, const void* w, float* r, std::int64_t rows, std::int64_t d, cudaStream_t stream) {
   const unsigned grid = grid_for(rows, warps_per_block);
   if (rows_vectorizable<T>(d))
-    router_kernel<T, vec_width<T>><<<grid, 32 * warps_per_block, 0, stream>>>(
-        static_cast<const T*>(x), static_cast<const T*>(w), r, rows, d);
+    router_kernel<T, vec_width<T>>
+        <<<grid, 32 * warps_per_block, 0, stream>>>(static_cast<const T*>(x), static_cast<const T*>(w), r, rows, d);
   else
-    router_kernel<T, 1><<<grid, 32 * warps_per_block, 0, stream>>>(static_cast<const T*>(x),
-                                                                   static_cast<const T*>(w), r, rows, d);
+    router_kernel<T, 1>
+        <<<grid, 32 * warps_per_block, 0, stream>>>(static_cast<const T*>(x), static_cast<const T*>(w), r, rows, d);
   MODSIM_CUDA_CHECK_LAUNCH("router_kernel");
 }
 

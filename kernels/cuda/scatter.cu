@@ -7,8 +7,9 @@ namespace {
 constexpr int threads = 128;
 
 template <class T, int V>
-__global__ void __launch_bounds__(threads) restore_kernel(const T* __restrict__ x, const std::int32_t* __restrict__ rows,
-                                                          T* __restrict__ out, std::int64_t count, std::int64_t d) {
+__global__ void __launch_bounds__(threads)
+    restore_kernel(const T* __restrict__ x, const std::int32_t* __restrict__ rows, T* __restrict__ out,
+                   std::int64_t count, std::int64_t d) {
   for (std::int64_t j = blockIdx.x; j < count; j += gridDim.x) {
     const std::int64_t row = rows[j];
     for (std::int64_t i = static_cast<std::int64_t>(threadIdx.x) * V; i < d; i += threads * V) {
@@ -59,8 +60,8 @@ void restore_rows(dtype t, const void* x, const std::int32_t* rows, void* out, s
 }
 
 void scatter(dtype t, const void* x, const void* y, const void* routed_x, const float* routed_r,
-             const std::int32_t* index, void* out, std::int32_t* written_rows, std::int64_t batch,
-             std::int64_t seq_len, std::int64_t k, std::int64_t d, cudaStream_t stream) {
+             const std::int32_t* index, void* out, std::int32_t* written_rows, std::int64_t batch, std::int64_t seq_len,
+             std::int64_t k, std::int64_t d, cudaStream_t stream) {
   const std::int64_t count = batch * k;
   if (count == 0) return;
   dispatch_dtype(t, [&](auto tag) {
@@ -70,11 +71,11 @@ void scatter(dtype t, const void* x, const void* y, const void* routed_x, const 
     const auto* xt = static_cast<const T*>(routed_x);
     auto* o = static_cast<T*>(out);
     if (rows_vectorizable<T>(d))
-      scatter_kernel<T, vec_width<T>><<<grid_for(count, 1), threads, 0, stream>>>(
-          xs, ys, xt, routed_r, index, o, written_rows, count, seq_len, k, d);
+      scatter_kernel<T, vec_width<T>><<<grid_for(count, 1), threads, 0, stream>>>(xs, ys, xt, routed_r, index, o,
+                                                                                  written_rows, count, seq_len, k, d);
     else
       scatter_kernel<T, 1><<<grid_for(count, 1), threads, 0, stream>>>(xs, ys, xt, routed_r, index, o, written_rows,
-                                                                        count, seq_len, k, d);
+                                                                       count, seq_len, k, d);
     MODSIM_CUDA_CHECK_LAUNCH("scatter_kernel");
   });
 }

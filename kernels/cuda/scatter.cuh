@@ -15,7 +15,7 @@ void restore_rows(dtype t, const void* x, const std::int32_t* rows, void* out, s
 // x, out [B·S, d]; y, routed_x [B·k, d] (type t); routed_r [B·k] fp32; index [B, k].
 // Writes the rows it updated (b·S + idx) to written_rows [B·k].
 void scatter(dtype t, const void* x, const void* y, const void* routed_x, const float* routed_r,
-             const std::int32_t* index, void* out, std::int32_t* written_rows, std::int64_t batch,
-             std::int64_t seq_len, std::int64_t k, std::int64_t d, cudaStream_t stream);
+             const std::int32_t* index, void* out, std::int32_t* written_rows, std::int64_t batch, std::int64_t seq_len,
+             std::int64_t k, std::int64_t d, cudaStream_t stream);
 
 }  // namespace modsim::kernels::cuda

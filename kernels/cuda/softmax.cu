@@ -34,8 +34,8 @@ void attn_softmax(dtype t, void* scores, std::int64_t matrices, std::int64_t n, 
   if (rows == 0) return;
   dispatch_dtype(t, [&](auto tag) {
     using T = decltype(tag);
-    causal_softmax_kernel<T><<<grid_for(rows, warps_per_block), 32 * warps_per_block, 0, stream>>>(
-        static_cast<T*>(scores), rows, n);
+    causal_softmax_kernel<T>
+        <<<grid_for(rows, warps_per_block), 32 * warps_per_block, 0, stream>>>(static_cast<T*>(scores), rows, n);
     MODSIM_CUDA_CHECK_LAUNCH("causal_softmax_kernel");
   });
 }

@@ -17,8 +17,8 @@ __device__ __forceinline__ std::uint32_t descending_key(float v) {
   return ~u;
 }
 
-__global__ void __launch_bounds__(threads) topk_kernel(const float* __restrict__ r, std::int32_t* __restrict__ index,
-                                                       std::int64_t seq_len, std::int64_t k) {
+__global__ void __launch_bounds__(threads)
+    topk_kernel(const float* __restrict__ r, std::int32_t* __restrict__ index, std::int64_t seq_len, std::int64_t k) {
   using scan = cub::BlockScan<int, threads>;
   __shared__ typename scan::TempStorage scan_storage;
   __shared__ int histogram[threads];

@@ -42,8 +42,8 @@ void bench_engine(std::uint64_t total) {
   const auto t0 = std::chrono::steady_clock::now();
   e.run();
   const double wall = seconds_since(t0);
-  fmt::print("engine:    {:>10} events in {:.3f} s = {:.2f} M events/s (1000 processes, heap of ~1000)\n", e.events_run(),
-             wall, static_cast<double>(e.events_run()) / wall / 1e6);
+  fmt::print("engine:    {:>10} events in {:.3f} s = {:.2f} M events/s (1000 processes, heap of ~1000)\n",
+             e.events_run(), wall, static_cast<double>(e.events_run()) / wall / 1e6);
 }
 
 sim::hardware_spec h100() {
@@ -92,8 +92,10 @@ void bench_step(const des::step_builder& b) {
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < reps; ++i) events += des::simulate_execution(ks, b.device(), o).events;
   double wall = seconds_since(t0);
-  fmt::print("execution: {:>10} events in {:.3f} s = {:.2f} M events/s (engine + spans; {} kernels per decode step, {} steps)\n",
-             events, wall, static_cast<double>(events) / wall / 1e6, ks.size(), reps);
+  fmt::print(
+      "execution: {:>10} events in {:.3f} s = {:.2f} M events/s (engine + spans; {} kernels per decode step, {} "
+      "steps)\n",
+      events, wall, static_cast<double>(events) / wall / 1e6, ks.size(), reps);
   // The recurrence without spans (what serving runs every step).
   o.record_spans = false;
   o.by_class = false;
@@ -113,8 +115,8 @@ void bench_step(const des::step_builder& b) {
 
 void bench_serve(const des::step_builder& b, const sim::model_spec& m, const sim::hardware_spec& hw, bool graph,
                  des::decode_routing routing) {
-  const std::vector<des::request> reqs = des::poisson_arrivals(
-      40.0, 10000, des::parse_length_dist("exp:512", "p"), des::parse_length_dist("exp:128", "o"), 1);
+  const std::vector<des::request> reqs = des::poisson_arrivals(40.0, 10000, des::parse_length_dist("exp:512", "p"),
+                                                               des::parse_length_dist("exp:128", "o"), 1);
   des::serve_options o;
   o.kv_budget_bytes = des::default_kv_budget_bytes(m, hw, sim::dtype::bf16);
   o.cuda_graph = graph;
@@ -126,10 +128,11 @@ void bench_serve(const des::step_builder& b, const sim::model_spec& m, const sim
   const des::serve_summary& s = r.summary;
   fmt::print("serve ({}, {}): 10,000 requests (Poisson 40/s, prompt exp:512, output exp:128) in {:.3f} s wall\n",
              graph ? "CUDA graphs" : "eager", des::to_string(routing), wall);
-  fmt::print("           simulated {:.1f} s, {} steps, mean decode batch {:.1f}, {} events ({:.2f} M events/s), "
-             "throughput {:.0f} tok/s, TTFT p50 {:.1f} ms, TPOT p50 {:.2f} ms\n",
-             s.duration_s, s.steps, s.mean_decode_batch, s.events, static_cast<double>(s.events) / wall / 1e6,
-             s.throughput_tok_s, s.ttft_s.p50 * 1e3, s.tpot_s.p50 * 1e3);
+  fmt::print(
+      "           simulated {:.1f} s, {} steps, mean decode batch {:.1f}, {} events ({:.2f} M events/s), "
+      "throughput {:.0f} tok/s, TTFT p50 {:.1f} ms, TPOT p50 {:.2f} ms\n",
+      s.duration_s, s.steps, s.mean_decode_batch, s.events, static_cast<double>(s.events) / wall / 1e6,
+      s.throughput_tok_s, s.ttft_s.p50 * 1e3, s.tpot_s.p50 * 1e3);
 }
 
 }  // namespace

@@ -47,11 +47,11 @@ void print_table(const sim::calibration& c, const std::string& out) {
                              cv.samples, cv.fixed_s * 1e6, eff(cv.inv_efficiency.front()),
                              eff(cv.inv_efficiency.back()), 100 * cv.rms_rel_error);
   }
-  std::cout << fmt::format("\nlaunch overhead: {:.2f} us per kernel; inside a layer ops refetch their bytes at {}\n  ({})\n",
-                           c.launch_s * 1e6,
-                           c.in_layer_s_per_byte > 0 ? fmt::format("{:.1f} GB/s", 1e-9 / c.in_layer_s_per_byte)
-                                                     : std::string("no cost"),
-                           c.launch_source);
+  std::cout << fmt::format(
+      "\nlaunch overhead: {:.2f} us per kernel; inside a layer ops refetch their bytes at {}\n  ({})\n",
+      c.launch_s * 1e6,
+      c.in_layer_s_per_byte > 0 ? fmt::format("{:.1f} GB/s", 1e-9 / c.in_layer_s_per_byte) : std::string("no cost"),
+      c.launch_source);
   if (!c.block_keys.empty())
     std::cout << fmt::format("{} block rows were used for the launch fit; modsim validate skips them\n",
                              c.block_keys.size());
@@ -65,7 +65,8 @@ int cmd_calibrate(const std::vector<std::string>& args) {
                         "measurements CSV file(s) from modsim profile")(
       "hardware", po::value<std::string>()->required(), "hardware JSON (or a shipped name: cpu, h100-sxm, h200)")(
       "out", po::value<std::string>()->required(), "calibrated hardware JSON to write (keep the device in its name)")(
-      "no-launch-fit", "keep the hardware file's kernel_launch_s (no in-layer refetch cost) instead of fitting on block rows")(
+      "no-launch-fit",
+      "keep the hardware file's kernel_launch_s (no in-layer refetch cost) instead of fitting on block rows")(
       "launch-only", "fit launch_s on block rows but no in-layer refetch cost (median per-kernel gap)")(
       "format", po::value<std::string>()->default_value("table"), "summary on stdout: table | json");
   po::positional_options_description positional;

@@ -128,9 +128,10 @@ std::string ratio_text(std::int64_t a, std::int64_t b) { return b == 0 ? "-" : f
 
 void print_table(const sim::flops_report& r, const sim::flops_report& dense) {
   const bool decode = r.load.mode == sim::run_mode::decode;
-  std::cout << fmt::format("{}: {}, batch {}, {} {}, {}; {:.1f} M parameters\n", r.model_name.empty() ? "model" : r.model_name,
-                           sim::to_string(r.load.mode), r.load.batch, decode ? "context" : "seq", r.load.seq_len,
-                           sim::to_string(r.load.type), static_cast<double>(r.params) / 1e6);
+  std::cout << fmt::format("{}: {}, batch {}, {} {}, {}; {:.1f} M parameters\n",
+                           r.model_name.empty() ? "model" : r.model_name, sim::to_string(r.load.mode), r.load.batch,
+                           decode ? "context" : "seq", r.load.seq_len, sim::to_string(r.load.type),
+                           static_cast<double>(r.params) / 1e6);
   std::cout << "matmul GFLOP: 2 FLOPs per multiply-add, full attention square; other = elementwise; "
                "vs dense = matmul FLOPs / the same layer without routing\n";
   if (decode) std::cout << "decode: expected values for one step; tokens at routed layers = capacity x batch\n";
@@ -167,21 +168,23 @@ void print_table(const sim::flops_report& r, const sim::flops_report& dense) {
                              100.0 * ratio(s.matmul, r.totals.matmul_flops), ratio_text(s.matmul, d.matmul),
                              gflop(s.other), mbytes(s.bytes));
   }
-  std::cout << fmt::format("{:<10}  {:>14}  {:>6.1f}%  {:>9}  {:>12}  {:>12}\n\n", "total", gflop(r.totals.matmul_flops),
-                           100.0, ratio_text(r.totals.matmul_flops, r.totals.dense_matmul_flops),
-                           gflop(r.totals.other_flops), mbytes(r.totals.bytes));
+  std::cout << fmt::format("{:<10}  {:>14}  {:>6.1f}%  {:>9}  {:>12}  {:>12}\n\n", "total",
+                           gflop(r.totals.matmul_flops), 100.0,
+                           ratio_text(r.totals.matmul_flops, r.totals.dense_matmul_flops), gflop(r.totals.other_flops),
+                           mbytes(r.totals.bytes));
 
-  std::cout << fmt::format(
-      "vs dense baseline: matmul FLOPs {:.1f}%, other FLOPs {:.1f}%, bytes {:.1f}%\n",
-      100.0 * ratio(r.totals.matmul_flops, r.totals.dense_matmul_flops),
-      100.0 * ratio(r.totals.other_flops, r.totals.dense_other_flops), 100.0 * ratio(r.totals.bytes, r.totals.dense_bytes));
+  std::cout << fmt::format("vs dense baseline: matmul FLOPs {:.1f}%, other FLOPs {:.1f}%, bytes {:.1f}%\n",
+                           100.0 * ratio(r.totals.matmul_flops, r.totals.dense_matmul_flops),
+                           100.0 * ratio(r.totals.other_flops, r.totals.dense_other_flops),
+                           100.0 * ratio(r.totals.bytes, r.totals.dense_bytes));
 }
 
 }  // namespace
 
 int cmd_flops(const std::vector<std::string>& args) {
   po::options_description options("modsim flops options");
-  options.add_options()("model", po::value<std::string>()->required(), "model JSON, HF config.json or shipped model name")(
+  options.add_options()("model", po::value<std::string>()->required(),
+                        "model JSON, HF config.json or shipped model name")(
       "format", po::value<std::string>()->default_value("table"), "table | json | csv");
   add_workload_options(options);
   add_routing_overrides(options);
@@ -196,9 +199,15 @@ int cmd_flops(const std::vector<std::string>& args) {
   const sim::flops_report report = sim::evaluate_flops(model, w);
 
   switch (format) {
-    case output_format::json: print_json(report); break;
-    case output_format::csv: print_csv(report); break;
-    case output_format::table: print_table(report, sim::evaluate_flops(sim::dense_baseline(model), w)); break;
+    case output_format::json:
+      print_json(report);
+      break;
+    case output_format::csv:
+      print_csv(report);
+      break;
+    case output_format::table:
+      print_table(report, sim::evaluate_flops(sim::dense_baseline(model), w));
+      break;
   }
   return exit_ok;
 }

@@ -121,9 +121,10 @@ void print_csv(const sim::prediction& p) {
                "memory_bound,calibrated_as\n";
   auto row = [&](const std::string& layer, bool routed, const std::string& cap, const sim::op_prediction& o,
                  double dense_t) {
-    std::cout << fmt::format("{},{},{},{},{},{:.9g},{:.9g},{:.9g},{},{},{},{},{},{}\n", layer, routed ? "true" : "false",
-                             cap, o.op, o.op_class, o.time_s, dense_t, o.roofline_s, o.matmul_flops, o.other_flops,
-                             o.bytes, o.kernels, o.memory_bound ? "true" : "false", o.calibrated_as);
+    std::cout << fmt::format("{},{},{},{},{},{:.9g},{:.9g},{:.9g},{},{},{},{},{},{}\n", layer,
+                             routed ? "true" : "false", cap, o.op, o.op_class, o.time_s, dense_t, o.roofline_s,
+                             o.matmul_flops, o.other_flops, o.bytes, o.kernels, o.memory_bound ? "true" : "false",
+                             o.calibrated_as);
   };
   for (std::size_t i = 0; i < p.model.layers.size(); ++i) {
     const auto& l = p.model.layers[i];
@@ -147,8 +148,8 @@ void print_table(const sim::prediction& p, const std::string& hw_name) {
                            hw_name, sim::to_string(p.load.mode), p.load.batch, decode ? "context" : "seq",
                            p.load.seq_len, sim::to_string(p.load.type));
   std::cout << fmt::format("cost model: {}\n", p.calibrated ? p.cost_label : "DATASHEET ROOFLINE (uncalibrated)");
-  std::cout << "times are predicted device time; launch overhead = kernels x " << fmt::format("{:.2f}", p.launch_s * 1e6)
-            << " us, shown separately\n\n";
+  std::cout << "times are predicted device time; launch overhead = kernels x "
+            << fmt::format("{:.2f}", p.launch_s * 1e6) << " us, shown separately\n\n";
 
   std::cout << fmt::format("{:>7}  {:>6}  {:>8}  {:>9}  {:>11}  {:>11}  {:>8}  {:>7}\n", "layer", "routed", "capacity",
                            "tokens", "time ms", "dense ms", "ratio", "kernels");
@@ -156,8 +157,8 @@ void print_table(const sim::prediction& p, const std::string& hw_name) {
     const auto& l = p.model.layers[i];
     const double d = i < p.dense.layers.size() ? p.dense.layers[i].time_s : 0.0;
     std::cout << fmt::format("{:>7}  {:>6}  {:>8.3f}  {:>9}  {:>11}  {:>11}  {:>8.3f}  {:>7}\n", l.index,
-                             l.routed ? "yes" : "no", l.capacity, l.tokens, ms(l.time_s), ms(d), d > 0 ? l.time_s / d : 0.0,
-                             l.kernels);
+                             l.routed ? "yes" : "no", l.capacity, l.tokens, ms(l.time_s), ms(d),
+                             d > 0 ? l.time_s / d : 0.0, l.kernels);
   }
   std::cout << fmt::format("{:>7}  {:>6}  {:>8}  {:>9}  {:>11}  {:>11}  {:>8.3f}  {:>7}\n", "lm_head", "", "", "",
                            ms(p.model.lm_head.time_s), ms(p.dense.lm_head.time_s),
@@ -185,8 +186,8 @@ void print_table(const sim::prediction& p, const std::string& hw_name) {
   };
   add(p.model, false);
   add(p.dense, true);
-  std::cout << fmt::format("{:<10}  {:>11}  {:>7}  {:>11}  {:>10}  {:>10}\n", "op class", "time ms", "share", "dense ms",
-                           "time ratio", "FLOP ratio");
+  std::cout << fmt::format("{:<10}  {:>11}  {:>7}  {:>11}  {:>10}  {:>10}\n", "op class", "time ms", "share",
+                           "dense ms", "time ratio", "FLOP ratio");
   for (std::string_view name : sim::op_classes()) {
     auto it = cls.find(std::string(name));
     if (it == cls.end()) continue;
@@ -201,10 +202,11 @@ void print_table(const sim::prediction& p, const std::string& hw_name) {
 
   const double gap = p.time_ratio - p.flop_ratio;
   std::cout << fmt::format(
-      "vs dense: FLOPs x{:.3f} (matmul only x{:.3f}), time x{:.3f} -> {:.1f}% of the FLOPs saved, {:.1f}% of the time\n",
+      "vs dense: FLOPs x{:.3f} (matmul only x{:.3f}), time x{:.3f} -> {:.1f}% of the FLOPs saved, {:.1f}% of the "
+      "time\n",
       p.flop_ratio, p.matmul_flop_ratio, p.time_ratio, 100 * (1 - p.flop_ratio), 100 * (1 - p.time_ratio));
-  std::cout << fmt::format(
-      "time ratio - FLOP ratio = {:+.4f} (in units of the dense time); where it comes from:\n", gap);
+  std::cout << fmt::format("time ratio - FLOP ratio = {:+.4f} (in units of the dense time); where it comes from:\n",
+                           gap);
   auto line = [](const char* what, double v, const char* why) {
     std::cout << fmt::format("  {:<30} {:+.4f}  {}\n", what, v, why);
   };
@@ -224,7 +226,8 @@ void print_table(const sim::prediction& p, const std::string& hw_name) {
 
 int cmd_predict(const std::vector<std::string>& args) {
   po::options_description options("modsim predict options");
-  options.add_options()("model", po::value<std::string>()->required(), "model JSON, HF config.json or shipped model name")(
+  options.add_options()("model", po::value<std::string>()->required(),
+                        "model JSON, HF config.json or shipped model name")(
       "hardware", po::value<std::string>()->required(), "hardware JSON (or a shipped name: cpu, h100-sxm, h200)")(
       "format", po::value<std::string>()->default_value("table"), "table | json | csv");
   add_workload_options(options);
@@ -242,9 +245,15 @@ int cmd_predict(const std::vector<std::string>& args) {
   const sim::prediction p = sim::predict(model, w, cost);
 
   switch (format) {
-    case output_format::json: print_json(p, hw.name); break;
-    case output_format::csv: print_csv(p); break;
-    case output_format::table: print_table(p, hw.name); break;
+    case output_format::json:
+      print_json(p, hw.name);
+      break;
+    case output_format::csv:
+      print_csv(p);
+      break;
+    case output_format::table:
+      print_table(p, hw.name);
+      break;
   }
   return exit_ok;
 }

@@ -64,21 +64,21 @@ std::string metadata_path(const std::string& csv) {
 
 int cmd_profile(const std::vector<std::string>& args) {
   po::options_description opts("modsim profile options");
-  opts.add_options()
-    ("backend", po::value<std::string>(), "cpu | cuda (required)")
-    ("preset", po::value<std::string>()->default_value("quick"), "quick (CPU: under 2 minutes) | full")
-    ("grid", po::value<std::string>(), "grid JSON file (Cartesian product of lists); replaces --preset")
-    ("out", po::value<std::string>(), "measurements CSV to write (required); never overwritten")
-    ("resume", po::bool_switch(), "continue an existing --out file: skip rows already there")
-    ("threads", po::value<int>()->default_value(0), "CPU threads (0 = all hardware threads)")
-    ("seed", po::value<std::uint64_t>()->default_value(1), "seed for the random weights and inputs")
-    ("max-time", po::value<double>(), "seconds of samples per point at most (default 0.5 quick, 2 full)")
-    ("dry-run", po::bool_switch(), "list the points (and skipped ones with their reason), measure nothing")
-    ("format", po::value<std::string>()->default_value("table"), "summary on stdout: table | json | csv");
+  opts.add_options()("backend", po::value<std::string>(), "cpu | cuda (required)")(
+      "preset", po::value<std::string>()->default_value("quick"), "quick (CPU: under 2 minutes) | full")(
+      "grid", po::value<std::string>(), "grid JSON file (Cartesian product of lists); replaces --preset")(
+      "out", po::value<std::string>(), "measurements CSV to write (required); never overwritten")(
+      "resume", po::bool_switch(), "continue an existing --out file: skip rows already there")(
+      "threads", po::value<int>()->default_value(0), "CPU threads (0 = all hardware threads)")(
+      "seed", po::value<std::uint64_t>()->default_value(1), "seed for the random weights and inputs")(
+      "max-time", po::value<double>(), "seconds of samples per point at most (default 0.5 quick, 2 full)")(
+      "dry-run", po::bool_switch(), "list the points (and skipped ones with their reason), measure nothing")(
+      "format", po::value<std::string>()->default_value("table"), "summary on stdout: table | json | csv");
   po::positional_options_description pos;
   po::variables_map vm;
-  if (!parse_args(args, opts, pos, vm,
-                  "usage: modsim profile --backend cpu|cuda [--preset quick|full] [--grid FILE] --out FILE.csv [--resume]"))
+  if (!parse_args(
+          args, opts, pos, vm,
+          "usage: modsim profile --backend cpu|cuda [--preset quick|full] [--grid FILE] --out FILE.csv [--resume]"))
     return exit_ok;
   if (!vm.count("backend")) throw input_error("", "--backend", "required (cpu or cuda)");
   const std::string backend_name = vm["backend"].as<std::string>();
@@ -116,8 +116,9 @@ int cmd_profile(const std::vector<std::string>& args) {
   }
   profiler::measurement_writer writer(out_path, vm["resume"].as<bool>());
   if (!writer.existing_device().empty() && writer.existing_device() != be->device())
-    throw input_error(out_path, "device",
-                      "holds measurements of '" + writer.existing_device() + "', this run is on '" + be->device() + "'");
+    throw input_error(
+        out_path, "device",
+        "holds measurements of '" + writer.existing_device() + "', this run is on '" + be->device() + "'");
 
   profiler::run_options ro;
   const bool full = !vm.count("grid") && preset_name == "full";
@@ -132,7 +133,8 @@ int cmd_profile(const std::vector<std::string>& args) {
     if (tty) {
       const int width = 30;
       const int filled = static_cast<int>(frac * width);
-      std::cerr << fmt::format("\r[{}{}] {}/{} {} elapsed, ~{} left  {:<48.48}", std::string(static_cast<std::size_t>(filled), '#'),
+      std::cerr << fmt::format("\r[{}{}] {}/{} {} elapsed, ~{} left  {:<48.48}",
+                               std::string(static_cast<std::size_t>(filled), '#'),
                                std::string(static_cast<std::size_t>(width - filled), '.'), p.done, p.total,
                                clock_text(p.elapsed_s), clock_text(eta), p.current ? describe(*p.current) : "done")
                 << (p.current ? "" : "\n") << std::flush;
@@ -188,11 +190,20 @@ int cmd_profile(const std::vector<std::string>& args) {
   } else if (format == output_format::json) {
     boost::json::array rows;
     for (const auto& r : result.rows)
-      rows.push_back({{"op", r.op}, {"batch", r.batch}, {"seq_len", r.seq_len}, {"d_model", r.d_model},
-                      {"n_heads", r.n_heads}, {"d_ff", r.d_ff}, {"capacity", r.capacity}, {"median_s", r.median_s},
-                      {"p10_s", r.p10_s}, {"p90_s", r.p90_s}, {"samples", r.samples},
-                      {"gflop_s", r.median_s > 0 ? static_cast<double>(r.matmul_flops + r.other_flops) / r.median_s / 1e9 : 0.0},
-                      {"gbyte_s", r.median_s > 0 ? static_cast<double>(r.bytes) / r.median_s / 1e9 : 0.0}});
+      rows.push_back(
+          {{"op", r.op},
+           {"batch", r.batch},
+           {"seq_len", r.seq_len},
+           {"d_model", r.d_model},
+           {"n_heads", r.n_heads},
+           {"d_ff", r.d_ff},
+           {"capacity", r.capacity},
+           {"median_s", r.median_s},
+           {"p10_s", r.p10_s},
+           {"p90_s", r.p90_s},
+           {"samples", r.samples},
+           {"gflop_s", r.median_s > 0 ? static_cast<double>(r.matmul_flops + r.other_flops) / r.median_s / 1e9 : 0.0},
+           {"gbyte_s", r.median_s > 0 ? static_cast<double>(r.bytes) / r.median_s / 1e9 : 0.0}});
     std::cout << boost::json::serialize(boost::json::object{{"device", be->device()},
                                                             {"measured", result.measured},
                                                             {"already_present", result.already_present},

@@ -87,10 +87,12 @@ bool profile_cpu(const std::string& csv, bool fresh) {
     if (now - last < std::chrono::seconds(10) && p.current) return;
     last = now;
     const double eta = p.done ? p.elapsed_s / static_cast<double>(p.done) * static_cast<double>(p.total - p.done) : 0.0;
-    std::cerr << fmt::format("report: profiling this CPU (quick preset): {}/{} points, {:.0f} s elapsed, ~{:.0f} s left\n",
-                             p.done, p.total, p.elapsed_s, eta);
+    std::cerr << fmt::format(
+        "report: profiling this CPU (quick preset): {}/{} points, {:.0f} s elapsed, ~{:.0f} s left\n", p.done, p.total,
+        p.elapsed_s, eta);
   };
-  std::cerr << fmt::format("report: profiling this CPU ({}), {} points, about 2 minutes\n", be->device(), plan.points.size());
+  std::cerr << fmt::format("report: profiling this CPU ({}), {} points, about 2 minutes\n", be->device(),
+                           plan.points.size());
   g_stop.store(false);
   auto previous = std::signal(SIGINT, on_report_sigint);
   const profiler::run_result res = profiler::run_points(*be, plan.points, writer, ro);
@@ -105,20 +107,21 @@ bool profile_cpu(const std::string& csv, bool fresh) {
 
 int cmd_report(const std::vector<std::string>& args) {
   po::options_description options("modsim report options");
-  options.add_options()
-    ("models", po::value<std::vector<std::string>>()->multitoken(), "model JSON(s), HF config.json or shipped names")
-    ("hardware", po::value<std::string>()->default_value("h100-sxm"), "hardware JSON or shipped name")
-    ("measurements", po::value<std::string>(), "measurements CSV (modsim profile) for the validation section")
-    ("calibration", po::value<std::string>(), "calibrated hardware file for the measurements (default: calibrate here)")
-    ("out", po::value<std::string>()->default_value("report"), "output folder")
-    ("no-serving", po::bool_switch(), "skip the serving simulation")
-    ("requests", po::value<std::int64_t>()->default_value(300), "serving: requests simulated")
-    ("rate", po::value<double>()->default_value(0.0), "serving: arrivals per second (0 = 70% of what dense sustains)")
-    ("seed", po::value<std::uint64_t>()->default_value(1), "serving: seed")
-    ("no-profile", po::bool_switch(), "defaults only: no CPU profile (no validation section)")
-    ("fresh-profile", po::bool_switch(), "defaults only: measure again even when DIR/measurements-cpu.csv exists")
-    ("no-charts", po::bool_switch(), "tables only")
-    ("threads", po::value<unsigned>()->default_value(0), "sweep threads (0 = all hardware threads)");
+  options.add_options()("models", po::value<std::vector<std::string>>()->multitoken(),
+                        "model JSON(s), HF config.json or shipped names")(
+      "hardware", po::value<std::string>()->default_value("h100-sxm"), "hardware JSON or shipped name")(
+      "measurements", po::value<std::string>(), "measurements CSV (modsim profile) for the validation section")(
+      "calibration", po::value<std::string>(),
+      "calibrated hardware file for the measurements (default: calibrate here)")(
+      "out", po::value<std::string>()->default_value("report"), "output folder")("no-serving", po::bool_switch(),
+                                                                                 "skip the serving simulation")(
+      "requests", po::value<std::int64_t>()->default_value(300), "serving: requests simulated")(
+      "rate", po::value<double>()->default_value(0.0), "serving: arrivals per second (0 = 70% of what dense sustains)")(
+      "seed", po::value<std::uint64_t>()->default_value(1), "serving: seed")(
+      "no-profile", po::bool_switch(), "defaults only: no CPU profile (no validation section)")(
+      "fresh-profile", po::bool_switch(), "defaults only: measure again even when DIR/measurements-cpu.csv exists")(
+      "no-charts", po::bool_switch(), "tables only")("threads", po::value<unsigned>()->default_value(0),
+                                                     "sweep threads (0 = all hardware threads)");
   add_workload_options(options);
   add_routing_overrides(options);
   po::positional_options_description positional;
@@ -128,8 +131,8 @@ int cmd_report(const std::vector<std::string>& args) {
 
   const std::string out_dir = vm["out"].as<std::string>();
   const bool defaults = !vm.count("models");
-  std::vector<std::string> model_names = defaults ? std::vector<std::string>{"mod-220m"}
-                                                  : vm["models"].as<std::vector<std::string>>();
+  std::vector<std::string> model_names =
+      defaults ? std::vector<std::string>{"mod-220m"} : vm["models"].as<std::vector<std::string>>();
   reports::report_input in;
   for (const auto& name : model_names) in.models.push_back(load_model_arg(name, vm));
   const std::string hw_path = resolve_config(vm["hardware"].as<std::string>(), "hardware");
@@ -158,8 +161,8 @@ int cmd_report(const std::vector<std::string>& args) {
       return exit_interrupted;
     }
   } else {
-    in.validation_missing = defaults ? "skipped (--no-profile)"
-                                     : "no measurements given (add --measurements CSV from `modsim profile`)";
+    in.validation_missing =
+        defaults ? "skipped (--no-profile)" : "no measurements given (add --measurements CSV from `modsim profile`)";
   }
   if (!measurements.empty()) {
     std::cerr << "report: validating the cost model on " << measurements << "\n";
@@ -183,7 +186,8 @@ int cmd_report(const std::vector<std::string>& args) {
   reports::render_options ro;
   ro.charts = !vm["no-charts"].as<bool>();
 #if MODSIM_HAVE_QT
-  if (ro.charts && !reports::ensure_application()) throw runtime_error("cannot start Qt (offscreen) to draw the charts");
+  if (ro.charts && !reports::ensure_application())
+    throw runtime_error("cannot start Qt (offscreen) to draw the charts");
 #endif
   const std::vector<reports::report_file> files = reports::render_report(data, ro, progress);
   reports::write_options wo;
@@ -191,7 +195,8 @@ int cmd_report(const std::vector<std::string>& args) {
   std::size_t charts = 0;
   for (const auto& f : files) charts += f.name.rfind("charts/", 0) == 0;
   std::cerr << fmt::format("report: {} files ({} charts) written to {}\n", files.size(), charts, out_dir);
-  std::cout << (fs::path(out_dir) / "report.html").string() << "\n" << (fs::path(out_dir) / "report.md").string() << "\n";
+  std::cout << (fs::path(out_dir) / "report.html").string() << "\n"
+            << (fs::path(out_dir) / "report.md").string() << "\n";
   return exit_ok;
 }
 

@@ -162,10 +162,10 @@ void print_forward_csv(const forward_run& r) {
   }
   for (std::size_t i = 0; i < r.tl.kernels.size(); ++i) {
     const des::kernel& k = r.tl.kernels[i];
-    std::cout << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", i, k.layer >= 0 ? std::to_string(k.layer) : "",
-                             k.op, des::kernel_class(k), k.backward ? "true" : "false", k.stream, num(start[i]),
-                             num(dur[i]), num(wait[i]), k.launches, k.tokens, k.matmul_flops, k.other_flops, k.bytes,
-                             k.wasted_matmul_flops);
+    std::cout << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", i,
+                             k.layer >= 0 ? std::to_string(k.layer) : "", k.op, des::kernel_class(k),
+                             k.backward ? "true" : "false", k.stream, num(start[i]), num(dur[i]), num(wait[i]),
+                             k.launches, k.tokens, k.matmul_flops, k.other_flops, k.bytes, k.wasted_matmul_flops);
   }
 }
 
@@ -174,18 +174,19 @@ std::string usec(double s) { return fmt::format("{:.2f} us", s * 1e6); }
 void print_forward_table(const forward_run& r) {
   const des::exec_summary& s = r.tl.summary;
   const bool decode = r.load.mode == sim::run_mode::decode;
-  std::cout << fmt::format("{} on {} ({}): {}, batch {}, {} {}, {}, {}{}\n", r.model, r.hardware, r.cost_label,
-                           sim::to_string(r.load.mode), r.load.batch, decode ? "context" : "seq", r.load.seq_len,
-                           sim::to_string(r.load.type), r.graph ? "CUDA graphs" : "eager launches",
-                           decode ? fmt::format(", decode routing {} (seed {})", des::to_string(r.routing), r.seed) : "");
+  std::cout << fmt::format(
+      "{} on {} ({}): {}, batch {}, {} {}, {}, {}{}\n", r.model, r.hardware, r.cost_label, sim::to_string(r.load.mode),
+      r.load.batch, decode ? "context" : "seq", r.load.seq_len, sim::to_string(r.load.type),
+      r.graph ? "CUDA graphs" : "eager launches",
+      decode ? fmt::format(", decode routing {} (seed {})", des::to_string(r.routing), r.seed) : "");
   std::cout << fmt::format("step time            {}\n", usec(s.step_s));
   std::cout << fmt::format("GPU busy             {} ({:.1f}%)\n", usec(s.gpu_busy_s), 100.0 * s.gpu_busy_fraction());
   std::cout << fmt::format("GPU waited on host   {}\n", usec(s.gpu_wait_host_s));
   std::cout << fmt::format("host enqueuing       {}\n", usec(s.host_busy_s));
   std::cout << fmt::format("host sync waits      {} ({} syncs)\n", usec(s.host_sync_wait_s), s.syncs);
   std::cout << fmt::format("kernels / launches   {} / {}\n", s.kernels, s.launches);
-  std::cout << fmt::format("matmul GFLOP         {:.4f} (wasted on padding {:.4f})\n", static_cast<double>(s.matmul_flops) / 1e9,
-                           static_cast<double>(s.wasted_matmul_flops) / 1e9);
+  std::cout << fmt::format("matmul GFLOP         {:.4f} (wasted on padding {:.4f})\n",
+                           static_cast<double>(s.matmul_flops) / 1e9, static_cast<double>(s.wasted_matmul_flops) / 1e9);
   if (decode && r.decisions > 0) {
     std::cout << fmt::format("decode routed        {} of {} decisions ({:.3f})\n", r.routed, r.decisions,
                              static_cast<double>(r.routed) / static_cast<double>(r.decisions));
@@ -221,7 +222,8 @@ int simulate_forward(const po::variables_map& vm, output_format format) {
   if (w.mode == sim::run_mode::decode) {
     des::rng rng(r.seed);
     std::vector<std::int64_t> routed;
-    const des::step_load load = des::decode_load(b, w.batch, w.seq_len, r.routing, r.pad_capacity, rng, &routed, &r.decisions);
+    const des::step_load load =
+        des::decode_load(b, w.batch, w.seq_len, r.routing, r.pad_capacity, rng, &routed, &r.decisions);
     for (std::size_t i = 0; i < routed.size(); ++i) {
       if (b.layers()[i].mod_routed) r.routed += routed[i];
     }
@@ -234,15 +236,21 @@ int simulate_forward(const po::variables_map& vm, output_format format) {
   r.tl = des::simulate_execution(std::move(kernels), b.device(), eo);
 
   if (vm.count("trace")) {
-    const std::string title = fmt::format("modsim simulate forward: {} on {} ({}, batch {}, {} {})", model.name, hw.name,
-                                          sim::to_string(w.mode), w.batch,
-                                          w.mode == sim::run_mode::decode ? "context" : "seq", w.seq_len);
+    const std::string title =
+        fmt::format("modsim simulate forward: {} on {} ({}, batch {}, {} {})", model.name, hw.name,
+                    sim::to_string(w.mode), w.batch, w.mode == sim::run_mode::decode ? "context" : "seq", w.seq_len);
     sim::write_file_atomically(vm["trace"].as<std::string>(), des::chrome_trace(r.tl, title));
   }
   switch (format) {
-    case output_format::json: print_forward_json(r); break;
-    case output_format::csv: print_forward_csv(r); break;
-    case output_format::table: print_forward_table(r); break;
+    case output_format::json:
+      print_forward_json(r);
+      break;
+    case output_format::csv:
+      print_forward_csv(r);
+      break;
+    case output_format::table:
+      print_forward_table(r);
+      break;
   }
   return exit_ok;
 }
@@ -307,9 +315,12 @@ void print_serve_csv(const des::serve_summary& s) {
   row("requests", std::to_string(s.requests));
   row("completed", std::to_string(s.completed));
   for (const auto& [name, p] : {std::pair<const char*, const des::percentiles*>{"ttft_s", &s.ttft_s},
-                                {"tpot_s", &s.tpot_s}, {"latency_s", &s.latency_s}}) {
-    std::cout << name << "_p50," << num(p->p50) << "\n" << name << "_p90," << num(p->p90) << "\n"
-              << name << "_p99," << num(p->p99) << "\n" << name << "_mean," << num(p->mean) << "\n";
+                                {"tpot_s", &s.tpot_s},
+                                {"latency_s", &s.latency_s}}) {
+    std::cout << name << "_p50," << num(p->p50) << "\n"
+              << name << "_p90," << num(p->p90) << "\n"
+              << name << "_p99," << num(p->p99) << "\n"
+              << name << "_mean," << num(p->mean) << "\n";
   }
   row("throughput_tok_s", num(s.throughput_tok_s));
   row("kv_peak_bytes", std::to_string(s.kv_peak_bytes));
@@ -333,15 +344,17 @@ std::string ms(double s) { return fmt::format("{:.2f} ms", s * 1e3); }
 
 void print_serve_table(const serve_context& c, const des::serve_summary& s) {
   std::cout << fmt::format("{} on {} ({}), {}; {}; seed {}; {}, decode routing {}\n", c.model, c.hardware, c.cost_label,
-                           sim::to_string(c.type), c.source, c.opt.seed, c.opt.cuda_graph ? "CUDA graphs" : "eager launches",
-                           des::to_string(c.opt.routing));
+                           sim::to_string(c.type), c.source, c.opt.seed,
+                           c.opt.cuda_graph ? "CUDA graphs" : "eager launches", des::to_string(c.opt.routing));
   std::cout << fmt::format("requests             {} completed of {}, {} output tokens in {:.3f} s\n", s.completed,
                            s.requests, s.output_tokens, s.duration_s);
   std::cout << fmt::format("throughput           {:.1f} tokens/s\n", s.throughput_tok_s);
   std::cout << fmt::format("{:<20} {:>12} {:>12} {:>12} {:>12}\n", "", "p50", "p90", "p99", "mean");
   for (const auto& [name, p] : {std::pair<const char*, const des::percentiles*>{"TTFT", &s.ttft_s},
-                                {"TPOT", &s.tpot_s}, {"latency", &s.latency_s}}) {
-    std::cout << fmt::format("{:<20} {:>12} {:>12} {:>12} {:>12}\n", name, ms(p->p50), ms(p->p90), ms(p->p99), ms(p->mean));
+                                {"TPOT", &s.tpot_s},
+                                {"latency", &s.latency_s}}) {
+    std::cout << fmt::format("{:<20} {:>12} {:>12} {:>12} {:>12}\n", name, ms(p->p50), ms(p->p90), ms(p->p99),
+                             ms(p->mean));
   }
   std::cout << fmt::format("KV cache             peak {:.3f} GB of {:.3f} GB budget ({} blocks of {} bytes)\n",
                            static_cast<double>(s.kv_peak_bytes) / 1e9,
@@ -355,19 +368,21 @@ void print_serve_table(const serve_context& c, const des::serve_summary& s) {
                              s.decode_routed_fraction, s.decode_decisions, s.dropped);
   }
   const double busy = s.gpu_busy_s + s.gpu_wait_host_s;
-  std::cout << fmt::format("GPU                  busy {:.3f} s, waited on host {:.3f} s ({:.1f}% of step time), host sync waits {:.3f} s\n",
-                           s.gpu_busy_s, s.gpu_wait_host_s, busy > 0 ? 100.0 * s.gpu_wait_host_s / busy : 0.0,
-                           s.host_sync_wait_s);
-  std::cout << fmt::format("matmul GFLOP         {:.1f} (wasted on padding {:.1f})\n", static_cast<double>(s.matmul_flops) / 1e9,
-                           static_cast<double>(s.wasted_matmul_flops) / 1e9);
+  std::cout << fmt::format(
+      "GPU                  busy {:.3f} s, waited on host {:.3f} s ({:.1f}% of step time), host sync waits {:.3f} s\n",
+      s.gpu_busy_s, s.gpu_wait_host_s, busy > 0 ? 100.0 * s.gpu_wait_host_s / busy : 0.0, s.host_sync_wait_s);
+  std::cout << fmt::format("matmul GFLOP         {:.1f} (wasted on padding {:.1f})\n",
+                           static_cast<double>(s.matmul_flops) / 1e9, static_cast<double>(s.wasted_matmul_flops) / 1e9);
 }
 
 std::string per_request_csv(const des::serve_result& r) {
-  std::string out = "id,arrival_s,admitted_s,first_token_s,finish_s,prompt_tokens,output_tokens,preemptions,ttft_s,tpot_s,latency_s\n";
+  std::string out =
+      "id,arrival_s,admitted_s,first_token_s,finish_s,prompt_tokens,output_tokens,preemptions,ttft_s,tpot_s,latency_"
+      "s\n";
   for (const des::request_record& q : r.requests) {
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", q.id, num(q.arrival_s), num(q.admitted_s), num(q.first_token_s),
-                       num(q.finish_s), q.prompt_tokens, q.output_tokens, q.preemptions, num(q.ttft_s()),
-                       q.output_tokens > 1 ? num(q.tpot_s()) : std::string(), num(q.latency_s()));
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", q.id, num(q.arrival_s), num(q.admitted_s),
+                       num(q.first_token_s), num(q.finish_s), q.prompt_tokens, q.output_tokens, q.preemptions,
+                       num(q.ttft_s()), q.output_tokens > 1 ? num(q.tpot_s()) : std::string(), num(q.latency_s()));
   }
   return out;
 }
@@ -406,13 +421,15 @@ int simulate_serve(const po::variables_map& vm, output_format format) {
   } else {
     o.kv_budget_bytes = des::default_kv_budget_bytes(model, hw, t);
     if (!(o.kv_budget_bytes > 0)) {
-      throw input_error(hw.source_file, "memory_bytes", "the weights of " + model.name + " do not leave room for a KV cache");
+      throw input_error(hw.source_file, "memory_bytes",
+                        "the weights of " + model.name + " do not leave room for a KV cache");
     }
   }
 
   std::vector<des::request> reqs;
   if (vm.count("arrivals")) {
-    if (vm.count("rate") || vm.count("requests")) throw input_error("", "--arrivals", "give either --arrivals or --rate/--requests");
+    if (vm.count("rate") || vm.count("requests"))
+      throw input_error("", "--arrivals", "give either --arrivals or --rate/--requests");
     const std::string path = vm["arrivals"].as<std::string>();
     reqs = des::parse_arrivals_csv(sim::read_text_file(path), path);
     c.source = fmt::format("{} requests from {}", reqs.size(), path);
@@ -437,9 +454,15 @@ int simulate_serve(const po::variables_map& vm, output_format format) {
   if (vm.count("trace")) sim::write_file_atomically(vm["trace"].as<std::string>(), trace.json());
   if (vm.count("per-request")) sim::write_file_atomically(vm["per-request"].as<std::string>(), per_request_csv(r));
   switch (format) {
-    case output_format::json: print_serve_json(c, r.summary); break;
-    case output_format::csv: print_serve_csv(r.summary); break;
-    case output_format::table: print_serve_table(c, r.summary); break;
+    case output_format::json:
+      print_serve_json(c, r.summary);
+      break;
+    case output_format::csv:
+      print_serve_csv(r.summary);
+      break;
+    case output_format::table:
+      print_serve_table(c, r.summary);
+      break;
   }
   return exit_ok;
 }
@@ -449,27 +472,25 @@ int simulate_serve(const po::variables_map& vm, output_format format) {
 int cmd_simulate(const std::vector<std::string>& args) {
   po::options_description options("modsim simulate options");
   add_common_options(options);
-  options.add_options()
-    ("dtype", po::value<std::string>(), "fp32 | bf16 | fp16 (default bf16 on GPU hardware, fp32 on a CPU)");
+  options.add_options()("dtype", po::value<std::string>(),
+                        "fp32 | bf16 | fp16 (default bf16 on GPU hardware, fp32 on a CPU)");
   po::options_description fwd("forward");
-  fwd.add_options()
-    ("batch", po::value<std::int64_t>(), "sequences per batch (default 1)")
-    ("seq", po::value<std::int64_t>(), "tokens per sequence; in decode, the cached context length (default 2048)")
-    ("mode", po::value<std::string>(), "forward | train | decode (default forward)")
-    ("workload", po::value<std::string>(), "workload JSON file {batch, seq_len, mode, dtype}; flags override it");
+  fwd.add_options()("batch", po::value<std::int64_t>(), "sequences per batch (default 1)")(
+      "seq", po::value<std::int64_t>(), "tokens per sequence; in decode, the cached context length (default 2048)")(
+      "mode", po::value<std::string>(), "forward | train | decode (default forward)")(
+      "workload", po::value<std::string>(), "workload JSON file {batch, seq_len, mode, dtype}; flags override it");
   po::options_description serve("serve");
-  serve.add_options()
-    ("rate", po::value<double>(), "Poisson arrival rate, requests/s (default 10)")
-    ("requests", po::value<std::int64_t>(), "requests to simulate (default 1000)")
-    ("arrivals", po::value<std::string>(), "CSV trace: arrival_s,prompt_tokens,output_tokens (instead of --rate)")
-    ("prompt-tokens", po::value<std::string>()->default_value("512"), "prompt length: N | uniform:A:B | exp:MEAN")
-    ("output-tokens", po::value<std::string>()->default_value("128"), "output length: N | uniform:A:B | exp:MEAN")
-    ("max-seqs", po::value<std::int64_t>()->default_value(256), "most sequences in a step")
-    ("max-batched-tokens", po::value<std::int64_t>()->default_value(8192), "most tokens in a step")
-    ("chunked-prefill", po::value<std::int64_t>()->default_value(0), "prefill chunk per sequence and step (0 = off)")
-    ("block-tokens", po::value<std::int64_t>()->default_value(16), "tokens per paged KV block")
-    ("kv-budget", po::value<double>(), "KV cache budget in bytes (default: device memory - weights)")
-    ("per-request", po::value<std::string>(), "write one CSV row per request here");
+  serve.add_options()("rate", po::value<double>(), "Poisson arrival rate, requests/s (default 10)")(
+      "requests", po::value<std::int64_t>(), "requests to simulate (default 1000)")(
+      "arrivals", po::value<std::string>(), "CSV trace: arrival_s,prompt_tokens,output_tokens (instead of --rate)")(
+      "prompt-tokens", po::value<std::string>()->default_value("512"), "prompt length: N | uniform:A:B | exp:MEAN")(
+      "output-tokens", po::value<std::string>()->default_value("128"), "output length: N | uniform:A:B | exp:MEAN")(
+      "max-seqs", po::value<std::int64_t>()->default_value(256), "most sequences in a step")(
+      "max-batched-tokens", po::value<std::int64_t>()->default_value(8192), "most tokens in a step")(
+      "chunked-prefill", po::value<std::int64_t>()->default_value(0), "prefill chunk per sequence and step (0 = off)")(
+      "block-tokens", po::value<std::int64_t>()->default_value(16), "tokens per paged KV block")(
+      "kv-budget", po::value<double>(), "KV cache budget in bytes (default: device memory - weights)")(
+      "per-request", po::value<std::string>(), "write one CSV row per request here");
   options.add(fwd).add(serve);
   add_routing_overrides(options);
   po::positional_options_description positional;

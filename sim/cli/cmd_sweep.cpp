@@ -86,8 +86,8 @@ void print_table(const sim::sweep_result& r, const std::string& hw_label) {
   std::cout << fmt::format("{}: {} points on {}; {}, batch {}, seq {}, {}\n", r.base_model, r.points.size(), hw_label,
                            sim::to_string(r.load.mode), r.load.batch, r.load.seq_len, sim::to_string(r.load.type));
   std::cout << fmt::format("Pareto front (*) minimises {} and {}; ratios vs dense ({} GFLOP, {:.4f} ms)\n\n",
-                           sim::to_string(r.x_axis), sim::to_string(r.y_axis), gflop(static_cast<double>(r.dense_matmul_flops)),
-                           r.dense_time_s * 1e3);
+                           sim::to_string(r.x_axis), sim::to_string(r.y_axis),
+                           gflop(static_cast<double>(r.dense_matmul_flops)), r.dense_time_s * 1e3);
   std::size_t width = 11;
   for (const auto& p : r.points) width = std::max(width, p.description.size());
   std::cout << fmt::format("{:<{}}  {:>12}  {:>8}  {:>11}  {:>8}  {}\n", "configuration", width, "matmul GFLOP",
@@ -129,7 +129,9 @@ void print_json(const sim::sweep_result& r, const std::string& hw_label, const s
   boost::json::object root;
   root["model"] = r.base_model;
   root["hardware"] = hw_label;
-  root["workload"] = {{"batch", r.load.batch}, {"seq_len", r.load.seq_len}, {"mode", sim::to_string(r.load.mode)},
+  root["workload"] = {{"batch", r.load.batch},
+                      {"seq_len", r.load.seq_len},
+                      {"mode", sim::to_string(r.load.mode)},
                       {"dtype", sim::to_string(r.load.type)}};
   root["pareto_axes"] = {sim::to_string(r.x_axis), sim::to_string(r.y_axis)};
   root["dense_time_s"] = r.dense_time_s;
@@ -144,16 +146,17 @@ void print_json(const sim::sweep_result& r, const std::string& hw_label, const s
 
 int cmd_sweep(const std::vector<std::string>& args) {
   po::options_description options("modsim sweep options");
-  options.add_options()
-    ("model", po::value<std::string>()->required(), "model JSON, HF config.json or shipped model name")
-    ("hardware", po::value<std::string>(), "hardware JSON or shipped name (h100-sxm, h200, cpu); required")
-    ("capacities", po::value<std::string>(), "comma-separated capacities (default 0.0625,0.125,0.25,0.5,0.75,1)")
-    ("schedules", po::value<std::string>(), "comma-separated schedules (default every_other,all,every_nth:4)")
-    ("variants", po::value<std::string>(), "comma-separated variants (default dense,mod,moe,mode_staged,mode_integrated)")
-    ("pareto-axes", po::value<std::string>()->default_value("matmul_flops,time_s"), "the two minimised axes X,Y")
-    ("threads", po::value<unsigned>()->default_value(0), "worker threads (0 = all hardware threads)")
-    ("out", po::value<std::string>(), "the CSV to write (required)")
-    ("format", po::value<std::string>()->default_value("table"), "stdout: table | json | csv");
+  options.add_options()("model", po::value<std::string>()->required(),
+                        "model JSON, HF config.json or shipped model name")(
+      "hardware", po::value<std::string>(), "hardware JSON or shipped name (h100-sxm, h200, cpu); required")(
+      "capacities", po::value<std::string>(), "comma-separated capacities (default 0.0625,0.125,0.25,0.5,0.75,1)")(
+      "schedules", po::value<std::string>(), "comma-separated schedules (default every_other,all,every_nth:4)")(
+      "variants", po::value<std::string>(),
+      "comma-separated variants (default dense,mod,moe,mode_staged,mode_integrated)")(
+      "pareto-axes", po::value<std::string>()->default_value("matmul_flops,time_s"), "the two minimised axes X,Y")(
+      "threads", po::value<unsigned>()->default_value(0), "worker threads (0 = all hardware threads)")(
+      "out", po::value<std::string>(), "the CSV to write (required)")(
+      "format", po::value<std::string>()->default_value("table"), "stdout: table | json | csv");
   add_workload_options(options);
   po::positional_options_description positional;
   positional.add("model", 1);
@@ -183,9 +186,15 @@ int cmd_sweep(const std::vector<std::string>& args) {
 
   const std::string hw_label = fmt::format("{} ({})", hw.name, cost.label());
   switch (format) {
-    case output_format::table: print_table(r, hw_label); break;
-    case output_format::json: print_json(r, hw_label, out_path); break;
-    case output_format::csv: std::cout << csv; break;
+    case output_format::table:
+      print_table(r, hw_label);
+      break;
+    case output_format::json:
+      print_json(r, hw_label, out_path);
+      break;
+    case output_format::csv:
+      std::cout << csv;
+      break;
   }
   std::cerr << fmt::format("sweep: {} points, {} on the Pareto front, written to {}\n", r.points.size(),
                            std::count_if(r.points.begin(), r.points.end(), [](const auto& p) { return p.pareto; }),

@@ -43,8 +43,8 @@ std::string shape_text(const sim::calibration_sample& s) {
 int cmd_validate(const std::vector<std::string>& args) {
   po::options_description options("modsim validate options");
   options.add_options()("measurements", po::value<std::vector<std::string>>()->multitoken()->required(),
-                        "measurements CSV file(s) with block rows")(
-      "hardware", po::value<std::string>()->required(), "calibrated hardware JSON")(
+                        "measurements CSV file(s) with block rows")("hardware", po::value<std::string>()->required(),
+                                                                    "calibrated hardware JSON")(
       "max-error", po::value<double>(), "exit 1 when the median absolute error (percent) exceeds this")(
       "format", po::value<std::string>()->default_value("table"), "table | json | csv");
   po::positional_options_description positional;
@@ -72,9 +72,9 @@ int cmd_validate(const std::vector<std::string>& args) {
       ++rows;
       if (p.op != "block_dense" && p.op != "block_mod" && p.op != "layer_mode") continue;
       if (p.backend != expected_backend)
-        throw input_error(p.where, "backend",
-                          "measured on backend '" + p.backend + "' but " + hw_path + " is " + model.hardware().kind +
-                              " hardware");
+        throw input_error(
+            p.where, "backend",
+            "measured on backend '" + p.backend + "' but " + hw_path + " is " + model.hardware().kind + " hardware");
       if (cal && p.device != cal->device)
         throw input_error(p.where, "device",
                           "measured on '" + p.device + "' but " + hw_path + " was calibrated on '" + cal->device + "'");
@@ -98,7 +98,8 @@ int cmd_validate(const std::vector<std::string>& args) {
       throw input_error(files_text, "op",
                         fmt::format("all {} block rows were used by the calibration of {}; validate on held-out blocks",
                                     skipped_used, hw_path));
-    throw input_error(files_text, "op", fmt::format("no block rows (block_dense, block_mod, layer_mode) among {} rows", rows));
+    throw input_error(files_text, "op",
+                      fmt::format("no block rows (block_dense, block_mod, layer_mode) among {} rows", rows));
   }
 
   const std::vector<sim::validation_point> points = sim::validate_blocks(blocks, model);
@@ -161,9 +162,9 @@ int cmd_validate(const std::vector<std::string>& args) {
     for (const auto& p : points)
       std::cout << fmt::format("{:<12} {:<34} {:>12.4f} {:>12.4f} {:>+8.1f}%\n", p.sample.op, shape_text(p.sample),
                                p.sample.measured_s * 1e3, p.predicted_s * 1e3, p.error_pct);
-    std::cout << fmt::format(
-        "\n{} points: median |error| {:.2f}%, p90 {:.2f}%, max {:.2f}%, mean (signed) {:+.2f}%\n", sum.points,
-        sum.median_abs_pct_error, sum.p90_abs_pct_error, sum.max_abs_pct_error, sum.mean_pct_error);
+    std::cout << fmt::format("\n{} points: median |error| {:.2f}%, p90 {:.2f}%, max {:.2f}%, mean (signed) {:+.2f}%\n",
+                             sum.points, sum.median_abs_pct_error, sum.p90_abs_pct_error, sum.max_abs_pct_error,
+                             sum.mean_pct_error);
     for (const auto& n : notes) std::cout << "note: " << n << "\n";
     if (max_error)
       std::cout << fmt::format("{}: median |error| {:.2f}% {} --max-error {:g}%\n", failed ? "FAILED" : "passed",

@@ -17,8 +17,7 @@ output_format parse_format(const std::string& text) {
 }
 
 bool parse_args(const std::vector<std::string>& args, const po::options_description& options,
-                const po::positional_options_description& positional, po::variables_map& vm,
-                const std::string& usage) {
+                const po::positional_options_description& positional, po::variables_map& vm, const std::string& usage) {
   po::options_description all = options;
   all.add_options()("help,h", "show this help");
   try {
@@ -35,18 +34,19 @@ bool parse_args(const std::vector<std::string>& args, const po::options_descript
 }
 
 void add_workload_options(po::options_description& options, const char* default_mode) {
-  options.add_options()
-    ("batch", po::value<std::int64_t>(), "sequences per batch (default 1)")
-    ("seq", po::value<std::int64_t>(), "tokens per sequence; in decode, the cached context length (default 2048)")
-    ("mode", po::value<std::string>(), (std::string("forward | train | decode (default ") + default_mode + ")").c_str())
-    ("dtype", po::value<std::string>(), "fp32 | bf16 | fp16 (element size for bytes)")
-    ("workload", po::value<std::string>(), "workload JSON file {batch, seq_len, mode, dtype}; flags override it");
+  options.add_options()("batch", po::value<std::int64_t>(), "sequences per batch (default 1)")(
+      "seq", po::value<std::int64_t>(), "tokens per sequence; in decode, the cached context length (default 2048)")(
+      "mode", po::value<std::string>(),
+      (std::string("forward | train | decode (default ") + default_mode + ")").c_str())(
+      "dtype", po::value<std::string>(), "fp32 | bf16 | fp16 (element size for bytes)")(
+      "workload", po::value<std::string>(), "workload JSON file {batch, seq_len, mode, dtype}; flags override it");
 }
 
 void add_routing_overrides(po::options_description& options) {
-  options.add_options()
-    ("capacity", po::value<double>(), "override routing.capacity (fraction of tokens routed, in (0,1])")
-    ("schedule", po::value<std::string>(), "override routing.schedule: none | all | every_other | every_nth:N | i,j,k");
+  options.add_options()("capacity", po::value<double>(),
+                        "override routing.capacity (fraction of tokens routed, in (0,1])")(
+      "schedule", po::value<std::string>(),
+      "override routing.schedule: none | all | every_other | every_nth:N | i,j,k");
 }
 
 sim::workload workload_from(const po::variables_map& vm, sim::dtype default_dtype) {

@@ -16,9 +16,9 @@ namespace po = boost::program_options;
 
 // Exit codes (documented in the README).
 inline constexpr int exit_ok = 0;
-inline constexpr int exit_check_failed = 1;  // e.g. `validate` above --max-error
-inline constexpr int exit_bad_input = 2;     // bad flags, files, keys or values
-inline constexpr int exit_runtime = 3;       // the work itself failed (I/O, device)
+inline constexpr int exit_check_failed = 1;   // e.g. `validate` above --max-error
+inline constexpr int exit_bad_input = 2;      // bad flags, files, keys or values
+inline constexpr int exit_runtime = 3;        // the work itself failed (I/O, device)
 inline constexpr int exit_interrupted = 130;  // SIGINT after a clean stop
 
 enum class output_format { table, json, csv };
@@ -28,8 +28,7 @@ output_format parse_format(const std::string& text);
 // options to stdout and returns false (the caller returns exit_ok). Unknown or malformed
 // flags throw modsim::error(bad_input).
 bool parse_args(const std::vector<std::string>& args, const po::options_description& options,
-                const po::positional_options_description& positional, po::variables_map& vm,
-                const std::string& usage);
+                const po::positional_options_description& positional, po::variables_map& vm, const std::string& usage);
 
 // --batch, --seq, --mode, --dtype, --workload FILE, and the routing overrides
 // --capacity C and --schedule S (applied to the model, e.g. to make an HF config MoD).

@@ -20,11 +20,14 @@ const std::map<std::string, command>& commands() {
   static const std::map<std::string, command> table = {
       {"flops", {modsim::cli::cmd_flops, "exact FLOPs and bytes per op and layer of a model"}},
       {"profile", {modsim::cli::cmd_profile, "time real kernels over a capacity x shape grid"}},
-      {"calibrate", {modsim::cli::cmd_calibrate, "fit the cost model to measurements (writes a calibrated hardware file)"}},
+      {"calibrate",
+       {modsim::cli::cmd_calibrate, "fit the cost model to measurements (writes a calibrated hardware file)"}},
       {"predict", {modsim::cli::cmd_predict, "predicted time per op, layer and model, vs the dense baseline"}},
       {"validate", {modsim::cli::cmd_validate, "predicted vs measured blocks; exit 1 above --max-error"}},
-      {"sweep", {modsim::cli::cmd_sweep, "the design space (capacities x schedules x variants), in parallel, Pareto front"}},
-      {"simulate", {modsim::cli::cmd_simulate, "discrete-event simulation: forward-pass timelines, MoD serving, Chrome traces"}},
+      {"sweep",
+       {modsim::cli::cmd_sweep, "the design space (capacities x schedules x variants), in parallel, Pareto front"}},
+      {"simulate",
+       {modsim::cli::cmd_simulate, "discrete-event simulation: forward-pass timelines, MoD serving, Chrome traces"}},
       {"report", {modsim::cli::cmd_report, "the cost report: Markdown, self-contained HTML, CSV, SVG charts"}},
   };
   return table;
@@ -32,7 +35,8 @@ const std::map<std::string, command>& commands() {
 
 void print_usage(std::ostream& out) {
   out << "usage: modsim COMMAND [options]   (modsim COMMAND --help for its options)\n\ncommands:\n";
-  for (const auto& [name, cmd] : commands()) out << "  " << name << std::string(12 - name.size(), ' ') << cmd.summary << "\n";
+  for (const auto& [name, cmd] : commands())
+    out << "  " << name << std::string(12 - name.size(), ' ') << cmd.summary << "\n";
   out << "\nexit codes: 0 ok, 1 a check failed (validate), 2 bad input, 3 runtime failure, 130 interrupted\n";
 }
 
@@ -57,8 +61,7 @@ int main(int argc, char** argv) {
     return it->second.run(std::vector<std::string>(args.begin() + 1, args.end()));
   } catch (const modsim::error& e) {
     std::cerr << "modsim " << args[0] << ": error: " << e.what() << "\n";
-    return e.kind() == modsim::error_kind::bad_input ? modsim::cli::exit_bad_input
-                                                      : modsim::cli::exit_runtime;
+    return e.kind() == modsim::error_kind::bad_input ? modsim::cli::exit_bad_input : modsim::cli::exit_runtime;
   } catch (const std::exception& e) {
     std::cerr << "modsim " << args[0] << ": internal error: " << e.what() << "\n";
     return modsim::cli::exit_runtime;

@@ -19,8 +19,8 @@ std::uint64_t engine::schedule(double delay_s, action a) {
 
 std::uint64_t engine::schedule_at(double time_s, action a) {
   if (!std::isfinite(time_s) || time_s < m_now) {
-    throw runtime_error("des::engine: an event was scheduled at " + std::to_string(time_s) +
-                        " s, before now (" + std::to_string(m_now) + " s)");
+    throw runtime_error("des::engine: an event was scheduled at " + std::to_string(time_s) + " s, before now (" +
+                        std::to_string(m_now) + " s)");
   }
   std::uint32_t slot = 0;
   if (m_free.empty()) {

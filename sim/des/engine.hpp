@@ -48,17 +48,15 @@ class engine {
     std::uint32_t slot;  // index into m_actions
   };
   struct later {
-    bool operator()(const entry& a, const entry& b) const {
-      return a.time != b.time ? a.time > b.time : a.seq > b.seq;
-    }
+    bool operator()(const entry& a, const entry& b) const { return a.time != b.time ? a.time > b.time : a.seq > b.seq; }
   };
 
   double m_now = 0.0;
   std::uint64_t m_next_seq = 0;
   std::uint64_t m_events_run = 0;
-  std::vector<entry> m_heap;           // a binary min-heap under `later`
-  std::vector<action> m_actions;       // actions by slot; slots are reused
-  std::vector<std::uint32_t> m_free;   // free slots
+  std::vector<entry> m_heap;          // a binary min-heap under `later`
+  std::vector<action> m_actions;      // actions by slot; slots are reused
+  std::vector<std::uint32_t> m_free;  // free slots
   std::vector<observer> m_observers;
 };
 

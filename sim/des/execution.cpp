@@ -190,11 +190,12 @@ timeline simulate_execution(std::vector<kernel> kernels, const device_model& dev
   if (o.streams < 1) throw runtime_error("des::simulate_execution: streams must be >= 1");
   for (const kernel& k : kernels) {
     if (k.stream < 0 || k.stream >= o.streams) {
-      throw runtime_error("des::simulate_execution: kernel " + std::string(k.op) + " names stream " + std::to_string(k.stream) +
-                          " of " + std::to_string(o.streams));
+      throw runtime_error("des::simulate_execution: kernel " + std::string(k.op) + " names stream " +
+                          std::to_string(k.stream) + " of " + std::to_string(o.streams));
     }
     if (!(k.device_s >= 0) || !std::isfinite(k.device_s) || k.launches < 0) {
-      throw runtime_error("des::simulate_execution: kernel " + std::string(k.op) + " has a negative or non-finite time");
+      throw runtime_error("des::simulate_execution: kernel " + std::string(k.op) +
+                          " has a negative or non-finite time");
     }
   }
   timeline out;

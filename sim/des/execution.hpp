@@ -44,12 +44,12 @@ device_model device_model_of(const cost_model& model, dtype t);
 struct kernel {
   // An op name: a view of static storage (an entry of sim::op_names(), or d2h_sync_op).
   std::string_view op;
-  int layer = -1;          // the layer index; -1 outside the layers (lm_head)
-  bool backward = false;   // a training step's backward kernel
-  int stream = 0;          // the stream it runs on
-  double device_s = 0;     // device time, launch excluded, seconds
-  int launches = 1;        // kernel launches it takes (op_time::kernels)
-  bool host_waits = false; // the host blocks until it has finished (a device→host read)
+  int layer = -1;           // the layer index; -1 outside the layers (lm_head)
+  bool backward = false;    // a training step's backward kernel
+  int stream = 0;           // the stream it runs on
+  double device_s = 0;      // device time, launch excluded, seconds
+  int launches = 1;         // kernel launches it takes (op_time::kernels)
+  bool host_waits = false;  // the host blocks until it has finished (a device→host read)
   std::int64_t tokens = 0;  // rows it computes (block tokens; padded slots included)
   std::int64_t matmul_flops = 0;
   std::int64_t other_flops = 0;
@@ -62,11 +62,11 @@ const char* kernel_class(const kernel& k);
 
 struct exec_options {
   bool cuda_graph = false;
-  int streams = 1;            // kernels name a stream in [0, streams)
+  int streams = 1;  // kernels name a stream in [0, streams)
   // false: only the summary (serving uses it per step); with one stream the timeline is then
   // computed by its recurrence instead of on the engine (the same numbers, no events).
   bool record_spans = true;
-  bool by_class = true;       // false: leave exec_summary::by_class empty (cheaper)
+  bool by_class = true;  // false: leave exec_summary::by_class empty (cheaper)
 };
 
 // One interval of a timeline. Tracks: 0 the host, 1 + s stream s.
@@ -88,8 +88,8 @@ struct class_summary {
   std::string op_class;
   int kernels = 0;
   int launches = 0;
-  double device_s = 0;        // on the streams, launch included, seconds
-  double wait_before_s = 0;   // GPU idle (waiting on the host) right before kernels of this class
+  double device_s = 0;       // on the streams, launch included, seconds
+  double wait_before_s = 0;  // GPU idle (waiting on the host) right before kernels of this class
   std::int64_t matmul_flops = 0;
   std::int64_t wasted_matmul_flops = 0;
 };
@@ -101,8 +101,8 @@ struct exec_summary {
   double host_busy_s = 0;       // the host enqueuing
   double host_sync_wait_s = 0;  // the host blocked on device→host reads
   int kernels = 0;
-  int launches = 0;             // kernel launches (graphs count one each)
-  int syncs = 0;                // device→host reads the host waited on
+  int launches = 0;  // kernel launches (graphs count one each)
+  int syncs = 0;     // device→host reads the host waited on
   std::int64_t matmul_flops = 0;
   std::int64_t wasted_matmul_flops = 0;
   std::vector<class_summary> by_class;  // in sim::op_classes() order, then "sync"; classes present only

@@ -16,8 +16,10 @@ namespace modsim::sim::des {
 
 std::int64_t length_dist::sample(rng& r) const {
   switch (k) {
-    case kind::fixed: return static_cast<std::int64_t>(a);
-    case kind::uniform: return r.uniform_int(static_cast<std::int64_t>(a), static_cast<std::int64_t>(b));
+    case kind::fixed:
+      return static_cast<std::int64_t>(a);
+    case kind::uniform:
+      return r.uniform_int(static_cast<std::int64_t>(a), static_cast<std::int64_t>(b));
     case kind::exponential: {
       const double x = std::ceil(r.exponential(a));
       return std::clamp(static_cast<std::int64_t>(x), std::int64_t{1}, max());
@@ -28,9 +30,12 @@ std::int64_t length_dist::sample(rng& r) const {
 
 std::int64_t length_dist::max() const {
   switch (k) {
-    case kind::fixed: return static_cast<std::int64_t>(a);
-    case kind::uniform: return static_cast<std::int64_t>(b);
-    case kind::exponential: return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(10 * a)));
+    case kind::fixed:
+      return static_cast<std::int64_t>(a);
+    case kind::uniform:
+      return static_cast<std::int64_t>(b);
+    case kind::exponential:
+      return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(10 * a)));
   }
   return 1;
 }
@@ -73,7 +78,9 @@ std::vector<std::string_view> split(std::string_view t, char sep) {
 
 length_dist parse_length_dist(std::string_view text, const std::string& key) {
   const std::string expected = " (expected N, uniform:A:B or exp:MEAN with integers >= 1)";
-  const auto bad = [&](const std::string& why) { return input_error("", key, "'" + std::string(text) + "': " + why + expected); };
+  const auto bad = [&](const std::string& why) {
+    return input_error("", key, "'" + std::string(text) + "': " + why + expected);
+  };
   const std::vector<std::string_view> parts = split(text, ':');
   length_dist d;
   std::int64_t a = 0, b = 0;
@@ -198,16 +205,16 @@ struct seq_state {
   std::int64_t generated = 0;       // output tokens sampled so far
   std::int64_t prefill_target = 0;  // tokens the current prefill covers (prompt, or prompt + generated)
   std::int64_t prefilled = 0;
-  std::int64_t cached = 0;          // tokens cached at each non-routed layer
-  std::vector<std::int64_t> rc;     // tokens cached at each routed layer
-  std::int64_t blocks = 0;          // KV blocks held
+  std::int64_t cached = 0;       // tokens cached at each non-routed layer
+  std::vector<std::int64_t> rc;  // tokens cached at each routed layer
+  std::int64_t blocks = 0;       // KV blocks held
   std::int64_t preemptions = 0;
   bool in_prefill = true;
   double admitted = -1, first_token = -1;
   // This step's plan.
-  std::int64_t nr_add = 0;            // tokens added at non-routed layers (chunk, or 1 for decode)
+  std::int64_t nr_add = 0;  // tokens added at non-routed layers (chunk, or 1 for decode)
   bool decode = false;
-  std::vector<std::int64_t> add;      // tokens added per routed layer
+  std::vector<std::int64_t> add;  // tokens added per routed layer
 };
 
 // The statistics of a run, gathered as an observer.
@@ -258,7 +265,8 @@ class summary_observer final : public serve_observer {
     s.duration_s = m_started ? m_last_finish - m_first_arrival : 0.0;
     s.throughput_tok_s = s.duration_s > 0 ? static_cast<double>(s.output_tokens) / s.duration_s : 0.0;
     s.mean_in_system = s.duration_s > 0 ? m_area / s.duration_s : 0.0;
-    s.mean_decode_batch = m_decode_steps > 0 ? static_cast<double>(m_decode_seqs) / static_cast<double>(m_decode_steps) : 0.0;
+    s.mean_decode_batch =
+        m_decode_steps > 0 ? static_cast<double>(m_decode_seqs) / static_cast<double>(m_decode_steps) : 0.0;
     s.decode_routed_fraction =
         s.decode_decisions > 0 ? static_cast<double>(s.decode_routed) / static_cast<double>(s.decode_decisions) : 0.0;
     return s;
@@ -314,7 +322,8 @@ class server {
     m_eng.run();
     serve_result r;
     r.requests = std::move(m_records);
-    std::sort(r.requests.begin(), r.requests.end(), [](const request_record& a, const request_record& b) { return a.id < b.id; });
+    std::sort(r.requests.begin(), r.requests.end(),
+              [](const request_record& a, const request_record& b) { return a.id < b.id; });
     r.summary = stats.finish(static_cast<std::int64_t>(m_seqs.size()));
     r.summary.kv_block_bytes = m_block_bytes;
     r.summary.kv_budget_blocks = m_total_blocks;
@@ -330,7 +339,9 @@ class server {
     if (o.max_batched_tokens < 1) throw input_error("", "--max-batched-tokens", "must be >= 1");
     if (o.chunked_prefill < 0) throw input_error("", "--chunked-prefill", "must be >= 0 (0 = off)");
     if (o.block_tokens < 1) throw input_error("", "--block-tokens", "must be >= 1");
-    if (!(o.kv_budget_bytes > 0)) throw input_error("", "--kv-budget", "the KV budget must be > 0 bytes (is the model larger than the device memory?)");
+    if (!(o.kv_budget_bytes > 0))
+      throw input_error("", "--kv-budget",
+                        "the KV budget must be > 0 bytes (is the model larger than the device memory?)");
     if (!(o.watermark >= 0 && o.watermark < 1)) throw input_error("", "--watermark", "must be in [0, 1)");
     if (!(o.pad_capacity > 0 && o.pad_capacity <= 1)) throw input_error("", "--pad-capacity", "must be in (0, 1]");
     std::vector<std::int64_t> ids;
@@ -341,19 +352,23 @@ class server {
       ids.push_back(q.id);
       if (q.id < 0) throw input_error("", who, "request ids must be >= 0");
       if (!(q.arrival_s >= 0) || !std::isfinite(q.arrival_s)) throw input_error("", who, "arrival time must be >= 0");
-      if (q.prompt_tokens < 1 || q.output_tokens < 1) throw input_error("", who, "prompt and output tokens must be >= 1");
+      if (q.prompt_tokens < 1 || q.output_tokens < 1)
+        throw input_error("", who, "prompt and output tokens must be >= 1");
       if (o.chunked_prefill == 0 && q.prompt_tokens > o.max_batched_tokens) {
-        throw input_error("", who, "a prompt of " + std::to_string(q.prompt_tokens) + " tokens exceeds --max-batched-tokens " +
-                                       std::to_string(o.max_batched_tokens) + " without --chunked-prefill");
+        throw input_error("", who,
+                          "a prompt of " + std::to_string(q.prompt_tokens) + " tokens exceeds --max-batched-tokens " +
+                              std::to_string(o.max_batched_tokens) + " without --chunked-prefill");
       }
       const std::int64_t worst = n_layers * ceil_div(q.prompt_tokens + q.output_tokens, o.block_tokens);
       if (worst > m_total_blocks) {
-        throw input_error("", who, "may need " + std::to_string(worst) + " KV blocks, more than the budget of " +
-                                       std::to_string(m_total_blocks) + " (--kv-budget)");
+        throw input_error("", who,
+                          "may need " + std::to_string(worst) + " KV blocks, more than the budget of " +
+                              std::to_string(m_total_blocks) + " (--kv-budget)");
       }
     }
     std::sort(ids.begin(), ids.end());
-    if (std::adjacent_find(ids.begin(), ids.end()) != ids.end()) throw input_error("", "requests", "duplicate request ids");
+    if (std::adjacent_find(ids.begin(), ids.end()) != ids.end())
+      throw input_error("", "requests", "duplicate request ids");
   }
 
   // Blocks `s` holds once this step's plan is written.

@@ -75,12 +75,12 @@ struct serve_options {
   std::int64_t max_batched_tokens = 8192;
   std::int64_t chunked_prefill = 0;  // 0 = off; else the largest prefill chunk per sequence and step
   std::int64_t block_tokens = 16;
-  double kv_budget_bytes = 0;        // > 0 (default_kv_budget_bytes for the contract's budget)
-  double watermark = 0.01;           // fraction of the blocks admission leaves free
+  double kv_budget_bytes = 0;  // > 0 (default_kv_budget_bytes for the contract's budget)
+  double watermark = 0.01;     // fraction of the blocks admission leaves free
   decode_routing routing = decode_routing::sync;
-  double pad_capacity = 1.0;         // padding mode: kernel rows = routed_tokens(pad_capacity, decode seqs)
+  double pad_capacity = 1.0;  // padding mode: kernel rows = routed_tokens(pad_capacity, decode seqs)
   bool cuda_graph = false;
-  std::uint64_t seed = 0;            // the routing draws
+  std::uint64_t seed = 0;  // the routing draws
 };
 
 struct request_record {
@@ -108,12 +108,12 @@ struct step_record {
   std::int64_t decode_seqs = 0;
   std::int64_t prefill_seqs = 0;
   std::int64_t prefill_tokens = 0;
-  std::int64_t running = 0;        // sequences holding KV blocks during the step
-  std::int64_t waiting = 0;        // requests queued
-  std::int64_t kv_blocks = 0;      // blocks in use during the step
-  std::int64_t routed_decode = 0;  // decode tokens routed at routed layers (summed over layers)
+  std::int64_t running = 0;           // sequences holding KV blocks during the step
+  std::int64_t waiting = 0;           // requests queued
+  std::int64_t kv_blocks = 0;         // blocks in use during the step
+  std::int64_t routed_decode = 0;     // decode tokens routed at routed layers (summed over layers)
   std::int64_t decode_decisions = 0;  // decode routing decisions (decode seqs × routed layers)
-  std::int64_t dropped = 0;        // padding mode: routed tokens dropped (over the padded size)
+  std::int64_t dropped = 0;           // padding mode: routed tokens dropped (over the padded size)
   exec_summary exec;
 };
 
@@ -145,10 +145,10 @@ struct serve_summary {
   std::int64_t steps = 0;
   std::int64_t preemptions = 0;
   percentiles ttft_s, tpot_s, latency_s;
-  double duration_s = 0;        // first arrival to last finish
-  double throughput_tok_s = 0;  // output_tokens / duration_s
-  double mean_in_system = 0;    // time-averaged requests between arrival and finish over duration_s
-  double mean_decode_batch = 0; // decode sequences per step with any
+  double duration_s = 0;         // first arrival to last finish
+  double throughput_tok_s = 0;   // output_tokens / duration_s
+  double mean_in_system = 0;     // time-averaged requests between arrival and finish over duration_s
+  double mean_decode_batch = 0;  // decode sequences per step with any
   std::int64_t kv_block_bytes = 0;
   std::int64_t kv_budget_blocks = 0;
   std::int64_t kv_peak_blocks = 0;

@@ -44,9 +44,26 @@ std::vector<layer_info> resolve_layers(const model_spec& model) {
 namespace {
 
 enum op_id : int {
-  o_router, o_topk, o_gather, o_predictor, o_attn_norm, o_qkv_proj, o_attn_scores, o_attn_softmax,
-  o_attn_values, o_out_proj, o_mlp_norm, o_mlp_up, o_mlp_gate, o_mlp_act, o_mlp_down, o_scatter,
-  o_expert_router, o_experts, o_lm_head, o_count
+  o_router,
+  o_topk,
+  o_gather,
+  o_predictor,
+  o_attn_norm,
+  o_qkv_proj,
+  o_attn_scores,
+  o_attn_softmax,
+  o_attn_values,
+  o_out_proj,
+  o_mlp_norm,
+  o_mlp_up,
+  o_mlp_gate,
+  o_mlp_act,
+  o_mlp_down,
+  o_scatter,
+  o_expert_router,
+  o_experts,
+  o_lm_head,
+  o_count
 };
 
 using op_fn = op_cost (*)(const op_shape&);
@@ -64,9 +81,9 @@ const std::array<op_fn, o_count> k_op_fns = {
 };
 
 const std::array<std::string_view, o_count> k_op_names = {
-    "router",    "topk",     "gather",   "predictor", "attn_norm",     "qkv_proj", "attn_scores",
-    "attn_softmax", "attn_values", "out_proj", "mlp_norm", "mlp_up", "mlp_gate", "mlp_act",
-    "mlp_down",  "scatter",  "expert_router", "experts", "lm_head",
+    "router",       "topk",        "gather",        "predictor", "attn_norm", "qkv_proj", "attn_scores",
+    "attn_softmax", "attn_values", "out_proj",      "mlp_norm",  "mlp_up",    "mlp_gate", "mlp_act",
+    "mlp_down",     "scatter",     "expert_router", "experts",   "lm_head",
 };
 
 int op_id_of(std::string_view name) {
@@ -266,7 +283,8 @@ void step_builder::append_layer(std::vector<kernel>& out, const layer_info& info
 
   auto token_wise = [&](int op_id) {
     kernel k = token_op(op_id, T, layer);
-    if (T_used != T) k.wasted_matmul_flops = k.matmul_flops - (T_used > 0 ? token_op(op_id, T_used, layer).matmul_flops : 0);
+    if (T_used != T)
+      k.wasted_matmul_flops = k.matmul_flops - (T_used > 0 ? token_op(op_id, T_used, layer).matmul_flops : 0);
     out.push_back(std::move(k));
   };
   auto attention = [&](int op_id) {

@@ -11,11 +11,21 @@ std::string json_escape(const std::string& s) {
   out.reserve(s.size());
   for (const char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           out += fmt::format("\\u{:04x}", static_cast<unsigned>(static_cast<unsigned char>(c)));
@@ -89,10 +99,11 @@ std::string chrome_trace(const timeline& tl, const std::string& title, int strea
                               where + fmt::format(",\"before\":\"{}\"", json_escape(op))));
         break;
       case span_kind::run:
-        ev.push_back(complete(op, kernel_class(k), 1, tid, sp.start_s, sp.dur_s,
-                              where + fmt::format(",\"tokens\":{},\"matmul_flops\":{},\"bytes\":{},\"launches\":{},"
-                                                  "\"wasted_matmul_flops\":{}",
-                                                  k.tokens, k.matmul_flops, k.bytes, k.launches, k.wasted_matmul_flops)));
+        ev.push_back(
+            complete(op, kernel_class(k), 1, tid, sp.start_s, sp.dur_s,
+                     where + fmt::format(",\"tokens\":{},\"matmul_flops\":{},\"bytes\":{},\"launches\":{},"
+                                         "\"wasted_matmul_flops\":{}",
+                                         k.tokens, k.matmul_flops, k.bytes, k.launches, k.wasted_matmul_flops)));
         break;
     }
   }
@@ -108,7 +119,8 @@ void serve_trace::open(std::int64_t id, std::string name, double t) {
 void serve_trace::close(std::int64_t id, double t) {
   open_span& o = m_open[static_cast<std::size_t>(id)];
   if (o.name.empty()) return;
-  m_events.push_back(complete(o.name, "request", 2, id + 1, o.start_s, t - o.start_s, fmt::format("\"request\":{}", id)));
+  m_events.push_back(
+      complete(o.name, "request", 2, id + 1, o.start_s, t - o.start_s, fmt::format("\"request\":{}", id)));
   o.name.clear();
 }
 
@@ -140,17 +152,18 @@ void serve_trace::on_preempt(std::int64_t id, double t) {
 void serve_trace::on_finish(const request_record& r) { close(r.id, r.finish_s); }
 
 void serve_trace::on_step(const step_record& s) {
-  const std::string name = s.prefill_seqs > 0 ? fmt::format("step: {} decode + {} prefill", s.decode_seqs, s.prefill_seqs)
-                                              : fmt::format("step: {} decode", s.decode_seqs);
+  const std::string name = s.prefill_seqs > 0
+                               ? fmt::format("step: {} decode + {} prefill", s.decode_seqs, s.prefill_seqs)
+                               : fmt::format("step: {} decode", s.decode_seqs);
   m_events.push_back(complete(
       name, "step", 1, 1, s.start_s, s.dur_s,
       fmt::format("\"step\":{},\"decode_seqs\":{},\"prefill_seqs\":{},\"prefill_tokens\":{},\"routed_decode\":{},"
                   "\"dropped\":{},\"kernels\":{},\"launches\":{},\"gpu_wait_host_us\":{},\"host_sync_wait_us\":{}",
                   s.index, s.decode_seqs, s.prefill_seqs, s.prefill_tokens, s.routed_decode, s.dropped, s.exec.kernels,
                   s.exec.launches, us(s.exec.gpu_wait_host_s), us(s.exec.host_sync_wait_s))));
-  m_events.push_back(fmt::format(
-      R"({{"name":"batch","ph":"C","pid":1,"ts":{},"args":{{"running":{},"waiting":{},"kv_blocks":{}}}}})", us(s.start_s),
-      s.running, s.waiting, s.kv_blocks));
+  m_events.push_back(
+      fmt::format(R"({{"name":"batch","ph":"C","pid":1,"ts":{},"args":{{"running":{},"waiting":{},"kv_blocks":{}}}}})",
+                  us(s.start_s), s.running, s.waiting, s.kv_blocks));
 }
 
 std::string serve_trace::json() const {

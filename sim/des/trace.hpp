@@ -40,9 +40,9 @@ class serve_trace final : public serve_observer {
   void close(std::int64_t id, double t);
   void open(std::int64_t id, std::string name, double t);
   std::string m_title;
-  std::vector<std::string> m_events;     // serialised events, in the order they ended
-  std::vector<open_span> m_open;         // by request id (ids may be sparse)
-  std::vector<std::int64_t> m_ids;       // requests seen, in arrival order
+  std::vector<std::string> m_events;  // serialised events, in the order they ended
+  std::vector<open_span> m_open;      // by request id (ids may be sparse)
+  std::vector<std::int64_t> m_ids;    // requests seen, in arrival order
 };
 
 // JSON string escaping (quotes not included).

@@ -29,9 +29,12 @@ std::string slurp(const std::string& path) {
 result modsim(const std::string& args) {
   static int counter = 0;
   auto dir = std::filesystem::temp_directory_path();
-  std::string out = (dir / ("modsim_cli_out_" + std::to_string(::getpid()) + "_" + std::to_string(counter) + ".txt")).string();
-  std::string err = (dir / ("modsim_cli_err_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + ".txt")).string();
-  std::string cmd = std::string("cd '") + MODSIM_SOURCE_DIR + "' && '" + MODSIM_BINARY + "' " + args + " >'" + out + "' 2>'" + err + "'";
+  std::string out =
+      (dir / ("modsim_cli_out_" + std::to_string(::getpid()) + "_" + std::to_string(counter) + ".txt")).string();
+  std::string err =
+      (dir / ("modsim_cli_err_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + ".txt")).string();
+  std::string cmd = std::string("cd '") + MODSIM_SOURCE_DIR + "' && '" + MODSIM_BINARY + "' " + args + " >'" + out +
+                    "' 2>'" + err + "'";
   int status = std::system(cmd.c_str());
   result r;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -129,7 +132,8 @@ TEST(Cli, FlopsCsvHasOneRowPerLayerOp) {
 }
 
 TEST(Cli, HuggingFaceConfigBecomesMoDWithOverrides) {
-  result r = modsim("flops configs/hf/llama-3-8b.json --capacity 0.125 --schedule every_other --seq 1024 --format json");
+  result r =
+      modsim("flops configs/hf/llama-3-8b.json --capacity 0.125 --schedule every_other --seq 1024 --format json");
   ASSERT_EQ(r.code, 0) << r.err;
   boost::json::value v = boost::json::parse(r.out);
   const auto& layers = v.at("layers").as_array();

@@ -43,7 +43,10 @@ struct Explorer {
     if (!settled) ADD_FAILURE() << "no result within 60 s";
   }
   double predictedTotalS() const {
-    return session->summaryModel()->index(SummaryModel::TotalTime, SummaryModel::CurrentColumn).data(ValueRole).toDouble();
+    return session->summaryModel()
+        ->index(SummaryModel::TotalTime, SummaryModel::CurrentColumn)
+        .data(ValueRole)
+        .toDouble();
   }
 };
 
@@ -134,12 +137,15 @@ TEST(Explorer, AnInvalidFieldShowsItsErrorNextToTheFieldAndKeepsTheConfiguration
   ASSERT_NE(heads, nullptr);
   QSignalSpy ready(e.session, &ExplorerSession::resultApplied);
   heads->setValue(7);  // 1024 is not divisible by 7
-  EXPECT_TRUE(e.window.panel()->errorFor(QStringLiteral("n_heads")).contains(QStringLiteral("not divisible by n_heads 7")));
+  EXPECT_TRUE(
+      e.window.panel()->errorFor(QStringLiteral("n_heads")).contains(QStringLiteral("not divisible by n_heads 7")));
   EXPECT_EQ(e.session->config().model.n_heads, 16);
   QTest::qWait(400);
   EXPECT_EQ(ready.count(), 0);
   heads->setValue(8);  // divisible, but 8 heads cannot share 16 KV heads: the next error
-  EXPECT_TRUE(e.window.panel()->errorFor(QStringLiteral("n_kv_heads")).contains(QStringLiteral("not a multiple of n_kv_heads 16")));
+  EXPECT_TRUE(e.window.panel()
+                  ->errorFor(QStringLiteral("n_kv_heads"))
+                  .contains(QStringLiteral("not a multiple of n_kv_heads 16")));
   EXPECT_TRUE(e.window.panel()->errorFor(QStringLiteral("n_heads")).isEmpty());
   heads->setValue(32);  // valid again: the errors go, the model recomputes with d_head = 1024 / 32
   EXPECT_TRUE(e.window.panel()->errorFor(QStringLiteral("n_kv_heads")).isEmpty());

@@ -154,7 +154,8 @@ TEST(ResultModels, ValidationPassesModelTester) {
   QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::Fatal);
   auto r = std::make_shared<ComputeResult>(*paperResult());
   r->validation.available = true;
-  r->validation.rows = {{"block_dense", "B=1 S=512", 2e-3, 2.2e-3, 10.0}, {"block_mod", "B=1 S=512 c=0.125", 1e-3, 0.9e-3, -10.0}};
+  r->validation.rows = {{"block_dense", "B=1 S=512", 2e-3, 2.2e-3, 10.0},
+                        {"block_mod", "B=1 S=512 c=0.125", 1e-3, 0.9e-3, -10.0}};
   m.setResult(r);
   EXPECT_EQ(m.rowCount(), 2);
   EXPECT_EQ(m.index(1, ValidationModel::ErrorColumn).data().toString(), QStringLiteral("-10.0%"));
@@ -211,8 +212,8 @@ TEST(ResultModels, SweepMarksExactlyTheUndominatedPointsAndTheCurrentOne) {
     bool dominated = false;
     for (int j = 0; j < m.rowCount() && !dominated; ++j) {
       const SweepPoint& b = m.point(j);
-      dominated = b.matmulFlops <= a.matmulFlops && b.timeS <= a.timeS &&
-                  (b.matmulFlops < a.matmulFlops || b.timeS < a.timeS);
+      dominated =
+          b.matmulFlops <= a.matmulFlops && b.timeS <= a.timeS && (b.matmulFlops < a.matmulFlops || b.timeS < a.timeS);
     }
     EXPECT_EQ(a.pareto, !dominated) << m.label(i).toStdString();
   }
@@ -295,7 +296,8 @@ TEST(ExplorerConfig, PresetOfRecognisesTheScheduleNames) {
 }
 
 TEST(ExplorerConfig, SplitErrorFindsTheKeyPath) {
-  const ErrorParts p = splitError(QStringLiteral("x.json: routing.capacity: must be in (0, 1], got 1.5"), QStringLiteral("x.json"));
+  const ErrorParts p =
+      splitError(QStringLiteral("x.json: routing.capacity: must be in (0, 1], got 1.5"), QStringLiteral("x.json"));
   EXPECT_EQ(p.key, QStringLiteral("routing.capacity"));
   EXPECT_EQ(p.reason, QStringLiteral("must be in (0, 1], got 1.5"));
   EXPECT_TRUE(splitError(QStringLiteral("malformed JSON at line 1, column 2: x")).key.isEmpty());

@@ -172,9 +172,10 @@ struct moe_assignment {
 
 inline moe_assignment assign_experts(const block_shape& s, const mat& logits, i64 m) {
   const i64 Et = s.router_experts();
-  const i64 cap = s.capacity_factor <= 0.0
-                      ? m
-                      : static_cast<i64>(std::ceil(s.capacity_factor * static_cast<double>(m) / static_cast<double>(Et) - 1e-9));
+  const i64 cap =
+      s.capacity_factor <= 0.0
+          ? m
+          : static_cast<i64>(std::ceil(s.capacity_factor * static_cast<double>(m) / static_cast<double>(Et) - 1e-9));
   moe_assignment a;
   std::vector<i64> taken(static_cast<std::size_t>(Et), 0);
   for (i64 t = 0; t < m; ++t) {
@@ -234,7 +235,9 @@ inline mat block(const block_shape& s, const weights& w, const mat& in, i64 n, b
   return y;
 }
 
-inline mat router_logits(const block_shape& s, const mat& x, const mat& w) { return matmul(x, w, s.tokens(), s.d_model, 1); }
+inline mat router_logits(const block_shape& s, const mat& x, const mat& w) {
+  return matmul(x, w, s.tokens(), s.d_model, 1);
+}
 
 // Per sequence, the k positions with the largest r (equal r: lower position first), ascending.
 inline std::vector<int> top_k(const block_shape& s, const mat& r) {

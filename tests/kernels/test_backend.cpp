@@ -12,10 +12,10 @@ namespace modsim::kernels {
 namespace {
 
 TEST(OpNames, AreTheContractNamesAndRoundTrip) {
-  const std::vector<std::string> expected = {
-      "router",   "topk",     "gather",  "attn_norm", "qkv_proj", "attn_scores", "attn_softmax",
-      "attn_values", "out_proj", "mlp_norm", "mlp_up", "mlp_gate", "mlp_act", "mlp_down",
-      "scatter",  "block_dense", "block_mod", "layer_mode", "expert_router", "experts"};
+  const std::vector<std::string> expected = {"router",      "topk",         "gather",      "attn_norm",     "qkv_proj",
+                                             "attn_scores", "attn_softmax", "attn_values", "out_proj",      "mlp_norm",
+                                             "mlp_up",      "mlp_gate",     "mlp_act",     "mlp_down",      "scatter",
+                                             "block_dense", "block_mod",    "layer_mode",  "expert_router", "experts"};
   ASSERT_EQ(all_ops().size(), expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i) {
     EXPECT_EQ(to_string(all_ops()[i]), expected[i]);

@@ -71,7 +71,8 @@ TEST_P(AttentionOps, AttnSoftmaxSurvivesLargeScores) {
   for (auto& v : s) v += 1000.0f;  // exp would overflow without the max subtraction
   m_ws->upload(tensor::scores, s);
   m_backend->run(op::attn_softmax, *m_ws);
-  EXPECT_LE(ref::relative_error(m_ws->download(tensor::scores), ref::causal_softmax(ref::to_double(s), matrices, m_n)), tolerance);
+  EXPECT_LE(ref::relative_error(m_ws->download(tensor::scores), ref::causal_softmax(ref::to_double(s), matrices, m_n)),
+            tolerance);
 }
 
 TEST_P(AttentionOps, AttnValuesMatchTheReference) {
@@ -79,7 +80,8 @@ TEST_P(AttentionOps, AttnValuesMatchTheReference) {
   const auto p = ref::random_floats(static_cast<std::size_t>(matrices * m_n * m_n), 47);
   m_ws->upload(tensor::scores, p);
   m_backend->run(op::attn_values, *m_ws);
-  const auto expected = ref::attention_values(m_shape, ref::to_double(p), ref::to_double(m_ws->download(tensor::v)), m_n);
+  const auto expected =
+      ref::attention_values(m_shape, ref::to_double(p), ref::to_double(m_ws->download(tensor::v)), m_n);
   EXPECT_LE(ref::relative_error(m_ws->download(tensor::attn_out), expected), tolerance);
 }
 

@@ -176,7 +176,8 @@ TEST(BlockMod, OutputsBeforeTheFirstRoutingChangeAreUnchanged) {
       }
     if (first < t) ++routing_changed;
     const auto out1 = ws->download(tensor::out);
-    for (std::int64_t i = 0; i < first * d; ++i) ASSERT_EQ(out1[i], out0[i]) << "trial " << trial << " position " << i / d;
+    for (std::int64_t i = 0; i < first * d; ++i)
+      ASSERT_EQ(out1[i], out0[i]) << "trial " << trial << " position " << i / d;
   }
   ws->upload(tensor::x, x0);
   EXPECT_GT(routing_changed, 0) << "some trial should have moved an earlier token in or out";

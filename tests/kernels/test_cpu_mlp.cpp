@@ -42,7 +42,8 @@ TEST_P(MlpOps, UpAndGateProjectionsMatchTheReference) {
   EXPECT_LE(ref::relative_error(m_ws->download(tensor::mlp_hidden), ref::matmul(u, w.wup, m_m, d, f)), tolerance);
   if (swiglu()) {
     m_backend->run(op::mlp_gate, *m_ws);
-    EXPECT_LE(ref::relative_error(m_ws->download(tensor::mlp_gate_hidden), ref::matmul(u, w.wgate, m_m, d, f)), tolerance);
+    EXPECT_LE(ref::relative_error(m_ws->download(tensor::mlp_gate_hidden), ref::matmul(u, w.wgate, m_m, d, f)),
+              tolerance);
   } else {
     EXPECT_THROW(m_backend->run(op::mlp_gate, *m_ws), modsim::error);
   }
@@ -71,7 +72,9 @@ TEST_P(MlpOps, DownAddsTheResidual) {
   EXPECT_LE(ref::relative_error(m_ws->download(tensor::y), expected), tolerance);
 }
 
-std::string kind_name(const ::testing::TestParamInfo<mlp_kind>& p) { return p.param == mlp_kind::gelu ? "Gelu" : "Swiglu"; }
+std::string kind_name(const ::testing::TestParamInfo<mlp_kind>& p) {
+  return p.param == mlp_kind::gelu ? "Gelu" : "Swiglu";
+}
 
 INSTANTIATE_TEST_SUITE_P(Kinds, MlpOps, ::testing::Values(mlp_kind::gelu, mlp_kind::swiglu), kind_name);
 

@@ -51,8 +51,8 @@ TEST(Experts, AddGatedExpertOutputsOnlyForKeptTokens) {
     be->run(op::experts, *ws);
     const auto u = ref::to_double(head(ws->download(tensor::mlp_in), m * d));
     const auto h = ref::to_double(head(ws->download(tensor::h), m * d));
-    const auto expected = ref::moe_apply(s, ref::read_weights(*ws), u, h, m, std::vector<int>(expert.begin(), expert.end()),
-                                         ref::to_double(gate_f));
+    const auto expected = ref::moe_apply(s, ref::read_weights(*ws), u, h, m,
+                                         std::vector<int>(expert.begin(), expert.end()), ref::to_double(gate_f));
     const auto y = ws->download(tensor::y);
     EXPECT_LE(ref::relative_error(y, expected), tolerance);
     for (std::int64_t c = 0; c < d; ++c) EXPECT_EQ(y[c], static_cast<float>(h[c])) << "a dropped token keeps h";

@@ -11,11 +11,10 @@ using test::small_shape;
 using test::tolerance;
 
 // The seed's worked example (§6): S = 4, d = 8.
-const std::vector<float> example_x = {
-    0.5f, -0.2f, 0.1f, 0.3f,  0.0f,  0.4f, -0.1f, 0.2f,   //
-    -0.1f, 0.5f, 0.2f, -0.3f, 0.1f,  0.0f, 0.4f,  -0.2f,  //
-    0.3f, 0.3f,  -0.4f, 0.1f, 0.2f,  0.1f, 0.0f,  0.5f,   //
-    0.0f, 0.1f,  0.2f, 0.6f,  -0.1f, 0.3f, 0.2f,  0.0f};
+const std::vector<float> example_x = {0.5f,  -0.2f, 0.1f,  0.3f,  0.0f,  0.4f, -0.1f, 0.2f,   //
+                                      -0.1f, 0.5f,  0.2f,  -0.3f, 0.1f,  0.0f, 0.4f,  -0.2f,  //
+                                      0.3f,  0.3f,  -0.4f, 0.1f,  0.2f,  0.1f, 0.0f,  0.5f,   //
+                                      0.0f,  0.1f,  0.2f,  0.6f,  -0.1f, 0.3f, 0.2f,  0.0f};
 const std::vector<float> example_w = {0.2f, 0.1f, -0.1f, 0.3f, 0.2f, 0.4f, 0.0f, 0.1f};
 const std::vector<float> example_f1 = {0.10f, 0.05f, -0.02f, 0.20f, 0.00f, 0.15f, -0.05f, 0.10f};
 
@@ -99,7 +98,8 @@ TEST(Router, MatchesTheReferenceOnRandomData) {
   auto ws = make_ws(*be, s);
   ws->upload(tensor::x, ref::random_floats(s.tokens() * s.d_model, 11));
   be->run(op::router, *ws);
-  const auto expected = ref::router_logits(s, ref::to_double(ws->download(tensor::x)), ref::to_double(ws->download(tensor::router_w)));
+  const auto expected =
+      ref::router_logits(s, ref::to_double(ws->download(tensor::x)), ref::to_double(ws->download(tensor::router_w)));
   EXPECT_LE(ref::relative_error(ws->download(tensor::router_logits), expected), tolerance);
 }
 
@@ -144,7 +144,8 @@ TEST(Topk, SelectsPerSequenceNotAcrossTheBatch) {
   const auto s = small_shape(0.25);
   auto ws = make_ws(*be, s);
   std::vector<float> r(static_cast<std::size_t>(s.tokens()));
-  for (std::size_t i = 0; i < r.size(); ++i) r[i] = i < 12 ? -100.0f - static_cast<float>(i) : 100.0f + static_cast<float>(i);
+  for (std::size_t i = 0; i < r.size(); ++i)
+    r[i] = i < 12 ? -100.0f - static_cast<float>(i) : 100.0f + static_cast<float>(i);
   ws->upload(tensor::router_logits, r);
   be->run(op::topk, *ws);
   // Sequence 0 still routes its own top 3 (positions 0, 1, 2: the least negative).
@@ -176,7 +177,8 @@ TEST(Scatter, MatchesEquationOneAndForgetsThePreviousRouting) {
   auto ws = make_ws(*be, s);
   const std::int64_t d = s.d_model, k = 3;
   const auto x = ws->download(tensor::x);
-  for (const std::vector<std::int32_t>& idx : {std::vector<std::int32_t>{1, 5, 11, 0, 3, 4}, std::vector<std::int32_t>{2, 5, 7, 6, 8, 9}}) {
+  for (const std::vector<std::int32_t>& idx :
+       {std::vector<std::int32_t>{1, 5, 11, 0, 3, 4}, std::vector<std::int32_t>{2, 5, 7, 6, 8, 9}}) {
     ws->upload_indices(tensor::routed_index, idx);
     be->run(op::gather, *ws);
     ws->upload(tensor::y, ref::random_floats(static_cast<std::size_t>(2 * k * d), 5));
@@ -186,7 +188,8 @@ TEST(Scatter, MatchesEquationOneAndForgetsThePreviousRouting) {
     for (std::int64_t j = 0; j < 2 * k; ++j) {
       const std::int64_t row = (j / k) * 12 + idx[static_cast<std::size_t>(j)];
       for (std::int64_t c = 0; c < d; ++c)
-        expected[row * d + c] = static_cast<double>(x[row * d + c]) + static_cast<double>(rt[j]) * (static_cast<double>(y[j * d + c]) - xt[j * d + c]);
+        expected[row * d + c] = static_cast<double>(x[row * d + c]) +
+                                static_cast<double>(rt[j]) * (static_cast<double>(y[j * d + c]) - xt[j * d + c]);
     }
     EXPECT_LE(ref::relative_error(ws->download(tensor::out), expected), tolerance);
   }

@@ -29,8 +29,7 @@ TEST(ThreadPool, ParallelForVisitsEveryItemExactlyOnce) {
 TEST(ThreadPool, RunsManySmallJobsBackToBack) {
   thread_pool pool(3);
   std::atomic<std::int64_t> total{0};
-  for (int job = 0; job < 2000; ++job)
-    pool.parallel_for(8, 1, [&](std::int64_t b, std::int64_t e) { total += e - b; });
+  for (int job = 0; job < 2000; ++job) pool.parallel_for(8, 1, [&](std::int64_t b, std::int64_t e) { total += e - b; });
   EXPECT_EQ(total.load(), 16000);
 }
 

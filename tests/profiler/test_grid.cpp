@@ -94,10 +94,13 @@ TEST(Grid, BadGridFilesAreOneLineErrors) {
             "g.json: seq_len: empty axis (give at least one value)");
   EXPECT_EQ(message(R"({"ops": ["block_dense"], "d_model": [8], "n_heads": [1], "d_ff": [8]})"),
             "g.json: seq_len: missing required key");
-  EXPECT_EQ(message(R"({"ops": ["block_dense"], "seq_len": [8], "d_model": [8], "n_heads": [1], "d_ff": [8], "colour": 1})"),
-            "g.json: colour: unknown key");
-  EXPECT_EQ(message(R"({"ops": ["block_mod"], "seq_len": [8], "d_model": [8], "n_heads": [1], "d_ff": [8], "capacity": [2]})"),
-            "g.json: capacity[0]: capacity must be in (0, 1], got 2");
+  EXPECT_EQ(
+      message(R"({"ops": ["block_dense"], "seq_len": [8], "d_model": [8], "n_heads": [1], "d_ff": [8], "colour": 1})"),
+      "g.json: colour: unknown key");
+  EXPECT_EQ(
+      message(
+          R"({"ops": ["block_mod"], "seq_len": [8], "d_model": [8], "n_heads": [1], "d_ff": [8], "capacity": [2]})"),
+      "g.json: capacity[0]: capacity must be in (0, 1], got 2");
   EXPECT_EQ(message(R"({"ops": ["block_dense"], "seq_len": [-8], "d_model": [8], "n_heads": [1], "d_ff": [8]})"),
             "g.json: seq_len[0]: expected a positive integer, got -8");
 }

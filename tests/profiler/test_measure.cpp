@@ -38,7 +38,12 @@ TEST(Measure, SteadyTimerStopsAtTheMinimumSamplesAndTime) {
   rule.min_time_s = 2.0;
   rule.max_time_s = 10;
   int calls = 0;
-  sample_stats s = measure([&] { ++calls; return 0.25; }, rule);
+  sample_stats s = measure(
+      [&] {
+        ++calls;
+        return 0.25;
+      },
+      rule);
   // Zero spread converges as soon as both minimums hold: 8 samples of 0.25 s reach 2 s.
   EXPECT_EQ(s.samples, 8);
   EXPECT_EQ(calls, 11);  // + 3 warm-up

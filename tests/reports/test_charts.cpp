@@ -64,24 +64,29 @@ TEST_F(Charts, ParetoChartHasTheFrontAsALineAndTheHighlightedPointAsAStar) {
       ++lines;
       EXPECT_EQ(l->count(), 3);  // the three points on the front
     }
-    if (auto* sc = qobject_cast<QScatterSeries*>(s); sc && sc->markerShape() == QScatterSeries::MarkerShapeStar) ++stars;
+    if (auto* sc = qobject_cast<QScatterSeries*>(s); sc && sc->markerShape() == QScatterSeries::MarkerShapeStar)
+      ++stars;
   }
   EXPECT_EQ(lines, 1);
   EXPECT_EQ(stars, 1);
 }
 
 TEST_F(Charts, EveryChartRendersToSvgAndANonBlankPng) {
-  bar_chart_input bars{"FLOPs by op class", "op class", "GFLOP", {"attn", "mlp"}, {{"dense", {1, 2}, -1}, {"MoD", {0.5, 1}, -1}}, false};
+  bar_chart_input bars{
+      "FLOPs by op class", "op class", "GFLOP", {"attn", "mlp"}, {{"dense", {1, 2}, -1}, {"MoD", {0.5, 1}, -1}}, false};
   layer_time_input layers;
   layers.title = "time per layer";
   layers.classes = {"attn", "mlp"};
   layers.dense_s = {{1e-3, 2e-3}, {1e-3, 2e-3}};
   layers.current_s = {{1e-3, 2e-3}, {2e-4, 3e-4}};
-  waterfall_input fall{"gap", "% of dense", {{"FLOPs", 60, true}, {"routing", 5, false}, {"attention", -2, false}, {"time", 63, true}}};
+  waterfall_input fall{
+      "gap", "% of dense", {{"FLOPs", 60, true}, {"routing", 5, false}, {"attention", -2, false}, {"time", 63, true}}};
   latency_chart_input lat;
   lat.title = "TTFT";
   lat.series = {{"dense", {0.1, 0.2, 0.3}, {}}, {"MoD", {}, {{0.5, 0.1}, {0.9, 0.15}, {0.99, 0.2}}}};
-  diagonal_input diag{"measured vs predicted", "measured (ms)", "predicted (ms)",
+  diagonal_input diag{"measured vs predicted",
+                      "measured (ms)",
+                      "predicted (ms)",
                       {{"a", "block_dense", 1e-3, 1.1e-3}, {"b", "block_mod", 2e-4, 1.8e-4}}};
 
   std::vector<std::unique_ptr<QChart>> charts;

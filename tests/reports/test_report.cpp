@@ -52,8 +52,9 @@ const report_data& data() {
     in.load.seq_len = 2048;
     in.scenario.requests = 40;
     in.command_line = "test";
-    in.validation = make_validation({block_row("block_dense", 1.0, 2e-3, "a"), block_row("block_mod", 0.125, 6e-4, "b")},
-                                    sim::load_hardware(config("hardware/cpu.json")), false, "test.csv");
+    in.validation =
+        make_validation({block_row("block_dense", 1.0, 2e-3, "a"), block_row("block_mod", 0.125, 6e-4, "b")},
+                        sim::load_hardware(config("hardware/cpu.json")), false, "test.csv");
     return build_report(in);
   }();
   return d;
@@ -80,7 +81,8 @@ std::string lower(std::string s) {
 // A small tag-balance checker: every element opened is closed in order, except void
 // elements and self-closing ones; comments, doctype and <style> content are skipped.
 std::string check_balanced(const std::string& html) {
-  static const std::set<std::string> void_elements = {"meta", "br", "hr", "img", "input", "link", "col", "wbr", "source"};
+  static const std::set<std::string> void_elements = {"meta", "br",  "hr",  "img",   "input",
+                                                      "link", "col", "wbr", "source"};
   std::vector<std::string> stack;
   std::size_t i = 0;
   while ((i = html.find('<', i)) != std::string::npos) {
@@ -103,7 +105,8 @@ std::string check_balanced(const std::string& html) {
     if (name.empty()) return "empty tag name at " + std::to_string(i);
     if (closing) {
       if (stack.empty() || stack.back() != name)
-        return "</" + name + "> closes <" + (stack.empty() ? std::string("nothing") : stack.back()) + "> at " + std::to_string(i);
+        return "</" + name + "> closes <" + (stack.empty() ? std::string("nothing") : stack.back()) + "> at " +
+               std::to_string(i);
       stack.pop_back();
     } else if (html[end - 1] != '/' && !void_elements.count(name)) {
       stack.push_back(name);
@@ -234,9 +237,12 @@ TEST(Report, GapTableSumsToTheTimeRatioMinusTheFlopRatio) {
   double sum = 0, flop = 0, time = 0;
   for (const auto& r : parse_csv(file("tables/gap.csv"))) {
     if (r.size() != 2 || r[0] == "term") continue;
-    if (r[0] == "flop_ratio") flop = std::stod(r[1]);
-    else if (r[0] == "time_ratio") time = std::stod(r[1]);
-    else if (r[0] == "routing" || r[0] == "launch" || r[0] == "gemm_efficiency" || r[0] == "attention" || r[0] == "memory_bound")
+    if (r[0] == "flop_ratio")
+      flop = std::stod(r[1]);
+    else if (r[0] == "time_ratio")
+      time = std::stod(r[1]);
+    else if (r[0] == "routing" || r[0] == "launch" || r[0] == "gemm_efficiency" || r[0] == "attention" ||
+             r[0] == "memory_bound")
       sum += std::stod(r[1]);
   }
   EXPECT_GT(flop, 0);

@@ -118,9 +118,9 @@ measured_point row(const std::string& op, std::int64_t S, double capacity, doubl
   return p;
 }
 
-const char* const k_block_ops[] = {"router", "topk",        "gather",   "attn_norm", "qkv_proj", "attn_scores",
-                                   "attn_softmax", "attn_values", "out_proj", "mlp_norm",  "mlp_up",   "mlp_act",
-                                   "mlp_down",     "scatter"};
+const char* const k_block_ops[] = {"router",      "topk",         "gather",      "attn_norm", "qkv_proj",
+                                   "attn_scores", "attn_softmax", "attn_values", "out_proj",  "mlp_norm",
+                                   "mlp_up",      "mlp_act",      "mlp_down",    "scatter"};
 
 // Linear in log-work over every shape of the block tests (x from about −9 to −1.5), so each
 // op's curve can represent it exactly.

@@ -105,8 +105,7 @@ TEST(Config, OutOfRangeValues) {
             "m.json: routing.capacity: must be in (0, 1], got 1.5");
   EXPECT_EQ(model_error(with("\"n_layers\": 4", "\"n_layers\": 0")),
             "m.json: n_layers: value 0 out of range [1, 100000]");
-  EXPECT_EQ(model_error(with("\"d_ff\": 256", "\"d_ff\": -4")),
-            "m.json: d_ff: value -4 out of range [1, 67108864]");
+  EXPECT_EQ(model_error(with("\"d_ff\": 256", "\"d_ff\": -4")), "m.json: d_ff: value -4 out of range [1, 67108864]");
 }
 
 TEST(Config, InconsistentDimensions) {
@@ -114,8 +113,8 @@ TEST(Config, InconsistentDimensions) {
             "m.json: n_heads: d_model 64 is not divisible by n_heads 5");
   EXPECT_EQ(model_error(with("\"n_heads\": 4", "\"n_heads\": 4, \"n_kv_heads\": 3")),
             "m.json: n_kv_heads: n_heads 4 is not a multiple of n_kv_heads 3");
-  std::string msg = model_error(with("\"schedule\": \"every_other\"",
-                                     "\"schedule\": \"every_other\", \"layer_capacities\": [null, 0.5]"));
+  std::string msg = model_error(
+      with("\"schedule\": \"every_other\"", "\"schedule\": \"every_other\", \"layer_capacities\": [null, 0.5]"));
   EXPECT_EQ(msg, "m.json: routing.layer_capacities: has 2 entries, n_layers is 4");
   msg = model_error(with("\"schedule\": \"every_other\"",
                          "\"schedule\": \"every_other\", \"layer_capacities\": [0.5, 0.5, null, 0.5]"));
@@ -128,8 +127,7 @@ TEST(Config, UnknownScheduleAndVariantNames) {
             "every_nth:N or a list of layer indices)");
   EXPECT_EQ(model_error(with("\"every_other\"", "\"every_nth:0\"")),
             "m.json: routing.schedule: every_nth:N needs a whole number N >= 1, got '0'");
-  EXPECT_EQ(model_error(with("\"every_other\"", "[1, 7]")),
-            "m.json: routing.schedule[1]: value 7 out of range [0, 3]");
+  EXPECT_EQ(model_error(with("\"every_other\"", "[1, 7]")), "m.json: routing.schedule[1]: value 7 out of range [0, 3]");
   EXPECT_EQ(model_error(with("\"routing\"", "\"mode\": {\"variant\": \"fused\", \"experts\": 4}, \"routing\"")),
             "m.json: mode.variant: unknown variant 'fused' (expected moe, staged or integrated)");
   EXPECT_EQ(model_error(with("\"routing\"", "\"mlp\": \"relu\", \"routing\"")),
@@ -139,8 +137,9 @@ TEST(Config, UnknownScheduleAndVariantNames) {
 TEST(Config, ModeRules) {
   EXPECT_EQ(model_error(with("\"routing\"", "\"mode\": {\"variant\": \"integrated\", \"experts\": 4}, \"routing\"")),
             "m.json: mode.noop_experts: the integrated variant needs at least one no-op expert");
-  EXPECT_EQ(model_error(with("\"routing\"", "\"mode\": {\"variant\": \"moe\", \"experts\": 4, \"top_k\": 5}, \"routing\"")),
-            "m.json: mode.top_k: top_k 5 exceeds experts 4");
+  EXPECT_EQ(
+      model_error(with("\"routing\"", "\"mode\": {\"variant\": \"moe\", \"experts\": 4, \"top_k\": 5}, \"routing\"")),
+      "m.json: mode.top_k: top_k 5 exceeds experts 4");
 }
 
 TEST(Config, SchedulesResolveToTheRightLayers) {
@@ -153,7 +152,7 @@ TEST(Config, SchedulesResolveToTheRightLayers) {
     for (const auto& l : plan_layers(m)) out += l.routed ? '1' : '0';
     return out;
   };
-  EXPECT_EQ(routed("every_other", 6), "010101");  // odd indices, the paper's default
+  EXPECT_EQ(routed("every_other", 6), "010101");   // odd indices, the paper's default
   EXPECT_EQ(routed("every_nth:3", 7), "0010010");  // index % 3 == 2
   EXPECT_EQ(routed("all", 3), "111");
   EXPECT_EQ(routed("none", 3), "000");
@@ -161,9 +160,8 @@ TEST(Config, SchedulesResolveToTheRightLayers) {
 }
 
 TEST(Config, PerLayerCapacitiesOverrideTheSingleCapacity) {
-  model_spec m = parse_model(with("\"schedule\": \"every_other\"",
-                                  "\"layer_capacities\": [null, 0.5, 0.125, null]"),
-                             "m.json");
+  model_spec m =
+      parse_model(with("\"schedule\": \"every_other\"", "\"layer_capacities\": [null, 0.5, 0.125, null]"), "m.json");
   auto plan = plan_layers(m);
   ASSERT_EQ(plan.size(), 4u);
   EXPECT_FALSE(plan[0].routed);

@@ -116,7 +116,8 @@ TEST(DesEngine, ManyInterleavedEventsStayOrdered) {
   e.run();
   ASSERT_EQ(ran.size(), 200u);
   for (std::size_t k = 1; k < ran.size(); ++k) {
-    EXPECT_TRUE(ran[k - 1].first < ran[k].first || (ran[k - 1].first == ran[k].first && ran[k - 1].second < ran[k].second));
+    EXPECT_TRUE(ran[k - 1].first < ran[k].first ||
+                (ran[k - 1].first == ran[k].first && ran[k - 1].second < ran[k].second));
   }
 }
 

@@ -87,9 +87,15 @@ TEST(DesExecution, ASyncMakesTheHostWaitAndTheStreamDrain) {
   EXPECT_EQ(t.summary.syncs, 1);
   // By class: the 4 us gap before the block is charged to attn_proj, the first 4 to routing.
   for (const class_summary& c : t.summary.by_class) {
-    if (c.op_class == "attn_proj") { EXPECT_NEAR(c.wait_before_s, 4 * us, 1e-12); }
-    if (c.op_class == "routing") { EXPECT_NEAR(c.wait_before_s, 4 * us, 1e-12); }
-    if (c.op_class == "sync") { EXPECT_NEAR(c.device_s, 3 * us, 1e-12); }
+    if (c.op_class == "attn_proj") {
+      EXPECT_NEAR(c.wait_before_s, 4 * us, 1e-12);
+    }
+    if (c.op_class == "routing") {
+      EXPECT_NEAR(c.wait_before_s, 4 * us, 1e-12);
+    }
+    if (c.op_class == "sync") {
+      EXPECT_NEAR(c.device_s, 3 * us, 1e-12);
+    }
   }
 }
 

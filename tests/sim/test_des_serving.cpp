@@ -136,8 +136,8 @@ TEST(DesServing, DecodeTokensWriteKvOnlyWhereTheyRoute) {
 
 TEST(DesServing, EveryRequestCompletesExactlyOnce) {
   step_builder b(small_mod(), dtype::fp32, toy_device());
-  const std::vector<request> reqs = poisson_arrivals(200.0, 300, parse_length_dist("uniform:8:64", "p"),
-                                                     parse_length_dist("uniform:1:32", "o"), 3);
+  const std::vector<request> reqs =
+      poisson_arrivals(200.0, 300, parse_length_dist("uniform:8:64", "p"), parse_length_dist("uniform:1:32", "o"), 3);
   counting_observer obs;
   serve_observer* list[] = {&obs};
   const serve_result r = simulate_serving(b, reqs, options(), list);
@@ -192,8 +192,8 @@ TEST(DesServing, ARequestThatCanNeverFitIsRejected) {
 TEST(DesServing, TheSameSeedGivesByteIdenticalTraceAndResults) {
   step_builder b(small_mod(), dtype::fp32, toy_device());
   const auto run = [&](std::uint64_t seed) {
-    const std::vector<request> reqs = poisson_arrivals(300.0, 200, parse_length_dist("exp:30", "p"),
-                                                       parse_length_dist("exp:20", "o"), seed);
+    const std::vector<request> reqs =
+        poisson_arrivals(300.0, 200, parse_length_dist("exp:30", "p"), parse_length_dist("exp:20", "o"), seed);
     serve_options o = options(40.0 * block_bytes);
     o.seed = seed;
     serve_trace trace("serve");
@@ -221,8 +221,8 @@ TEST(DesServing, LittlesLawHoldsOnALongStableRun) {
   step_builder b(small_mod(0.25, 4), dtype::fp32, toy_device());
   const double rate = 400.0;
   const std::int64_t n = 40000;
-  const std::vector<request> reqs = poisson_arrivals(rate, n, parse_length_dist("uniform:16:128", "p"),
-                                                     parse_length_dist("uniform:8:64", "o"), 5);
+  const std::vector<request> reqs =
+      poisson_arrivals(rate, n, parse_length_dist("uniform:16:128", "p"), parse_length_dist("uniform:8:64", "o"), 5);
   counting_observer obs;
   serve_observer* list[] = {&obs};
   const serve_result r = simulate_serving(b, reqs, options(), list);
@@ -312,14 +312,16 @@ TEST(DesServing, ModDecodeStepAndKvPeakAreBelowDense) {
   rng r1(5), r2(5);
   const double mod_step =
       simulate_execution(bm.step(decode_load(bm, 32, 2048, decode_routing::pad, 0.25, r1), decode_routing::pad),
-                         bm.device(), graph).summary.step_s;
+                         bm.device(), graph)
+          .summary.step_s;
   const double dense_step =
       simulate_execution(bd.step(decode_load(bd, 32, 2048, decode_routing::pad, 0.25, r2), decode_routing::pad),
-                         bd.device(), graph).summary.step_s;
+                         bd.device(), graph)
+          .summary.step_s;
   EXPECT_LT(mod_step, dense_step);
 
-  const std::vector<request> reqs = poisson_arrivals(20.0, 200, parse_length_dist("exp:512", "p"),
-                                                     parse_length_dist("exp:128", "o"), 4);
+  const std::vector<request> reqs =
+      poisson_arrivals(20.0, 200, parse_length_dist("exp:512", "p"), parse_length_dist("exp:128", "o"), 4);
   serve_options o = options(40e9);
   o.cuda_graph = true;
   const serve_result rm = simulate_serving(bm, reqs, o);

@@ -97,12 +97,18 @@ TEST(DesStep, ADecodeQkvProjectionAtARoutedLayerCoversOnlyRoutedTokens) {
   }
   ASSERT_EQ(qkv.size(), routed[1] > 0 ? 2u : 1u);
   EXPECT_EQ(qkv[0], 24576 * 40);
-  if (routed[1] > 0) { EXPECT_EQ(qkv[1], 24576 * routed[1]); }
+  if (routed[1] > 0) {
+    EXPECT_EQ(qkv[1], 24576 * routed[1]);
+  }
   // Attention at the routed layer: each routed token attends over k_ctx + 1 = ceil(2.5) + 1 = 4
   // keys: scores 2 x 4 x dq 64 = 512 FLOPs per routed token.
   for (const kernel& k : ks) {
-    if (k.op == "attn_scores" && k.layer == 1) { EXPECT_EQ(k.matmul_flops, 512 * routed[1]); }
-    if (k.op == "attn_scores" && k.layer == 0) { EXPECT_EQ(k.matmul_flops, 2 * 11 * 64 * 40); }
+    if (k.op == "attn_scores" && k.layer == 1) {
+      EXPECT_EQ(k.matmul_flops, 512 * routed[1]);
+    }
+    if (k.op == "attn_scores" && k.layer == 0) {
+      EXPECT_EQ(k.matmul_flops, 2 * 11 * 64 * 40);
+    }
   }
 }
 

@@ -113,7 +113,7 @@ TEST(DesTrace, AServeTraceHasOneTrackPerRequestWithItsPhases) {
   EXPECT_EQ(names[1], "request 0");
   EXPECT_EQ(names[2], "request 1");
   EXPECT_EQ(phases[1], (std::vector<std::string>{"queued", "prefill", "decode", "queued (preempted)",
-                                                  "prefill (recompute)", "decode"}));
+                                                 "prefill (recompute)", "decode"}));
   EXPECT_EQ(phases[2], (std::vector<std::string>{"queued", "prefill", "decode"}));
 }
 

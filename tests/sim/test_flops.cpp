@@ -168,9 +168,9 @@ TEST(Flops, SmallDenseGeluModelMatchesHandTotals) {
   const flops_report r = evaluate_flops(small_dense(), load(2, 16));
   ASSERT_EQ(r.layers.size(), 2u);
   const layer_flops& l = r.layers[0];
-  EXPECT_EQ(names_of(l), (std::vector<std::string>{"attn_norm", "qkv_proj", "attn_scores", "attn_softmax",
-                                                   "attn_values", "out_proj", "mlp_norm", "mlp_up", "mlp_act",
-                                                   "mlp_down"}));
+  EXPECT_EQ(names_of(l),
+            (std::vector<std::string>{"attn_norm", "qkv_proj", "attn_scores", "attn_softmax", "attn_values", "out_proj",
+                                      "mlp_norm", "mlp_up", "mlp_act", "mlp_down"}));
   EXPECT_FALSE(l.routed);
   EXPECT_EQ(l.tokens, 32);
   EXPECT_EQ(op_named(l, "qkv_proj").matmul_flops, 786432);
@@ -225,9 +225,9 @@ TEST(Flops, EveryOtherModAtOneEighthMatchesHandTotals) {
   EXPECT_TRUE(l.routed);
   EXPECT_DOUBLE_EQ(l.capacity, 0.125);
   EXPECT_EQ(l.tokens, 4);
-  EXPECT_EQ(names_of(l), (std::vector<std::string>{"router", "topk", "gather", "attn_norm", "qkv_proj",
-                                                   "attn_scores", "attn_softmax", "attn_values", "out_proj",
-                                                   "mlp_norm", "mlp_up", "mlp_act", "mlp_down", "scatter"}));
+  EXPECT_EQ(names_of(l), (std::vector<std::string>{"router", "topk", "gather", "attn_norm", "qkv_proj", "attn_scores",
+                                                   "attn_softmax", "attn_values", "out_proj", "mlp_norm", "mlp_up",
+                                                   "mlp_act", "mlp_down", "scatter"}));
   EXPECT_EQ(op_named(l, "router").bytes, 8576);
   EXPECT_EQ(op_named(l, "topk").bytes, 144);
   EXPECT_EQ(op_named(l, "gather").bytes, 2096);
@@ -270,9 +270,9 @@ TEST(Flops, GroupedQueryAttentionWithSwigluMatchesHandTotals) {
   m.mlp = mlp_kind::swiglu;
   const flops_report r = evaluate_flops(m, load(1, 8, run_mode::forward, dtype::bf16));
   const layer_flops& l = r.layers.at(0);
-  EXPECT_EQ(names_of(l), (std::vector<std::string>{"attn_norm", "qkv_proj", "attn_scores", "attn_softmax",
-                                                   "attn_values", "out_proj", "mlp_norm", "mlp_up", "mlp_gate",
-                                                   "mlp_act", "mlp_down"}));
+  EXPECT_EQ(names_of(l),
+            (std::vector<std::string>{"attn_norm", "qkv_proj", "attn_scores", "attn_softmax", "attn_values", "out_proj",
+                                      "mlp_norm", "mlp_up", "mlp_gate", "mlp_act", "mlp_down"}));
   EXPECT_EQ(op_named(l, "qkv_proj").matmul_flops, 131072);
   EXPECT_EQ(op_named(l, "qkv_proj").bytes, 19456);
   EXPECT_EQ(op_named(l, "attn_scores").bytes, 2048);
@@ -437,8 +437,7 @@ TEST(Flops, MoeLayerComputesEveryTokenSlotOnceWhenDropless) {
   const flops_report r = evaluate_flops(m, load(2, 16));
   const layer_flops& l = r.layers[0];
   EXPECT_EQ(names_of(l), (std::vector<std::string>{"attn_norm", "qkv_proj", "attn_scores", "attn_softmax",
-                                                   "attn_values", "out_proj", "mlp_norm", "expert_router",
-                                                   "experts"}));
+                                                   "attn_values", "out_proj", "mlp_norm", "expert_router", "experts"}));
   EXPECT_EQ(op_named(l, "expert_router").matmul_flops, 32768);
   EXPECT_EQ(op_named(l, "expert_router").other_flops, 1280);
   EXPECT_EQ(op_named(l, "expert_router").bytes, 11264);

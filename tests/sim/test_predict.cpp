@@ -67,9 +67,9 @@ TEST(Predict, UncalibratedPredictionIsTheHandComputedRoofline) {
   //   mlp_down     bytes 4·(2048 + 16384 + 1024)    = 77824 -> 7.7824e-6
   //   lm_head      bytes 4·(512 + 6400 + 800)       = 30848 -> 3.0848e-6
   const std::vector<std::pair<std::string, double>> expected = {
-      {"attn_norm", 4.352e-7},   {"qkv_proj", 5.7344e-6}, {"attn_scores", 5.12e-7}, {"attn_softmax", 2.048e-7},
-      {"attn_values", 5.12e-7},  {"out_proj", 2.2528e-6}, {"mlp_norm", 4.352e-7},   {"mlp_up", 7.5776e-6},
-      {"mlp_act", 1.6384e-6},    {"mlp_down", 7.7824e-6}};
+      {"attn_norm", 4.352e-7},  {"qkv_proj", 5.7344e-6}, {"attn_scores", 5.12e-7}, {"attn_softmax", 2.048e-7},
+      {"attn_values", 5.12e-7}, {"out_proj", 2.2528e-6}, {"mlp_norm", 4.352e-7},   {"mlp_up", 7.5776e-6},
+      {"mlp_act", 1.6384e-6},   {"mlp_down", 7.7824e-6}};
   const cost_model cost(round_cpu());
   const prediction p = predict(tiny(), load(1, 8), cost);
   ASSERT_EQ(p.model.layers.size(), 1u);

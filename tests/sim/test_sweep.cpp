@@ -63,8 +63,7 @@ TEST(Sweep, DefaultSweepContainsThePapersPointWithItsExactFlops) {
   EXPECT_DOUBLE_EQ(r.points[0].time_ratio, 1.0);
   EXPECT_EQ(r.dense_matmul_flops, evaluate_flops(dense_baseline(base), o.load).totals.matmul_flops);
   EXPECT_LT(p.flops_ratio, 1.0);
-  EXPECT_NEAR(p.flops_ratio,
-              static_cast<double>(p.matmul_flops) / static_cast<double>(r.dense_matmul_flops), 1e-15);
+  EXPECT_NEAR(p.flops_ratio, static_cast<double>(p.matmul_flops) / static_cast<double>(r.dense_matmul_flops), 1e-15);
 }
 
 TEST(Sweep, EnumeratesVariantsCapacitiesAndSchedulesInAFixedOrder) {

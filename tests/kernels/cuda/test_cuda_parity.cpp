@@ -114,22 +114,33 @@ std::size_t live_count(tensor t, const block_shape& s, std::int64_t n) {
   const std::int64_t m = s.batch * n, T = s.tokens(), k = s.routed_tokens();
   switch (t) {
     case tensor::x:
-    case tensor::out: return static_cast<std::size_t>(T * s.d_model);
-    case tensor::router_logits: return static_cast<std::size_t>(T);
+    case tensor::out:
+      return static_cast<std::size_t>(T * s.d_model);
+    case tensor::router_logits:
+      return static_cast<std::size_t>(T);
     case tensor::routed_index:
-    case tensor::routed_r: return static_cast<std::size_t>(s.batch * k);
-    case tensor::routed_x: return static_cast<std::size_t>(s.batch * k * s.d_model);
+    case tensor::routed_r:
+      return static_cast<std::size_t>(s.batch * k);
+    case tensor::routed_x:
+      return static_cast<std::size_t>(s.batch * k * s.d_model);
     case tensor::q:
-    case tensor::attn_out: return static_cast<std::size_t>(m * s.d_q());
+    case tensor::attn_out:
+      return static_cast<std::size_t>(m * s.d_q());
     case tensor::k:
-    case tensor::v: return static_cast<std::size_t>(m * s.d_kv());
-    case tensor::scores: return static_cast<std::size_t>(s.batch * s.n_heads * n * n);
+    case tensor::v:
+      return static_cast<std::size_t>(m * s.d_kv());
+    case tensor::scores:
+      return static_cast<std::size_t>(s.batch * s.n_heads * n * n);
     case tensor::mlp_hidden:
-    case tensor::mlp_gate_hidden: return static_cast<std::size_t>(m * s.d_ff);
-    case tensor::expert_logits: return static_cast<std::size_t>(m * s.router_experts());
+    case tensor::mlp_gate_hidden:
+      return static_cast<std::size_t>(m * s.d_ff);
+    case tensor::expert_logits:
+      return static_cast<std::size_t>(m * s.router_experts());
     case tensor::expert_index:
-    case tensor::expert_gate: return static_cast<std::size_t>(m);
-    default: return static_cast<std::size_t>(m * s.d_model);  // attn_in, h, mlp_in, y
+    case tensor::expert_gate:
+      return static_cast<std::size_t>(m);
+    default:
+      return static_cast<std::size_t>(m * s.d_model);  // attn_in, h, mlp_in, y
   }
 }
 
@@ -146,33 +157,48 @@ op_io io_of(op o, const block_shape& s) {
   const tensor in = s.variant == mode_variant::integrated ? tensor::x : tensor::routed_x;
   const bool swiglu = s.mlp == mlp_kind::swiglu;
   switch (o) {
-    case op::router: return {{tensor::x}, {tensor::router_logits}};
-    case op::topk: return {{tensor::router_logits}, {tensor::routed_index}};
-    case op::gather: return {{tensor::x, tensor::router_logits, tensor::routed_index}, {tensor::routed_x, tensor::routed_r}};
-    case op::attn_norm: return {{in}, {tensor::attn_in}};
-    case op::qkv_proj: return {{tensor::attn_in}, {tensor::q, tensor::k, tensor::v}};
-    case op::attn_scores: return {{tensor::q, tensor::k}, {tensor::scores}};
-    case op::attn_softmax: return {{tensor::scores}, {tensor::scores}};
-    case op::attn_values: return {{tensor::scores, tensor::v}, {tensor::attn_out}};
-    case op::out_proj: return {{in, tensor::attn_out}, {tensor::h}, in, true};
-    case op::mlp_norm: return {{tensor::h}, {tensor::mlp_in}};
-    case op::mlp_up: return {{tensor::mlp_in}, {tensor::mlp_hidden}};
-    case op::mlp_gate: return {{tensor::mlp_in}, {tensor::mlp_gate_hidden}};
+    case op::router:
+      return {{tensor::x}, {tensor::router_logits}};
+    case op::topk:
+      return {{tensor::router_logits}, {tensor::routed_index}};
+    case op::gather:
+      return {{tensor::x, tensor::router_logits, tensor::routed_index}, {tensor::routed_x, tensor::routed_r}};
+    case op::attn_norm:
+      return {{in}, {tensor::attn_in}};
+    case op::qkv_proj:
+      return {{tensor::attn_in}, {tensor::q, tensor::k, tensor::v}};
+    case op::attn_scores:
+      return {{tensor::q, tensor::k}, {tensor::scores}};
+    case op::attn_softmax:
+      return {{tensor::scores}, {tensor::scores}};
+    case op::attn_values:
+      return {{tensor::scores, tensor::v}, {tensor::attn_out}};
+    case op::out_proj:
+      return {{in, tensor::attn_out}, {tensor::h}, in, true};
+    case op::mlp_norm:
+      return {{tensor::h}, {tensor::mlp_in}};
+    case op::mlp_up:
+      return {{tensor::mlp_in}, {tensor::mlp_hidden}};
+    case op::mlp_gate:
+      return {{tensor::mlp_in}, {tensor::mlp_gate_hidden}};
     case op::mlp_act:
       if (swiglu) return {{tensor::mlp_hidden, tensor::mlp_gate_hidden}, {tensor::mlp_hidden}};
       return {{tensor::mlp_hidden}, {tensor::mlp_hidden}};
-    case op::mlp_down: return {{tensor::h, tensor::mlp_hidden}, {tensor::y}, tensor::h, true};
+    case op::mlp_down:
+      return {{tensor::h, tensor::mlp_hidden}, {tensor::y}, tensor::h, true};
     case op::scatter:
       return {{tensor::x, tensor::y, tensor::routed_x, tensor::routed_r, tensor::routed_index},
               {tensor::out},
               tensor::x,
               true};
-    case op::expert_router: return {{tensor::mlp_in}, {tensor::expert_logits, tensor::expert_index, tensor::expert_gate}};
+    case op::expert_router:
+      return {{tensor::mlp_in}, {tensor::expert_logits, tensor::expert_index, tensor::expert_gate}};
     case op::experts:
       return {{tensor::mlp_in, tensor::h, tensor::expert_index, tensor::expert_gate}, {tensor::y}, tensor::h, true};
     case op::block_dense:
     case op::block_mod:
-    case op::layer_mode: break;
+    case op::layer_mode:
+      break;
   }
   return {};
 }
@@ -280,7 +306,8 @@ TEST(CudaBackend, WorkspaceHoldsTheCpuWeightsAndInputsAndRotatesItsInputs) {
   MODSIM_REQUIRE_GPU();
   auto gpu = make_cuda_backend();
   auto cpu = make_cpu_backend(2);
-  const block_shape s = with_moe(dense_shape(2, 32, 64, 4, 2, 128, mlp_kind::swiglu, 0.5), mode_variant::staged, 2, 0, 1.0);
+  const block_shape s =
+      with_moe(dense_shape(2, 32, 64, 4, 2, 128, mlp_kind::swiglu, 0.5), mode_variant::staged, 2, 0, 1.0);
   workspace_options options;
   options.seed = 7;
   options.input_copies = 2;
@@ -380,8 +407,8 @@ void cpu_layer_with_decisions(backend& cpu, workspace& ws, bool routed_block, bo
     ws.upload_indices(tensor::routed_index, routed);
     cpu.run(op::gather, ws);
   }
-  for (const op o : {op::attn_norm, op::qkv_proj, op::attn_scores, op::attn_softmax, op::attn_values, op::out_proj,
-                     op::mlp_norm})
+  for (const op o :
+       {op::attn_norm, op::qkv_proj, op::attn_scores, op::attn_softmax, op::attn_values, op::out_proj, op::mlp_norm})
     cpu.run(o, ws);
   if (moe) {
     cpu.run(op::expert_router, ws);
