@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,10 +44,12 @@ const char* const k_usage =
     "Writes DIR/report.md, DIR/report.html (self-contained), DIR/tables/*.csv, DIR/charts/*.svg;\n"
     "every file goes to a temporary name first, so a failed run leaves the previous report intact.\n"
     "\n"
-    "With no MODEL: mod-220m on h100-sxm, and a quick CPU profile of this machine (DIR/measurements-cpu.csv,\n"
-    "reused on the next run on the same CPU unless --fresh-profile; --no-profile skips it), calibrated on\n"
-    "its single-op rows and validated on its block rows. --measurements CSV validates those rows instead\n"
-    "(calibrating on their single-op rows unless --calibration gives a calibrated hardware file).";
+    "With no MODEL: mod-220m on h100-sxm, and the held-out check of the cost model on this CPU: a quick\n"
+    "profile (DIR/measurements-cpu.csv) calibrates it, the blocks of configs/grids/holdout-cpu.json\n"
+    "(DIR/measurements-cpu-holdout.csv, shapes the calibration never saw) score it; both files are reused\n"
+    "on the next run on the same CPU unless --fresh-profile; --no-profile skips them. --measurements CSV\n"
+    "validates those rows instead (calibrating on their single-op rows unless --calibration gives a\n"
+    "calibrated hardware file).";
 
 std::atomic<bool> g_stop{false};
 extern "C" void on_report_sigint(int) { g_stop.store(true); }
@@ -59,7 +62,7 @@ std::string join_args(const std::vector<std::string>& args) {
 
 // A quick CPU profile into `csv` (kept between runs on the same device). Returns false when
 // interrupted (the partial file stays for the next run to resume).
-bool profile_cpu(const std::string& csv, bool fresh) {
+bool profile_cpu(const std::string& csv, bool fresh, const profiler::grid& grid, const char* what) {
   std::unique_ptr<kernels::backend> be = kernels::make_cpu_backend(0);
   const std::string partial = csv + ".partial";
   std::error_code ec;
@@ -76,7 +79,7 @@ bool profile_cpu(const std::string& csv, bool fresh) {
     const auto rows = profiler::read_measurements(partial);
     if (!rows.empty() && rows.front().device != be->device()) fs::remove(partial, ec);
   }
-  const profiler::expansion plan = profiler::expand(profiler::preset("quick", "cpu"));
+  const profiler::expansion plan = profiler::expand(grid);
   profiler::measurement_writer writer(partial, true);
   profiler::run_options ro;
   ro.rule.max_time_s = 0.5;
@@ -88,10 +91,10 @@ bool profile_cpu(const std::string& csv, bool fresh) {
     last = now;
     const double eta = p.done ? p.elapsed_s / static_cast<double>(p.done) * static_cast<double>(p.total - p.done) : 0.0;
     std::cerr << fmt::format(
-        "report: profiling this CPU (quick preset): {}/{} points, {:.0f} s elapsed, ~{:.0f} s left\n", p.done, p.total,
+        "report: profiling this CPU ({}): {}/{} points, {:.0f} s elapsed, ~{:.0f} s left\n", what, p.done, p.total,
         p.elapsed_s, eta);
   };
-  std::cerr << fmt::format("report: profiling this CPU ({}), {} points, about 2 minutes\n", be->device(),
+  std::cerr << fmt::format("report: profiling this CPU ({}, {}), {} points\n", be->device(), what,
                            plan.points.size());
   g_stop.store(false);
   auto previous = std::signal(SIGINT, on_report_sigint);
@@ -149,17 +152,34 @@ int cmd_report(const std::vector<std::string>& args) {
   in.threads = vm["threads"].as<unsigned>();
   in.command_line = join_args(args);
 
-  // Validation: given measurements, or the quick CPU profile of the defaults.
+  // Validation: given measurements, or — for the defaults — the held-out split of
+  // scripts/validate-cpu.sh: calibrate on a quick CPU profile (single ops and blocks), score
+  // the blocks of configs/grids/holdout-cpu.json, shapes the calibration never saw.
   std::string measurements;
+  std::optional<sim::hardware_spec> calibrated;
   if (vm.count("measurements")) {
     measurements = vm["measurements"].as<std::string>();
   } else if (defaults && !vm["no-profile"].as<bool>()) {
     fs::create_directories(out_dir);
-    measurements = (fs::path(out_dir) / "measurements-cpu.csv").string();
-    if (!profile_cpu(measurements, vm["fresh-profile"].as<bool>())) {
+    const std::string quick = (fs::path(out_dir) / "measurements-cpu.csv").string();
+    measurements = (fs::path(out_dir) / "measurements-cpu-holdout.csv").string();
+    const bool fresh = vm["fresh-profile"].as<bool>();
+    if (!profile_cpu(quick, fresh, profiler::preset("quick", "cpu"), "quick preset") ||
+        !profile_cpu(measurements, fresh, profiler::load_grid(resolve_config("holdout-cpu", "grids")),
+                     "held-out blocks")) {
       std::cerr << "report: interrupted while profiling; the previous report is untouched, run again to resume\n";
       return exit_interrupted;
     }
+    const sim::hardware_spec cpu = sim::load_hardware(resolve_config("cpu", "hardware"));
+    std::vector<sim::calibration_sample> samples;
+    const std::vector<sim::measured_point> quick_points = profiler::read_measured_points(quick);
+    for (const auto& p : quick_points) samples.push_back(sim::sample_of(p));
+    sim::calibration_source src;
+    src.file = quick;
+    src.rows = static_cast<int>(quick_points.size());
+    const sim::calibration cal = sim::fit_calibration(cpu, samples, {src}, sim::utc_now_iso8601(), {});
+    calibrated = cpu;
+    calibrated->calibration_json = sim::calibration_to_json(cal);
   } else {
     in.validation_missing =
         defaults ? "skipped (--no-profile)" : "no measurements given (add --measurements CSV from `modsim profile`)";
@@ -170,7 +190,10 @@ int cmd_report(const std::vector<std::string>& args) {
     if (points.empty()) throw input_error(measurements, "", "no measurement rows");
     sim::hardware_spec val_hw;
     bool calibrate = true;
-    if (vm.count("calibration")) {
+    if (calibrated) {
+      val_hw = *calibrated;
+      calibrate = false;
+    } else if (vm.count("calibration")) {
       val_hw = sim::load_hardware(resolve_config(vm["calibration"].as<std::string>(), "hardware"));
       calibrate = false;
     } else if (points.front().backend == "cpu") {
