@@ -11,175 +11,14 @@
 #include <vector>
 
 #include "sim/error.hpp"
+#include "sim/json_reader.hpp"
 
 namespace json = boost::json;
 
 namespace modsim::sim {
 namespace {
 
-const char* type_name(const json::value& v) {
-  switch (v.kind()) {
-    case json::kind::null:
-      return "null";
-    case json::kind::bool_:
-      return "a boolean";
-    case json::kind::int64:
-    case json::kind::uint64:
-    case json::kind::double_:
-      return "a number";
-    case json::kind::string:
-      return "a string";
-    case json::kind::array:
-      return "an array";
-    case json::kind::object:
-      return "an object";
-  }
-  return "?";
-}
-
-std::string join_path(const std::string& base, std::string_view key) {
-  return base.empty() ? std::string(key) : base + "." + std::string(key);
-}
-
-// Parses JSON and reports a syntax error with its line and column.
-json::value parse_json(std::string_view text, const std::string& file) {
-  json::stream_parser parser;
-  boost::system::error_code ec;
-  std::size_t consumed = parser.write_some(text.data(), text.size(), ec);
-  if (!ec) parser.finish(ec);
-  if (ec) {
-    std::size_t offset = std::min(consumed, text.size());
-    std::size_t line = 1, column = 1;
-    for (std::size_t i = 0; i < offset; ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        column = 1;
-      } else {
-        ++column;
-      }
-    }
-    throw input_error(
-        file, "",
-        "malformed JSON at line " + std::to_string(line) + ", column " + std::to_string(column) + ": " + ec.message());
-  }
-  return parser.release();
-}
-
-// Reads the keys of one JSON object, each at most once, remembering which were read so that
-// finish() can reject the ones nobody asked for.
-class object_reader {
- public:
-  object_reader(const json::value& v, std::string file, std::string path)
-      : m_file(std::move(file)), m_path(std::move(path)) {
-    if (!v.is_object())
-      throw input_error(m_file, m_path.empty() ? "(top level)" : m_path,
-                        std::string("expected an object, got ") + type_name(v));
-    m_obj = &v.as_object();
-  }
-
-  const std::string& file() const { return m_file; }
-  std::string key_path(std::string_view key) const { return join_path(m_path, key); }
-
-  const json::value* find(std::string_view key) {
-    m_known.insert(std::string(key));
-    auto it = m_obj->find(key);
-    return it == m_obj->end() ? nullptr : &it->value();
-  }
-  bool has(std::string_view key) const { return m_obj->contains(key); }
-
-  const json::value& require(std::string_view key) {
-    const json::value* v = find(key);
-    if (!v) throw input_error(m_file, key_path(key), "missing required key");
-    return *v;
-  }
-
-  std::int64_t integer(const json::value& v, std::string_view key, std::int64_t lo, std::int64_t hi) const {
-    std::int64_t out = 0;
-    if (v.is_int64()) {
-      out = v.as_int64();
-    } else if (v.is_uint64()) {
-      if (v.as_uint64() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-        throw input_error(m_file, key_path(key), "value too large");
-      out = static_cast<std::int64_t>(v.as_uint64());
-    } else if (v.is_double()) {
-      throw input_error(m_file, key_path(key), "expected an integer, got " + fmt_num(v.as_double()));
-    } else {
-      throw input_error(m_file, key_path(key), std::string("expected an integer, got ") + type_name(v));
-    }
-    if (out < lo || out > hi)
-      throw input_error(
-          m_file, key_path(key),
-          "value " + std::to_string(out) + " out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-    return out;
-  }
-
-  int get_int(std::string_view key, std::int64_t lo, std::int64_t hi) {
-    return static_cast<int>(integer(require(key), key, lo, hi));
-  }
-  std::optional<int> opt_int(std::string_view key, std::int64_t lo, std::int64_t hi) {
-    const json::value* v = find(key);
-    if (!v) return std::nullopt;
-    return static_cast<int>(integer(*v, key, lo, hi));
-  }
-
-  double number(const json::value& v, std::string_view key) const {
-    if (!v.is_number()) throw input_error(m_file, key_path(key), std::string("expected a number, got ") + type_name(v));
-    double d = v.to_number<double>();
-    if (!std::isfinite(d)) throw input_error(m_file, key_path(key), "not a finite number");
-    return d;
-  }
-  double get_number(std::string_view key) { return number(require(key), key); }
-  std::optional<double> opt_number(std::string_view key) {
-    const json::value* v = find(key);
-    if (!v) return std::nullopt;
-    return number(*v, key);
-  }
-  // A number that must be > 0 (rates, sizes).
-  double get_positive(std::string_view key) {
-    double d = get_number(key);
-    if (d <= 0) throw input_error(m_file, key_path(key), "must be > 0, got " + fmt_num(d));
-    return d;
-  }
-  double get_non_negative(std::string_view key, double fallback) {
-    auto d = opt_number(key);
-    if (!d) return fallback;
-    if (*d < 0) throw input_error(m_file, key_path(key), "must be >= 0, got " + fmt_num(*d));
-    return *d;
-  }
-
-  std::string string(const json::value& v, std::string_view key) const {
-    if (!v.is_string()) throw input_error(m_file, key_path(key), std::string("expected a string, got ") + type_name(v));
-    return std::string(v.as_string());
-  }
-  std::string get_string(std::string_view key) { return string(require(key), key); }
-  std::optional<std::string> opt_string(std::string_view key) {
-    const json::value* v = find(key);
-    if (!v) return std::nullopt;
-    return string(*v, key);
-  }
-
-  // Rejects keys that no one read.
-  void finish() const {
-    for (const auto& kv : *m_obj) {
-      if (m_known.count(std::string(kv.key()))) continue;
-      std::string known;
-      for (const auto& k : m_known) known += (known.empty() ? "" : ", ") + k;
-      throw input_error(m_file, key_path(kv.key()), "unknown key (expected one of: " + known + ")");
-    }
-  }
-
-  static std::string fmt_num(double d) {
-    std::ostringstream s;
-    s << d;
-    return s.str();
-  }
-
- private:
-  const json::object* m_obj = nullptr;
-  std::string m_file;
-  std::string m_path;
-  std::set<std::string> m_known;
-};
+using object_reader = json_reader;
 
 mlp_kind parse_mlp(const std::string& s, const std::string& file, const std::string& key) {
   if (s == "gelu") return mlp_kind::gelu;
@@ -211,7 +50,7 @@ routing_spec parse_routing(object_reader& r, int n_layers) {
       out.sched = list.empty() ? schedule{} : parse_schedule(list, n_layers, file, r.key_path("schedule"));
     } else {
       throw input_error(file, r.key_path("schedule"),
-                        std::string("expected a string or an array of layer indices, got ") + type_name(*s));
+                        std::string("expected a string or an array of layer indices, got ") + json_type_name(*s));
     }
   } else {
     out.sched.kind = schedule_kind::every_other;
@@ -219,7 +58,7 @@ routing_spec parse_routing(object_reader& r, int n_layers) {
   if (const json::value* lc = r.find("layer_capacities")) {
     if (!lc->is_array())
       throw input_error(file, r.key_path("layer_capacities"),
-                        std::string("expected an array of n_layers numbers or nulls, got ") + type_name(*lc));
+                        std::string("expected an array of n_layers numbers or nulls, got ") + json_type_name(*lc));
     const auto& arr = lc->as_array();
     if (static_cast<int>(arr.size()) != n_layers)
       throw input_error(file, r.key_path("layer_capacities"),
@@ -231,7 +70,7 @@ routing_spec parse_routing(object_reader& r, int n_layers) {
       } else {
         double c = r.number(arr[i], key);
         if (!(c > 0 && c <= 1))
-          throw input_error(file, r.key_path(key), "capacity must be in (0, 1], got " + object_reader::fmt_num(c));
+          throw input_error(file, r.key_path(key), "capacity must be in (0, 1], got " + fmt_num(c));
         out.layer_capacities.emplace_back(c);
       }
     }
@@ -444,7 +283,7 @@ void validate_model(const model_spec& m, const std::string& file) {
   if (m.routing) {
     const routing_spec& r = *m.routing;
     if (!(r.capacity > 0 && r.capacity <= 1))
-      throw input_error(file, "routing.capacity", "must be in (0, 1], got " + object_reader::fmt_num(r.capacity));
+      throw input_error(file, "routing.capacity", "must be in (0, 1], got " + fmt_num(r.capacity));
     if (r.sched.kind == schedule_kind::every_nth && r.sched.n > m.n_layers)
       throw input_error(file, "routing.schedule",
                         "every_nth:" + std::to_string(r.sched.n) + " routes no layer of a " +
@@ -509,7 +348,7 @@ hardware_spec parse_hardware(std::string_view json_text, const std::string& file
   r.opt_string("notes");
   if (const json::value* c = r.find("calibration")) {
     if (!c->is_object())
-      throw input_error(file, "calibration", std::string("expected an object, got ") + type_name(*c));
+      throw input_error(file, "calibration", std::string("expected an object, got ") + json_type_name(*c));
     h.calibration_json = json::serialize(*c);
   }
   r.finish();

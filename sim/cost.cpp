@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "sim/error.hpp"
+#include "sim/json_reader.hpp"
 
 namespace modsim::sim {
 
@@ -114,99 +115,7 @@ double gemm_waves(std::string_view op, const expected_op_shape& s, const hardwar
 
 namespace {
 
-const char* type_name(const json::value& v) {
-  switch (v.kind()) {
-    case json::kind::null:
-      return "null";
-    case json::kind::bool_:
-      return "a boolean";
-    case json::kind::int64:
-    case json::kind::uint64:
-    case json::kind::double_:
-      return "a number";
-    case json::kind::string:
-      return "a string";
-    case json::kind::array:
-      return "an array";
-    case json::kind::object:
-      return "an object";
-  }
-  return "a value";
-}
-
-std::string fmt_num(double d) {
-  std::ostringstream s;
-  s << d;
-  return s.str();
-}
-
-// Strict reader of one JSON object (the style of sim/config.cpp): every key read is
-// remembered, finish() rejects the others.
-class reader {
- public:
-  reader(const json::value& v, std::string file, std::string path) : m_file(std::move(file)), m_path(std::move(path)) {
-    if (!v.is_object()) throw input_error(m_file, m_path, std::string("expected an object, got ") + type_name(v));
-    m_obj = &v.as_object();
-  }
-  std::string key_path(std::string_view key) const { return m_path + "." + std::string(key); }
-  const std::string& file() const { return m_file; }
-
-  const json::value* find(std::string_view key) {
-    m_known.insert(std::string(key));
-    auto it = m_obj->find(key);
-    return it == m_obj->end() ? nullptr : &it->value();
-  }
-  const json::value& require(std::string_view key) {
-    const json::value* v = find(key);
-    if (!v) throw input_error(m_file, key_path(key), "missing required key");
-    return *v;
-  }
-  double number(std::string_view key, double lo = -std::numeric_limits<double>::infinity()) {
-    const json::value& v = require(key);
-    if (!v.is_number()) throw input_error(m_file, key_path(key), std::string("expected a number, got ") + type_name(v));
-    const double d = v.to_number<double>();
-    if (!std::isfinite(d)) throw input_error(m_file, key_path(key), "not a finite number");
-    if (d < lo) throw input_error(m_file, key_path(key), "must be >= " + fmt_num(lo) + ", got " + fmt_num(d));
-    return d;
-  }
-  int integer(std::string_view key, std::int64_t lo, std::int64_t hi) {
-    const json::value& v = require(key);
-    if (!v.is_int64() && !v.is_uint64())
-      throw input_error(m_file, key_path(key), std::string("expected an integer, got ") + type_name(v));
-    const std::int64_t i =
-        v.is_int64() ? v.as_int64()
-                     : static_cast<std::int64_t>(std::min<std::uint64_t>(v.as_uint64(), std::uint64_t(hi) + 1));
-    if (i < lo || i > hi)
-      throw input_error(
-          m_file, key_path(key),
-          "value " + std::to_string(i) + " out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-    return static_cast<int>(i);
-  }
-  std::string string(std::string_view key) {
-    const json::value& v = require(key);
-    if (!v.is_string()) throw input_error(m_file, key_path(key), std::string("expected a string, got ") + type_name(v));
-    return std::string(v.as_string());
-  }
-  const json::array& array(std::string_view key) {
-    const json::value& v = require(key);
-    if (!v.is_array()) throw input_error(m_file, key_path(key), std::string("expected an array, got ") + type_name(v));
-    return v.as_array();
-  }
-  void finish() const {
-    for (const auto& kv : *m_obj) {
-      if (m_known.count(std::string(kv.key()))) continue;
-      std::string known;
-      for (const auto& k : m_known) known += (known.empty() ? "" : ", ") + k;
-      throw input_error(m_file, key_path(kv.key()), "unknown key (expected one of: " + known + ")");
-    }
-  }
-
- private:
-  const json::object* m_obj = nullptr;
-  std::string m_file;
-  std::string m_path;
-  std::set<std::string> m_known;
-};
+using reader = json_reader;
 
 dtype dtype_of(const std::string& s, const std::string& file, const std::string& key) {
   if (s == "fp32") return dtype::fp32;
@@ -224,18 +133,18 @@ bool known_op(std::string_view op) {
 efficiency_curve parse_curve(const json::value& v, const std::string& file, const std::string& path) {
   reader r(v, file, path);
   efficiency_curve c;
-  c.op = r.string("op");
+  c.op = r.get_string("op");
   if (!known_op(c.op)) throw input_error(file, r.key_path("op"), "unknown op '" + c.op + "'");
-  c.type = dtype_of(r.string("dtype"), file, r.key_path("dtype"));
-  c.fixed_s = r.number("fixed_s", 0.0);
-  c.samples = r.integer("samples", 0, std::numeric_limits<int>::max());
-  c.rms_rel_error = r.number("rms_rel_error", 0.0);
-  const json::array& knots = r.array("knots");
+  c.type = dtype_of(r.get_string("dtype"), file, r.key_path("dtype"));
+  c.fixed_s = r.get_number("fixed_s", 0.0);
+  c.samples = r.get_int("samples", 0, std::numeric_limits<int>::max());
+  c.rms_rel_error = r.get_number("rms_rel_error", 0.0);
+  const json::array& knots = r.get_array("knots");
   if (knots.empty()) throw input_error(file, r.key_path("knots"), "needs at least one knot");
   for (std::size_t i = 0; i < knots.size(); ++i) {
     reader k(knots[i], file, r.key_path("knots") + "[" + std::to_string(i) + "]");
-    const double x = k.number("log10_work");
-    const double g = k.number("inv_efficiency", 0.0);
+    const double x = k.get_number("log10_work");
+    const double g = k.get_number("inv_efficiency", 0.0);
     k.finish();
     if (!c.log10_work.empty() && x <= c.log10_work.back())
       throw input_error(file, k.key_path("log10_work"), "knots must be in ascending order of log10_work");
@@ -275,22 +184,22 @@ calibration parse_calibration(std::string_view json_text, const std::string& fil
   }
   reader r(v, file, "calibration");
   calibration c;
-  c.format = r.integer("format", 1, 1);
-  c.date = r.string("date");
-  c.device = r.string("device");
-  c.backend = r.string("backend");
+  c.format = r.get_int("format", 1, 1);
+  c.date = r.get_string("date");
+  c.device = r.get_string("device");
+  c.backend = r.get_string("backend");
   r.find("model");  // a description in words; not read back
-  const json::array& sources = r.array("measurements");
+  const json::array& sources = r.get_array("measurements");
   for (std::size_t i = 0; i < sources.size(); ++i) {
     reader s(sources[i], file, r.key_path("measurements") + "[" + std::to_string(i) + "]");
     calibration_source src;
-    src.file = s.string("file");
-    src.rows = s.integer("rows", 0, std::numeric_limits<int>::max());
-    src.used_rows = s.integer("used_rows", 0, std::numeric_limits<int>::max());
+    src.file = s.get_string("file");
+    src.rows = s.get_int("rows", 0, std::numeric_limits<int>::max());
+    src.used_rows = s.get_int("used_rows", 0, std::numeric_limits<int>::max());
     s.finish();
     c.sources.push_back(std::move(src));
   }
-  const json::array& curves = r.array("curves");
+  const json::array& curves = r.get_array("curves");
   if (curves.empty()) throw input_error(file, r.key_path("curves"), "needs at least one fitted op");
   for (std::size_t i = 0; i < curves.size(); ++i) {
     c.curves.push_back(parse_curve(curves[i], file, r.key_path("curves") + "[" + std::to_string(i) + "]"));
@@ -301,29 +210,29 @@ calibration parse_calibration(std::string_view json_text, const std::string& fil
   }
   {
     reader l(r.require("launch"), file, r.key_path("launch"));
-    c.launch_s = l.number("launch_s", 0.0);
-    c.in_layer_s_per_byte = l.number("in_layer_s_per_byte", 0.0);
-    c.launch_source = l.string("source");
-    c.launch_blocks = l.integer("blocks", 0, std::numeric_limits<int>::max());
+    c.launch_s = l.get_number("launch_s", 0.0);
+    c.in_layer_s_per_byte = l.get_number("in_layer_s_per_byte", 0.0);
+    c.launch_source = l.get_string("source");
+    c.launch_blocks = l.get_int("blocks", 0, std::numeric_limits<int>::max());
     l.finish();
   }
-  for (const auto& k : r.array("block_keys")) {
+  for (const auto& k : r.get_array("block_keys")) {
     if (!k.is_string()) throw input_error(file, r.key_path("block_keys"), "expected strings");
     c.block_keys.emplace_back(k.as_string());
   }
   {
     reader p(r.require("roofline"), file, r.key_path("roofline"));
     reader pm(p.require("peak_matmul_flops"), file, p.key_path("peak_matmul_flops"));
-    c.peak_matmul_fp32 = pm.number("fp32", 0.0);
-    c.peak_matmul_bf16 = pm.number("bf16", 0.0);
-    c.peak_matmul_fp16 = pm.number("fp16", 0.0);
+    c.peak_matmul_fp32 = pm.get_number("fp32", 0.0);
+    c.peak_matmul_bf16 = pm.get_number("bf16", 0.0);
+    c.peak_matmul_fp16 = pm.get_number("fp16", 0.0);
     pm.finish();
     reader pv(p.require("peak_vector_flops"), file, p.key_path("peak_vector_flops"));
-    c.peak_vector_fp32 = pv.number("fp32", 0.0);
-    c.peak_vector_bf16 = pv.number("bf16", 0.0);
-    c.peak_vector_fp16 = pv.number("fp16", 0.0);
+    c.peak_vector_fp32 = pv.get_number("fp32", 0.0);
+    c.peak_vector_bf16 = pv.get_number("bf16", 0.0);
+    c.peak_vector_fp16 = pv.get_number("fp16", 0.0);
     pv.finish();
-    c.memory_bandwidth_bytes_s = p.number("memory_bandwidth_bytes_s", 0.0);
+    c.memory_bandwidth_bytes_s = p.get_number("memory_bandwidth_bytes_s", 0.0);
     p.finish();
   }
   r.finish();

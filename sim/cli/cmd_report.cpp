@@ -90,12 +90,10 @@ bool profile_cpu(const std::string& csv, bool fresh, const profiler::grid& grid,
     if (now - last < std::chrono::seconds(10) && p.current) return;
     last = now;
     const double eta = p.done ? p.elapsed_s / static_cast<double>(p.done) * static_cast<double>(p.total - p.done) : 0.0;
-    std::cerr << fmt::format(
-        "report: profiling this CPU ({}): {}/{} points, {:.0f} s elapsed, ~{:.0f} s left\n", what, p.done, p.total,
-        p.elapsed_s, eta);
+    std::cerr << fmt::format("report: profiling this CPU ({}): {}/{} points, {:.0f} s elapsed, ~{:.0f} s left\n", what,
+                             p.done, p.total, p.elapsed_s, eta);
   };
-  std::cerr << fmt::format("report: profiling this CPU ({}, {}), {} points\n", be->device(), what,
-                           plan.points.size());
+  std::cerr << fmt::format("report: profiling this CPU ({}, {}), {} points\n", be->device(), what, plan.points.size());
   g_stop.store(false);
   auto previous = std::signal(SIGINT, on_report_sigint);
   const profiler::run_result res = profiler::run_points(*be, plan.points, writer, ro);
