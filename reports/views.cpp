@@ -16,24 +16,6 @@ std::string class_label(const std::string& c) {
   return it == words.end() ? c : it->second;
 }
 
-namespace {
-std::string variant_group(sim::sweep_variant v) {
-  switch (v) {
-    case sim::sweep_variant::dense:
-      return "dense";
-    case sim::sweep_variant::mod:
-      return "MoD";
-    case sim::sweep_variant::moe:
-      return "MoE";
-    case sim::sweep_variant::mode_staged:
-      return "MoDE staged";
-    case sim::sweep_variant::mode_integrated:
-      return "MoDE integrated";
-  }
-  return "?";
-}
-}  // namespace
-
 pareto_chart_input sweep_chart(const sim::sweep_result& r, const std::string& hardware) {
   pareto_chart_input in;
   in.title = fmt::format("Predicted wall-clock vs FLOPs, {} configurations on {}", r.points.size(), hardware);
@@ -45,7 +27,7 @@ pareto_chart_input sweep_chart(const sim::sweep_result& r, const std::string& ha
     if (!p.feasible) continue;
     scatter_point s;
     s.label = static_cast<int>(i) == paper ? "paper: " + p.description : p.description;
-    s.group = variant_group(p.variant);
+    s.group = sim::display_name(p.variant);
     s.flops = static_cast<double>(p.matmul_flops);
     s.time_s = p.time_s;
     s.pareto = p.pareto;
@@ -80,7 +62,7 @@ bar_chart_input variants_chart(const sim::sweep_result& v) {
   bar_set time{"predicted time", {}, 1};
   for (const auto& p : v.points) {
     if (!p.feasible) continue;
-    in.categories.push_back(variant_group(p.variant));
+    in.categories.push_back(sim::display_name(p.variant));
     flops.values.push_back(p.flops_ratio);
     time.values.push_back(p.time_ratio);
   }

@@ -40,6 +40,22 @@ const char* to_string(sweep_variant v) {
   return "?";
 }
 
+const char* display_name(sweep_variant v) {
+  switch (v) {
+    case sweep_variant::dense:
+      return "dense";
+    case sweep_variant::mod:
+      return "MoD";
+    case sweep_variant::moe:
+      return "MoE";
+    case sweep_variant::mode_staged:
+      return "MoDE staged";
+    case sweep_variant::mode_integrated:
+      return "MoDE integrated";
+  }
+  return "?";
+}
+
 sweep_variant parse_sweep_variant(std::string_view text, const std::string& key) {
   if (text == "dense") return sweep_variant::dense;
   if (text == "mod") return sweep_variant::mod;

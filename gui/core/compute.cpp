@@ -70,22 +70,6 @@ double capacityOf(const sim::model_spec& m) {
   return m.routing->capacity;
 }
 
-std::string variantNameOf(sim::sweep_variant v) {
-  switch (v) {
-    case sim::sweep_variant::dense:
-      return "dense";
-    case sim::sweep_variant::mod:
-      return "MoD";
-    case sim::sweep_variant::moe:
-      return "MoE";
-    case sim::sweep_variant::mode_staged:
-      return "MoDE staged";
-    case sim::sweep_variant::mode_integrated:
-      return "MoDE integrated";
-  }
-  return "?";
-}
-
 }  // namespace
 
 std::string variantName(const sim::model_spec& m) {
@@ -194,7 +178,7 @@ SweepResult computeSweep(const ExplorerConfig& config, const SweepAxes& axes, co
     SweepPoint p;
     p.capacity = sp.capacity;
     p.schedule = sp.schedule;
-    p.variant = variantNameOf(sp.variant);
+    p.variant = sim::display_name(sp.variant);
     p.matmulFlops = sp.matmul_flops;
     p.timeS = sp.time_s;
     p.model = sp.model;
