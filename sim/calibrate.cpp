@@ -16,6 +16,7 @@
 
 #include "sim/config.hpp"
 #include "sim/error.hpp"
+#include "sim/kernel_fit.hpp"
 
 namespace modsim::sim {
 
@@ -39,6 +40,8 @@ calibration_sample sample_of(const measured_point& p) {
   s.type = p.type;
   s.capacity = p.capacity;
   s.measured_s = p.median_s;
+  s.timing = p.timing;
+  s.attention = p.attention;
   s.backend = p.backend;
   s.device = p.device;
   s.key = p.key;
@@ -80,18 +83,53 @@ calibration_sample sample_of(const measured_point& p) {
   return s;
 }
 
+kernel_row kernel_row_of(const calibration_sample& s) {
+  kernel_row r;
+  r.type = s.type;
+  r.measured_s = s.measured_s;
+  try {
+    if (s.is_block()) {
+      const op_shape x = block_op_shape(s.op, s.shape, s.capacity, s.variant);
+      for (const op_cost& c : block_costs(s.op, s.shape, s.capacity, s.variant)) {
+        const std::vector<kernel_work> k = gpu_kernels(c.op, x);
+        r.kernels.insert(r.kernels.end(), k.begin(), k.end());
+      }
+      r.timing = kernel_row::kind::block;
+      r.weight = 3;
+    } else {
+      r.kernels = gpu_kernels(s.op, s.shape);
+      r.timing = s.timing == "in_block" ? kernel_row::kind::in_block_op : kernel_row::kind::isolated_op;
+    }
+  } catch (const error& e) {
+    throw input_error(s.where, "op", e.what());
+  }
+  return r;
+}
+
 block_prediction predict_sample(const calibration_sample& s, const cost_model& model) {
   block_prediction b;
+  if (const std::optional<dtype> kt = model.kernel_model_dtype(s.type)) {
+    kernel_row r = kernel_row_of(s);
+    r.type = *kt;
+    const kernel_params& p = *model.kernel_model();
+    for (const kernel_work& k : r.kernels) b.ops_s += kernel_device_s(k, r.type, p, model.hardware(), true);
+    b.kernels = static_cast<int>(r.kernels.size());
+    b.total_s = predict_row(r, p, model.hardware());
+    b.overhead_s = b.total_s - b.ops_s;
+    return b;
+  }
   if (!s.is_block()) {
     const op_time t = model.time_of(s.cost, s.shape, s.type);
-    b.ops_s = t.time_s;
+    // An op row is the op measured alone: no launch overhead, no in-layer refetch.
+    b.ops_s = t.isolated_s;
     b.kernels = t.kernels;
-  } else {
-    for (const op_cost& c : block_costs(s.op, s.shape, s.capacity, s.variant)) {
-      const op_time t = model.time_of(c, s.shape, s.type);
-      b.ops_s += t.time_s;
-      b.kernels += t.kernels;
-    }
+    b.total_s = b.ops_s;
+    return b;
+  }
+  for (const op_cost& c : block_costs(s.op, s.shape, s.capacity, s.variant)) {
+    const op_time t = model.time_of(c, s.shape, s.type);
+    b.ops_s += t.time_s;
+    b.kernels += t.kernels;
   }
   b.overhead_s = b.kernels * model.launch_s();
   b.total_s = b.ops_s + b.overhead_s;
@@ -379,6 +417,34 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<calibrati
   c.peak_vector_fp16 = hw.peak_vector_flops.fp16;
   c.memory_bandwidth_bytes_s = hw.memory_bandwidth_bytes_s;
 
+  // A GPU: the kernel-sequence model, fitted on every row (isolated ops, in-block ops and
+  // blocks alike).
+  if (hw.kind == "gpu") {
+    std::vector<kernel_row> rows;
+    std::vector<std::string> keys;
+    int blocks = 0;
+    for (const auto& s : samples) {
+      rows.push_back(kernel_row_of(s));
+      if (std::find(c.kernel_dtypes.begin(), c.kernel_dtypes.end(), s.type) == c.kernel_dtypes.end())
+        c.kernel_dtypes.push_back(s.type);
+      if (s.is_block()) {
+        ++blocks;
+        keys.push_back(s.key);
+      }
+    }
+    const kernel_fit_result fit = fit_kernel_params(hw, rows);
+    c.format = 2;
+    c.kernels = fit.params;
+    c.launch_s = fit.params.gap_s;
+    c.launch_blocks = blocks;
+    c.launch_source = "kernel-sequence model fitted on " + std::to_string(rows.size()) + " rows (" +
+                      std::to_string(blocks) + " blocks): gap_s between kernels, host_s per enqueue";
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    c.block_keys = std::move(keys);
+    return c;
+  }
+
   hardware_spec plain = hw;
   plain.calibration_json.clear();
   const cost_model roofline(plain);
@@ -633,6 +699,68 @@ validation_summary summarize(const std::vector<validation_point>& points) {
   std::vector<double> e;
   for (const auto& p : points) e.push_back(p.error_pct);
   return summarize_errors(e);
+}
+
+std::string shape_group_of(const calibration_sample& s) {
+  const op_shape& x = s.shape;
+  return "B" + std::to_string(x.batch) + " S" + std::to_string(x.seq_len) + " d" + std::to_string(x.d_model) + " h" +
+         std::to_string(x.n_heads) + " kv" + std::to_string(x.n_kv_heads) + " ff" + std::to_string(x.d_ff) + " " +
+         to_string(x.mlp);
+}
+
+cross_validation_summary cross_validation_result::summary() const {
+  cross_validation_summary c;
+  c.folds = folds;
+  const validation_summary b = summarize(blocks), o = summarize(ops);
+  c.blocks = b.points;
+  c.median_abs_pct_error = b.median_abs_pct_error;
+  c.p90_abs_pct_error = b.p90_abs_pct_error;
+  c.max_abs_pct_error = b.max_abs_pct_error;
+  c.ops = o.points;
+  c.op_median_abs_pct_error = o.median_abs_pct_error;
+  c.op_p90_abs_pct_error = o.p90_abs_pct_error;
+  return c;
+}
+
+cross_validation_result cross_validate(const hardware_spec& hw, const std::vector<calibration_sample>& samples,
+                                       int folds, const fit_options& options) {
+  if (folds < 2) throw input_error("", "--cv", "needs at least 2 folds, got " + std::to_string(folds));
+  std::vector<std::string> groups;
+  for (const auto& s : samples) groups.push_back(shape_group_of(s));
+  std::vector<std::string> distinct = groups;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  if (static_cast<int>(distinct.size()) < folds)
+    throw input_error("", "--cv",
+                      std::to_string(folds) + " folds need at least " + std::to_string(folds) +
+                          " shapes; the measurements have " + std::to_string(distinct.size()));
+  std::vector<int> fold_of(samples.size());
+  for (std::size_t i = 0; i < samples.size(); ++i)
+    fold_of[i] = static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), groups[i]) - distinct.begin()) %
+                 folds;
+  hardware_spec plain = hw;
+  plain.calibration_json.clear();
+  cross_validation_result out;
+  out.folds = folds;
+  out.groups = static_cast<int>(distinct.size());
+  for (int f = 0; f < folds; ++f) {
+    std::vector<calibration_sample> train, test;
+    for (std::size_t i = 0; i < samples.size(); ++i) (fold_of[i] == f ? test : train).push_back(samples[i]);
+    if (test.empty()) continue;
+    const calibration c = fit_calibration(plain, train, {}, "cross-validation fold " + std::to_string(f + 1), options);
+    const cost_model model = with_calibration(plain, c);
+    for (const auto& s : test) {
+      const block_prediction b = predict_sample(s, model);
+      validation_point p;
+      p.sample = s;
+      p.predicted_s = b.total_s;
+      p.ops_s = b.ops_s;
+      p.overhead_s = b.overhead_s;
+      p.error_pct = 100.0 * (b.total_s - s.measured_s) / s.measured_s;
+      (s.is_block() ? out.blocks : out.ops).push_back(std::move(p));
+    }
+  }
+  return out;
 }
 
 std::string utc_now_iso8601() {

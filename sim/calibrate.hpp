@@ -52,6 +52,8 @@ struct measured_point {
   int noop_experts = 0;
   double capacity_factor = 0;
   double median_s = 0;
+  std::string timing = "isolated";    // isolated | in_block (the measurements CSV's timing column)
+  std::string attention = "unfused";  // unfused | fused
   std::string backend;  // cpu | cuda
   std::string device;
   std::string key;    // a stable identity of the shape (the profiler's point key)
@@ -67,6 +69,8 @@ struct calibration_sample {
   mode_variant variant = mode_variant::staged;  // layer_mode only
   op_cost cost;                                 // the op's cost; for a block, the sum of its ops
   double measured_s = 0;
+  std::string timing = "isolated";  // isolated | in_block
+  std::string attention = "unfused";
   std::string backend, device, key, where;
 
   bool is_block() const { return op == "block_dense" || op == "block_mod" || op == "layer_mode"; }
@@ -144,6 +148,31 @@ std::vector<validation_point> validate_blocks(const std::vector<calibration_samp
 validation_summary summarize(const std::vector<validation_point>& points);
 // The same from plain signed percentage errors.
 validation_summary summarize_errors(const std::vector<double>& error_pct);
+
+// ------------------------------------------------------------------------------------------
+// Cross-validation grouped by shape.
+// ------------------------------------------------------------------------------------------
+// The rows are grouped by shape (batch, seq_len, d_model, n_heads, n_kv_heads, d_ff, mlp: a
+// block and every op row measured at its shape, whatever the capacity or variant, share a
+// group); the sorted groups are dealt round-robin into K folds; each fold's rows are
+// predicted by a calibration fitted on the other folds only. So a block is never predicted
+// by a fit that saw it or any op of its shape.
+
+// The group of a sample ("B8 S2048 d2048 h16 kv16 ff8192 gelu").
+std::string shape_group_of(const calibration_sample& s);
+
+struct cross_validation_result {
+  int folds = 0;
+  int groups = 0;
+  std::vector<validation_point> blocks;  // every block row, predicted out of fold
+  std::vector<validation_point> ops;     // every single-op row, predicted out of fold
+  cross_validation_summary summary() const;
+};
+
+// Throws modsim::error(bad_input) when folds < 2 or there are fewer shape groups than folds,
+// and whatever fit_calibration throws for a fold.
+cross_validation_result cross_validate(const hardware_spec& hw, const std::vector<calibration_sample>& samples,
+                                       int folds, const fit_options& options = {});
 
 // The current UTC time, ISO 8601 ("2025-01-31T12:00:00Z").
 std::string utc_now_iso8601();

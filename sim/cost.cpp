@@ -35,6 +35,10 @@ double efficiency_curve::time_s(double roofline_s, double quantised_roofline_s) 
   return fixed_s + quantised_roofline_s * inv_efficiency_at(roofline_s);
 }
 
+bool calibration::kernel_model_fitted_on(dtype t) const {
+  return kernels && std::find(kernel_dtypes.begin(), kernel_dtypes.end(), t) != kernel_dtypes.end();
+}
+
 const efficiency_curve* calibration::curve(std::string_view op, dtype t) const {
   for (const auto& c : curves)
     if (c.op == op && c.type == t) return &c;
@@ -155,6 +159,100 @@ efficiency_curve parse_curve(const json::value& v, const std::string& file, cons
   return c;
 }
 
+// A number in [lo, 1].
+double get_fraction(reader& r, std::string_view key, double lo) {
+  const double v = r.get_number(key, lo);
+  if (v > 1) throw input_error(r.file(), r.key_path(key), "must be <= 1, got " + fmt_num(v));
+  return v;
+}
+
+kernel_params parse_kernels(const json::value& v, const std::string& file, const std::string& path,
+                            std::vector<dtype>& dtypes) {
+  reader r(v, file, path);
+  kernel_params p;
+  p.event_s = r.get_number("event_s", 0.0);
+  p.host_s = r.get_number("host_s", 0.0);
+  p.gap_s = r.get_number("gap_s", 0.0);
+  p.warm_fraction = get_fraction(r, "warm_fraction", 0.0);
+  const json::array& types = r.get_array("dtypes");
+  if (types.empty()) throw input_error(file, r.key_path("dtypes"), "needs at least one dtype");
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    const std::string key = r.key_path("dtypes") + "[" + std::to_string(i) + "]";
+    if (!types[i].is_string()) throw input_error(file, key, "expected a string");
+    dtypes.push_back(dtype_of(std::string(types[i].as_string()), file, key));
+  }
+  const json::array& classes = r.get_array("classes");
+  for (std::size_t i = 0; i < classes.size(); ++i) {
+    reader c(classes[i], file, r.key_path("classes") + "[" + std::to_string(i) + "]");
+    kernel_kind k;
+    try {
+      k = kernel_kind_of(c.get_string("kind"));
+    } catch (const error& e) {
+      throw input_error(file, c.key_path("kind"), e.what());
+    }
+    kernel_class_params& cp = p.of(k);
+    cp.floor_s = c.get_number("floor_s", 0.0);
+    cp.compute_efficiency = get_fraction(c, "compute_efficiency", 1e-9);
+    cp.bandwidth_efficiency = get_fraction(c, "bandwidth_efficiency", 1e-9);
+    cp.per_item_s = c.get_number("per_item_s", 0.0);
+    c.finish();
+  }
+  r.finish();
+  return p;
+}
+
+json::object kernels_json(const kernel_params& p, const std::vector<dtype>& dtypes) {
+  json::object o;
+  o["event_s"] = p.event_s;
+  o["host_s"] = p.host_s;
+  o["gap_s"] = p.gap_s;
+  o["warm_fraction"] = p.warm_fraction;
+  json::array types;
+  for (dtype t : dtypes) types.emplace_back(to_string(t));
+  o["dtypes"] = std::move(types);
+  json::array classes;
+  for (int i = 0; i < kernel_kind_count; ++i) {
+    const kernel_class_params& c = p.kinds[static_cast<std::size_t>(i)];
+    json::object co;
+    co["kind"] = to_string(static_cast<kernel_kind>(i));
+    co["floor_s"] = c.floor_s;
+    co["compute_efficiency"] = c.compute_efficiency;
+    co["bandwidth_efficiency"] = c.bandwidth_efficiency;
+    co["per_item_s"] = c.per_item_s;
+    classes.push_back(std::move(co));
+  }
+  o["classes"] = std::move(classes);
+  return o;
+}
+
+cross_validation_summary parse_cv(const json::value& v, const std::string& file, const std::string& path) {
+  reader r(v, file, path);
+  cross_validation_summary c;
+  c.folds = r.get_int("folds", 2, 1000);
+  c.blocks = r.get_int("blocks", 0, std::numeric_limits<int>::max());
+  c.median_abs_pct_error = r.get_number("median_abs_pct_error", 0.0);
+  c.p90_abs_pct_error = r.get_number("p90_abs_pct_error", 0.0);
+  c.max_abs_pct_error = r.get_number("max_abs_pct_error", 0.0);
+  c.ops = r.get_int("ops", 0, std::numeric_limits<int>::max());
+  c.op_median_abs_pct_error = r.get_number("op_median_abs_pct_error", 0.0);
+  c.op_p90_abs_pct_error = r.get_number("op_p90_abs_pct_error", 0.0);
+  r.finish();
+  return c;
+}
+
+json::object cv_json(const cross_validation_summary& c) {
+  json::object o;
+  o["folds"] = c.folds;
+  o["blocks"] = c.blocks;
+  o["median_abs_pct_error"] = c.median_abs_pct_error;
+  o["p90_abs_pct_error"] = c.p90_abs_pct_error;
+  o["max_abs_pct_error"] = c.max_abs_pct_error;
+  o["ops"] = c.ops;
+  o["op_median_abs_pct_error"] = c.op_median_abs_pct_error;
+  o["op_p90_abs_pct_error"] = c.op_p90_abs_pct_error;
+  return o;
+}
+
 json::object curve_json(const efficiency_curve& c) {
   json::object o;
   o["op"] = c.op;
@@ -184,7 +282,7 @@ calibration parse_calibration(std::string_view json_text, const std::string& fil
   }
   reader r(v, file, "calibration");
   calibration c;
-  c.format = r.get_int("format", 1, 1);
+  c.format = r.get_int("format", 1, 2);
   c.date = r.get_string("date");
   c.device = r.get_string("device");
   c.backend = r.get_string("backend");
@@ -199,8 +297,12 @@ calibration parse_calibration(std::string_view json_text, const std::string& fil
     s.finish();
     c.sources.push_back(std::move(src));
   }
+  if (const json::value* k = r.find("kernels")) c.kernels = parse_kernels(*k, file, r.key_path("kernels"), c.kernel_dtypes);
+  if (const json::value* cv = r.find("cross_validation"))
+    c.cross_validation = parse_cv(*cv, file, r.key_path("cross_validation"));
   const json::array& curves = r.get_array("curves");
-  if (curves.empty()) throw input_error(file, r.key_path("curves"), "needs at least one fitted op");
+  if (curves.empty() && !c.kernels)
+    throw input_error(file, r.key_path("curves"), "needs at least one fitted op (or a kernels model)");
   for (std::size_t i = 0; i < curves.size(); ++i) {
     c.curves.push_back(parse_curve(curves[i], file, r.key_path("curves") + "[" + std::to_string(i) + "]"));
     for (std::size_t j = 0; j < i; ++j)
@@ -243,9 +345,14 @@ std::string calibration_to_json(const calibration& c) {
   json::object o;
   o["format"] = c.format;
   o["model"] =
-      "per (op, dtype): time = fixed_s + roofline_s * g(log10(roofline_s)), g = 1/efficiency piecewise "
-      "linear between knots, clamped beyond; plus bytes * in_layer_s_per_byte inside a layer; plus launch_s per kernel "
-      "(sim/cost.hpp)";
+      c.kernels ? "GPU kernel-sequence model: each op is the kernels the CUDA backend launches, each kernel floor_s + a "
+                  "smooth max of compute (wave-quantised, compute_efficiency x peak) and memory (bandwidth_efficiency x "
+                  "bandwidth) or per_item_s x items; a sequence is a host queue (host_s per kernel) feeding a device queue "
+                  "(gap_s between kernels), warm_fraction of inputs served from L2, event_s per timed region "
+                  "(sim/kernel_model.hpp)"
+                : "per (op, dtype): time = fixed_s + roofline_s * g(log10(roofline_s)), g = 1/efficiency piecewise "
+                  "linear between knots, clamped beyond; plus bytes * in_layer_s_per_byte inside a layer; plus launch_s "
+                  "per kernel (sim/cost.hpp)";
   o["date"] = c.date;
   o["device"] = c.device;
   o["backend"] = c.backend;
@@ -261,6 +368,8 @@ std::string calibration_to_json(const calibration& c) {
   json::array curves;
   for (const auto& cv : c.curves) curves.push_back(curve_json(cv));
   o["curves"] = std::move(curves);
+  if (c.kernels) o["kernels"] = kernels_json(*c.kernels, c.kernel_dtypes);
+  if (c.cross_validation) o["cross_validation"] = cv_json(*c.cross_validation);
   json::object launch;
   launch["launch_s"] = c.launch_s;
   launch["in_layer_s_per_byte"] = c.in_layer_s_per_byte;
@@ -352,17 +461,51 @@ op_time cost_model::time_impl(const op_cost& c, const Shape& s, dtype t) const {
   r.waves = gemm_waves(c.op, s, m_hw);
   const double quantised = std::max(r.compute_s * r.waves, r.memory_s);
   r.time_s = quantised;
-  if (m_cal) {
-    const efficiency_curve* curve = m_cal->curve(c.op, t);
-    if (!curve) {
-      std::string_view alt = stand_in_of(c.op);
-      if (!alt.empty()) curve = m_cal->curve(alt, t);
-    }
-    if (curve) {
-      r.time_s = curve->time_s(r.roofline_s, quantised) + double(c.bytes) * m_cal->in_layer_s_per_byte;
+  r.isolated_s = quantised;
+  if (!m_cal) return r;
+  // fp16 on hardware whose tensor cores run fp16 and bf16 at one rate (and whose elements
+  // have the same size) is timed by the bf16 calibration when it has none of its own.
+  const bool fp16_as_bf16 = t == dtype::fp16 && m_hw.kind == "gpu" &&
+                            same_rate(m_hw.peak_matmul_flops.fp16, m_hw.peak_matmul_flops.bf16) &&
+                            same_rate(m_hw.peak_vector_flops.fp16, m_hw.peak_vector_flops.bf16);
+  if (const std::optional<dtype> kt = kernel_model_dtype(t)) {
+    const dtype used = *kt;
+    {
+      const kernel_params& p = *m_cal->kernels;
+      const std::vector<kernel_work> ks = gpu_kernels(c.op, s);
+      r.time_s = 0;
+      std::vector<double> cold;
+      for (const kernel_work& k : ks) {
+        r.kernel_s.push_back(kernel_device_s(k, used, p, m_hw, true));
+        r.time_s += r.kernel_s.back();
+        cold.push_back(kernel_device_s(k, used, p, m_hw, false));
+      }
+      r.isolated_s = p.event_s + sim::sequence_s(cold, p);
+      r.kernels = static_cast<int>(ks.size());
       r.calibrated = true;
-      r.calibrated_as = curve->op;
+      r.calibrated_as = c.op;
+      r.calibrated_dtype = used;
+      r.from_other_dtype = used != t;
+      return r;
     }
+  }
+  const efficiency_curve* curve = m_cal->curve(c.op, t);
+  dtype used = t;
+  if (!curve && fp16_as_bf16 && (curve = m_cal->curve(c.op, dtype::bf16)) != nullptr) used = dtype::bf16;
+  if (!curve) {
+    std::string_view alt = stand_in_of(c.op);
+    if (!alt.empty()) {
+      curve = m_cal->curve(alt, t);
+      if (!curve && fp16_as_bf16 && (curve = m_cal->curve(alt, dtype::bf16)) != nullptr) used = dtype::bf16;
+    }
+  }
+  if (curve) {
+    r.isolated_s = curve->time_s(r.roofline_s, quantised);
+    r.time_s = r.isolated_s + double(c.bytes) * m_cal->in_layer_s_per_byte;
+    r.calibrated = true;
+    r.calibrated_as = curve->op;
+    r.calibrated_dtype = used;
+    r.from_other_dtype = used != t;
   }
   return r;
 }
@@ -370,7 +513,46 @@ op_time cost_model::time_impl(const op_cost& c, const Shape& s, dtype t) const {
 op_time cost_model::time_of(const op_cost& c, const op_shape& s, dtype t) const { return time_impl(c, s, t); }
 op_time cost_model::time_of(const op_cost& c, const expected_op_shape& s, dtype t) const { return time_impl(c, s, t); }
 
-double cost_model::launch_s() const { return m_cal ? m_cal->launch_s : m_hw.kernel_launch_s; }
-double cost_model::host_enqueue_s() const { return m_hw.host_enqueue_s; }
+std::optional<dtype> cost_model::kernel_model_dtype(dtype t) const {
+  if (!kernel_model()) return std::nullopt;
+  if (m_cal->kernel_model_fitted_on(t)) return t;
+  const bool fp16_as_bf16 = t == dtype::fp16 && same_rate(m_hw.peak_matmul_flops.fp16, m_hw.peak_matmul_flops.bf16) &&
+                            same_rate(m_hw.peak_vector_flops.fp16, m_hw.peak_vector_flops.bf16);
+  if (fp16_as_bf16 && m_cal->kernel_model_fitted_on(dtype::bf16)) return dtype::bf16;
+  return std::nullopt;
+}
+
+const kernel_params* cost_model::kernel_model() const {
+  return m_cal && m_cal->kernels && m_hw.kind == "gpu" ? &*m_cal->kernels : nullptr;
+}
+
+double cost_model::launch_s() const {
+  if (const kernel_params* p = kernel_model()) return p->gap_s;
+  return m_cal ? m_cal->launch_s : m_hw.kernel_launch_s;
+}
+double cost_model::host_enqueue_s() const {
+  if (const kernel_params* p = kernel_model()) return p->host_s;
+  return m_hw.host_enqueue_s;
+}
+
+double cost_model::sequence_s(const std::vector<op_time>& ops) const {
+  const kernel_params* p = kernel_model();
+  double sum = 0;
+  int kernels = 0;
+  std::vector<double> device;
+  for (const op_time& t : ops) {
+    if (p && !t.kernel_s.empty()) {
+      device.insert(device.end(), t.kernel_s.begin(), t.kernel_s.end());
+    } else {
+      sum += t.time_s;
+      kernels += t.kernels;
+    }
+  }
+  if (!p) return sum + kernels * launch_s();
+  // Ops the kernel model did not time (another dtype) run as single kernels of their time.
+  for (const op_time& t : ops)
+    if (t.kernel_s.empty()) device.push_back(t.time_s);
+  return sim::sequence_s(device, *p);
+}
 
 }  // namespace modsim::sim

@@ -55,6 +55,7 @@
 #include <vector>
 
 #include "sim/flops.hpp"
+#include "sim/kernel_model.hpp"
 #include "sim/spec.hpp"
 
 namespace modsim::sim {
@@ -82,9 +83,23 @@ struct calibration_source {
   int used_rows = 0;  // rows the fit used (single ops of the calibrated dtypes; blocks for launch)
 };
 
+// How well a calibration predicts what it did not see: K-fold cross-validation grouped by
+// shape (sim/calibrate.hpp cross_validate), recorded by `modsim calibrate` so that every
+// prediction made with the calibration can show its expected error band.
+struct cross_validation_summary {
+  int folds = 0;
+  int blocks = 0;  // block rows predicted
+  double median_abs_pct_error = 0;
+  double p90_abs_pct_error = 0;
+  double max_abs_pct_error = 0;
+  int ops = 0;  // op rows predicted
+  double op_median_abs_pct_error = 0;
+  double op_p90_abs_pct_error = 0;
+};
+
 // The `calibration` block of a hardware file.
 struct calibration {
-  int format = 1;
+  int format = 1;  // 1: per-op curves (CPU); 2: adds the GPU kernel-sequence model
   std::string date;     // ISO 8601, UTC
   std::string device;   // the device column of the rows
   std::string backend;  // cpu | cuda
@@ -106,7 +121,14 @@ struct calibration {
   double peak_vector_fp32 = 0, peak_vector_bf16 = 0, peak_vector_fp16 = 0;
   double memory_bandwidth_bytes_s = 0;
 
+  // The GPU kernel-sequence model (sim/kernel_model.hpp), fitted on rows of `kernel_dtypes`;
+  // absent for a CPU calibration (which uses the curves).
+  std::optional<kernel_params> kernels;
+  std::vector<dtype> kernel_dtypes;
+  std::optional<cross_validation_summary> cross_validation;
+
   const efficiency_curve* curve(std::string_view op, dtype t) const;
+  bool kernel_model_fitted_on(dtype t) const;
 };
 
 // Parses a calibration block (JSON text) strictly; throws modsim::error(bad_input)
@@ -141,6 +163,14 @@ struct op_time {
   int kernels = 1;            // kernel launches the op takes
   bool calibrated = false;    // a learnt curve was used
   std::string calibrated_as;  // the curve's op (== op, or its stand-in); empty when not
+  // The dtype whose calibration timed the op: the op's own, or bf16 for fp16 on hardware whose
+  // tensor cores run both at one rate; empty when not calibrated.
+  dtype calibrated_dtype = dtype::fp32;
+  bool from_other_dtype = false;
+  // Kernel-sequence model only: the device time of each kernel (warm, inside a sequence), and
+  // the op as the profiler's isolated mode measures it (cold, with host and event costs).
+  std::vector<double> kernel_s;
+  double isolated_s = 0;
 
   bool memory_bound() const { return memory_s > compute_s; }
 };
@@ -165,6 +195,15 @@ class cost_model {
 
   double launch_s() const;        // device-side cost of one kernel launch
   double host_enqueue_s() const;  // host-side cost of enqueuing one kernel
+  // The GPU kernel-sequence model in use; null for the curves or the datasheet.
+  const kernel_params* kernel_model() const;
+  // The dtype whose kernel-model calibration times dtype `t` (t itself, or bf16 for fp16 on
+  // tensor-core hardware); empty when the kernel model does not cover `t`.
+  std::optional<dtype> kernel_model_dtype(dtype t) const;
+  // Seconds from the first enqueue to the end of the last kernel of `ops` run in this order on
+  // one stream: with the kernel model the host/device queue over their kernels; otherwise
+  // Σ time_s + kernels · launch_s.
+  double sequence_s(const std::vector<op_time>& ops) const;
 
  private:
   template <class Shape>

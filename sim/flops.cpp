@@ -492,27 +492,31 @@ std::vector<op_cost> layer_costs(const op_shape& s, layer_kind kind) {
   return out;
 }
 
-std::vector<op_cost> block_costs(std::string_view block, const op_shape& s, double capacity, mode_variant variant) {
+op_shape block_op_shape(std::string_view block, const op_shape& s, double capacity, mode_variant variant) {
   op_shape x = s;
   x.context = 0;
   x.tokens = s.seq_len;
-  if (block == "block_dense") return layer_costs(x, {false, false});
   if (block == "block_mod") {
     x.tokens = routed_tokens(capacity, s.seq_len);
-    return layer_costs(x, {true, false});
+  } else if (block == "layer_mode") {
+    if (variant != mode_variant::integrated) x.noop_experts = 0;
+    if (variant == mode_variant::staged) x.tokens = routed_tokens(capacity, s.seq_len);
   }
+  return x;
+}
+
+std::vector<op_cost> block_costs(std::string_view block, const op_shape& s, double capacity, mode_variant variant) {
+  const op_shape x = block_op_shape(block, s, capacity, variant);
+  if (block == "block_dense") return layer_costs(x, {false, false});
+  if (block == "block_mod") return layer_costs(x, {true, false});
   if (block == "layer_mode") {
     if (s.experts < 1) throw input_error("", "experts", "layer_mode needs at least one expert");
     switch (variant) {
       case mode_variant::moe:
-        x.noop_experts = 0;
-        return layer_costs(x, {false, true});
-      case mode_variant::staged:
-        x.noop_experts = 0;
-        x.tokens = routed_tokens(capacity, s.seq_len);
-        return layer_costs(x, {true, true});
       case mode_variant::integrated:
         return layer_costs(x, {false, true});
+      case mode_variant::staged:
+        return layer_costs(x, {true, true});
     }
   }
   throw input_error("", "op",

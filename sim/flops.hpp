@@ -182,6 +182,10 @@ struct layer_kind {
 // s.seq_len is S; the MoE fields of `s` are used when kind.moe.
 std::vector<op_cost> layer_costs(const op_shape& s, layer_kind kind);
 
+// The shape every op of `block` runs at (tokens = k at a routed block, no-op experts only in
+// an integrated layer): what block_costs evaluates its ops at.
+op_shape block_op_shape(std::string_view block, const op_shape& s, double capacity = 1.0,
+                        mode_variant variant = mode_variant::staged);
 // The ops of a measured block (the profiler's `op` column) at shape `s` (s.tokens is
 // ignored): "block_dense" = a dense layer over S tokens; "block_mod" = a routed layer at
 // `capacity` (k = routed_tokens(capacity, S)); "layer_mode" = one MoE layer of `variant`

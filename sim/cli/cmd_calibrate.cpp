@@ -24,20 +24,60 @@ namespace {
 namespace json = boost::json;
 
 const char* const k_usage =
-    "usage: modsim calibrate --measurements CSV [CSV...] --hardware HW --out HW_CAL.json [--format table|json]\n"
+    "usage: modsim calibrate --measurements CSV [CSV...] --hardware HW --out HW_CAL.json [--cv K] [--format table|json]\n"
     "\n"
-    "Fits the cost model to measurements from `modsim profile`: per op and dtype, an efficiency\n"
+    "GPU hardware: fits the kernel-sequence model (sim/kernel_model.hpp) to every row: each op is\n"
+    "the kernels the CUDA backend launches, each kernel a floor plus a wave-quantised compute /\n"
+    "bandwidth bound with fitted efficiencies (never above the datasheet), a host queue and the\n"
+    "gaps between kernels; isolated op rows (cold, alone), in-block op rows and whole blocks are\n"
+    "three views of the same kernels and are fitted together.\n"
+    "CPU hardware: per op and dtype, an efficiency\n"
     "curve over log(work) (work = the op's datasheet roofline time) and a fixed per-call cost,\n"
     "learnt from the single-op rows; the per-kernel launch overhead and the cost of refetching an\n"
     "op's bytes inside a layer from the block rows (block - sum of its predicted ops = kernels x\n"
     "launch + bytes x refetch). Writes a copy of HW with\n"
     "a `calibration` block (data, date, device, fitted parameters) to --out, through a\n"
     "temporary file. Block rows used here are recorded and never scored by `modsim validate`;\n"
-    "validate on blocks from another measurements file.";
+    "validate on blocks from another measurements file.\n"
+    "Either way the calibration is then cross-validated (--cv K folds by shape, default 5; 0 = skip)\n"
+    "and the expected error it found is recorded in the file, so that predictions made with it\n"
+    "show their error band.";
+
+void print_kernel_model(const sim::calibration& c) {
+  const sim::kernel_params& p = *c.kernels;
+  std::cout << "\nkernel-sequence model (per kernel class; efficiencies are shares of the datasheet peaks)\n";
+  std::cout << fmt::format("{:<13} {:>9} {:>11} {:>11} {:>12}\n", "kernel", "floor us", "compute eff", "bandwidth eff",
+                           "per item ns");
+  for (int i = 0; i < sim::kernel_kind_count; ++i) {
+    const auto k = static_cast<sim::kernel_kind>(i);
+    const sim::kernel_class_params& cp = p.of(k);
+    const bool gemm = k == sim::kernel_kind::gemm || k == sim::kernel_kind::batched_gemm;
+    const bool serial = k == sim::kernel_kind::topk || k == sim::kernel_kind::rank || k == sim::kernel_kind::choice;
+    std::cout << fmt::format("{:<13} {:>9.2f} {:>11} {:>11} {:>12}\n", sim::to_string(k), cp.floor_s * 1e6,
+                             gemm ? fmt::format("{:.3f}", cp.compute_efficiency) : std::string("-"),
+                             serial ? std::string("-") : fmt::format("{:.3f}", cp.bandwidth_efficiency),
+                             serial ? fmt::format("{:.3f}", cp.per_item_s * 1e9) : std::string("-"));
+  }
+  std::cout << fmt::format(
+      "host enqueue {:.2f} us/kernel, gap between kernels {:.2f} us, event overhead {:.2f} us per timed region, "
+      "{:.0f}% of a kernel's inputs warm in L2 inside a sequence\n",
+      p.host_s * 1e6, p.gap_s * 1e6, p.event_s * 1e6, p.warm_fraction * 100);
+}
 
 void print_table(const sim::calibration& c, const std::string& out) {
   std::cout << fmt::format("calibrated {} from {} file(s), device: {}\n", out, c.sources.size(), c.device);
   for (const auto& s : c.sources) std::cout << fmt::format("  {}: {} rows, {} used\n", s.file, s.rows, s.used_rows);
+  if (c.cross_validation)
+    std::cout << fmt::format(
+        "expected error ({}-fold cross-validation by shape): blocks median {:.1f}%, p90 {:.1f}% ({} blocks); ops "
+        "median {:.1f}%, p90 {:.1f}% ({} ops)\n",
+        c.cross_validation->folds, c.cross_validation->median_abs_pct_error, c.cross_validation->p90_abs_pct_error,
+        c.cross_validation->blocks, c.cross_validation->op_median_abs_pct_error,
+        c.cross_validation->op_p90_abs_pct_error, c.cross_validation->ops);
+  if (c.kernels) {
+    print_kernel_model(c);
+    return;
+  }
   std::cout << "\nper op: time = fixed + roofline / efficiency(log work); efficiency = roofline share reached\n";
   std::cout << fmt::format("{:<14} {:>5} {:>8} {:>11} {:>14} {:>14} {:>9}\n", "op", "dtype", "samples", "fixed us",
                            "eff (small)", "eff (large)", "rms err");
@@ -68,6 +108,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
       "no-launch-fit",
       "keep the hardware file's kernel_launch_s (no in-layer refetch cost) instead of fitting on block rows")(
       "launch-only", "fit launch_s on block rows but no in-layer refetch cost (median per-kernel gap)")(
+      "cv", po::value<int>()->default_value(5), "cross-validation folds (by shape) for the expected error; 0 = none")(
       "format", po::value<std::string>()->default_value("table"), "summary on stdout: table | json");
   po::positional_options_description positional;
   po::variables_map vm;
@@ -102,9 +143,20 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     int used = 0;
     for (const auto& s : samples) {
       if (s.where.rfind(src.file + ":", 0) != 0) continue;
-      if (s.is_block() ? cal.launch_blocks > 0 : cal.curve(s.op, s.type) != nullptr) ++used;
+      if (cal.kernels || (s.is_block() ? cal.launch_blocks > 0 : cal.curve(s.op, s.type) != nullptr)) ++used;
     }
     src.used_rows = used;
+  }
+  const int folds = vm["cv"].as<int>();
+  if (folds == 1 || folds < 0) throw input_error("", "--cv", "must be 0 (none) or >= 2");
+  if (folds >= 2) {
+    std::cerr << fmt::format("modsim calibrate: {}-fold cross-validation by shape for the expected error ...\n", folds);
+    try {
+      cal.cross_validation = sim::cross_validate(hw, samples, folds, fo).summary();
+    } catch (const error& e) {
+      // Too few shapes to hold some out: the calibration stands, without an error band.
+      std::cerr << "modsim calibrate: no cross-validation: " << e.what() << "\n";
+    }
   }
   sim::write_calibrated_hardware(hw_path, cal, out);
   // Read it back: what we wrote must load (a check of the writer and the parser together).

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <boost/json.hpp>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -24,6 +26,12 @@ namespace json = boost::json;
 
 const char* const k_usage =
     "usage: modsim validate --measurements CSV [CSV...] --hardware HW_CAL [--max-error PCT] [--format table|json|csv]\n"
+    "       modsim validate --measurements CSV [CSV...] --hardware HW --cv K [--max-error PCT] [--format ...]\n"
+    "\n"
+    "--cv K cross-validates instead: the rows are grouped by shape (a block and every op row of\n"
+    "its shape in one group), the groups dealt into K folds, and each fold's blocks and ops are\n"
+    "predicted by a calibration fitted on the other folds only (from HW's datasheet numbers; a\n"
+    "calibration block in HW is ignored). Per-op errors are printed beside the block errors.\n"
     "\n"
     "Predicts every measured block (block_dense, block_mod, layer_mode rows) from its ops with the\n"
     "cost model of HW_CAL (a hardware file calibrated by `modsim calibrate`; an uncalibrated one\n"
@@ -38,6 +46,115 @@ std::string shape_text(const sim::calibration_sample& s) {
   return t;
 }
 
+void point_json(json::array& out, const sim::validation_point& p) {
+  json::object o;
+  o["op"] = p.sample.op;
+  o["dtype"] = sim::to_string(p.sample.type);
+  o["batch"] = p.sample.shape.batch;
+  o["seq_len"] = p.sample.shape.seq_len;
+  o["d_model"] = p.sample.shape.d_model;
+  o["n_heads"] = p.sample.shape.n_heads;
+  o["d_ff"] = p.sample.shape.d_ff;
+  o["capacity"] = p.sample.capacity;
+  o["timing"] = p.sample.timing;
+  o["measured_s"] = p.sample.measured_s;
+  o["predicted_s"] = p.predicted_s;
+  o["overhead_s"] = p.overhead_s;
+  o["error_pct"] = p.error_pct;
+  o["row"] = p.sample.where;
+  out.push_back(std::move(o));
+}
+
+json::object summary_json(const sim::validation_summary& s) {
+  json::object o;
+  o["points"] = s.points;
+  o["median_abs_pct_error"] = s.median_abs_pct_error;
+  o["p90_abs_pct_error"] = s.p90_abs_pct_error;
+  o["max_abs_pct_error"] = s.max_abs_pct_error;
+  o["mean_pct_error"] = s.mean_pct_error;
+  return o;
+}
+
+int cross_validate(const std::vector<std::string>& files, const std::string& hw_path, int folds,
+                   std::optional<double> max_error, output_format format) {
+  sim::hardware_spec hw = sim::load_hardware(hw_path);
+  const bool had_calibration = !hw.calibration_json.empty();
+  hw.calibration_json.clear();
+  std::vector<sim::calibration_sample> samples;
+  for (const std::string& file : files)
+    for (const sim::measured_point& p : profiler::read_measured_points(file)) samples.push_back(sim::sample_of(p));
+  std::cerr << fmt::format("modsim validate: {}-fold cross-validation over {} rows ...\n", folds, samples.size());
+  const sim::cross_validation_result cv = sim::cross_validate(hw, samples, folds);
+  if (cv.blocks.empty())
+    throw input_error(files.front(), "op", "no block rows (block_dense, block_mod, layer_mode) to cross-validate");
+  const sim::validation_summary sum = sim::summarize(cv.blocks);
+  const sim::validation_summary ops = sim::summarize(cv.ops);
+  std::map<std::string, std::vector<double>> by_op;
+  for (const auto& p : cv.ops) by_op[p.sample.op + (p.sample.timing == "in_block" ? " (in block)" : "")].push_back(p.error_pct);
+  std::map<std::string, std::vector<double>> by_block;
+  for (const auto& p : cv.blocks) by_block[p.sample.op].push_back(p.error_pct);
+  const bool failed = max_error && sum.median_abs_pct_error > *max_error;
+  std::vector<std::string> notes;
+  if (had_calibration) notes.push_back("the calibration block of " + hw_path + " was ignored: each fold is fitted anew");
+
+  if (format == output_format::json) {
+    json::object root = summary_json(sum);
+    root["folds"] = cv.folds;
+    root["shape_groups"] = cv.groups;
+    root["cost_model"] = "cross-validated calibration of " + hw.name + " (" + std::to_string(folds) + " folds by shape)";
+    if (max_error) {
+      root["max_error"] = *max_error;
+      root["passed"] = !failed;
+    }
+    json::object bb;
+    for (const auto& [name, e] : by_block) bb[name] = summary_json(sim::summarize_errors(e));
+    root["by_block"] = std::move(bb);
+    json::object oj = summary_json(ops);
+    json::object bo;
+    for (const auto& [name, e] : by_op) bo[name] = summary_json(sim::summarize_errors(e));
+    oj["by_op"] = std::move(bo);
+    root["ops"] = std::move(oj);
+    json::array pts, opts;
+    for (const auto& p : cv.blocks) point_json(pts, p);
+    for (const auto& p : cv.ops) point_json(opts, p);
+    root["per_point"] = std::move(pts);
+    root["per_op_point"] = std::move(opts);
+    json::array ns;
+    for (const auto& n : notes) ns.emplace_back(n);
+    root["notes"] = std::move(ns);
+    std::cout << json::serialize(root) << "\n";
+  } else if (format == output_format::csv) {
+    std::cout << "op,timing,dtype,batch,seq_len,d_model,n_heads,d_ff,capacity,measured_s,predicted_s,error_pct\n";
+    for (const auto* list : {&cv.blocks, &cv.ops})
+      for (const auto& p : *list)
+        std::cout << fmt::format("{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.4f}\n", p.sample.op, p.sample.timing,
+                                 sim::to_string(p.sample.type), p.sample.shape.batch, p.sample.shape.seq_len,
+                                 p.sample.shape.d_model, p.sample.shape.n_heads, p.sample.shape.d_ff,
+                                 p.sample.capacity, p.sample.measured_s, p.predicted_s, p.error_pct);
+  } else {
+    std::cout << fmt::format("{}-fold cross-validation by shape ({} shape groups) on {}\n\n", cv.folds, cv.groups,
+                             hw.name);
+    std::cout << fmt::format("{:<24} {:>7} {:>10} {:>10} {:>10} {:>10}\n", "rows", "points", "median |e|", "p90 |e|",
+                             "max |e|", "mean e");
+    auto line = [](const std::string& name, const sim::validation_summary& v) {
+      std::cout << fmt::format("{:<24} {:>7} {:>9.1f}% {:>9.1f}% {:>9.1f}% {:>+9.1f}%\n", name, v.points,
+                               v.median_abs_pct_error, v.p90_abs_pct_error, v.max_abs_pct_error, v.mean_pct_error);
+    };
+    line("blocks (all)", sum);
+    for (const auto& [name, e] : by_block) line("  " + name, sim::summarize_errors(e));
+    line("ops (all)", ops);
+    for (const auto& [name, e] : by_op) line("  " + name, sim::summarize_errors(e));
+    for (const auto& n : notes) std::cout << "note: " << n << "\n";
+    if (max_error)
+      std::cout << fmt::format("{}: median |error| {:.2f}% {} --max-error {:g}%\n", failed ? "FAILED" : "passed",
+                               sum.median_abs_pct_error, failed ? ">" : "<=", *max_error);
+  }
+  if (failed)
+    std::cerr << fmt::format("modsim validate: median absolute error {:.2f}% exceeds --max-error {:g}%\n",
+                             sum.median_abs_pct_error, *max_error);
+  return failed ? exit_check_failed : exit_ok;
+}
+
 }  // namespace
 
 int cmd_validate(const std::vector<std::string>& args) {
@@ -46,6 +163,7 @@ int cmd_validate(const std::vector<std::string>& args) {
                         "measurements CSV file(s) with block rows")("hardware", po::value<std::string>()->required(),
                                                                     "calibrated hardware JSON")(
       "max-error", po::value<double>(), "exit 1 when the median absolute error (percent) exceeds this")(
+      "cv", po::value<int>(), "K-fold cross-validation grouped by shape (K >= 2)")(
       "format", po::value<std::string>()->default_value("table"), "table | json | csv");
   po::positional_options_description positional;
   po::variables_map vm;
@@ -58,6 +176,9 @@ int cmd_validate(const std::vector<std::string>& args) {
   }
 
   const std::string hw_path = resolve_config(vm["hardware"].as<std::string>(), "hardware");
+  if (vm.count("cv"))
+    return cross_validate(vm["measurements"].as<std::vector<std::string>>(), hw_path, vm["cv"].as<int>(), max_error,
+                          format);
   const sim::cost_model model(sim::load_hardware(hw_path));
   const sim::calibration* cal = model.calibration();
   const std::set<std::string> used(cal ? cal->block_keys.begin() : std::vector<std::string>::const_iterator{},

@@ -1,0 +1,213 @@
+#include "sim/kernel_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/error.hpp"
+
+namespace modsim::sim {
+
+namespace {
+
+constexpr const char* k_kind_names[kernel_kind_count] = {"gemm",    "batched_gemm", "router", "topk",   "gather",
+                                                         "norm",    "softmax",      "copy",   "act",    "scatter",
+                                                         "choice",  "rank",         "memset"};
+
+double up(double v) { return std::ceil(v - 1e-9); }
+
+template <class N>
+struct dims {
+  double B, n, S, L, d, H, dh, dq, dkv, F, V, e, wr, T;
+};
+
+template <class N>
+dims<N> dims_of(const basic_op_shape<N>& s) {
+  dims<N> x{};
+  x.B = static_cast<double>(s.batch);
+  x.n = std::max(0.0, static_cast<double>(s.tokens));
+  x.S = static_cast<double>(s.seq_len);
+  x.L = s.context > 0 ? static_cast<double>(s.context) : x.n;
+  x.d = s.d_model;
+  x.H = s.n_heads;
+  x.dh = s.d_head > 0 ? s.d_head : (s.n_heads > 0 ? double(s.d_model) / s.n_heads : 0);
+  x.dq = x.H * x.dh;
+  x.dkv = (s.n_kv_heads > 0 ? s.n_kv_heads : s.n_heads) * x.dh;
+  x.F = s.d_ff;
+  x.V = s.vocab_size;
+  x.e = s.elem_bytes;
+  x.wr = static_cast<double>(s.weight_reads);
+  x.T = x.B * x.n;
+  return x;
+}
+
+kernel_work memory(kernel_kind k, double bytes) { return {k, 0, bytes, 0, 0}; }
+
+// C (m×n) = A (m×k) · W (k×n), `batch` independent products; W read `wr` times, C also read
+// when accumulated into (beta = 1).
+kernel_work gemm(kernel_kind kind, double m, double n, double k, double batch, double e, double wr, bool accumulate,
+                 double c_bytes_per_elem = 0) {
+  kernel_work w;
+  w.kind = kind;
+  w.flops = 2 * m * n * k * batch;
+  const double ce = c_bytes_per_elem > 0 ? c_bytes_per_elem : e;
+  w.bytes = batch * (e * m * k + e * k * n * wr + ce * m * n * (accumulate ? 2 : 1));
+  w.tiles = batch * up(std::max(m, 1.0) / 128) * up(std::max(n, 1.0) / 128);
+  return w;
+}
+
+template <class N>
+std::vector<kernel_work> kernels_impl(std::string_view op, const basic_op_shape<N>& s) {
+  const dims<N> x = dims_of(s);
+  const double e = x.e, T = x.T, B = x.B, d = x.d;
+  std::vector<kernel_work> k;
+  if (op == "router") {
+    k.push_back(memory(kernel_kind::router, e * (B * x.S * d + d) + 4 * B * x.S));
+  } else if (op == "predictor") {
+    const double h = s.predictor_hidden > 0 ? s.predictor_hidden : s.d_model;
+    k.push_back(gemm(kernel_kind::gemm, B * x.S, h, d, 1, e, 1, false));
+    k.push_back(memory(kernel_kind::router, e * (B * x.S * h + h) + 4 * B * x.S));
+  } else if (op == "topk") {
+    kernel_work w;
+    w.kind = kernel_kind::topk;
+    w.items = x.S;  // one thread block per sequence walks its S scores
+    w.tiles = B;    // sequences (thread blocks)
+    w.bytes = 4 * B * x.S;
+    k.push_back(w);
+  } else if (op == "gather") {
+    k.push_back(memory(kernel_kind::gather, 2 * e * T * d + 4 * B * x.S + 8 * T));
+  } else if (op == "attn_norm" || op == "mlp_norm") {
+    k.push_back(memory(kernel_kind::norm, e * (2 * T * d + d)));
+  } else if (op == "qkv_proj") {
+    k.push_back(gemm(kernel_kind::gemm, T, x.dq, d, 1, e, x.wr, false));
+    k.push_back(gemm(kernel_kind::gemm, T, x.dkv, d, 1, e, x.wr, false));
+    k.push_back(gemm(kernel_kind::gemm, T, x.dkv, d, 1, e, x.wr, false));
+  } else if (op == "attn_scores") {
+    kernel_work w = gemm(kernel_kind::batched_gemm, x.n, x.L, x.dh, B * x.H, e, 1, false);
+    w.bytes = e * (B * x.n * x.dq + B * x.L * x.dkv + B * x.H * x.n * x.L);
+    k.push_back(w);
+  } else if (op == "attn_softmax") {
+    k.push_back(memory(kernel_kind::softmax, 2 * e * B * x.H * x.n * x.L));
+  } else if (op == "attn_values") {
+    kernel_work w = gemm(kernel_kind::batched_gemm, x.n, x.dh, x.L, B * x.H, e, 1, false);
+    w.bytes = e * (B * x.H * x.n * x.L + B * x.L * x.dkv + B * x.n * x.dq);
+    k.push_back(w);
+  } else if (op == "out_proj") {
+    k.push_back(memory(kernel_kind::copy, 2 * e * T * d));  // the residual into the output
+    k.push_back(gemm(kernel_kind::gemm, T, d, x.dq, 1, e, x.wr, true));
+  } else if (op == "mlp_up" || op == "mlp_gate") {
+    k.push_back(gemm(kernel_kind::gemm, T, x.F, d, 1, e, x.wr, false));
+  } else if (op == "mlp_act") {
+    k.push_back(memory(kernel_kind::act, (s.mlp == mlp_kind::swiglu ? 3 : 2) * e * T * x.F));
+  } else if (op == "mlp_down") {
+    k.push_back(memory(kernel_kind::copy, 2 * e * T * d));
+    k.push_back(gemm(kernel_kind::gemm, T, d, x.F, 1, e, x.wr, true));
+  } else if (op == "scatter") {
+    k.push_back(memory(kernel_kind::copy, 2 * e * T * d));  // restore the rows the last call wrote
+    k.push_back(memory(kernel_kind::scatter, 4 * e * T * d + 8 * T));
+  } else if (op == "expert_router") {
+    const double EN = s.experts + s.noop_experts;
+    k.push_back(gemm(kernel_kind::gemm, T, EN, d, 1, e, x.wr, false, 4));
+    kernel_work choice;
+    choice.kind = kernel_kind::choice;
+    choice.items = T;
+    choice.bytes = 4 * T * EN + 8 * T;
+    k.push_back(choice);
+    kernel_work rank;
+    rank.kind = kernel_kind::rank;
+    rank.items = T;
+    rank.bytes = 4 * T;
+    k.push_back(rank);
+  } else if (op == "experts") {
+    const double E = std::max(1, s.experts);
+    const double slots = static_cast<double>(ops::expert_slots(s));
+    const double cap = slots / E;
+    k.push_back(memory(kernel_kind::memset, 4 * slots));
+    kernel_work rank;
+    rank.kind = kernel_kind::rank;
+    rank.items = T;
+    rank.bytes = 8 * T + 4 * slots;
+    k.push_back(rank);
+    k.push_back(memory(kernel_kind::gather, 2 * e * slots * d));  // dispatch rows to their slots
+    k.push_back(gemm(kernel_kind::batched_gemm, cap, x.F, d, E, e, x.wr, false));
+    if (s.mlp == mlp_kind::swiglu) k.push_back(gemm(kernel_kind::batched_gemm, cap, x.F, d, E, e, x.wr, false));
+    k.push_back(memory(kernel_kind::act, (s.mlp == mlp_kind::swiglu ? 3 : 2) * e * slots * x.F));
+    k.push_back(gemm(kernel_kind::batched_gemm, cap, d, x.F, E, e, x.wr, false));
+    k.push_back(memory(kernel_kind::scatter, 3 * e * T * d));  // combine
+  } else if (op == "lm_head") {
+    const double rows = B * x.S;
+    k.push_back(memory(kernel_kind::norm, e * (2 * rows * d + d)));
+    k.push_back(gemm(kernel_kind::gemm, rows, x.V, d, 1, e, 1, false));
+  } else {
+    throw input_error("", "op", "no kernel decomposition for op '" + std::string(op) + "'");
+  }
+  return k;
+}
+
+}  // namespace
+
+const char* to_string(kernel_kind k) { return k_kind_names[static_cast<int>(k)]; }
+
+kernel_kind kernel_kind_of(std::string_view name) {
+  for (int i = 0; i < kernel_kind_count; ++i)
+    if (name == k_kind_names[i]) return static_cast<kernel_kind>(i);
+  throw input_error("", "kind", "unknown kernel class '" + std::string(name) + "'");
+}
+
+std::vector<kernel_work> gpu_kernels(std::string_view op, const op_shape& s) { return kernels_impl(op, s); }
+std::vector<kernel_work> gpu_kernels(std::string_view op, const expected_op_shape& s) { return kernels_impl(op, s); }
+
+kernel_params default_kernel_params(const hardware_spec& hw) {
+  kernel_params p;
+  p.host_s = hw.host_enqueue_s > 0 ? hw.host_enqueue_s : 4e-6;
+  p.gap_s = hw.kernel_launch_s > 0 ? hw.kernel_launch_s * 0.4 : 1e-6;
+  p.event_s = 2e-6;
+  p.warm_fraction = 0.3;
+  for (auto& c : p.kinds) c = kernel_class_params{};
+  p.of(kernel_kind::batched_gemm).compute_efficiency = 0.5;
+  p.of(kernel_kind::topk).per_item_s = 2e-9;
+  p.of(kernel_kind::rank).per_item_s = 2e-9;
+  p.of(kernel_kind::choice).per_item_s = 1e-10;
+  return p;
+}
+
+double kernel_device_s(const kernel_work& k, dtype t, const kernel_params& p, const hardware_spec& hw, bool warm) {
+  const kernel_class_params& c = p.of(k.kind);
+  double bytes = k.bytes;
+  if (warm && hw.l2_bytes > 0) bytes -= p.warm_fraction * std::min(0.5 * bytes, hw.l2_bytes);
+  const double bw = hw.memory_bandwidth_bytes_s * c.bandwidth_efficiency;
+  const double mem = bw > 0 ? bytes / bw : 0;
+  switch (k.kind) {
+    case kernel_kind::gemm:
+    case kernel_kind::batched_gemm: {
+      double q = 1;
+      const double sms = hw.sm_count;
+      if (sms > 0 && k.tiles >= sms) q = std::ceil(k.tiles / sms - 1e-12) * sms / k.tiles;
+      const double peak = hw.peak_matmul_flops.of(t) * c.compute_efficiency;
+      const double compute = peak > 0 ? k.flops * q / peak : 0;
+      return c.floor_s + std::cbrt(compute * compute * compute + mem * mem * mem);
+    }
+    case kernel_kind::topk: {
+      const double sms = std::max(1, hw.sm_count);
+      return c.floor_s + c.per_item_s * k.items * std::ceil(std::max(1.0, k.tiles) / sms - 1e-12);
+    }
+    case kernel_kind::choice:
+    case kernel_kind::rank:
+      return c.floor_s + c.per_item_s * k.items;
+    default:
+      return c.floor_s + mem;
+  }
+}
+
+double sequence_s(const std::vector<double>& device_s, const kernel_params& p) {
+  double host = 0, end = 0;
+  bool first = true;
+  for (double t : device_s) {
+    host += p.host_s;
+    const double start = first ? host : std::max(host, end + p.gap_s);
+    end = start + t;
+    first = false;
+  }
+  return end;
+}
+
+}  // namespace modsim::sim

@@ -1,0 +1,103 @@
+#pragma once
+// The kernel-sequence cost model of a GPU: what a calibrated GPU prediction is made of.
+//
+// An op is the list of kernels the CUDA backend launches for it (gpu_kernels(); qkv_proj is
+// three cuBLAS GEMMs, out_proj a residual copy and a GEMM, scatter a restore and a scatter,
+// the MoE ops their router GEMM, choice, rank, dispatch, two batched GEMMs and combine, ...).
+// Each kernel has a device time from first principles with a few fitted numbers per kernel
+// class (kernel_params):
+//   GEMM (also batched):  floor + ((q·flops / (ε_c·peak))³ + (bytes / (ε_b·bandwidth))³)^(1/3)
+//       q = wave quantisation of its 128×128 output tiles over the SMs (1 below one wave:
+//       split-K fills the machine); the second term is the weight/activation bandwidth bound
+//       that few-token (decode) GEMMs live on; the cube-root blend is a smooth max.
+//   memory-bound kernels (router, gather, norms, softmax, copies, activation, scatter):
+//       floor + bytes / (ε_b·bandwidth)
+//   serial kernels (top-k per sequence, the MoE rank kernel, the expert choice):
+//       floor + per_item · items
+// with 0 < ε < 1 (bounded by the datasheet roofline) and every term non-negative, so each
+// curve is monotone in the work and extrapolates to shapes outside the calibration without
+// inventing efficiencies above the hardware's.
+//
+// A sequence of kernels on one stream (a block, a layer, a forward pass) is a host queue and a
+// device queue: the host spends host_s enqueuing each kernel, the device starts kernel i at
+// max(host enqueue time, end of kernel i−1 + gap_s). Inside a sequence a kernel's inputs were
+// just written by the previous kernel and partly sit in L2: a fraction warm_fraction of its
+// input bytes (at most L2's size) is not fetched from DRAM. A timed measurement adds event_s
+// (the cost of the CUDA events around the region). So the cold isolated op rows of the
+// profiler (one op alone, L2 flushed) and the blocks measured in one piece are two views of
+// the same kernels, and both calibrate them (sim/calibrate.hpp); in-block op rows (timed
+// between consecutive kernels, warm) calibrate them directly.
+#include <array>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/flops.hpp"
+#include "sim/spec.hpp"
+
+namespace modsim::sim {
+
+enum class kernel_kind : int {
+  gemm,
+  batched_gemm,
+  router,
+  topk,
+  gather,
+  norm,
+  softmax,
+  copy,
+  act,
+  scatter,
+  choice,
+  rank,
+  memset,
+};
+inline constexpr int kernel_kind_count = 13;
+const char* to_string(kernel_kind k);
+// Throws modsim::error(bad_input) for an unknown name.
+kernel_kind kernel_kind_of(std::string_view name);
+
+// One kernel launch: its work in the units its class is timed by.
+struct kernel_work {
+  kernel_kind kind = kernel_kind::copy;
+  double flops = 0;  // matmul FLOPs (GEMMs)
+  double bytes = 0;  // minimum DRAM traffic
+  double tiles = 0;  // 128×128 output tiles, all batches (GEMMs)
+  double items = 0;  // serial work items (top-k: positions per SM round; rank/choice: tokens)
+};
+
+// The kernels the CUDA backend launches for `op` at shape `s` (n = s.tokens per sequence),
+// elements of s.elem_bytes. Throws modsim::error(bad_input) for an unknown op.
+std::vector<kernel_work> gpu_kernels(std::string_view op, const op_shape& s);
+std::vector<kernel_work> gpu_kernels(std::string_view op, const expected_op_shape& s);
+
+struct kernel_class_params {
+  double floor_s = 2e-6;               // per launch, >= 0
+  double compute_efficiency = 0.7;     // of the datasheet matmul peak, in (0, 1)
+  double bandwidth_efficiency = 0.8;   // of the datasheet memory bandwidth, in (0, 1)
+  double per_item_s = 1e-9;            // serial kernels, >= 0
+};
+
+// The fitted numbers of the model (the `kernels` object of a calibration block).
+struct kernel_params {
+  double event_s = 2e-6;        // timing overhead of one measured region (CUDA events)
+  double host_s = 4e-6;         // host time to enqueue one kernel
+  double gap_s = 1e-6;          // device idle between consecutive kernels of a stream
+  double warm_fraction = 0.3;   // of a kernel's input bytes (<= L2) served from L2 in a sequence
+  std::array<kernel_class_params, kernel_kind_count> kinds{};
+
+  kernel_class_params& of(kernel_kind k) { return kinds[static_cast<std::size_t>(k)]; }
+  const kernel_class_params& of(kernel_kind k) const { return kinds[static_cast<std::size_t>(k)]; }
+};
+
+// Starting values (and the prior the fit is pulled towards where data say nothing) for `hw`.
+kernel_params default_kernel_params(const hardware_spec& hw);
+
+// Device seconds of kernel `k` with dtype `t` on `hw`; `warm` = inside a sequence.
+double kernel_device_s(const kernel_work& k, dtype t, const kernel_params& p, const hardware_spec& hw, bool warm);
+
+// The host/device queue over kernels whose device times are `device_s`, in launch order:
+// seconds from the first enqueue to the end of the last kernel (no event_s).
+double sequence_s(const std::vector<double>& device_s, const kernel_params& p);
+
+}  // namespace modsim::sim
