@@ -335,15 +335,24 @@ section verdict_section(const report_data& d) {
   if (d.validation) {
     const auto& v = *d.validation;
     const bool same = v.hardware == d.hardware.name;
-    items.push_back(
-        fmt::format("**Trust**: against {} measured blocks on {} the {} cost model is off by {:.1f}% "
-                    "(median |error|), {:.1f}% at p90{}.",
-                    v.summary.points, short_device(v.device),
-                    v.cost_label.rfind("calibrated", 0) == 0 ? "calibrated" : "uncalibrated",
-                    v.summary.median_abs_pct_error, v.summary.p90_abs_pct_error,
-                    same ? std::string()
-                         : fmt::format(" — measured on {}, not on {}: this checks the method, not the {} numbers",
-                                       v.hardware, d.hardware.name, d.hardware.name)));
+    const std::string other =
+        same || (v.folds > 0 && d.hardware.name.find(v.hardware) == 0)
+            ? std::string()
+            : fmt::format(" — measured on {}, not on {}: this checks the method, not the {} numbers", v.hardware,
+                          d.hardware.name, d.hardware.name);
+    if (v.folds > 0)
+      items.push_back(fmt::format(
+          "**Trust**: against {} measured blocks on {} the calibrated cost model is off by {:.1f}% (median |error|), "
+          "{:.1f}% at p90 — {}-fold cross-validation by shape: no block was predicted by a calibration that saw it or "
+          "any op of its shape{}.",
+          v.summary.points, short_device(v.device), v.summary.median_abs_pct_error, v.summary.p90_abs_pct_error,
+          v.folds, other));
+    else
+      items.push_back(fmt::format("**Trust**: against {} measured blocks on {} the {} cost model is off by {:.1f}% "
+                                  "(median |error|), {:.1f}% at p90{}.",
+                                  v.summary.points, short_device(v.device),
+                                  v.cost_label.rfind("calibrated", 0) == 0 ? "calibrated" : "uncalibrated",
+                                  v.summary.median_abs_pct_error, v.summary.p90_abs_pct_error, other));
   } else {
     items.push_back("**Trust**: no measurements in this report — " + d.validation_missing + ".");
   }
@@ -677,33 +686,69 @@ section validation_section_of(const report_data& d, document& doc) {
     return s;
   }
   const validation_section& v = *d.validation;
-  s.blocks.push_back(paragraph(fmt::format(
-      "{} rows measured on **{}** ({}): {} single-op rows, the rest whole blocks. Each block is predicted from its ops "
-      "with the cost model *{}* and compared with its measured median (`modsim validate`).",
-      v.rows, v.device, v.measurements_file, v.single_op_rows, v.cost_label)));
-  table sum{{"blocks", "median |error|", "p90 |error|", "max |error|", "mean error (signed)"},
-            {true, true, true, true, true},
-            {{std::to_string(v.summary.points), fmt::format("{:.1f}%", v.summary.median_abs_pct_error),
-              fmt::format("{:.1f}%", v.summary.p90_abs_pct_error), fmt::format("{:.1f}%", v.summary.max_abs_pct_error),
-              fmt::format("{:+.1f}%", v.summary.mean_pct_error)}},
+  s.blocks.push_back(paragraph(
+      v.folds > 0
+          ? fmt::format("{} rows measured on **{}** ({}): {} single-op rows, the rest whole blocks. The cost model is "
+                        "cross-validated (`modsim validate --cv {}`): the rows are grouped by shape, the groups dealt "
+                        "into {} folds, and each fold's blocks and ops are predicted by a calibration fitted on the "
+                        "other folds only — *{}*.",
+                        v.rows, v.device, v.measurements_file, v.single_op_rows, v.folds, v.folds, v.cost_label)
+          : fmt::format("{} rows measured on **{}** ({}): {} single-op rows, the rest whole blocks. Each block is "
+                        "predicted from its ops with the cost model *{}* and compared with its measured median "
+                        "(`modsim validate`).",
+                        v.rows, v.device, v.measurements_file, v.single_op_rows, v.cost_label)));
+  auto summary_row = [](const std::string& what, const sim::validation_summary& x) {
+    return std::vector<std::string>{what + " (" + std::to_string(x.points) + ")",
+                                    fmt::format("{:.1f}%", x.median_abs_pct_error),
+                                    fmt::format("{:.1f}%", x.p90_abs_pct_error),
+                                    fmt::format("{:.1f}%", x.max_abs_pct_error),
+                                    fmt::format("{:+.1f}%", x.mean_pct_error)};
+  };
+  table sum{{"rows", "median |error|", "p90 |error|", "max |error|", "mean error (signed)"},
+            {false, true, true, true, true},
+            {summary_row("blocks", v.summary)},
             {}};
+  {
+    std::map<std::string, std::vector<double>> by;
+    for (const auto& p : v.points) by[p.sample.op].push_back(p.error_pct);
+    if (by.size() > 1)
+      for (const auto& [op, e] : by) sum.rows.push_back(summary_row("  " + op, sim::summarize_errors(e)));
+  }
+  if (v.folds > 0 && v.op_summary.points > 0) sum.rows.push_back(summary_row("single ops", v.op_summary));
   s.blocks.push_back(table_block(sum));
   MODSIM_CHART(doc, s, "validation", "measured vs predicted blocks on log-log axes",
                make_diagonal_chart(validation_chart(v)));
   table t{{"block", "shape", "measured ms", "predicted ms", "error"}, {false, false, true, true, true}, {}, {}};
   std::string csv =
       "op,dtype,batch,seq_len,d_model,n_heads,d_ff,capacity,measured_s,predicted_s,overhead_s,error_pct\n";
+  // Many points: the table lists the largest errors, the CSV all of them.
+  constexpr std::size_t k_table_rows = 24;
+  std::vector<const sim::validation_point*> shown;
+  for (const auto& p : v.points) shown.push_back(&p);
+  if (shown.size() > k_table_rows) {
+    std::stable_sort(shown.begin(), shown.end(), [](const auto* a, const auto* b) {
+      return std::abs(a->error_pct) > std::abs(b->error_pct);
+    });
+    shown.resize(k_table_rows);
+  }
   for (const auto& p : v.points) {
+    const auto& sh = p.sample.shape;
+    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", p.sample.op, sim::to_string(p.sample.type), sh.batch,
+                       sh.seq_len, sh.d_model, sh.n_heads, sh.d_ff, p.sample.capacity, exact(p.sample.measured_s),
+                       exact(p.predicted_s), exact(p.overhead_s), exact(p.error_pct));
+  }
+  for (const auto* pp : shown) {
+    const auto& p = *pp;
     const auto& sh = p.sample.shape;
     t.rows.push_back(
         {p.sample.op,
          fmt::format("B{} S{} d{} h{} ff{}{}", sh.batch, sh.seq_len, sh.d_model, sh.n_heads, sh.d_ff,
                      p.sample.op == "block_dense" ? std::string() : fmt::format(" c{:g}", p.sample.capacity)),
          ms(p.sample.measured_s), ms(p.predicted_s), fmt::format("{:+.1f}%", p.error_pct)});
-    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", p.sample.op, sim::to_string(p.sample.type), sh.batch,
-                       sh.seq_len, sh.d_model, sh.n_heads, sh.d_ff, p.sample.capacity, exact(p.sample.measured_s),
-                       exact(p.predicted_s), exact(p.overhead_s), exact(p.error_pct));
   }
+  if (shown.size() < v.points.size())
+    s.blocks.push_back(paragraph(fmt::format("The {} largest errors of the {} blocks (all in tables/validation.csv):",
+                                             shown.size(), v.points.size())));
   s.blocks.push_back(table_block(t));
   for (const auto& n : v.notes) s.blocks.push_back(note(n));
   doc.csv.push_back({"tables/validation.csv", csv});

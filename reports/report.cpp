@@ -10,6 +10,8 @@
 #include <map>
 #include <set>
 
+#include "profiler/measurements.hpp"
+#include "sim/config.hpp"
 #include "sim/cost.hpp"
 #include "sim/des/execution.hpp"
 #include "sim/des/step.hpp"
@@ -81,6 +83,93 @@ validation_section make_validation(const std::vector<sim::measured_point>& point
   v.points = sim::validate_blocks(scored, model);
   v.summary = sim::summarize(v.points);
   return v;
+}
+
+validation_section make_cv_validation(const std::vector<sim::measured_point>& points, const sim::hardware_spec& hw,
+                                      int folds, const std::string& measurements_label) {
+  validation_section v;
+  v.measurements_file = measurements_label;
+  v.hardware = hw.name;
+  v.rows = static_cast<int>(points.size());
+  const std::string expected_backend = hw.kind == "gpu" ? "cuda" : "cpu";
+  std::vector<sim::calibration_sample> samples;
+  for (const sim::measured_point& p : points) {
+    if (p.backend != expected_backend)
+      throw input_error(p.where, "backend",
+                        "measured on backend '" + p.backend + "' but " + hw.name + " is " + hw.kind + " hardware");
+    if (v.device.empty()) v.device = p.device;
+    samples.push_back(sim::sample_of(p));
+    if (!samples.back().is_block()) ++v.single_op_rows;
+  }
+  sim::hardware_spec plain = hw;
+  plain.calibration_json.clear();
+  const sim::cross_validation_result cv = sim::cross_validate(plain, samples, folds);
+  if (cv.blocks.empty())
+    throw input_error(measurements_label, "op", "no block rows (block_dense, block_mod, layer_mode) to validate on");
+  v.folds = folds;
+  v.points = cv.blocks;
+  v.summary = sim::summarize(cv.blocks);
+  v.op_summary = sim::summarize(cv.ops);
+  v.cost_label = fmt::format("calibrated ({}-fold cross-validation by shape over {} shapes)", folds, cv.groups);
+  v.notes.push_back(fmt::format(
+      "each block was predicted by a calibration fitted on the other folds: it saw neither the block nor any op row "
+      "of its shape; the {} op rows, predicted the same way, are off by {:.1f}% (median), {:.1f}% at p90",
+      v.op_summary.points, v.op_summary.median_abs_pct_error, v.op_summary.p90_abs_pct_error));
+  return v;
+}
+
+std::vector<std::string> calibration_measurements(const sim::hardware_spec& hw, std::string* why_not) {
+  namespace fs = std::filesystem;
+  auto fail = [&](const std::string& why) {
+    if (why_not) *why_not = why;
+    return std::vector<std::string>{};
+  };
+  std::string json = hw.calibration_json;
+  fs::path file = hw.source_file;
+  if (json.empty()) {
+    if (hw.source_file.empty()) return fail(hw.name + " is not calibrated");
+    const fs::path sibling = file.parent_path() / (file.stem().string() + "-calibrated.json");
+    std::error_code ec;
+    if (!fs::exists(sibling, ec)) return fail(hw.name + " is not calibrated and there is no " + sibling.string());
+    const sim::hardware_spec cal = sim::load_hardware(sibling.string());
+    json = cal.calibration_json;
+    file = sibling;
+    if (json.empty()) return fail(sibling.string() + " has no calibration block");
+  }
+  const sim::calibration c = sim::parse_calibration(json, file.string());
+  // A file calibrated in a checkout names its data relative to the checkout
+  // (reports/measurements/...): configs/hardware/X.json → the checkout is three levels up.
+  const fs::path checkout = file.parent_path().parent_path().parent_path();
+  std::vector<std::string> files;
+  for (const auto& src : c.sources) {
+    std::error_code ec;
+    if (fs::exists(src.file, ec)) {
+      files.push_back(src.file);
+    } else if (fs::exists(checkout / src.file, ec)) {
+      files.push_back((checkout / src.file).string());
+    } else {
+      return fail("the measurements " + src.file + " behind " + file.string() + " are not here");
+    }
+  }
+  if (files.empty()) return fail(file.string() + " names no measurements");
+  return files;
+}
+
+std::optional<validation_section> validation_for_hardware(const sim::hardware_spec& hw, std::string* why_not) {
+  const std::vector<std::string> files = calibration_measurements(hw, why_not);
+  if (files.empty()) return std::nullopt;
+  std::vector<sim::measured_point> points;
+  std::string label;
+  for (const auto& f : files) {
+    const std::vector<sim::measured_point> p = profiler::read_measured_points(f);
+    points.insert(points.end(), p.begin(), p.end());
+    label += (label.empty() ? "" : ", ") + std::filesystem::path(f).filename().string();
+  }
+  if (!hw.calibration_json.empty()) return make_cv_validation(points, hw, 5, label);
+  std::vector<sim::measured_point> blocks;
+  for (const auto& p : points)
+    if (p.op == "block_dense" || p.op == "block_mod" || p.op == "layer_mode") blocks.push_back(p);
+  return make_validation(blocks, hw, false, label);
 }
 
 // --- Building ---------------------------------------------------------------------------------

@@ -53,6 +53,9 @@ struct validation_section {
   std::vector<sim::validation_point> points;
   sim::validation_summary summary;
   std::vector<std::string> notes;
+  // Cross-validated (make_cv_validation): folds > 0, and the op rows' errors beside the blocks'.
+  int folds = 0;
+  sim::validation_summary op_summary;
 };
 
 // Validates the block rows of `points` (block_dense, block_mod, layer_mode) against the cost
@@ -62,6 +65,24 @@ struct validation_section {
 // modsim::error(bad_input) when no block row is left or the rows do not fit `hw`.
 validation_section make_validation(const std::vector<sim::measured_point>& points, const sim::hardware_spec& hw,
                                    bool calibrate, const std::string& measurements_file);
+
+// Cross-validates the calibration method of `hw` (its datasheet numbers; a calibration block
+// is ignored) on `points`: `folds` folds by shape (sim::cross_validate), every block predicted
+// by a fit that never saw its shape. Throws modsim::error(bad_input) as cross_validate does.
+validation_section make_cv_validation(const std::vector<sim::measured_point>& points, const sim::hardware_spec& hw,
+                                      int folds, const std::string& measurements_label);
+
+// The measurements files behind `hw`'s calibration, or — for an uncalibrated file NAME.json —
+// behind NAME-calibrated.json beside it: the files its `calibration.measurements` names,
+// found as written or relative to the checkout the hardware file lives in. Empty when there is
+// no such calibration or a file is missing (then `why_not` says so, when given).
+std::vector<std::string> calibration_measurements(const sim::hardware_spec& hw, std::string* why_not = nullptr);
+
+// The validation a report or the GUI shows for `hw` when no measurements were chosen: the
+// data of calibration_measurements(hw); a calibrated `hw` is cross-validated (5 folds by
+// shape), an uncalibrated one is its datasheet roofline against the measured blocks. Empty
+// (with `why_not`) when there are no such data.
+std::optional<validation_section> validation_for_hardware(const sim::hardware_spec& hw, std::string* why_not = nullptr);
 
 struct report_input {
   std::vector<sim::model_spec> models;  // >= 1; models[0] is the subject of the report

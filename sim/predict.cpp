@@ -40,6 +40,7 @@ model_time time_model(const model_spec& model, const workload& w, const cost_mod
   const bool decode = w.mode == run_mode::decode;
 
   model_time out;
+  std::vector<op_time> sequence;  // every op in launch order, for the host/device queue
   for (std::size_t li = 0; li < timed_flops.layers.size(); ++li) {
     const layer_flops& lf = timed_flops.layers[li];
     const layer_flops& rf = reported.layers[li];
@@ -55,7 +56,9 @@ model_time time_model(const model_spec& model, const workload& w, const cost_mod
       const op_cost& c = lf.ops[oi];
       // In a routed decode layer the first op (router or predictor) sees all B tokens.
       const op_time t = (expected && oi > 0) ? cost.time_of(c, x, w.type) : cost.time_of(c, s, w.type);
+      if (t.from_other_dtype) out.timed_as_dtype = t.calibrated_dtype;
       op_prediction p = to_prediction(t, rf.ops.at(oi), scale, kscale);
+      sequence.push_back(t);
       lp.time_s += p.time_s;
       lp.kernels += p.kernels;
       out.matmul_flops += p.matmul_flops;
@@ -69,14 +72,18 @@ model_time time_model(const model_spec& model, const workload& w, const cost_mod
   }
   op_shape head = base;
   if (decode) head.seq_len = 1;
-  out.lm_head = to_prediction(cost.time_of(timed_flops.lm_head, head, w.type), reported.lm_head, scale, kscale);
+  const op_time head_time = cost.time_of(timed_flops.lm_head, head, w.type);
+  sequence.push_back(head_time);
+  out.lm_head = to_prediction(head_time, reported.lm_head, scale, kscale);
   out.ops_s += out.lm_head.time_s;
   out.kernels += out.lm_head.kernels;
   out.matmul_flops += out.lm_head.matmul_flops;
   out.other_flops += out.lm_head.other_flops;
   out.bytes += out.lm_head.bytes;
-  out.overhead_s = out.kernels * cost.launch_s();
-  out.total_s = out.ops_s + out.overhead_s;
+  // Launch gaps and host-bound stalls: the queue over the forward pass's kernels, less the
+  // device time of the ops themselves.
+  out.total_s = std::max(out.ops_s, cost.sequence_s(sequence) * scale);
+  out.overhead_s = out.total_s - out.ops_s;
   return out;
 }
 
@@ -165,6 +172,12 @@ prediction predict(const model_spec& model, const workload& w, const cost_model&
   p.matmul_flop_ratio = p.dense.matmul_flops > 0 ? double(p.model.matmul_flops) / double(p.dense.matmul_flops) : 1.0;
   p.time_ratio = p.dense.total_s > 0 ? p.model.total_s / p.dense.total_s : 1.0;
   p.gap = decompose_gap(p.model, p.dense);
+  if (const calibration* cal = cost.calibration(); cal && cal->cross_validation) p.expected_error = *cal->cross_validation;
+  if (p.model.timed_as_dtype || p.dense.timed_as_dtype)
+    p.notes.push_back(std::string(to_string(w.type)) + " timed by the " +
+                      to_string(p.model.timed_as_dtype ? *p.model.timed_as_dtype : *p.dense.timed_as_dtype) +
+                      " calibration: on " + cost.hardware().name +
+                      " the tensor cores run both at one rate and the elements have one size");
 
   if (!cost.calibrated()) {
     p.notes.push_back("uncalibrated: every time is the datasheet roofline of " + cost.hardware().name +

@@ -41,6 +41,7 @@
 //   gemm_efficiency   the other ops (compute-bound matmuls: projections, MLP, lm_head).
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -92,11 +93,15 @@ struct model_time {
   op_prediction lm_head;
   int kernels = 0;
   double ops_s = 0;       // Σ op time_s incl. lm_head
-  double overhead_s = 0;  // kernels × launch_s
-  double total_s = 0;     // ops_s + overhead_s
+  // Launches: kernels × launch_s; with the GPU kernel-sequence model the gaps between kernels
+  // and the stalls where the host enqueues slower than the device runs (cost_model::sequence_s).
+  double overhead_s = 0;
+  double total_s = 0;  // ops_s + overhead_s
   std::int64_t matmul_flops = 0;
   std::int64_t other_flops = 0;
   std::int64_t bytes = 0;
+  // Set when ops were timed by another dtype's calibration (fp16 by bf16's).
+  std::optional<dtype> timed_as_dtype;
 };
 
 struct prediction {
@@ -113,6 +118,10 @@ struct prediction {
   double matmul_flop_ratio = 1;  // matmul only (the paper's count)
   double time_ratio = 1;         // total_s / dense total_s
   gap_decomposition gap;         // of time_ratio − flop_ratio
+  // The calibration's cross-validated error (sim/calibrate.hpp cross_validate): how far a
+  // prediction of a block it never saw was from the measurement. Absent when uncalibrated or
+  // not cross-validated.
+  std::optional<cross_validation_summary> expected_error;
   // Ops predicted with the datasheet roofline although the model is calibrated (never
   // measured, no stand-in), and other remarks.
   std::vector<std::string> notes;

@@ -4,6 +4,9 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <set>
 
 #include "sim/config.hpp"
@@ -352,21 +355,59 @@ ServingResult computeServingImpl(const ExplorerConfig& config, const ComputeCont
 
 ServingResult computeServing(const ExplorerConfig& config) { return computeServingImpl(config, {}); }
 
+#if MODSIM_GUI_VALIDATION
+namespace {
+// The cross-validation behind a hardware file takes seconds and depends on the file only: it is
+// computed once per hardware file (and calibration) and kept.
+std::optional<reports::validation_section> cachedValidationForHardware(const sim::hardware_spec& hw,
+                                                                       std::string* why) {
+  static std::mutex mutex;
+  static std::map<std::string, std::pair<std::optional<reports::validation_section>, std::string>> cache;
+  const std::string key = hw.source_file + "\n" + hw.name + "\n" + hw.calibration_json;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = cache.find(key); it != cache.end()) {
+      *why = it->second.second;
+      return it->second.first;
+    }
+  }
+  std::optional<reports::validation_section> v = reports::validation_for_hardware(hw, why);
+  std::lock_guard<std::mutex> lock(mutex);
+  cache[key] = {v, *why};
+  return v;
+}
+}  // namespace
+#endif
+
 ValidationResult computeValidation(const ExplorerConfig& config) {
   ValidationResult out;
   out.file = config.measurementsPath.toStdString();
 #if MODSIM_GUI_VALIDATION
+  reports::validation_section section;
   if (config.measurementsPath.isEmpty()) {
-    out.unavailable =
-        "Choose a measurements CSV (written by `modsim profile`) to compare measured and predicted "
-        "block times on " +
-        config.hardware.name + ".";
-    return out;
+    // No file chosen: the measurements behind the hardware's calibration (a calibrated file is
+    // cross-validated by shape; an uncalibrated one with a calibrated sibling shows its
+    // datasheet roofline against the same blocks), as `modsim report` does.
+    std::string why;
+    std::optional<reports::validation_section> backing = cachedValidationForHardware(config.hardware, &why);
+    if (!backing) {
+      out.unavailable = "Choose a measurements CSV (written by `modsim profile`) to compare measured and predicted "
+                        "block times on " +
+                        config.hardware.name + " (" + why + ").";
+      return out;
+    }
+    section = std::move(*backing);
+    out.file = section.measurements_file;
+  } else {
+    const std::vector<sim::measured_point> measured = profiler::read_measured_points(out.file);
+    // An uncalibrated hardware file is first calibrated on the file's single-op rows (never on
+    // the blocks it scores), as `modsim report` does.
+    section = reports::make_validation(measured, config.hardware, true, out.file);
   }
-  const std::vector<sim::measured_point> measured = profiler::read_measured_points(out.file);
-  // An uncalibrated hardware file is first calibrated on the file's single-op rows (never on
-  // the blocks it scores), as `modsim report` does.
-  const reports::validation_section section = reports::make_validation(measured, config.hardware, true, out.file);
+  out.folds = section.folds;
+  out.opMedianAbsPctError = section.op_summary.median_abs_pct_error;
+  out.opP90AbsPctError = section.op_summary.p90_abs_pct_error;
+  out.opPoints = section.op_summary.points;
   out.costLabel = section.cost_label;
   out.notes = section.notes;
   const std::vector<sim::validation_point>& points = section.points;

@@ -66,11 +66,18 @@ ExplorerSession::ExplorerSession(QObject* parent)
   m_config.load.mode = sim::run_mode::forward;
   m_config.load.type = sim::dtype::bf16;
   m_config.hardware = builtinHardware();
-  const QString h100 = resolveConfig(QStringLiteral("h100-sxm"), QStringLiteral("hardware"));
-  try {
-    if (QFile::exists(h100)) m_config.hardware = sim::load_hardware(h100.toStdString());
-  } catch (const modsim::error&) {
-    // keep the built-in numbers; the hardware editor shows the file's error when chosen
+  // The H100 calibrated on the committed measurements, else its datasheet file, else the
+  // built-in datasheet numbers.
+  for (const QString& name : {QStringLiteral("h100-sxm-calibrated"), QStringLiteral("h100-sxm")}) {
+    const QString h100 = resolveConfig(name, QStringLiteral("hardware"));
+    try {
+      if (QFile::exists(h100)) {
+        m_config.hardware = sim::load_hardware(h100.toStdString());
+        break;
+      }
+    } catch (const modsim::error&) {
+      // try the next; the hardware editor shows the file's error when chosen
+    }
   }
   m_draft = m_config;
   scheduleFromModel(m_config.model);

@@ -684,12 +684,21 @@ QVariant ValidationModel::headerData(int section, Qt::Orientation o, int role) c
 
 QString ValidationModel::summary() const {
   if (!m_validation.available) return {};
-  return tr("%1 blocks · median |error| %2% · p90 %3% · max %4% · %5")
-      .arg(m_validation.rows.size())
-      .arg(m_validation.medianAbsPctError, 0, 'f', 1)
-      .arg(m_validation.p90AbsPctError, 0, 'f', 1)
-      .arg(m_validation.maxAbsPctError, 0, 'f', 1)
-      .arg(qs(m_validation.costLabel));
+  const QString blocks = tr("%1 blocks · median |error| %2% · p90 %3% · max %4%")
+                             .arg(m_validation.rows.size())
+                             .arg(m_validation.medianAbsPctError, 0, 'f', 1)
+                             .arg(m_validation.p90AbsPctError, 0, 'f', 1)
+                             .arg(m_validation.maxAbsPctError, 0, 'f', 1);
+  if (m_validation.folds > 0)
+    return tr("%1 · %2 ops: median %3%, p90 %4% · %5-fold cross-validation by shape: every point predicted by a "
+              "calibration that never saw its shape · %6")
+        .arg(blocks)
+        .arg(m_validation.opPoints)
+        .arg(m_validation.opMedianAbsPctError, 0, 'f', 1)
+        .arg(m_validation.opP90AbsPctError, 0, 'f', 1)
+        .arg(m_validation.folds)
+        .arg(qs(m_validation.file));
+  return tr("%1 · %2").arg(blocks).arg(qs(m_validation.costLabel));
 }
 
 void ValidationModel::setResult(const ComputeResultPtr& result) {

@@ -128,6 +128,11 @@ struct ValidationResult {
   double medianAbsPctError = 0;
   double p90AbsPctError = 0;
   double maxAbsPctError = 0;
+  // Cross-validated (folds > 0): the op rows' errors, predicted the same way.
+  int folds = 0;
+  int opPoints = 0;
+  double opMedianAbsPctError = 0;
+  double opP90AbsPctError = 0;
 };
 
 struct ComputeResult {

@@ -90,6 +90,21 @@ void print_json(const sim::prediction& p, const std::string& hw_name) {
   root["dense_matmul_flops"] = p.dense.matmul_flops;
   root["dense_other_flops"] = p.dense.other_flops;
   root["gap"] = gap_json(p);
+  if (p.expected_error) {
+    const sim::cross_validation_summary& e = *p.expected_error;
+    json::object ee;
+    ee["median_abs_pct_error"] = e.median_abs_pct_error;
+    ee["p90_abs_pct_error"] = e.p90_abs_pct_error;
+    ee["max_abs_pct_error"] = e.max_abs_pct_error;
+    ee["blocks"] = e.blocks;
+    ee["folds"] = e.folds;
+    ee["method"] = "cross-validation grouped by shape: blocks predicted by calibrations that never saw their shape";
+    json::array band;
+    band.emplace_back(p.total_s() * (1 - e.p90_abs_pct_error / 100));
+    band.emplace_back(p.total_s() * (1 + e.p90_abs_pct_error / 100));
+    ee["total_s_p90_band"] = std::move(band);
+    root["expected_error"] = std::move(ee);
+  }
   json::array layers;
   for (std::size_t i = 0; i < p.model.layers.size(); ++i) {
     const sim::layer_prediction& l = p.model.layers[i];
@@ -148,8 +163,14 @@ void print_table(const sim::prediction& p, const std::string& hw_name) {
                            hw_name, sim::to_string(p.load.mode), p.load.batch, decode ? "context" : "seq",
                            p.load.seq_len, sim::to_string(p.load.type));
   std::cout << fmt::format("cost model: {}\n", p.calibrated ? p.cost_label : "DATASHEET ROOFLINE (uncalibrated)");
-  std::cout << "times are predicted device time; launch overhead = kernels x "
-            << fmt::format("{:.2f}", p.launch_s * 1e6) << " us, shown separately\n\n";
+  if (p.expected_error)
+    std::cout << fmt::format(
+        "expected error: median {:.1f}%, p90 {:.1f}% (|predicted - measured| of {} blocks this calibration never saw, "
+        "{}-fold cross-validation by shape)\n",
+        p.expected_error->median_abs_pct_error, p.expected_error->p90_abs_pct_error, p.expected_error->blocks,
+        p.expected_error->folds);
+  std::cout << "times are predicted device time; launch overhead (gaps between kernels, host-bound stalls; "
+            << fmt::format("{:.2f}", p.launch_s * 1e6) << " us per launch) shown separately\n\n";
 
   std::cout << fmt::format("{:>7}  {:>6}  {:>8}  {:>9}  {:>11}  {:>11}  {:>8}  {:>7}\n", "layer", "routed", "capacity",
                            "tokens", "time ms", "dense ms", "ratio", "kernels");
@@ -167,8 +188,15 @@ void print_table(const sim::prediction& p, const std::string& hw_name) {
   std::cout << fmt::format("{:>7}  {:>6}  {:>8}  {:>9}  {:>11}  {:>11}  {:>8.3f}  {:>7}\n", "launch", "", "", "",
                            ms(p.model.overhead_s), ms(p.dense.overhead_s),
                            p.dense.overhead_s > 0 ? p.model.overhead_s / p.dense.overhead_s : 0.0, p.model.kernels);
-  std::cout << fmt::format("{:>7}  {:>6}  {:>8}  {:>9}  {:>11}  {:>11}  {:>8.3f}\n\n", "total", "", "", "",
+  std::cout << fmt::format("{:>7}  {:>6}  {:>8}  {:>9}  {:>11}  {:>11}  {:>8.3f}\n", "total", "", "", "",
                            ms(p.total_s()), ms(p.dense_total_s()), p.time_ratio);
+  if (p.expected_error) {
+    const double band = p.expected_error->p90_abs_pct_error / 100;
+    std::cout << fmt::format("{:>7}  {:>6}  {:>8}  {:>9}  {:>11}  {:>11}\n", "p90 band", "", "", "",
+                             ms(p.total_s() * (1 - band)) + "-" + ms(p.total_s() * (1 + band)),
+                             ms(p.dense_total_s() * (1 - band)) + "-" + ms(p.dense_total_s() * (1 + band)));
+  }
+  std::cout << "\n";
 
   struct sums {
     double t = 0, dt = 0, f = 0, df = 0;
