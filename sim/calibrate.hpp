@@ -56,6 +56,10 @@ struct measured_point {
   std::string device;
   std::string key;    // a stable identity of the shape (the profiler's point key)
   std::string where;  // "FILE:LINE" for messages
+  // isolated (the op alone, cold) | in_block (the op inside its block's run, warm)
+  std::string timing = "isolated";
+  // unfused | fused: the attention implementation the attention and block rows ran
+  std::string attention = "unfused";
 };
 
 // A measured op or block with its shape and FLOP/byte costs per sim/flops.
@@ -68,6 +72,8 @@ struct calibration_sample {
   op_cost cost;                                 // the op's cost; for a block, the sum of its ops
   double measured_s = 0;
   std::string backend, device, key, where;
+  std::string timing = "isolated";    // as measured_point
+  std::string attention = "unfused";  // as measured_point
 
   bool is_block() const { return op == "block_dense" || op == "block_mod" || op == "layer_mode"; }
 };
