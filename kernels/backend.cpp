@@ -84,6 +84,8 @@ op parse_op(std::string_view name) {
   throw input_error("", "op", "unknown op '" + std::string(name) + "'");
 }
 
+bool is_block(op o) { return o == op::block_dense || o == op::block_mod || o == op::layer_mode; }
+
 std::string_view to_string(dtype t) {
   switch (t) {
     case dtype::fp32:
@@ -240,6 +242,11 @@ double backend::timed_run(op o, workspace& ws) {
   run(o, ws);
   synchronize();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double backend::timed_block_run(op o, workspace&, std::vector<op_time>&) {
+  throw runtime_error("the " + std::string(name()) + " backend cannot time the ops inside " +
+                      std::string(to_string(o)));
 }
 
 }  // namespace modsim::kernels

@@ -53,6 +53,8 @@ std::span<const op> all_ops();
 std::string_view to_string(op o);
 // Throws modsim::error (bad_input) naming the unknown name.
 op parse_op(std::string_view name);
+// block_dense, block_mod and layer_mode: the ops that run a whole block of other ops.
+bool is_block(op o);
 
 enum class dtype { fp32, bf16, fp16 };
 std::string_view to_string(dtype t);
@@ -225,6 +227,24 @@ class backend {
   // after: the default is a steady clock around run + synchronize; the CUDA backend records
   // events on its stream around the kernels, so host launch cost stays out of the number.
   virtual double timed_run(op o, workspace& ws);
+
+  // One op's share of a timed block run (timed_block_run).
+  struct op_time {
+    op o = op::block_dense;
+    double seconds = 0;
+  };
+  // Runs block op `o` (block_dense, block_mod or layer_mode) once on `ws`, the same way
+  // run(o, ws) does, with the device idle before and after, and takes the time of every op of
+  // the block from boundaries on one timeline: one before the block and one after each op
+  // (CPU: a steady-clock reading once the op has finished; CUDA: an event recorded on the
+  // stream after the op's kernels, all read after one synchronize at the end). An op's
+  // seconds are the intervals that end at its boundaries. `ops` is cleared and filled with one
+  // entry per op in the order the ops first ran (the CPU runs attention head by head, so each
+  // attention op sums one interval per (sequence, head)). Returns the block's seconds, the sum
+  // of the entries in that order: the time from the first boundary to the last. No cache
+  // flush, no input rotation. Throws modsim::error (bad_input) for an op that is not a block;
+  // the default throws (runtime) for a backend that cannot time inside a block.
+  virtual double timed_block_run(op o, workspace& ws, std::vector<op_time>& ops);
   // Evicts device caches between timed repeats (the CUDA backend overwrites a scratch buffer
   // twice the L2 size); the default does nothing (the CPU relies on rotating inputs).
   virtual void flush_cache() {}

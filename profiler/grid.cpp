@@ -283,7 +283,40 @@ grid preset(std::string_view name, std::string_view backend) {
   throw input_error("", "--preset", "unknown preset '" + std::string(name) + "' (expected quick or full)");
 }
 
+std::string_view to_string(timing_mode t) { return t == timing_mode::in_block ? "in_block" : "isolated"; }
+
+timing_mode parse_timing(std::string_view name, const std::string& key) {
+  if (name == "isolated") return timing_mode::isolated;
+  if (name == "in_block") return timing_mode::in_block;
+  throw input_error("", key, "unknown timing '" + std::string(name) + "' (expected isolated or in_block)");
+}
+
+expansion with_timing(expansion e, timing_mode t) {
+  if (t == timing_mode::isolated) return e;
+  expansion out;
+  out.skipped = std::move(e.skipped);
+  for (point& p : e.points) {
+    p.timing = t;
+    if (kernels::is_block(p.op)) {
+      p.block = p.op;
+      out.points.push_back(std::move(p));
+    } else {
+      out.skipped.push_back(
+          {std::move(p), "in_block times ops through their block; list block_dense, block_mod or layer_mode"});
+    }
+  }
+  return out;
+}
+
 std::string point_key(const point& p) {
+  if (p.timing == timing_mode::in_block) {
+    point block = p;
+    block.op = p.block;
+    block.timing = timing_mode::isolated;
+    std::string k = point_key(block) + "|in_block";
+    if (p.op != p.block) k += "|" + std::string(kernels::to_string(p.op));
+    return k;
+  }
   const kernels::block_shape& s = p.shape;
   std::ostringstream k;
   k << kernels::to_string(p.op) << '|' << kernels::to_string(p.type) << '|' << s.batch << '|' << s.seq_len << '|'

@@ -29,11 +29,24 @@ struct grid {
   std::vector<double> capacity_factor;
 };
 
+// How a point is timed (the measurements CSV's `timing` column).
+//   isolated: the op alone, inputs rotated and the device cache flushed before each sample.
+//   in_block: the op inside its block's run, warm, from boundaries on the block's timeline
+//             (kernels::backend::timed_block_run); a block point yields its own row and one
+//             row per op of the block.
+enum class timing_mode { isolated, in_block };
+std::string_view to_string(timing_mode t);
+// Throws modsim::error(bad_input) naming `key` for an unknown name.
+timing_mode parse_timing(std::string_view name, const std::string& key = "timing");
+
 // One measurement to make.
 struct point {
   kernels::op op = kernels::op::block_dense;
   kernels::dtype type = kernels::dtype::fp32;
   kernels::block_shape shape;
+  timing_mode timing = timing_mode::isolated;
+  // in_block only: the block whose runs timed this point (op itself for a block point).
+  kernels::op block = kernels::op::block_dense;
 };
 
 struct skipped_point {
@@ -52,6 +65,11 @@ struct expansion {
 // crossed with the MoDE axes.
 expansion expand(const grid& g);
 
+// The points of `e` timed `t`. For in_block, points whose op is not a block move to
+// `skipped` with the reason (in_block times ops through their block) and block points get
+// block = op.
+expansion with_timing(expansion e, timing_mode t);
+
 // The `--grid FILE.json` format (contract): every key a list or a single value, e.g.
 // {"ops": ["block_dense", "block_mod"], "dtype": "fp32", "batch": [1, 2], "seq_len": [512],
 //  "d_model": [1024], "n_heads": [16], "d_ff": [4096], "capacity": [0.125, 0.5], "mlp": "gelu"}
@@ -66,6 +84,9 @@ grid load_grid(const std::string& path);
 grid preset(std::string_view name, std::string_view backend);
 
 // A stable key that identifies a point's shape in a measurements file (used by --resume).
+// Isolated points keep the keys of files written before timing existed; an in_block point's
+// key is its block's key plus "|in_block" and, for an op row, "|" and the op, so the rows of
+// one block, and the same op in two blocks of one shape, never collide.
 std::string point_key(const point& p);
 
 }  // namespace modsim::profiler

@@ -19,8 +19,11 @@ namespace {
 constexpr const char* k_columns[] = {
     "backend", "device",     "op",     "dtype",        "batch",   "seq_len",      "d_model",         "n_heads",
     "d_ff",    "capacity",   "tokens", "matmul_flops", "bytes",   "median_s",     "p10_s",           "p90_s",
-    "samples", "n_kv_heads", "mlp",    "variant",      "experts", "noop_experts", "capacity_factor", "other_flops"};
+    "samples", "n_kv_heads", "mlp",    "variant",      "experts", "noop_experts", "capacity_factor", "other_flops",
+    "timing",  "attention",  "block"};
 constexpr std::size_t k_column_count = sizeof(k_columns) / sizeof(k_columns[0]);
+// The columns every file has, in this order (the contract's and those of the first files).
+constexpr std::size_t k_base_columns = 24;
 
 std::vector<std::string> split_csv(const std::string& line) {
   std::vector<std::string> out;
@@ -82,79 +85,246 @@ const char* variant_name(kernels::mode_variant v) {
 
 }  // namespace
 
-const std::string& csv_header() {
-  static const std::string header = [] {
-    std::string h;
-    for (std::size_t i = 0; i < k_column_count; ++i) h += (i ? "," : "") + std::string(k_columns[i]);
-    return h;
+bool csv_layout::has(std::string_view column) const {
+  for (std::size_t c : columns)
+    if (k_columns[c] == column) return true;
+  return false;
+}
+
+const csv_layout& full_layout() {
+  static const csv_layout layout = [] {
+    csv_layout l;
+    for (std::size_t c = 0; c < k_column_count; ++c) l.columns.push_back(c);
+    return l;
   }();
-  return header;
+  return layout;
 }
 
-std::string format_row(const measurement_row& r) {
-  std::ostringstream s;
-  s << sim::csv_field(r.backend) << ',' << sim::csv_field(r.device) << ',' << r.op << ',' << r.dtype << ',' << r.batch
-    << ',' << r.seq_len << ',' << r.d_model << ',' << r.n_heads << ',' << r.d_ff << ',' << num(r.capacity) << ','
-    << r.tokens << ',' << r.matmul_flops << ',' << r.bytes << ',' << num(r.median_s) << ',' << num(r.p10_s) << ','
-    << num(r.p90_s) << ',' << r.samples << ',' << r.n_kv_heads << ',' << r.mlp << ',' << r.variant << ',' << r.experts
-    << ',' << r.noop_experts << ',' << num(r.capacity_factor) << ',' << r.other_flops;
-  return s.str();
+csv_layout parse_header(const std::string& line, const std::string& file) {
+  const std::vector<std::string> names = split_csv(line);
+  auto bad = [&](const std::string& why) {
+    return input_error(file, "",
+                       "header does not match the measurements format (" + why + "; expected: " + csv_header() +
+                           ", the last " + std::to_string(k_column_count - k_base_columns) + " optional)");
+  };
+  if (names.size() < k_base_columns) throw bad("too few columns");
+  csv_layout l;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    std::size_t c = 0;
+    while (c < k_column_count && names[i] != k_columns[c]) ++c;
+    if (i < k_base_columns ? c != i : (c < k_base_columns || c == k_column_count || l.has(names[i])))
+      throw bad("column " + std::to_string(i + 1) + " is '" + names[i] + "'");
+    l.columns.push_back(c);
+  }
+  return l;
 }
 
-measurement_row parse_row(const std::string& line, const std::string& file, int line_no) {
+std::string csv_header(const csv_layout& layout) {
+  std::string h;
+  for (std::size_t i = 0; i < layout.columns.size(); ++i)
+    h += (i ? "," : "") + std::string(k_columns[layout.columns[i]]);
+  return h;
+}
+
+namespace {
+
+// The text of column `c` of row `r`.
+std::string field(const measurement_row& r, std::size_t c) {
+  switch (c) {
+    case 0:
+      return sim::csv_field(r.backend);
+    case 1:
+      return sim::csv_field(r.device);
+    case 2:
+      return r.op;
+    case 3:
+      return r.dtype;
+    case 4:
+      return std::to_string(r.batch);
+    case 5:
+      return std::to_string(r.seq_len);
+    case 6:
+      return std::to_string(r.d_model);
+    case 7:
+      return std::to_string(r.n_heads);
+    case 8:
+      return std::to_string(r.d_ff);
+    case 9:
+      return num(r.capacity);
+    case 10:
+      return std::to_string(r.tokens);
+    case 11:
+      return std::to_string(r.matmul_flops);
+    case 12:
+      return std::to_string(r.bytes);
+    case 13:
+      return num(r.median_s);
+    case 14:
+      return num(r.p10_s);
+    case 15:
+      return num(r.p90_s);
+    case 16:
+      return std::to_string(r.samples);
+    case 17:
+      return std::to_string(r.n_kv_heads);
+    case 18:
+      return r.mlp;
+    case 19:
+      return r.variant;
+    case 20:
+      return std::to_string(r.experts);
+    case 21:
+      return std::to_string(r.noop_experts);
+    case 22:
+      return num(r.capacity_factor);
+    case 23:
+      return std::to_string(r.other_flops);
+    case 24:
+      return r.timing;
+    case 25:
+      return r.attention;
+    case 26:
+      return r.block;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string format_row(const measurement_row& r, const csv_layout& layout) {
+  std::string line;
+  for (std::size_t i = 0; i < layout.columns.size(); ++i) line += (i ? "," : "") + field(r, layout.columns[i]);
+  return line;
+}
+
+measurement_row parse_row(const std::string& line, const std::string& file, int line_no, const csv_layout& layout) {
   std::vector<std::string> f = split_csv(line);
   const std::string where = file + ":" + std::to_string(line_no);
-  if (f.size() != k_column_count)
-    throw input_error(where, "",
-                      "expected " + std::to_string(k_column_count) + " columns, found " + std::to_string(f.size()));
-  auto integer = [&](std::size_t i) -> std::int64_t {
-    std::int64_t v = 0;
-    auto [p, ec] = std::from_chars(f[i].data(), f[i].data() + f[i].size(), v);
-    if (ec != std::errc() || p != f[i].data() + f[i].size())
-      throw input_error(where, k_columns[i], "expected an integer, got '" + f[i] + "'");
-    return v;
-  };
-  auto real = [&](std::size_t i) -> double {
-    char* end = nullptr;
-    errno = 0;
-    double v = std::strtod(f[i].c_str(), &end);
-    if (f[i].empty() || *end != '\0' || errno != 0)
-      throw input_error(where, k_columns[i], "expected a number, got '" + f[i] + "'");
-    return v;
-  };
+  if (f.size() != layout.columns.size())
+    throw input_error(
+        where, "", "expected " + std::to_string(layout.columns.size()) + " columns, found " + std::to_string(f.size()));
   measurement_row r;
-  r.backend = f[0];
-  r.device = f[1];
-  r.op = f[2];
-  r.dtype = f[3];
-  r.batch = integer(4);
-  r.seq_len = integer(5);
-  r.d_model = integer(6);
-  r.n_heads = integer(7);
-  r.d_ff = integer(8);
-  r.capacity = real(9);
-  r.tokens = integer(10);
-  r.matmul_flops = integer(11);
-  r.bytes = integer(12);
-  r.median_s = real(13);
-  r.p10_s = real(14);
-  r.p90_s = real(15);
-  r.samples = static_cast<int>(integer(16));
-  r.n_kv_heads = integer(17);
-  r.mlp = f[18];
-  r.variant = f[19];
-  r.experts = static_cast<int>(integer(20));
-  r.noop_experts = static_cast<int>(integer(21));
-  r.capacity_factor = real(22);
-  r.other_flops = integer(23);
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    const std::size_t c = layout.columns[i];
+    const std::string& v = f[i];
+    auto integer = [&]() -> std::int64_t {
+      std::int64_t x = 0;
+      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+      if (ec != std::errc() || p != v.data() + v.size())
+        throw input_error(where, k_columns[c], "expected an integer, got '" + v + "'");
+      return x;
+    };
+    auto real = [&]() -> double {
+      char* end = nullptr;
+      errno = 0;
+      double x = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || errno != 0)
+        throw input_error(where, k_columns[c], "expected a number, got '" + v + "'");
+      return x;
+    };
+    auto one_of = [&](std::initializer_list<const char*> allowed) {
+      for (const char* a : allowed)
+        if (v == a) return v;
+      std::string list;
+      for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+      throw input_error(where, k_columns[c], "expected one of " + list + ", got '" + v + "'");
+    };
+    switch (c) {
+      case 0:
+        r.backend = v;
+        break;
+      case 1:
+        r.device = v;
+        break;
+      case 2:
+        r.op = v;
+        break;
+      case 3:
+        r.dtype = v;
+        break;
+      case 4:
+        r.batch = integer();
+        break;
+      case 5:
+        r.seq_len = integer();
+        break;
+      case 6:
+        r.d_model = integer();
+        break;
+      case 7:
+        r.n_heads = integer();
+        break;
+      case 8:
+        r.d_ff = integer();
+        break;
+      case 9:
+        r.capacity = real();
+        break;
+      case 10:
+        r.tokens = integer();
+        break;
+      case 11:
+        r.matmul_flops = integer();
+        break;
+      case 12:
+        r.bytes = integer();
+        break;
+      case 13:
+        r.median_s = real();
+        break;
+      case 14:
+        r.p10_s = real();
+        break;
+      case 15:
+        r.p90_s = real();
+        break;
+      case 16:
+        r.samples = static_cast<int>(integer());
+        break;
+      case 17:
+        r.n_kv_heads = integer();
+        break;
+      case 18:
+        r.mlp = v;
+        break;
+      case 19:
+        r.variant = v;
+        break;
+      case 20:
+        r.experts = static_cast<int>(integer());
+        break;
+      case 21:
+        r.noop_experts = static_cast<int>(integer());
+        break;
+      case 22:
+        r.capacity_factor = real();
+        break;
+      case 23:
+        r.other_flops = integer();
+        break;
+      case 24:
+        r.timing = one_of({"isolated", "in_block"});
+        break;
+      case 25:
+        r.attention = one_of({"unfused", "fused"});
+        break;
+      case 26:
+        r.block = v;
+        break;
+    }
+  }
+  if (r.timing == "in_block" && r.block != "block_dense" && r.block != "block_mod" && r.block != "layer_mode")
+    throw input_error(where, "block",
+                      "an in_block row names its block (block_dense, block_mod or layer_mode), got '" + r.block + "'");
   return r;
 }
 
-std::vector<measurement_row> read_measurements(const std::string& path) {
+std::vector<measurement_row> read_measurements(const std::string& path, csv_layout* layout_out) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw input_error(path, "", "cannot open file");
   std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::vector<measurement_row> rows;
+  csv_layout layout;
   std::size_t pos = 0;
   int line_no = 0;
   while (pos < content.size()) {
@@ -165,14 +335,14 @@ std::vector<measurement_row> read_measurements(const std::string& path) {
     ++line_no;
     if (line_no == 1) {
       if (!line.empty() && line.back() == '\r') line.pop_back();
-      if (line != csv_header())
-        throw input_error(path, "", "header does not match the measurements format (expected: " + csv_header() + ")");
+      layout = parse_header(line, path);
       continue;
     }
     if (line.empty()) continue;
-    rows.push_back(parse_row(line, path, line_no));
+    rows.push_back(parse_row(line, path, line_no, layout));
   }
   if (line_no == 0) throw input_error(path, "", "empty file (no header)");
+  if (layout_out != nullptr) *layout_out = layout;
   return rows;
 }
 
@@ -197,10 +367,17 @@ point point_of(const measurement_row& r) {
   s.experts = r.experts;
   s.noop_experts = r.noop_experts;
   s.capacity_factor = r.capacity_factor;
+  if (r.timing == "in_block") {
+    p.timing = timing_mode::in_block;
+    p.block = kernels::parse_op(r.block);
+  }
   return p;
 }
 
-void fill_costs(const point& p, measurement_row& row) {
+namespace {
+
+// sim/flops's view of point `p`'s shape; tokens = the block's tokens per sequence.
+sim::op_shape op_shape_of(const point& p) {
   const kernels::block_shape& k = p.shape;
   sim::op_shape s;
   s.batch = k.batch;
@@ -217,21 +394,52 @@ void fill_costs(const point& p, measurement_row& row) {
   s.top_k = 1;
   s.capacity_factor = k.capacity_factor;
   s.noop_experts = k.noop_experts;
+  return s;
+}
+
+// sim/flops's op list of block op `block` on `p`'s shape.
+std::vector<sim::op_cost> costs_of_block(kernels::op block, const point& p) {
+  const kernels::block_shape& k = p.shape;
+  const sim::op_shape s = op_shape_of(p);
+  switch (block) {
+    case kernels::op::block_dense:
+      return sim::block_costs("block_dense", s);
+    case kernels::op::block_mod:
+      return sim::block_costs("block_mod", s, k.capacity);
+    case kernels::op::layer_mode:
+      return sim::block_costs(
+          "layer_mode", s, k.capacity,
+          k.variant == kernels::mode_variant::integrated ? sim::mode_variant::integrated : sim::mode_variant::staged);
+    default:
+      break;
+  }
+  throw input_error("", "op", std::string(kernels::to_string(block)) + " is not a block");
+}
+
+}  // namespace
+
+std::vector<std::string> block_op_names(const point& p) {
+  std::vector<std::string> names;
+  for (const sim::op_cost& c : costs_of_block(p.block, p)) names.push_back(c.op);
+  return names;
+}
+
+void fill_costs(const point& p, measurement_row& row) {
+  const kernels::block_shape& k = p.shape;
+  const sim::op_shape s = op_shape_of(p);
   sim::op_cost c;
   std::int64_t tokens = k.batch * k.block_tokens();
   switch (p.op) {
     case kernels::op::block_dense:
-      c = sim::sum_costs(sim::block_costs("block_dense", s));
+      c = sim::sum_costs(costs_of_block(p.op, p));
       tokens = k.batch * k.seq_len;
       break;
     case kernels::op::block_mod:
-      c = sim::sum_costs(sim::block_costs("block_mod", s, k.capacity));
+      c = sim::sum_costs(costs_of_block(p.op, p));
       tokens = k.batch * k.routed_tokens();
       break;
     case kernels::op::layer_mode:
-      c = sim::sum_costs(sim::block_costs(
-          "layer_mode", s, k.capacity,
-          k.variant == kernels::mode_variant::integrated ? sim::mode_variant::integrated : sim::mode_variant::staged));
+      c = sim::sum_costs(costs_of_block(p.op, p));
       break;
     case kernels::op::router:
     case kernels::op::topk:
@@ -268,6 +476,8 @@ measurement_row make_row(const point& p, const std::string& backend, const std::
   r.experts = s.experts;
   r.noop_experts = s.noop_experts;
   r.capacity_factor = s.variant == kernels::mode_variant::none ? 0.0 : s.capacity_factor;
+  r.timing = std::string(to_string(p.timing));
+  if (p.timing == timing_mode::in_block) r.block = std::string(kernels::to_string(p.block));
   fill_costs(p, r);
   r.median_s = stats.median_s;
   r.p10_s = stats.p10_s;
@@ -283,7 +493,7 @@ measurement_writer::measurement_writer(const std::string& path, bool resume) : m
   if (exists && !resume)
     throw input_error(path, "", "already exists; pass --resume to continue it, or choose another --out");
   if (exists) {
-    std::vector<measurement_row> rows = read_measurements(path);  // checks the header
+    std::vector<measurement_row> rows = read_measurements(path, &m_layout);  // checks the header
     for (const auto& r : rows) {
       m_keys.insert(point_key(point_of(r)));
       if (m_device.empty()) m_device = r.device;
@@ -298,9 +508,10 @@ measurement_writer::measurement_writer(const std::string& path, bool resume) : m
     if (ec) throw input_error(path, "", "cannot repair the partial last line: " + ec.message());
     m_file = std::fopen(path.c_str(), "ab");
   } else {
+    m_layout = full_layout();
     m_file = std::fopen(path.c_str(), "wbx");  // x: never clobber a file created meanwhile
     if (m_file) {
-      std::fprintf(m_file, "%s\n", csv_header().c_str());
+      std::fprintf(m_file, "%s\n", csv_header(m_layout).c_str());
       std::fflush(m_file);
     }
   }
@@ -311,8 +522,16 @@ measurement_writer::~measurement_writer() {
   if (m_file) std::fclose(m_file);
 }
 
+bool measurement_writer::accepts(timing_mode t) const {
+  return t == timing_mode::isolated || (m_layout.has("timing") && m_layout.has("block"));
+}
+
 void measurement_writer::append(const measurement_row& r) {
-  const std::string line = format_row(r) + "\n";
+  if (!accepts(parse_timing(r.timing)))
+    throw input_error(m_path, "timing",
+                      "the file's header has no timing/block columns (written before they existed): only isolated "
+                      "rows can be added; write in_block rows to a new file");
+  const std::string line = format_row(r, m_layout) + "\n";
   if (std::fwrite(line.data(), 1, line.size(), m_file) != line.size() || std::fflush(m_file) != 0)
     throw runtime_error(m_path + ": write failed: " + std::strerror(errno));
   m_keys.insert(point_key(point_of(r)));
@@ -346,6 +565,8 @@ std::vector<sim::measured_point> read_measured_points(const std::string& path) {
     p.device = r.device;
     p.key = point_key(point_of(r));
     p.where = where;
+    p.timing = r.timing;
+    p.attention = r.attention;
     out.push_back(std::move(p));
   }
   return out;

@@ -40,16 +40,37 @@ struct measurement_row {
   int noop_experts = 0;
   double capacity_factor = 0;
   std::int64_t other_flops = 0;
+  // Appended later; a file without them reads as isolated, unfused, "".
+  std::string timing = "isolated";    // isolated | in_block (see timing_mode)
+  std::string attention = "unfused";  // unfused | fused: the attention the row ran (only unfused exists)
+  // in_block rows: the block whose runs timed the row (the row's own op for the block row);
+  // "" for isolated rows. Tells apart the same op timed in two blocks of one shape (a
+  // block_dense and a block_mod at capacity 1).
+  std::string block;
 };
 
-// The header line (no newline).
-const std::string& csv_header();
-std::string format_row(const measurement_row& r);
+// The columns a measurements file has, in its header's order: the contract columns through
+// other_flops, then any of timing, attention, block. Files written before those columns
+// existed have only the first part and are still read and resumed.
+struct csv_layout {
+  std::vector<std::size_t> columns;  // indices into the full column list
+  bool has(std::string_view column) const;
+};
+// Every column this version writes (new files).
+const csv_layout& full_layout();
+// The layout a header line declares; throws bad_input naming `file` for a header that is not
+// the contract columns followed by known optional ones.
+csv_layout parse_header(const std::string& line, const std::string& file);
+
+// The header line (no newline) of `layout` (default: every column).
+std::string csv_header(const csv_layout& layout = full_layout());
+std::string format_row(const measurement_row& r, const csv_layout& layout = full_layout());
 // Parses one data line; throws modsim::error(bad_input) naming file:line and the column.
-measurement_row parse_row(const std::string& line, const std::string& file, int line_no);
-// All rows of a measurements file (header checked). A partial last line (a run killed while
-// writing) is ignored.
-std::vector<measurement_row> read_measurements(const std::string& path);
+measurement_row parse_row(const std::string& line, const std::string& file, int line_no,
+                          const csv_layout& layout = full_layout());
+// All rows of a measurements file (header checked; its layout stored in `layout` when not
+// null). A partial last line (a run killed while writing) is ignored.
+std::vector<measurement_row> read_measurements(const std::string& path, csv_layout* layout = nullptr);
 
 // A measurements file as the cost model's measured points (calibrate, validate, the report
 // and the GUI read it this way). Throws bad_input naming file:line for a bad row and for a
@@ -63,8 +84,13 @@ point point_of(const measurement_row& r);
 struct sample_stats;
 measurement_row make_row(const point& p, const std::string& backend, const std::string& device,
                          const sample_stats& stats);
-// matmul_flops, other_flops, bytes and tokens of point `p` per sim/flops.
+// matmul_flops, other_flops, bytes and tokens of point `p` per sim/flops. An in_block op
+// point has the costs and tokens of the same op measured isolated on the block's shape.
 void fill_costs(const point& p, measurement_row& row);
+// The names of the ops of block point `p.block` on `p.shape`, as sim::block_costs lists
+// them: the op rows an in_block run writes after the block's own row. Throws bad_input for
+// an invalid block shape.
+std::vector<std::string> block_op_names(const point& p);
 
 // Appends rows to a measurements file. Opening checks everything first and never truncates a
 // file the user has: an existing file without `resume` is refused; with `resume` its header
@@ -78,14 +104,21 @@ class measurement_writer {
 
   bool contains(const point& p) const { return m_keys.count(point_key(p)) > 0; }
   std::size_t existing_rows() const { return m_existing; }
+  // The file's columns: full_layout() for a new file, the existing header's on resume.
+  const csv_layout& layout() const { return m_layout; }
+  // Whether rows timed `t` fit the file's columns (an old header has no timing column, so
+  // only isolated rows).
+  bool accepts(timing_mode t) const;
   // The device recorded in the rows already there ("" when none).
   const std::string& existing_device() const { return m_device; }
-  // Writes one row and flushes it to the file.
+  // Writes one row and flushes it to the file. Throws bad_input for an in_block row when the
+  // file has no timing column.
   void append(const measurement_row& r);
 
  private:
   std::string m_path;
   std::FILE* m_file = nullptr;
+  csv_layout m_layout;
   std::set<std::string> m_keys;
   std::size_t m_existing = 0;
   std::string m_device;

@@ -22,18 +22,30 @@ struct run_progress {
 
 struct run_options {
   stop_rule rule;
-  int input_copies = 4;  // rotated between samples so a repeat does not time a warm cache
+  int input_copies = 4;  // isolated: rotated between samples so a repeat does not time a warm cache
   std::uint64_t seed = 1;
   const std::atomic<bool>* stop = nullptr;               // set (e.g. by SIGINT) to stop after the current point
   std::function<void(const run_progress&)> on_progress;  // may be empty
+  bool keep_block_samples = false;  // in_block points: keep every sample in run_result::in_block_samples
+};
+
+// The samples of one in_block point, all from the same boundaries of each run of the block:
+// sample j's op times op_s[0][j], op_s[1][j], ... add up (in this order) to block_s[j].
+struct block_samples {
+  point block;                            // the in_block block point
+  std::vector<std::string> ops;           // the block's ops as sim::block_costs lists them
+  std::vector<double> block_s;            // seconds of each sample of the block
+  std::vector<std::vector<double>> op_s;  // op_s[i][j]: seconds of ops[i] in sample j
+  sample_stats stats;                     // of block_s, with the stopping rule's verdict
 };
 
 struct run_result {
   std::size_t measured = 0;
   std::size_t already_present = 0;  // skipped because --resume found them in the file
   bool interrupted = false;
-  std::size_t dropped_throttled = 0;  // samples retaken because the device was throttled
-  std::vector<measurement_row> rows;  // the rows written by this run
+  std::size_t dropped_throttled = 0;            // samples retaken because the device was throttled
+  std::vector<measurement_row> rows;            // the rows written by this run
+  std::vector<block_samples> in_block_samples;  // in_block points, with options.keep_block_samples
 };
 
 // One timed repeat of `o` in seconds: rotate the inputs, flush the device cache, time with the
@@ -41,6 +53,21 @@ struct run_result {
 // are retaken and counted in `dropped` (may be null).
 double time_once(kernels::backend& be, kernels::op o, kernels::workspace& ws, std::size_t* dropped = nullptr);
 
+// Times in_block point `p` (a block) on `ws` warm: the whole block again and again (warm-up,
+// then samples under `rule`), no input rotation and no cache flush, as in a forward pass;
+// every sample times each op of the block from the block's own timeline
+// (kernels::backend::timed_block_run). Samples taken while the device reports throttling are
+// retaken and counted in `dropped` (may be null). Throws modsim::error (runtime) when the
+// backend ran other ops, or in another order, than sim::block_costs lists.
+block_samples sample_in_block(kernels::backend& be, const point& p, kernels::workspace& ws, const stop_rule& rule,
+                              std::size_t* dropped = nullptr);
+
+// Measures `points` in order, skipping those `out` already holds. An isolated point is timed
+// alone (time_once) and writes one row. An in_block point (a block, see with_timing) writes the
+// block's row and one row per op of the block (sample_in_block), each with the block's shape
+// columns and the costs of that op measured isolated on it; on resume only the rows missing
+// are written. Throws bad_input before measuring an in_block point when `out` cannot hold
+// in_block rows (an old header).
 run_result run_points(kernels::backend& be, const std::vector<point>& points, measurement_writer& out,
                       const run_options& options);
 

@@ -46,6 +46,8 @@ calibration_sample sample_of(const measured_point& p) {
   s.device = p.device;
   s.key = p.key;
   s.where = p.where;
+  s.timing = p.timing;
+  s.attention = p.attention;
   if (p.variant == "integrated")
     s.variant = mode_variant::integrated;
   else if (p.variant == "staged")

@@ -58,6 +58,10 @@ struct measured_point {
   std::string device;
   std::string key;    // a stable identity of the shape (the profiler's point key)
   std::string where;  // "FILE:LINE" for messages
+  // isolated (the op alone, cold) | in_block (the op inside its block's run, warm)
+  std::string timing = "isolated";
+  // unfused | fused: the attention implementation the attention and block rows ran
+  std::string attention = "unfused";
 };
 
 // A measured op or block with its shape and FLOP/byte costs per sim/flops.
@@ -72,6 +76,8 @@ struct calibration_sample {
   std::string timing = "isolated";  // isolated | in_block
   std::string attention = "unfused";
   std::string backend, device, key, where;
+  std::string timing = "isolated";    // as measured_point
+  std::string attention = "unfused";  // as measured_point
 
   bool is_block() const { return op == "block_dense" || op == "block_mod" || op == "layer_mode"; }
 };

@@ -1,11 +1,13 @@
 // The CPU backend: fp32, OpenBLAS for GEMMs (its own threads), a fork-join pool for the rest.
 #include <cblas.h>
 
+#include <chrono>
 #include <fstream>
 #include <string>
 #include <thread>
 
 #include "kernels/backend.hpp"
+#include "kernels/block_timeline.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "sim/error.hpp"
 
@@ -17,28 +19,68 @@ namespace {
 // Which MLP a block runs.
 enum class mlp_path { dense, moe };
 
+// The boundaries of a timed block run on the steady clock (backend::timed_block_run). Every
+// op has finished when it returns (the pool joins, BLAS returns), so a reading right after it
+// is the op's end.
+class boundary_clock {
+ public:
+  void start() {
+    m_timeline.clear();
+    m_start = std::chrono::steady_clock::now();
+  }
+  void after(op o) {
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - m_start);
+    m_timeline.mark(o, ns.count());
+  }
+  const block_timeline& timeline() const { return m_timeline; }
+
+ private:
+  block_timeline m_timeline;
+  std::chrono::steady_clock::time_point m_start;
+};
+
+// Marks the boundary after op `o` when the run is timed (`clock` not null).
+void after(boundary_clock* clock, op o) {
+  if (clock != nullptr) clock->after(o);
+}
+
 // The block on io (pre-norm attention + MLP, each with its residual): y = io.in + Δ.
 // Attention runs head by head (scores → softmax → values) so each score matrix is still in
-// cache when the softmax and the values read it.
-void run_block(context& c, const block_io& io, mlp_path path) {
+// cache when the softmax and the values read it. `clock` (may be null) marks each op's end.
+void run_block(context& c, const block_io& io, mlp_path path, boundary_clock* clock) {
   attn_norm(c, io);
+  after(clock, op::attn_norm);
   qkv_proj(c, io);
+  after(clock, op::qkv_proj);
   const std::int64_t pairs = c.shape().batch * c.shape().n_heads;
   for (std::int64_t bh = 0; bh < pairs; ++bh) {
     attn_scores(c, io, bh, bh + 1);
+    after(clock, op::attn_scores);
     attn_softmax(c, io, bh, bh + 1);
+    after(clock, op::attn_softmax);
     attn_values(c, io, bh, bh + 1);
+    after(clock, op::attn_values);
   }
   out_proj(c, io);
+  after(clock, op::out_proj);
   mlp_norm(c, io);
+  after(clock, op::mlp_norm);
   if (path == mlp_path::dense) {
     mlp_up(c, io);
-    if (c.shape().mlp == mlp_kind::swiglu) mlp_gate(c, io);
+    after(clock, op::mlp_up);
+    if (c.shape().mlp == mlp_kind::swiglu) {
+      mlp_gate(c, io);
+      after(clock, op::mlp_gate);
+    }
     mlp_act(c, io);
+    after(clock, op::mlp_act);
     mlp_down(c, io);
+    after(clock, op::mlp_down);
   } else {
     expert_router(c, io);
+    after(clock, op::expert_router);
     experts(c, io);
+    after(clock, op::experts);
   }
 }
 
@@ -48,15 +90,20 @@ block_io routed_io(context& c) { return {c.ws.data(tensor::routed_x), c.shape().
 // The token set single block ops work on: all tokens for integrated, the routed ones else.
 block_io single_op_io(context& c) { return c.shape().variant == mode_variant::integrated ? dense_io(c) : routed_io(c); }
 
-void routed_layer(context& c, mlp_path path) {
+void routed_layer(context& c, mlp_path path, boundary_clock* clock) {
   router(c);
+  after(clock, op::router);
   topk(c);
+  after(clock, op::topk);
   gather(c);
-  run_block(c, routed_io(c), path);
+  after(clock, op::gather);
+  run_block(c, routed_io(c), path, clock);
   scatter(c);
+  after(clock, op::scatter);
 }
 
-void execute(op o, context& c) {
+// Runs op `o`; for a block op, `clock` (may be null) marks the end of each op of the block.
+void execute(op o, context& c, boundary_clock* clock = nullptr) {
   const auto& s = c.shape();
   const std::int64_t pairs = s.batch * s.n_heads;
   switch (o) {
@@ -112,18 +159,18 @@ void execute(op o, context& c) {
       experts(c, single_op_io(c));
       return;
     case op::block_dense:
-      run_block(c, dense_io(c), mlp_path::dense);
+      run_block(c, dense_io(c), mlp_path::dense, clock);
       return;
     case op::block_mod:
-      routed_layer(c, mlp_path::dense);
+      routed_layer(c, mlp_path::dense, clock);
       return;
     case op::layer_mode:
       if (s.variant == mode_variant::none)
         throw input_error("", "op", "layer_mode needs a mode variant (staged or integrated)");
       if (s.variant == mode_variant::integrated)
-        run_block(c, dense_io(c), mlp_path::moe);
+        run_block(c, dense_io(c), mlp_path::moe, clock);
       else
-        routed_layer(c, mlp_path::moe);
+        routed_layer(c, mlp_path::moe, clock);
       return;
   }
   throw runtime_error("cpu backend: unknown op " + std::to_string(static_cast<int>(o)));
@@ -163,18 +210,30 @@ class cpu_backend final : public backend {
     return ws;
   }
 
-  void run(op o, workspace& ws) override {
+  void run(op o, workspace& ws) override { run_marked(o, ws, nullptr); }
+
+  void synchronize() override {}
+
+  double timed_block_run(op o, workspace& ws, std::vector<op_time>& ops) override {
+    if (!is_block(o))
+      throw input_error("", "op", std::string(to_string(o)) + " is not a block (block_dense, block_mod, layer_mode)");
+    run_marked(o, ws, &m_clock);
+    return m_clock.timeline().fold(ops);
+  }
+
+ private:
+  // Runs `o`; `clock` (may be null) starts right before it and marks the end of each op.
+  void run_marked(op o, workspace& ws, boundary_clock* clock) {
     auto* cws = dynamic_cast<cpu_workspace*>(&ws);
     if (cws == nullptr) throw runtime_error("cpu backend: the workspace was made by another backend");
     // OpenBLAS's thread count is process-wide; another backend may have changed it.
     if (openblas_get_num_threads() != m_threads) openblas_set_num_threads(m_threads);
     context c{*cws, m_pool};
-    execute(o, c);
+    if (clock != nullptr) clock->start();
+    execute(o, c, clock);
   }
 
-  void synchronize() override {}
-
- private:
+  boundary_clock m_clock;
   int m_threads;
   thread_pool m_pool;
 };

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/block_timeline.hpp"
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/expert_router.cuh"
@@ -418,10 +419,62 @@ struct block_io {
 
 enum class mlp_path { dense, moe };
 
+// The boundaries of a timed block run (backend::timed_block_run) as CUDA events on the
+// stream: one before the block and one after each op's kernels, read once the stream is done.
+class boundary_events {
+ public:
+  boundary_events() = default;
+  ~boundary_events() {
+    for (cudaEvent_t e : m_events) cudaEventDestroy(e);  // errors ignored: a destructor
+  }
+  boundary_events(const boundary_events&) = delete;
+  boundary_events& operator=(const boundary_events&) = delete;
+
+  void start(cudaStream_t stream) {
+    m_ops.clear();
+    record(0, stream);
+  }
+  void after(op o, cudaStream_t stream) {
+    m_ops.push_back(o);
+    record(m_ops.size(), stream);
+  }
+  // Call after the stream finished: the per-op seconds (block_timeline::fold).
+  double read(std::vector<backend::op_time>& ops) {
+    m_timeline.clear();
+    for (std::size_t i = 0; i < m_ops.size(); ++i) {
+      float ms = 0;
+      MODSIM_CUDA_CHECK(cudaEventElapsedTime(&ms, m_events[0], m_events[i + 1]));
+      m_timeline.mark(m_ops[i], std::llround(static_cast<double>(ms) * 1e6));
+    }
+    return m_timeline.fold(ops);
+  }
+
+ private:
+  // Records event `i` (made on first use) on `stream`.
+  void record(std::size_t i, cudaStream_t stream) {
+    while (m_events.size() <= i) {
+      cudaEvent_t e = nullptr;
+      MODSIM_CUDA_CHECK(cudaEventCreate(&e));
+      m_events.push_back(e);
+    }
+    MODSIM_CUDA_CHECK(cudaEventRecord(m_events[i], stream));
+  }
+
+  std::vector<cudaEvent_t> m_events;  // [0]: before the block; [i + 1]: after m_ops[i]
+  std::vector<op> m_ops;
+  block_timeline m_timeline;
+};
+
 class executor {
  public:
-  explicit executor(cuda_workspace& ws)
-      : m_ws(ws), m_s(ws.shape()), m_t(ws.type()), m_stream(ws.context().stream), m_cublas(ws.context().cublas) {}
+  // `marks` (may be null): records the boundary after each op of a block.
+  explicit executor(cuda_workspace& ws, boundary_events* marks = nullptr)
+      : m_ws(ws),
+        m_s(ws.shape()),
+        m_t(ws.type()),
+        m_stream(ws.context().stream),
+        m_cublas(ws.context().cublas),
+        m_marks(marks) {}
 
   void execute(op o) {
     switch (o) {
@@ -499,32 +552,56 @@ class executor {
   block_io routed_io() const { return {m_ws.ptr(tensor::routed_x), m_s.routed_tokens()}; }
   block_io single_op_io() const { return m_s.variant == mode_variant::integrated ? dense_io() : routed_io(); }
 
+  // Marks the boundary after op `o` when the run is timed.
+  void after(op o) {
+    if (m_marks != nullptr) m_marks->after(o, m_stream);
+  }
+
   void run_block(const block_io& io, mlp_path path) {
     if (path == mlp_path::moe) require_moe("layer_mode");
     attn_norm(io);
+    after(op::attn_norm);
     qkv_proj(io);
+    after(op::qkv_proj);
     attn_scores(io);
+    after(op::attn_scores);
     attn_softmax_op(io);
+    after(op::attn_softmax);
     attn_values(io);
+    after(op::attn_values);
     out_proj(io);
+    after(op::out_proj);
     mlp_norm(io);
+    after(op::mlp_norm);
     if (path == mlp_path::dense) {
       mlp_up(io);
-      if (m_s.mlp == mlp_kind::swiglu) mlp_gate(io);
+      after(op::mlp_up);
+      if (m_s.mlp == mlp_kind::swiglu) {
+        mlp_gate(io);
+        after(op::mlp_gate);
+      }
       mlp_act(io);
+      after(op::mlp_act);
       mlp_down(io);
+      after(op::mlp_down);
     } else {
       expert_router_op(io);
+      after(op::expert_router);
       experts_op(io);
+      after(op::experts);
     }
   }
 
   void routed_layer(mlp_path path) {
     router_op();
+    after(op::router);
     topk_op();
+    after(op::topk);
     gather_op();
+    after(op::gather);
     run_block(routed_io(), path);
     scatter_op();
+    after(op::scatter);
   }
 
   void router_op() {
@@ -686,6 +763,7 @@ class executor {
   dtype m_t;
   cudaStream_t m_stream;
   cublasHandle_t m_cublas;
+  boundary_events* m_marks;
 };
 
 std::string version_string(int v, int major_div, int minor_div, int minor_mod) {
@@ -755,12 +833,9 @@ class cuda_backend final : public backend {
   }
 
   void run(op o, workspace& ws) override {
-    auto* cws = dynamic_cast<cuda_workspace*>(&ws);
-    if (cws == nullptr) throw runtime_error("cuda backend: the workspace was made by another backend");
-    if (cws->context_ptr() != m_ctx)
-      throw runtime_error("cuda backend: the workspace was made by another cuda backend");
+    cuda_workspace& cws = own(ws);
     m_ctx->make_current();
-    executor(*cws).execute(o);
+    executor(cws).execute(o);
   }
 
   void synchronize() override {
@@ -782,6 +857,18 @@ class cuda_backend final : public backend {
     return static_cast<double>(ms) * 1e-3;
   }
 
+  // One event on the stream before the block and one after each op; one synchronize at the end.
+  double timed_block_run(op o, workspace& ws, std::vector<op_time>& ops) override {
+    if (!is_block(o))
+      throw input_error("", "op", std::string(to_string(o)) + " is not a block (block_dense, block_mod, layer_mode)");
+    cuda_workspace& cws = own(ws);
+    synchronize();
+    m_marks.start(m_ctx->stream);
+    executor(cws, &m_marks).execute(o);
+    synchronize();
+    return m_marks.read(ops);
+  }
+
   // Writes a buffer twice the L2 size, so the next repeat reads its operands from HBM.
   void flush_cache() override {
     m_ctx->make_current();
@@ -799,7 +886,16 @@ class cuda_backend final : public backend {
   }
 
  private:
+  cuda_workspace& own(workspace& ws) const {
+    auto* cws = dynamic_cast<cuda_workspace*>(&ws);
+    if (cws == nullptr) throw runtime_error("cuda backend: the workspace was made by another backend");
+    if (cws->context_ptr() != m_ctx)
+      throw runtime_error("cuda backend: the workspace was made by another cuda backend");
+    return *cws;
+  }
+
   std::shared_ptr<device_context> m_ctx;
+  boundary_events m_marks;
   cudaEvent_t m_start = nullptr;
   cudaEvent_t m_stop = nullptr;
   void* m_flush = nullptr;

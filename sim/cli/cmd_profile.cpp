@@ -69,6 +69,9 @@ int cmd_profile(const std::vector<std::string>& args) {
       "grid", po::value<std::string>(), "grid JSON file (Cartesian product of lists); replaces --preset")(
       "out", po::value<std::string>(), "measurements CSV to write (required); never overwritten")(
       "resume", po::bool_switch(), "continue an existing --out file: skip rows already there")(
+      "timing", po::value<std::string>()->default_value("isolated"),
+      "isolated (each op alone, cold: inputs rotated, cache flushed) | in_block (each block of the grid run "
+      "warm, every op of it timed on the block's own timeline: a row for the block and one per op)")(
       "threads", po::value<int>()->default_value(0), "CPU threads (0 = all hardware threads)")(
       "seed", po::value<std::uint64_t>()->default_value(1), "seed for the random weights and inputs")(
       "max-time", po::value<double>(), "seconds of samples per point at most (default 0.5 quick, 2 full)")(
@@ -78,7 +81,8 @@ int cmd_profile(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!parse_args(
           args, opts, pos, vm,
-          "usage: modsim profile --backend cpu|cuda [--preset quick|full] [--grid FILE] --out FILE.csv [--resume]"))
+          "usage: modsim profile --backend cpu|cuda [--preset quick|full] [--grid FILE] --out FILE.csv [--resume] "
+          "[--timing isolated|in_block]"))
     return exit_ok;
   if (!vm.count("backend")) throw input_error("", "--backend", "required (cpu or cuda)");
   const std::string backend_name = vm["backend"].as<std::string>();
@@ -88,7 +92,8 @@ int cmd_profile(const std::vector<std::string>& args) {
   const std::string preset_name = vm["preset"].as<std::string>();
   profiler::grid grid = vm.count("grid") ? profiler::load_grid(vm["grid"].as<std::string>())
                                          : profiler::preset(preset_name, backend_name);
-  profiler::expansion plan = profiler::expand(grid);
+  const profiler::timing_mode timing = profiler::parse_timing(vm["timing"].as<std::string>(), "--timing");
+  profiler::expansion plan = profiler::with_timing(profiler::expand(grid), timing);
   if (plan.points.empty()) {
     std::string why = plan.skipped.empty() ? "no points" : plan.skipped.front().reason;
     throw input_error(vm.count("grid") ? vm["grid"].as<std::string>() : "", "",
@@ -115,6 +120,10 @@ int cmd_profile(const std::vector<std::string>& args) {
 #endif
   }
   profiler::measurement_writer writer(out_path, vm["resume"].as<bool>());
+  if (!writer.accepts(timing))
+    throw input_error(out_path, "--timing",
+                      "has the old header without the timing/block columns: --resume can add only isolated rows to "
+                      "it; write --timing in_block to a new file");
   if (!writer.existing_device().empty() && writer.existing_device() != be->device())
     throw input_error(
         out_path, "device",
@@ -164,7 +173,9 @@ int cmd_profile(const std::vector<std::string>& args) {
                        {"min_time_s", ro.rule.min_time_s},
                        {"max_time_s", ro.rule.max_time_s},
                        {"target_rel_error", ro.rule.target_rel_error}};
-  meta["input_copies"] = ro.input_copies;
+  meta["timing"] = profiler::to_string(timing);
+  meta["attention"] = "unfused";
+  meta["input_copies"] = ro.input_copies;  // rotated by isolated timing only
   meta["measurements"] = std::filesystem::path(out_path).filename().string();
   meta["started"] = now_iso();
   meta["status"] = "running";
@@ -192,6 +203,7 @@ int cmd_profile(const std::vector<std::string>& args) {
     for (const auto& r : result.rows)
       rows.push_back(
           {{"op", r.op},
+           {"timing", r.timing},
            {"batch", r.batch},
            {"seq_len", r.seq_len},
            {"d_model", r.d_model},

@@ -113,3 +113,44 @@ TEST(Grid, PresetsAreValidAndNonEmpty) {
     }
   EXPECT_THROW(preset("medium", "cpu"), error);
 }
+
+TEST(Grid, InBlockTimingKeepsOnlyBlocksAndSaysWhyTheRestIsSkipped) {
+  const expansion e = with_timing(
+      expand(parse_grid(R"({"ops": ["block_dense", "block_mod", "attn_norm"], "seq_len": [8], "d_model": [8],
+                            "n_heads": [1], "d_ff": [8], "capacity": [0.5]})",
+                        "g.json")),
+      timing_mode::in_block);
+  ASSERT_EQ(e.points.size(), 2u);
+  for (const point& p : e.points) {
+    EXPECT_EQ(p.timing, timing_mode::in_block);
+    EXPECT_EQ(p.block, p.op);
+  }
+  ASSERT_EQ(e.skipped.size(), 1u);
+  EXPECT_EQ(e.skipped[0].p.op, kernels::op::attn_norm);
+  EXPECT_EQ(e.skipped[0].reason, "in_block times ops through their block; list block_dense, block_mod or layer_mode");
+}
+
+TEST(Grid, InBlockKeysDifferFromIsolatedOnesAndBetweenBlocksOfOneShape) {
+  point iso;
+  iso.op = kernels::op::attn_norm;
+  iso.shape.seq_len = 8;
+  iso.shape.d_model = 8;
+  iso.shape.n_heads = 1;
+  iso.shape.n_kv_heads = 1;
+  iso.shape.d_head = 8;
+  iso.shape.d_ff = 8;
+  // Keys of isolated points are those of files written before timing existed.
+  EXPECT_EQ(point_key(iso), "attn_norm|fp32|1|8|8|1|1|8|1|gelu");
+  point in_dense = iso;
+  in_dense.timing = timing_mode::in_block;
+  in_dense.block = kernels::op::block_dense;
+  point in_mod = in_dense;
+  in_mod.block = kernels::op::block_mod;  // block_mod at capacity 1: the same shape columns
+  point dense_row = in_dense;
+  dense_row.op = kernels::op::block_dense;
+  EXPECT_EQ(point_key(in_dense), "block_dense|fp32|1|8|8|1|1|8|1|gelu|in_block|attn_norm");
+  EXPECT_EQ(point_key(dense_row), "block_dense|fp32|1|8|8|1|1|8|1|gelu|in_block");
+  EXPECT_NE(point_key(in_mod), point_key(in_dense));
+  EXPECT_EQ(parse_timing("in_block"), timing_mode::in_block);
+  EXPECT_THROW(parse_timing("warm"), error);
+}

@@ -1,7 +1,9 @@
 // The measurements CSV: header and row round-trip, FLOPs from sim/flops, the writer never
-// truncating a user's file, and resume after an interruption measuring every point once.
+// truncating a user's file, resume after an interruption measuring every point once, files
+// written before the timing columns existed, and in_block runs (the block and its ops).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -65,6 +67,12 @@ expansion small_grid() {
                            "g.json"));
 }
 
+// The header of every file written before the timing, attention and block columns existed
+// (reports/measurements/*.csv, shared/data/h100-2026-11-23/*.csv).
+const std::string old_header =
+    "backend,device,op,dtype,batch,seq_len,d_model,n_heads,d_ff,capacity,tokens,matmul_flops,bytes,median_s,p10_s,"
+    "p90_s,samples,n_kv_heads,mlp,variant,experts,noop_experts,capacity_factor,other_flops";
+
 run_options fast_options() {
   run_options o;
   o.rule.warmup = 0;
@@ -113,11 +121,91 @@ TEST(Measurements, RowsRoundTripThroughText) {
   EXPECT_EQ(back.samples, 17);
   EXPECT_EQ(back.n_kv_heads, 2);
   EXPECT_EQ(back.mlp, "swiglu");
+  EXPECT_EQ(back.timing, "isolated");
+  EXPECT_EQ(back.attention, "unfused");
+  EXPECT_EQ(back.block, "");
+  r.op = "qkv_proj";
+  r.timing = "in_block";
+  r.block = "block_mod";
+  back = parse_row(format_row(r), "m.csv", 2);
+  EXPECT_EQ(back.timing, "in_block");
+  EXPECT_EQ(back.block, "block_mod");
+}
+
+TEST(Measurements, NewColumnsFollowOtherFlopsAndAreChecked) {
+  EXPECT_EQ(csv_header(), old_header + ",timing,attention,block");
+  const std::string row = "cpu,dev,qkv_proj,fp32,1,2,3,4,5,1,1,1,1,1,1,1,1,4,gelu,none,0,0,0,0";
+  EXPECT_EQ(parse_row(row + ",in_block,unfused,block_dense", "m.csv", 3).block, "block_dense");
+  auto message = [&](const std::string& tail) {
+    try {
+      parse_row(row + tail, "m.csv", 3);
+    } catch (const error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message(",warm,unfused,"), "m.csv:3: timing: expected one of isolated, in_block, got 'warm'");
+  EXPECT_EQ(message(",isolated,flash,"), "m.csv:3: attention: expected one of unfused, fused, got 'flash'");
+  EXPECT_EQ(message(",in_block,unfused,"),
+            "m.csv:3: block: an in_block row names its block (block_dense, block_mod or layer_mode), got ''");
+  // A header may carry any of the optional columns, but only known ones, once each.
+  EXPECT_TRUE(parse_header(old_header + ",timing", "m.csv").has("timing"));
+  EXPECT_FALSE(parse_header(old_header + ",timing", "m.csv").has("attention"));
+  EXPECT_THROW(parse_header(old_header + ",colour", "m.csv"), error);
+  EXPECT_THROW(parse_header(old_header + ",timing,timing", "m.csv"), error);
+}
+
+TEST(Measurements, AFileWithTheOldHeaderReadsAsIsolatedUnfused) {
+  const std::string path = temp_csv("old_header");
+  std::ofstream(path)
+      << old_header << "\n"
+      << "cpu,dev,qkv_proj,fp32,1,16,32,4,64,0.5,8,49152,10240,1e-05,9e-06,2e-05,5,4,gelu,none,0,0,0,0\n";
+  const std::vector<measurement_row> rows = read_measurements(path);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].timing, "isolated");
+  EXPECT_EQ(rows[0].attention, "unfused");
+  const std::vector<sim::measured_point> points = read_measured_points(path);
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_EQ(points[0].timing, "isolated");
+  EXPECT_EQ(points[0].attention, "unfused");
+  EXPECT_EQ(points[0].key, "qkv_proj|fp32|1|16|32|4|4|64|0.5|gelu");  // as before timing existed
+  const sim::calibration_sample sample = sim::sample_of(points[0]);
+  EXPECT_EQ(sample.timing, "isolated");
+  EXPECT_EQ(sample.attention, "unfused");
+  fs::remove(path);
+}
+
+TEST(Measurements, ResumingAnOldHeaderFileKeepsItsColumnsAndRefusesInBlockRows) {
+  const std::string path = temp_csv("old_resume");
+  std::ofstream(path) << old_header << "\n";
+  const expansion e = small_grid();
+  fake_backend be;
+  {
+    measurement_writer w(path, true);
+    EXPECT_TRUE(w.accepts(timing_mode::isolated));
+    EXPECT_FALSE(w.accepts(timing_mode::in_block));
+    EXPECT_EQ(run_points(be, {e.points[0]}, w, fast_options()).measured, 1u);
+  }
+  std::string text = slurp(path);
+  EXPECT_EQ(text.substr(0, text.find('\n')), old_header);
+  EXPECT_EQ(read_measurements(path).size(), 1u);  // the row has the old header's 24 columns
+  const std::string before = slurp(path);
+  measurement_writer w(path, true);
+  auto cpu = kernels::make_cpu_backend(1);
+  try {
+    run_points(*cpu, with_timing(small_grid(), timing_mode::in_block).points, w, fast_options());
+    FAIL();
+  } catch (const error& ex) {
+    EXPECT_EQ(ex.kind(), error_kind::bad_input);
+  }
+  EXPECT_EQ(slurp(path), before);
+  fs::remove(path);
 }
 
 TEST(Measurements, BadRowsNameFileLineAndColumn) {
   try {
-    parse_row("cpu,dev,block_dense,fp32,one,2,3,4,5,1,1,1,1,1,1,1,1,4,gelu,none,0,0,0,0", "m.csv", 7);
+    parse_row("cpu,dev,block_dense,fp32,one,2,3,4,5,1,1,1,1,1,1,1,1,4,gelu,none,0,0,0,0", "m.csv", 7,
+              parse_header(old_header, "m.csv"));
     FAIL();
   } catch (const error& e) {
     EXPECT_EQ(std::string(e.what()), "m.csv:7: batch: expected an integer, got 'one'");
@@ -214,5 +302,165 @@ TEST(Measurements, ConsecutivePointsOfOneShapeShareAWorkspace) {
   // Shapes: batch {1,2} × capacity {0.25, 0.5}; block_dense rides on the first capacity's
   // shape at capacity 1, so per batch: {dense}, {c=.25: mod, qkv}, {c=.5: mod, qkv} = 3.
   EXPECT_EQ(be.workspaces, 6);
+  fs::remove(path);
+}
+
+namespace {
+
+// B = 1, S = 16, d = 32, H = 4, d_ff = 64: block_dense (capacity 1) and block_mod at capacity
+// 0.25 (k = 4), timed in_block.
+expansion in_block_grid() {
+  return with_timing(expand(parse_grid(R"({"ops": ["block_dense", "block_mod"], "batch": [1], "seq_len": [16],
+                                           "d_model": [32], "n_heads": [4], "d_ff": [64], "capacity": [0.25]})",
+                                       "g.json")),
+                     timing_mode::in_block);
+}
+
+const std::vector<std::string> dense_ops = {"attn_norm", "qkv_proj", "attn_scores", "attn_softmax", "attn_values",
+                                            "out_proj",  "mlp_norm", "mlp_up",      "mlp_act",      "mlp_down"};
+
+std::vector<std::string> mod_ops() {
+  std::vector<std::string> v = {"router", "topk", "gather"};
+  v.insert(v.end(), dense_ops.begin(), dense_ops.end());
+  v.push_back("scatter");
+  return v;
+}
+
+}  // namespace
+
+TEST(Measurements, InBlockWritesTheBlockThenItsOpsAsSimFlopsListsThem) {
+  const std::string path = temp_csv("in_block");
+  auto be = kernels::make_cpu_backend(1);
+  measurement_writer w(path, false);
+  run_options o = fast_options();
+  o.rule.warmup = 1;
+  o.keep_block_samples = true;
+  const run_result r = run_points(*be, in_block_grid().points, w, o);
+  EXPECT_EQ(r.measured, 2u);
+  const std::vector<measurement_row> rows = read_measurements(path);
+  ASSERT_EQ(rows.size(), 1 + dense_ops.size() + 1 + mod_ops().size());
+
+  // The rows: each block, then its ops in sim/flops's order, all with the block's shape.
+  std::vector<std::string> expected = {"block_dense"};
+  expected.insert(expected.end(), dense_ops.begin(), dense_ops.end());
+  expected.push_back("block_mod");
+  for (const std::string& op : mod_ops()) expected.push_back(op);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const measurement_row& row = rows[i];
+    const bool dense = i <= dense_ops.size();
+    EXPECT_EQ(row.op, expected[i]) << i;
+    EXPECT_EQ(row.timing, "in_block") << row.op;
+    EXPECT_EQ(row.attention, "unfused") << row.op;
+    EXPECT_EQ(row.block, dense ? "block_dense" : "block_mod") << row.op;
+    EXPECT_EQ(row.batch, 1);
+    EXPECT_EQ(row.seq_len, 16);
+    EXPECT_EQ(row.d_model, 32);
+    EXPECT_EQ(row.n_heads, 4);
+    EXPECT_EQ(row.d_ff, 64);
+    EXPECT_DOUBLE_EQ(row.capacity, dense ? 1.0 : 0.25);
+    // tokens as isolated rows count them: all S for the dense block and for router/topk,
+    // k = 4 for the routed block and its other ops.
+    const bool all_tokens = dense || row.op == "router" || row.op == "topk";
+    EXPECT_EQ(row.tokens, all_tokens ? 16 : 4) << row.op;
+    EXPECT_EQ(row.samples, 3) << row.op;
+  }
+  // FLOPs of an op row are those of the same op measured isolated on the block's shape:
+  // qkv_proj on k = 4 routed tokens, 2·4·32·(3·32) = 24576 (by hand).
+  const measurement_row& qkv_mod = rows[1 + dense_ops.size() + 1 + 4];
+  ASSERT_EQ(qkv_mod.op, "qkv_proj");
+  EXPECT_EQ(qkv_mod.matmul_flops, 24576);
+  // and the op rows of a block add up to its row.
+  for (std::size_t first : {std::size_t{0}, 1 + dense_ops.size()}) {
+    const std::size_t n = first == 0 ? dense_ops.size() : mod_ops().size();
+    std::int64_t matmul = 0, other = 0, bytes = 0;
+    for (std::size_t i = first + 1; i <= first + n; ++i) {
+      matmul += rows[i].matmul_flops;
+      other += rows[i].other_flops;
+      bytes += rows[i].bytes;
+    }
+    EXPECT_EQ(matmul, rows[first].matmul_flops) << rows[first].op;
+    EXPECT_EQ(other, rows[first].other_flops) << rows[first].op;
+    EXPECT_EQ(bytes, rows[first].bytes) << rows[first].op;
+  }
+
+  // Every sample's op times add up to that sample's block time (same clock readings), and
+  // each op row's median is over that op's own samples.
+  ASSERT_EQ(r.in_block_samples.size(), 2u);
+  std::size_t first_row = 0;
+  for (const block_samples& b : r.in_block_samples) {
+    ASSERT_EQ(b.block_s.size(), 3u);  // the warm-up sample is not among them
+    ASSERT_EQ(b.op_s.size(), b.ops.size());
+    EXPECT_EQ(b.ops, b.block.op == kernels::op::block_dense ? dense_ops : mod_ops());
+    for (std::size_t j = 0; j < b.block_s.size(); ++j) {
+      double sum = 0;
+      for (std::size_t i = 0; i < b.ops.size(); ++i) {
+        ASSERT_EQ(b.op_s[i].size(), b.block_s.size());
+        sum += b.op_s[i][j];
+      }
+      EXPECT_EQ(sum, b.block_s[j]) << "sample " << j;
+    }
+    for (std::size_t i = 0; i < b.ops.size(); ++i) {
+      std::vector<double> sorted = b.op_s[i];
+      std::sort(sorted.begin(), sorted.end());
+      EXPECT_DOUBLE_EQ(rows[first_row + 1 + i].median_s, sorted[1]) << b.ops[i];
+    }
+    std::vector<double> sorted = b.block_s;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_DOUBLE_EQ(rows[first_row].median_s, sorted[1]);
+    first_row += 1 + b.ops.size();
+  }
+  fs::remove(path);
+}
+
+TEST(Measurements, ResumeOfAnInBlockFileSkipsWhatIsPresent) {
+  const std::string path = temp_csv("in_block_resume");
+  const expansion e = in_block_grid();
+  auto be = kernels::make_cpu_backend(1);
+  std::atomic<bool> stop{false};
+  {
+    measurement_writer w(path, false);
+    run_options o = fast_options();
+    o.stop = &stop;
+    o.on_progress = [&](const run_progress& p) {
+      if (p.done == 0 && p.current) stop = true;  // "Ctrl-C" while the block_dense is measured
+    };
+    const run_result r = run_points(*be, e.points, w, o);
+    EXPECT_TRUE(r.interrupted);
+    EXPECT_EQ(r.rows.size(), 1 + dense_ops.size());
+  }
+  {
+    measurement_writer w(path, true);
+    const run_result r = run_points(*be, e.points, w, fast_options());
+    EXPECT_EQ(r.already_present, 1u);
+    EXPECT_EQ(r.measured, 1u);
+    EXPECT_EQ(r.rows.size(), 1 + mod_ops().size());
+  }
+  // A run killed between the rows of one block: only the missing rows are written again.
+  std::string text = slurp(path);
+  text.erase(text.find_last_of('\n', text.size() - 2) + 1);  // drop the scatter row
+  std::ofstream(path, std::ios::trunc) << text;
+  {
+    measurement_writer w(path, true);
+    const run_result r = run_points(*be, e.points, w, fast_options());
+    EXPECT_EQ(r.already_present, 1u);
+    EXPECT_EQ(r.measured, 1u);
+    ASSERT_EQ(r.rows.size(), 1u);
+    EXPECT_EQ(r.rows[0].op, "scatter");
+  }
+  // Isolated rows of the same shapes are other points, in the same file.
+  {
+    measurement_writer w(path, true);
+    fake_backend fake;
+    expansion isolated = in_block_grid();
+    for (point& p : isolated.points) p.timing = timing_mode::isolated;
+    EXPECT_EQ(run_points(fake, isolated.points, w, fast_options()).measured, 2u);
+  }
+  std::map<std::string, int> seen;
+  for (const auto& r : read_measurements(path)) ++seen[point_key(point_of(r))];
+  EXPECT_EQ(seen.size(), 2 + dense_ops.size() + 1 + mod_ops().size() + 1);
+  for (const auto& [key, count] : seen) EXPECT_EQ(count, 1) << key;
+  // A last resume finds nothing to do.
+  measurement_writer w(path, true);
+  EXPECT_EQ(run_points(*be, e.points, w, fast_options()).measured, 0u);
   fs::remove(path);
 }
