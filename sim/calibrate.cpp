@@ -40,8 +40,6 @@ calibration_sample sample_of(const measured_point& p) {
   s.type = p.type;
   s.capacity = p.capacity;
   s.measured_s = p.median_s;
-  s.timing = p.timing;
-  s.attention = p.attention;
   s.backend = p.backend;
   s.device = p.device;
   s.key = p.key;

@@ -52,8 +52,6 @@ struct measured_point {
   int noop_experts = 0;
   double capacity_factor = 0;
   double median_s = 0;
-  std::string timing = "isolated";    // isolated | in_block (the measurements CSV's timing column)
-  std::string attention = "unfused";  // unfused | fused
   std::string backend;  // cpu | cuda
   std::string device;
   std::string key;    // a stable identity of the shape (the profiler's point key)
@@ -73,8 +71,6 @@ struct calibration_sample {
   mode_variant variant = mode_variant::staged;  // layer_mode only
   op_cost cost;                                 // the op's cost; for a block, the sum of its ops
   double measured_s = 0;
-  std::string timing = "isolated";  // isolated | in_block
-  std::string attention = "unfused";
   std::string backend, device, key, where;
   std::string timing = "isolated";    // as measured_point
   std::string attention = "unfused";  // as measured_point
