@@ -348,11 +348,12 @@ section verdict_section(const report_data& d) {
           v.summary.points, short_device(v.device), v.summary.median_abs_pct_error, v.summary.p90_abs_pct_error,
           v.folds, other));
     else
-      items.push_back(fmt::format("**Trust**: against {} measured blocks on {} the {} cost model is off by {:.1f}% "
-                                  "(median |error|), {:.1f}% at p90{}.",
-                                  v.summary.points, short_device(v.device),
-                                  v.cost_label.rfind("calibrated", 0) == 0 ? "calibrated" : "uncalibrated",
-                                  v.summary.median_abs_pct_error, v.summary.p90_abs_pct_error, other));
+      items.push_back(
+          fmt::format("**Trust**: against {} measured blocks on {} the {} cost model is off by {:.1f}% "
+                      "(median |error|), {:.1f}% at p90{}.",
+                      v.summary.points, short_device(v.device),
+                      v.cost_label.rfind("calibrated", 0) == 0 ? "calibrated" : "uncalibrated",
+                      v.summary.median_abs_pct_error, v.summary.p90_abs_pct_error, other));
   } else {
     items.push_back("**Trust**: no measurements in this report — " + d.validation_missing + ".");
   }
@@ -698,11 +699,10 @@ section validation_section_of(const report_data& d, document& doc) {
                         "(`modsim validate`).",
                         v.rows, v.device, v.measurements_file, v.single_op_rows, v.cost_label)));
   auto summary_row = [](const std::string& what, const sim::validation_summary& x) {
-    return std::vector<std::string>{what + " (" + std::to_string(x.points) + ")",
-                                    fmt::format("{:.1f}%", x.median_abs_pct_error),
-                                    fmt::format("{:.1f}%", x.p90_abs_pct_error),
-                                    fmt::format("{:.1f}%", x.max_abs_pct_error),
-                                    fmt::format("{:+.1f}%", x.mean_pct_error)};
+    return std::vector<std::string>{
+        what + " (" + std::to_string(x.points) + ")", fmt::format("{:.1f}%", x.median_abs_pct_error),
+        fmt::format("{:.1f}%", x.p90_abs_pct_error), fmt::format("{:.1f}%", x.max_abs_pct_error),
+        fmt::format("{:+.1f}%", x.mean_pct_error)};
   };
   table sum{{"rows", "median |error|", "p90 |error|", "max |error|", "mean error (signed)"},
             {false, true, true, true, true},
@@ -726,9 +726,8 @@ section validation_section_of(const report_data& d, document& doc) {
   std::vector<const sim::validation_point*> shown;
   for (const auto& p : v.points) shown.push_back(&p);
   if (shown.size() > k_table_rows) {
-    std::stable_sort(shown.begin(), shown.end(), [](const auto* a, const auto* b) {
-      return std::abs(a->error_pct) > std::abs(b->error_pct);
-    });
+    std::stable_sort(shown.begin(), shown.end(),
+                     [](const auto* a, const auto* b) { return std::abs(a->error_pct) > std::abs(b->error_pct); });
     shown.resize(k_table_rows);
   }
   for (const auto& p : v.points) {
@@ -747,8 +746,8 @@ section validation_section_of(const report_data& d, document& doc) {
          ms(p.sample.measured_s), ms(p.predicted_s), fmt::format("{:+.1f}%", p.error_pct)});
   }
   if (shown.size() < v.points.size())
-    s.blocks.push_back(paragraph(fmt::format("The {} largest errors of the {} blocks (all in tables/validation.csv):",
-                                             shown.size(), v.points.size())));
+    s.blocks.push_back(paragraph(fmt::format(
+        "The {} largest errors of the {} blocks (all in tables/validation.csv):", shown.size(), v.points.size())));
   s.blocks.push_back(table_block(t));
   for (const auto& n : v.notes) s.blocks.push_back(note(n));
   doc.csv.push_back({"tables/validation.csv", csv});

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <unistd.h>
 
@@ -452,9 +453,20 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<calibrati
   struct group {
     std::vector<double> roof, quant, meas;
   };
+  // An op measured inside its block (timing in_block) is fitted on those rows only: they are
+  // what the op costs in a layer, so no in-layer refetch term is fitted on top of them.
+  std::set<std::pair<std::string, int>> in_block_ops;
+  for (const auto& s : samples)
+    if (!s.is_block() && s.timing == "in_block") in_block_ops.insert({s.op, static_cast<int>(s.type)});
+  const bool all_in_block = [&] {
+    for (const auto& s : samples)
+      if (!s.is_block() && !in_block_ops.count({s.op, static_cast<int>(s.type)})) return false;
+    return !in_block_ops.empty();
+  }();
   std::map<std::pair<std::string, int>, group> groups;
   for (const auto& s : samples) {
     if (s.is_block()) continue;
+    if (s.timing != "in_block" && in_block_ops.count({s.op, static_cast<int>(s.type)})) continue;
     const op_time t = roofline.time_of(s.cost, s.shape, s.type);
     if (!(t.roofline_s > 0)) continue;
     group& g = groups[{s.op, static_cast<int>(s.type)}];
@@ -493,7 +505,7 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<calibrati
   if (!measured.empty()) {
     const std::size_t n = measured.size();
     std::ostringstream src;
-    if (n >= 3 && options.fit_in_layer_bytes) {
+    if (n >= 3 && options.fit_in_layer_bytes && !all_in_block) {
       matrix A;
       std::vector<double> b;
       for (std::size_t i = 0; i < n; ++i) {
@@ -512,6 +524,7 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<calibrati
       c.in_layer_s_per_byte = 0;
       c.launch_s = std::max(0.0, m);
       src << "median per-kernel gap between " << n << " measured blocks and the sum of their predicted ops";
+      if (all_in_block) src << " (ops fitted on in-block rows: no in-layer refetch term)";
       if (m < 0) src << " (negative, " << m << " s: blocks ran faster than their ops apart; clamped to 0)";
     }
     c.launch_blocks = static_cast<int>(n);
@@ -736,8 +749,8 @@ cross_validation_result cross_validate(const hardware_spec& hw, const std::vecto
                           " shapes; the measurements have " + std::to_string(distinct.size()));
   std::vector<int> fold_of(samples.size());
   for (std::size_t i = 0; i < samples.size(); ++i)
-    fold_of[i] = static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), groups[i]) - distinct.begin()) %
-                 folds;
+    fold_of[i] =
+        static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), groups[i]) - distinct.begin()) % folds;
   hardware_spec plain = hw;
   plain.calibration_json.clear();
   cross_validation_result out;

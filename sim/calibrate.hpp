@@ -31,6 +31,7 @@
 
 #include "sim/cost.hpp"
 #include "sim/flops.hpp"
+#include "sim/kernel_fit.hpp"
 #include "sim/spec.hpp"
 
 namespace modsim::sim {
@@ -92,6 +93,10 @@ struct block_prediction {
   double total_s = 0;     // ops_s + overhead_s
 };
 block_prediction predict_sample(const calibration_sample& s, const cost_model& model);
+
+// A sample as the kernel sequence the CUDA backend ran for it (sim/kernel_fit.hpp): an isolated
+// or in-block op row, or a block (all its ops' kernels). Throws bad_input naming s.where.
+kernel_row kernel_row_of(const calibration_sample& s);
 
 struct fit_options {
   int max_knots = 6;

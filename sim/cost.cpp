@@ -297,7 +297,8 @@ calibration parse_calibration(std::string_view json_text, const std::string& fil
     s.finish();
     c.sources.push_back(std::move(src));
   }
-  if (const json::value* k = r.find("kernels")) c.kernels = parse_kernels(*k, file, r.key_path("kernels"), c.kernel_dtypes);
+  if (const json::value* k = r.find("kernels"))
+    c.kernels = parse_kernels(*k, file, r.key_path("kernels"), c.kernel_dtypes);
   if (const json::value* cv = r.find("cross_validation"))
     c.cross_validation = parse_cv(*cv, file, r.key_path("cross_validation"));
   const json::array& curves = r.get_array("curves");
@@ -345,14 +346,15 @@ std::string calibration_to_json(const calibration& c) {
   json::object o;
   o["format"] = c.format;
   o["model"] =
-      c.kernels ? "GPU kernel-sequence model: each op is the kernels the CUDA backend launches, each kernel floor_s + a "
-                  "smooth max of compute (wave-quantised, compute_efficiency x peak) and memory (bandwidth_efficiency x "
-                  "bandwidth) or per_item_s x items; a sequence is a host queue (host_s per kernel) feeding a device queue "
-                  "(gap_s between kernels), warm_fraction of inputs served from L2, event_s per timed region "
-                  "(sim/kernel_model.hpp)"
-                : "per (op, dtype): time = fixed_s + roofline_s * g(log10(roofline_s)), g = 1/efficiency piecewise "
-                  "linear between knots, clamped beyond; plus bytes * in_layer_s_per_byte inside a layer; plus launch_s "
-                  "per kernel (sim/cost.hpp)";
+      c.kernels
+          ? "GPU kernel-sequence model: each op is the kernels the CUDA backend launches, each kernel floor_s + a "
+            "smooth max of compute (wave-quantised, compute_efficiency x peak) and memory (bandwidth_efficiency x "
+            "bandwidth) or per_item_s x items; a sequence is a host queue (host_s per kernel) feeding a device queue "
+            "(gap_s between kernels), warm_fraction of inputs served from L2, event_s per timed region "
+            "(sim/kernel_model.hpp)"
+          : "per (op, dtype): time = fixed_s + roofline_s * g(log10(roofline_s)), g = 1/efficiency piecewise "
+            "linear between knots, clamped beyond; plus bytes * in_layer_s_per_byte inside a layer; plus launch_s "
+            "per kernel (sim/cost.hpp)";
   o["date"] = c.date;
   o["device"] = c.device;
   o["backend"] = c.backend;

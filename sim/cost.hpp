@@ -99,7 +99,7 @@ struct cross_validation_summary {
 
 // The `calibration` block of a hardware file.
 struct calibration {
-  int format = 1;  // 1: per-op curves (CPU); 2: adds the GPU kernel-sequence model
+  int format = 1;       // 1: per-op curves (CPU); 2: adds the GPU kernel-sequence model
   std::string date;     // ISO 8601, UTC
   std::string device;   // the device column of the rows
   std::string backend;  // cpu | cuda

@@ -123,7 +123,7 @@ struct problem {
   const std::vector<kernel_row>& rows;
   std::vector<slot> slots;
   kernel_params base;
-  std::vector<double> prior;  // free values of the defaults
+  std::vector<double> prior;   // free values of the defaults
   std::vector<double> robust;  // per-row weights of the current reweighting stage
 
   // Residuals: rows, then one prior term per unknown.

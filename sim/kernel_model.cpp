@@ -9,9 +9,9 @@ namespace modsim::sim {
 
 namespace {
 
-constexpr const char* k_kind_names[kernel_kind_count] = {"gemm",    "batched_gemm", "router", "topk",   "gather",
-                                                         "norm",    "softmax",      "copy",   "act",    "scatter",
-                                                         "choice",  "rank",         "memset"};
+constexpr const char* k_kind_names[kernel_kind_count] = {"gemm",   "batched_gemm", "router", "topk", "gather",
+                                                         "norm",   "softmax",      "copy",   "act",  "scatter",
+                                                         "choice", "rank",         "memset"};
 
 double up(double v) { return std::ceil(v - 1e-9); }
 

@@ -72,18 +72,18 @@ std::vector<kernel_work> gpu_kernels(std::string_view op, const op_shape& s);
 std::vector<kernel_work> gpu_kernels(std::string_view op, const expected_op_shape& s);
 
 struct kernel_class_params {
-  double floor_s = 2e-6;               // per launch, >= 0
-  double compute_efficiency = 0.7;     // of the datasheet matmul peak, in (0, 1)
-  double bandwidth_efficiency = 0.8;   // of the datasheet memory bandwidth, in (0, 1)
-  double per_item_s = 1e-9;            // serial kernels, >= 0
+  double floor_s = 2e-6;              // per launch, >= 0
+  double compute_efficiency = 0.7;    // of the datasheet matmul peak, in (0, 1)
+  double bandwidth_efficiency = 0.8;  // of the datasheet memory bandwidth, in (0, 1)
+  double per_item_s = 1e-9;           // serial kernels, >= 0
 };
 
 // The fitted numbers of the model (the `kernels` object of a calibration block).
 struct kernel_params {
-  double event_s = 2e-6;        // timing overhead of one measured region (CUDA events)
-  double host_s = 4e-6;         // host time to enqueue one kernel
-  double gap_s = 1e-6;          // device idle between consecutive kernels of a stream
-  double warm_fraction = 0.3;   // of a kernel's input bytes (<= L2) served from L2 in a sequence
+  double event_s = 2e-6;       // timing overhead of one measured region (CUDA events)
+  double host_s = 4e-6;        // host time to enqueue one kernel
+  double gap_s = 1e-6;         // device idle between consecutive kernels of a stream
+  double warm_fraction = 0.3;  // of a kernel's input bytes (<= L2) served from L2 in a sequence
   std::array<kernel_class_params, kernel_kind_count> kinds{};
 
   kernel_class_params& of(kernel_kind k) { return kinds[static_cast<std::size_t>(k)]; }

@@ -172,7 +172,8 @@ prediction predict(const model_spec& model, const workload& w, const cost_model&
   p.matmul_flop_ratio = p.dense.matmul_flops > 0 ? double(p.model.matmul_flops) / double(p.dense.matmul_flops) : 1.0;
   p.time_ratio = p.dense.total_s > 0 ? p.model.total_s / p.dense.total_s : 1.0;
   p.gap = decompose_gap(p.model, p.dense);
-  if (const calibration* cal = cost.calibration(); cal && cal->cross_validation) p.expected_error = *cal->cross_validation;
+  if (const calibration* cal = cost.calibration(); cal && cal->cross_validation)
+    p.expected_error = *cal->cross_validation;
   if (p.model.timed_as_dtype || p.dense.timed_as_dtype)
     p.notes.push_back(std::string(to_string(w.type)) + " timed by the " +
                       to_string(p.model.timed_as_dtype ? *p.model.timed_as_dtype : *p.dense.timed_as_dtype) +

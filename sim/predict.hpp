@@ -92,7 +92,7 @@ struct model_time {
   std::vector<layer_prediction> layers;
   op_prediction lm_head;
   int kernels = 0;
-  double ops_s = 0;       // Σ op time_s incl. lm_head
+  double ops_s = 0;  // Σ op time_s incl. lm_head
   // Launches: kernels × launch_s; with the GPU kernel-sequence model the gaps between kernels
   // and the stalls where the host enqueues slower than the device runs (cost_model::sequence_s).
   double overhead_s = 0;

@@ -359,8 +359,7 @@ ServingResult computeServing(const ExplorerConfig& config) { return computeServi
 namespace {
 // The cross-validation behind a hardware file takes seconds and depends on the file only: it is
 // computed once per hardware file (and calibration) and kept.
-std::optional<reports::validation_section> cachedValidationForHardware(const sim::hardware_spec& hw,
-                                                                       std::string* why) {
+std::optional<reports::validation_section> cachedValidationForHardware(const sim::hardware_spec& hw, std::string* why) {
   static std::mutex mutex;
   static std::map<std::string, std::pair<std::optional<reports::validation_section>, std::string>> cache;
   const std::string key = hw.source_file + "\n" + hw.name + "\n" + hw.calibration_json;
@@ -391,9 +390,10 @@ ValidationResult computeValidation(const ExplorerConfig& config) {
     std::string why;
     std::optional<reports::validation_section> backing = cachedValidationForHardware(config.hardware, &why);
     if (!backing) {
-      out.unavailable = "Choose a measurements CSV (written by `modsim profile`) to compare measured and predicted "
-                        "block times on " +
-                        config.hardware.name + " (" + why + ").";
+      out.unavailable =
+          "Choose a measurements CSV (written by `modsim profile`) to compare measured and predicted "
+          "block times on " +
+          config.hardware.name + " (" + why + ").";
       return out;
     }
     section = std::move(*backing);

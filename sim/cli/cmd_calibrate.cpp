@@ -24,7 +24,8 @@ namespace {
 namespace json = boost::json;
 
 const char* const k_usage =
-    "usage: modsim calibrate --measurements CSV [CSV...] --hardware HW --out HW_CAL.json [--cv K] [--format table|json]\n"
+    "usage: modsim calibrate --measurements CSV [CSV...] --hardware HW --out HW_CAL.json [--cv K] [--format "
+    "table|json]\n"
     "\n"
     "GPU hardware: fits the kernel-sequence model (sim/kernel_model.hpp) to every row: each op is\n"
     "the kernels the CUDA backend launches, each kernel a floor plus a wave-quantised compute /\n"

@@ -77,6 +77,7 @@ json::object summary_json(const sim::validation_summary& s) {
 
 int cross_validate(const std::vector<std::string>& files, const std::string& hw_path, int folds,
                    std::optional<double> max_error, output_format format) {
+  if (folds < 2) throw input_error("", "--cv", "needs at least 2 folds, got " + std::to_string(folds));
   sim::hardware_spec hw = sim::load_hardware(hw_path);
   const bool had_calibration = !hw.calibration_json.empty();
   hw.calibration_json.clear();
@@ -90,18 +91,21 @@ int cross_validate(const std::vector<std::string>& files, const std::string& hw_
   const sim::validation_summary sum = sim::summarize(cv.blocks);
   const sim::validation_summary ops = sim::summarize(cv.ops);
   std::map<std::string, std::vector<double>> by_op;
-  for (const auto& p : cv.ops) by_op[p.sample.op + (p.sample.timing == "in_block" ? " (in block)" : "")].push_back(p.error_pct);
+  for (const auto& p : cv.ops)
+    by_op[p.sample.op + (p.sample.timing == "in_block" ? " (in block)" : "")].push_back(p.error_pct);
   std::map<std::string, std::vector<double>> by_block;
   for (const auto& p : cv.blocks) by_block[p.sample.op].push_back(p.error_pct);
   const bool failed = max_error && sum.median_abs_pct_error > *max_error;
   std::vector<std::string> notes;
-  if (had_calibration) notes.push_back("the calibration block of " + hw_path + " was ignored: each fold is fitted anew");
+  if (had_calibration)
+    notes.push_back("the calibration block of " + hw_path + " was ignored: each fold is fitted anew");
 
   if (format == output_format::json) {
     json::object root = summary_json(sum);
     root["folds"] = cv.folds;
     root["shape_groups"] = cv.groups;
-    root["cost_model"] = "cross-validated calibration of " + hw.name + " (" + std::to_string(folds) + " folds by shape)";
+    root["cost_model"] =
+        "cross-validated calibration of " + hw.name + " (" + std::to_string(folds) + " folds by shape)";
     if (max_error) {
       root["max_error"] = *max_error;
       root["passed"] = !failed;
@@ -129,8 +133,8 @@ int cross_validate(const std::vector<std::string>& files, const std::string& hw_
       for (const auto& p : *list)
         std::cout << fmt::format("{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.4f}\n", p.sample.op, p.sample.timing,
                                  sim::to_string(p.sample.type), p.sample.shape.batch, p.sample.shape.seq_len,
-                                 p.sample.shape.d_model, p.sample.shape.n_heads, p.sample.shape.d_ff,
-                                 p.sample.capacity, p.sample.measured_s, p.predicted_s, p.error_pct);
+                                 p.sample.shape.d_model, p.sample.shape.n_heads, p.sample.shape.d_ff, p.sample.capacity,
+                                 p.sample.measured_s, p.predicted_s, p.error_pct);
   } else {
     std::cout << fmt::format("{}-fold cross-validation by shape ({} shape groups) on {}\n\n", cv.folds, cv.groups,
                              hw.name);
@@ -185,13 +189,16 @@ int cmd_validate(const std::vector<std::string>& args) {
                                    cal ? cal->block_keys.end() : std::vector<std::string>::const_iterator{});
   const std::string expected_backend = model.hardware().kind == "gpu" ? "cuda" : "cpu";
 
-  std::vector<sim::calibration_sample> blocks;
+  std::vector<sim::calibration_sample> blocks, singles;
   int skipped_used = 0, rows = 0;
   std::set<std::string> uncalibrated_dtypes;
   for (const std::string& file : vm["measurements"].as<std::vector<std::string>>()) {
     for (const sim::measured_point& p : profiler::read_measured_points(file)) {
       ++rows;
-      if (p.op != "block_dense" && p.op != "block_mod" && p.op != "layer_mode") continue;
+      if (p.op != "block_dense" && p.op != "block_mod" && p.op != "layer_mode") {
+        if (p.backend == expected_backend && (!cal || p.device == cal->device)) singles.push_back(sim::sample_of(p));
+        continue;
+      }
       if (p.backend != expected_backend)
         throw input_error(
             p.where, "backend",
@@ -204,7 +211,7 @@ int cmd_validate(const std::vector<std::string>& args) {
         continue;
       }
       sim::calibration_sample s = sim::sample_of(p);
-      if (cal && !cal->curve("qkv_proj", s.type) && !cal->curve("mlp_up", s.type))
+      if (cal && !model.kernel_model_dtype(s.type) && !cal->curve("qkv_proj", s.type) && !cal->curve("mlp_up", s.type))
         uncalibrated_dtypes.insert(sim::to_string(s.type));
       blocks.push_back(std::move(s));
     }
@@ -214,7 +221,20 @@ int cmd_validate(const std::vector<std::string>& args) {
     for (const auto& f : vm["measurements"].as<std::vector<std::string>>()) t += (t.empty() ? "" : ", ") + f;
     return t;
   }();
-  if (blocks.empty()) {
+  // Single-op rows are predicted as the profiler measured them (alone, or inside their block).
+  std::vector<sim::validation_point> op_points;
+  for (const auto& s : singles) {
+    const sim::block_prediction b = sim::predict_sample(s, model);
+    sim::validation_point p;
+    p.sample = s;
+    p.predicted_s = b.total_s;
+    p.ops_s = b.ops_s;
+    p.overhead_s = b.overhead_s;
+    p.error_pct = 100.0 * (b.total_s - s.measured_s) / s.measured_s;
+    op_points.push_back(std::move(p));
+  }
+  const bool ops_only = blocks.empty() && !op_points.empty() && skipped_used == 0;
+  if (blocks.empty() && !ops_only) {
     if (skipped_used > 0)
       throw input_error(files_text, "op",
                         fmt::format("all {} block rows were used by the calibration of {}; validate on held-out blocks",
@@ -223,14 +243,20 @@ int cmd_validate(const std::vector<std::string>& args) {
                       fmt::format("no block rows (block_dense, block_mod, layer_mode) among {} rows", rows));
   }
 
-  const std::vector<sim::validation_point> points = sim::validate_blocks(blocks, model);
+  const std::vector<sim::validation_point> points = ops_only ? op_points : sim::validate_blocks(blocks, model);
   const sim::validation_summary sum = sim::summarize(points);
+  const sim::validation_summary op_sum = sim::summarize(op_points);
+  std::map<std::string, std::vector<double>> by_op;
+  for (const auto& p : op_points)
+    by_op[p.sample.op + (p.sample.timing == "in_block" ? " (in block)" : "")].push_back(p.error_pct);
   const bool failed = max_error && sum.median_abs_pct_error > *max_error;
   std::vector<std::string> notes;
   if (!model.calibrated()) notes.push_back("uncalibrated: predictions are the datasheet roofline of " + hw_path);
   if (skipped_used > 0)
     notes.push_back(fmt::format("{} block rows skipped: the calibration used them (for the launch fit)", skipped_used));
   for (const auto& d : uncalibrated_dtypes) notes.push_back("no curves for dtype " + d + ": datasheet roofline used");
+  if (ops_only)
+    notes.push_back("no block rows: the points are the single-op rows, predicted as the profiler measured them");
 
   if (format == output_format::json) {
     json::object root;
@@ -265,6 +291,11 @@ int cmd_validate(const std::vector<std::string>& args) {
       pts.push_back(std::move(o));
     }
     root["per_point"] = std::move(pts);
+    json::object oj = summary_json(op_sum);
+    json::object bo;
+    for (const auto& [name, e] : by_op) bo[name] = summary_json(sim::summarize_errors(e));
+    oj["by_op"] = std::move(bo);
+    root["ops"] = std::move(oj);
     json::array ns;
     for (const auto& n : notes) ns.emplace_back(n);
     root["notes"] = std::move(ns);
@@ -286,6 +317,16 @@ int cmd_validate(const std::vector<std::string>& args) {
     std::cout << fmt::format("\n{} points: median |error| {:.2f}%, p90 {:.2f}%, max {:.2f}%, mean (signed) {:+.2f}%\n",
                              sum.points, sum.median_abs_pct_error, sum.p90_abs_pct_error, sum.max_abs_pct_error,
                              sum.mean_pct_error);
+    if (!op_points.empty()) {
+      std::cout << fmt::format("\nsingle-op rows: {:<20} {:>7} {:>10} {:>10} {:>10} {:>10}\n", "", "points",
+                               "median |e|", "p90 |e|", "max |e|", "mean e");
+      auto line = [](const std::string& name, const sim::validation_summary& v) {
+        std::cout << fmt::format("  {:<33} {:>7} {:>9.1f}% {:>9.1f}% {:>9.1f}% {:>+9.1f}%\n", name, v.points,
+                                 v.median_abs_pct_error, v.p90_abs_pct_error, v.max_abs_pct_error, v.mean_pct_error);
+      };
+      line("all ops", op_sum);
+      for (const auto& [name, e] : by_op) line(name, sim::summarize_errors(e));
+    }
     for (const auto& n : notes) std::cout << "note: " << n << "\n";
     if (max_error)
       std::cout << fmt::format("{}: median |error| {:.2f}% {} --max-error {:g}%\n", failed ? "FAILED" : "passed",

@@ -1,0 +1,290 @@
+// Tests of the GPU kernel-sequence model (sim/kernel_model.cpp) and its fit
+// (sim/kernel_fit.cpp): kernel decompositions counted by hand from the CUDA backend's calls,
+// kernel and queue times worked by hand, a known parameter set recovered from rows it
+// generated, and cross-validation that never lets a fold see its own shape.
+#include "sim/kernel_model.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "sim/calibrate.hpp"
+#include "sim/cost.hpp"
+#include "sim/error.hpp"
+#include "sim/kernel_fit.hpp"
+
+namespace modsim::sim {
+namespace {
+
+// A GPU with round numbers: 100 TFLOP/s bf16 matmul, 1 TB/s, 4 SMs, 1 MB of L2.
+hardware_spec round_gpu() {
+  hardware_spec h;
+  h.name = "round-gpu";
+  h.kind = "gpu";
+  h.peak_matmul_flops = {10e12, 100e12, 100e12};
+  h.peak_vector_flops = {10e12, 20e12, 20e12};
+  h.memory_bandwidth_bytes_s = 1e12;
+  h.l2_bytes = 1e6;
+  h.sm_count = 4;
+  h.kernel_launch_s = 2e-6;
+  h.host_enqueue_s = 4e-6;
+  return h;
+}
+
+op_shape small_shape() {
+  op_shape s;
+  s.batch = 2;
+  s.seq_len = 128;
+  s.tokens = 128;
+  s.d_model = 256;
+  s.n_heads = 4;
+  s.n_kv_heads = 2;  // GQA: d_head 64, dq 256, dkv 128
+  s.d_head = 64;
+  s.d_ff = 1024;
+  s.elem_bytes = 2;
+  return s;
+}
+
+TEST(KernelModel, QkvProjIsThreeGemmsCountedByHand) {
+  const std::vector<kernel_work> k = gpu_kernels("qkv_proj", small_shape());
+  ASSERT_EQ(k.size(), 3u);
+  // T = 2·128 = 256 rows; Q: 256×256·256, K and V: 256×128·256.
+  EXPECT_EQ(k[0].kind, kernel_kind::gemm);
+  EXPECT_DOUBLE_EQ(k[0].flops, 2.0 * 256 * 256 * 256);
+  EXPECT_DOUBLE_EQ(k[1].flops, 2.0 * 256 * 128 * 256);
+  EXPECT_DOUBLE_EQ(k[2].flops, 2.0 * 256 * 128 * 256);
+  // Bytes: A 256×256, W 256×256, C 256×256, 2 bytes each.
+  EXPECT_DOUBLE_EQ(k[0].bytes, 2.0 * (256 * 256 + 256 * 256 + 256 * 256));
+  EXPECT_DOUBLE_EQ(k[1].bytes, 2.0 * (256 * 256 + 256 * 128 + 256 * 128));
+  // 128×128 tiles: 2×2 for Q, 2×1 for K.
+  EXPECT_DOUBLE_EQ(k[0].tiles, 4);
+  EXPECT_DOUBLE_EQ(k[1].tiles, 2);
+}
+
+TEST(KernelModel, ResidualProjectionsCopyThenAccumulate) {
+  const std::vector<kernel_work> k = gpu_kernels("mlp_down", small_shape());
+  ASSERT_EQ(k.size(), 2u);
+  EXPECT_EQ(k[0].kind, kernel_kind::copy);
+  EXPECT_DOUBLE_EQ(k[0].bytes, 2.0 * 2 * 256 * 256);  // read and write T·d
+  EXPECT_EQ(k[1].kind, kernel_kind::gemm);
+  EXPECT_DOUBLE_EQ(k[1].flops, 2.0 * 256 * 256 * 1024);
+  // A 256×1024, W 1024×256, C 256×256 read and written (beta = 1).
+  EXPECT_DOUBLE_EQ(k[1].bytes, 2.0 * (256 * 1024 + 1024 * 256 + 2 * 256 * 256));
+}
+
+TEST(KernelModel, AttentionIsOneBatchedGemmPerHeadPairAndASoftmax) {
+  const op_shape s = small_shape();
+  const std::vector<kernel_work> scores = gpu_kernels("attn_scores", s);
+  ASSERT_EQ(scores.size(), 1u);
+  EXPECT_EQ(scores[0].kind, kernel_kind::batched_gemm);
+  EXPECT_DOUBLE_EQ(scores[0].flops, 2.0 * 128 * 128 * 64 * 8);  // B·H = 8 products of 128×128·64
+  EXPECT_DOUBLE_EQ(scores[0].tiles, 8);
+  const std::vector<kernel_work> softmax = gpu_kernels("attn_softmax", s);
+  ASSERT_EQ(softmax.size(), 1u);
+  EXPECT_DOUBLE_EQ(softmax[0].bytes, 2.0 * 2 * 8 * 128 * 128);
+}
+
+TEST(KernelModel, EveryOpOfTheFlopModelHasKernels) {
+  op_shape s = small_shape();
+  s.experts = 4;
+  s.capacity_factor = 1.25;
+  s.vocab_size = 1000;
+  s.predictor_hidden = 64;
+  for (std::string_view op : op_names()) EXPECT_FALSE(gpu_kernels(op, s).empty()) << op;
+  EXPECT_THROW(gpu_kernels("no_such_op", s), modsim::error);
+}
+
+TEST(KernelModel, GemmTimeIsFloorPlusSmoothMaxOfComputeAndBandwidth) {
+  const hardware_spec hw = round_gpu();
+  kernel_params p = default_kernel_params(hw);
+  kernel_class_params& g = p.of(kernel_kind::gemm);
+  g.floor_s = 3e-6;
+  g.compute_efficiency = 0.5;
+  g.bandwidth_efficiency = 0.8;
+  kernel_work k;
+  k.kind = kernel_kind::gemm;
+  k.flops = 1e9;  // 1e9 / (0.5 · 100e12) = 20 µs
+  k.bytes = 8e6;  // 8e6 / (0.8 · 1e12) = 10 µs
+  k.tiles = 4;    // one full wave on 4 SMs
+  const double c = 20e-6, m = 10e-6;
+  EXPECT_NEAR(kernel_device_s(k, dtype::bf16, p, hw, false), 3e-6 + std::cbrt(c * c * c + m * m * m), 1e-15);
+  // Five tiles on four SMs run two waves: the compute term × 8/5.
+  k.tiles = 5;
+  const double cq = c * 8.0 / 5.0;
+  EXPECT_NEAR(kernel_device_s(k, dtype::bf16, p, hw, false), 3e-6 + std::cbrt(cq * cq * cq + m * m * m), 1e-15);
+  // Warm inside a sequence: warm_fraction of half its bytes, at most L2's 1 MB, comes from L2.
+  p.warm_fraction = 0.5;
+  k.tiles = 4;
+  const double mw = (8e6 - 0.5 * 1e6) / 0.8e12;
+  EXPECT_NEAR(kernel_device_s(k, dtype::bf16, p, hw, true), 3e-6 + std::cbrt(c * c * c + mw * mw * mw), 1e-15);
+}
+
+TEST(KernelModel, TopkWalksEachSequenceSeriallyOneRoundPerSmLoad) {
+  const hardware_spec hw = round_gpu();  // 4 SMs
+  kernel_params p = default_kernel_params(hw);
+  p.of(kernel_kind::topk).floor_s = 2e-6;
+  p.of(kernel_kind::topk).per_item_s = 1e-9;
+  op_shape s = small_shape();
+  s.batch = 6;  // 6 sequences on 4 SMs: two rounds
+  const std::vector<kernel_work> k = gpu_kernels("topk", s);
+  ASSERT_EQ(k.size(), 1u);
+  EXPECT_NEAR(kernel_device_s(k[0], dtype::bf16, p, hw, false), 2e-6 + 1e-9 * 128 * 2, 1e-15);
+}
+
+TEST(KernelModel, SequenceIsHostBoundWhenKernelsAreShorterThanTheirEnqueue) {
+  kernel_params p;
+  p.host_s = 5e-6;
+  p.gap_s = 0;
+  // Each kernel waits for its enqueue: the last starts at 4 × 5 µs and runs 1 µs.
+  EXPECT_NEAR(sequence_s({1e-6, 1e-6, 1e-6, 1e-6}, p), 21e-6, 1e-15);
+  // Long kernels: the device is the bottleneck, with a gap between consecutive kernels.
+  p.host_s = 1e-6;
+  p.gap_s = 1e-6;
+  EXPECT_NEAR(sequence_s({10e-6, 10e-6, 10e-6}, p), 1e-6 + 10e-6 + 1e-6 + 10e-6 + 1e-6 + 10e-6, 1e-15);
+}
+
+// Rows generated from `truth` for a few shapes: every single op of the MoD block (isolated)
+// and whole block_dense / block_mod rows.
+std::vector<calibration_sample> synthetic_samples(const hardware_spec& hw, const kernel_params& truth,
+                                                  const std::vector<std::pair<std::int64_t, int>>& shapes,
+                                                  double scale = 1.0) {
+  std::vector<calibration_sample> out;
+  int line = 0;
+  for (const auto& [seq, d] : shapes) {
+    for (double capacity : {0.25, 1.0}) {
+      measured_point mp;
+      mp.type = dtype::bf16;
+      mp.batch = 2;
+      mp.seq_len = seq;
+      mp.d_model = d;
+      mp.n_heads = 4;
+      mp.d_ff = 4 * d;
+      mp.capacity = capacity;
+      mp.backend = "cuda";
+      mp.device = "round";
+      mp.median_s = 1;  // replaced below
+      std::vector<std::string> ops = {"router",      "topk",         "gather",      "attn_norm", "qkv_proj",
+                                      "attn_scores", "attn_softmax", "attn_values", "out_proj",  "mlp_norm",
+                                      "mlp_up",      "mlp_act",      "mlp_down",    "scatter"};
+      ops.push_back(capacity < 1 ? "block_mod" : "block_dense");
+      for (const std::string& op : ops) {
+        mp.op = op;
+        mp.key = op + std::to_string(seq) + "/" + std::to_string(d) + "/" + std::to_string(capacity);
+        mp.where = "synthetic:" + std::to_string(++line);
+        calibration_sample s = sample_of(mp);
+        s.measured_s = scale * predict_row(kernel_row_of(s), truth, hw);
+        out.push_back(std::move(s));
+      }
+    }
+  }
+  return out;
+}
+
+kernel_params known_truth(const hardware_spec& hw) {
+  kernel_params t = default_kernel_params(hw);
+  t.event_s = 1.5e-6;
+  t.host_s = 3e-6;
+  t.gap_s = 0.7e-6;
+  t.warm_fraction = 0.25;
+  t.of(kernel_kind::gemm) = {4e-6, 0.65, 0.7, 0};
+  t.of(kernel_kind::batched_gemm) = {5e-6, 0.4, 0.75, 0};
+  t.of(kernel_kind::topk).per_item_s = 3e-9;
+  return t;
+}
+
+TEST(KernelFit, RecoversTheParametersThatGeneratedTheRows) {
+  const hardware_spec hw = round_gpu();
+  const kernel_params truth = known_truth(hw);
+  const std::vector<calibration_sample> samples =
+      synthetic_samples(hw, truth, {{128, 256}, {256, 256}, {512, 512}, {1024, 512}, {1024, 1024}});
+  const calibration c = fit_calibration(hw, samples, {}, "test");
+  ASSERT_TRUE(c.kernels.has_value());
+  EXPECT_EQ(c.format, 2);
+  const kernel_params& f = *c.kernels;
+  EXPECT_NEAR(f.of(kernel_kind::gemm).compute_efficiency, 0.65, 0.65 * 0.05);
+  EXPECT_NEAR(f.of(kernel_kind::gemm).bandwidth_efficiency, 0.7, 0.7 * 0.05);
+  EXPECT_NEAR(f.of(kernel_kind::batched_gemm).compute_efficiency, 0.4, 0.4 * 0.05);
+  // A shape no row had, predicted within 1 %.
+  const std::vector<calibration_sample> unseen = synthetic_samples(hw, truth, {{768, 768}});
+  const cost_model model = with_calibration(hw, c);
+  for (const auto& s : unseen) EXPECT_NEAR(predict_sample(s, model).total_s / s.measured_s, 1.0, 0.01) << s.op;
+}
+
+TEST(CrossValidation, AFoldNeverSeesTheShapeItPredicts) {
+  const hardware_spec hw = round_gpu();
+  const kernel_params truth = known_truth(hw);
+  // Two shapes whose machine differs by exactly 2×: a fold that saw its own shape would
+  // predict it; one fitted on the other shape only is off by the factor.
+  std::vector<calibration_sample> samples = synthetic_samples(hw, truth, {{256, 256}}, 1.0);
+  const std::vector<calibration_sample> twice = synthetic_samples(hw, truth, {{512, 512}}, 2.0);
+  samples.insert(samples.end(), twice.begin(), twice.end());
+  const cross_validation_result cv = cross_validate(hw, samples, 2);
+  EXPECT_EQ(cv.groups, 2);
+  ASSERT_EQ(cv.blocks.size(), 4u);
+  // Out of fold: about +100 % (fitted on the slower shape) or −50 %; a fold that had seen its
+  // own rows would be near 0.
+  for (const auto& p : cv.blocks) {
+    if (p.sample.shape.d_model == 256)
+      EXPECT_GT(p.error_pct, 70.0) << shape_group_of(p.sample);
+    else
+      EXPECT_LT(p.error_pct, -35.0) << shape_group_of(p.sample);
+  }
+  EXPECT_FALSE(cv.ops.empty());
+  EXPECT_THROW(cross_validate(hw, samples, 3), modsim::error);  // 2 shapes cannot fill 3 folds
+}
+
+TEST(KernelCalibration, RoundTripsThroughJsonAndTimesFp16WithTheBf16Fit) {
+  hardware_spec hw = round_gpu();
+  const kernel_params truth = known_truth(hw);
+  calibration c = fit_calibration(hw, synthetic_samples(hw, truth, {{256, 256}, {512, 512}}), {}, "test");
+  cross_validation_summary cv;
+  cv.folds = 5;
+  cv.blocks = 10;
+  cv.median_abs_pct_error = 2.5;
+  cv.p90_abs_pct_error = 7.5;
+  c.cross_validation = cv;
+  const calibration back = parse_calibration(calibration_to_json(c), "x.json");
+  ASSERT_TRUE(back.kernels.has_value());
+  EXPECT_DOUBLE_EQ(back.kernels->of(kernel_kind::gemm).compute_efficiency,
+                   c.kernels->of(kernel_kind::gemm).compute_efficiency);
+  ASSERT_TRUE(back.cross_validation.has_value());
+  EXPECT_DOUBLE_EQ(back.cross_validation->p90_abs_pct_error, 7.5);
+
+  const cost_model model = with_calibration(hw, c);
+  const op_shape s = small_shape();
+  const op_cost cost = cost_of("mlp_up", s);
+  const op_time bf = model.time_of(cost, s, dtype::bf16);
+  const op_time fp = model.time_of(cost, s, dtype::fp16);
+  EXPECT_TRUE(fp.calibrated);
+  EXPECT_TRUE(fp.from_other_dtype);
+  EXPECT_EQ(fp.calibrated_dtype, dtype::bf16);
+  EXPECT_DOUBLE_EQ(fp.time_s, bf.time_s);
+  // fp32 runs on other units: not timed by the bf16 fit.
+  EXPECT_FALSE(model.time_of(cost, s, dtype::fp32).calibrated);
+  // Where fp16 tensor cores are slower than bf16 ones, bf16 numbers say nothing about fp16.
+  hw.peak_matmul_flops.fp16 = 50e12;
+  const calibration c2 = fit_calibration(hw, synthetic_samples(hw, truth, {{256, 256}, {512, 512}}), {}, "test");
+  EXPECT_FALSE(with_calibration(hw, c2).time_of(cost, s, dtype::fp16).calibrated);
+}
+
+TEST(KernelCalibration, AWarmFractionAboveOneIsRejectedByItsKeyPath) {
+  hardware_spec hw = round_gpu();
+  calibration c = fit_calibration(hw, synthetic_samples(hw, known_truth(hw), {{256, 256}}), {}, "test");
+  std::string json = calibration_to_json(c);
+  const std::string key = "\"warm_fraction\":";
+  const std::size_t at = json.find(key);
+  ASSERT_NE(at, std::string::npos);
+  const std::size_t end = json.find_first_of(",}", at);
+  json.replace(at + key.size(), end - at - key.size(), "1.5");
+  try {
+    parse_calibration(json, "hw.json");
+    FAIL() << "accepted warm_fraction 1.5";
+  } catch (const modsim::error& e) {
+    EXPECT_NE(std::string(e.what()).find("calibration.kernels.warm_fraction"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace modsim::sim
