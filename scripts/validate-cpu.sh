@@ -1,22 +1,27 @@
 #!/usr/bin/env bash
 # The CPU held-out validation of the cost model, reproducible: profile the calibration grid
-# (default: `modsim profile --preset quick`) and configs/grids/holdout-cpu.json (block
-# shapes, capacities and batches the quick preset never measures), calibrate on the first,
-# validate on the second. Everything goes to a temporary folder (kept with --keep DIR).
+# (default: configs/grids/calibration-cpu.json, 48 blocks whose ops are each timed inside their
+# block: --timing in_block; `quick` = the quick preset's blocks) and
+# configs/grids/holdout-cpu.json (48 blocks of shapes the calibration grid never measures:
+# other seq_len, d_model, d_ff, batch and capacities, timed as whole blocks), calibrate on the
+# first, validate on the second. Everything goes to a temporary folder (kept with --keep DIR).
 #
 #   scripts/validate-cpu.sh [--modsim PATH] [--max-error PCT] [--threads N] [--keep DIR]
-#                           [--calibration-grid FILE|quick]
+#                           [--calibration-grid FILE|quick] [--calibration-timing in_block|isolated]
 #
-# --max-error defaults to 15 (percent, median absolute error): CPU timings on a shared CI
-# machine are noisy; on a quiet machine the split reaches a median of about 4%.
+# --threads defaults to 1: OpenBLAS's threads and the kernels' own pool share two cores badly
+# (a block's time swung by up to 50 % between runs), one thread measures the method, not the
+# contention. --max-error defaults to 15 (percent, median absolute error): CPU timings on a
+# shared CI machine are noisy; on a quiet machine the split reaches a median of about 2-3%.
 # Exit code: validate's (0 ok, 1 above --max-error, 2 bad input, 3 runtime failure).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 modsim="$root/build/sim/cli/modsim"
 max_error=15
-threads=0
+threads=1
 keep=""
-calibration_grid=quick
+calibration_grid="$root/configs/grids/calibration-cpu.json"
+calibration_timing=in_block
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --modsim) modsim="$2"; shift 2 ;;
@@ -24,7 +29,8 @@ while [[ $# -gt 0 ]]; do
     --threads) threads="$2"; shift 2 ;;
     --keep) keep="$2"; shift 2 ;;
     --calibration-grid) calibration_grid="$2"; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --calibration-timing) calibration_timing="$2"; shift 2 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "validate-cpu.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -41,9 +47,11 @@ fi
 
 echo "validate-cpu.sh: load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores; data in $dir" >&2
 if [[ "$calibration_grid" == quick ]]; then
-  "$modsim" profile --backend cpu --preset quick --threads "$threads" --out "$dir/calibration.csv" >/dev/null
+  "$modsim" profile --backend cpu --preset quick --threads "$threads" --timing "$calibration_timing" \
+    --out "$dir/calibration.csv" >/dev/null
 else
-  "$modsim" profile --backend cpu --grid "$calibration_grid" --threads "$threads" --out "$dir/calibration.csv" >/dev/null
+  "$modsim" profile --backend cpu --grid "$calibration_grid" --threads "$threads" --timing "$calibration_timing" \
+    --out "$dir/calibration.csv" >/dev/null
 fi
 "$modsim" profile --backend cpu --grid "$root/configs/grids/holdout-cpu.json" --threads "$threads" \
   --out "$dir/holdout.csv" >/dev/null

@@ -420,7 +420,7 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<calibrati
 
   // A GPU: the kernel-sequence model, fitted on every row (isolated ops, in-block ops and
   // blocks alike).
-  if (hw.kind == "gpu") {
+  if (hw.kind == "gpu" || options.kernel_model) {
     std::vector<kernel_row> rows;
     std::vector<std::string> keys;
     int blocks = 0;

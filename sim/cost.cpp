@@ -525,7 +525,7 @@ std::optional<dtype> cost_model::kernel_model_dtype(dtype t) const {
 }
 
 const kernel_params* cost_model::kernel_model() const {
-  return m_cal && m_cal->kernels && m_hw.kind == "gpu" ? &*m_cal->kernels : nullptr;
+  return m_cal && m_cal->kernels ? &*m_cal->kernels : nullptr;
 }
 
 double cost_model::launch_s() const {

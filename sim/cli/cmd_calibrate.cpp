@@ -138,6 +138,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   sim::fit_options fo;
   fo.launch_from_blocks = vm.count("no-launch-fit") == 0;
   fo.fit_in_layer_bytes = vm.count("launch-only") == 0;
+
   sim::calibration cal = sim::fit_calibration(hw, samples, std::move(sources), sim::utc_now_iso8601(), fo);
   // Rows used: single ops of a fitted (op, dtype), blocks when the launch fit used them.
   for (auto& src : cal.sources) {

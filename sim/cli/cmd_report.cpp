@@ -63,17 +63,20 @@ std::string join_args(const std::vector<std::string>& args) {
   return t;
 }
 
-// A quick CPU profile into `csv` (kept between runs on the same device). Returns false when
-// interrupted (the partial file stays for the next run to resume).
-bool profile_cpu(const std::string& csv, bool fresh, const profiler::grid& grid, const char* what) {
-  std::unique_ptr<kernels::backend> be = kernels::make_cpu_backend(0);
+// A quick CPU profile into `csv` (kept between runs on the same device), on one thread (as
+// scripts/validate-cpu.sh: OpenBLAS's threads and the kernels' pool share cores badly), ops
+// timed as `timing` says. Returns false when interrupted (the partial file stays for the next
+// run to resume).
+bool profile_cpu(const std::string& csv, bool fresh, const profiler::grid& grid, const char* what,
+                 profiler::timing_mode timing) {
+  std::unique_ptr<kernels::backend> be = kernels::make_cpu_backend(1);
   const std::string partial = csv + ".partial";
   std::error_code ec;
   if (fresh) {
     fs::remove(partial, ec);
   } else if (fs::exists(csv)) {
     const auto rows = profiler::read_measurements(csv);
-    if (!rows.empty() && rows.front().device == be->device()) {
+    if (!rows.empty() && rows.front().device == be->device() && rows.front().timing == profiler::to_string(timing)) {
       std::cerr << "report: reusing the CPU measurements in " << csv << " (--fresh-profile measures again)\n";
       return true;
     }
@@ -82,7 +85,7 @@ bool profile_cpu(const std::string& csv, bool fresh, const profiler::grid& grid,
     const auto rows = profiler::read_measurements(partial);
     if (!rows.empty() && rows.front().device != be->device()) fs::remove(partial, ec);
   }
-  const profiler::expansion plan = profiler::expand(grid);
+  const profiler::expansion plan = profiler::with_timing(profiler::expand(grid), timing);
   profiler::measurement_writer writer(partial, true);
   profiler::run_options ro;
   ro.rule.max_time_s = 0.5;
@@ -173,9 +176,10 @@ int cmd_report(const std::vector<std::string>& args) {
     const std::string quick = (fs::path(out_dir) / "measurements-cpu.csv").string();
     measurements = (fs::path(out_dir) / "measurements-cpu-holdout.csv").string();
     const bool fresh = vm["fresh-profile"].as<bool>();
-    if (!profile_cpu(quick, fresh, profiler::preset("quick", "cpu"), "quick preset") ||
+    if (!profile_cpu(quick, fresh, profiler::preset("quick", "cpu"), "quick preset, ops inside their blocks",
+                     profiler::timing_mode::in_block) ||
         !profile_cpu(measurements, fresh, profiler::load_grid(resolve_config("holdout-cpu", "grids")),
-                     "held-out blocks")) {
+                     "held-out blocks", profiler::timing_mode::isolated)) {
       std::cerr << "report: interrupted while profiling; the previous report is untouched, run again to resume\n";
       return exit_interrupted;
     }
