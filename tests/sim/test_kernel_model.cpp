@@ -149,7 +149,7 @@ TEST(KernelModel, SequenceIsHostBoundWhenKernelsAreShorterThanTheirEnqueue) {
 // and whole block_dense / block_mod rows.
 std::vector<calibration_sample> synthetic_samples(const hardware_spec& hw, const kernel_params& truth,
                                                   const std::vector<std::pair<std::int64_t, int>>& shapes,
-                                                  double scale = 1.0) {
+                                                  double scale = 1.0, const std::string& timing = "isolated") {
   std::vector<calibration_sample> out;
   int line = 0;
   for (const auto& [seq, d] : shapes) {
@@ -165,6 +165,7 @@ std::vector<calibration_sample> synthetic_samples(const hardware_spec& hw, const
       mp.backend = "cuda";
       mp.device = "round";
       mp.median_s = 1;  // replaced below
+      mp.timing = timing;
       std::vector<std::string> ops = {"router",      "topk",         "gather",      "attn_norm", "qkv_proj",
                                       "attn_scores", "attn_softmax", "attn_values", "out_proj",  "mlp_norm",
                                       "mlp_up",      "mlp_act",      "mlp_down",    "scatter"};
@@ -210,6 +211,22 @@ TEST(KernelFit, RecoversTheParametersThatGeneratedTheRows) {
   const std::vector<calibration_sample> unseen = synthetic_samples(hw, truth, {{768, 768}});
   const cost_model model = with_calibration(hw, c);
   for (const auto& s : unseen) EXPECT_NEAR(predict_sample(s, model).total_s / s.measured_s, 1.0, 0.01) << s.op;
+}
+
+TEST(KernelFit, CalibratesFromOpsTimedInsideTheirBlocksAlone) {
+  // In-block op rows (warm, back to back) and their blocks, no isolated row: the model is
+  // fitted on what ops cost inside a block, and the op rows of a block add up to it less the
+  // host and event costs of the block.
+  const hardware_spec hw = round_gpu();
+  const kernel_params truth = known_truth(hw);
+  const std::vector<calibration_sample> samples =
+      synthetic_samples(hw, truth, {{128, 256}, {256, 256}, {512, 512}, {1024, 512}, {1024, 1024}}, 1.0, "in_block");
+  const calibration c = fit_calibration(hw, samples, {}, "test");
+  ASSERT_TRUE(c.kernels.has_value());
+  EXPECT_NEAR(c.kernels->of(kernel_kind::gemm).compute_efficiency, 0.65, 0.65 * 0.05);
+  const cost_model model = with_calibration(hw, c);
+  for (const auto& s : synthetic_samples(hw, truth, {{768, 768}}, 1.0, "in_block"))
+    EXPECT_NEAR(predict_sample(s, model).total_s / s.measured_s, 1.0, 0.01) << s.op;
 }
 
 TEST(CrossValidation, AFoldNeverSeesTheShapeItPredicts) {
