@@ -441,10 +441,16 @@ bool cost_model::calibrated() const { return m_cal != nullptr; }
 
 std::string cost_model::label() const {
   if (!m_cal) return "datasheet roofline (uncalibrated)";
+  // Short enough for a window title: the files' names, the day, the device's name.
   std::string files;
-  for (const auto& s : m_cal->sources) files += (files.empty() ? "" : ", ") + s.file;
+  for (const auto& s : m_cal->sources) {
+    const std::size_t slash = s.file.find_last_of('/');
+    files += (files.empty() ? "" : ", ") + (slash == std::string::npos ? s.file : s.file.substr(slash + 1));
+  }
   if (files.empty()) files = "(no files recorded)";
-  return "calibrated on " + files + " (" + m_cal->date + ", " + m_cal->device + ")";
+  const std::string day = m_cal->date.substr(0, 10);
+  const std::string device = m_cal->device.substr(0, m_cal->device.find(','));
+  return "calibrated on " + files + " (" + day + ", " + device + ")";
 }
 
 template <class Shape>
