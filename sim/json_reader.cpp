@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <vector>
 
 #include "sim/error.hpp"
 
@@ -63,6 +64,32 @@ json::value parse_json(std::string_view text, const std::string& file) {
   return parser.release();
 }
 
+namespace {
+
+// Edits (insert, delete, substitute, swap two neighbours) between a and b.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  const std::size_t n = a.size(), m = b.size();
+  std::vector<std::vector<std::size_t>> d(n + 1, std::vector<std::size_t>(m + 1));
+  for (std::size_t i = 0; i <= n; ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= m; ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= n; ++i)
+    for (std::size_t j = 1; j <= m; ++j) {
+      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[n][m];
+}
+
+// A slip of the keyboard rather than another word: at most 1 edit for short keys, 2 for longer.
+bool looks_like(std::string_view typed, std::string_view meant) {
+  const std::size_t len = std::max(typed.size(), meant.size());
+  return edit_distance(typed, meant) <= (len >= 5 ? 2u : 1u);
+}
+
+}  // namespace
+
 json_reader::json_reader(const json::value& v, std::string file, std::string path)
     : m_file(std::move(file)), m_path(std::move(path)) {
   if (!v.is_object())
@@ -79,7 +106,13 @@ const json::value* json_reader::find(std::string_view key) {
 
 const json::value& json_reader::require(std::string_view key) {
   const json::value* v = find(key);
-  if (!v) throw input_error(m_file, key_path(key), "missing required key");
+  if (!v) {
+    // A misspelling of the key among those nobody asked for is the real problem: name it.
+    for (const auto& kv : *m_obj)
+      if (!m_known.count(std::string(kv.key())) && looks_like(kv.key(), key))
+        throw input_error(m_file, key_path(kv.key()), "unknown key (did you mean " + std::string(key) + "?)");
+    throw input_error(m_file, key_path(key), "missing required key");
+  }
   return *v;
 }
 
@@ -170,6 +203,16 @@ const json::array& json_reader::get_array(std::string_view key) {
 void json_reader::finish() const {
   for (const auto& kv : *m_obj) {
     if (m_known.count(std::string(kv.key()))) continue;
+    std::string closest;
+    std::size_t best = 0;
+    for (const auto& k : m_known) {
+      const std::size_t d = edit_distance(kv.key(), k);
+      if (looks_like(kv.key(), k) && (closest.empty() || d < best)) {
+        closest = k;
+        best = d;
+      }
+    }
+    if (!closest.empty()) throw input_error(m_file, key_path(kv.key()), "unknown key (did you mean " + closest + "?)");
     std::string known;
     for (const auto& k : m_known) known += (known.empty() ? "" : ", ") + k;
     throw input_error(m_file, key_path(kv.key()), "unknown key (expected one of: " + known + ")");

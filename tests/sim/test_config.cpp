@@ -83,6 +83,17 @@ TEST(Config, UnknownKeyIsRejectedWithItsPath) {
   EXPECT_EQ(nested.rfind("m.json: routing.capacty: unknown key", 0), 0u) << nested;
 }
 
+TEST(Config, AMisspeltRequiredKeyIsNamedWithTheKeyItMeant) {
+  // "d_modle" instead of "d_model": the unknown key is the problem, not a missing d_model.
+  EXPECT_EQ(model_error(with("\"d_model\"", "\"d_modle\"")), "m.json: d_modle: unknown key (did you mean d_model?)");
+  // A misspelt optional key (n_kv_heads) is caught when the object is finished.
+  EXPECT_EQ(model_error(with("\"d_ff\"", "\"n_kv_head\": 4, \"d_ff\"")),
+            "m.json: n_kv_head: unknown key (did you mean n_kv_heads?)");
+  // Another word altogether gets the list of keys.
+  const std::string other = model_error(with("\"d_ff\"", "\"colour\": 1, \"d_ff\""));
+  EXPECT_EQ(other.rfind("m.json: colour: unknown key (expected one of: ", 0), 0u) << other;
+}
+
 TEST(Config, WrongTypeNamesKeyAndTypes) {
   EXPECT_EQ(model_error(with("\"d_model\": 64", "\"d_model\": \"64\"")),
             "m.json: d_model: expected an integer, got a string");
