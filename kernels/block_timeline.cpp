@@ -10,7 +10,10 @@ double block_timeline::fold(std::vector<backend::op_time>& ops) const {
   std::vector<std::int64_t> ns;
   ops.clear();
   std::int64_t previous = 0;
-  for (const auto& [o, at] : m_marks) {
+  for (const auto& mark : m_marks) {
+    // Named copies: a lambda cannot capture a structured binding before clang 16.
+    const auto o = mark.first;
+    const std::int64_t at = mark.second;
     auto it = std::find_if(ops.begin(), ops.end(), [&](const backend::op_time& t) { return t.o == o; });
     if (it == ops.end()) {
       ops.push_back({o, 0.0});
