@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kernels/backend.hpp"
@@ -69,6 +70,16 @@ expansion expand(const grid& g);
 // `skipped` with the reason (in_block times ops through their block) and block points get
 // block = op.
 expansion with_timing(expansion e, timing_mode t);
+
+// One of `count` shards of `e` (`index` in 1..count): the points are grouped by model shape
+// (dtype, batch, seq_len, d_model, heads, kv heads, d_ff, mlp — every capacity, variant and op
+// of a shape stays together, so a shard reuses its workspaces as the whole grid would), and
+// the groups, in grid order, are dealt round-robin. Every point is in exactly one shard; the
+// shards' CSVs together are the grid's (calibrate and validate read several files). `skipped`
+// is kept whole in shard 1 only. Throws modsim::error(bad_input) when index is outside 1..count.
+expansion shard(expansion e, int index, int count);
+// "I/N" (e.g. "2/4") → {I, N}; throws modsim::error(bad_input) naming `key`.
+std::pair<int, int> parse_shard(std::string_view text, const std::string& key = "--shard");
 
 // The `--grid FILE.json` format (contract): every key a list or a single value, e.g.
 // {"ops": ["block_dense", "block_mod"], "dtype": "fp32", "batch": [1, 2], "seq_len": [512],

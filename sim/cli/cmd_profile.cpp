@@ -76,13 +76,16 @@ int cmd_profile(const std::vector<std::string>& args) {
       "seed", po::value<std::uint64_t>()->default_value(1), "seed for the random weights and inputs")(
       "max-time", po::value<double>(), "seconds of samples per point at most (default 0.5 quick, 2 full)")(
       "dry-run", po::bool_switch(), "list the points (and skipped ones with their reason), measure nothing")(
-      "format", po::value<std::string>()->default_value("table"), "summary on stdout: table | json | csv");
+      "shard", po::value<std::string>(),
+      "I/N: measure only shard I of N (whole shapes dealt round-robin; run the others elsewhere and give "
+      "calibrate/validate all the CSVs)")("format", po::value<std::string>()->default_value("table"),
+                                          "summary on stdout: table | json | csv");
   po::positional_options_description pos;
   po::variables_map vm;
   if (!parse_args(
           args, opts, pos, vm,
           "usage: modsim profile --backend cpu|cuda [--preset quick|full] [--grid FILE] --out FILE.csv [--resume] "
-          "[--timing isolated|in_block]"))
+          "[--timing isolated|in_block] [--shard I/N]"))
     return exit_ok;
   if (!vm.count("backend")) throw input_error("", "--backend", "required (cpu or cuda)");
   const std::string backend_name = vm["backend"].as<std::string>();
@@ -94,6 +97,11 @@ int cmd_profile(const std::vector<std::string>& args) {
                                          : profiler::preset(preset_name, backend_name);
   const profiler::timing_mode timing = profiler::parse_timing(vm["timing"].as<std::string>(), "--timing");
   profiler::expansion plan = profiler::with_timing(profiler::expand(grid), timing);
+  std::pair<int, int> shard{1, 1};
+  if (vm.count("shard")) {
+    shard = profiler::parse_shard(vm["shard"].as<std::string>());
+    plan = profiler::shard(std::move(plan), shard.first, shard.second);
+  }
   if (plan.points.empty()) {
     std::string why = plan.skipped.empty() ? "no points" : plan.skipped.front().reason;
     throw input_error(vm.count("grid") ? vm["grid"].as<std::string>() : "", "",
@@ -174,6 +182,7 @@ int cmd_profile(const std::vector<std::string>& args) {
                        {"max_time_s", ro.rule.max_time_s},
                        {"target_rel_error", ro.rule.target_rel_error}};
   meta["timing"] = profiler::to_string(timing);
+  if (shard.second > 1) meta["shard"] = std::to_string(shard.first) + "/" + std::to_string(shard.second);
   meta["attention"] = "unfused";
   meta["input_copies"] = ro.input_copies;  // rotated by isolated timing only
   meta["measurements"] = std::filesystem::path(out_path).filename().string();

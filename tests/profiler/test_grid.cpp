@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "profiler/grid.hpp"
 #include "sim/error.hpp"
@@ -153,4 +155,44 @@ TEST(Grid, InBlockKeysDifferFromIsolatedOnesAndBetweenBlocksOfOneShape) {
   EXPECT_NE(point_key(in_mod), point_key(in_dense));
   EXPECT_EQ(parse_timing("in_block"), timing_mode::in_block);
   EXPECT_THROW(parse_timing("warm"), error);
+}
+
+TEST(Grid, ShardsPartitionThePointsWithoutSplittingAShape) {
+  // The quick preset on a CPU: 8 shapes (S 256/512 × d 256/512 × d_ff 1024/2048) of B = 1.
+  const expansion all = expand(preset("quick", "cpu"));
+  const int n = 3;
+  std::vector<std::string> seen;
+  std::size_t total = 0;
+  std::vector<std::vector<std::string>> shapes_of(n);
+  for (int i = 1; i <= n; ++i) {
+    const expansion part = shard(all, i, n);
+    total += part.points.size();
+    for (const point& p : part.points) {
+      seen.push_back(point_key(p));
+      const std::string shape =
+          std::to_string(p.shape.seq_len) + "/" + std::to_string(p.shape.d_model) + "/" + std::to_string(p.shape.d_ff);
+      if (std::find(shapes_of[i - 1].begin(), shapes_of[i - 1].end(), shape) == shapes_of[i - 1].end())
+        shapes_of[i - 1].push_back(shape);
+    }
+    EXPECT_EQ(part.skipped.size(), i == 1 ? all.skipped.size() : 0u);
+  }
+  // Every point exactly once.
+  EXPECT_EQ(total, all.points.size());
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(std::adjacent_find(seen.begin(), seen.end()), seen.end());
+  // 8 shapes dealt round-robin to 3 shards: 3, 3 and 2 shapes, none in two shards.
+  EXPECT_EQ(shapes_of[0].size(), 3u);
+  EXPECT_EQ(shapes_of[1].size(), 3u);
+  EXPECT_EQ(shapes_of[2].size(), 2u);
+  for (int a = 0; a < n; ++a)
+    for (int b = a + 1; b < n; ++b)
+      for (const auto& s : shapes_of[a])
+        EXPECT_EQ(std::find(shapes_of[b].begin(), shapes_of[b].end(), s), shapes_of[b].end()) << s;
+}
+
+TEST(Grid, AShardSpecIsIOfN) {
+  EXPECT_EQ(parse_shard("2/4"), std::make_pair(2, 4));
+  EXPECT_EQ(parse_shard("1/1"), std::make_pair(1, 1));
+  for (const char* bad : {"0/4", "5/4", "2", "a/b", "2/0", "-1/3", "1/", "/3"})
+    EXPECT_THROW(parse_shard(bad), modsim::error) << bad;
 }
