@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <type_traits>
 
 #include "sim/error.hpp"
 
@@ -55,6 +57,22 @@ kernel_work gemm(kernel_kind kind, double m, double n, double k, double batch, d
   return w;
 }
 
+// The CUDA backend's test for its pointer-array attention: every (sequence, head) operand of
+// q, k, v, the scores and the output starts on a 16-byte boundary. Decode shapes (a context
+// apart from the tokens) are the model's expectations, timed as the aligned case.
+template <class N>
+bool attention_pointers_aligned(const basic_op_shape<N>& s) {
+  if constexpr (!std::is_integral_v<N>) {
+    return true;
+  } else {
+    if (s.context > 0) return true;
+    const std::int64_t e = s.elem_bytes, n = s.tokens;
+    const std::int64_t dh = s.d_head > 0 ? s.d_head : (s.n_heads > 0 ? s.d_model / s.n_heads : 0);
+    const std::int64_t dq = s.n_heads * dh, dkv = (s.n_kv_heads > 0 ? s.n_kv_heads : s.n_heads) * dh;
+    return (n * n * e) % 16 == 0 && (n * dq * e) % 16 == 0 && (n * dkv * e) % 16 == 0 && (dh * e) % 16 == 0;
+  }
+}
+
 template <class N>
 std::vector<kernel_work> kernels_impl(std::string_view op, const basic_op_shape<N>& s) {
   const dims<N> x = dims_of(s);
@@ -81,16 +99,19 @@ std::vector<kernel_work> kernels_impl(std::string_view op, const basic_op_shape<
     k.push_back(gemm(kernel_kind::gemm, T, x.dq, d, 1, e, x.wr, false));
     k.push_back(gemm(kernel_kind::gemm, T, x.dkv, d, 1, e, x.wr, false));
     k.push_back(gemm(kernel_kind::gemm, T, x.dkv, d, 1, e, x.wr, false));
-  } else if (op == "attn_scores") {
-    kernel_work w = gemm(kernel_kind::batched_gemm, x.n, x.L, x.dh, B * x.H, e, 1, false);
-    w.bytes = e * (B * x.n * x.dq + B * x.L * x.dkv + B * x.H * x.n * x.L);
-    k.push_back(w);
+  } else if (op == "attn_scores" || op == "attn_values") {
+    // One GEMM batched over every (sequence, head) pair through a pointer array when every
+    // pair's operands start 16-byte aligned; otherwise one strided-batched GEMM per head.
+    const bool scores = op == "attn_scores";
+    const double launches = attention_pointers_aligned(s) ? 1 : x.H;
+    for (int i = 0; i < static_cast<int>(launches); ++i) {
+      kernel_work w = scores ? gemm(kernel_kind::batched_gemm, x.n, x.L, x.dh, B * x.H / launches, e, 1, false)
+                             : gemm(kernel_kind::batched_gemm, x.n, x.dh, x.L, B * x.H / launches, e, 1, false);
+      w.bytes = e * (B * x.n * x.dq + B * x.L * x.dkv + B * x.H * x.n * x.L) / launches;
+      k.push_back(w);
+    }
   } else if (op == "attn_softmax") {
     k.push_back(memory(kernel_kind::softmax, 2 * e * B * x.H * x.n * x.L));
-  } else if (op == "attn_values") {
-    kernel_work w = gemm(kernel_kind::batched_gemm, x.n, x.dh, x.L, B * x.H, e, 1, false);
-    w.bytes = e * (B * x.H * x.n * x.L + B * x.L * x.dkv + B * x.n * x.dq);
-    k.push_back(w);
   } else if (op == "out_proj") {
     k.push_back(memory(kernel_kind::copy, 2 * e * T * d));  // the residual into the output
     k.push_back(gemm(kernel_kind::gemm, T, d, x.dq, 1, e, x.wr, true));

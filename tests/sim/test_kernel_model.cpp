@@ -86,6 +86,22 @@ TEST(KernelModel, AttentionIsOneBatchedGemmPerHeadPairAndASoftmax) {
   EXPECT_DOUBLE_EQ(softmax[0].bytes, 2.0 * 2 * 8 * 128 * 128);
 }
 
+TEST(KernelModel, UnalignedAttentionRunsOneStridedGemmPerHead) {
+  // k = 6 routed tokens: a 6×6 bf16 score matrix is 72 bytes, so the pairs' score blocks do
+  // not all start on 16 bytes and the backend loops over the 4 heads.
+  op_shape s = small_shape();
+  s.tokens = 6;
+  const std::vector<kernel_work> k = gpu_kernels("attn_scores", s);
+  ASSERT_EQ(k.size(), 4u);
+  double flops = 0;
+  for (const kernel_work& w : k) flops += w.flops;
+  EXPECT_DOUBLE_EQ(flops, 2.0 * 6 * 6 * 64 * 8);       // the same work as one batched call
+  EXPECT_DOUBLE_EQ(k[0].flops, 2.0 * 6 * 6 * 64 * 2);  // B = 2 pairs per head
+  EXPECT_EQ(gpu_kernels("attn_values", s).size(), 4u);
+  s.tokens = 8;  // 8×8×2 = 128 bytes: aligned again
+  EXPECT_EQ(gpu_kernels("attn_scores", s).size(), 1u);
+}
+
 TEST(KernelModel, EveryOpOfTheFlopModelHasKernels) {
   op_shape s = small_shape();
   s.experts = 4;
