@@ -668,19 +668,21 @@ void write_calibrated_hardware(const std::string& hardware_path, const calibrati
   }
 }
 
+validation_point validate_sample(const calibration_sample& s, const cost_model& model) {
+  const block_prediction b = predict_sample(s, model);
+  validation_point p;
+  p.sample = s;
+  p.predicted_s = b.total_s;
+  p.ops_s = b.ops_s;
+  p.overhead_s = b.overhead_s;
+  p.error_pct = 100.0 * (b.total_s - s.measured_s) / s.measured_s;
+  return p;
+}
+
 std::vector<validation_point> validate_blocks(const std::vector<calibration_sample>& samples, const cost_model& model) {
   std::vector<validation_point> out;
-  for (const auto& s : samples) {
-    if (!s.is_block()) continue;
-    const block_prediction b = predict_sample(s, model);
-    validation_point p;
-    p.sample = s;
-    p.predicted_s = b.total_s;
-    p.ops_s = b.ops_s;
-    p.overhead_s = b.overhead_s;
-    p.error_pct = 100.0 * (b.total_s - s.measured_s) / s.measured_s;
-    out.push_back(std::move(p));
-  }
+  for (const auto& s : samples)
+    if (s.is_block()) out.push_back(validate_sample(s, model));
   return out;
 }
 
@@ -762,16 +764,7 @@ cross_validation_result cross_validate(const hardware_spec& hw, const std::vecto
     if (test.empty()) continue;
     const calibration c = fit_calibration(plain, train, {}, "cross-validation fold " + std::to_string(f + 1), options);
     const cost_model model = with_calibration(plain, c);
-    for (const auto& s : test) {
-      const block_prediction b = predict_sample(s, model);
-      validation_point p;
-      p.sample = s;
-      p.predicted_s = b.total_s;
-      p.ops_s = b.ops_s;
-      p.overhead_s = b.overhead_s;
-      p.error_pct = 100.0 * (b.total_s - s.measured_s) / s.measured_s;
-      (s.is_block() ? out.blocks : out.ops).push_back(std::move(p));
-    }
+    for (const auto& s : test) (s.is_block() ? out.blocks : out.ops).push_back(validate_sample(s, model));
   }
   return out;
 }

@@ -75,6 +75,15 @@ json::object summary_json(const sim::validation_summary& s) {
   return o;
 }
 
+// The single-op rows' statistics, all together and per op.
+json::object ops_json(const sim::validation_summary& all, const std::map<std::string, std::vector<double>>& by_op) {
+  json::object o = summary_json(all);
+  json::object per;
+  for (const auto& [name, e] : by_op) per[name] = summary_json(sim::summarize_errors(e));
+  o["by_op"] = std::move(per);
+  return o;
+}
+
 int cross_validate(const std::vector<std::string>& files, const std::string& hw_path, int folds,
                    std::optional<double> max_error, output_format format) {
   if (folds < 2) throw input_error("", "--cv", "needs at least 2 folds, got " + std::to_string(folds));
@@ -113,11 +122,7 @@ int cross_validate(const std::vector<std::string>& files, const std::string& hw_
     json::object bb;
     for (const auto& [name, e] : by_block) bb[name] = summary_json(sim::summarize_errors(e));
     root["by_block"] = std::move(bb);
-    json::object oj = summary_json(ops);
-    json::object bo;
-    for (const auto& [name, e] : by_op) bo[name] = summary_json(sim::summarize_errors(e));
-    oj["by_op"] = std::move(bo);
-    root["ops"] = std::move(oj);
+    root["ops"] = ops_json(ops, by_op);
     json::array pts, opts;
     for (const auto& p : cv.blocks) point_json(pts, p);
     for (const auto& p : cv.ops) point_json(opts, p);
@@ -223,16 +228,7 @@ int cmd_validate(const std::vector<std::string>& args) {
   }();
   // Single-op rows are predicted as the profiler measured them (alone, or inside their block).
   std::vector<sim::validation_point> op_points;
-  for (const auto& s : singles) {
-    const sim::block_prediction b = sim::predict_sample(s, model);
-    sim::validation_point p;
-    p.sample = s;
-    p.predicted_s = b.total_s;
-    p.ops_s = b.ops_s;
-    p.overhead_s = b.overhead_s;
-    p.error_pct = 100.0 * (b.total_s - s.measured_s) / s.measured_s;
-    op_points.push_back(std::move(p));
-  }
+  for (const auto& s : singles) op_points.push_back(sim::validate_sample(s, model));
   const bool ops_only = blocks.empty() && !op_points.empty() && skipped_used == 0;
   if (blocks.empty() && !ops_only) {
     if (skipped_used > 0)
@@ -273,29 +269,9 @@ int cmd_validate(const std::vector<std::string>& args) {
       root["passed"] = !failed;
     }
     json::array pts;
-    for (const auto& p : points) {
-      json::object o;
-      o["op"] = p.sample.op;
-      o["dtype"] = sim::to_string(p.sample.type);
-      o["batch"] = p.sample.shape.batch;
-      o["seq_len"] = p.sample.shape.seq_len;
-      o["d_model"] = p.sample.shape.d_model;
-      o["n_heads"] = p.sample.shape.n_heads;
-      o["d_ff"] = p.sample.shape.d_ff;
-      o["capacity"] = p.sample.capacity;
-      o["measured_s"] = p.sample.measured_s;
-      o["predicted_s"] = p.predicted_s;
-      o["overhead_s"] = p.overhead_s;
-      o["error_pct"] = p.error_pct;
-      o["row"] = p.sample.where;
-      pts.push_back(std::move(o));
-    }
+    for (const auto& p : points) point_json(pts, p);
     root["per_point"] = std::move(pts);
-    json::object oj = summary_json(op_sum);
-    json::object bo;
-    for (const auto& [name, e] : by_op) bo[name] = summary_json(sim::summarize_errors(e));
-    oj["by_op"] = std::move(bo);
-    root["ops"] = std::move(oj);
+    root["ops"] = ops_json(op_sum, by_op);
     json::array ns;
     for (const auto& n : notes) ns.emplace_back(n);
     root["notes"] = std::move(ns);
