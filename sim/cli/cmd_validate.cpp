@@ -75,6 +75,22 @@ json::object summary_json(const sim::validation_summary& s) {
   return o;
 }
 
+// The notes and the --max-error verdict under a table, the verdict on stderr, the exit code.
+int verdict(const sim::validation_summary& sum, std::optional<double> max_error, const std::vector<std::string>& notes,
+            output_format format) {
+  const bool failed = max_error && sum.median_abs_pct_error > *max_error;
+  if (format == output_format::table) {
+    for (const auto& n : notes) std::cout << "note: " << n << "\n";
+    if (max_error)
+      std::cout << fmt::format("{}: median |error| {:.2f}% {} --max-error {:g}%\n", failed ? "FAILED" : "passed",
+                               sum.median_abs_pct_error, failed ? ">" : "<=", *max_error);
+  }
+  if (failed)
+    std::cerr << fmt::format("modsim validate: median absolute error {:.2f}% exceeds --max-error {:g}%\n",
+                             sum.median_abs_pct_error, *max_error);
+  return failed ? exit_check_failed : exit_ok;
+}
+
 // The single-op rows' statistics, all together and per op.
 json::object ops_json(const sim::validation_summary& all, const std::map<std::string, std::vector<double>>& by_op) {
   json::object o = summary_json(all);
@@ -153,15 +169,8 @@ int cross_validate(const std::vector<std::string>& files, const std::string& hw_
     for (const auto& [name, e] : by_block) line("  " + name, sim::summarize_errors(e));
     line("ops (all)", ops);
     for (const auto& [name, e] : by_op) line("  " + name, sim::summarize_errors(e));
-    for (const auto& n : notes) std::cout << "note: " << n << "\n";
-    if (max_error)
-      std::cout << fmt::format("{}: median |error| {:.2f}% {} --max-error {:g}%\n", failed ? "FAILED" : "passed",
-                               sum.median_abs_pct_error, failed ? ">" : "<=", *max_error);
   }
-  if (failed)
-    std::cerr << fmt::format("modsim validate: median absolute error {:.2f}% exceeds --max-error {:g}%\n",
-                             sum.median_abs_pct_error, *max_error);
-  return failed ? exit_check_failed : exit_ok;
+  return verdict(sum, max_error, notes, format);
 }
 
 }  // namespace
@@ -303,15 +312,8 @@ int cmd_validate(const std::vector<std::string>& args) {
       line("all ops", op_sum);
       for (const auto& [name, e] : by_op) line(name, sim::summarize_errors(e));
     }
-    for (const auto& n : notes) std::cout << "note: " << n << "\n";
-    if (max_error)
-      std::cout << fmt::format("{}: median |error| {:.2f}% {} --max-error {:g}%\n", failed ? "FAILED" : "passed",
-                               sum.median_abs_pct_error, failed ? ">" : "<=", *max_error);
   }
-  if (failed)
-    std::cerr << fmt::format("modsim validate: median absolute error {:.2f}% exceeds --max-error {:g}%\n",
-                             sum.median_abs_pct_error, *max_error);
-  return failed ? exit_check_failed : exit_ok;
+  return verdict(sum, max_error, notes, format);
 }
 
 }  // namespace modsim::cli
