@@ -779,9 +779,11 @@ section method_section(const report_data& d) {
       "n×n "
       "square, elementwise work is counted apart. Ratios in this report are of matmul FLOPs unless they say otherwise; "
       "the gap uses matmul + elementwise FLOPs.",
-      "Time: each op's roofline time on the hardware (max of compute and memory time), corrected by the calibration "
-      "when the hardware file has one, plus one launch per kernel (`sim/predict.hpp`). A prediction, not a "
-      "measurement.",
+      "Time: uncalibrated, each op's roofline time on the hardware (max of compute and memory time) plus one launch "
+      "per kernel. Calibrated on a GPU, each op is the kernels the CUDA backend launches for it, each a floor plus a "
+      "wave-quantised compute bound or a bandwidth bound with fitted efficiencies, run through a host queue and a "
+      "device queue (`sim/kernel_model.hpp`); on a CPU, per-op efficiency curves (`sim/cost.hpp`). A prediction, not "
+      "a measurement: the calibration's cross-validated error is its expected error band.",
       "Serving: the discrete-event simulator (`sim/des/`) runs every step's kernels on a host queue and a GPU stream.",
       "Generated " + d.generated + (d.command_line.empty() ? std::string() : " by `" + d.command_line + "`") + ".",
   }));
