@@ -530,9 +530,7 @@ std::optional<dtype> cost_model::kernel_model_dtype(dtype t) const {
   return std::nullopt;
 }
 
-const kernel_params* cost_model::kernel_model() const {
-  return m_cal && m_cal->kernels ? &*m_cal->kernels : nullptr;
-}
+const kernel_params* cost_model::kernel_model() const { return m_cal && m_cal->kernels ? &*m_cal->kernels : nullptr; }
 
 double cost_model::launch_s() const {
   if (const kernel_params* p = kernel_model()) return p->gap_s;
