@@ -203,7 +203,7 @@ int levenberg_marquardt(const problem& pb, std::vector<double>& u, int max_itera
         c = cv;
         lambda = std::max(lambda / 3, 1e-9);
         improved = true;
-        if (gain < 1e-9) return it + 1;
+        if (gain < 1e-6) return it + 1;  // converged: a millionth of the cost
       } else {
         lambda *= 4;
       }
