@@ -374,7 +374,7 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<calibrati
   const calibration_sample& first = samples.front();
   const std::string expected_backend = hw.kind == "gpu" ? "cuda" : "cpu";
   for (const auto& s : samples) {
-    if (s.device != first.device)
+    if (!same_device_model(s.device, first.device))
       throw input_error(s.where, "device",
                         "measurements from two devices ('" + first.device + "' at " + first.where + " and '" +
                             s.device + "'); calibrate on one device at a time");
@@ -767,6 +767,34 @@ cross_validation_result cross_validate(const hardware_spec& hw, const std::vecto
     for (const auto& s : test) (s.is_block() ? out.blocks : out.ops).push_back(validate_sample(s, model));
   }
   return out;
+}
+
+namespace {
+// The GPU model tokens of a device string: a letter and three digits standing alone ("h100",
+// "a100", "h200"), lower-cased.
+std::vector<std::string> model_tokens(std::string_view device) {
+  std::vector<std::string> out;
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  for (std::size_t i = 0; i + 4 <= device.size(); ++i) {
+    if (i > 0 && alnum(device[i - 1])) continue;
+    if (!std::isalpha(static_cast<unsigned char>(device[i]))) continue;
+    bool digits = true;
+    for (std::size_t j = 1; j < 4; ++j) digits = digits && std::isdigit(static_cast<unsigned char>(device[i + j]));
+    if (!digits || (i + 4 < device.size() && std::isdigit(static_cast<unsigned char>(device[i + 4])))) continue;
+    std::string t(device.substr(i, 4));
+    for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    out.push_back(t);
+  }
+  return out;
+}
+}  // namespace
+
+bool same_device_model(std::string_view a, std::string_view b) {
+  if (a == b) return true;
+  const std::vector<std::string> ta = model_tokens(a), tb = model_tokens(b);
+  for (const auto& t : ta)
+    if (std::find(tb.begin(), tb.end(), t) != tb.end()) return true;
+  return false;
 }
 
 std::string utc_now_iso8601() {

@@ -186,6 +186,12 @@ struct cross_validation_result {
 cross_validation_result cross_validate(const hardware_spec& hw, const std::vector<calibration_sample>& samples,
                                        int folds, const fit_options& options = {});
 
+// Whether two measurements' device columns name the same device model: equal strings, or both
+// naming one GPU model ("h100" in "NVIDIA H100 80GB HBM3, ..., driver 13.0" and in "NVIDIA H100
+// SXM5, ..."): a driver, clock or library version apart is the same machine kind, another model
+// is not.
+bool same_device_model(std::string_view a, std::string_view b);
+
 // The current UTC time, ISO 8601 ("2025-01-31T12:00:00Z").
 std::string utc_now_iso8601();
 

@@ -206,20 +206,23 @@ int cmd_validate(const std::vector<std::string>& args) {
   std::vector<sim::calibration_sample> blocks, singles;
   int skipped_used = 0, rows = 0;
   std::set<std::string> uncalibrated_dtypes;
+  std::set<std::string> other_devices;  // the calibration's GPU model, another driver, clock or library
   for (const std::string& file : vm["measurements"].as<std::vector<std::string>>()) {
     for (const sim::measured_point& p : profiler::read_measured_points(file)) {
       ++rows;
       if (p.op != "block_dense" && p.op != "block_mod" && p.op != "layer_mode") {
-        if (p.backend == expected_backend && (!cal || p.device == cal->device)) singles.push_back(sim::sample_of(p));
+        if (p.backend == expected_backend && (!cal || sim::same_device_model(p.device, cal->device)))
+          singles.push_back(sim::sample_of(p));
         continue;
       }
       if (p.backend != expected_backend)
         throw input_error(
             p.where, "backend",
             "measured on backend '" + p.backend + "' but " + hw_path + " is " + model.hardware().kind + " hardware");
-      if (cal && p.device != cal->device)
+      if (cal && !sim::same_device_model(p.device, cal->device))
         throw input_error(p.where, "device",
                           "measured on '" + p.device + "' but " + hw_path + " was calibrated on '" + cal->device + "'");
+      if (cal && p.device != cal->device) other_devices.insert(p.device);
       if (used.count(p.key)) {
         ++skipped_used;
         continue;

@@ -323,3 +323,22 @@ TEST(Calibrate, WritesACalibratedCopyOfTheHardwareFile) {
 
 }  // namespace
 }  // namespace modsim::sim
+
+namespace modsim::sim {
+namespace {
+
+TEST(Calibrate, DevicesOfOneGpuModelMatchAcrossDriversButNotAcrossModels) {
+  const std::string a =
+      "NVIDIA H100 80GB HBM3, sm_90, 132 SMs, 1980 MHz, memory 79.2 GiB at 2619 MHz, L2 50 MiB, driver 13.0";
+  EXPECT_TRUE(same_device_model(a, a));
+  EXPECT_TRUE(same_device_model(a, "NVIDIA H100 80GB HBM3, sm_90, 132 SMs, 1755 MHz, driver 12.8"));
+  EXPECT_TRUE(same_device_model(a, "NVIDIA H100 SXM5"));
+  EXPECT_FALSE(same_device_model(a, "NVIDIA H200, sm_90, 132 SMs"));
+  EXPECT_FALSE(same_device_model(a, "NVIDIA A100-SXM4-80GB"));
+  // No model token: the strings must be equal (a CPU on 1 thread is not the one on 2).
+  EXPECT_FALSE(same_device_model("AMD EPYC, 1 threads, OpenBLAS", "AMD EPYC, 2 threads, OpenBLAS"));
+  EXPECT_TRUE(same_device_model("AMD EPYC, 1 threads, OpenBLAS", "AMD EPYC, 1 threads, OpenBLAS"));
+}
+
+}  // namespace
+}  // namespace modsim::sim
