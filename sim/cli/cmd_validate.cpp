@@ -211,8 +211,10 @@ int cmd_validate(const std::vector<std::string>& args) {
     for (const sim::measured_point& p : profiler::read_measured_points(file)) {
       ++rows;
       if (p.op != "block_dense" && p.op != "block_mod" && p.op != "layer_mode") {
-        if (p.backend == expected_backend && (!cal || sim::same_device_model(p.device, cal->device)))
+        if (p.backend == expected_backend && (!cal || sim::same_device_model(p.device, cal->device))) {
           singles.push_back(sim::sample_of(p));
+          if (cal && p.device != cal->device) other_devices.insert(p.device);
+        }
         continue;
       }
       if (p.backend != expected_backend)
