@@ -265,6 +265,8 @@ int cmd_validate(const std::vector<std::string>& args) {
   if (skipped_used > 0)
     notes.push_back(fmt::format("{} block rows skipped: the calibration used them (for the launch fit)", skipped_used));
   for (const auto& d : uncalibrated_dtypes) notes.push_back("no curves for dtype " + d + ": datasheet roofline used");
+  for (const auto& d : other_devices)
+    notes.push_back("measured on '" + d + "': the calibration's device model, with other clocks, driver or libraries");
   if (ops_only)
     notes.push_back("no block rows: the points are the single-op rows, predicted as the profiler measured them");
 
