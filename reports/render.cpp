@@ -288,11 +288,14 @@ section verdict_section(const report_data& d) {
   s.blocks.push_back(cards);
 
   std::vector<std::string> items;
-  items.push_back(
-      fmt::format("**{} ({})**: {} the matmul FLOPs and {} the predicted wall-clock of its dense baseline "
-                  "on {}, {} ({} → {} ms).",
-                  model_label(m.model), routing_short(m.model), times(mm_ratio), times(p.time_ratio), hw_phrase(d),
-                  workload_text(d.load), ms(p.dense.total_s), ms(p.model.total_s)));
+  items.push_back(fmt::format(
+      "**{} ({})**: {} the matmul FLOPs and {} the predicted wall-clock of its dense baseline on {}, {} ({} → {} "
+      "ms{}).",
+      model_label(m.model), routing_short(m.model), times(mm_ratio), times(p.time_ratio), hw_phrase(d),
+      workload_text(d.load), ms(p.dense.total_s), ms(p.model.total_s),
+      p.expected_error ? fmt::format(", each ±{:.1f}% at p90 by the calibration's cross-validation",
+                                     p.expected_error->p90_abs_pct_error)
+                       : std::string()));
   // The gap in words: the two largest terms.
   std::vector<std::pair<double, std::string>> terms;
   for (const auto& t : gap_terms()) terms.emplace_back(p.gap.*(t.field), t.label);

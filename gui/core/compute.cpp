@@ -110,6 +110,10 @@ PredictionResult computePrediction(const ExplorerConfig& config) {
   out.opClasses = displayClasses();
   out.costLabel = p.cost_label;
   out.hardwareName = config.hardware.name;
+  if (p.expected_error) {
+    out.expectedP90Pct = p.expected_error->p90_abs_pct_error;
+    out.expectedMedianPct = p.expected_error->median_abs_pct_error;
+  }
   for (std::size_t i = 0; i < p.model.layers.size(); ++i) {
     const sim::layer_prediction& cur = p.model.layers[i];
     LayerTiming l;

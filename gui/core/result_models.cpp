@@ -145,10 +145,12 @@ QString SummaryModel::headline() const {
   if (!m_error.isEmpty()) return tr("Cannot compute: %1").arg(m_error);
   if (!m_hasResult) return tr("Computing…");
   const PredictionResult& p = m_prediction;
-  return tr("%1 · %2 on %3:  <b>%4</b> predicted (dense %5, <b>%6</b>)  ·  FLOPs %7 of dense  ·  %8")
+  // A calibrated prediction carries its expected error: the p90 of its cross-validation.
+  const QString band = p.expectedP90Pct > 0 ? tr(" ±%1% (p90)").arg(p.expectedP90Pct, 0, 'f', 1) : QString();
+  return tr("%1 · %2 on %3:  <b>%4</b>%9 predicted (dense %5, <b>%6</b>)  ·  FLOPs %7 of dense  ·  %8")
       .arg(m_modeName, m_modelName.toHtmlEscaped(), qs(p.hardwareName).toHtmlEscaped(), formatSeconds(p.totalS),
            formatSeconds(p.denseTotalS), formatRatio(p.totalS, p.denseTotalS),
-           formatRatio(double(p.matmulFlops), double(p.denseMatmulFlops)), qs(p.costLabel).toHtmlEscaped());
+           formatRatio(double(p.matmulFlops), double(p.denseMatmulFlops)), qs(p.costLabel).toHtmlEscaped(), band);
 }
 
 // ---------------------------------------------------------------------------------------------

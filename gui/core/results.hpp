@@ -45,6 +45,9 @@ struct PredictionResult {
   std::int64_t params = 0;
   std::string costLabel;  // "datasheet roofline ..." or "calibrated on ..."
   std::string hardwareName;
+  // The calibration's cross-validated error (percent, p90 and median); 0 = none recorded.
+  double expectedP90Pct = 0;
+  double expectedMedianPct = 0;
   double flopRatio = 1;            // (matmul + other) FLOPs, current / dense
   double timeRatio = 1;            // totalS / denseTotalS
   std::vector<GapTerm> gap;        // empty when the predictor gives no decomposition
