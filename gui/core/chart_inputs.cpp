@@ -5,25 +5,16 @@
 
 #include "gui/core/result_models.hpp"
 
-#if defined(MODSIM_GUI_HAVE_REPORTS) && __has_include("reports/charts.hpp")
-#define MODSIM_GUI_CHARTS 1
 #include "reports/chart_data.hpp"
 #include "reports/charts.hpp"
-#else
-#define MODSIM_GUI_CHARTS 0
-#endif
 
 namespace modsim::gui {
-
-bool haveChartBuilders() { return MODSIM_GUI_CHARTS != 0; }
 
 void replaceChart(QChartView* view, QChart* chart) {
   QChart* old = view->chart();
   view->setChart(chart);
   delete old;
 }
-
-#if MODSIM_GUI_CHARTS
 
 QChart* makeDesignSpaceChart(const SweepModel& model, const QString& title) {
   reports::pareto_chart_input in;
@@ -106,20 +97,5 @@ QChart* makeValidationChart(const ValidationModel& model, const QString& title) 
   }
   return reports::make_diagonal_chart(in);
 }
-
-#else
-
-static QChart* missing(const QString& title) {
-  auto* chart = new QChart();
-  chart->setTitle(title + QStringLiteral(" — charts are not available in this build (reports/charts.hpp missing)"));
-  return chart;
-}
-QChart* makeDesignSpaceChart(const SweepModel&, const QString& title) { return missing(title); }
-QChart* makeLayerTimeChart(const LayerTimesModel&, const QString& title) { return missing(title); }
-QChart* makeLatencyChart(const ServingModel&, const QString& title) { return missing(title); }
-QChart* makeGapChart(const GapModel&, const QString& title) { return missing(title); }
-QChart* makeValidationChart(const ValidationModel&, const QString& title) { return missing(title); }
-
-#endif
 
 }  // namespace modsim::gui

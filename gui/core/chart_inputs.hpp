@@ -16,10 +16,7 @@ class GapModel;
 class ServingModel;
 class ValidationModel;
 
-// Whether this build has the report's chart builders (modsim_reports with Qt).
-bool haveChartBuilders();
-
-// New charts (caller owns; never null: a build without the builders gets a chart that says so).
+// New charts, drawn by the report's chart builders (caller owns; never null).
 QChart* makeDesignSpaceChart(const SweepModel& model, const QString& title);
 QChart* makeLayerTimeChart(const LayerTimesModel& model, const QString& title);
 QChart* makeGapChart(const GapModel& model, const QString& title);

@@ -19,15 +19,10 @@
 #include "sim/predict.hpp"
 #include "sim/sweep.hpp"
 
-#if defined(MODSIM_GUI_HAVE_PROFILER) && defined(MODSIM_GUI_HAVE_REPORTS)
-#define MODSIM_GUI_VALIDATION 1
 #include "profiler/grid.hpp"
 #include "profiler/measurements.hpp"
 #include "reports/report.hpp"
 #include "sim/calibrate.hpp"
-#else
-#define MODSIM_GUI_VALIDATION 0
-#endif
 
 namespace modsim::gui {
 namespace {
@@ -359,7 +354,6 @@ ServingResult computeServingImpl(const ExplorerConfig& config, const ComputeCont
 
 ServingResult computeServing(const ExplorerConfig& config) { return computeServingImpl(config, {}); }
 
-#if MODSIM_GUI_VALIDATION
 namespace {
 // The cross-validation behind a hardware file takes seconds and depends on the file only: it is
 // computed once per hardware file (and calibration) and kept.
@@ -380,12 +374,10 @@ std::optional<reports::validation_section> cachedValidationForHardware(const sim
   return v;
 }
 }  // namespace
-#endif
 
 ValidationResult computeValidation(const ExplorerConfig& config) {
   ValidationResult out;
   out.file = config.measurementsPath.toStdString();
-#if MODSIM_GUI_VALIDATION
   reports::validation_section section;
   if (config.measurementsPath.isEmpty()) {
     // No file chosen: the measurements behind the hardware's calibration (a calibrated file is
@@ -436,11 +428,6 @@ ValidationResult computeValidation(const ExplorerConfig& config) {
   out.p90AbsPctError = sum.p90_abs_pct_error;
   out.maxAbsPctError = sum.max_abs_pct_error;
   out.available = true;
-#else
-  out.unavailable =
-      "Validation (predicted vs measured from a measurements CSV) is not available in this build "
-      "(the profiler library is missing).";
-#endif
   return out;
 }
 
