@@ -211,62 +211,6 @@ std::vector<class_row> class_rows(const sim::flops_report& f, const sim::flops_r
   return out;
 }
 
-double mean_of(const sim::des::length_dist& d) {
-  using k = sim::des::length_dist::kind;
-  switch (d.k) {
-    case k::fixed:
-      return d.a;
-    case k::uniform:
-      return (d.a + d.b) / 2;
-    case k::exponential:
-      return d.a;
-  }
-  return d.a;
-}
-
-// Requests per second the dense model sustains: one request costs its prefill plus its share
-// of decode steps at a batch of up to 64 sequences.
-double sustainable_rate(const sim::des::step_builder& b, const serving_scenario& s) {
-  const sim::des::length_dist prompt = sim::des::parse_length_dist(s.prompt, "prompt");
-  const sim::des::length_dist output = sim::des::parse_length_dist(s.output, "output");
-  const double p = std::max(1.0, mean_of(prompt));
-  const double o = std::max(1.0, mean_of(output));
-  const std::int64_t batch = std::min<std::int64_t>(64, std::max<std::int64_t>(1, s.options.max_seqs));
-  sim::des::exec_options eo;
-  eo.cuda_graph = s.options.cuda_graph;
-  eo.record_spans = false;
-  sim::workload w;
-  w.batch = 1;
-  w.seq_len = static_cast<std::int64_t>(p);
-  w.type = b.type();
-  const double prefill_s = sim::des::simulate_execution(b.forward(w), b.device(), eo).summary.step_s;
-  sim::des::rng r(s.seed);
-  const auto load =
-      sim::des::decode_load(b, batch, static_cast<std::int64_t>(p + o / 2), sim::des::decode_routing::sync, 1.0, r);
-  const double step_s =
-      sim::des::simulate_execution(b.step(load, sim::des::decode_routing::sync), b.device(), eo).summary.step_s;
-  const double per_request_s = prefill_s + o * step_s / static_cast<double>(batch);
-  return per_request_s > 0 ? 1.0 / per_request_s : 1.0;
-}
-
-serving_run serve(const sim::model_spec& m, const std::string& name, const sim::cost_model& cost, sim::dtype t,
-                  const serving_scenario& s, const std::vector<sim::des::request>& requests) {
-  sim::des::step_builder b(m, t, sim::des::device_model_of(cost, t));
-  sim::des::serve_options o = s.options;
-  if (o.kv_budget_bytes <= 0) o.kv_budget_bytes = sim::des::default_kv_budget_bytes(m, cost.hardware(), t);
-  o.seed = s.seed;
-  const sim::des::serve_result res = sim::des::simulate_serving(b, requests, o);
-  serving_run run;
-  run.name = name;
-  run.summary = res.summary;
-  for (const auto& r : res.requests) {
-    if (r.finish_s < 0) continue;
-    run.ttft_s.push_back(r.ttft_s());
-    if (r.tpot_s() >= 0) run.tpot_s.push_back(r.tpot_s());
-  }
-  return run;
-}
-
 sim::sweep_space variant_space(const sim::model_spec& subject, std::vector<std::string>& notes) {
   sim::sweep_space s;
   if (subject.routing && subject.routing->sched.kind != sim::schedule_kind::none) {
@@ -320,19 +264,11 @@ report_data build_report(const report_input& in, const progress_fn& progress) {
     d.serving_missing = "the model has no MoD routing: nothing to compare with its dense baseline";
   } else {
     say(progress, "report: simulating serving (dense and MoD)");
+    sim::des::serving_comparison c = sim::des::compare_serving(subject, cost, in.load.type, in.scenario);
     serving_section s;
-    s.scenario = in.scenario;
-    const sim::dtype t = in.load.type;
-    const sim::model_spec dense = sim::dense_baseline(subject);
-    if (s.scenario.rate_per_s <= 0) {
-      sim::des::step_builder b(dense, t, sim::des::device_model_of(cost, t));
-      s.scenario.rate_per_s = 0.7 * sustainable_rate(b, s.scenario);
-    }
-    const auto requests = sim::des::poisson_arrivals(
-        s.scenario.rate_per_s, s.scenario.requests, sim::des::parse_length_dist(s.scenario.prompt, "serving prompt"),
-        sim::des::parse_length_dist(s.scenario.output, "serving output"), s.scenario.seed);
-    s.runs.push_back(serve(dense, "dense", cost, t, s.scenario, requests));
-    s.runs.push_back(serve(subject, subject.name.empty() ? "MoD" : subject.name, cost, t, s.scenario, requests));
+    s.scenario = c.scenario;
+    s.runs.push_back(std::move(c.dense));
+    s.runs.push_back(std::move(c.model));
     d.serving = std::move(s);
   }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "sim/calibrate.hpp"
+#include "sim/des/comparison.hpp"
 #include "sim/des/serving.hpp"
 #include "sim/flops.hpp"
 #include "sim/predict.hpp"
@@ -32,14 +33,8 @@ using progress_fn = std::function<void(const std::string&)>;  // one line, no ne
 // --- Inputs ----------------------------------------------------------------------------------
 
 // The serving workload simulated for the model and its dense baseline.
-struct serving_scenario {
-  std::int64_t requests = 300;
-  double rate_per_s = 0;                    // Poisson arrivals; 0 = auto: 70% of what the dense model sustains
-  std::string prompt = "uniform:128:1024";  // sim/des length_dist texts
-  std::string output = "uniform:16:256";
-  std::uint64_t seed = 1;
-  sim::des::serve_options options;  // kv_budget_bytes 0 = the contract's default budget
-};
+// The serving comparison (sim/des/comparison.hpp): one scenario for every face of modsim.
+using serving_scenario = sim::des::serving_scenario;
 
 // Measured blocks against their prediction (built by make_validation).
 struct validation_section {
@@ -116,11 +111,7 @@ struct model_result {
   std::vector<class_row> classes;  // in sim::op_classes() order, classes either model runs
 };
 
-struct serving_run {
-  std::string name;  // "dense" or the model's name
-  sim::des::serve_summary summary;
-  std::vector<double> ttft_s, tpot_s;  // per completed request (tpot: requests with > 1 token)
-};
+using serving_run = sim::des::serving_run;
 struct serving_section {
   serving_scenario scenario;      // with the rate actually used
   std::vector<serving_run> runs;  // [0] dense baseline, [1] the model

@@ -11,6 +11,7 @@
 
 #include "sim/config.hpp"
 #include "sim/cost.hpp"
+#include "sim/des/comparison.hpp"
 #include "sim/des/execution.hpp"
 #include "sim/des/serving.hpp"
 #include "sim/des/step.hpp"
@@ -292,24 +293,7 @@ class CancelObserver : public sim::des::serve_observer {
   std::uint64_t m_steps = 0;
 };
 
-ServingStats serve(const sim::model_spec& model, const ExplorerConfig& config, double ratePerS,
-                   const ComputeControl& control) {
-  namespace des = sim::des;
-  const sim::cost_model cm(config.hardware);
-  const des::device_model dev = des::device_model_of(cm, config.load.type);
-  const des::step_builder builder(model, config.load.type, dev);
-  const std::int64_t prompt = std::max<std::int64_t>(16, std::min<std::int64_t>(config.load.seq_len, 4096));
-  const des::length_dist promptDist = des::parse_length_dist(
-      "uniform:" + std::to_string(std::max<std::int64_t>(1, prompt / 2)) + ":" + std::to_string(prompt), "prompt");
-  const des::length_dist outputDist = des::parse_length_dist("exp:64", "output");
-  std::vector<des::request> requests = des::poisson_arrivals(ratePerS, 96, promptDist, outputDist, 7);
-  des::serve_options o;
-  o.max_batched_tokens = std::max<std::int64_t>(8192, prompt + 640);
-  o.kv_budget_bytes = des::default_kv_budget_bytes(model, config.hardware, config.load.type);
-  o.seed = 7;
-  CancelObserver cancel(control);
-  des::serve_observer* observers[] = {&cancel};
-  const des::serve_result r = des::simulate_serving(builder, std::move(requests), o, observers);
+ServingStats statsOf(const sim::des::serving_run& r) {
   ServingStats s;
   s.requests = static_cast<int>(r.summary.requests);
   s.completed = static_cast<int>(r.summary.completed);
@@ -317,35 +301,30 @@ ServingStats serve(const sim::model_spec& model, const ExplorerConfig& config, d
   s.tpot = {r.summary.tpot_s.p50, r.summary.tpot_s.p90, r.summary.tpot_s.p99};
   s.throughputTokS = r.summary.throughput_tok_s;
   s.kvPeakBytes = r.summary.kv_peak_bytes;
-  for (const des::request_record& rec : r.requests) {
-    if (rec.finish_s < 0) continue;
-    s.ttftSamplesS.push_back(rec.ttft_s());
-    if (rec.tpot_s() >= 0) s.tpotSamplesS.push_back(rec.tpot_s());
-  }
+  s.ttftSamplesS = r.ttft_s;
+  s.tpotSamplesS = r.tpot_s;
   return s;
 }
 
 ServingResult computeServingImpl(const ExplorerConfig& config, const ComputeControl& control) {
-  // One arrival rate for both models: about 60% of what the dense model sustains in decode
-  // with 32 sequences of 64 output tokens, so the comparison is under a realistic load.
+  // The comparison `modsim report` and `modsim simulate serve` show (sim/des/comparison.hpp):
+  // one scenario, one seed, the rate at 70% of what the dense model sustains.
   const sim::cost_model cm(config.hardware);
-  sim::workload probe = config.load;
-  probe.mode = sim::run_mode::decode;
-  probe.batch = 32;
-  probe.seq_len = std::max<std::int64_t>(16, std::min<std::int64_t>(config.load.seq_len, 4096));
-  const double stepS = sim::time_model(sim::dense_baseline(config.model), probe, cm).total_s;
-  const double rate = stepS > 0 ? 0.6 * 32.0 / (stepS * 64.0) : 10.0;
+  CancelObserver cancel(control);
+  sim::des::serve_observer* observers[] = {&cancel};
+  const sim::des::serving_comparison c =
+      sim::des::compare_serving(config.model, cm, config.load.type, sim::des::serving_scenario{}, observers);
   ServingResult out;
   char text[512];
   std::snprintf(text, sizeof text,
-                "96 requests, Poisson arrivals at %.1f req/s (60%% of what the dense model sustains), prompts "
-                "uniform in [%lld, %lld] tokens, outputs exponential with mean 64 tokens; continuous batching, "
-                "paged KV cache, MoD decode routed by the causal predictor (synchronising).",
-                rate, static_cast<long long>(std::max<std::int64_t>(1, probe.seq_len / 2)),
-                static_cast<long long>(probe.seq_len));
+                "%lld requests, Poisson arrivals at %.1f req/s (70%% of what the dense model sustains), prompts %s "
+                "tokens, outputs %s tokens, seed %llu; continuous batching, paged KV cache, MoD decode routed by the "
+                "causal predictor (synchronising) — as `modsim report` and `modsim simulate serve`.",
+                static_cast<long long>(c.scenario.requests), c.scenario.rate_per_s, c.scenario.prompt.c_str(),
+                c.scenario.output.c_str(), static_cast<unsigned long long>(c.scenario.seed));
   out.scenario = text;
-  out.dense = serve(sim::dense_baseline(config.model), config, rate, control);
-  out.current = serve(config.model, config, rate, control);
+  out.dense = statsOf(c.dense);
+  out.current = statsOf(c.model);
   out.available = true;
   return out;
 }

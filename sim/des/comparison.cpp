@@ -1,0 +1,85 @@
+#include "sim/des/comparison.hpp"
+
+#include <algorithm>
+
+#include "sim/des/execution.hpp"
+#include "sim/sweep.hpp"
+
+namespace modsim::sim::des {
+
+namespace {
+
+double mean_of(const length_dist& d) {
+  switch (d.k) {
+    case length_dist::kind::fixed:
+      return d.a;
+    case length_dist::kind::uniform:
+      return (d.a + d.b) / 2;
+    case length_dist::kind::exponential:
+      return d.a;
+  }
+  return d.a;
+}
+
+}  // namespace
+
+double sustainable_rate(const model_spec& m, const cost_model& cost, dtype t, const serving_scenario& s) {
+  const step_builder b(dense_baseline(m), t, device_model_of(cost, t));
+  const length_dist prompt = parse_length_dist(s.prompt, "prompt");
+  const length_dist output = parse_length_dist(s.output, "output");
+  const double p = std::max(1.0, mean_of(prompt));
+  const double o = std::max(1.0, mean_of(output));
+  const std::int64_t batch = std::min<std::int64_t>(64, std::max<std::int64_t>(1, s.options.max_seqs));
+  exec_options eo;
+  eo.cuda_graph = s.options.cuda_graph;
+  eo.record_spans = false;
+  workload w;
+  w.batch = 1;
+  w.seq_len = static_cast<std::int64_t>(p);
+  w.type = t;
+  const double prefill_s = simulate_execution(b.forward(w), b.device(), eo).summary.step_s;
+  rng r(s.seed);
+  const auto load = decode_load(b, batch, static_cast<std::int64_t>(p + o / 2), decode_routing::sync, 1.0, r);
+  const double step_s = simulate_execution(b.step(load, decode_routing::sync), b.device(), eo).summary.step_s;
+  const double per_request_s = prefill_s + o * step_s / static_cast<double>(batch);
+  return per_request_s > 0 ? 1.0 / per_request_s : 1.0;
+}
+
+serving_scenario resolve_scenario(const model_spec& m, const cost_model& cost, dtype t, serving_scenario s) {
+  if (s.rate_per_s <= 0) s.rate_per_s = 0.7 * sustainable_rate(m, cost, t, s);
+  return s;
+}
+
+std::vector<request> scenario_requests(const serving_scenario& s) {
+  return poisson_arrivals(s.rate_per_s, s.requests, parse_length_dist(s.prompt, "serving prompt"),
+                          parse_length_dist(s.output, "serving output"), s.seed);
+}
+
+serving_run serve_model(const model_spec& m, const std::string& name, const cost_model& cost, dtype t,
+                        const serving_scenario& s, std::span<serve_observer* const> observers) {
+  const step_builder b(m, t, device_model_of(cost, t));
+  serve_options o = s.options;
+  if (o.kv_budget_bytes <= 0) o.kv_budget_bytes = default_kv_budget_bytes(m, cost.hardware(), t);
+  o.seed = s.seed;
+  const serve_result res = simulate_serving(b, scenario_requests(s), o, observers);
+  serving_run run;
+  run.name = name;
+  run.summary = res.summary;
+  for (const auto& r : res.requests) {
+    if (r.finish_s < 0) continue;
+    run.ttft_s.push_back(r.ttft_s());
+    if (r.tpot_s() >= 0) run.tpot_s.push_back(r.tpot_s());
+  }
+  return run;
+}
+
+serving_comparison compare_serving(const model_spec& m, const cost_model& cost, dtype t, const serving_scenario& s,
+                                   std::span<serve_observer* const> observers) {
+  serving_comparison c;
+  c.scenario = resolve_scenario(m, cost, t, s);
+  c.dense = serve_model(dense_baseline(m), "dense", cost, t, c.scenario, observers);
+  c.model = serve_model(m, m.name.empty() ? "MoD" : m.name, cost, t, c.scenario, observers);
+  return c;
+}
+
+}  // namespace modsim::sim::des

@@ -1,0 +1,125 @@
+// One configuration, one set of numbers: the command line (`modsim flops`, `predict`,
+// `simulate serve`), the report (reports::build_report) and the explorer (gui compute) give
+// the same FLOPs, predicted time and serving figures for the shipped models, to the last
+// digit their outputs print (JSON doubles round-trip exactly).
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gui/core/compute.hpp"
+#include "gui/core/explorer_config.hpp"
+#include "reports/report.hpp"
+#include "sim/config.hpp"
+
+namespace {
+
+namespace json = boost::json;
+
+// What `modsim ARGS --format json` printed, run from the source tree.
+struct printed {
+  std::string text;
+  json::object parsed;
+  // The number printed for `key` (the first one after `within`, when given), read back exactly
+  // (strtod; a JSON parser may round the last bit): "to the last printed digit".
+  double number(const std::string& key, const std::string& within = "") const {
+    std::size_t at = within.empty() ? 0 : text.find("\"" + within + "\":");
+    EXPECT_NE(at, std::string::npos) << within;
+    at = text.find("\"" + key + "\":", at);
+    EXPECT_NE(at, std::string::npos) << key;
+    return std::strtod(text.c_str() + at + key.size() + 3, nullptr);
+  }
+};
+
+printed cli_json(const std::string& args) {
+  const std::string out =
+      (std::filesystem::temp_directory_path() / ("modsim_consistency_" + std::to_string(::getpid()) + ".json"))
+          .string();
+  const std::string cmd = std::string("cd '") + MODSIM_SOURCE_DIR + "' && '" + MODSIM_BINARY + "' " + args +
+                          " --format json >'" + out + "' 2>/dev/null";
+  const int status = std::system(cmd.c_str());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd;
+  std::ifstream in(out);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::filesystem::remove(out);
+  return {text.str(), json::parse(text.str()).as_object()};
+}
+
+class OneAnalysis : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(OneAnalysis, CliReportAndExplorerAgreeOnFlopsTimeAndServing) {
+  const std::string name = GetParam();
+  const std::string hw_name = "h100-sxm-calibrated";
+  const std::string root = MODSIM_SOURCE_DIR;
+  const modsim::sim::model_spec model = modsim::sim::load_model(root + "/configs/models/" + name + ".json");
+  const modsim::sim::hardware_spec hw = modsim::sim::load_hardware(root + "/configs/hardware/" + hw_name + ".json");
+  modsim::sim::workload load;  // the defaults of all three: forward, batch 1, 2,048 tokens, bf16 on a GPU
+  load.batch = 1;
+  load.seq_len = 2048;
+  load.mode = modsim::sim::run_mode::forward;
+  load.type = modsim::sim::dtype::bf16;
+
+  // The command line.
+  const printed flops = cli_json("flops " + name + " --batch 1 --seq 2048");
+  const printed pred = cli_json("predict " + name + " --hardware " + hw_name + " --batch 1 --seq 2048");
+  const printed serve = cli_json("simulate serve " + name + " --hardware " + hw_name);
+
+  // The report.
+  modsim::reports::report_input in;
+  in.models = {model};
+  in.hardware = hw;
+  in.load = load;
+  in.validation_missing = "not part of this test";
+  const modsim::reports::report_data report = modsim::reports::build_report(in);
+  ASSERT_FALSE(report.models.empty());
+  ASSERT_TRUE(report.serving.has_value());
+  ASSERT_EQ(report.serving->runs.size(), 2u);
+  const auto& report_mod = report.serving->runs[1].summary;
+
+  // The explorer.
+  modsim::gui::ExplorerConfig config;
+  config.model = model;
+  config.hardware = hw;
+  config.load = load;
+  const modsim::gui::PredictionResult gui_pred = modsim::gui::computePrediction(config);
+  const modsim::gui::ServingResult gui_serve = modsim::gui::computeServing(config);
+  ASSERT_TRUE(gui_serve.available);
+
+  // FLOPs.
+  const auto cli_matmul = flops.parsed.at("totals").as_object().at("matmul_flops").to_number<std::int64_t>();
+  EXPECT_EQ(report.models.front().flops.totals.matmul_flops, cli_matmul);
+  EXPECT_EQ(gui_pred.matmulFlops, cli_matmul);
+  // Predicted time of the model and of its dense baseline.
+  const double cli_total = pred.number("total_s"), cli_dense = pred.number("dense_total_s");
+  EXPECT_EQ(report.models.front().pred.model.total_s, cli_total);
+  EXPECT_EQ(report.models.front().pred.dense.total_s, cli_dense);
+  EXPECT_EQ(gui_pred.totalS, cli_total);
+  EXPECT_EQ(gui_pred.denseTotalS, cli_dense);
+  // Serving: the model's run under the one scenario.
+  const double ttft_p50 = serve.number("p50", "ttft_s"), ttft_p90 = serve.number("p90", "ttft_s");
+  const double tpot_p50 = serve.number("p50", "tpot_s"), throughput = serve.number("throughput_tok_s");
+  const auto kv_peak = serve.parsed.at("kv_peak_bytes").to_number<std::int64_t>();
+  EXPECT_EQ(report_mod.ttft_s.p50, ttft_p50);
+  EXPECT_EQ(report_mod.ttft_s.p90, ttft_p90);
+  EXPECT_EQ(report_mod.tpot_s.p50, tpot_p50);
+  EXPECT_EQ(report_mod.throughput_tok_s, throughput);
+  EXPECT_EQ(report_mod.kv_peak_bytes, kv_peak);
+  EXPECT_EQ(gui_serve.current.ttft.p50, ttft_p50);
+  EXPECT_EQ(gui_serve.current.tpot.p50, tpot_p50);
+  EXPECT_EQ(gui_serve.current.throughputTokS, throughput);
+  EXPECT_EQ(gui_serve.current.kvPeakBytes, kv_peak);
+  // The dense baseline the report and the explorer compare against is the same run.
+  EXPECT_EQ(gui_serve.dense.ttft.p50, report.serving->runs[0].summary.ttft_s.p50);
+}
+
+INSTANTIATE_TEST_SUITE_P(ShippedModels, OneAnalysis, ::testing::Values("mod-220m", "mod-60m", "mode-staged-220m"));
+
+}  // namespace
