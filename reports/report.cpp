@@ -180,37 +180,6 @@ void say(const progress_fn& progress, const std::string& line) {
   if (progress) progress(line);
 }
 
-std::vector<class_row> class_rows(const sim::flops_report& f, const sim::flops_report& df, const sim::prediction& p) {
-  std::map<std::string, class_row> by;
-  auto add_flops = [&](const sim::op_cost& c, bool dense) {
-    class_row& r = by[sim::op_class_of(c.op)];
-    (dense ? r.dense_matmul_flops : r.matmul_flops) += c.matmul_flops;
-    (dense ? r.dense_other_flops : r.other_flops) += c.other_flops;
-  };
-  for (const auto& l : f.layers)
-    for (const auto& c : l.ops) add_flops(c, false);
-  add_flops(f.lm_head, false);
-  for (const auto& l : df.layers)
-    for (const auto& c : l.ops) add_flops(c, true);
-  add_flops(df.lm_head, true);
-  auto add_time = [&](const sim::model_time& t, bool dense) {
-    for (const auto& l : t.layers)
-      for (const auto& o : l.ops)
-        (dense ? by[sim::op_class_of(o.op)].dense_time_s : by[sim::op_class_of(o.op)].time_s) += o.time_s;
-    (dense ? by["lm_head"].dense_time_s : by["lm_head"].time_s) += t.lm_head.time_s;
-  };
-  add_time(p.model, false);
-  add_time(p.dense, true);
-  std::vector<class_row> out;
-  for (std::string_view name : sim::op_classes()) {
-    auto it = by.find(std::string(name));
-    if (it == by.end()) continue;
-    it->second.op_class = std::string(name);
-    out.push_back(it->second);
-  }
-  return out;
-}
-
 sim::sweep_space variant_space(const sim::model_spec& subject, std::vector<std::string>& notes) {
   sim::sweep_space s;
   if (subject.routing && subject.routing->sched.kind != sim::schedule_kind::none) {
@@ -245,7 +214,7 @@ report_data build_report(const report_input& in, const progress_fn& progress) {
     r.flops = sim::evaluate_flops(m, in.load);
     r.dense_flops = sim::evaluate_flops(sim::dense_baseline(m), in.load);
     r.pred = sim::predict(m, in.load, cost);
-    r.classes = class_rows(r.flops, r.dense_flops, r.pred);
+    r.classes = sim::roll_up(r.pred);
     d.models.push_back(std::move(r));
   }
   const sim::model_spec& subject = in.models.front();

@@ -23,6 +23,7 @@
 #include "sim/des/serving.hpp"
 #include "sim/flops.hpp"
 #include "sim/predict.hpp"
+#include "sim/rollup.hpp"
 #include "sim/spec.hpp"
 #include "sim/sweep.hpp"
 
@@ -95,13 +96,8 @@ struct report_input {
 
 // --- Results ---------------------------------------------------------------------------------
 
-// FLOPs and predicted time of one op class, model vs its dense baseline.
-struct class_row {
-  std::string op_class;
-  std::int64_t matmul_flops = 0, dense_matmul_flops = 0;
-  std::int64_t other_flops = 0, dense_other_flops = 0;
-  double time_s = 0, dense_time_s = 0;  // device time, launch excluded
-};
+// FLOPs and predicted time of one op class, model vs its dense baseline (sim/rollup.hpp).
+using class_row = sim::class_rollup;
 
 struct model_result {
   sim::model_spec model;

@@ -11,6 +11,7 @@
 
 #include "sim/cli/common.hpp"
 #include "sim/flops.hpp"
+#include "sim/rollup.hpp"
 
 namespace modsim::cli {
 namespace {
@@ -101,27 +102,6 @@ void print_csv(const sim::flops_report& r) {
                            r.lm_head.other_flops, r.lm_head.bytes);
 }
 
-struct class_sums {
-  std::int64_t matmul = 0;
-  std::int64_t other = 0;
-  std::int64_t bytes = 0;
-};
-
-std::map<std::string, class_sums> sums_by_class(const sim::flops_report& r) {
-  std::map<std::string, class_sums> out;
-  auto add = [&](const sim::op_cost& c) {
-    class_sums& s = out[sim::op_class_of(c.op)];
-    s.matmul += c.matmul_flops;
-    s.other += c.other_flops;
-    s.bytes += c.bytes;
-  };
-  for (const sim::layer_flops& l : r.layers) {
-    for (const sim::op_cost& c : l.ops) add(c);
-  }
-  add(r.lm_head);
-  return out;
-}
-
 std::string gflop(std::int64_t flops) { return fmt::format("{:.4f}", static_cast<double>(flops) / 1e9); }
 std::string mbytes(std::int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / 1e6); }
 std::string ratio_text(std::int64_t a, std::int64_t b) { return b == 0 ? "-" : fmt::format("{:.3f}", ratio(a, b)); }
@@ -154,20 +134,12 @@ void print_table(const sim::flops_report& r, const sim::flops_report& dense) {
                            gflop(r.totals.matmul_flops), gflop(r.totals.other_flops), mbytes(r.totals.bytes),
                            ratio_text(r.totals.matmul_flops, r.totals.dense_matmul_flops));
 
-  const auto classes = sums_by_class(r);
-  const auto dense_classes = sums_by_class(dense);
   std::cout << fmt::format("{:<10}  {:>14}  {:>7}  {:>9}  {:>12}  {:>12}\n", "op class", "matmul GFLOP", "share",
                            "vs dense", "other GFLOP", "MB");
-  for (std::string_view name : sim::op_classes()) {
-    const auto it = classes.find(std::string(name));
-    const auto dit = dense_classes.find(std::string(name));
-    if (it == classes.end() && dit == dense_classes.end()) continue;
-    const class_sums s = it == classes.end() ? class_sums{} : it->second;
-    const class_sums d = dit == dense_classes.end() ? class_sums{} : dit->second;
-    std::cout << fmt::format("{:<10}  {:>14}  {:>6.1f}%  {:>9}  {:>12}  {:>12}\n", name, gflop(s.matmul),
-                             100.0 * ratio(s.matmul, r.totals.matmul_flops), ratio_text(s.matmul, d.matmul),
-                             gflop(s.other), mbytes(s.bytes));
-  }
+  for (const sim::class_rollup& c : sim::roll_up(r, dense))
+    std::cout << fmt::format("{:<10}  {:>14}  {:>6.1f}%  {:>9}  {:>12}  {:>12}\n", c.op_class, gflop(c.matmul_flops),
+                             100.0 * ratio(c.matmul_flops, r.totals.matmul_flops),
+                             ratio_text(c.matmul_flops, c.dense_matmul_flops), gflop(c.other_flops), mbytes(c.bytes));
   std::cout << fmt::format("{:<10}  {:>14}  {:>6.1f}%  {:>9}  {:>12}  {:>12}\n\n", "total",
                            gflop(r.totals.matmul_flops), 100.0,
                            ratio_text(r.totals.matmul_flops, r.totals.dense_matmul_flops), gflop(r.totals.other_flops),

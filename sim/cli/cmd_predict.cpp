@@ -13,6 +13,7 @@
 #include "sim/config.hpp"
 #include "sim/cost.hpp"
 #include "sim/predict.hpp"
+#include "sim/rollup.hpp"
 
 namespace modsim::cli {
 namespace {
@@ -198,32 +199,15 @@ void print_table(const sim::prediction& p, const std::string& hw_name) {
   }
   std::cout << "\n";
 
-  struct sums {
-    double t = 0, dt = 0, f = 0, df = 0;
-  };
-  std::map<std::string, sums> cls;
-  auto add = [&](const sim::model_time& m, bool dense) {
-    auto one = [&](const sim::op_prediction& o) {
-      sums& s = cls[o.op_class];
-      (dense ? s.dt : s.t) += o.time_s;
-      (dense ? s.df : s.f) += double(o.matmul_flops) + double(o.other_flops);
-    };
-    for (const auto& l : m.layers)
-      for (const auto& o : l.ops) one(o);
-    one(m.lm_head);
-  };
-  add(p.model, false);
-  add(p.dense, true);
   std::cout << fmt::format("{:<10}  {:>11}  {:>7}  {:>11}  {:>10}  {:>10}\n", "op class", "time ms", "share",
                            "dense ms", "time ratio", "FLOP ratio");
-  for (std::string_view name : sim::op_classes()) {
-    auto it = cls.find(std::string(name));
-    if (it == cls.end()) continue;
-    const sums& s = it->second;
-    std::cout << fmt::format("{:<10}  {:>11}  {:>6.1f}%  {:>11}  {:>10}  {:>10}\n", name, ms(s.t),
-                             p.total_s() > 0 ? 100 * s.t / p.total_s() : 0.0, ms(s.dt),
-                             s.dt > 0 ? fmt::format("{:.3f}", s.t / s.dt) : "-",
-                             s.df > 0 ? fmt::format("{:.3f}", s.f / s.df) : "-");
+  for (const sim::class_rollup& c : sim::roll_up(p)) {
+    const double f = double(c.matmul_flops) + double(c.other_flops);
+    const double df = double(c.dense_matmul_flops) + double(c.dense_other_flops);
+    std::cout << fmt::format("{:<10}  {:>11}  {:>6.1f}%  {:>11}  {:>10}  {:>10}\n", c.op_class, ms(c.time_s),
+                             p.total_s() > 0 ? 100 * c.time_s / p.total_s() : 0.0, ms(c.dense_time_s),
+                             c.dense_time_s > 0 ? fmt::format("{:.3f}", c.time_s / c.dense_time_s) : "-",
+                             df > 0 ? fmt::format("{:.3f}", f / df) : "-");
   }
   std::cout << fmt::format("{:<10}  {:>11}  {:>6.1f}%  {:>11}\n\n", "launch", ms(p.model.overhead_s),
                            p.total_s() > 0 ? 100 * p.model.overhead_s / p.total_s() : 0.0, ms(p.dense.overhead_s));
