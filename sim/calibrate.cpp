@@ -366,6 +366,26 @@ efficiency_curve fit_curve(const std::string& op, dtype type, const std::vector<
 // The whole calibration
 // ------------------------------------------------------------------------------------------
 
+namespace {
+// The GPU model tokens of a device string: a letter and three digits standing alone ("h100",
+// "a100", "h200"), lower-cased.
+std::vector<std::string> model_tokens(std::string_view device) {
+  std::vector<std::string> out;
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  for (std::size_t i = 0; i + 4 <= device.size(); ++i) {
+    if (i > 0 && alnum(device[i - 1])) continue;
+    if (!std::isalpha(static_cast<unsigned char>(device[i]))) continue;
+    bool digits = true;
+    for (std::size_t j = 1; j < 4; ++j) digits = digits && std::isdigit(static_cast<unsigned char>(device[i + j]));
+    if (!digits || (i + 4 < device.size() && std::isdigit(static_cast<unsigned char>(device[i + 4])))) continue;
+    std::string t(device.substr(i, 4));
+    for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    out.push_back(t);
+  }
+  return out;
+}
+}  // namespace
+
 calibration fit_calibration(const hardware_spec& hw, const std::vector<calibration_sample>& samples,
                             std::vector<calibration_source> sources, const std::string& date,
                             const fit_options& options) {
@@ -387,22 +407,12 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<calibrati
   // A GPU hardware file names its model (h100-sxm, h200): rows from another GPU model
   // cannot calibrate it (an H100's efficiencies say little about an H200).
   if (hw.kind == "gpu") {
-    auto lower = [](std::string t) {
-      for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      return t;
-    };
-    const std::string name = lower(hw.name), device = lower(first.device);
-    for (std::size_t i = 0; i + 4 <= name.size(); ++i) {
-      const bool model_token = std::isalpha(static_cast<unsigned char>(name[i])) &&
-                               std::isdigit(static_cast<unsigned char>(name[i + 1])) &&
-                               std::isdigit(static_cast<unsigned char>(name[i + 2])) &&
-                               std::isdigit(static_cast<unsigned char>(name[i + 3])) &&
-                               (i == 0 || !std::isalnum(static_cast<unsigned char>(name[i - 1])));
-      if (model_token && device.find(name.substr(i, 4)) == std::string::npos)
+    const std::vector<std::string> on_device = model_tokens(first.device);
+    for (const std::string& t : model_tokens(hw.name))
+      if (std::find(on_device.begin(), on_device.end(), t) == on_device.end())
         throw input_error(first.where, "device",
                           "rows measured on '" + first.device + "' cannot calibrate hardware '" + hw.name + "' (" +
                               hw_file + "); use the hardware file of that device");
-    }
   }
 
   calibration c;
@@ -420,7 +430,7 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<calibrati
 
   // A GPU: the kernel-sequence model, fitted on every row (isolated ops, in-block ops and
   // blocks alike).
-  if (hw.kind == "gpu" || options.kernel_model) {
+  if (hw.kind == "gpu") {
     std::vector<kernel_row> rows;
     std::vector<std::string> keys;
     int blocks = 0;
@@ -768,26 +778,6 @@ cross_validation_result cross_validate(const hardware_spec& hw, const std::vecto
   }
   return out;
 }
-
-namespace {
-// The GPU model tokens of a device string: a letter and three digits standing alone ("h100",
-// "a100", "h200"), lower-cased.
-std::vector<std::string> model_tokens(std::string_view device) {
-  std::vector<std::string> out;
-  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
-  for (std::size_t i = 0; i + 4 <= device.size(); ++i) {
-    if (i > 0 && alnum(device[i - 1])) continue;
-    if (!std::isalpha(static_cast<unsigned char>(device[i]))) continue;
-    bool digits = true;
-    for (std::size_t j = 1; j < 4; ++j) digits = digits && std::isdigit(static_cast<unsigned char>(device[i + j]));
-    if (!digits || (i + 4 < device.size() && std::isdigit(static_cast<unsigned char>(device[i + 4])))) continue;
-    std::string t(device.substr(i, 4));
-    for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    out.push_back(t);
-  }
-  return out;
-}
-}  // namespace
 
 bool same_device_model(std::string_view a, std::string_view b) {
   if (a == b) return true;

@@ -104,9 +104,6 @@ struct fit_options {
   int huber_iterations = 4;
   bool launch_from_blocks = true;  // fit launch_s (and in_layer_s_per_byte) on block rows when there are some
   bool fit_in_layer_bytes = true;  // false: launch_s only (median per-kernel gap)
-  // The kernel-sequence model (sim/kernel_model.hpp) instead of per-op curves. Always on for a
-  // GPU; its kernel decomposition is the CUDA backend's, so a CPU keeps the curves.
-  bool kernel_model = false;
 };
 
 // Fits one curve to (roofline_s, measured_s) pairs (both > 0). Throws modsim::error

@@ -403,6 +403,13 @@ namespace {
 
 bool same_rate(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b)); }
 
+// fp16 on a GPU whose tensor cores run fp16 and bf16 at one rate (the elements have one size):
+// the bf16 calibration times it when it has none of its own.
+bool fp16_runs_as_bf16(const hardware_spec& hw, dtype t) {
+  return t == dtype::fp16 && hw.kind == "gpu" && same_rate(hw.peak_matmul_flops.fp16, hw.peak_matmul_flops.bf16) &&
+         same_rate(hw.peak_vector_flops.fp16, hw.peak_vector_flops.bf16);
+}
+
 void check_roofline(const calibration& c, const hardware_spec& hw) {
   const std::string file = hw.source_file.empty() ? hw.name : hw.source_file;
   auto check = [&](double cal, double now, const char* key) {
@@ -471,11 +478,7 @@ op_time cost_model::time_impl(const op_cost& c, const Shape& s, dtype t) const {
   r.time_s = quantised;
   r.isolated_s = quantised;
   if (!m_cal) return r;
-  // fp16 on hardware whose tensor cores run fp16 and bf16 at one rate (and whose elements
-  // have the same size) is timed by the bf16 calibration when it has none of its own.
-  const bool fp16_as_bf16 = t == dtype::fp16 && m_hw.kind == "gpu" &&
-                            same_rate(m_hw.peak_matmul_flops.fp16, m_hw.peak_matmul_flops.bf16) &&
-                            same_rate(m_hw.peak_vector_flops.fp16, m_hw.peak_vector_flops.bf16);
+  const bool fp16_as_bf16 = fp16_runs_as_bf16(m_hw, t);
   if (const std::optional<dtype> kt = kernel_model_dtype(t)) {
     const dtype used = *kt;
     {
@@ -524,9 +527,7 @@ op_time cost_model::time_of(const op_cost& c, const expected_op_shape& s, dtype 
 std::optional<dtype> cost_model::kernel_model_dtype(dtype t) const {
   if (!kernel_model()) return std::nullopt;
   if (m_cal->kernel_model_fitted_on(t)) return t;
-  const bool fp16_as_bf16 = t == dtype::fp16 && same_rate(m_hw.peak_matmul_flops.fp16, m_hw.peak_matmul_flops.bf16) &&
-                            same_rate(m_hw.peak_vector_flops.fp16, m_hw.peak_vector_flops.bf16);
-  if (fp16_as_bf16 && m_cal->kernel_model_fitted_on(dtype::bf16)) return dtype::bf16;
+  if (fp16_runs_as_bf16(m_hw, t) && m_cal->kernel_model_fitted_on(dtype::bf16)) return dtype::bf16;
   return std::nullopt;
 }
 

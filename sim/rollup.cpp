@@ -17,44 +17,37 @@ std::vector<class_rollup> ordered(std::map<std::string, class_rollup>& by) {
   return out;
 }
 
-void add_flops(std::map<std::string, class_rollup>& by, const flops_report& r, bool dense) {
-  auto add = [&](const op_cost& c) {
-    class_rollup& x = by[op_class_of(c.op)];
-    (dense ? x.dense_matmul_flops : x.matmul_flops) += c.matmul_flops;
-    (dense ? x.dense_other_flops : x.other_flops) += c.other_flops;
-    (dense ? x.dense_bytes : x.bytes) += c.bytes;
-  };
-  for (const layer_flops& l : r.layers)
-    for (const op_cost& c : l.ops) add(c);
-  add(r.lm_head);
+// Adds one op (an op_cost or an op_prediction: FLOPs and bytes, and time when it has one).
+template <class Op>
+void add(std::map<std::string, class_rollup>& by, const Op& o, bool dense) {
+  class_rollup& x = by[op_class_of(o.op)];
+  (dense ? x.dense_matmul_flops : x.matmul_flops) += o.matmul_flops;
+  (dense ? x.dense_other_flops : x.other_flops) += o.other_flops;
+  (dense ? x.dense_bytes : x.bytes) += o.bytes;
+  if constexpr (requires { o.time_s; }) (dense ? x.dense_time_s : x.time_s) += o.time_s;
 }
 
-void add_predicted(std::map<std::string, class_rollup>& by, const model_time& t, bool dense) {
-  auto add = [&](const op_prediction& o) {
-    class_rollup& x = by[o.op_class];
-    (dense ? x.dense_matmul_flops : x.matmul_flops) += o.matmul_flops;
-    (dense ? x.dense_other_flops : x.other_flops) += o.other_flops;
-    (dense ? x.dense_bytes : x.bytes) += o.bytes;
-    (dense ? x.dense_time_s : x.time_s) += o.time_s;
-  };
-  for (const layer_prediction& l : t.layers)
-    for (const op_prediction& o : l.ops) add(o);
-  add(t.lm_head);
+// Every op of a FLOP report or a model timing, the LM head included.
+template <class Model>
+void add_all(std::map<std::string, class_rollup>& by, const Model& m, bool dense) {
+  for (const auto& l : m.layers)
+    for (const auto& o : l.ops) add(by, o, dense);
+  add(by, m.lm_head, dense);
 }
 
 }  // namespace
 
 std::vector<class_rollup> roll_up(const flops_report& model, const flops_report& dense) {
   std::map<std::string, class_rollup> by;
-  add_flops(by, model, false);
-  add_flops(by, dense, true);
+  add_all(by, model, false);
+  add_all(by, dense, true);
   return ordered(by);
 }
 
 std::vector<class_rollup> roll_up(const prediction& p) {
   std::map<std::string, class_rollup> by;
-  add_predicted(by, p.model, false);
-  add_predicted(by, p.dense, true);
+  add_all(by, p.model, false);
+  add_all(by, p.dense, true);
   return ordered(by);
 }
 
