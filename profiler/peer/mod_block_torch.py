@@ -6,8 +6,18 @@ torch.gather -> a pre-norm block (scaled_dot_product_attention, causal; gelu MLP
 delta = block(x~) - x~ -> out = x.scatter_add(routed, r~ * delta)   (Equation 1).
 
 It is the peer that modsim's CUDA block is compared with (same shapes, same GPU, same run).
-Writes one CSV row per (shape, capacity): the median seconds over CUDA-event-timed repeats
-after warm-up, rotating several input tensors so a repeat does not time a warm L2.
+Writes one CSV row per (implementation, shape, capacity): the median seconds over
+CUDA-event-timed repeats after warm-up, rotating several input tensors so a repeat does not
+time a warm L2.
+
+Implementations (--impls):
+  eager       the block above, as public implementations write it (impl torch-eager)
+  compiled    the same under torch.compile (impl torch-compiled)
+  sdpa-cudnn, sdpa-flash, sdpa-math
+              a lean block: F.rms_norm, one fused QKV matmul, scaled_dot_product_attention
+              forced to one backend (cuDNN, FlashAttention, the unfused math path), routing
+              with index_select / index_add (impl torch-sdpa-cudnn, ...). A backend this
+              PyTorch or GPU lacks is reported on stderr and skipped.
 """
 import argparse
 import csv
@@ -74,6 +84,72 @@ class MoDBlock(nn.Module):
         return x.scatter_add(1, gidx, rt * delta)
 
 
+class LeanBlock(nn.Module):
+    """The same block with PyTorch's fused pieces: F.rms_norm, one QKV matmul, SDPA."""
+
+    def __init__(self, d, heads, d_ff):
+        super().__init__()
+        self.heads = heads
+        self.g1 = nn.Parameter(torch.ones(d))
+        self.g2 = nn.Parameter(torch.ones(d))
+        self.qkv = nn.Linear(d, 3 * d, bias=False)
+        self.out = nn.Linear(d, d, bias=False)
+        self.up = nn.Linear(d, d_ff, bias=False)
+        self.down = nn.Linear(d_ff, d, bias=False)
+
+    def forward(self, x):
+        b, n, d = x.shape
+        u = F.rms_norm(x, (d,), self.g1, eps=1e-6)
+        q, k, v = self.qkv(u).view(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        h = x + self.out(a.transpose(1, 2).reshape(b, n, d))
+        return h + self.down(F.gelu(self.up(F.rms_norm(h, (d,), self.g2, eps=1e-6)), approximate="tanh"))
+
+
+class LeanMoDBlock(nn.Module):
+    """MoD routing on flat token rows: index_select to gather, index_add to scale and scatter."""
+
+    def __init__(self, d, heads, d_ff, capacity):
+        super().__init__()
+        self.capacity = capacity
+        self.router = nn.Linear(d, 1, bias=False)
+        self.block = LeanBlock(d, heads, d_ff)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        k = min(s, max(1, math.ceil(self.capacity * s - 1e-9)))
+        r = self.router(x).squeeze(-1)                                  # [b, s]
+        idx = torch.topk(r, k, dim=1, sorted=False).indices
+        idx, _ = torch.sort(idx, dim=1)
+        rows = (idx + torch.arange(b, device=x.device).unsqueeze(1) * s).reshape(-1)  # flat token rows
+        flat = x.reshape(b * s, d)
+        xt = flat.index_select(0, rows)
+        rt = r.reshape(-1).index_select(0, rows).unsqueeze(-1)
+        delta = self.block(xt.view(b, k, d)).reshape(b * k, d) - xt
+        return flat.index_add(0, rows, rt * delta).view(b, s, d)
+
+
+def sdpa_backend(name):
+    """The torch.nn.attention backend for 'cudnn', 'flash' or 'math' (None if unknown here)."""
+    try:
+        from torch.nn.attention import SDPBackend
+    except ImportError:
+        return None
+    return {"cudnn": getattr(SDPBackend, "CUDNN_ATTENTION", None), "flash": getattr(SDPBackend, "FLASH_ATTENTION", None),
+            "math": getattr(SDPBackend, "MATH", None)}.get(name)
+
+
+def forced(fn, backend):
+    """fn run with SDPA restricted to `backend` (no fallback: an unsupported case raises)."""
+    from torch.nn.attention import sdpa_kernel
+
+    def run(x):
+        with sdpa_kernel([backend]):
+            return fn(x)
+
+    return run
+
+
 def time_module(fn, inputs, warmup, repeats):
     for i in range(warmup):
         fn(inputs[i % len(inputs)])
@@ -103,7 +179,10 @@ def main():
     p.add_argument("--dtype", choices=["bf16", "fp32"], default="bf16")
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--repeats", type=int, default=50)
-    p.add_argument("--compile", action="store_true", help="also time torch.compile'd modules")
+    p.add_argument("--compile", action="store_true", help="also time torch.compile'd modules (as --impls ... compiled)")
+    p.add_argument("--impls", nargs="+", default=["eager"],
+                   choices=["eager", "compiled", "sdpa-cudnn", "sdpa-flash", "sdpa-math"],
+                   help="implementations to time (see above); default eager")
     a = p.parse_args()
     if not torch.cuda.is_available():
         print("mod_block_torch: no CUDA device", file=sys.stderr)
@@ -111,6 +190,7 @@ def main():
     dtype = torch.bfloat16 if a.dtype == "bf16" else torch.float32
     torch.backends.cuda.matmul.allow_tf32 = False
     dev = torch.device("cuda")
+    impls = list(dict.fromkeys(a.impls + (["compiled"] if a.compile else [])))
     rows = []
     with torch.no_grad():
         for b in a.batch:
@@ -119,21 +199,41 @@ def main():
                     f = a.ff_mult * d
                     torch.manual_seed(0)
                     inputs = [torch.randn(b, s, d, device=dev, dtype=dtype) for _ in range(4)]
-                    dense = Block(d, a.heads, f).to(dev, dtype)
-                    variants = [("block_dense", 1.0, dense)]
-                    for c in a.capacities:
-                        variants.append(("block_mod", c, MoDBlock(d, a.heads, f, c).to(dev, dtype)))
-                    for op, c, mod in variants:
-                        fns = [("eager", mod)]
-                        if a.compile:
-                            fns.append(("compiled", torch.compile(mod)))
-                        for mode, fn in fns:
-                            med, p10, p90 = time_module(fn, inputs, a.warmup, a.repeats)
-                            rows.append(dict(impl=f"torch-{mode}", op=op, dtype=a.dtype, batch=b, seq_len=s,
+                    shapes = [("block_dense", 1.0)] + [("block_mod", c) for c in a.capacities]
+                    for impl in impls:
+                        lean = impl.startswith("sdpa-")
+                        backend = sdpa_backend(impl[len("sdpa-"):]) if lean else None
+                        if lean and backend is None:
+                            print(f"mod_block_torch: {impl}: this PyTorch has no such SDPA backend; skipped",
+                                  file=sys.stderr)
+                            continue
+                        for op, c in shapes:
+                            torch.manual_seed(1)
+                            if op == "block_dense":
+                                mod = (LeanBlock if lean else Block)(d, a.heads, f).to(dev, dtype)
+                            else:
+                                mod = (LeanMoDBlock if lean else MoDBlock)(d, a.heads, f, c).to(dev, dtype)
+                            fn = mod
+                            if impl == "compiled":
+                                fn = torch.compile(mod)
+                            elif lean:
+                                fn = forced(mod, backend)
+                            try:
+                                med, p10, p90 = time_module(fn, inputs, a.warmup, a.repeats)
+                            except RuntimeError as e:  # e.g. a forced SDPA backend that cannot run this case
+                                print(f"mod_block_torch: {impl} {op} c={c:g}: {str(e).splitlines()[0]}; skipped",
+                                      file=sys.stderr)
+                                continue
+                            rows.append(dict(impl=f"torch-{impl}", op=op, dtype=a.dtype, batch=b, seq_len=s,
                                              d_model=d, n_heads=a.heads, d_ff=f, capacity=c, median_s=med,
                                              p10_s=p10, p90_s=p90, samples=a.repeats,
                                              device=torch.cuda.get_device_name(), torch=torch.__version__))
-                            print(f"{mode:8s} {op:11s} B={b} S={s} d={d} c={c:<6g} {med * 1e3:9.3f} ms", file=sys.stderr)
+                            print(f"{impl:10s} {op:11s} B={b} S={s} d={d} c={c:<6g} {med * 1e3:9.3f} ms",
+                                  file=sys.stderr)
+                            del fn, mod
+    if not rows:
+        print("mod_block_torch: nothing was timed", file=sys.stderr)
+        return 1
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(a.out)) or ".", suffix=".tmp")
     with os.fdopen(fd, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0].keys()))

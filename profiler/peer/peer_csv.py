@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Joins one GPU run's modsim and PyTorch MoD-block timings into the peer comparison.
+
+Inputs (both from the same run on the same GPU):
+  --modsim FILE   modsim's measurements CSV of the peer grid (`modsim profile --backend cuda
+                  --grid configs/grids/peer-gpu.json`): block_dense and block_mod rows.
+  --torch FILE    profiler/peer/mod_block_torch.py's CSV (impl, op, ..., median_s, device).
+Outputs:
+  <out-dir>/peer-<gpu>-<date>.csv with exactly the columns
+      impl, op, dtype, batch, seq_len, d_model, n_heads, d_ff, capacity, median_s
+  (impl: modsim-cuda for modsim's rows, torch-... for PyTorch's), and <out-dir>/<gpu>.md: the
+  table of milliseconds and each block's time relative to the fastest PyTorch implementation.
+The GPU name is read from the rows (NVIDIA H100 80GB HBM3 -> h100) unless --gpu names it;
+rows of two different GPUs are refused.
+"""
+import argparse
+import csv
+import datetime
+import os
+import re
+import sys
+import tempfile
+
+COLUMNS = ["impl", "op", "dtype", "batch", "seq_len", "d_model", "n_heads", "d_ff", "capacity", "median_s"]
+SHAPE = ["dtype", "batch", "seq_len", "d_model", "n_heads", "d_ff"]
+
+
+def gpu_slug(name):
+    """'NVIDIA H100 80GB HBM3' -> 'h100'; a name without such a model number -> its lowercase slug."""
+    m = re.search(r"\b([A-Za-z]{1,2}\d{2,4}[A-Za-z]?)\b", name.replace("NVIDIA", ""))
+    if m:
+        return m.group(1).lower()
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "gpu"
+
+
+def read(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def capacity_text(c):
+    return f"{float(c):g}"
+
+
+def write_atomically(path, text):
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)) or ".", suffix=".tmp")
+    with os.fdopen(fd, "w", newline="") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--modsim", required=True)
+    p.add_argument("--torch", required=True)
+    p.add_argument("--out-dir", required=True)
+    p.add_argument("--gpu", help="short GPU name for the file names (default: from the rows)")
+    p.add_argument("--date", default=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"))
+    p.add_argument("--attention", default="unfused", choices=["unfused", "fused"],
+                   help="which of modsim's attention implementations its rows are taken from")
+    a = p.parse_args()
+    for path in (a.modsim, a.torch):
+        if not os.path.exists(path):
+            print(f"peer_csv: {path} does not exist (did its run fail?)", file=sys.stderr)
+            return 1
+
+    torch_rows = read(a.torch)
+    modsim_rows = [r for r in read(a.modsim) if r["op"] in ("block_dense", "block_mod")
+                   and r.get("timing", "isolated") == "isolated" and r.get("attention", "unfused") == a.attention]
+    if not torch_rows or not modsim_rows:
+        print("peer_csv: no rows to join (torch: %d, modsim: %d)" % (len(torch_rows), len(modsim_rows)), file=sys.stderr)
+        return 1
+    gpus = {r["device"] for r in torch_rows}
+    if len(gpus) != 1:
+        print(f"peer_csv: the PyTorch rows come from several GPUs: {sorted(gpus)}", file=sys.stderr)
+        return 1
+    gpu_name = gpus.pop()
+    for r in modsim_rows:
+        if gpu_name not in r["device"]:
+            print(f"peer_csv: modsim row on '{r['device']}', PyTorch on '{gpu_name}': not one GPU", file=sys.stderr)
+            return 1
+    slug = a.gpu or gpu_slug(gpu_name)
+
+    out = []
+    for r in modsim_rows:
+        out.append(dict(impl="modsim-cuda", **{k: r[k] for k in COLUMNS[1:]}))
+    for r in torch_rows:
+        out.append({k: r[k] for k in COLUMNS})
+    for r in out:
+        r["capacity"] = capacity_text(r["capacity"])
+        r["median_s"] = "%.9g" % float(r["median_s"])
+    os.makedirs(a.out_dir, exist_ok=True)
+    csv_path = os.path.join(a.out_dir, f"peer-{slug}-{a.date}.csv")
+    lines = [",".join(COLUMNS)] + [",".join(str(r[k]) for k in COLUMNS) for r in out]
+    write_atomically(csv_path, "\n".join(lines) + "\n")
+
+    # The table: one column per (op, capacity) of the modsim rows, one line per impl.
+    def col(r):
+        return "dense" if r["op"] == "block_dense" else "c=" + r["capacity"]
+
+    shapes = sorted({tuple(r[k] for k in SHAPE) for r in out})
+    md = [f"# modsim's CUDA MoD block against PyTorch on one {gpu_name} ({a.date})", "",
+          f"All rows from one run on one GPU: `{os.path.basename(csv_path)}` (milliseconds, median of each "
+          f"implementation's repeats). modsim's attention: {a.attention}. Ratio: modsim-cuda's time over the "
+          "fastest PyTorch implementation's at the same point (below 1: modsim faster).", ""]
+    for shape in shapes:
+        rows = [r for r in out if tuple(r[k] for k in SHAPE) == shape]
+        cols = []
+        for r in sorted(rows, key=lambda r: (r["op"] != "block_dense", float(r["capacity"]))):
+            if col(r) not in cols:
+                cols.append(col(r))
+        impls = list(dict.fromkeys(r["impl"] for r in rows))
+        t = {(r["impl"], col(r)): float(r["median_s"]) for r in rows}
+        md.append("%s B=%s S=%s d=%s H=%s d_ff=%s" % shape)
+        md.append("")
+        md.append("| impl | " + " | ".join(cols) + " |")
+        md.append("|---|" + "---|" * len(cols))
+        for impl in impls:
+            md.append(f"| {impl} | " + " | ".join("%.3f" % (t[(impl, c)] * 1e3) if (impl, c) in t else "–"
+                                                   for c in cols) + " |")
+        ratio = []
+        for c in cols:
+            peers = [(v, i) for (i, cc), v in t.items() if cc == c and i.startswith("torch-")]
+            if ("modsim-cuda", c) in t and peers:
+                best, who = min(peers)
+                ratio.append("%.2f (%s)" % (t[("modsim-cuda", c)] / best, who))
+            else:
+                ratio.append("–")
+        md.append("| modsim-cuda / fastest torch | " + " | ".join(ratio) + " |")
+        md.append("")
+    md_path = os.path.join(a.out_dir, f"{slug}.md")
+    write_atomically(md_path, "\n".join(md))
+    print(csv_path)
+    print(md_path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
