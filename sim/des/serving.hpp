@@ -5,6 +5,10 @@
 // each step's duration is the simulated execution (des/execution) of the kernels of its
 // actual shapes (des/step).
 //
+// The parts: request generation (des/arrivals), the step scheduler (des/scheduler), the paged
+// KV cache (des/kv_block_manager), the run's statistics (des/serving_stats); serving.cpp is
+// the event loop that wires them together.
+//
 // Semantics (DESIGN.md "Semantics of a MoD layer"):
 //  - Prefill: top-k per sequence at routed layers, so a routed layer caches
 //    k = routed_tokens(capacity, n) of a chunk's n tokens (with chunked prefill the top-k is
@@ -29,46 +33,22 @@
 //    prefill a prompt is admitted only whole.
 #include <cstdint>
 #include <span>
-#include <string>
-#include <string_view>
 #include <vector>
 
+#include "sim/des/arrivals.hpp"
 #include "sim/des/execution.hpp"
+#include "sim/des/kv_block_manager.hpp"
 #include "sim/des/step.hpp"
 #include "sim/spec.hpp"
+#include "sim/stats.hpp"
 
 namespace modsim::sim::des {
 
-struct request {
-  std::int64_t id = 0;
-  double arrival_s = 0;
-  std::int64_t prompt_tokens = 1;
-  std::int64_t output_tokens = 1;  // tokens generated, the first one by the prefill
-};
-
-// A token-count distribution: "N" (always N), "uniform:A:B" (integers A..B), "exp:M"
-// (exponential with mean M, rounded up, at least 1 and at most 10·M).
-struct length_dist {
-  enum class kind { fixed, uniform, exponential };
-  kind k = kind::fixed;
-  double a = 1, b = 1;
-  std::int64_t sample(rng& r) const;
-  std::int64_t max() const;  // the largest value it can give
-};
-// Throws modsim::error(bad_input) naming `key` for a malformed text.
-length_dist parse_length_dist(std::string_view text, const std::string& key);
-
-// n requests with exponential inter-arrival times of mean 1/rate_per_s, starting from 0;
-// ids 0..n-1. Deterministic for a seed.
-std::vector<request> poisson_arrivals(double rate_per_s, std::int64_t n, const length_dist& prompt,
-                                      const length_dist& output, std::uint64_t seed);
-// A CSV trace with the header `arrival_s,prompt_tokens,output_tokens` (more columns are
-// ignored); ids are row numbers from 0. Throws bad_input naming `file` and the line.
-std::vector<request> parse_arrivals_csv(std::string_view text, const std::string& file);
-
-// The KV budget of the contract: device memory minus the weights (parameter_count × dtype
-// bytes), in bytes; never negative.
-double default_kv_budget_bytes(const model_spec& model, const hardware_spec& hw, dtype t);
+// Requests and their generation: sim/des/arrivals.hpp; the KV budget and block pool:
+// sim/des/kv_block_manager.hpp; percentiles: sim/stats.hpp (des::percentiles stays their name
+// here).
+using sim::percentiles;
+using sim::percentiles_of;
 
 struct serve_options {
   std::int64_t max_seqs = 256;
@@ -130,13 +110,6 @@ class serve_observer {
   virtual void on_preempt(std::int64_t /*id*/, double /*t*/) {}
   virtual void on_finish(const request_record& /*r*/) {}
 };
-
-// Percentiles by linear interpolation between closest ranks (numpy's default); all 0 for
-// an empty list.
-struct percentiles {
-  double p50 = 0, p90 = 0, p99 = 0, mean = 0;
-};
-percentiles percentiles_of(std::vector<double> values);
 
 struct serve_summary {
   std::int64_t requests = 0;
