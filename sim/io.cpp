@@ -1,12 +1,18 @@
 #include "sim/io.hpp"
 
+#include <boost/json.hpp>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <unistd.h>
 
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 namespace modsim::sim {
+
+namespace json = boost::json;
 
 void write_file_atomically(const std::string& path, std::string_view text) {
   namespace fs = std::filesystem;
@@ -41,6 +47,85 @@ std::string csv_field(std::string_view s) {
     out += c;
   }
   return out + "\"";
+}
+
+namespace {
+
+void write_pretty(std::ostream& out, const json::value& v, int indent) {
+  const std::string pad(indent, ' ');
+  switch (v.kind()) {
+    case json::kind::object: {
+      const auto& o = v.as_object();
+      if (o.empty()) {
+        out << "{}";
+        return;
+      }
+      // Small objects of scalars on one line (knots, rates).
+      bool flat = o.size() <= 4;
+      for (const auto& kv : o)
+        if (kv.value().is_structured() || (kv.value().is_string() && kv.value().as_string().size() > 40)) flat = false;
+      if (flat) {
+        out << "{ ";
+        bool first = true;
+        for (const auto& kv : o) {
+          if (!first) out << ", ";
+          first = false;
+          out << json::serialize(json::value(kv.key())) << ": ";
+          write_pretty(out, kv.value(), indent);
+        }
+        out << " }";
+        return;
+      }
+      out << "{\n";
+      bool first = true;
+      for (const auto& kv : o) {
+        if (!first) out << ",\n";
+        first = false;
+        out << pad << "  " << json::serialize(json::value(kv.key())) << ": ";
+        write_pretty(out, kv.value(), indent + 2);
+      }
+      out << "\n" << pad << "}";
+      return;
+    }
+    case json::kind::array: {
+      const auto& a = v.as_array();
+      if (a.empty()) {
+        out << "[]";
+        return;
+      }
+      out << "[\n";
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        out << pad << "  ";
+        write_pretty(out, a[i], indent + 2);
+        out << (i + 1 < a.size() ? ",\n" : "\n");
+      }
+      out << pad << "]";
+      return;
+    }
+    case json::kind::double_: {
+      // Shortest text that reads back to the same double ("3.328e+11", not "3.328E11").
+      const double d = v.as_double();
+      char buf[40];
+      for (int precision = 15; precision <= 17; ++precision) {
+        std::snprintf(buf, sizeof buf, "%.*g", precision, d);
+        if (std::strtod(buf, nullptr) == d) break;
+      }
+      std::string t(buf);
+      if (t.find_first_of(".eEn") == std::string::npos) t += ".0";  // keep it a floating-point number
+      out << t;
+      return;
+    }
+    default:
+      out << json::serialize(v);
+  }
+}
+
+}  // namespace
+
+std::string pretty_json(const boost::json::value& v) {
+  std::ostringstream out;
+  write_pretty(out, v, 0);
+  return out.str();
 }
 
 }  // namespace modsim::sim

@@ -1,6 +1,7 @@
 #pragma once
 // Small file and text helpers shared by every writer in modsim (measurements, sweeps,
 // reports, traces, calibrated hardware files).
+#include <boost/json/fwd.hpp>
 #include <string>
 #include <string_view>
 
@@ -13,5 +14,12 @@ void write_file_atomically(const std::string& path, std::string_view text);
 
 // One CSV field (RFC 4180): quoted when it holds a comma, a quote or a newline.
 std::string csv_field(std::string_view s);
+
+// JSON for people to read and diff (the calibrated hardware files): an object of at most four
+// scalar members (strings of at most 40 characters) on one line ({ "a": 1, "b": 2 }), other
+// objects and all arrays one member per line, indented by two spaces per level; a double as
+// the shortest text that reads back to it, with ".0" when it would read as an integer. No
+// trailing newline.
+std::string pretty_json(const boost::json::value& v);
 
 }  // namespace modsim::sim

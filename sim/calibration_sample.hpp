@@ -1,0 +1,78 @@
+#pragma once
+// Measured rows as calibration samples: a profiler-independent measured row (the
+// measurements CSV's columns) mapped to the op_shape the profiler ran and its FLOP/byte
+// costs (sim/flops), to the kernel sequence the CUDA backend ran (sim/kernel_fit), and the
+// predicted time of a sample under a cost model.
+#include <cstdint>
+#include <string>
+
+#include "sim/cost.hpp"
+#include "sim/flops.hpp"
+#include "sim/kernel_fit.hpp"
+#include "sim/spec.hpp"
+
+namespace modsim::sim {
+
+// One measured row, profiler-independent (the measurements CSV's columns).
+struct measured_point {
+  std::string op;  // an op name, or block_dense / block_mod / layer_mode
+  dtype type = dtype::fp32;
+  std::int64_t batch = 1;
+  std::int64_t seq_len = 1;
+  int d_model = 0;
+  int n_heads = 0;
+  int n_kv_heads = 0;  // 0 = n_heads
+  int d_ff = 0;
+  mlp_kind mlp = mlp_kind::gelu;
+  double capacity = 1.0;
+  std::string variant = "none";  // none | staged | integrated (layer_mode, MoE ops)
+  int experts = 0;
+  int noop_experts = 0;
+  double capacity_factor = 0;
+  double median_s = 0;
+  std::string backend;  // cpu | cuda
+  std::string device;
+  std::string key;    // a stable identity of the shape (the profiler's point key)
+  std::string where;  // "FILE:LINE" for messages
+  // isolated (the op alone, cold) | in_block (the op inside its block's run, warm)
+  std::string timing = "isolated";
+  // unfused | fused: the attention implementation the attention and block rows ran
+  std::string attention = "unfused";
+};
+
+// A measured op or block with its shape and FLOP/byte costs per sim/flops.
+struct calibration_sample {
+  std::string op;
+  op_shape shape;  // tokens = the block's tokens per sequence (k at a routed op)
+  dtype type = dtype::fp32;
+  double capacity = 1.0;
+  mode_variant variant = mode_variant::staged;  // layer_mode only
+  op_cost cost;                                 // the op's cost; for a block, the sum of its ops
+  double measured_s = 0;
+  std::string backend, device, key, where;
+  std::string timing = "isolated";    // as measured_point
+  std::string attention = "unfused";  // as measured_point
+
+  bool is_block() const { return op == "block_dense" || op == "block_mod" || op == "layer_mode"; }
+};
+
+// The sample of a measured row: its op_shape the way the profiler ran it (tokens = k for
+// single ops at capacity < 1 except in an integrated layer), its costs from sim/flops.
+// Throws modsim::error(bad_input) naming `p.where` for an unknown op or an invalid shape.
+calibration_sample sample_of(const measured_point& p);
+
+// The predicted time of a block sample: its ops (block_costs) timed by `model`, plus
+// kernels × launch_s. For a single-op sample, that op (with its own launch).
+struct block_prediction {
+  double ops_s = 0;  // Σ op times
+  int kernels = 0;
+  double overhead_s = 0;  // kernels × launch_s
+  double total_s = 0;     // ops_s + overhead_s
+};
+block_prediction predict_sample(const calibration_sample& s, const cost_model& model);
+
+// A sample as the kernel sequence the CUDA backend ran for it (sim/kernel_fit.hpp): an isolated
+// or in-block op row, or a block (all its ops' kernels). Throws bad_input naming s.where.
+kernel_row kernel_row_of(const calibration_sample& s);
+
+}  // namespace modsim::sim
