@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "sim/config.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 namespace json = boost::json;
 
@@ -169,9 +169,7 @@ grid parse_grid(std::string_view json_text, const std::string& file) {
       axis<kernels::dtype>(obj, file, "dtype",
                            [&](const json::value& x, const std::string& p) {
                              std::string name = to_str(x, file, p);
-                             if (name == "fp32") return kernels::dtype::fp32;
-                             if (name == "bf16") return kernels::dtype::bf16;
-                             if (name == "fp16") return kernels::dtype::fp16;
+                             if (auto t = modsim::find_dtype(name)) return *t;
                              throw input_error(file, p, "unknown dtype '" + name + "' (expected fp32, bf16 or fp16)");
                            },
                            {kernels::dtype::fp32});
@@ -197,8 +195,7 @@ grid parse_grid(std::string_view json_text, const std::string& file) {
   g.mlp = axis<kernels::mlp_kind>(obj, file, "mlp",
                                   [&](const json::value& x, const std::string& p) {
                                     std::string name = to_str(x, file, p);
-                                    if (name == "gelu") return kernels::mlp_kind::gelu;
-                                    if (name == "swiglu") return kernels::mlp_kind::swiglu;
+                                    if (auto m = modsim::find_mlp_kind(name)) return *m;
                                     throw input_error(file, p, "unknown mlp '" + name + "' (expected gelu or swiglu)");
                                   },
                                   {kernels::mlp_kind::gelu});
@@ -327,6 +324,32 @@ timing_mode parse_timing(std::string_view name, const std::string& key) {
   throw input_error("", key, "unknown timing '" + std::string(name) + "' (expected isolated or in_block)");
 }
 
+std::string_view to_string(attention_impl a) { return a == attention_impl::fused ? "fused" : "unfused"; }
+
+attention_impl parse_attention(std::string_view name, const std::string& key) {
+  if (name == "unfused") return attention_impl::unfused;
+  if (name == "fused") return attention_impl::fused;
+  throw input_error("", key, "unknown attention '" + std::string(name) + "' (expected unfused or fused)");
+}
+
+expansion with_attention(expansion e, attention_impl a) {
+  if (a == attention_impl::unfused) return e;
+  expansion out;
+  out.skipped = std::move(e.skipped);
+  for (point& p : e.points) {
+    p.attention = a;
+    const bool unfused_only =
+        p.op == kernels::op::attn_scores || p.op == kernels::op::attn_softmax || p.op == kernels::op::attn_values;
+    if (unfused_only)
+      out.skipped.push_back({std::move(p),
+                             "fused attention runs scores, softmax and values as one kernel; it is timed inside "
+                             "the blocks (block_dense, block_mod, layer_mode)"});
+    else
+      out.points.push_back(std::move(p));
+  }
+  return out;
+}
+
 expansion with_timing(expansion e, timing_mode t) {
   if (t == timing_mode::isolated) return e;
   expansion out;
@@ -349,8 +372,10 @@ std::string point_key(const point& p) {
     point block = p;
     block.op = p.block;
     block.timing = timing_mode::isolated;
+    block.attention = attention_impl::unfused;
     std::string k = point_key(block) + "|in_block";
     if (p.op != p.block) k += "|" + std::string(kernels::to_string(p.op));
+    if (p.attention == attention_impl::fused) k += "|fused";
     return k;
   }
   const kernels::block_shape& s = p.shape;
@@ -361,6 +386,7 @@ std::string point_key(const point& p) {
   if (is_moe_op(p.op))
     k << '|' << static_cast<int>(s.variant) << '|' << s.experts << '|' << s.noop_experts << '|'
       << fmt_double(s.capacity_factor);
+  if (p.attention == attention_impl::fused) k << "|fused";
   return k.str();
 }
 

@@ -36,6 +36,15 @@ struct grid {
 //             (kernels::backend::timed_block_run); a block point yields its own row and one
 //             row per op of the block.
 enum class timing_mode { isolated, in_block };
+
+// How the blocks of a point run attention (the measurements CSV's `attention` column).
+//   unfused: attn_scores → attn_softmax → attn_values, the n×n scores in memory.
+//   fused:   one fused causal attention kernel (CUDA: cuDNN's fused SDPA, bf16); the single
+//            ops attn_scores/attn_softmax/attn_values have no fused form.
+enum class attention_impl { unfused, fused };
+std::string_view to_string(attention_impl a);
+// Throws modsim::error(bad_input) naming `key` for an unknown name.
+attention_impl parse_attention(std::string_view name, const std::string& key = "attention");
 std::string_view to_string(timing_mode t);
 // Throws modsim::error(bad_input) naming `key` for an unknown name.
 timing_mode parse_timing(std::string_view name, const std::string& key = "timing");
@@ -48,6 +57,7 @@ struct point {
   timing_mode timing = timing_mode::isolated;
   // in_block only: the block whose runs timed this point (op itself for a block point).
   kernels::op block = kernels::op::block_dense;
+  attention_impl attention = attention_impl::unfused;
 };
 
 struct skipped_point {
@@ -70,6 +80,11 @@ expansion expand(const grid& g);
 // `skipped` with the reason (in_block times ops through their block) and block points get
 // block = op.
 expansion with_timing(expansion e, timing_mode t);
+
+// The points of `e` with attention `a`. For fused, attn_scores, attn_softmax and attn_values
+// move to `skipped` with the reason (fused attention is one kernel, timed inside the blocks);
+// every other point keeps its place.
+expansion with_attention(expansion e, attention_impl a);
 
 // One of `count` shards of `e` (`index` in 1..count): the points are grouped by model shape
 // (dtype, batch, seq_len, d_model, heads, kv heads, d_ff, mlp — every capacity, variant and op
@@ -97,7 +112,8 @@ grid preset(std::string_view name, std::string_view backend);
 // A stable key that identifies a point's shape in a measurements file (used by --resume).
 // Isolated points keep the keys of files written before timing existed; an in_block point's
 // key is its block's key plus "|in_block" and, for an op row, "|" and the op, so the rows of
-// one block, and the same op in two blocks of one shape, never collide.
+// one block, and the same op in two blocks of one shape, never collide. A fused-attention
+// point's key ends in "|fused" (unfused keys are those of files written before the column).
 std::string point_key(const point& p);
 
 }  // namespace modsim::profiler

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "profiler/measure.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 #include "sim/config.hpp"
 #include "sim/flops.hpp"
 #include "sim/io.hpp"
@@ -57,30 +57,6 @@ std::string num(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.9g", v);
   return buf;
-}
-
-sim::dtype sim_dtype(kernels::dtype t) {
-  switch (t) {
-    case kernels::dtype::fp32:
-      return sim::dtype::fp32;
-    case kernels::dtype::bf16:
-      return sim::dtype::bf16;
-    case kernels::dtype::fp16:
-      return sim::dtype::fp16;
-  }
-  return sim::dtype::fp32;
-}
-
-const char* variant_name(kernels::mode_variant v) {
-  switch (v) {
-    case kernels::mode_variant::none:
-      return "none";
-    case kernels::mode_variant::staged:
-      return "staged";
-    case kernels::mode_variant::integrated:
-      return "integrated";
-  }
-  return "none";
 }
 
 }  // namespace
@@ -348,6 +324,7 @@ std::vector<measurement_row> read_measurements(const std::string& path, csv_layo
 
 point point_of(const measurement_row& r) {
   point p;
+  p.attention = parse_attention(r.attention);
   p.op = kernels::parse_op(r.op);
   p.type = kernels::parse_dtype(r.dtype);
   kernels::block_shape& s = p.shape;
@@ -389,7 +366,7 @@ sim::op_shape op_shape_of(const point& p) {
   s.d_head = static_cast<int>(k.d_head);
   s.d_ff = static_cast<int>(k.d_ff);
   s.mlp = k.mlp == kernels::mlp_kind::swiglu ? sim::mlp_kind::swiglu : sim::mlp_kind::gelu;
-  s.elem_bytes = sim::dtype_bytes(sim_dtype(p.type));
+  s.elem_bytes = sim::dtype_bytes(p.type);
   s.experts = k.experts;
   s.top_k = 1;
   s.capacity_factor = k.capacity_factor;
@@ -472,12 +449,13 @@ measurement_row make_row(const point& p, const std::string& backend, const std::
   r.capacity = s.capacity;
   r.n_kv_heads = s.n_kv_heads;
   r.mlp = s.mlp == kernels::mlp_kind::swiglu ? "swiglu" : "gelu";
-  r.variant = variant_name(s.variant);
+  r.variant = modsim::to_string(s.variant);
   r.experts = s.experts;
   r.noop_experts = s.noop_experts;
   r.capacity_factor = s.variant == kernels::mode_variant::none ? 0.0 : s.capacity_factor;
   r.timing = std::string(to_string(p.timing));
   if (p.timing == timing_mode::in_block) r.block = std::string(kernels::to_string(p.block));
+  r.attention = std::string(to_string(p.attention));
   fill_costs(p, r);
   r.median_s = stats.median_s;
   r.p10_s = stats.p10_s;

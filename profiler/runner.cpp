@@ -1,9 +1,10 @@
 #include "profiler/runner.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 namespace modsim::profiler {
 namespace {
@@ -14,10 +15,76 @@ bool same_workspace_shape(const point& a, const point& b) {
   return a.type == b.type && x.batch == y.batch && x.seq_len == y.seq_len && x.d_model == y.d_model &&
          x.n_heads == y.n_heads && x.n_kv_heads == y.n_kv_heads && x.d_head == y.d_head && x.d_ff == y.d_ff &&
          x.mlp == y.mlp && x.capacity == y.capacity && x.variant == y.variant && x.experts == y.experts &&
-         x.top_k == y.top_k && x.noop_experts == y.noop_experts && x.capacity_factor == y.capacity_factor;
+         x.top_k == y.top_k && x.noop_experts == y.noop_experts && x.capacity_factor == y.capacity_factor &&
+         a.attention == b.attention;
+}
+
+// The model shape a workspace serves (what --shard groups by); capacity and MoE axes aside.
+bool same_model_shape(const point& a, const point& b) {
+  const kernels::block_shape& x = a.shape;
+  const kernels::block_shape& y = b.shape;
+  return a.type == b.type && x.batch == y.batch && x.seq_len == y.seq_len && x.d_model == y.d_model &&
+         x.n_heads == y.n_heads && x.n_kv_heads == y.n_kv_heads && x.d_head == y.d_head && x.d_ff == y.d_ff &&
+         x.mlp == y.mlp && a.attention == b.attention;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Ops that read only x and weights and rewrite every intermediate they read (the dense block
+// over all S tokens, the router over all B·S tokens): their data and results are the same on
+// a workspace of any capacity of their model shape.
+bool runs_at_any_capacity(const point& p) {
+  return (p.op == kernels::op::block_dense || p.op == kernels::op::router) &&
+         p.shape.variant == kernels::mode_variant::none;
 }
 
 }  // namespace
+
+workspace_plan plan_workspaces(const std::vector<point>& points) {
+  workspace_plan plan;
+  std::size_t begin = 0;
+  while (begin < points.size()) {
+    std::size_t end = begin + 1;
+    while (end < points.size() && same_model_shape(points[begin], points[end])) ++end;
+    // The workspaces of this group, each with its points in grid order.
+    struct bucket {
+      point shape;
+      std::vector<std::size_t> members;
+      std::size_t first = 0;  // the smallest member index: buckets run in this order
+    };
+    std::vector<bucket> buckets;
+    std::vector<std::size_t> any_capacity;
+    for (std::size_t i = begin; i < end; ++i) {
+      if (runs_at_any_capacity(points[i])) {
+        any_capacity.push_back(i);
+        continue;
+      }
+      std::size_t b = 0;
+      while (b < buckets.size() && !same_workspace_shape(buckets[b].shape, points[i])) ++b;
+      if (b == buckets.size()) buckets.push_back({points[i], {}, i});
+      buckets[b].members.push_back(i);
+    }
+    if (!any_capacity.empty()) {
+      std::size_t host = 0;
+      while (host < buckets.size() && buckets[host].shape.shape.variant != kernels::mode_variant::none) ++host;
+      if (host == buckets.size()) buckets.push_back({points[any_capacity.front()], {}, any_capacity.front()});
+      bucket& h = buckets[host];
+      h.first = std::min(h.first, any_capacity.front());
+      h.members.insert(h.members.end(), any_capacity.begin(), any_capacity.end());  // last: see the header
+    }
+    std::stable_sort(buckets.begin(), buckets.end(),
+                     [](const bucket& a, const bucket& b) { return a.first < b.first; });
+    for (const bucket& b : buckets) {
+      const std::size_t w = plan.workspaces.size();
+      plan.workspaces.push_back(b.shape);
+      for (std::size_t i : b.members) plan.steps.push_back({i, w});
+    }
+    begin = end;
+  }
+  return plan;
+}
 
 double time_once(kernels::backend& be, kernels::op o, kernels::workspace& ws, std::size_t* dropped) {
   // A sample taken while the device was throttled is taken again (a few times at most: a
@@ -82,13 +149,16 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
     p.current = current;
     options.on_progress(p);
   };
+  const workspace_plan plan = plan_workspaces(points);
   std::unique_ptr<kernels::workspace> ws;
-  const point* ws_point = nullptr;
+  std::size_t ws_index = plan.workspaces.size();  // none yet
   kernels::workspace_options wo;
   wo.seed = options.seed;
   wo.input_copies = options.input_copies;
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    const point& p = points[i];
+  const std::string backend_name(be.name());
+  std::string device;
+  for (std::size_t i = 0; i < plan.steps.size(); ++i) {
+    const point& p = points[plan.steps[i].point];
     if (options.stop && options.stop->load()) {
       result.interrupted = true;
       break;
@@ -115,20 +185,25 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
                         "the measurements file has no timing/block columns (an old header): it can take only "
                         "isolated rows; write in_block rows to a new file");
     report(i, &p);
-    if (!ws || !ws_point || !same_workspace_shape(*ws_point, p)) {
+    if (!ws || ws_index != plan.steps[i].workspace) {
       ws.reset();  // free the previous buffers before allocating the next
-      ws = be.make_workspace(p.shape, p.type, wo);
-      ws_point = &p;
+      ws_index = plan.steps[i].workspace;
+      const point& shape = plan.workspaces[ws_index];
+      wo.fused_attention = shape.attention == attention_impl::fused;
+      const auto made = std::chrono::steady_clock::now();
+      ws = be.make_workspace(shape.shape, shape.type, wo);
+      ++result.workspaces_made;
+      result.setup_s += seconds_since(made);
     }
     kernels::workspace& w = *ws;
-    const std::string backend_name(be.name());
-    const std::string device = be.device();
+    if (device.empty()) device = be.device();  // once: a CUDA device query takes milliseconds
     auto write = [&](const point& r, const sample_stats& stats) {
       if (out.contains(r)) return;  // resume: written by an earlier run
       measurement_row row = make_row(r, backend_name, device, stats);
       out.append(row);
       result.rows.push_back(std::move(row));
     };
+    const auto sampling = std::chrono::steady_clock::now();
     if (p.timing == timing_mode::in_block) {
       block_samples samples = sample_in_block(be, p, w, options.rule, &result.dropped_throttled);
       write(p, samples.stats);
@@ -137,6 +212,7 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
     } else {
       write(p, measure([&] { return time_once(be, p.op, w, &result.dropped_throttled); }, options.rule));
     }
+    result.sampling_s += seconds_since(sampling);
     ++result.measured;
   }
   report(points.size(), nullptr);

@@ -41,12 +41,36 @@ struct block_samples {
 
 struct run_result {
   std::size_t measured = 0;
+  std::size_t workspaces_made = 0;  // backend::make_workspace calls (see plan_workspaces)
+  double setup_s = 0;               // wall seconds in make_workspace (buffers, weights, one layer)
+  double sampling_s = 0;            // wall seconds measuring (warm-up, samples, retakes)
   std::size_t already_present = 0;  // skipped because --resume found them in the file
   bool interrupted = false;
   std::size_t dropped_throttled = 0;            // samples retaken because the device was throttled
   std::vector<measurement_row> rows;            // the rows written by this run
   std::vector<block_samples> in_block_samples;  // in_block points, with options.keep_block_samples
 };
+
+// The order run_points measures points in and the workspace each one runs on. Points are
+// taken shape group by shape group (a run of consecutive points with the same model shape:
+// dtype, batch, seq_len, d_model, heads, kv heads, d_head, d_ff, mlp), and inside a group
+// workspace by workspace, so that each workspace is made once (weights drawn, buffers
+// allocated, the layer run once) and serves every point of its shape. The ops that do not
+// depend on the capacity (block_dense, router: they read x and weights only and write every
+// buffer they read afterwards) run on the group's first non-MoE workspace at whatever capacity
+// it has, after the points of that capacity, so no other point sees what they leave behind;
+// where the group has no such workspace they get one of their own. Inside a workspace the
+// points keep their grid order. The rows written are the same (same keys, same columns) as
+// for the grid order; only their order in the file may differ inside a shape group.
+struct workspace_plan {
+  struct step {
+    std::size_t point = 0;      // index into the points given
+    std::size_t workspace = 0;  // index into `workspaces`
+  };
+  std::vector<step> steps;        // every point exactly once; a workspace's steps are consecutive
+  std::vector<point> workspaces;  // the shape and dtype each workspace is made with
+};
+workspace_plan plan_workspaces(const std::vector<point>& points);
 
 // One timed repeat of `o` in seconds: rotate the inputs, flush the device cache, time with the
 // backend's clock (CUDA events on a GPU); samples taken while the device reports throttling

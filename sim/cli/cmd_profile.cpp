@@ -18,7 +18,7 @@
 #include "profiler/runner.hpp"
 #include "git_revision.hpp"
 #include "sim/cli/common.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 #include "sim/io.hpp"
 #if MODSIM_HAVE_CUDA
 #include "kernels/cuda_backend.hpp"
@@ -76,16 +76,21 @@ int cmd_profile(const std::vector<std::string>& args) {
       "seed", po::value<std::uint64_t>()->default_value(1), "seed for the random weights and inputs")(
       "max-time", po::value<double>(), "seconds of samples per point at most (default 0.5 quick, 2 full)")(
       "dry-run", po::bool_switch(), "list the points (and skipped ones with their reason), measure nothing")(
-      "shard", po::value<std::string>(),
-      "I/N: measure only shard I of N (whole shapes dealt round-robin; run the others elsewhere and give "
-      "calibrate/validate all the CSVs)")("format", po::value<std::string>()->default_value("table"),
-                                          "summary on stdout: table | json | csv");
+      "attention", po::value<std::string>()->default_value("unfused"),
+      "unfused (attn_scores → attn_softmax → attn_values, the n×n scores in memory; the default) | fused (one "
+      "causal attention kernel through cuDNN's fused SDPA: CUDA backend, bf16, cuDNN found on LD_LIBRARY_PATH; "
+      "compiled but not yet checked by the parity tests on a GPU, hence not the default). Recorded in the CSV's "
+      "attention column; fused skips attn_scores/attn_softmax/attn_values (no fused form) and needs --timing "
+      "isolated")("shard", po::value<std::string>(),
+                  "I/N: measure only shard I of N (whole shapes dealt round-robin; run the others elsewhere and give "
+                  "calibrate/validate all the CSVs)")("format", po::value<std::string>()->default_value("table"),
+                                                      "summary on stdout: table | json | csv");
   po::positional_options_description pos;
   po::variables_map vm;
   if (!parse_args(
           args, opts, pos, vm,
           "usage: modsim profile --backend cpu|cuda [--preset quick|full] [--grid FILE] --out FILE.csv [--resume] "
-          "[--timing isolated|in_block] [--shard I/N]"))
+          "[--timing isolated|in_block] [--attention unfused|fused] [--shard I/N]"))
     return exit_ok;
   if (!vm.count("backend")) throw input_error("", "--backend", "required (cpu or cuda)");
   const std::string backend_name = vm["backend"].as<std::string>();
@@ -96,7 +101,15 @@ int cmd_profile(const std::vector<std::string>& args) {
   profiler::grid grid = vm.count("grid") ? profiler::load_grid(vm["grid"].as<std::string>())
                                          : profiler::preset(preset_name, backend_name);
   const profiler::timing_mode timing = profiler::parse_timing(vm["timing"].as<std::string>(), "--timing");
-  profiler::expansion plan = profiler::with_timing(profiler::expand(grid), timing);
+  const profiler::attention_impl attention =
+      profiler::parse_attention(vm["attention"].as<std::string>(), "--attention");
+  if (attention == profiler::attention_impl::fused && backend_name != "cuda")
+    throw input_error("", "--attention", "fused attention exists on the cuda backend only");
+  if (attention == profiler::attention_impl::fused && timing == profiler::timing_mode::in_block)
+    throw input_error("", "--attention",
+                      "in_block timing names attn_scores, attn_softmax and attn_values separately; fused attention "
+                      "is one kernel: use --timing isolated");
+  profiler::expansion plan = profiler::with_attention(profiler::with_timing(profiler::expand(grid), timing), attention);
   std::pair<int, int> shard{1, 1};
   if (vm.count("shard")) {
     shard = profiler::parse_shard(vm["shard"].as<std::string>());
@@ -183,7 +196,7 @@ int cmd_profile(const std::vector<std::string>& args) {
                        {"target_rel_error", ro.rule.target_rel_error}};
   meta["timing"] = profiler::to_string(timing);
   if (shard.second > 1) meta["shard"] = std::to_string(shard.first) + "/" + std::to_string(shard.second);
-  meta["attention"] = "unfused";
+  meta["attention"] = std::string(profiler::to_string(attention));
   meta["input_copies"] = ro.input_copies;  // rotated by isolated timing only
   meta["measurements"] = std::filesystem::path(out_path).filename().string();
   meta["started"] = now_iso();
@@ -199,6 +212,9 @@ int cmd_profile(const std::vector<std::string>& args) {
   meta["finished"] = now_iso();
   meta["status"] = result.interrupted ? "interrupted" : "complete";
   meta["measured_this_run"] = result.measured;
+  meta["workspaces_made"] = result.workspaces_made;
+  meta["setup_s"] = result.setup_s;
+  meta["sampling_s"] = result.sampling_s;
   meta["already_present"] = result.already_present;
   meta["samples_dropped_throttled"] = result.dropped_throttled;
   if (const auto c = be->clocks(); c.known) meta["sm_clock_mhz_at_end"] = c.sm_clock_mhz;
@@ -244,6 +260,8 @@ int cmd_profile(const std::vector<std::string>& args) {
   }
   std::cerr << fmt::format("profile: {} measured, {} already in {}, results in {} (metadata {})\n", result.measured,
                            result.already_present, out_path, out_path, meta_path);
+  std::cerr << fmt::format("profile: {} workspaces made in {:.1f} s, {:.1f} s sampling\n", result.workspaces_made,
+                           result.setup_s, result.sampling_s);
   if (result.interrupted) {
     std::cerr << "profile: interrupted; run again with --resume to measure the remaining points\n";
     return exit_interrupted;
