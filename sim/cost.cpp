@@ -7,7 +7,8 @@
 #include <set>
 #include <sstream>
 
-#include "sim/error.hpp"
+#include "core/error.hpp"
+#include "sim/config.hpp"
 #include "sim/json_reader.hpp"
 
 namespace modsim::sim {
@@ -46,18 +47,15 @@ const efficiency_curve* calibration::curve(std::string_view op, dtype t) const {
 }
 
 std::string_view stand_in_of(std::string_view op) {
-  if (op == "mlp_norm") return "attn_norm";
-  if (op == "attn_norm") return "mlp_norm";
-  if (op == "mlp_gate") return "mlp_up";
-  if (op == "predictor" || op == "expert_router") return "router";
-  if (op == "experts" || op == "lm_head") return "mlp_up";
-  return {};
+  const auto o = find_op(op);
+  if (!o || !info(*o).stand_in) return {};
+  return to_string(*info(*o).stand_in);
 }
 
 int kernels_of(std::string_view op, const hardware_spec& hw) {
-  if (op == "topk") return hw.kind == "gpu" ? 2 : 1;
-  if (op == "predictor" || op == "expert_router" || op == "lm_head") return 2;
-  return 1;
+  const auto o = find_op(op);
+  if (!o) return 1;
+  return hw.kind == "gpu" ? info(*o).gpu_kernels : info(*o).cpu_kernels;
 }
 
 // ------------------------------------------------------------------------------------------
@@ -121,13 +119,6 @@ namespace {
 
 using reader = json_reader;
 
-dtype dtype_of(const std::string& s, const std::string& file, const std::string& key) {
-  if (s == "fp32") return dtype::fp32;
-  if (s == "bf16") return dtype::bf16;
-  if (s == "fp16") return dtype::fp16;
-  throw input_error(file, key, "unknown dtype '" + s + "' (expected fp32, bf16 or fp16)");
-}
-
 bool known_op(std::string_view op) {
   for (auto n : op_names())
     if (n == op) return true;
@@ -139,7 +130,7 @@ efficiency_curve parse_curve(const json::value& v, const std::string& file, cons
   efficiency_curve c;
   c.op = r.get_string("op");
   if (!known_op(c.op)) throw input_error(file, r.key_path("op"), "unknown op '" + c.op + "'");
-  c.type = dtype_of(r.get_string("dtype"), file, r.key_path("dtype"));
+  c.type = parse_dtype(r.get_string("dtype"), file, r.key_path("dtype"));
   c.fixed_s = r.get_number("fixed_s", 0.0);
   c.samples = r.get_int("samples", 0, std::numeric_limits<int>::max());
   c.rms_rel_error = r.get_number("rms_rel_error", 0.0);
@@ -179,7 +170,7 @@ kernel_params parse_kernels(const json::value& v, const std::string& file, const
   for (std::size_t i = 0; i < types.size(); ++i) {
     const std::string key = r.key_path("dtypes") + "[" + std::to_string(i) + "]";
     if (!types[i].is_string()) throw input_error(file, key, "expected a string");
-    dtypes.push_back(dtype_of(std::string(types[i].as_string()), file, key));
+    dtypes.push_back(parse_dtype(std::string(types[i].as_string()), file, key));
   }
   const json::array& classes = r.get_array("classes");
   for (std::size_t i = 0; i < classes.size(); ++i) {
@@ -299,6 +290,8 @@ calibration parse_calibration(std::string_view json_text, const std::string& fil
   }
   if (const json::value* k = r.find("kernels"))
     c.kernels = parse_kernels(*k, file, r.key_path("kernels"), c.kernel_dtypes);
+  if (r.find("attention") != nullptr)
+    c.attention = parse_attention_impl(r.get_string("attention"), r.key_path("attention"));
   if (const json::value* cv = r.find("cross_validation"))
     c.cross_validation = parse_cv(*cv, file, r.key_path("cross_validation"));
   const json::array& curves = r.get_array("curves");
@@ -371,6 +364,7 @@ std::string calibration_to_json(const calibration& c) {
   for (const auto& cv : c.curves) curves.push_back(curve_json(cv));
   o["curves"] = std::move(curves);
   if (c.kernels) o["kernels"] = kernels_json(*c.kernels, c.kernel_dtypes);
+  if (c.kernels || c.attention != attention_impl::unfused) o["attention"] = to_string(c.attention);
   if (c.cross_validation) o["cross_validation"] = cv_json(*c.cross_validation);
   json::object launch;
   launch["launch_s"] = c.launch_s;
@@ -460,8 +454,33 @@ std::string cost_model::label() const {
   return "calibrated on " + files + " (" + day + ", " + device + ")";
 }
 
+namespace {
+
+// A GPU's attention ops as the fused kernel runs them (sim/kernel_model.hpp): its FLOPs and
+// bytes under attn_scores (the softmax's exp and sums over the causal scores as its other
+// FLOPs), nothing under attn_softmax and attn_values. Other ops, CPUs and unfused: `c`.
 template <class Shape>
-op_time cost_model::time_impl(const op_cost& c, const Shape& s, dtype t) const {
+op_cost priced_attention(const op_cost& c, const Shape& s, const hardware_spec& hw, attention_impl a) {
+  const bool attention = c.op == "attn_scores" || c.op == "attn_softmax" || c.op == "attn_values";
+  if (hw.kind != "gpu" || a != attention_impl::fused || !attention) return c;
+  op_cost f;
+  f.op = c.op;
+  if (c.op != "attn_scores") return f;
+  const kernel_work k = fused_attention_kernel(s);
+  f.matmul_flops = std::llround(k.flops);
+  const double dh = s.d_head > 0 ? s.d_head : (s.n_heads > 0 ? double(s.d_model) / s.n_heads : 1.0);
+  f.other_flops = std::llround(5.0 * k.flops / (4.0 * std::max(1.0, dh)));  // max, subtract, exp, sum, divide
+  f.bytes = std::llround(k.bytes);
+  return f;
+}
+
+}  // namespace
+
+template <class Shape>
+op_time cost_model::time_impl(const op_cost& original, const Shape& s, dtype t) const {
+  // Attention is priced as the calibration's rows ran it, else as the fused kernel (GPUs).
+  const attention_impl attention = m_cal ? m_cal->attention : default_gpu_attention;
+  const op_cost c = priced_attention(original, s, m_hw, attention);
   op_time r;
   r.op = c.op;
   r.matmul_flops = c.matmul_flops;
@@ -483,7 +502,7 @@ op_time cost_model::time_impl(const op_cost& c, const Shape& s, dtype t) const {
     const dtype used = *kt;
     {
       const kernel_params& p = *m_cal->kernels;
-      const std::vector<kernel_work> ks = gpu_kernels(c.op, s);
+      const std::vector<kernel_work> ks = gpu_kernels(c.op, s, attention);
       r.time_s = 0;
       std::vector<double> cold;
       for (const kernel_work& k : ks) {

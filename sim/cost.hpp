@@ -125,6 +125,10 @@ struct calibration {
   // absent for a CPU calibration (which uses the curves).
   std::optional<kernel_params> kernels;
   std::vector<dtype> kernel_dtypes;
+  // The attention implementation the calibrated attention and block rows ran (their
+  // `attention` column); the kernel model prices attention as it. JSON key "attention",
+  // absent in calibrations written before it: unfused.
+  attention_impl attention = attention_impl::unfused;
   std::optional<cross_validation_summary> cross_validation;
 
   const efficiency_curve* curve(std::string_view op, dtype t) const;

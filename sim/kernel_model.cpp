@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 namespace modsim::sim {
 
@@ -74,10 +74,27 @@ bool attention_pointers_aligned(const basic_op_shape<N>& s) {
 }
 
 template <class N>
-std::vector<kernel_work> kernels_impl(std::string_view op, const basic_op_shape<N>& s) {
+kernel_work fused_attention_impl(const basic_op_shape<N>& s) {
+  const dims<N> x = dims_of(s);
+  const double n = x.n, L = std::max(x.L, x.n);
+  kernel_work w;
+  w.kind = kernel_kind::batched_gemm;
+  const double keys = n * L - n * (n - 1) / 2;  // query i (of n) sees L − n + i + 1 keys
+  w.flops = 4 * x.B * x.H * x.dh * keys;
+  w.bytes = x.e * (2 * x.B * n * x.dq + 2 * x.B * L * x.dkv);
+  w.tiles = x.B * x.H * up(std::max(n, 1.0) / 128);
+  return w;
+}
+
+template <class N>
+std::vector<kernel_work> kernels_impl(std::string_view op, const basic_op_shape<N>& s, attention_impl attention) {
   const dims<N> x = dims_of(s);
   const double e = x.e, T = x.T, B = x.B, d = x.d;
   std::vector<kernel_work> k;
+  if (attention == attention_impl::fused && (op == "attn_scores" || op == "attn_softmax" || op == "attn_values")) {
+    if (op == "attn_scores") k.push_back(fused_attention_impl(s));
+    return k;  // softmax and values are inside the fused kernel
+  }
   if (op == "router") {
     k.push_back(memory(kernel_kind::router, e * (B * x.S * d + d) + 4 * B * x.S));
   } else if (op == "predictor") {
@@ -174,8 +191,29 @@ kernel_kind kernel_kind_of(std::string_view name) {
   throw input_error("", "kind", "unknown kernel class '" + std::string(name) + "'");
 }
 
-std::vector<kernel_work> gpu_kernels(std::string_view op, const op_shape& s) { return kernels_impl(op, s); }
-std::vector<kernel_work> gpu_kernels(std::string_view op, const expected_op_shape& s) { return kernels_impl(op, s); }
+const char* to_string(attention_impl a) { return a == attention_impl::fused ? "fused" : "unfused"; }
+
+attention_impl parse_attention_impl(std::string_view name, const std::string& key) {
+  if (name == "unfused") return attention_impl::unfused;
+  if (name == "fused") return attention_impl::fused;
+  throw input_error("", key, "unknown attention implementation '" + std::string(name) + "' (unfused or fused)");
+}
+
+std::vector<kernel_work> gpu_kernels(std::string_view op, const op_shape& s, attention_impl attention) {
+  return kernels_impl(op, s, attention);
+}
+std::vector<kernel_work> gpu_kernels(std::string_view op, const expected_op_shape& s, attention_impl attention) {
+  return kernels_impl(op, s, attention);
+}
+std::vector<kernel_work> gpu_kernels(std::string_view op, const op_shape& s) {
+  return kernels_impl(op, s, attention_impl::unfused);
+}
+std::vector<kernel_work> gpu_kernels(std::string_view op, const expected_op_shape& s) {
+  return kernels_impl(op, s, attention_impl::unfused);
+}
+
+kernel_work fused_attention_kernel(const op_shape& s) { return fused_attention_impl(s); }
+kernel_work fused_attention_kernel(const expected_op_shape& s) { return fused_attention_impl(s); }
 
 kernel_params default_kernel_params(const hardware_spec& hw) {
   kernel_params p;

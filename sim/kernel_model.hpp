@@ -66,10 +66,37 @@ struct kernel_work {
   double items = 0;  // serial work items (top-k: positions per SM round; rank/choice: tokens)
 };
 
+// How the CUDA backend runs attention (the measurements CSV's `attention` column).
+//   unfused: attn_scores and attn_values are batched GEMMs over the full n×L square, the
+//            scores written to memory and read back by attn_softmax and attn_values.
+//   fused:   one causal attention kernel (cuDNN's fused SDPA): Q, K, V read once, O written
+//            once, no scores in memory, and only the causal part of the square computed.
+enum class attention_impl { unfused, fused };
+const char* to_string(attention_impl a);
+// Throws modsim::error(bad_input) naming `key` for a name other than unfused / fused.
+attention_impl parse_attention_impl(std::string_view name, const std::string& key = "attention");
+// What a model predicts when nothing says otherwise: fused (what a fast GPU stack runs); a
+// measurement row or a calibration that says "unfused" selects the unfused kernels.
+inline constexpr attention_impl default_gpu_attention = attention_impl::fused;
+
 // The kernels the CUDA backend launches for `op` at shape `s` (n = s.tokens per sequence),
-// elements of s.elem_bytes. Throws modsim::error(bad_input) for an unknown op.
+// elements of s.elem_bytes, with attention run `attention`: fused, attn_scores is the one
+// fused kernel (fused_attention_kernel) and attn_softmax / attn_values launch none, so a
+// block's kernels hold the attention once. The two-argument forms are the unfused kernels
+// (what rows without an attention column measured). Throws modsim::error(bad_input) for an
+// unknown op.
+std::vector<kernel_work> gpu_kernels(std::string_view op, const op_shape& s, attention_impl attention);
+std::vector<kernel_work> gpu_kernels(std::string_view op, const expected_op_shape& s, attention_impl attention);
 std::vector<kernel_work> gpu_kernels(std::string_view op, const op_shape& s);
 std::vector<kernel_work> gpu_kernels(std::string_view op, const expected_op_shape& s);
+
+// The fused causal attention kernel of shape `s` (n queries per sequence over L = context or
+// n keys, the queries the last n of the L positions): a batched_gemm with
+//   flops = 4·B·H·d_head·(n·L − n(n−1)/2)   (Q·Kᵀ and P·V over the causal keys only)
+//   bytes = e·(2·B·n·H·d_head + 2·B·L·H_kv·d_head)   (Q and O, K and V, each once)
+//   tiles = B·H·⌈n/128⌉   (128-query tiles, the fused kernels' unit of parallel work)
+kernel_work fused_attention_kernel(const op_shape& s);
+kernel_work fused_attention_kernel(const expected_op_shape& s);
 
 struct kernel_class_params {
   double floor_s = 2e-6;              // per launch, >= 0

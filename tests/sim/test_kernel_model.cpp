@@ -12,7 +12,7 @@
 
 #include "sim/calibrate.hpp"
 #include "sim/cost.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 #include "sim/kernel_fit.hpp"
 
 namespace modsim::sim {
@@ -100,6 +100,113 @@ TEST(KernelModel, UnalignedAttentionRunsOneStridedGemmPerHead) {
   EXPECT_EQ(gpu_kernels("attn_values", s).size(), 4u);
   s.tokens = 8;  // 8×8×2 = 128 bytes: aligned again
   EXPECT_EQ(gpu_kernels("attn_scores", s).size(), 1u);
+}
+
+TEST(KernelModel, FusedAttentionIsOneCausalKernelWithNoScoresInMemory) {
+  const op_shape s = small_shape();  // B 2, n = L = 128, H 4, H_kv 2, d_head 64, 2 bytes
+  for (const op_shape& shape : {s}) {
+    const std::vector<kernel_work> scores = gpu_kernels("attn_scores", shape, attention_impl::fused);
+    ASSERT_EQ(scores.size(), 1u);
+    EXPECT_TRUE(gpu_kernels("attn_softmax", shape, attention_impl::fused).empty());
+    EXPECT_TRUE(gpu_kernels("attn_values", shape, attention_impl::fused).empty());
+    const kernel_work& k = scores[0];
+    EXPECT_EQ(k.kind, kernel_kind::batched_gemm);
+    // Causal keys: 128·128 − 128·127/2 = 8256 per (sequence, head); two matmuls of d_head 64:
+    // 4·2·4·64·8256 = 16,908,288 = the unfused 2·(2·128·128·64·8) = 33,554,432 times 129/256.
+    EXPECT_DOUBLE_EQ(k.flops, 16908288.0);
+    // Q and O (2·128·256 each), K and V (2·128·128 each), 2 bytes: 2·(131072 + 65536).
+    EXPECT_DOUBLE_EQ(k.bytes, 393216.0);
+    EXPECT_DOUBLE_EQ(k.tiles, 8.0);  // 2·4 pairs × one 128-query tile
+  }
+  // Unfused, the same attention moves the 2·4·128·128 scores (2 bytes) five times: written
+  // by the scores GEMM, read and written by the softmax, read by the values GEMM.
+  double unfused_bytes = 0, unfused_flops = 0;
+  for (const char* op : {"attn_scores", "attn_softmax", "attn_values"})
+    for (const kernel_work& k : gpu_kernels(op, s, attention_impl::unfused)) {
+      unfused_bytes += k.bytes;
+      unfused_flops += k.flops;
+    }
+  EXPECT_DOUBLE_EQ(unfused_bytes, 2.0 * (65536 + 32768 + 131072) * 2 + 2.0 * 2 * 131072);  // 1,441,792
+  EXPECT_DOUBLE_EQ(unfused_flops, 33554432.0);
+  // The two-argument form is the unfused decomposition (rows without an attention column).
+  EXPECT_EQ(gpu_kernels("attn_softmax", s).size(), 1u);
+  EXPECT_EQ(default_gpu_attention, attention_impl::fused);
+
+  // Decode: one query over a cache of 1000 keys sees all of them: 4·2·4·64·1000 FLOPs; Q and O
+  // one row each, K and V 1000 rows: 2·(2·2·1·256 + 2·2·1000·128) bytes.
+  op_shape decode = s;
+  decode.tokens = 1;
+  decode.context = 1000;
+  const kernel_work d = fused_attention_kernel(decode);
+  EXPECT_DOUBLE_EQ(d.flops, 2048000.0);
+  EXPECT_DOUBLE_EQ(d.bytes, 1026048.0);
+  EXPECT_DOUBLE_EQ(d.tiles, 8.0);
+  EXPECT_DOUBLE_EQ(gpu_kernels("attn_scores", decode, attention_impl::fused)[0].flops, d.flops);
+  // Expected shapes take the same formulas.
+  expected_op_shape e;
+  e.batch = 2;
+  e.tokens = 128;
+  e.seq_len = 128;
+  e.d_model = 256;
+  e.n_heads = 4;
+  e.n_kv_heads = 2;
+  e.d_head = 64;
+  e.elem_bytes = 2;
+  EXPECT_DOUBLE_EQ(fused_attention_kernel(e).flops, 16908288.0);
+}
+
+TEST(KernelModel, FusedAttentionTimeIsWorkedByHandAndBeatsTheUnfusedOps) {
+  const hardware_spec hw = round_gpu();
+  const kernel_params p = default_kernel_params(hw);
+  const op_shape s = small_shape();
+  const kernel_work k = fused_attention_kernel(s);
+  // 8 tiles on 4 SMs: two full waves, q = 1. Compute 16,908,288 / (0.5·100e12) = 0.33816576 µs;
+  // memory 393,216 / (0.8·1e12) = 0.49152 µs; floor 2 µs; smooth max by cube roots.
+  const double compute = 16908288.0 / 50e12, memory = 393216.0 / 0.8e12;
+  EXPECT_NEAR(kernel_device_s(k, dtype::bf16, p, hw, false),
+              2e-6 + std::cbrt(compute * compute * compute + memory * memory * memory), 1e-15);
+  double unfused = 0;
+  for (const char* op : {"attn_scores", "attn_softmax", "attn_values"})
+    for (const kernel_work& u : gpu_kernels(op, s, attention_impl::unfused))
+      unfused += kernel_device_s(u, dtype::bf16, p, hw, false);
+  EXPECT_LT(kernel_device_s(k, dtype::bf16, p, hw, false), unfused);
+}
+
+TEST(KernelModel, AttentionImplementationNamesRoundTrip) {
+  EXPECT_EQ(parse_attention_impl("fused"), attention_impl::fused);
+  EXPECT_EQ(parse_attention_impl("unfused"), attention_impl::unfused);
+  EXPECT_STREQ(to_string(attention_impl::fused), "fused");
+  EXPECT_STREQ(to_string(attention_impl::unfused), "unfused");
+  try {
+    parse_attention_impl("flash", "calibration.attention");
+    ADD_FAILURE() << "parsed an unknown implementation";
+  } catch (const error& e) {
+    EXPECT_EQ(e.kind(), error_kind::bad_input);
+    EXPECT_NE(std::string(e.what()).find("calibration.attention"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CostModel, AnUncalibratedGpuPricesAttentionAsTheFusedKernel) {
+  const cost_model gpu(round_gpu());
+  const op_shape s = small_shape();
+  const op_time scores = gpu.time_of(cost_of("attn_scores", s), s, dtype::bf16);
+  // The fused kernel's work (worked by hand in FusedAttentionIsOneCausalKernel...) under
+  // attn_scores, with the softmax's five operations per causal score (2·4·8256) as other FLOPs.
+  EXPECT_EQ(scores.matmul_flops, 16908288);
+  EXPECT_EQ(scores.bytes, 393216);
+  EXPECT_EQ(scores.other_flops, 5 * 2 * 4 * 8256);
+  // Roofline: max(16,908,288 / 100e12 + 330,240 / 20e12, 393,216 / 1e12) = 0.393216 µs.
+  EXPECT_NEAR(scores.roofline_s, 393216.0 / 1e12, 1e-18);
+  for (const char* op : {"attn_softmax", "attn_values"}) {
+    const op_time t = gpu.time_of(cost_of(op, s), s, dtype::bf16);
+    EXPECT_EQ(t.matmul_flops + t.other_flops + t.bytes, 0) << op;
+    EXPECT_EQ(t.time_s, 0.0) << op;
+  }
+  // A CPU keeps the unfused ops of sim/flops.
+  hardware_spec cpu = round_gpu();
+  cpu.kind = "cpu";
+  const op_cost unfused = cost_of("attn_softmax", s);
+  EXPECT_EQ(cost_model(cpu).time_of(unfused, s, dtype::bf16).bytes, unfused.bytes);
 }
 
 TEST(KernelModel, EveryOpOfTheFlopModelHasKernels) {
@@ -300,6 +407,26 @@ TEST(KernelCalibration, RoundTripsThroughJsonAndTimesFp16WithTheBf16Fit) {
   hw.peak_matmul_flops.fp16 = 50e12;
   const calibration c2 = fit_calibration(hw, synthetic_samples(hw, truth, {{256, 256}, {512, 512}}), {}, "test");
   EXPECT_FALSE(with_calibration(hw, c2).time_of(cost, s, dtype::fp16).calibrated);
+}
+
+TEST(KernelCalibration, RecordsTheAttentionItsRowsRanAndPricesAttentionAsIt) {
+  const hardware_spec hw = round_gpu();
+  const kernel_params truth = known_truth(hw);
+  calibration c = fit_calibration(hw, synthetic_samples(hw, truth, {{256, 256}, {512, 512}}), {}, "test");
+  EXPECT_EQ(c.attention, attention_impl::unfused);  // rows without an attention column
+  const op_shape s = small_shape();
+  const op_time unfused = with_calibration(hw, c).time_of(cost_of("attn_softmax", s), s, dtype::bf16);
+  EXPECT_TRUE(unfused.calibrated);
+  EXPECT_EQ(unfused.kernels, 1);
+  EXPECT_GT(unfused.time_s, 0.0);
+  c.attention = attention_impl::fused;
+  const calibration back = parse_calibration(calibration_to_json(c), "x.json");
+  EXPECT_EQ(back.attention, attention_impl::fused);
+  const cost_model fused = with_calibration(hw, back);
+  EXPECT_EQ(fused.time_of(cost_of("attn_softmax", s), s, dtype::bf16).time_s, 0.0);
+  const op_time scores = fused.time_of(cost_of("attn_scores", s), s, dtype::bf16);
+  EXPECT_EQ(scores.kernels, 1);
+  EXPECT_NEAR(scores.time_s, kernel_device_s(fused_attention_kernel(s), dtype::bf16, *back.kernels, hw, true), 1e-15);
 }
 
 TEST(KernelCalibration, AWarmFractionAboveOneIsRejectedByItsKeyPath) {
