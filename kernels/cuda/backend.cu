@@ -9,11 +9,13 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "kernels/block_timeline.hpp"
 #include "kernels/cuda/attention.cuh"
+#include "kernels/cuda/attention_cudnn.hpp"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/expert_router.cuh"
 #include "kernels/cuda/gather.cuh"
@@ -69,11 +71,19 @@ struct device_context {
   void make_current() const { MODSIM_CUDA_CHECK(cudaSetDevice(device)); }
   void synchronize() const { MODSIM_CUDA_CHECK(cudaStreamSynchronize(stream)); }
 
+  // The cuDNN handle on `stream`, made on first use (fused attention only): loading cuDNN and
+  // making a handle take long enough to keep them out of backends that never ask.
+  const cudnn_session& cudnn() {
+    if (!m_cudnn) m_cudnn = std::make_unique<cudnn_session>(stream);
+    return *m_cudnn;
+  }
+
  private:
   // Errors are ignored: this runs in destructors.
   void release() noexcept {
     cudaSetDevice(device);
     if (stream != nullptr) cudaStreamSynchronize(stream);
+    m_cudnn.reset();
     if (cublas != nullptr) cublasDestroy(cublas);
     if (cublas_workspace != nullptr) cudaFree(cublas_workspace);
     if (stream != nullptr) cudaStreamDestroy(stream);
@@ -81,6 +91,8 @@ struct device_context {
     cublas_workspace = nullptr;
     stream = nullptr;
   }
+
+  std::unique_ptr<cudnn_session> m_cudnn;
 };
 
 // One cudaMalloc'ed block (256-byte aligned), zeroed on allocation; freed on destruction.
@@ -181,6 +193,7 @@ class cuda_workspace final : public workspace {
     // Attention: batched-GEMM pointer arrays for the two token counts a block may run on.
     build_attention_plan(S);
     if (k != S) build_attention_plan(k);
+    if (options.fused_attention) build_fused_attention(S, k);
 
     // MoE: capacity-padded expert buffers (see moe.cuh).
     if (moe) {
@@ -198,11 +211,23 @@ class cuda_workspace final : public workspace {
 
     // Weights and inputs from the shared generator (kernels/init.hpp): the same seed gives
     // the same values as the CPU backend, which the parity tests rely on.
+    // The generator is a function of the index alone, so the host threads split each tensor
+    // into ranges (the MoE weights of a large shape are hundreds of millions of values).
     auto fill = [&](tensor t, int copy) {
       const auto rule = initial_values(t, s, copy);
       if (!rule || size(t) == 0) return;
-      std::vector<float> v(static_cast<std::size_t>(size(t)));
-      fill_normal(v, options.seed, rule->stream, rule->mean, rule->std_dev, 0, size(t));
+      const std::int64_t count = size(t);
+      std::vector<float> v(static_cast<std::size_t>(count));
+      const std::int64_t chunk = std::int64_t{1} << 20;
+      const std::int64_t threads =
+          std::min<std::int64_t>(std::max(1U, std::thread::hardware_concurrency()), (count + chunk - 1) / chunk);
+      std::vector<std::thread> pool;
+      for (std::int64_t i = 0; i < threads; ++i)
+        pool.emplace_back([&, i] {
+          const std::int64_t begin = count * i / threads, end = count * (i + 1) / threads;
+          fill_normal(v, options.seed, rule->stream, rule->mean, rule->std_dev, begin, end);
+        });
+      for (auto& th : pool) th.join();
       upload(t, v);
     };
     for (tensor t : {tensor::router_w, tensor::w_q, tensor::w_k, tensor::w_v, tensor::w_o, tensor::w_up, tensor::w_gate,
@@ -339,6 +364,16 @@ class cuda_workspace final : public workspace {
     throw runtime_error("cuda workspace: no attention plan for " + std::to_string(n) + " tokens per sequence");
   }
 
+  // Fused attention (workspace_options::fused_attention): the cuDNN plan for blocks over n
+  // tokens per sequence, and its scratch.
+  bool fused() const { return !m_fused.empty(); }
+  cudnn_sdpa& fused_plan(std::int64_t n) const {
+    for (const auto& p : m_fused)
+      if (p->layout().n == n) return *p;
+    throw runtime_error("cuda workspace: no fused attention plan for " + std::to_string(n) + " tokens per sequence");
+  }
+  void* fused_scratch() const { return m_fused_scratch.get(); }
+
   moe_buffers moe(const void* u, const void* h, void* y) const {
     moe_buffers b;
     b.u = u;
@@ -397,6 +432,24 @@ class cuda_workspace final : public workspace {
     m_plans.push_back(p);
   }
 
+  // One cuDNN plan per token count (S, and k when it differs), all sharing one scratch.
+  void build_fused_attention(std::int64_t S, std::int64_t k) {
+    if (type() != dtype::bf16)
+      throw input_error("", "attention", "fused attention (cuDNN) needs bf16, got " + std::string(to_string(type())));
+    const auto& s = shape();
+    std::size_t scratch = 0;
+    for (const std::int64_t n : {S, k}) {
+      if (n == k && k == S && !m_fused.empty()) break;
+      const sdpa_layout l{s.batch, n, s.n_heads, s.n_kv_heads, s.d_head};
+      if (const std::string why = sdpa_shape_problem(l); !why.empty())
+        throw input_error("", "attention", "fused attention cannot take this shape: " + why);
+      m_fused.push_back(std::make_unique<cudnn_sdpa>(m_ctx->cudnn(), l, ptr(tensor::q), ptr(tensor::k), ptr(tensor::v),
+                                                     ptr(tensor::attn_out)));
+      scratch = std::max(scratch, m_fused.back()->workspace_bytes());
+    }
+    m_fused_scratch = device_buffer(scratch, m_ctx->stream);
+  }
+
   std::shared_ptr<device_context> m_ctx;
   std::array<std::int64_t, tensor_count> m_sizes{};
   std::array<device_buffer, tensor_count> m_buffers;   // x and out live in m_x / m_out
@@ -407,6 +460,8 @@ class cuda_workspace final : public workspace {
   std::vector<device_buffer> m_attention_ptrs;
   std::int64_t m_expert_capacity = 0;
   device_buffer m_slot_of_token, m_token_of_slot, m_expert_in, m_expert_hidden, m_expert_gate_hidden, m_expert_out;
+  std::vector<std::unique_ptr<cudnn_sdpa>> m_fused;
+  device_buffer m_fused_scratch;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -543,6 +598,8 @@ class executor {
         else
           routed_layer(mlp_path::moe);
         return;
+      default:  // the cost model's own ops (predictor, lm_head): no kernel runs them
+        throw input_error("", "op", std::string(to_string(o)) + " is an op of the cost model only; no backend runs it");
     }
     throw runtime_error("cuda backend: unknown op " + std::to_string(static_cast<int>(o)));
   }
@@ -563,12 +620,18 @@ class executor {
     after(op::attn_norm);
     qkv_proj(io);
     after(op::qkv_proj);
-    attn_scores(io);
-    after(op::attn_scores);
-    attn_softmax_op(io);
-    after(op::attn_softmax);
-    attn_values(io);
-    after(op::attn_values);
+    if (m_ws.fused()) {
+      // One kernel for scores, causal softmax and values (timed_block_run refuses this case:
+      // the three ops have no boundaries in it).
+      m_ws.fused_plan(io.n).run(m_ws.fused_scratch());
+    } else {
+      attn_scores(io);
+      after(op::attn_scores);
+      attn_softmax_op(io);
+      after(op::attn_softmax);
+      attn_values(io);
+      after(op::attn_values);
+    }
     out_proj(io);
     after(op::out_proj);
     mlp_norm(io);
@@ -862,6 +925,10 @@ class cuda_backend final : public backend {
     if (!is_block(o))
       throw input_error("", "op", std::string(to_string(o)) + " is not a block (block_dense, block_mod, layer_mode)");
     cuda_workspace& cws = own(ws);
+    if (cws.fused())
+      throw input_error("", "attention",
+                        "a block with fused attention has no attn_scores/attn_softmax/attn_values boundaries to "
+                        "time in_block; time it isolated");
     synchronize();
     m_marks.start(m_ctx->stream);
     executor(cws, &m_marks).execute(o);

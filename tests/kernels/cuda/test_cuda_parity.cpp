@@ -7,14 +7,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "kernels/backend.hpp"
+#include "kernels/cuda/attention_cudnn.hpp"
 #include "kernels/cuda_backend.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 namespace modsim::kernels {
 namespace {
@@ -195,9 +197,7 @@ op_io io_of(op o, const block_shape& s) {
       return {{tensor::mlp_in}, {tensor::expert_logits, tensor::expert_index, tensor::expert_gate}};
     case op::experts:
       return {{tensor::mlp_in, tensor::h, tensor::expert_index, tensor::expert_gate}, {tensor::y}, tensor::h, true};
-    case op::block_dense:
-    case op::block_mod:
-    case op::layer_mode:
+    default:  // blocks (and the cost model's own ops, which no backend runs)
       break;
   }
   return {};
@@ -352,7 +352,7 @@ TEST_P(CudaParity, SingleOpsMatchTheCpu) {
   const double tol = tolerance(p.type);
   const std::int64_t n = s.block_tokens();
 
-  for (const op o : all_ops()) {
+  for (const op o : kernel_ops()) {
     if (o == op::block_dense || o == op::block_mod || o == op::layer_mode) continue;
     SCOPED_TRACE("op " + std::string(to_string(o)));
     if (!op_applies(o, s)) {
@@ -512,6 +512,143 @@ TEST(CudaParityTopk, TiesGoToTheLowerPositionAsOnTheCpu) {
   gpu->run(op::topk, *g);
   gpu->synchronize();
   EXPECT_EQ(g->download_indices(tensor::routed_index), c->download_indices(tensor::routed_index));
+}
+
+// ---------------------------------------------------------------------------------------
+// Fused attention (workspace_options::fused_attention: cuDNN's fused SDPA, bf16). cuDNN is
+// loaded at run time; where it is missing these tests skip, unless MODSIM_REQUIRE_CUDNN=1
+// (scripts/gpu-session.sh sets it) turns that into a failure.
+
+#define MODSIM_REQUIRE_CUDNN()                                                  \
+  if (const std::string why = cuda::cudnn_unavailable_reason(); !why.empty()) { \
+    const char* required = std::getenv("MODSIM_REQUIRE_CUDNN");                 \
+    if (required != nullptr && std::string(required) == "1") FAIL() << why;     \
+    GTEST_SKIP() << why;                                                        \
+  }
+
+std::vector<parity_case> fused_cases() {
+  // d_head 32 (MHA and GQA 8/2); a batch of 3 with S = 96, k = 29 (not a multiple of 16).
+  return {
+      {"mha_gelu", dense_shape(2, 64, 128, 4, 4, 256, mlp_kind::gelu, 0.5)},
+      {"gqa_swiglu", dense_shape(2, 128, 256, 8, 2, 512, mlp_kind::swiglu, 0.25)},
+      {"gqa_odd_k", dense_shape(3, 96, 128, 4, 2, 256, mlp_kind::gelu, 0.3)},
+  };
+}
+
+std::string fused_name(const testing::TestParamInfo<parity_case>& info) { return info.param.name; }
+
+class CudaFusedAttention : public testing::TestWithParam<parity_case> {};
+
+// The fused block against the CPU's unfused block (fp32) and the GPU's unfused block (bf16,
+// same q, k, v): attention output and block output within bf16 tolerance, every element of
+// the attention output written (poisoned before the run).
+TEST_P(CudaFusedAttention, BlocksMatchTheCpuAndTheUnfusedGpu) {
+  MODSIM_REQUIRE_GPU();
+  MODSIM_REQUIRE_CUDNN();
+  const block_shape& s = GetParam().shape;
+  auto gpu = make_cuda_backend();
+  auto cpu = make_cpu_backend(2);
+  workspace_options options;
+  options.seed = 31;
+  workspace_options fused_options = options;
+  fused_options.fused_attention = true;
+  const double tol = tolerance(dtype::bf16);
+  for (const op o : {op::block_dense, op::block_mod}) {
+    SCOPED_TRACE("op " + std::string(to_string(o)));
+    auto c = cpu->make_workspace(s, dtype::fp32, options);
+    auto u = gpu->make_workspace(s, dtype::bf16, options);
+    auto f = gpu->make_workspace(s, dtype::bf16, fused_options);
+    const std::int64_t n = o == op::block_dense ? s.seq_len : s.routed_tokens();
+    const std::size_t attn_count = live_count(tensor::attn_out, s, n);
+    f->upload(tensor::attn_out, std::vector<float>(attn_count, 1.0e4f));  // poison
+    gpu->run(o, *f);
+    gpu->run(o, *u);
+    gpu->synchronize();
+    cpu->run(o, *c);
+
+    // Same bf16 q, k, v on both GPU workspaces (same kernels before attention).
+    ASSERT_EQ(f->download(tensor::q), u->download(tensor::q));
+    expect_close(f->download(tensor::attn_out), u->download(tensor::attn_out), attn_count, tol,
+                 "attn_out fused vs unfused GPU");
+    if (o == op::block_mod) {
+      // bf16 routing may differ from the CPU's on near ties: replay the CPU with the GPU's.
+      const auto routed = f->download_indices(tensor::routed_index);
+      if (mismatches(routed, c->download_indices(tensor::routed_index), routed.size()) > 0)
+        cpu_layer_with_decisions(*cpu, *c, true, false, routed, {});
+    }
+    expect_close(f->download(tensor::attn_out), c->download(tensor::attn_out), attn_count, tol, "attn_out vs CPU");
+    const tensor result = result_tensor(o, s);
+    const std::size_t count = live_count(result, s, s.seq_len);
+    const auto want = c->download(result), got = f->download(result);
+    expect_close(got, want, count, tol, std::string(to_string(result)) + " vs CPU");
+    const auto x = c->download(tensor::x);
+    expect_close(minus(got, f->download(tensor::x), count), minus(want, x, count), count, tol,
+                 std::string(to_string(result)) + " − x vs CPU");
+  }
+}
+
+// A routed layer run again and again on a fused workspace leaves the same output, as unfused.
+TEST_P(CudaFusedAttention, RepeatedRoutedLayersLeaveTheSameOutput) {
+  MODSIM_REQUIRE_GPU();
+  MODSIM_REQUIRE_CUDNN();
+  auto gpu = make_cuda_backend();
+  workspace_options options;
+  options.fused_attention = true;
+  auto g = gpu->make_workspace(GetParam().shape, dtype::bf16, options);
+  gpu->run(op::block_mod, *g);
+  gpu->synchronize();
+  const auto once = g->download(tensor::out);
+  gpu->run(op::block_mod, *g);
+  gpu->run(op::block_mod, *g);
+  gpu->synchronize();
+  EXPECT_EQ(g->download(tensor::out), once);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, CudaFusedAttention, testing::ValuesIn(fused_cases()), fused_name);
+
+// Runs wherever cuDNN loads, GPU or not: every tensor and operation descriptor of the fused
+// attention graph is accepted (finalized) by the cuDNN found, for MHA, GQA and odd lengths.
+TEST(CudaFusedAttentionGraph, CudnnAcceptsEveryDescriptorOfTheGraph) {
+  MODSIM_REQUIRE_CUDNN();
+  for (const cuda::sdpa_layout l : {cuda::sdpa_layout{8, 2048, 16, 16, 128}, cuda::sdpa_layout{2, 128, 8, 2, 32},
+                                    cuda::sdpa_layout{3, 29, 4, 2, 64}, cuda::sdpa_layout{1, 1, 32, 8, 128}}) {
+    SCOPED_TRACE("B " + std::to_string(l.batch) + " n " + std::to_string(l.n) + " H " + std::to_string(l.heads) +
+                 " kv " + std::to_string(l.kv_heads) + " d_head " + std::to_string(l.d_head));
+    EXPECT_EQ(cuda::sdpa_shape_problem(l), "");
+    EXPECT_NO_THROW(cuda::cudnn_sdpa_check_descriptors(l));
+  }
+  EXPECT_NE(cuda::sdpa_shape_problem({3, 96, 4, 2, 25}), "");
+  EXPECT_THROW(cuda::cudnn_sdpa_check_descriptors({3, 96, 4, 2, 25}), modsim::error);
+  EXPECT_GE(cuda::cudnn_version(), 90000u);
+}
+
+TEST(CudaFusedAttentionOptions, Fp32AnOddHeadSizeAndInBlockTimingAreRefused) {
+  MODSIM_REQUIRE_GPU();
+  MODSIM_REQUIRE_CUDNN();
+  auto gpu = make_cuda_backend();
+  workspace_options options;
+  options.fused_attention = true;
+  const block_shape mha = dense_shape(2, 64, 128, 4, 4, 256, mlp_kind::gelu, 0.5);
+  const block_shape odd = dense_shape(3, 96, 100, 4, 2, 200, mlp_kind::gelu, 0.3);  // d_head 25
+  auto kind_of = [&](const block_shape& s, dtype t) {
+    try {
+      gpu->make_workspace(s, t, options);
+    } catch (const modsim::error& e) {
+      return e.kind();
+    }
+    ADD_FAILURE() << "made a fused workspace it cannot run";
+    return error_kind::runtime;
+  };
+  EXPECT_EQ(kind_of(mha, dtype::fp32), error_kind::bad_input);
+  EXPECT_EQ(kind_of(odd, dtype::bf16), error_kind::bad_input);
+  auto g = gpu->make_workspace(mha, dtype::bf16, options);
+  std::vector<backend::op_time> times;
+  try {
+    gpu->timed_block_run(op::block_dense, *g, times);
+    ADD_FAILURE() << "timed a fused block in_block";
+  } catch (const modsim::error& e) {
+    EXPECT_EQ(e.kind(), error_kind::bad_input) << e.what();
+  }
 }
 
 }  // namespace
