@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Builds the GPU binaries here (no GPU needed) and packs them for a GPU session:
+#   scripts/gpu-pack.sh            -> .gpu-pack/modsim-gpu.tar.xz (ignored by git)
+# Configures the gpu-portable preset into build-gpu/ (sm_90, static host libraries, cudart
+# static; cuBLAS, and cuDNN for the fused attention, are found on the GPU machine at run time),
+# builds modsim and modsim_cuda_parity_tests (-j from MODSIM_JOBS, default 1: CUDA compiles
+# are heavy), strips both and packs them with xz. A device `run` then carries .gpu-pack and
+# runs scripts/gpu-session.sh (see reports/gpu/README.md).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+jobs=${MODSIM_JOBS:-1}
+pack="$root/.gpu-pack"
+export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=true
+cmake --preset gpu-portable > build-gpu.configure.log 2>&1 || { cat build-gpu.configure.log >&2; exit 1; }
+cmake --build build-gpu -j "$jobs" --target modsim modsim_cuda_parity_tests
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/bin"
+cp build-gpu/sim/cli/modsim build-gpu/tests/kernels/cuda/modsim_cuda_parity_tests "$stage/bin/"
+strip "$stage/bin/modsim" "$stage/bin/modsim_cuda_parity_tests"
+git rev-parse HEAD > "$stage/bin/REVISION" 2>/dev/null || echo unknown > "$stage/bin/REVISION"
+if ! git diff --quiet HEAD 2>/dev/null; then echo "dirty" >> "$stage/bin/REVISION"; fi
+mkdir -p "$pack"
+tar -C "$stage" -cJf "$pack/modsim-gpu.tar.xz" bin
+ls -l "$pack/modsim-gpu.tar.xz"
+size=$(stat -c %s "$pack/modsim-gpu.tar.xz")
+# The device tool carries at most 64 MiB together with the working tree.
+if (( size > 48 * 1024 * 1024 )); then echo "gpu-pack: the pack is over 48 MiB; the device call may refuse it" >&2; fi

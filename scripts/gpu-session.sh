@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# One GPU session in one device call: unpacks the binaries scripts/gpu-pack.sh built here and
+# runs, under a time budget, everything that needs the GPU, writing under $OUT:
+#   scripts/gpu-session.sh [check] [full I/N] ...     (default: check full 1/1)
+# Stages, in the order given:
+#   check     parity tests (CUDA vs CPU); compute-sanitizer memcheck on a small case; the peer:
+#             PyTorch's MoD block (eager, and SDPA forced to cuDNN, FlashAttention, math) and
+#             modsim's CUDA block on the same shapes (configs/grids/peer-gpu.json: bf16, B=8,
+#             S=2048, d=2048, H=16, d_ff=8192, dense and c = 1/8, 1/4, 1/2, 1) with each
+#             attention implementation, joined by profiler/peer/peer_csv.py into
+#             peer-<gpu>-<date>.csv and <gpu>.md.
+#   full I/N  shard I of N of `modsim profile --backend cuda --preset full`, timed; resumed
+#             from .gpu-pack/full-I-of-N.csv when that file was carried along; stopped cleanly
+#             (SIGINT: the point in progress finishes, the CSV stays valid) when the budget ends.
+# Environment: OUT (default out-gpu/), MODSIM_SESSION_S (seconds for the whole script, default
+# 570: one device command may run 600), MODSIM_PEER_COMPILE=1 (also time torch.compile; slow),
+# MODSIM_PACK (default .gpu-pack/modsim-gpu.tar.xz).
+# $OUT receives at most 8 files (the device tool's limit): summary.txt, the peer CSV and .md,
+# one CSV per full shard and logs.tar.xz with every log, raw CSV and metadata file.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+start=$(date +%s)
+budget=${MODSIM_SESSION_S:-570}
+out=${OUT:-$root/out-gpu}
+mkdir -p "$out"
+logs=$(mktemp -d)
+summary="$out/summary.txt"
+: > "$summary"
+say() { echo "$*" | tee -a "$summary"; }
+left() { echo $(( budget - ($(date +%s) - start) )); }
+
+pack=${MODSIM_PACK:-$root/.gpu-pack/modsim-gpu.tar.xz}
+bin=/tmp/modsim-gpu/bin
+if [[ -f "$pack" ]]; then
+  mkdir -p /tmp/modsim-gpu && tar -C /tmp/modsim-gpu -xJf "$pack"
+else
+  bin=${MODSIM_GPU_BIN:-$root/build-gpu/sim/cli}  # a build on the GPU machine itself
+fi
+modsim="$bin/modsim"
+parity="$bin/modsim_cuda_parity_tests"
+[[ -x "$parity" ]] || parity="$root/build-gpu/tests/kernels/cuda/modsim_cuda_parity_tests"
+[[ -x "$modsim" ]] || { say "gpu-session: no modsim binary (run scripts/gpu-pack.sh here and carry .gpu-pack)"; exit 2; }
+say "gpu-session: binaries of $(head -c 400 "$bin/REVISION" 2>/dev/null | tr '\n' ' ')"
+
+# cuBLAS and cuDNN are loaded at run time: the toolkit's folder, else the wheels PyTorch uses.
+libs=""
+for mod in nvidia.cublas nvidia.cudnn nvidia.cu13 nvidia.cuda_runtime; do
+  d=$(python3 -c "import $mod, os; print(os.path.join(list($mod.__path__)[0], 'lib'))" 2>/dev/null) || continue
+  [[ -d "$d" ]] && libs="$libs:$d"
+done
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do [[ -d "$d" ]] && libs="$libs:$d"; done
+# Wherever else Python's packages hold cuDNN or cuBLAS (wheel layouts differ between versions).
+for site in $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null); do
+  for f in $(find "$site" -maxdepth 5 \( -name 'libcudnn.so.9' -o -name 'libcublas.so.1[0-9]' \) 2>/dev/null); do
+    libs="$libs:$(dirname "$f")"
+  done
+done
+export LD_LIBRARY_PATH="${libs#:}:${LD_LIBRARY_PATH:-}"
+echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH" > "$logs/env.txt"
+ls $(echo "$libs" | tr ':' ' ') 2>/dev/null | grep -E 'libcudnn|libcublas' >> "$logs/env.txt"
+
+gpu=no-gpu
+if command -v nvidia-smi > /dev/null; then
+  nvidia-smi > "$logs/nvidia-smi.txt" 2>&1
+  name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+  gpu=$(echo "$name" | sed 's/NVIDIA//' | grep -oiE '\b[a-z]{1,2}[0-9]{2,4}[a-z]?\b' | head -1 | tr '[:upper:]' '[:lower:]')
+  [[ -n "$gpu" ]] || gpu=$(echo "$name" | tr '[:upper:] ' '[:lower:]-' | tr -cd 'a-z0-9-')
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu \
+    --format=csv > "$logs/clocks-start.csv" 2>&1
+fi
+day=$(date -u +%Y-%m-%d)
+say "gpu-session: $gpu, $day, budget ${budget}s"
+
+run_check() {
+  local t0=$(date +%s)
+  say "== parity (CUDA vs CPU)"
+  MODSIM_REQUIRE_CUDNN=1 "$parity" --gtest_output="json:$logs/parity.json" > "$logs/parity.txt" 2>&1
+  say "parity: exit $? — $(grep -E '^\[ +(PASSED|FAILED|SKIPPED) +\] [0-9]+ tests?[,.]' "$logs/parity.txt" | tr '\n' ' ')"
+  grep -E '^\[  FAILED  \]' "$logs/parity.txt" | head -20 | tee -a "$summary"
+
+  say "== compute-sanitizer memcheck (small case)"
+  if command -v compute-sanitizer > /dev/null; then
+    MODSIM_REQUIRE_CUDNN=1 compute-sanitizer --tool memcheck --error-exitcode 9 "$parity" \
+      --gtest_filter='Cases/CudaParity.*/mha_gelu_*:Cases/CudaParity.*/odd_gqa_gelu_bf16:*Fused*' \
+      > "$logs/memcheck.txt" 2>&1
+    say "memcheck: exit $? — $(grep -E 'ERROR SUMMARY' "$logs/memcheck.txt" | tail -1)"
+  else
+    say "memcheck: compute-sanitizer not on PATH"
+  fi
+
+  say "== peer: PyTorch MoD block and modsim's CUDA block, same shapes"
+  local impls="eager sdpa-cudnn sdpa-flash sdpa-math"
+  [[ "${MODSIM_PEER_COMPILE:-0}" == 1 ]] && impls="$impls compiled"
+  PYTHONUNBUFFERED=1 python3 profiler/peer/mod_block_torch.py --out "$logs/peer-torch.csv" --batch 8 --seq 2048 \
+    --d-model 2048 --heads 16 --capacities 0.125 0.25 0.5 1.0 --impls $impls --warmup 8 --repeats 40 \
+    > "$logs/peer-torch.log" 2>&1
+  say "peer torch: exit $?"
+  tail -n 30 "$logs/peer-torch.log" >> "$summary"
+  local attn
+  for attn in unfused fused; do
+    "$modsim" profile --backend cuda --grid configs/grids/peer-gpu.json --attention "$attn" \
+      --out "$logs/peer-modsim-$attn.csv" --format table > "$logs/peer-modsim-$attn.txt" 2> "$logs/peer-modsim-$attn.log"
+    say "peer modsim ($attn attention): exit $?"
+    cat "$logs/peer-modsim-$attn.txt" >> "$summary"
+  done
+  python3 profiler/peer/peer_csv.py --modsim "$logs/peer-modsim-unfused.csv" --torch "$logs/peer-torch.csv" \
+    --out-dir "$out" --date "$day" --attention unfused > "$logs/peer-csv.log" 2>&1
+  say "peer csv (unfused): exit $? $(tr '\n' ' ' < "$logs/peer-csv.log")"
+  if [[ -s "$logs/peer-modsim-fused.csv" ]]; then
+    mkdir -p "$logs/fused"
+    python3 profiler/peer/peer_csv.py --modsim "$logs/peer-modsim-fused.csv" --torch "$logs/peer-torch.csv" \
+      --out-dir "$logs/fused" --date "$day" --attention fused >> "$logs/peer-csv.log" 2>&1
+    say "peer csv (fused, in logs/fused): exit $?"
+  fi
+  [[ -f "$out/$gpu.md" ]] && cat "$out/$gpu.md" >> "$summary"
+  say "check: $(( $(date +%s) - t0 )) s"
+}
+
+run_full() {  # $1 = I/N
+  local shard=$1 tag=${1/\//-of-}
+  local csv="$out/full-$tag.csv"
+  [[ -f "$root/.gpu-pack/full-$tag.csv" ]] && cp "$root/.gpu-pack/full-$tag.csv" "$csv"
+  local limit=$(( $(left) - 25 ))
+  if (( limit < 30 )); then say "full $shard: no time left (${limit}s)"; return 0; fi
+  say "== full preset, shard $shard, ${limit}s at most"
+  local t0=$(date +%s)
+  timeout -s INT -k 20 "$limit" "$modsim" profile --backend cuda --preset full --shard "$shard" --out "$csv" \
+    --resume --format csv > /dev/null 2> "$logs/full-$tag.log"
+  local rc=$?
+  local rows=0
+  [[ -s "$csv" ]] && rows=$(( $(wc -l < "$csv") - 1 ))
+  local points=$("$modsim" profile --backend cuda --preset full --shard "$shard" --dry-run 2>&1 >/dev/null | tail -1)
+  say "full $shard: exit $rc, $(( $(date +%s) - t0 )) s, $rows rows in full-$tag.csv ($points)"
+  tail -n 3 "$logs/full-$tag.log" >> "$summary"
+  cp "${csv%.csv}.meta.json" "$logs/" 2>/dev/null
+}
+
+stages=("$@")
+(( ${#stages[@]} )) || stages=(check full 1/1)
+i=0
+while (( i < ${#stages[@]} )); do
+  case "${stages[$i]}" in
+    check) run_check ;;
+    full) run_full "${stages[$((i + 1))]:-1/1}"; i=$((i + 1)) ;;
+    *) say "gpu-session: unknown stage '${stages[$i]}' (check, full I/N)" ;;
+  esac
+  i=$((i + 1))
+done
+
+command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu \
+  --format=csv > "$logs/clocks-end.csv" 2>&1
+rm -f "$out"/*.meta.json
+tar -C "$logs" -cJf "$out/logs.tar.xz" .
+say "gpu-session: $(( $(date +%s) - start )) s; files in $out: $(ls "$out" | tr '\n' ' ')"
+rm -rf "$logs"
