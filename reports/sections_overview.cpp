@@ -1,0 +1,185 @@
+// The report's summary sections: the verdict (headline cards and the findings in a few
+// lines), the configuration, the models compared and the method (reports/sections.hpp).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "reports/document.hpp"
+#include "reports/sections.hpp"
+#include "reports/text.hpp"
+#include "reports/views.hpp"
+#include "sim/flops.hpp"
+#include "sim/io.hpp"
+
+namespace modsim::reports::detail {
+
+section verdict_section(const report_data& d) {
+  section s{"verdict", "Verdict", "Verdict", {}};
+  const model_result& m = subject(d);
+  const sim::prediction& p = m.pred;
+  const double mm_ratio = static_cast<double>(m.flops.totals.matmul_flops) /
+                          static_cast<double>(std::max<std::int64_t>(1, m.flops.totals.dense_matmul_flops));
+  block cards{block::kind::cards, {}, {}, {}, {}, {}};
+  cards.items.push_back(times(mm_ratio) + "\x1F" + "matmul FLOPs vs dense");
+  cards.items.push_back(times(p.time_ratio) + "\x1F" + "predicted time vs dense");
+  if (d.serving && d.serving->runs.size() == 2) {
+    const auto& a = d.serving->runs[0].summary;
+    const auto& b = d.serving->runs[1].summary;
+    cards.items.push_back(ratio_or_dash(b.tpot_s.p50, a.tpot_s.p50) + "\x1F" + "serving TPOT p50 vs dense");
+    cards.items.push_back(ratio_or_dash(b.kv_peak_bytes, a.kv_peak_bytes) + "\x1F" + "KV cache peak vs dense");
+  }
+  if (d.validation)
+    cards.items.push_back(fmt::format("{:.1f}%", d.validation->summary.median_abs_pct_error) + "\x1F" +
+                          "median |error| vs measured");
+  s.blocks.push_back(cards);
+
+  std::vector<std::string> items;
+  items.push_back(fmt::format(
+      "**{} ({})**: {} the matmul FLOPs and {} the predicted wall-clock of its dense baseline on {}, {} ({} → {} "
+      "ms{}).",
+      model_label(m.model), routing_short(m.model), times(mm_ratio), times(p.time_ratio), hw_phrase(d),
+      workload_text(d.load), ms(p.dense.total_s), ms(p.model.total_s),
+      p.expected_error ? fmt::format(", each ±{:.1f}% at p90 by the calibration's cross-validation",
+                                     p.expected_error->p90_abs_pct_error)
+                       : std::string()));
+  // The gap in words: the two largest terms.
+  std::vector<std::pair<double, std::string>> terms;
+  for (const auto& t : gap_terms()) terms.emplace_back(p.gap.*(t.field), t.label);
+  std::sort(terms.begin(), terms.end(),
+            [](const auto& a, const auto& b) { return std::abs(a.first) > std::abs(b.first); });
+  std::string parts;
+  for (const auto& [v, label] : terms) parts += (parts.empty() ? "" : ", ") + label + " " + signed_points(v);
+  items.push_back(
+      fmt::format("**The gap**: FLOPs (matmul + elementwise) fall to {}, time to {}: {} points of dense time "
+                  "are not saved — {}.",
+                  pct(p.flop_ratio), pct(p.time_ratio), signed_points(p.time_ratio - p.flop_ratio), parts));
+  // The sweep.
+  const sim::sweep_point* best = nullptr;
+  for (const auto& pt : d.sweep.points)
+    if (pt.feasible && (!best || pt.time_s < best->time_s)) best = &pt;
+  const int paper = sim::paper_point_index(d.sweep);
+  if (best) {
+    std::string line =
+        fmt::format("**Design space**: {} configurations; the fastest is {} at {} the time ({} the FLOPs)",
+                    d.sweep.points.size(), best->description, times(best->time_ratio), times(best->flops_ratio));
+    if (paper >= 0) {
+      const auto& pp = d.sweep.points[static_cast<std::size_t>(paper)];
+      line += fmt::format("; the paper's 12.5% every-other point: {} FLOPs, {} time{}", times(pp.flops_ratio),
+                          times(pp.time_ratio), pp.pareto ? ", on the Pareto front" : "");
+    }
+    items.push_back(line + ".");
+  }
+  if (d.serving && d.serving->runs.size() == 2) {
+    const auto& a = d.serving->runs[0].summary;
+    const auto& b = d.serving->runs[1].summary;
+    items.push_back(fmt::format(
+        "**Serving** ({} requests at {:.1f}/s, simulated): TTFT p50 {} → {} ms ({}), TPOT p50 {} → {} ms ({}), "
+        "throughput {:.0f} → {:.0f} tok/s, KV cache peak {:.1f} → {:.1f} MB ({}).",
+        d.serving->scenario.requests, d.serving->scenario.rate_per_s, ms(a.ttft_s.p50), ms(b.ttft_s.p50),
+        ratio_or_dash(b.ttft_s.p50, a.ttft_s.p50), ms(a.tpot_s.p50), ms(b.tpot_s.p50),
+        ratio_or_dash(b.tpot_s.p50, a.tpot_s.p50), a.throughput_tok_s, b.throughput_tok_s,
+        static_cast<double>(a.kv_peak_bytes) / 1e6, static_cast<double>(b.kv_peak_bytes) / 1e6,
+        ratio_or_dash(b.kv_peak_bytes, a.kv_peak_bytes)));
+  }
+  if (d.validation) {
+    const auto& v = *d.validation;
+    const bool same = v.hardware == d.hardware.name;
+    const std::string other =
+        same || (v.folds > 0 && d.hardware.name.find(v.hardware) == 0)
+            ? std::string()
+            : fmt::format(" — measured on {}, not on {}: this checks the method, not the {} numbers", v.hardware,
+                          d.hardware.name, d.hardware.name);
+    if (v.folds > 0)
+      items.push_back(fmt::format(
+          "**Trust**: against {} measured blocks on {} the calibrated cost model is off by {:.1f}% (median |error|), "
+          "{:.1f}% at p90 — {}-fold cross-validation by shape: no block was predicted by a calibration that saw it or "
+          "any op of its shape{}.",
+          v.summary.points, short_device(v.device), v.summary.median_abs_pct_error, v.summary.p90_abs_pct_error,
+          v.folds, other));
+    else
+      items.push_back(
+          fmt::format("**Trust**: against {} measured blocks on {} the {} cost model is off by {:.1f}% "
+                      "(median |error|), {:.1f}% at p90{}.",
+                      v.summary.points, short_device(v.device),
+                      v.cost_label.rfind("calibrated", 0) == 0 ? "calibrated" : "uncalibrated",
+                      v.summary.median_abs_pct_error, v.summary.p90_abs_pct_error, other));
+  } else {
+    items.push_back("**Trust**: no measurements in this report — " + d.validation_missing + ".");
+  }
+  s.blocks.push_back(bullets(items));
+  return s;
+}
+
+section configuration_section(const report_data& d) {
+  section s{"configuration", "Configuration", "Configuration", {}};
+  const auto& m = subject(d).model;
+  table t{{"", ""}, {false, false}, {}, {}};
+  t.rows.push_back({"model", model_label(m) + (m.source_file.empty() ? "" : " (" + m.source_file + ")")});
+  t.rows.push_back(
+      {"dimensions",
+       fmt::format("d_model {}, {} layers, {} heads ({} KV), d_head {}, d_ff {}, vocab {}, {}", m.d_model, m.n_layers,
+                   m.n_heads, m.n_kv_heads, m.d_head, m.d_ff, m.vocab_size, sim::to_string(m.mlp))});
+  t.rows.push_back({"parameters", fmt::format("{:.1f} M", static_cast<double>(subject(d).flops.params) / 1e6)});
+  t.rows.push_back({"routing", routing_text(m)});
+  if (m.mode)
+    t.rows.push_back(
+        {"MoE", fmt::format("{}: {} experts, top-{}, capacity factor {:g}, {} no-op", sim::to_string(m.mode->variant),
+                            m.mode->experts, m.mode->top_k, m.mode->capacity_factor, m.mode->noop_experts)});
+  const auto& h = d.hardware;
+  t.rows.push_back({"hardware", h.name + (h.source_file.empty() ? "" : " (" + h.source_file + ")")});
+  t.rows.push_back({"hardware numbers", h.source.empty() ? "(source not stated)" : h.source});
+  const sim::dtype dt = d.load.type;
+  t.rows.push_back({"peaks", fmt::format("{:.1f} TFLOP/s matmul, {:.1f} TFLOP/s vector ({}), {:.2f} TB/s memory",
+                                         h.peak_matmul_flops.of(dt) / 1e12, h.peak_vector_flops.of(dt) / 1e12,
+                                         sim::to_string(dt), h.memory_bandwidth_bytes_s / 1e12)});
+  t.rows.push_back({"launch", fmt::format("{:.1f} µs per kernel (device), {:.1f} µs host enqueue",
+                                          h.kernel_launch_s * 1e6, h.host_enqueue_s * 1e6)});
+  t.rows.push_back({"cost model", d.cost_label});
+  t.rows.push_back({"workload", workload_text(d.load)});
+  s.blocks.push_back(table_block(t));
+  return s;
+}
+
+section models_section(const report_data& d) {
+  section s{"models", "Models", "Models", {}};
+  s.blocks.push_back(paragraph("Every model given, each against its own dense baseline, same hardware and workload."));
+  table t{{"model", "routing", "params M", "GFLOP", "FLOPs × dense", "time ms", "time × dense"},
+          {false, false, true, true, true, true, true},
+          {},
+          {}};
+  for (const auto& m : d.models) {
+    t.rows.push_back({model_label(m.model), routing_short(m.model),
+                      fmt::format("{:.1f}", static_cast<double>(m.flops.params) / 1e6),
+                      gflop(m.flops.totals.matmul_flops),
+                      ratio_or_dash(m.flops.totals.matmul_flops, m.flops.totals.dense_matmul_flops),
+                      ms(m.pred.model.total_s), times(m.pred.time_ratio)});
+  }
+  s.blocks.push_back(table_block(t));
+  return s;
+}
+
+section method_section(const report_data& d) {
+  section s{"method", "Method and reproduction", "Method", {}};
+  s.blocks.push_back(bullets({
+      "FLOPs: exact per-op formulas (`sim/flops.hpp`): a matmul (m×k)(k×n) is 2mnk FLOPs, attention counts the full "
+      "n×n "
+      "square, elementwise work is counted apart. Ratios in this report are of matmul FLOPs unless they say otherwise; "
+      "the gap uses matmul + elementwise FLOPs.",
+      "Time: uncalibrated, each op's roofline time on the hardware (max of compute and memory time) plus one launch "
+      "per kernel. Calibrated on a GPU, each op is the kernels the CUDA backend launches for it, each a floor plus a "
+      "wave-quantised compute bound or a bandwidth bound with fitted efficiencies, run through a host queue and a "
+      "device queue (`sim/kernel_model.hpp`); on a CPU, per-op efficiency curves (`sim/cost.hpp`). A prediction, not "
+      "a measurement: the calibration's cross-validated error is its expected error band.",
+      "Serving: the discrete-event simulator (`sim/des/`) runs every step's kernels on a host queue and a GPU stream.",
+      "Generated " + d.generated + (d.command_line.empty() ? std::string() : " by `" + d.command_line + "`") + ".",
+  }));
+  return s;
+}
+
+}  // namespace modsim::reports::detail
