@@ -6,25 +6,11 @@
 #include <cmath>
 #include <string>
 
-#include "sim/error.hpp"
-#include "sim/spec.hpp"
+#include "core/error.hpp"
 
 namespace modsim::kernels {
 
 namespace {
-
-constexpr std::array<std::string_view, op_count> op_names = {
-    "router",      "topk",        "gather",    "attn_norm",  "qkv_proj",      "attn_scores", "attn_softmax",
-    "attn_values", "out_proj",    "mlp_norm",  "mlp_up",     "mlp_gate",      "mlp_act",     "mlp_down",
-    "scatter",     "block_dense", "block_mod", "layer_mode", "expert_router", "experts",
-};
-
-constexpr std::array<op, op_count> ops = {
-    op::router,      op::topk,         op::gather,      op::attn_norm,     op::qkv_proj,
-    op::attn_scores, op::attn_softmax, op::attn_values, op::out_proj,      op::mlp_norm,
-    op::mlp_up,      op::mlp_gate,     op::mlp_act,     op::mlp_down,      op::scatter,
-    op::block_dense, op::block_mod,    op::layer_mode,  op::expert_router, op::experts,
-};
 
 constexpr std::array<std::string_view, tensor_count> tensor_names = {
     "x",
@@ -71,40 +57,6 @@ void require_positive(std::int64_t value, const char* field) {
 
 }  // namespace
 
-std::span<const op> all_ops() { return ops; }
-
-std::string_view to_string(op o) {
-  const auto i = static_cast<std::size_t>(o);
-  return i < op_names.size() ? op_names[i] : std::string_view("unknown");
-}
-
-op parse_op(std::string_view name) {
-  for (std::size_t i = 0; i < op_names.size(); ++i)
-    if (op_names[i] == name) return ops[i];
-  throw input_error("", "op", "unknown op '" + std::string(name) + "'");
-}
-
-bool is_block(op o) { return o == op::block_dense || o == op::block_mod || o == op::layer_mode; }
-
-std::string_view to_string(dtype t) {
-  switch (t) {
-    case dtype::fp32:
-      return "fp32";
-    case dtype::bf16:
-      return "bf16";
-    case dtype::fp16:
-      return "fp16";
-  }
-  return "unknown";
-}
-
-dtype parse_dtype(std::string_view name) {
-  if (name == "fp32") return dtype::fp32;
-  if (name == "bf16") return dtype::bf16;
-  if (name == "fp16") return dtype::fp16;
-  throw input_error("", "dtype", "unknown dtype '" + std::string(name) + "' (fp32, bf16, fp16)");
-}
-
 std::string_view to_string(tensor t) {
   const auto i = static_cast<std::size_t>(t);
   return i < tensor_names.size() ? tensor_names[i] : std::string_view("unknown");
@@ -118,9 +70,7 @@ tensor result_tensor(op o, const block_shape& shape) {
   return tensor::out;
 }
 
-std::int64_t routed_tokens(double capacity, std::int64_t seq_len) { return sim::routed_tokens(capacity, seq_len); }
-
-std::int64_t block_shape::routed_tokens() const { return kernels::routed_tokens(capacity, seq_len); }
+std::int64_t block_shape::routed_tokens() const { return modsim::routed_tokens(capacity, seq_len); }
 
 std::int64_t block_shape::block_tokens() const {
   return variant == mode_variant::integrated ? seq_len : routed_tokens();
@@ -152,6 +102,10 @@ void block_shape::validate() const {
   if (!(capacity > 0.0 && capacity <= 1.0))
     throw input_error("", field_error_key("capacity"), "must be in (0, 1], got " + std::to_string(capacity));
   if (variant == mode_variant::none) return;
+  if (variant == mode_variant::moe)
+    throw input_error(
+        "", field_error_key("variant"),
+        "a block has no 'moe' variant: an MoE layer without routing is 'integrated' with no no-op experts");
   require_positive(experts, "experts");
   if (top_k != 1)
     throw input_error("", field_error_key("top_k"),

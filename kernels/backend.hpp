@@ -19,53 +19,24 @@
 #include <string_view>
 #include <vector>
 
+#include "core/op_table.hpp"
+#include "core/types.hpp"
+
 namespace modsim::kernels {
 
-// The operations a backend runs. The names (to_string/parse_op) are a contract shared with
-// sim/flops, the profiler's CSV and the grid files.
-enum class op {
-  router,         // r = x·w over all B·S tokens
-  topk,           // per sequence: k positions with the largest r, sorted by position
-  gather,         // x̃ = x[idx], r̃ = r[idx]
-  attn_norm,      // RMSNorm(block input)·g_attn; RMSNorm(v) = v / sqrt(mean(v²) + 1e-6)
-  qkv_proj,       // Q, K, V projections (GQA: K, V have n_kv_heads heads)
-  attn_scores,    // S = Q·Kᵀ/sqrt(d_head) per (sequence, head), the full n×n square
-  attn_softmax,   // causal softmax of S, in place
-  attn_values,    // O = P·V per (sequence, head)
-  out_proj,       // h = block input + O·W_o
-  mlp_norm,       // RMSNorm(h)·g_mlp
-  mlp_up,         // u·W_up
-  mlp_gate,       // u·W_gate (swiglu only)
-  mlp_act,        // gelu(up) or silu(gate)·up, in place in mlp_hidden
-  mlp_down,       // y = h + hidden·W_down
-  scatter,        // out_i = x_i + r_i·(y_j − x̃_j) for routed i (Equation 1); see tensor::out
-  block_dense,    // the whole block over all S tokens: y = x + Δ
-  block_mod,      // router → topk → gather → block on x̃ → scatter: out
-  layer_mode,     // MoDE layer (shape.variant staged or integrated)
-  expert_router,  // MoE: logits = u·W_e, top-1 choice, gate, per-expert capacity
-  experts,        // MoE: y = h + gate·expert(u) for tokens an expert kept
-};
-
-inline constexpr int op_count = 20;
-
-// Every op in declaration order.
-std::span<const op> all_ops();
-std::string_view to_string(op o);
-// Throws modsim::error (bad_input) naming the unknown name.
-op parse_op(std::string_view name);
-// block_dense, block_mod and layer_mode: the ops that run a whole block of other ops.
-bool is_block(op o);
-
-enum class dtype { fp32, bf16, fp16 };
-std::string_view to_string(dtype t);
-dtype parse_dtype(std::string_view name);  // throws modsim::error (bad_input)
-
-enum class mlp_kind { gelu, swiglu };
-// MoDE (paper §5). none: no MoE. staged: MoD routing (router/topk/gather at `capacity`)
-// around a block whose MLP is an MoE of `experts` experts. integrated: attention over all
-// tokens, then an MoE MLP with `experts` real and `noop_experts` no-op experts; a token that
-// chooses a no-op expert skips the MLP.
-enum class mode_variant { none, staged, integrated };
+// The operations, their names and the shared enums come from the one op table
+// (core/op_table.hpp) and core/types.hpp; a backend runs the ops of kernel_ops().
+using modsim::dtype;
+using modsim::info;
+using modsim::is_block;
+using modsim::kernel_ops;
+using modsim::mlp_kind;
+using modsim::mode_variant;
+using modsim::op;
+using modsim::parse_dtype;
+using modsim::parse_op;
+using modsim::routed_tokens;
+using modsim::to_string;
 
 struct block_shape {
   std::int64_t batch = 1;
@@ -100,9 +71,6 @@ struct block_shape {
   // Throws modsim::error (bad_input) naming the field ("block_shape.capacity", ...).
   void validate() const;
 };
-
-// k = clamp(ceil(capacity·seq_len), 1, seq_len), computed robustly (see block_shape).
-std::int64_t routed_tokens(double capacity, std::int64_t seq_len);
 
 // The buffers of a workspace. Row counts use T = batch·S, n = tokens per sequence of the
 // last block that ran (S for block_dense / integrated, k for routed blocks; block_tokens()
@@ -166,6 +134,12 @@ tensor result_tensor(op o, const block_shape& shape);
 struct workspace_options {
   std::uint64_t seed = 1;  // all weights and inputs are drawn from it
   int input_copies = 1;    // independent copies of x (and out) that rotate() cycles through
+  // Blocks run attention as one fused kernel (scores, causal softmax and values; no n×n scores
+  // in memory) instead of the attn_scores → attn_softmax → attn_values ops. Only the CUDA
+  // backend has one (cuDNN, bf16; it refuses fp32 as bad_input and a missing cuDNN as a
+  // runtime error); the CPU backend has none (callers must not ask it: the profiler refuses
+  // --attention fused there). The single attention ops stay the unfused ones.
+  bool fused_attention = false;
 };
 
 // Everything one block needs, allocated once by a backend: weights, inputs, intermediates.

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 namespace modsim::profiler {
 

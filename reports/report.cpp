@@ -15,7 +15,7 @@
 #include "sim/cost.hpp"
 #include "sim/des/execution.hpp"
 #include "sim/des/step.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 namespace modsim::reports {
 

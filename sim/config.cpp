@@ -10,7 +10,7 @@
 #include <sstream>
 #include <vector>
 
-#include "sim/error.hpp"
+#include "core/error.hpp"
 #include "sim/json_reader.hpp"
 
 namespace json = boost::json;
@@ -21,15 +21,13 @@ namespace {
 using object_reader = json_reader;
 
 mlp_kind parse_mlp(const std::string& s, const std::string& file, const std::string& key) {
-  if (s == "gelu") return mlp_kind::gelu;
-  if (s == "swiglu") return mlp_kind::swiglu;
+  if (auto m = modsim::find_mlp_kind(s)) return *m;
   throw input_error(file, key, "unknown mlp '" + s + "' (expected gelu or swiglu)");
 }
 
 mode_variant parse_variant(const std::string& s, const std::string& file, const std::string& key) {
-  if (s == "moe") return mode_variant::moe;
-  if (s == "staged") return mode_variant::staged;
-  if (s == "integrated") return mode_variant::integrated;
+  const auto v = modsim::find_mode_variant(s);
+  if (v && *v != mode_variant::none) return *v;
   throw input_error(file, key, "unknown variant '" + s + "' (expected moe, staged or integrated)");
 }
 
@@ -269,9 +267,7 @@ run_mode parse_run_mode(std::string_view text, const std::string& file, const st
 }
 
 dtype parse_dtype(std::string_view text, const std::string& file, const std::string& key) {
-  if (text == "fp32") return dtype::fp32;
-  if (text == "bf16") return dtype::bf16;
-  if (text == "fp16") return dtype::fp16;
+  if (auto t = find_dtype(text)) return *t;
   throw input_error(file, key, "unknown dtype '" + std::string(text) + "' (expected fp32, bf16 or fp16)");
 }
 

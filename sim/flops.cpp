@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 namespace modsim::sim {
 namespace {
@@ -426,59 +426,84 @@ double expert_slots(const expected_op_shape& s) { return slots(dims_of(s)); }
 }  // namespace ops
 
 namespace {
-struct op_entry {
-  std::string_view name;
-  const char* op_class;
-  op_cost (*exact)(const op_shape&);
-  op_cost (*expected)(const expected_op_shape&);
-};
-
-#define MODSIM_OP_ENTRY(name, cls) \
-  op_entry { #name, cls, &ops::name, &ops::name }
-const std::array<op_entry, 19> k_ops = {
-    MODSIM_OP_ENTRY(router, "routing"),        MODSIM_OP_ENTRY(topk, "routing"),
-    MODSIM_OP_ENTRY(gather, "routing"),        MODSIM_OP_ENTRY(predictor, "routing"),
-    MODSIM_OP_ENTRY(attn_norm, "norm"),        MODSIM_OP_ENTRY(qkv_proj, "attn_proj"),
-    MODSIM_OP_ENTRY(attn_scores, "attn_core"), MODSIM_OP_ENTRY(attn_softmax, "attn_core"),
-    MODSIM_OP_ENTRY(attn_values, "attn_core"), MODSIM_OP_ENTRY(out_proj, "attn_proj"),
-    MODSIM_OP_ENTRY(mlp_norm, "norm"),         MODSIM_OP_ENTRY(mlp_up, "mlp"),
-    MODSIM_OP_ENTRY(mlp_gate, "mlp"),          MODSIM_OP_ENTRY(mlp_act, "mlp"),
-    MODSIM_OP_ENTRY(mlp_down, "mlp"),          MODSIM_OP_ENTRY(expert_router, "moe"),
-    MODSIM_OP_ENTRY(experts, "moe"),           MODSIM_OP_ENTRY(scatter, "routing"),
-    MODSIM_OP_ENTRY(lm_head, "lm_head"),
-};
-#undef MODSIM_OP_ENTRY
-
-const op_entry& entry_of(std::string_view op) {
-  for (const op_entry& e : k_ops) {
-    if (e.name == op) return e;
+// The `flops` column of the op table (core/op_table.hpp): the formula of each op. The switch
+// names every enumerator, so a new op without a formula does not compile (-Wswitch).
+template <class Shape>
+op_cost formula_of(modsim::op o, const Shape& s) {
+  using enum modsim::op;
+  switch (o) {
+    case router:
+      return ops::router(s);
+    case topk:
+      return ops::topk(s);
+    case gather:
+      return ops::gather(s);
+    case predictor:
+      return ops::predictor(s);
+    case attn_norm:
+      return ops::attn_norm(s);
+    case qkv_proj:
+      return ops::qkv_proj(s);
+    case attn_scores:
+      return ops::attn_scores(s);
+    case attn_softmax:
+      return ops::attn_softmax(s);
+    case attn_values:
+      return ops::attn_values(s);
+    case out_proj:
+      return ops::out_proj(s);
+    case mlp_norm:
+      return ops::mlp_norm(s);
+    case mlp_up:
+      return ops::mlp_up(s);
+    case mlp_gate:
+      return ops::mlp_gate(s);
+    case mlp_act:
+      return ops::mlp_act(s);
+    case mlp_down:
+      return ops::mlp_down(s);
+    case scatter:
+      return ops::scatter(s);
+    case expert_router:
+      return ops::expert_router(s);
+    case experts:
+      return ops::experts(s);
+    case lm_head:
+      return ops::lm_head(s);
+    case block_dense:
+    case block_mod:
+    case layer_mode:
+      break;
   }
-  throw input_error("", "op", "unknown op '" + std::string(op) + "'");
+  throw input_error("", "op", "'" + std::string(to_string(o)) + "' is a whole block (block_costs lists its ops)");
+}
+
+modsim::op model_op(std::string_view name) {
+  const auto o = find_op(name);
+  if (!o || is_block(*o)) throw input_error("", "op", "unknown op '" + std::string(name) + "'");
+  return *o;
 }
 }  // namespace
 
 const std::vector<std::string_view>& op_names() {
   static const std::vector<std::string_view> names = [] {
     std::vector<std::string_view> v;
-    for (const op_entry& e : k_ops) v.push_back(e.name);
+    for (modsim::op o : model_ops()) v.push_back(to_string(o));
     return v;
   }();
   return names;
 }
 
 const char* op_class_of(std::string_view op) {
-  if (op == "block_dense" || op == "block_mod" || op == "layer_mode") return "block";
-  return entry_of(op).op_class;
+  const auto o = find_op(op);
+  if (!o) throw input_error("", "op", "unknown op '" + std::string(op) + "'");
+  return info(*o).op_class.data();  // the table's literals are NUL-terminated
 }
 
-const std::vector<std::string_view>& op_classes() {
-  static const std::vector<std::string_view> classes = {"routing", "norm", "attn_proj", "attn_core",
-                                                        "mlp",     "moe",  "lm_head"};
-  return classes;
-}
-
-op_cost cost_of(std::string_view op, const op_shape& s) { return entry_of(op).exact(s); }
-op_cost cost_of(std::string_view op, const expected_op_shape& s) { return entry_of(op).expected(s); }
+op_cost cost_of(std::string_view op, const op_shape& s) { return formula_of(model_op(op), s); }
+op_cost cost_of(std::string_view op, const expected_op_shape& s) { return formula_of(model_op(op), s); }
+op_cost cost_of(modsim::op o, const op_shape& s) { return formula_of(o, s); }
+op_cost cost_of(modsim::op o, const expected_op_shape& s) { return formula_of(o, s); }
 
 std::vector<op_cost> layer_costs(const op_shape& s, layer_kind kind) {
   std::vector<op_cost> out;
@@ -517,6 +542,8 @@ std::vector<op_cost> block_costs(std::string_view block, const op_shape& s, doub
         return layer_costs(x, {false, true});
       case mode_variant::staged:
         return layer_costs(x, {true, true});
+      case mode_variant::none:
+        throw input_error("", "variant", "layer_mode needs an MoE variant (moe, staged or integrated)");
     }
   }
   throw input_error("", "op",

@@ -80,6 +80,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/op_table.hpp"
 #include "sim/spec.hpp"
 
 namespace modsim::sim {
@@ -164,13 +165,16 @@ const std::vector<std::string_view>& op_names();
 // "moe" (expert_router, experts), "lm_head"; "block" for block_dense, block_mod and
 // layer_mode. Throws modsim::error (bad_input) for an unknown name.
 const char* op_class_of(std::string_view op);
-// The classes in display order.
-const std::vector<std::string_view>& op_classes();
+// The classes in display order (the op table's).
+using modsim::op_classes;
 
 // The op named `op` (an op_names() entry) at shape `s`. Throws modsim::error (bad_input)
 // for an unknown name.
 op_cost cost_of(std::string_view op, const op_shape& s);
 op_cost cost_of(std::string_view op, const expected_op_shape& s);
+// The same by enumerator (the op table's `flops` column). Throws for a whole block.
+op_cost cost_of(modsim::op o, const op_shape& s);
+op_cost cost_of(modsim::op o, const expected_op_shape& s);
 
 // What one layer runs around and inside its block.
 struct layer_kind {

@@ -5,7 +5,7 @@
 #include <sstream>
 #include <vector>
 
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 namespace json = boost::json;
 

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <set>
 
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 namespace modsim::sim {
 

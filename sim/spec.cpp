@@ -51,22 +51,6 @@ model_spec dense_baseline(const model_spec& model) {
   return dense;
 }
 
-int dtype_bytes(dtype t) { return t == dtype::fp32 ? 4 : 2; }
-
-const char* to_string(dtype t) {
-  switch (t) {
-    case dtype::fp32:
-      return "fp32";
-    case dtype::bf16:
-      return "bf16";
-    case dtype::fp16:
-      return "fp16";
-  }
-  return "?";
-}
-
-const char* to_string(mlp_kind m) { return m == mlp_kind::gelu ? "gelu" : "swiglu"; }
-
 const char* to_string(run_mode m) {
   switch (m) {
     case run_mode::forward:
@@ -75,18 +59,6 @@ const char* to_string(run_mode m) {
       return "train";
     case run_mode::decode:
       return "decode";
-  }
-  return "?";
-}
-
-const char* to_string(mode_variant v) {
-  switch (v) {
-    case mode_variant::moe:
-      return "moe";
-    case mode_variant::staged:
-      return "staged";
-    case mode_variant::integrated:
-      return "integrated";
   }
   return "?";
 }

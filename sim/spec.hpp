@@ -9,13 +9,21 @@
 #include <string>
 #include <vector>
 
+#include "core/types.hpp"
+
 namespace modsim::sim {
 
-enum class mlp_kind { gelu, swiglu };
-enum class dtype { fp32, bf16, fp16 };
+// The shared enums (core/types.hpp): one definition for the kernels and the models.
+using modsim::dtype;
+using modsim::dtype_bytes;
+using modsim::find_dtype;
+using modsim::mlp_kind;
+using modsim::mode_variant;
+using modsim::routed_tokens;
+using modsim::to_string;
+
 enum class schedule_kind { none, all, every_other, every_nth, list };
 enum class inference_routing { predictor, router };
-enum class mode_variant { moe, staged, integrated };
 enum class run_mode { forward, train, decode };
 
 // Which layers are routed. every_other routes odd indices 1,3,5,... (the paper's default);
@@ -36,7 +44,8 @@ struct routing_spec {
   int predictor_hidden = 0;  // hidden width of the causal predictor d -> h -> 1; 0 = d_model
 };
 
-// MoE MLP at every layer (`moe`), optionally combined with MoD (paper §5):
+// MoE MLP at every layer (`moe`), optionally combined with MoD (paper §5); a model without
+// MoE has no mode_spec (mode_variant::none is the kernels' "no MoE"):
 // `staged` = MoD routing around the block at routed layers, the MLP is an MoE;
 // `integrated` = at routed layers, `noop_experts` no-op experts join the `experts` real ones
 // and a token routed to a no-op expert skips the MLP.
@@ -76,19 +85,6 @@ struct layer_plan {
 // Resolves schedule + per-layer capacities into one entry per layer.
 std::vector<layer_plan> plan_layers(const model_spec& model);
 
-// k = clamp(ceil(capacity * seq_len), 1, seq_len), robust to the rounding of capacity
-// (0.1 * 30 is 3 tokens, not 4). Inline and dependency-free: the kernels use it too.
-inline std::int64_t routed_tokens(double capacity, std::int64_t seq_len) {
-  if (seq_len <= 0) return 0;
-  const double exact = capacity * static_cast<double>(seq_len);
-  // capacity is a decimal the user typed (0.1, 0.125, ...); its binary product may land a
-  // hair above an integer, so forgive a relative 1e-9 before rounding up.
-  const double k = std::ceil(exact - 1e-9 * std::max(1.0, std::abs(exact)));
-  if (!(k >= 1.0)) return 1;  // also catches NaN
-  if (k >= static_cast<double>(seq_len)) return seq_len;
-  return static_cast<std::int64_t>(k);
-}
-
 // The same model with routing removed (and no-op experts removed): the dense baseline.
 model_spec dense_baseline(const model_spec& model);
 
@@ -99,11 +95,7 @@ struct workload {
   dtype type = dtype::bf16;
 };
 
-int dtype_bytes(dtype t);
-const char* to_string(dtype t);
-const char* to_string(mlp_kind m);
 const char* to_string(run_mode m);
-const char* to_string(mode_variant v);
 std::string to_string(const schedule& s);
 
 // Hardware description. Numbers are per device. `source` says whether they are datasheet,

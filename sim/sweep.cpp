@@ -18,7 +18,7 @@
 
 #include "sim/config.hpp"
 #include "sim/cost.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 #include "sim/flops.hpp"
 #include "sim/predict.hpp"
 
@@ -54,6 +54,20 @@ const char* display_name(sweep_variant v) {
       return "MoDE integrated";
   }
   return "?";
+}
+
+sweep_variant variant_of(const model_spec& model) {
+  if (!model.mode) return model.routing ? sweep_variant::mod : sweep_variant::dense;
+  switch (model.mode->variant) {
+    case mode_variant::staged:
+      return sweep_variant::mode_staged;
+    case mode_variant::integrated:
+      return sweep_variant::mode_integrated;
+    case mode_variant::moe:
+    case mode_variant::none:
+      break;
+  }
+  return sweep_variant::moe;
 }
 
 sweep_variant parse_sweep_variant(std::string_view text, const std::string& key) {

@@ -31,6 +31,8 @@ enum class sweep_variant { dense, mod, moe, mode_staged, mode_integrated };
 const char* to_string(sweep_variant v);
 // The name people read in tables and legends: "dense", "MoD", "MoE", "MoDE staged", "MoDE integrated".
 const char* display_name(sweep_variant v);
+// The variant a configuration is: dense, MoD (routing, no MoE), or its MoE / MoDE variant.
+sweep_variant variant_of(const model_spec& model);
 // "dense", "mod", "moe", "mode_staged" (or "staged"), "mode_integrated" (or "integrated").
 // Throws modsim::error(bad_input) naming `key` otherwise.
 sweep_variant parse_sweep_variant(std::string_view text, const std::string& key);

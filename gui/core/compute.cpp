@@ -15,7 +15,7 @@
 #include "sim/des/execution.hpp"
 #include "sim/des/serving.hpp"
 #include "sim/des/step.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 #include "sim/flops.hpp"
 #include "sim/predict.hpp"
 #include "sim/sweep.hpp"
@@ -71,18 +71,7 @@ double capacityOf(const sim::model_spec& m) {
 
 }  // namespace
 
-std::string variantName(const sim::model_spec& m) {
-  if (!m.mode) return m.routing ? "MoD" : "dense";
-  switch (m.mode->variant) {
-    case sim::mode_variant::moe:
-      return "MoE";
-    case sim::mode_variant::staged:
-      return "MoDE staged";
-    case sim::mode_variant::integrated:
-      return "MoDE integrated";
-  }
-  return "?";
-}
+std::string variantName(const sim::model_spec& m) { return sim::display_name(sim::variant_of(m)); }
 
 SweepAxes defaultSweepAxes(const sim::model_spec& model) {
   const sim::sweep_space space = sim::default_space(model);

@@ -7,7 +7,7 @@
 #include <boost/json.hpp>
 
 #include "sim/config.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 namespace modsim::gui {
 

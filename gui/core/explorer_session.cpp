@@ -5,7 +5,7 @@
 
 #include "sim/config.hpp"
 #include "sim/cost.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 namespace modsim::gui {
 namespace {

@@ -28,7 +28,7 @@
 #include "gui/core/format.hpp"
 #include "gui/core/model_panel.hpp"
 #include "gui/core/pages.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 #include "reports/report.hpp"
 

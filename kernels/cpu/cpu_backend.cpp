@@ -9,7 +9,7 @@
 #include "kernels/backend.hpp"
 #include "kernels/block_timeline.hpp"
 #include "kernels/cpu/ops.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 namespace modsim::kernels {
 
@@ -172,6 +172,9 @@ void execute(op o, context& c, boundary_clock* clock = nullptr) {
       else
         routed_layer(c, mlp_path::moe, clock);
       return;
+    case op::predictor:
+    case op::lm_head:
+      throw input_error("", "op", std::string(to_string(o)) + " is counted by the cost model only; no kernel runs it");
   }
   throw runtime_error("cpu backend: unknown op " + std::to_string(static_cast<int>(o)));
 }

@@ -6,7 +6,7 @@
 
 #include "kernels/cpu/thread_pool.hpp"
 #include "kernels/init.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 namespace modsim::kernels::cpu {
 

@@ -11,7 +11,7 @@
 
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/vec_math.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 namespace modsim::kernels::cpu {
 

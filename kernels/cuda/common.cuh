@@ -10,7 +10,7 @@
 #include <string>
 
 #include "kernels/backend.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 namespace modsim::kernels::cuda {
 

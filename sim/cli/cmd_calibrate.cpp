@@ -15,7 +15,7 @@
 #include "sim/calibrate.hpp"
 #include "sim/cli/common.hpp"
 #include "sim/config.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 namespace modsim::cli {
 

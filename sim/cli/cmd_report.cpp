@@ -22,7 +22,7 @@
 #include "sim/calibrate.hpp"
 #include "sim/cli/common.hpp"
 #include "sim/config.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 #if MODSIM_HAVE_QT
 #include "reports/charts.hpp"
 #endif

@@ -23,7 +23,7 @@
 #include "sim/des/serving.hpp"
 #include "sim/des/step.hpp"
 #include "sim/des/trace.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 #include "sim/flops.hpp"
 
 namespace modsim::cli {

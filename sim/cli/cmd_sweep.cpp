@@ -13,7 +13,7 @@
 #include "sim/io.hpp"
 #include "sim/config.hpp"
 #include "sim/cost.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 #include "sim/sweep.hpp"
 
 namespace modsim::cli {

@@ -17,7 +17,7 @@
 #include "sim/cli/common.hpp"
 #include "sim/config.hpp"
 #include "sim/cost.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 namespace modsim::cli {
 namespace {

@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "sim/config.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 namespace modsim::cli {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "sim/cli/common.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <limits>
 #include <string>
 
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 namespace modsim::sim::des {
 

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "sim/des/engine.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 namespace modsim::sim::des {
 

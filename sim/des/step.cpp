@@ -5,7 +5,7 @@
 #include <cmath>
 #include <string>
 
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 namespace modsim::sim::des {
 
@@ -43,56 +43,6 @@ std::vector<layer_info> resolve_layers(const model_spec& model) {
 
 namespace {
 
-enum op_id : int {
-  o_router,
-  o_topk,
-  o_gather,
-  o_predictor,
-  o_attn_norm,
-  o_qkv_proj,
-  o_attn_scores,
-  o_attn_softmax,
-  o_attn_values,
-  o_out_proj,
-  o_mlp_norm,
-  o_mlp_up,
-  o_mlp_gate,
-  o_mlp_act,
-  o_mlp_down,
-  o_scatter,
-  o_expert_router,
-  o_experts,
-  o_lm_head,
-  o_count
-};
-
-using op_fn = op_cost (*)(const op_shape&);
-const std::array<op_fn, o_count> k_op_fns = {
-    [](const op_shape& s) { return ops::router(s); },        [](const op_shape& s) { return ops::topk(s); },
-    [](const op_shape& s) { return ops::gather(s); },        [](const op_shape& s) { return ops::predictor(s); },
-    [](const op_shape& s) { return ops::attn_norm(s); },     [](const op_shape& s) { return ops::qkv_proj(s); },
-    [](const op_shape& s) { return ops::attn_scores(s); },   [](const op_shape& s) { return ops::attn_softmax(s); },
-    [](const op_shape& s) { return ops::attn_values(s); },   [](const op_shape& s) { return ops::out_proj(s); },
-    [](const op_shape& s) { return ops::mlp_norm(s); },      [](const op_shape& s) { return ops::mlp_up(s); },
-    [](const op_shape& s) { return ops::mlp_gate(s); },      [](const op_shape& s) { return ops::mlp_act(s); },
-    [](const op_shape& s) { return ops::mlp_down(s); },      [](const op_shape& s) { return ops::scatter(s); },
-    [](const op_shape& s) { return ops::expert_router(s); }, [](const op_shape& s) { return ops::experts(s); },
-    [](const op_shape& s) { return ops::lm_head(s); },
-};
-
-const std::array<std::string_view, o_count> k_op_names = {
-    "router",       "topk",        "gather",        "predictor", "attn_norm", "qkv_proj", "attn_scores",
-    "attn_softmax", "attn_values", "out_proj",      "mlp_norm",  "mlp_up",    "mlp_gate", "mlp_act",
-    "mlp_down",     "scatter",     "expert_router", "experts",   "lm_head",
-};
-
-int op_id_of(std::string_view name) {
-  for (int i = 0; i < o_count; ++i) {
-    if (k_op_names[static_cast<std::size_t>(i)] == name) return i;
-  }
-  throw runtime_error("des::step_builder: unknown op " + std::string(name));
-}
-
 // Dense memo tables cover T below this.
 constexpr std::int64_t k_dense_T = 16384;
 
@@ -125,27 +75,27 @@ step_builder::step_builder(const model_spec& model, dtype t, device_model dev)
   w.type = t;
   m_base = shape_of(model, w);
   // The attention formulas are affine in L at n = 1: a = c(1) - (c(2) - c(1)), b = c(2) - c(1).
-  const std::array<int, 3> attn = {o_attn_scores, o_attn_softmax, o_attn_values};
+  const std::array<modsim::op, 3> attn = {modsim::op::attn_scores, modsim::op::attn_softmax, modsim::op::attn_values};
   for (std::size_t i = 0; i < attn.size(); ++i) {
     op_shape s = m_base;
     s.batch = 1;
     s.tokens = 1;
     s.seq_len = 1;
     s.context = 1;
-    const op_cost c1 = k_op_fns[static_cast<std::size_t>(attn[i])](s);
+    const op_cost c1 = cost_of(attn[i], s);
     s.context = 2;
-    const op_cost c2 = k_op_fns[static_cast<std::size_t>(attn[i])](s);
+    const op_cost c2 = cost_of(attn[i], s);
     m_attn_b[i] = {"", c2.matmul_flops - c1.matmul_flops, c2.other_flops - c1.other_flops, c2.bytes - c1.bytes};
     m_attn_a[i] = {"", c1.matmul_flops - m_attn_b[i].matmul_flops, c1.other_flops - m_attn_b[i].other_flops,
                    c1.bytes - m_attn_b[i].bytes};
   }
-  m_dense.resize(2 * o_count);
+  m_dense.resize(2 * op_table().size());
 }
 
-kernel step_builder::make(const op_cost& c, const op_shape& s, int op_id, int layer, std::int64_t tokens) const {
+kernel step_builder::make(const op_cost& c, const op_shape& s, modsim::op id, int layer, std::int64_t tokens) const {
   const op_time t = m_dev.time_of(c, s);
   kernel k;
-  k.op = k_op_names[static_cast<std::size_t>(op_id)];
+  k.op = to_string(id);
   k.layer = layer;
   k.device_s = t.time_s;
   k.launches = t.kernels;
@@ -156,10 +106,10 @@ kernel step_builder::make(const op_cost& c, const op_shape& s, int op_id, int la
   return k;
 }
 
-kernel step_builder::token_op(int op_id, std::int64_t T, int layer) const {
+kernel step_builder::token_op(modsim::op id, std::int64_t T, int layer) const {
   // Ops whose cost depends only on the T rows they compute (and the no-op experts).
   const int noop = layer >= 0 ? m_layers[static_cast<std::size_t>(layer)].noop_experts : 0;
-  const int table = 2 * op_id + (noop > 0 ? 1 : 0);
+  const int table = 2 * static_cast<int>(id) + (noop > 0 ? 1 : 0);
   timed* e = nullptr;
   if (T < k_dense_T) {
     std::vector<timed>& d = m_dense[static_cast<std::size_t>(table)];
@@ -174,12 +124,12 @@ kernel step_builder::token_op(int op_id, std::int64_t T, int layer) const {
     s.tokens = T;
     s.seq_len = T;
     s.noop_experts = noop;
-    const op_cost c = k_op_fns[static_cast<std::size_t>(op_id)](s);
+    const op_cost c = cost_of(id, s);
     const op_time t = m_dev.time_of(c, s);
     *e = timed{t.time_s, t.kernels, c.matmul_flops, c.other_flops, c.bytes, true};
   }
   kernel k;
-  k.op = k_op_names[static_cast<std::size_t>(op_id)];
+  k.op = to_string(id);
   k.layer = layer;
   k.device_s = e->time_s;
   k.launches = e->kernels;
@@ -190,20 +140,19 @@ kernel step_builder::token_op(int op_id, std::int64_t T, int layer) const {
   return k;
 }
 
-kernel step_builder::attention_op(int op_id, const layer_load& l, bool padded, int layer,
+kernel step_builder::attention_op(modsim::op id, const layer_load& l, bool padded, int layer,
                                   std::int64_t* matmul_unpadded) const {
   std::int64_t m = 0, o = 0, by = 0;  // matmul FLOPs, other FLOPs, bytes
   std::int64_t parts = 0, queries = 0, query_keys = 0;
   op_shape s = m_base;
   s.batch = 1;
   if (!l.prefill.empty()) {
-    const op_fn fn = k_op_fns[static_cast<std::size_t>(op_id)];
     for (const prefill_part& p : l.prefill) {
       if (p.block_tokens <= 0) continue;
       s.tokens = p.block_tokens;
       s.seq_len = p.tokens;
       s.context = p.keys;
-      const op_cost c = fn(s);
+      const op_cost c = cost_of(id, s);
       m += c.matmul_flops;
       o += c.other_flops;
       by += c.bytes;
@@ -213,7 +162,7 @@ kernel step_builder::attention_op(int op_id, const layer_load& l, bool padded, i
     }
   }
   // One query over L keys costs a + b·L, so the decode rows cost rows·a + b·ΣL exactly.
-  const std::size_t ai = op_id == o_attn_scores ? 0 : op_id == o_attn_softmax ? 1 : 2;
+  const std::size_t ai = id == modsim::op::attn_scores ? 0 : id == modsim::op::attn_softmax ? 1 : 2;
   const op_cost& a = m_attn_a[ai];
   const op_cost& b = m_attn_b[ai];
   const auto add_rows = [&](std::int64_t rows, std::int64_t keys) {
@@ -230,13 +179,13 @@ kernel step_builder::attention_op(int op_id, const layer_load& l, bool padded, i
     const std::int64_t rows = l.pad_slots - l.decode_routed;
     add_rows(rows, rows * l.pad_keys);
   }
-  const op_cost total{std::string(k_op_names[static_cast<std::size_t>(op_id)]), m, o, by};
+  const op_cost total{std::string(to_string(id)), m, o, by};
   // The shape the time model sees: the mean query count and key count per sequence.
   s.batch = std::max<std::int64_t>(parts, 1);
   s.tokens = std::max<std::int64_t>(1, (queries + s.batch / 2) / s.batch);
   s.seq_len = s.tokens;
   s.context = std::max<std::int64_t>(1, queries > 0 ? (query_keys + queries / 2) / queries : 1);
-  return make(total, s, op_id, layer, queries);
+  return make(total, s, id, layer, queries);
 }
 
 void step_builder::append_layer(std::vector<kernel>& out, const layer_info& info, const layer_load& l,
@@ -260,12 +209,12 @@ void step_builder::append_layer(std::vector<kernel>& out, const layer_info& info
       s.batch = 1;
       s.seq_len = sum_n;
       s.tokens = sum_k;
-      out.push_back(make(ops::router(s), s, o_router, layer, sum_n));
-      out.push_back(make(ops::topk(s), s, o_topk, layer, sum_n));
+      out.push_back(make(ops::router(s), s, modsim::op::router, layer, sum_n));
+      out.push_back(make(ops::topk(s), s, modsim::op::topk, layer, sum_n));
     }
     if (decode) {
       const bool by_router = m_model.routing && m_model.routing->inference == inference_routing::router;
-      out.push_back(token_op(by_router ? o_router : o_predictor, l.decode_tokens, layer));
+      out.push_back(token_op(by_router ? modsim::op::router : modsim::op::predictor, l.decode_tokens, layer));
       if (routing == decode_routing::sync) {
         kernel k;
         k.op = d2h_sync_op;
@@ -281,37 +230,37 @@ void step_builder::append_layer(std::vector<kernel>& out, const layer_info& info
     if (T == 0) return;  // no token routed here this step: the host skips the block
   }
 
-  auto token_wise = [&](int op_id) {
-    kernel k = token_op(op_id, T, layer);
+  auto token_wise = [&](modsim::op id) {
+    kernel k = token_op(id, T, layer);
     if (T_used != T)
-      k.wasted_matmul_flops = k.matmul_flops - (T_used > 0 ? token_op(op_id, T_used, layer).matmul_flops : 0);
+      k.wasted_matmul_flops = k.matmul_flops - (T_used > 0 ? token_op(id, T_used, layer).matmul_flops : 0);
     out.push_back(std::move(k));
   };
-  auto attention = [&](int op_id) {
+  auto attention = [&](modsim::op id) {
     std::int64_t unpadded = 0;
-    kernel k = attention_op(op_id, l, padded, layer, &unpadded);
+    kernel k = attention_op(id, l, padded, layer, &unpadded);
     k.wasted_matmul_flops = k.matmul_flops - unpadded;
     out.push_back(std::move(k));
   };
 
-  if (info.mod_routed) token_wise(o_gather);
-  token_wise(o_attn_norm);
-  token_wise(o_qkv_proj);
-  attention(o_attn_scores);
-  attention(o_attn_softmax);
-  attention(o_attn_values);
-  token_wise(o_out_proj);
-  token_wise(o_mlp_norm);
+  if (info.mod_routed) token_wise(modsim::op::gather);
+  token_wise(modsim::op::attn_norm);
+  token_wise(modsim::op::qkv_proj);
+  attention(modsim::op::attn_scores);
+  attention(modsim::op::attn_softmax);
+  attention(modsim::op::attn_values);
+  token_wise(modsim::op::out_proj);
+  token_wise(modsim::op::mlp_norm);
   if (info.moe) {
-    token_wise(o_expert_router);
-    token_wise(o_experts);
+    token_wise(modsim::op::expert_router);
+    token_wise(modsim::op::experts);
   } else {
-    token_wise(o_mlp_up);
-    if (m_model.mlp == mlp_kind::swiglu) token_wise(o_mlp_gate);
-    token_wise(o_mlp_act);
-    token_wise(o_mlp_down);
+    token_wise(modsim::op::mlp_up);
+    if (m_model.mlp == mlp_kind::swiglu) token_wise(modsim::op::mlp_gate);
+    token_wise(modsim::op::mlp_act);
+    token_wise(modsim::op::mlp_down);
   }
-  if (info.mod_routed) token_wise(o_scatter);
+  if (info.mod_routed) token_wise(modsim::op::scatter);
 }
 
 std::vector<kernel> step_builder::step(const step_load& load, decode_routing routing) const {
@@ -322,7 +271,7 @@ std::vector<kernel> step_builder::step(const step_load& load, decode_routing rou
   std::vector<kernel> out;
   out.reserve(m_layers.size() * 18 + 1);
   for (std::size_t i = 0; i < m_layers.size(); ++i) append_layer(out, m_layers[i], load.layers[i], routing);
-  if (load.sampled > 0) out.push_back(token_op(o_lm_head, load.sampled, -1));
+  if (load.sampled > 0) out.push_back(token_op(modsim::op::lm_head, load.sampled, -1));
   return out;
 }
 
@@ -339,10 +288,10 @@ std::vector<kernel> step_builder::forward(const workload& w) const {
     if (info.mod_routed) s.tokens = routed_tokens(info.capacity, w.seq_len);
     s.noop_experts = info.noop_experts;
     for (const op_cost& c : layer_costs(s, {info.mod_routed, info.moe})) {
-      out.push_back(make(c, s, op_id_of(c.op), info.index, s.batch * s.tokens));
+      out.push_back(make(c, s, parse_op(c.op), info.index, s.batch * s.tokens));
     }
   }
-  out.push_back(make(ops::lm_head(s0), s0, o_lm_head, -1, s0.batch * s0.seq_len));
+  out.push_back(make(ops::lm_head(s0), s0, modsim::op::lm_head, -1, s0.batch * s0.seq_len));
   if (w.mode == run_mode::train) {
     const std::size_t n = out.size();
     for (std::size_t i = n; i-- > 0;) out.push_back(backward_of(out[i]));

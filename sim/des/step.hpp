@@ -119,10 +119,10 @@ class step_builder {
     std::size_t operator()(const memo_key& k) const;
   };
 
-  kernel make(const op_cost& c, const op_shape& s, int op_id, int layer, std::int64_t tokens) const;
+  kernel make(const op_cost& c, const op_shape& s, modsim::op id, int layer, std::int64_t tokens) const;
   // A token-wise op over T rows (memoised by op, T and whether the layer has no-op experts).
-  kernel token_op(int op_id, std::int64_t T, int layer) const;
-  kernel attention_op(int op_id, const layer_load& l, bool padded, int layer, std::int64_t* matmul_unpadded) const;
+  kernel token_op(modsim::op id, std::int64_t T, int layer) const;
+  kernel attention_op(modsim::op id, const layer_load& l, bool padded, int layer, std::int64_t* matmul_unpadded) const;
   void append_layer(std::vector<kernel>& out, const layer_info& info, const layer_load& l, decode_routing r) const;
 
   model_spec m_model;

@@ -8,7 +8,7 @@
 
 #include "sim/config.hpp"
 #include "sim/cost.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

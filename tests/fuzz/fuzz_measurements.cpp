@@ -10,7 +10,7 @@
 
 #include "profiler/measurements.hpp"
 #include "sim/calibrate.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   // The reader takes a path: the input goes to a file of this process's own.

@@ -4,7 +4,7 @@
 
 #include "kernels/backend.hpp"
 #include "reference.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 namespace modsim::kernels::test {
 

@@ -6,7 +6,7 @@
 
 #include "helpers.hpp"
 #include "kernels/backend.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 namespace modsim::kernels {
 namespace {
@@ -16,10 +16,10 @@ TEST(OpNames, AreTheContractNamesAndRoundTrip) {
                                              "attn_scores", "attn_softmax", "attn_values", "out_proj",      "mlp_norm",
                                              "mlp_up",      "mlp_gate",     "mlp_act",     "mlp_down",      "scatter",
                                              "block_dense", "block_mod",    "layer_mode",  "expert_router", "experts"};
-  ASSERT_EQ(all_ops().size(), expected.size());
+  ASSERT_EQ(kernel_ops().size(), expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i) {
-    EXPECT_EQ(to_string(all_ops()[i]), expected[i]);
-    EXPECT_EQ(parse_op(expected[i]), all_ops()[i]);
+    EXPECT_EQ(to_string(kernel_ops()[i]), expected[i]);
+    EXPECT_EQ(parse_op(expected[i]), kernel_ops()[i]);
   }
 }
 

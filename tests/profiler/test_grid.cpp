@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "profiler/grid.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 using namespace modsim;
 using namespace modsim::profiler;

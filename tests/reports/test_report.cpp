@@ -14,7 +14,7 @@
 
 #include "reports/report.hpp"
 #include "sim/config.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 #include "sim/flops.hpp"
 #include "sim/predict.hpp"
 

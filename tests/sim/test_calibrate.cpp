@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "sim/config.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 namespace modsim::sim {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "sim/config.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 using namespace modsim;
 using namespace modsim::sim;

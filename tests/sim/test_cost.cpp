@@ -7,7 +7,7 @@
 #include <cmath>
 #include <string>
 
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 namespace modsim::sim {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 namespace modsim::sim::des {
 namespace {

@@ -15,7 +15,7 @@
 #include "sim/des/trace.hpp"
 #include "sim/config.hpp"
 #include "sim/cost.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 #include "sim/flops.hpp"
 
 namespace modsim::sim::des {

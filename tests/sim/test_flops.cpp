@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 namespace modsim::sim {
 namespace {
@@ -606,5 +606,33 @@ TEST(Flops, WorkloadsTooLargeForInt64AreRejected) {
   EXPECT_THROW(evaluate_flops(small_dense(), load(0, 16)), modsim::error);
 }
 
+}  // namespace
+}  // namespace modsim::sim
+
+namespace modsim::sim {
+namespace {
+// The one op table (core/op_table.hpp): rows in enum order, the kernels' ops, the FLOP model's
+// layer order, the stand-ins and the enum values the calibration files' block keys use.
+TEST(OpTable, KernelOpsModelOrderAndStandIns) {
+  EXPECT_EQ(kernel_ops().size(), 20u);  // 17 kernel ops + 3 blocks; predictor, lm_head are model-only
+  const std::vector<std::string_view> layer = {
+      "router",       "topk",          "gather",   "predictor", "attn_norm", "qkv_proj", "attn_scores",
+      "attn_softmax", "attn_values",   "out_proj", "mlp_norm",  "mlp_up",    "mlp_gate", "mlp_act",
+      "mlp_down",     "expert_router", "experts",  "scatter",   "lm_head"};
+  EXPECT_EQ(op_names(), layer);
+  EXPECT_EQ(info(modsim::op::mlp_gate).stand_in, modsim::op::mlp_up);
+  EXPECT_FALSE(info(modsim::op::qkv_proj).stand_in.has_value());
+  EXPECT_EQ(info(modsim::op::topk).gpu_kernels, 2);
+  EXPECT_EQ(info(modsim::op::topk).cpu_kernels, 1);
+  EXPECT_TRUE(is_block(modsim::op::layer_mode));
+  EXPECT_EQ(parse_op("block_mod"), modsim::op::block_mod);
+  EXPECT_THROW(parse_op("softmax"), modsim::error);
+  EXPECT_THROW(cost_of("block_dense", op_shape{}), modsim::error);
+  EXPECT_EQ(static_cast<int>(mode_variant::none), 0);
+  EXPECT_EQ(static_cast<int>(mode_variant::staged), 1);
+  EXPECT_EQ(static_cast<int>(mode_variant::integrated), 2);
+  EXPECT_EQ(modsim::find_dtype("bf16"), dtype::bf16);
+  EXPECT_FALSE(modsim::find_dtype("int8").has_value());
+}
 }  // namespace
 }  // namespace modsim::sim

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "sim/error.hpp"
+#include "core/error.hpp"
 #include "sim/io.hpp"
 
 using namespace modsim::sim;

@@ -10,7 +10,7 @@
 
 #include "sim/calibrate.hpp"
 #include "sim/config.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 
 namespace modsim::sim {
 namespace {

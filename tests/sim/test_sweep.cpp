@@ -7,7 +7,7 @@
 #include <string>
 
 #include "sim/config.hpp"
-#include "sim/error.hpp"
+#include "core/error.hpp"
 #include "sim/cost.hpp"
 #include "sim/flops.hpp"
 #include "sim/predict.hpp"

@@ -1,0 +1,62 @@
+#include "core/types.hpp"
+
+#include <string>
+
+#include "core/error.hpp"
+
+namespace modsim {
+
+const char* to_string(dtype t) {
+  switch (t) {
+    case dtype::fp32:
+      return "fp32";
+    case dtype::bf16:
+      return "bf16";
+    case dtype::fp16:
+      return "fp16";
+  }
+  return "?";
+}
+
+const char* to_string(mlp_kind m) { return m == mlp_kind::gelu ? "gelu" : "swiglu"; }
+
+const char* to_string(mode_variant v) {
+  switch (v) {
+    case mode_variant::none:
+      return "none";
+    case mode_variant::moe:
+      return "moe";
+    case mode_variant::staged:
+      return "staged";
+    case mode_variant::integrated:
+      return "integrated";
+  }
+  return "?";
+}
+
+std::optional<dtype> find_dtype(std::string_view name) {
+  for (dtype t : {dtype::fp32, dtype::bf16, dtype::fp16})
+    if (name == to_string(t)) return t;
+  return std::nullopt;
+}
+
+std::optional<mlp_kind> find_mlp_kind(std::string_view name) {
+  for (mlp_kind m : {mlp_kind::gelu, mlp_kind::swiglu})
+    if (name == to_string(m)) return m;
+  return std::nullopt;
+}
+
+std::optional<mode_variant> find_mode_variant(std::string_view name) {
+  for (mode_variant v : {mode_variant::none, mode_variant::moe, mode_variant::staged, mode_variant::integrated})
+    if (name == to_string(v)) return v;
+  return std::nullopt;
+}
+
+dtype parse_dtype(std::string_view name) {
+  if (auto t = find_dtype(name)) return *t;
+  throw input_error("", "dtype", "unknown dtype '" + std::string(name) + "' (fp32, bf16, fp16)");
+}
+
+int dtype_bytes(dtype t) { return t == dtype::fp32 ? 4 : 2; }
+
+}  // namespace modsim

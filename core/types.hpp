@@ -1,0 +1,51 @@
+#pragma once
+// The enums every part of modsim shares (kernels, sim, profiler, reports, GUI), their names
+// and their one parser each, plus the routed-token count of a MoD block. Dependency-free:
+// the kernels and the models both build on it.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace modsim {
+
+enum class dtype { fp32, bf16, fp16 };
+enum class mlp_kind { gelu, swiglu };
+// MoE / MoDE (paper §5). none: no MoE. staged: MoD routing (router/topk/gather at the
+// capacity) around a block whose MLP is an MoE. integrated: attention over all tokens, then an
+// MoE MLP whose router also chooses among no-op experts; a token that chooses a no-op expert
+// skips the MLP. moe: an MoE MLP at every layer, no MoD routing (a model-level variant; a
+// kernel block runs it as integrated without no-op experts). The values are part of the
+// calibration files' block keys: append, never reorder.
+enum class mode_variant { none, staged, integrated, moe };
+
+const char* to_string(dtype t);
+const char* to_string(mlp_kind m);
+const char* to_string(mode_variant v);
+
+// The one name → value mapping of each enum; nullopt for an unknown name. Callers that read
+// a file add the file and key to their error (see core/error.hpp).
+std::optional<dtype> find_dtype(std::string_view name);
+std::optional<mlp_kind> find_mlp_kind(std::string_view name);
+std::optional<mode_variant> find_mode_variant(std::string_view name);
+// Throws modsim::error (bad_input) "dtype: unknown dtype 'x' (fp32, bf16, fp16)".
+dtype parse_dtype(std::string_view name);
+
+// Bytes per element: fp32 4, bf16 and fp16 2.
+int dtype_bytes(dtype t);
+
+// k = clamp(ceil(capacity * seq_len), 1, seq_len), robust to the rounding of capacity
+// (0.1 * 30 is 3 tokens, not 4).
+inline std::int64_t routed_tokens(double capacity, std::int64_t seq_len) {
+  if (seq_len <= 0) return 0;
+  const double exact = capacity * static_cast<double>(seq_len);
+  // capacity is a decimal the user typed (0.1, 0.125, ...); its binary product may land a
+  // hair above an integer, so forgive a relative 1e-9 before rounding up.
+  const double k = std::ceil(exact - 1e-9 * std::max(1.0, std::abs(exact)));
+  if (!(k >= 1.0)) return 1;  // also catches NaN
+  if (k >= static_cast<double>(seq_len)) return seq_len;
+  return static_cast<std::int64_t>(k);
+}
+
+}  // namespace modsim
