@@ -205,6 +205,10 @@ class cpu_backend final : public backend {
     shape.validate();
     if (type != dtype::fp32)
       throw input_error("", "dtype", "the cpu backend supports fp32 only, got " + std::string(to_string(type)));
+    if (options.fused_attention)
+      throw input_error(
+          "", "attention",
+          "the cpu backend runs attention unfused (scores, softmax, values); fused attention is CUDA only");
     if (openblas_get_num_threads() != m_threads) openblas_set_num_threads(m_threads);
     auto ws = std::make_unique<cpu_workspace>(shape, options, m_pool);
     // One pass of the whole layer, so every intermediate holds real data.

@@ -76,6 +76,16 @@ TEST(BlockMod, RepeatsAndRotationsKeepOutEqualToEquationOne) {
   EXPECT_LE(ref::relative_error(ws->download(tensor::out), expected.out), tolerance);
 }
 
+TEST(CpuBackend, RefusesFusedAttentionAndModelOnlyOps) {
+  auto be = make_cpu_backend(1);
+  workspace_options o;
+  o.fused_attention = true;
+  EXPECT_THROW(be->make_workspace(small_shape(0.5), dtype::fp32, o), modsim::error);
+  auto ws = be->make_workspace(small_shape(0.5), dtype::fp32, {});
+  EXPECT_THROW(be->run(op::lm_head, *ws), modsim::error);
+  EXPECT_THROW(be->run(op::predictor, *ws), modsim::error);
+}
+
 TEST(CpuBackend, ThreadCountDoesNotChangeResults) {
   const auto s = small_shape(0.5, mlp_kind::swiglu);
   auto one = make_cpu_backend(1);
