@@ -1,34 +1,28 @@
-// The CUDA backend: its workspace (device buffers, one allocation per tensor, made once) and
-// the backend (one device, one stream, one cuBLAS handle with its own workspace), wiring the
-// ops of kernels/backend.hpp to the kernels of this folder. The composition of the blocks
-// mirrors the CPU backend's (kernels/cpu/cpu_backend.cpp) op for op.
+// The CUDA backend: wires the ops of kernels/backend.hpp to the kernels of this folder on one
+// device (device_context.cuh) and one workspace (workspace.cuh), and times them with CUDA events.
+// The composition of the blocks mirrors the CPU backend's (kernels/cpu/cpu_backend.cpp) op for op.
 #include <algorithm>
-#include <memory>
-#include <array>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
+#include <memory>
 #include <string>
-#include <thread>
-#include <utility>
 #include <vector>
 
 #include "kernels/block_timeline.hpp"
 #include "kernels/cuda/attention.cuh"
-#include "kernels/cuda/attention_cudnn.hpp"
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/device_context.cuh"
 #include "kernels/cuda/expert_router.cuh"
 #include "kernels/cuda/gather.cuh"
 #include "kernels/cuda/gemm.cuh"
 #include "kernels/cuda/mlp_act.cuh"
 #include "kernels/cuda/moe.cuh"
-#include "kernels/init.hpp"
 #include "kernels/cuda/nvml.hpp"
 #include "kernels/cuda/rmsnorm.cuh"
 #include "kernels/cuda/router.cuh"
 #include "kernels/cuda/scatter.cuh"
 #include "kernels/cuda/softmax.cuh"
 #include "kernels/cuda/topk.cuh"
+#include "kernels/cuda/workspace.cuh"
 #include "kernels/cuda_backend.hpp"
 
 namespace modsim::kernels {
@@ -36,435 +30,9 @@ namespace modsim::kernels {
 namespace cuda {
 namespace {
 
-// cuBLAS's own scratch, given to it once so that no GEMM allocates (NVIDIA recommends
-// 32 MiB on Hopper).
-constexpr std::size_t cublas_workspace_bytes = std::size_t{32} << 20;
+using detail::cuda_workspace;
+using detail::device_context;
 
-// What one backend owns on its device; shared with its workspaces so that either may be
-// destroyed first.
-struct device_context {
-  int device = 0;
-  cudaStream_t stream = nullptr;
-  cublasHandle_t cublas = nullptr;
-  void* cublas_workspace = nullptr;
-
-  explicit device_context(int dev) : device(dev) {
-    MODSIM_CUDA_CHECK(cudaSetDevice(device));
-    try {
-      MODSIM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-      MODSIM_CUDA_CHECK(cublasCreate(&cublas));
-      MODSIM_CUDA_CHECK(cublasSetStream(cublas, stream));
-      // fp32 GEMMs stay fp32 (no TF32); bf16 GEMMs use the tensor cores regardless.
-      MODSIM_CUDA_CHECK(cublasSetMathMode(cublas, CUBLAS_DEFAULT_MATH));
-      MODSIM_CUDA_CHECK(cublasSetPointerMode(cublas, CUBLAS_POINTER_MODE_HOST));
-      MODSIM_CUDA_CHECK(cudaMalloc(&cublas_workspace, cublas_workspace_bytes));
-      MODSIM_CUDA_CHECK(cublasSetWorkspace(cublas, cublas_workspace, cublas_workspace_bytes));
-    } catch (...) {
-      release();
-      throw;
-    }
-  }
-  ~device_context() { release(); }
-  device_context(const device_context&) = delete;
-  device_context& operator=(const device_context&) = delete;
-
-  void make_current() const { MODSIM_CUDA_CHECK(cudaSetDevice(device)); }
-  void synchronize() const { MODSIM_CUDA_CHECK(cudaStreamSynchronize(stream)); }
-
-  // The cuDNN handle on `stream`, made on first use (fused attention only): loading cuDNN and
-  // making a handle take long enough to keep them out of backends that never ask.
-  const cudnn_session& cudnn() {
-    if (!m_cudnn) m_cudnn = std::make_unique<cudnn_session>(stream);
-    return *m_cudnn;
-  }
-
- private:
-  // Errors are ignored: this runs in destructors.
-  void release() noexcept {
-    cudaSetDevice(device);
-    if (stream != nullptr) cudaStreamSynchronize(stream);
-    m_cudnn.reset();
-    if (cublas != nullptr) cublasDestroy(cublas);
-    if (cublas_workspace != nullptr) cudaFree(cublas_workspace);
-    if (stream != nullptr) cudaStreamDestroy(stream);
-    cublas = nullptr;
-    cublas_workspace = nullptr;
-    stream = nullptr;
-  }
-
-  std::unique_ptr<cudnn_session> m_cudnn;
-};
-
-// One cudaMalloc'ed block (256-byte aligned), zeroed on allocation; freed on destruction.
-class device_buffer {
- public:
-  device_buffer() = default;
-  device_buffer(std::size_t bytes, cudaStream_t stream) : m_bytes(bytes) {
-    if (bytes == 0) return;
-    MODSIM_CUDA_CHECK(cudaMalloc(&m_ptr, bytes));
-    const cudaError_t status = cudaMemsetAsync(m_ptr, 0, bytes, stream);
-    if (status != cudaSuccess) {
-      cudaFree(m_ptr);
-      m_ptr = nullptr;
-      ::modsim::kernels::cuda::check(status, "cudaMemsetAsync(m_ptr, 0, bytes, stream)", __FILE__, __LINE__);
-    }
-  }
-  ~device_buffer() {
-    if (m_ptr != nullptr) cudaFree(m_ptr);
-  }
-  device_buffer(device_buffer&& o) noexcept
-      : m_ptr(std::exchange(o.m_ptr, nullptr)), m_bytes(std::exchange(o.m_bytes, 0)) {}
-  device_buffer& operator=(device_buffer&& o) noexcept {
-    if (this != &o) {
-      if (m_ptr != nullptr) cudaFree(m_ptr);
-      m_ptr = std::exchange(o.m_ptr, nullptr);
-      m_bytes = std::exchange(o.m_bytes, 0);
-    }
-    return *this;
-  }
-  device_buffer(const device_buffer&) = delete;
-  device_buffer& operator=(const device_buffer&) = delete;
-
-  void* get() const { return m_ptr; }
-  std::size_t bytes() const { return m_bytes; }
-  template <class T>
-  T* as() const {
-    return static_cast<T*>(m_ptr);
-  }
-
- private:
-  void* m_ptr = nullptr;
-  std::size_t m_bytes = 0;
-};
-
-// How a tensor is stored: in the workspace's dtype (activations, weights), always fp32
-// (router weights r, r̃, expert logits and gates), or int32 (indices).
-enum class storage { act, f32, i32 };
-
-storage storage_of(tensor t) {
-  if (is_index(t)) return storage::i32;
-  switch (t) {
-    case tensor::router_logits:
-    case tensor::routed_r:
-    case tensor::expert_logits:
-    case tensor::expert_gate:
-      return storage::f32;
-    default:
-      return storage::act;
-  }
-}
-
-std::size_t element_bytes(storage s, dtype act) {
-  if (s == storage::act) return act == dtype::bf16 ? 2 : 4;
-  return 4;
-}
-
-class cuda_workspace final : public workspace {
- public:
-  cuda_workspace(std::shared_ptr<device_context> ctx, const block_shape& s, dtype type,
-                 const workspace_options& options)
-      : workspace(s, type), m_ctx(std::move(ctx)) {
-    if (options.input_copies < 1)
-      throw input_error("", "workspace.input_copies",
-                        "must be at least 1, got " + std::to_string(options.input_copies));
-    const std::int64_t T = s.tokens(), d = s.d_model, dq = s.d_q(), dkv = s.d_kv(), dff = s.d_ff;
-    const std::int64_t B = s.batch, S = s.seq_len, k = s.routed_tokens();
-    const bool swiglu = s.mlp == mlp_kind::swiglu;
-    const bool moe = s.variant != mode_variant::none;
-    const std::int64_t E = moe ? s.experts : 0, Et = moe ? s.router_experts() : 0;
-
-    for (int i = 0; i < tensor_count; ++i) set_size(static_cast<tensor>(i), tensor_elements(static_cast<tensor>(i), s));
-
-    m_ctx->make_current();
-    const cudaStream_t stream = m_ctx->stream;
-    for (int i = 0; i < tensor_count; ++i) {
-      const auto t = static_cast<tensor>(i);
-      if (t == tensor::x || t == tensor::out) continue;
-      m_buffers[static_cast<std::size_t>(i)] = device_buffer(byte_size(t), stream);
-    }
-    const auto copies = static_cast<std::size_t>(options.input_copies);
-    for (std::size_t c = 0; c < copies; ++c) {
-      m_x.emplace_back(byte_size(tensor::x), stream);
-      m_out.emplace_back(byte_size(tensor::out), stream);
-      m_scattered.emplace_back(static_cast<std::size_t>(B * k) * sizeof(std::int32_t), stream);
-    }
-    m_scattered_valid.assign(copies, 0);
-
-    // Attention: batched-GEMM pointer arrays for the two token counts a block may run on.
-    build_attention_plan(S);
-    if (k != S) build_attention_plan(k);
-    if (options.fused_attention) build_fused_attention(S, k);
-
-    // MoE: capacity-padded expert buffers (see moe.cuh).
-    if (moe) {
-      const std::int64_t m = B * s.block_tokens();
-      m_expert_capacity = s.expert_capacity(m);
-      const std::int64_t slots = E * m_expert_capacity;
-      const std::size_t act = element_bytes(storage::act, type);
-      m_slot_of_token = device_buffer(static_cast<std::size_t>(m) * sizeof(std::int32_t), stream);
-      m_token_of_slot = device_buffer(static_cast<std::size_t>(slots) * sizeof(std::int32_t), stream);
-      m_expert_in = device_buffer(static_cast<std::size_t>(slots * d) * act, stream);
-      m_expert_hidden = device_buffer(static_cast<std::size_t>(slots * dff) * act, stream);
-      if (swiglu) m_expert_gate_hidden = device_buffer(static_cast<std::size_t>(slots * dff) * act, stream);
-      m_expert_out = device_buffer(static_cast<std::size_t>(slots * d) * act, stream);
-    }
-
-    // Weights and inputs from the shared generator (kernels/init.hpp): the same seed gives
-    // the same values as the CPU backend, which the parity tests rely on.
-    // The generator is a function of the index alone, so the host threads split each tensor
-    // into ranges (the MoE weights of a large shape are hundreds of millions of values).
-    auto fill = [&](tensor t, int copy) {
-      const auto rule = initial_values(t, s, copy);
-      if (!rule || size(t) == 0) return;
-      const std::int64_t count = size(t);
-      std::vector<float> v(static_cast<std::size_t>(count));
-      const std::int64_t chunk = std::int64_t{1} << 20;
-      const std::int64_t threads =
-          std::min<std::int64_t>(std::max(1U, std::thread::hardware_concurrency()), (count + chunk - 1) / chunk);
-      std::vector<std::thread> pool;
-      for (std::int64_t i = 0; i < threads; ++i)
-        pool.emplace_back([&, i] {
-          const std::int64_t begin = count * i / threads, end = count * (i + 1) / threads;
-          fill_normal(v, options.seed, rule->stream, rule->mean, rule->std_dev, begin, end);
-        });
-      for (auto& th : pool) th.join();
-      upload(t, v);
-    };
-    for (tensor t : {tensor::router_w, tensor::w_q, tensor::w_k, tensor::w_v, tensor::w_o, tensor::w_up, tensor::w_gate,
-                     tensor::w_down, tensor::expert_router_w, tensor::expert_w_up, tensor::expert_w_gate,
-                     tensor::expert_w_down, tensor::attn_norm_g, tensor::mlp_norm_g})
-      fill(t, 0);
-    for (std::size_t c = 0; c < copies; ++c) {
-      m_slot = static_cast<int>(c);
-      fill(tensor::x, static_cast<int>(c));  // also sets out = x
-    }
-    m_slot = 0;
-  }
-
-  ~cuda_workspace() override {
-    // Ops queued on this workspace's buffers must finish before cudaFree (which would wait
-    // for the whole device anyway); errors are ignored in a destructor.
-    cudaSetDevice(m_ctx->device);
-    cudaStreamSynchronize(m_ctx->stream);
-  }
-
-  std::int64_t size(tensor t) const override { return m_sizes[index_of(t)]; }
-
-  std::int64_t bytes() const override {
-    std::size_t total = 0;
-    for (const auto& b : m_buffers) total += b.bytes();
-    for (const auto* list : {&m_x, &m_out, &m_scattered})
-      for (const auto& b : *list) total += b.bytes();
-    for (const auto& b : m_attention_ptrs) total += b.bytes();
-    for (const auto* b :
-         {&m_slot_of_token, &m_token_of_slot, &m_expert_in, &m_expert_hidden, &m_expert_gate_hidden, &m_expert_out})
-      total += b->bytes();
-    return static_cast<std::int64_t>(total);
-  }
-
-  void upload(tensor t, std::span<const float> values) override {
-    check_float(t);
-    if (static_cast<std::int64_t>(values.size()) > size(t))
-      throw runtime_error("workspace: upload of " + std::to_string(values.size()) + " values into '" +
-                          std::string(to_string(t)) + "' of " + std::to_string(size(t)));
-    m_ctx->make_current();
-    const cudaStream_t stream = m_ctx->stream;
-    const std::size_t count = values.size();
-    if (storage_of(t) == storage::act && type() == dtype::bf16) {
-      std::vector<bf16> host(count);
-      for (std::size_t i = 0; i < count; ++i) host[i] = __float2bfloat16_rn(values[i]);
-      MODSIM_CUDA_CHECK(cudaMemcpyAsync(ptr(t), host.data(), count * sizeof(bf16), cudaMemcpyHostToDevice, stream));
-      m_ctx->synchronize();  // `host` goes out of scope
-    } else {
-      MODSIM_CUDA_CHECK(cudaMemcpyAsync(ptr(t), values.data(), count * sizeof(float), cudaMemcpyHostToDevice, stream));
-      m_ctx->synchronize();
-    }
-    if (t == tensor::x) {
-      const auto slot = static_cast<std::size_t>(m_slot);
-      MODSIM_CUDA_CHECK(
-          cudaMemcpyAsync(m_out[slot].get(), m_x[slot].get(), m_x[slot].bytes(), cudaMemcpyDeviceToDevice, stream));
-      m_scattered_valid[slot] = 0;
-      m_ctx->synchronize();
-    }
-  }
-
-  std::vector<float> download(tensor t) const override {
-    check_float(t);
-    m_ctx->make_current();
-    const auto count = static_cast<std::size_t>(size(t));
-    std::vector<float> result(count);
-    if (count == 0) return result;
-    if (storage_of(t) == storage::act && type() == dtype::bf16) {
-      std::vector<bf16> host(count);
-      MODSIM_CUDA_CHECK(
-          cudaMemcpyAsync(host.data(), ptr(t), count * sizeof(bf16), cudaMemcpyDeviceToHost, m_ctx->stream));
-      m_ctx->synchronize();
-      for (std::size_t i = 0; i < count; ++i) result[i] = __bfloat162float(host[i]);
-    } else {
-      MODSIM_CUDA_CHECK(
-          cudaMemcpyAsync(result.data(), ptr(t), count * sizeof(float), cudaMemcpyDeviceToHost, m_ctx->stream));
-      m_ctx->synchronize();
-    }
-    return result;
-  }
-
-  void upload_indices(tensor t, std::span<const std::int32_t> values) override {
-    check_index(t);
-    if (static_cast<std::int64_t>(values.size()) > size(t))
-      throw runtime_error("workspace: upload of " + std::to_string(values.size()) + " indices into '" +
-                          std::string(to_string(t)) + "' of " + std::to_string(size(t)));
-    const std::int64_t limit = t == tensor::routed_index ? shape().seq_len : shape().router_experts();
-    const std::int64_t lowest = t == tensor::routed_index ? 0 : -1;
-    for (const std::int32_t v : values)
-      if (v < lowest || v >= limit)
-        throw runtime_error("workspace: index " + std::to_string(v) + " out of range for '" +
-                            std::string(to_string(t)) + "'");
-    m_ctx->make_current();
-    MODSIM_CUDA_CHECK(cudaMemcpyAsync(ptr(t), values.data(), values.size() * sizeof(std::int32_t),
-                                      cudaMemcpyHostToDevice, m_ctx->stream));
-    m_ctx->synchronize();
-  }
-
-  std::vector<std::int32_t> download_indices(tensor t) const override {
-    check_index(t);
-    m_ctx->make_current();
-    std::vector<std::int32_t> result(static_cast<std::size_t>(size(t)));
-    if (result.empty()) return result;
-    MODSIM_CUDA_CHECK(cudaMemcpyAsync(result.data(), ptr(t), result.size() * sizeof(std::int32_t),
-                                      cudaMemcpyDeviceToHost, m_ctx->stream));
-    m_ctx->synchronize();
-    return result;
-  }
-
-  void rotate() override { m_slot = (m_slot + 1) % static_cast<int>(m_x.size()); }
-
-  // --- for the ops ---
-  const device_context& context() const { return *m_ctx; }
-  const std::shared_ptr<device_context>& context_ptr() const { return m_ctx; }
-
-  void* ptr(tensor t) const {
-    const auto slot = static_cast<std::size_t>(m_slot);
-    if (t == tensor::x) return m_x[slot].get();
-    if (t == tensor::out) return m_out[slot].get();
-    return m_buffers[index_of(t)].get();
-  }
-  float* f32(tensor t) const { return static_cast<float*>(ptr(t)); }
-  std::int32_t* i32(tensor t) const { return static_cast<std::int32_t*>(ptr(t)); }
-  std::size_t act_bytes() const { return element_bytes(storage::act, type()); }
-
-  // Rows of `out` (current input copy) the last scatter wrote, if valid.
-  std::int32_t* scattered_rows() const { return m_scattered[static_cast<std::size_t>(m_slot)].as<std::int32_t>(); }
-  bool scattered_valid() const { return m_scattered_valid[static_cast<std::size_t>(m_slot)] != 0; }
-  void set_scattered_valid() { m_scattered_valid[static_cast<std::size_t>(m_slot)] = 1; }
-
-  // The attention plan for blocks over n tokens per sequence (n = S or k).
-  const attention_plan& plan(std::int64_t n) const {
-    for (const auto& p : m_plans)
-      if (p.n == n) return p;
-    throw runtime_error("cuda workspace: no attention plan for " + std::to_string(n) + " tokens per sequence");
-  }
-
-  // Fused attention (workspace_options::fused_attention): the cuDNN plan for blocks over n
-  // tokens per sequence, and its scratch.
-  bool fused() const { return !m_fused.empty(); }
-  cudnn_sdpa& fused_plan(std::int64_t n) const {
-    for (const auto& p : m_fused)
-      if (p->layout().n == n) return *p;
-    throw runtime_error("cuda workspace: no fused attention plan for " + std::to_string(n) + " tokens per sequence");
-  }
-  void* fused_scratch() const { return m_fused_scratch.get(); }
-
-  moe_buffers moe(const void* u, const void* h, void* y) const {
-    moe_buffers b;
-    b.u = u;
-    b.h = h;
-    b.y = y;
-    b.index = i32(tensor::expert_index);
-    b.gate = f32(tensor::expert_gate);
-    b.w_up = ptr(tensor::expert_w_up);
-    b.w_gate = ptr(tensor::expert_w_gate);
-    b.w_down = ptr(tensor::expert_w_down);
-    b.slot_of_token = m_slot_of_token.as<std::int32_t>();
-    b.token_of_slot = m_token_of_slot.as<std::int32_t>();
-    b.expert_in = m_expert_in.get();
-    b.expert_hidden = m_expert_hidden.get();
-    b.expert_gate_hidden = m_expert_gate_hidden.get();
-    b.expert_out = m_expert_out.get();
-    return b;
-  }
-  std::int64_t expert_capacity() const { return m_expert_capacity; }
-
- private:
-  static std::size_t index_of(tensor t) { return static_cast<std::size_t>(t); }
-  void set_size(tensor t, std::int64_t n) { m_sizes[index_of(t)] = n; }
-  std::size_t byte_size(tensor t) const {
-    return static_cast<std::size_t>(size(t)) * element_bytes(storage_of(t), type());
-  }
-
-  void check_float(tensor t) const {
-    if (is_index(t))
-      throw runtime_error("workspace: tensor '" + std::string(to_string(t)) + "' holds indices, not floats");
-  }
-  void check_index(tensor t) const {
-    if (!is_index(t))
-      throw runtime_error("workspace: tensor '" + std::string(to_string(t)) + "' holds floats, not indices");
-  }
-
-  void build_attention_plan(std::int64_t n) {
-    const auto& s = shape();
-    attention_layout layout{s.batch, n, s.n_heads, s.n_kv_heads, s.d_head};
-    const auto es = act_bytes();
-    std::vector<const void*> host = attention_pointers(layout, es, ptr(tensor::q), ptr(tensor::k), ptr(tensor::v),
-                                                       ptr(tensor::scores), ptr(tensor::attn_out));
-    attention_plan p;
-    p.layout = layout;
-    p.n = n;
-    p.aligned = std::all_of(host.begin(), host.end(),
-                            [](const void* q) { return reinterpret_cast<std::uintptr_t>(q) % 16 == 0; });
-    if (p.aligned) {
-      device_buffer buf(host.size() * sizeof(void*), m_ctx->stream);
-      MODSIM_CUDA_CHECK(
-          cudaMemcpyAsync(buf.get(), host.data(), host.size() * sizeof(void*), cudaMemcpyHostToDevice, m_ctx->stream));
-      m_ctx->synchronize();
-      p.pointers = buf.as<const void*>();
-      m_attention_ptrs.push_back(std::move(buf));
-    }
-    m_plans.push_back(p);
-  }
-
-  // One cuDNN plan per token count (S, and k when it differs), all sharing one scratch.
-  void build_fused_attention(std::int64_t S, std::int64_t k) {
-    if (type() != dtype::bf16)
-      throw input_error("", "attention", "fused attention (cuDNN) needs bf16, got " + std::string(to_string(type())));
-    const auto& s = shape();
-    std::size_t scratch = 0;
-    for (const std::int64_t n : {S, k}) {
-      if (n == k && k == S && !m_fused.empty()) break;
-      const sdpa_layout l{s.batch, n, s.n_heads, s.n_kv_heads, s.d_head};
-      if (const std::string why = sdpa_shape_problem(l); !why.empty())
-        throw input_error("", "attention", "fused attention cannot take this shape: " + why);
-      m_fused.push_back(std::make_unique<cudnn_sdpa>(m_ctx->cudnn(), l, ptr(tensor::q), ptr(tensor::k), ptr(tensor::v),
-                                                     ptr(tensor::attn_out)));
-      scratch = std::max(scratch, m_fused.back()->workspace_bytes());
-    }
-    m_fused_scratch = device_buffer(scratch, m_ctx->stream);
-  }
-
-  std::shared_ptr<device_context> m_ctx;
-  std::array<std::int64_t, tensor_count> m_sizes{};
-  std::array<device_buffer, tensor_count> m_buffers;   // x and out live in m_x / m_out
-  std::vector<device_buffer> m_x, m_out, m_scattered;  // one per input copy
-  std::vector<char> m_scattered_valid;
-  int m_slot = 0;
-  std::vector<attention_plan> m_plans;
-  std::vector<device_buffer> m_attention_ptrs;
-  std::int64_t m_expert_capacity = 0;
-  device_buffer m_slot_of_token, m_token_of_slot, m_expert_in, m_expert_hidden, m_expert_gate_hidden, m_expert_out;
-  std::vector<std::unique_ptr<cudnn_sdpa>> m_fused;
-  device_buffer m_fused_scratch;
-};
-
-// ---------------------------------------------------------------------------------------
 // The ops on a workspace. `io` is what a block runs on: rows [0, B·n) of `in`.
 
 struct block_io {
@@ -829,10 +397,6 @@ class executor {
   boundary_events* m_marks;
 };
 
-std::string version_string(int v, int major_div, int minor_div, int minor_mod) {
-  return std::to_string(v / major_div) + "." + std::to_string((v / minor_div) % minor_mod);
-}
-
 class cuda_backend final : public backend {
  public:
   explicit cuda_backend(int device) : m_ctx(std::make_shared<device_context>(device)) {
@@ -858,26 +422,7 @@ class cuda_backend final : public backend {
 
   std::string_view name() const override { return "cuda"; }
 
-  std::string device() const override {
-    m_ctx->make_current();
-    cudaDeviceProp prop{};
-    MODSIM_CUDA_CHECK(cudaGetDeviceProperties(&prop, m_ctx->device));
-    int clock_khz = 0, memory_clock_khz = 0, driver = 0, runtime = 0, cublas = 0;
-    MODSIM_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, m_ctx->device));
-    MODSIM_CUDA_CHECK(cudaDeviceGetAttribute(&memory_clock_khz, cudaDevAttrMemoryClockRate, m_ctx->device));
-    MODSIM_CUDA_CHECK(cudaDriverGetVersion(&driver));
-    MODSIM_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
-    MODSIM_CUDA_CHECK(cublasGetVersion(m_ctx->cublas, &cublas));
-    const auto gib = static_cast<double>(prop.totalGlobalMem) / static_cast<double>(1ULL << 30);
-    char memory[32];
-    std::snprintf(memory, sizeof memory, "%.1f", gib);
-    return std::string(prop.name) + ", sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ", " +
-           std::to_string(prop.multiProcessorCount) + " SMs, " + std::to_string(clock_khz / 1000) + " MHz, memory " +
-           memory + " GiB at " + std::to_string(memory_clock_khz / 1000) + " MHz, L2 " +
-           std::to_string(prop.l2CacheSize >> 20) + " MiB, driver " + version_string(driver, 1000, 10, 100) +
-           ", runtime " + version_string(runtime, 1000, 10, 100) + ", cuBLAS " + std::to_string(cublas / 10000) + "." +
-           std::to_string((cublas / 100) % 100) + "." + std::to_string(cublas % 100);
-  }
+  std::string device() const override { return m_ctx->description(); }
 
   std::unique_ptr<workspace> make_workspace(const block_shape& shape, dtype type,
                                             const workspace_options& options) override {
@@ -973,15 +518,6 @@ class cuda_backend final : public backend {
 
 }  // namespace
 }  // namespace cuda
-
-int cuda_device_count() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    (void)cudaGetLastError();  // clear the error the query left
-    return 0;
-  }
-  return count;
-}
 
 std::unique_ptr<backend> make_cuda_backend(int device) {
   const int count = cuda_device_count();
