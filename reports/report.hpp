@@ -4,8 +4,8 @@
 // predictions are from measurements.
 //
 // Three steps, each testable on its own:
-//  1. build_report(input) computes everything (library calls only: sim/flops, sim/predict,
-//     sim/sweep, sim/des serving, sim/calibrate validation) into report_data;
+//  1. build_report(input) computes everything through analysis::analyze (the analysis the
+//     command line and the explorer show too) into report_data;
 //  2. render_report(data) turns it into files (report.md, a self-contained report.html with
 //     the charts inline as SVG, tables/*.csv, charts/*.svg) held in memory;
 //  3. write_report(files, dir) writes every file to a temporary name first and renames them
@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "analysis/analysis.hpp"
+#include "analysis/validation.hpp"
 #include "sim/calibrate.hpp"
 #include "sim/des/comparison.hpp"
 #include "sim/des/serving.hpp"
@@ -37,49 +39,6 @@ using progress_fn = std::function<void(const std::string&)>;  // one line, no ne
 // The serving comparison (sim/des/comparison.hpp): one scenario for every face of modsim.
 using serving_scenario = sim::des::serving_scenario;
 
-// Measured blocks against their prediction (built by make_validation).
-struct validation_section {
-  std::string measurements_file;
-  std::string device;      // the rows' device column
-  std::string hardware;    // the hardware file's name
-  std::string cost_label;  // cost_model::label() of the model used
-  int rows = 0;            // rows in the measurements file
-  int single_op_rows = 0;  // rows the calibration may use
-  int skipped_blocks = 0;  // block rows the calibration used (not scored)
-  std::vector<sim::validation_point> points;
-  sim::validation_summary summary;
-  std::vector<std::string> notes;
-  // Cross-validated (make_cv_validation): folds > 0, and the op rows' errors beside the blocks'.
-  int folds = 0;
-  sim::validation_summary op_summary;
-};
-
-// Validates the block rows of `points` (block_dense, block_mod, layer_mode) against the cost
-// model of `hw`. When `calibrate` is true and `hw` carries no calibration, it is first fitted
-// (sim::fit_calibration) on the single-op rows only, so no scored block was seen by the fit.
-// Block rows a given calibration used for its launch fit are skipped. Throws
-// modsim::error(bad_input) when no block row is left or the rows do not fit `hw`.
-validation_section make_validation(const std::vector<sim::measured_point>& points, const sim::hardware_spec& hw,
-                                   bool calibrate, const std::string& measurements_file);
-
-// Cross-validates the calibration method of `hw` (its datasheet numbers; a calibration block
-// is ignored) on `points`: `folds` folds by shape (sim::cross_validate), every block predicted
-// by a fit that never saw its shape. Throws modsim::error(bad_input) as cross_validate does.
-validation_section make_cv_validation(const std::vector<sim::measured_point>& points, const sim::hardware_spec& hw,
-                                      int folds, const std::string& measurements_label);
-
-// The measurements files behind `hw`'s calibration, or — for an uncalibrated file NAME.json —
-// behind NAME-calibrated.json beside it: the files its `calibration.measurements` names,
-// found as written or relative to the checkout the hardware file lives in. Empty when there is
-// no such calibration or a file is missing (then `why_not` says so, when given).
-std::vector<std::string> calibration_measurements(const sim::hardware_spec& hw, std::string* why_not = nullptr);
-
-// The validation a report or the GUI shows for `hw` when no measurements were chosen: the
-// data of calibration_measurements(hw); a calibrated `hw` is cross-validated (5 folds by
-// shape), an uncalibrated one is its datasheet roofline against the measured blocks. Empty
-// (with `why_not`) when there are no such data.
-std::optional<validation_section> validation_for_hardware(const sim::hardware_spec& hw, std::string* why_not = nullptr);
-
 struct report_input {
   std::vector<sim::model_spec> models;  // >= 1; models[0] is the subject of the report
   sim::hardware_spec hardware;
@@ -88,11 +47,14 @@ struct report_input {
   std::optional<sim::sweep_space> space;
   bool serving = true;
   serving_scenario scenario;
-  std::optional<validation_section> validation;  // absent: the section says how to add one
-  std::string validation_missing;                // why it is absent (shown in the report)
-  std::string command_line;                      // how the report was made (shown)
-  unsigned threads = 0;                          // sweep threads (0 = all)
+  // The measurements the predictions are checked against (source::none: the section says how
+  // to add them, and `missing` why there are none).
+  analysis::validation_request validation;
+  std::string command_line;  // how the report was made (shown)
+  unsigned threads = 0;      // sweep threads (0 = all)
 };
+
+using analysis::validation_section;
 
 // --- Results ---------------------------------------------------------------------------------
 

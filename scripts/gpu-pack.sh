@@ -17,7 +17,7 @@ cmake --build build-gpu -j "$jobs" --target modsim modsim_cuda_parity_tests
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin"
-cp build-gpu/sim/cli/modsim build-gpu/tests/kernels/cuda/modsim_cuda_parity_tests "$stage/bin/"
+cp build-gpu/cli/modsim build-gpu/tests/kernels/cuda/modsim_cuda_parity_tests "$stage/bin/"
 strip "$stage/bin/modsim" "$stage/bin/modsim_cuda_parity_tests"
 git rev-parse HEAD > "$stage/bin/REVISION" 2>/dev/null || echo unknown > "$stage/bin/REVISION"
 if ! git diff --quiet HEAD 2>/dev/null; then echo "dirty" >> "$stage/bin/REVISION"; fi

@@ -3,7 +3,7 @@
 # runtime and cuBLAS but none of the Debian libraries. Build here first (no GPU needed):
 #   cmake --preset gpu-portable && cmake --build --preset gpu-portable
 # then, on the GPU machine, from the repository root with build-gpu/ copied along (the two
-# binaries it needs, build-gpu/sim/cli/modsim and build-gpu/tests/kernels/cuda/
+# binaries it needs, build-gpu/cli/modsim and build-gpu/tests/kernels/cuda/
 # modsim_cuda_parity_tests, are about 60 MB together):
 #   scripts/gpu-run.sh [all|parity|profile|peer|summary]   (results under $OUT, default out-gpu/)
 # Stages: parity = CUDA-vs-CPU parity tests; profile = `modsim profile --backend cuda --preset
@@ -16,7 +16,7 @@ stage=${1:-all}
 out=${OUT:-$root/out-gpu}
 build=${MODSIM_GPU_BUILD:-$root/build-gpu}
 mkdir -p "$out"
-modsim="$build/sim/cli/modsim"
+modsim="$build/cli/modsim"
 [[ -x "$modsim" ]] || { echo "gpu-run: $modsim not found: build with the gpu-portable preset first" >&2; exit 2; }
 
 # cuBLAS is loaded at run time: the toolkit's lib folder, else the nvidia-cublas wheel's.

@@ -35,7 +35,7 @@ bin=/tmp/modsim-gpu/bin
 if [[ -f "$pack" ]]; then
   mkdir -p /tmp/modsim-gpu && tar -C /tmp/modsim-gpu -xJf "$pack"
 else
-  bin=${MODSIM_GPU_BIN:-$root/build-gpu/sim/cli}  # a build on the GPU machine itself
+  bin=${MODSIM_GPU_BIN:-$root/build-gpu/cli}  # a build on the GPU machine itself
 fi
 modsim="$bin/modsim"
 parity="$bin/modsim_cuda_parity_tests"

@@ -20,7 +20,7 @@ extra=("$@")
 say() { echo "report-check: $*" >&2; }
 fail() { echo "report-check: FAILED: $*" >&2; exit 1; }
 
-modsim="$build/sim/cli/modsim"
+modsim="$build/cli/modsim"
 if [[ ! -x "$modsim" ]]; then
   say "no $modsim; building"
   "$root/scripts/build.sh" "$build"

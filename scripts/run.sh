@@ -12,4 +12,4 @@ if (($# == 0)); then
   set -- report --out "$root/report"
 fi
 export QT_QPA_PLATFORM=${QT_QPA_PLATFORM:-offscreen}  # charts render without a display
-exec "$root/build/sim/cli/modsim" "$@"
+exec "$root/build/cli/modsim" "$@"

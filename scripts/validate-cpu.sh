@@ -16,7 +16,7 @@
 # Exit code: validate's (0 ok, 1 above --max-error, 2 bad input, 3 runtime failure).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-modsim="$root/build/sim/cli/modsim"
+modsim="$root/build/cli/modsim"
 max_error=15
 threads=1
 keep=""

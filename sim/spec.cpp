@@ -85,4 +85,19 @@ std::string to_string(const schedule& s) {
   return "?";
 }
 
+std::string schedule_preset(const std::vector<bool>& routed) {
+  const int n = static_cast<int>(routed.size());
+  auto matches = [&](auto&& rule) {
+    for (int i = 0; i < n; ++i)
+      if (routed[static_cast<std::size_t>(i)] != rule(i)) return false;
+    return true;
+  };
+  if (matches([](int) { return false; })) return "none";
+  if (matches([](int) { return true; })) return "all";
+  if (matches([](int i) { return i % 2 == 1; })) return "every_other";
+  for (int step = 3; step <= n; ++step)
+    if (matches([step](int i) { return i % step == step - 1; })) return "every_nth:" + std::to_string(step);
+  return {};
+}
+
 }  // namespace modsim::sim

@@ -98,6 +98,10 @@ struct workload {
 const char* to_string(run_mode m);
 std::string to_string(const schedule& s);
 
+// The preset the routed layers match ("none", "all", "every_other", "every_nth:N"), or "" for
+// another set. `routed` has one entry per layer.
+std::string schedule_preset(const std::vector<bool>& routed);
+
 // Hardware description. Numbers are per device. `source` says whether they are datasheet,
 // estimated or measured.
 struct dtype_rate {

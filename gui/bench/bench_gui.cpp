@@ -39,11 +39,15 @@ int main(int argc, char** argv) {
   config.load.type = sim::dtype::bf16;
 
   // 42 capacities × 16 schedules × 3 routed variants + dense + MoE = 2,018 points.
-  gui::SweepAxes axes;
+  sim::sweep_space axes;
   for (int i = 1; i <= 42; ++i) axes.capacities.push_back(i / 42.0);
-  axes.schedules = {"every_other", "all"};
-  for (int n = 3; n <= 16; ++n) axes.schedules.push_back("every_nth:" + std::to_string(n));
-  axes.variants = {"dense", "mod", "moe", "mode_staged", "mode_integrated"};
+  for (const std::string s : {"every_other", "all"})
+    axes.schedules.push_back(sim::parse_schedule(s, config.model.n_layers, "", "schedules"));
+  for (int n = 3; n <= 16; ++n)
+    axes.schedules.push_back(
+        sim::parse_schedule("every_nth:" + std::to_string(n), config.model.n_layers, "", "schedules"));
+  axes.variants = {sim::sweep_variant::dense, sim::sweep_variant::mod, sim::sweep_variant::moe,
+                   sim::sweep_variant::mode_staged, sim::sweep_variant::mode_integrated};
 
   gui::SweepModel model;
   gui::DesignSpacePage page(&model);

@@ -1,13 +1,15 @@
 #pragma once
-// The explorer's computation: a pure function from an ExplorerConfig to a ComputeResult,
-// built from modsim's libraries (sim/flops, sim/cost, sim/predict, sim/sweep, sim/des,
-// validation). No Qt objects, no GUI: the worker runs it on a thread pool, the benchmark and
-// the tests call it directly. This file is the one place that knows those libraries' APIs.
+// The explorer's computation: a pure function from an ExplorerConfig to a ComputeResult. The
+// numbers come from analysis::analyze (the analysis `modsim` and `modsim report` show too);
+// this file only turns an analysis_result into the explorer's plain result structs. No Qt
+// objects: the worker runs it on a thread pool, the benchmark and the tests call it directly.
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "gui/core/explorer_config.hpp"
 #include "gui/core/results.hpp"
+#include "sim/sweep.hpp"
 
 namespace modsim::gui {
 
@@ -19,29 +21,17 @@ struct ComputeControl {
   std::function<void(int)> progress;
 };
 
-// The sweep around a configuration: the capacities, schedules and variants it spans.
-struct SweepAxes {
-  std::vector<double> capacities;
-  std::vector<std::string> schedules;
-  std::vector<std::string> variants;  // sim/sweep names: dense mod moe mode_staged mode_integrated
-};
-// The default axes around `model`: sim::default_space plus the model's own capacity and
-// schedule.
-SweepAxes defaultSweepAxes(const sim::model_spec& model);
-
 // Never throws: a modsim::error (bad input, an infeasible configuration) becomes
 // ComputeResult::error, and the parts that could not be computed say so.
 ComputeResult computeAll(const ExplorerConfig& config, const ComputeControl& control = {});
 
 // The parts, for the benchmark and the tests. They throw modsim::error.
 PredictionResult computePrediction(const ExplorerConfig& config);
-SweepResult computeSweep(const ExplorerConfig& config, const SweepAxes& axes, const ComputeControl& control = {});
+// `space` empty: analysis::default_sweep_space(config.model).
+SweepResult computeSweep(const ExplorerConfig& config, const std::optional<sim::sweep_space>& space = {},
+                         const ComputeControl& control = {});
 TimelineResult computeTimeline(const ExplorerConfig& config);
 ServingResult computeServing(const ExplorerConfig& config);
 ValidationResult computeValidation(const ExplorerConfig& config);
-
-// The explorer's name of a configuration's variant: "dense", "MoD", "MoE", "MoDE staged",
-// "MoDE integrated".
-std::string variantName(const sim::model_spec& model);
 
 }  // namespace modsim::gui

@@ -83,21 +83,6 @@ QStringList hardwareFiles(const QStringList& extra) {
   return out;
 }
 
-std::string presetOf(const std::vector<bool>& routed) {
-  const int n = static_cast<int>(routed.size());
-  auto matches = [&](auto&& rule) {
-    for (int i = 0; i < n; ++i)
-      if (routed[static_cast<std::size_t>(i)] != rule(i)) return false;
-    return true;
-  };
-  if (matches([](int) { return false; })) return "none";
-  if (matches([](int) { return true; })) return "all";
-  if (matches([](int i) { return i % 2 == 1; })) return "every_other";
-  for (int step = 3; step <= n; ++step)
-    if (matches([step](int i) { return i % step == step - 1; })) return "every_nth:" + std::to_string(step);
-  return {};
-}
-
 std::string modelToJson(const sim::model_spec& m) {
   namespace json = boost::json;
   json::object o;
@@ -126,7 +111,7 @@ std::string modelToJson(const sim::model_spec& m) {
         uniform = false;
     }
     json::object ro;
-    const std::string preset = presetOf(routed);
+    const std::string preset = sim::schedule_preset(routed);
     ro["capacity"] = capacity;
     if (uniform && !preset.empty()) {
       ro["schedule"] = preset;

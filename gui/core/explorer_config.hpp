@@ -42,10 +42,6 @@ QStringList hardwareFiles(const QStringList& extra = {});
 // layer_capacities.
 std::string modelToJson(const sim::model_spec& model);
 
-// The preset the routed layers match ("none", "all", "every_other", "every_nth:N"), or "" for
-// another set. `routed` has one entry per layer.
-std::string presetOf(const std::vector<bool>& routed);
-
 // The key path of a modsim::error message ("FILE: KEY: reason" or "KEY: reason") and its
 // reason; key is empty when the message names none.
 struct ErrorParts {

@@ -120,7 +120,7 @@ void ExplorerSession::applyScheduleToDraft() {
   } else {
     sim::routing_spec r = m.routing.value_or(sim::routing_spec{});
     r.capacity = *first;
-    const std::string preset = presetOf(routed);
+    const std::string preset = sim::schedule_preset(routed);
     if (uniform && !preset.empty()) {
       r.layer_capacities.clear();
       r.sched = sim::parse_schedule(preset, m.n_layers, "", "routing.schedule");

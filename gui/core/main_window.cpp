@@ -381,9 +381,7 @@ bool MainWindow::exportReport(const QString& dir) {
     try {
       // The same validation as the Validation tab and `modsim report`: the measurements behind
       // the hardware's calibration.
-      std::string why;
-      in.validation = reports::validation_for_hardware(in.hardware, &why);
-      if (!in.validation) in.validation_missing = why;
+      in.validation.from = analysis::validation_request::source::hardware;
       return {std::make_shared<reports::report_data>(reports::build_report(in)), {}};
     } catch (const modsim::error& e) {
       return {nullptr, QString::fromUtf8(e.what())};

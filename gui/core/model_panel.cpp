@@ -358,7 +358,7 @@ void ModelPanel::refresh() {
       routed.push_back(l.has_value());
       if (l && first) cap = *l, first = false;
     }
-    const std::string preset = presetOf(routed);
+    const std::string preset = sim::schedule_preset(routed);
     QString key = QStringLiteral("custom");
     if (preset.rfind("every_nth:", 0) == 0) {
       key = QStringLiteral("every_nth");

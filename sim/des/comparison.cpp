@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/error.hpp"
 #include "sim/des/execution.hpp"
 #include "sim/sweep.hpp"
 
@@ -57,11 +58,22 @@ std::vector<request> scenario_requests(const serving_scenario& s) {
 
 serving_run serve_model(const model_spec& m, const std::string& name, const cost_model& cost, dtype t,
                         const serving_scenario& s, std::span<serve_observer* const> observers) {
+  return serve_model(m, name, cost, t, s, scenario_requests(s), observers);
+}
+
+serving_run serve_model(const model_spec& m, const std::string& name, const cost_model& cost, dtype t,
+                        const serving_scenario& s, std::vector<request> requests,
+                        std::span<serve_observer* const> observers) {
   const step_builder b(m, t, device_model_of(cost, t));
   serve_options o = s.options;
-  if (o.kv_budget_bytes <= 0) o.kv_budget_bytes = default_kv_budget_bytes(m, cost.hardware(), t);
+  if (o.kv_budget_bytes <= 0) {
+    o.kv_budget_bytes = default_kv_budget_bytes(m, cost.hardware(), t);
+    if (!(o.kv_budget_bytes > 0))
+      throw input_error(cost.hardware().source_file, "memory_bytes",
+                        "the weights of " + m.name + " do not leave room for a KV cache");
+  }
   o.seed = s.seed;
-  const serve_result res = simulate_serving(b, scenario_requests(s), o, observers);
+  serve_result res = simulate_serving(b, std::move(requests), o, observers);
   serving_run run;
   run.name = name;
   run.summary = res.summary;
@@ -70,6 +82,7 @@ serving_run serve_model(const model_spec& m, const std::string& name, const cost
     run.ttft_s.push_back(r.ttft_s());
     if (r.tpot_s() >= 0) run.tpot_s.push_back(r.tpot_s());
   }
+  run.requests = std::move(res.requests);
   return run;
 }
 

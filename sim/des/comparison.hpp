@@ -28,7 +28,8 @@ struct serving_scenario {
 struct serving_run {
   std::string name;  // "dense" or the model's name
   serve_summary summary;
-  std::vector<double> ttft_s, tpot_s;  // per completed request (tpot: requests with > 1 token)
+  std::vector<double> ttft_s, tpot_s;    // per completed request (tpot: requests with > 1 token)
+  std::vector<request_record> requests;  // every request, by id
 };
 
 struct serving_comparison {
@@ -45,9 +46,14 @@ double sustainable_rate(const model_spec& m, const cost_model& cost, dtype t, co
 serving_scenario resolve_scenario(const model_spec& m, const cost_model& cost, dtype t, serving_scenario s);
 std::vector<request> scenario_requests(const serving_scenario& resolved);
 
-// One model served under a resolved scenario.
+// One model served under a resolved scenario: its Poisson requests, or `requests` when given
+// (an arrivals trace). A KV budget of 0 is the contract's default for the model; throws
+// modsim::error(bad_input) naming the hardware file when the weights leave no room for it.
 serving_run serve_model(const model_spec& m, const std::string& name, const cost_model& cost, dtype t,
                         const serving_scenario& resolved, std::span<serve_observer* const> observers = {});
+serving_run serve_model(const model_spec& m, const std::string& name, const cost_model& cost, dtype t,
+                        const serving_scenario& resolved, std::vector<request> requests,
+                        std::span<serve_observer* const> observers = {});
 
 // The model and its dense baseline under `s`. Throws modsim::error(bad_input) as
 // simulate_serving does.

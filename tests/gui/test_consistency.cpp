@@ -77,7 +77,7 @@ TEST_P(OneAnalysis, CliReportAndExplorerAgreeOnFlopsTimeAndServing) {
   in.models = {model};
   in.hardware = hw;
   in.load = load;
-  in.validation_missing = "not part of this test";
+  in.validation.missing = "not part of this test";
   const modsim::reports::report_data report = modsim::reports::build_report(in);
   ASSERT_FALSE(report.models.empty());
   ASSERT_TRUE(report.serving.has_value());

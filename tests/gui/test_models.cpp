@@ -287,14 +287,6 @@ TEST(ExplorerConfig, ModelJsonRoundTripsThroughTheParser) {
   EXPECT_EQ(back.routing->predictor_hidden, 256);
 }
 
-TEST(ExplorerConfig, PresetOfRecognisesTheScheduleNames) {
-  EXPECT_EQ(presetOf({false, true, false, true}), "every_other");
-  EXPECT_EQ(presetOf({false, false, true, false, false, true}), "every_nth:3");
-  EXPECT_EQ(presetOf({true, true}), "all");
-  EXPECT_EQ(presetOf({false, false}), "none");
-  EXPECT_EQ(presetOf({true, false, false}), "");
-}
-
 TEST(ExplorerConfig, SplitErrorFindsTheKeyPath) {
   const ErrorParts p =
       splitError(QStringLiteral("x.json: routing.capacity: must be in (0, 1], got 1.5"), QStringLiteral("x.json"));

@@ -52,9 +52,11 @@ const report_data& data() {
     in.load.seq_len = 2048;
     in.scenario.requests = 40;
     in.command_line = "test";
-    in.validation =
-        make_validation({block_row("block_dense", 1.0, 2e-3, "a"), block_row("block_mod", 0.125, 6e-4, "b")},
-                        sim::load_hardware(config("hardware/cpu.json")), false, "test.csv");
+    in.validation.from = analysis::validation_request::source::measurements;
+    in.validation.points = {block_row("block_dense", 1.0, 2e-3, "a"), block_row("block_mod", 0.125, 6e-4, "b")};
+    in.validation.hardware = sim::load_hardware(config("hardware/cpu.json"));
+    in.validation.calibrate = false;
+    in.validation.label = "test.csv";
     return build_report(in);
   }();
   return d;
@@ -296,10 +298,12 @@ TEST(Report, NoModelIsBadInput) {
 TEST(Report, ValidationNeedsBlockRowsOfTheHardwaresBackend) {
   const sim::hardware_spec cpu = sim::load_hardware(config("hardware/cpu.json"));
   const sim::hardware_spec gpu = sim::load_hardware(config("hardware/h100-sxm.json"));
-  EXPECT_THROW(make_validation({block_row("block_dense", 1.0, 1e-3, "a")}, gpu, false, "x.csv"), modsim::error);
+  EXPECT_THROW(analysis::make_validation({block_row("block_dense", 1.0, 1e-3, "a")}, gpu, false, "x.csv"),
+               modsim::error);
   sim::measured_point single = block_row("qkv_proj", 1.0, 1e-4, "s");
-  EXPECT_THROW(make_validation({single}, cpu, false, "x.csv"), modsim::error);
-  const validation_section v = make_validation({block_row("block_dense", 1.0, 1e-3, "a")}, cpu, false, "x.csv");
+  EXPECT_THROW(analysis::make_validation({single}, cpu, false, "x.csv"), modsim::error);
+  const validation_section v =
+      analysis::make_validation({block_row("block_dense", 1.0, 1e-3, "a")}, cpu, false, "x.csv");
   ASSERT_EQ(v.points.size(), 1u);
   EXPECT_NEAR(v.points[0].error_pct, 100 * (v.points[0].predicted_s - 1e-3) / 1e-3, 1e-9);
 }

@@ -265,3 +265,11 @@ TEST(Config, HardwareFileChecksItsKeys) {
   EXPECT_DOUBLE_EQ(h.memory_bandwidth_bytes_s, 3.35e12);
   EXPECT_EQ(h.sm_count, 132);
 }
+
+TEST(Spec, SchedulePresetNamesTheRoutedLayers) {
+  EXPECT_EQ(sim::schedule_preset({false, true, false, true}), "every_other");
+  EXPECT_EQ(sim::schedule_preset({false, false, true, false, false, true}), "every_nth:3");
+  EXPECT_EQ(sim::schedule_preset({true, true}), "all");
+  EXPECT_EQ(sim::schedule_preset({false, false}), "none");
+  EXPECT_EQ(sim::schedule_preset({true, false, false}), "");
+}

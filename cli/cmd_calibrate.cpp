@@ -13,7 +13,7 @@
 #include "profiler/grid.hpp"
 #include "profiler/measurements.hpp"
 #include "sim/calibrate.hpp"
-#include "sim/cli/common.hpp"
+#include "cli/common.hpp"
 #include "sim/config.hpp"
 #include "core/error.hpp"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/cli/common.hpp"
+#include "cli/common.hpp"
 #include "core/error.hpp"
 
 namespace {

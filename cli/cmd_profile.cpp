@@ -17,7 +17,7 @@
 #include "profiler/measurements.hpp"
 #include "profiler/runner.hpp"
 #include "git_revision.hpp"
-#include "sim/cli/common.hpp"
+#include "cli/common.hpp"
 #include "core/error.hpp"
 #include "sim/io.hpp"
 #if MODSIM_HAVE_CUDA

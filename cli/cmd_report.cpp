@@ -20,7 +20,7 @@
 #include "profiler/runner.hpp"
 #include "reports/report.hpp"
 #include "sim/calibrate.hpp"
-#include "sim/cli/common.hpp"
+#include "cli/common.hpp"
 #include "sim/config.hpp"
 #include "core/error.hpp"
 #if MODSIM_HAVE_QT
@@ -156,30 +156,32 @@ int cmd_report(const std::vector<std::string>& args) {
   in.threads = vm["threads"].as<unsigned>();
   in.command_line = join_args(args);
 
-  // Validation: given measurements, or — for the defaults — the held-out split of
+  // Validation: given measurements, or — for the defaults on a CPU — the held-out split of
   // scripts/validate-cpu.sh: calibrate on a quick CPU profile (single ops and blocks), score
-  // the blocks of configs/grids/holdout-cpu.json, shapes the calibration never saw.
-  std::string measurements;
-  std::optional<sim::hardware_spec> calibrated;
-  std::string why_no_data;
-  std::optional<reports::validation_section> backing;
-  if (!vm.count("measurements") && (in.hardware.kind == "gpu" || !defaults || vm["no-profile"].as<bool>())) {
-    std::cerr << "report: validating the cost model of " << in.hardware.name << " on the measurements behind it\n";
-    backing = reports::validation_for_hardware(in.hardware, &why_no_data);
-  }
+  // the blocks of configs/grids/holdout-cpu.json, shapes the calibration never saw; else the
+  // measurements behind the hardware's calibration.
+  analysis::validation_request& val = in.validation;
+  const bool cpu_profile = defaults && !vm["no-profile"].as<bool>() && in.hardware.kind != "gpu";
   if (vm.count("measurements")) {
-    measurements = vm["measurements"].as<std::string>();
-  } else if (backing) {
-    in.validation = std::move(backing);
-  } else if (defaults && !vm["no-profile"].as<bool>()) {
+    val.from = analysis::validation_request::source::measurements;
+    val.label = vm["measurements"].as<std::string>();
+    val.points = profiler::read_measured_points(val.label);
+    if (val.points.empty()) throw input_error(val.label, "", "no measurement rows");
+    if (vm.count("calibration")) {
+      val.hardware = sim::load_hardware(resolve_config(vm["calibration"].as<std::string>(), "hardware"));
+      val.calibrate = false;
+    } else if (val.points.front().backend == "cpu") {
+      val.hardware = sim::load_hardware(resolve_config("cpu", "hardware"));
+    }
+  } else if (cpu_profile) {
     fs::create_directories(out_dir);
     const std::string quick = (fs::path(out_dir) / "measurements-cpu.csv").string();
-    measurements = (fs::path(out_dir) / "measurements-cpu-holdout.csv").string();
+    const std::string holdout = (fs::path(out_dir) / "measurements-cpu-holdout.csv").string();
     const bool fresh = vm["fresh-profile"].as<bool>();
     if (!profile_cpu(quick, fresh, profiler::preset("quick", "cpu"), "quick preset, ops inside their blocks",
                      profiler::timing_mode::in_block) ||
-        !profile_cpu(measurements, fresh, profiler::load_grid(resolve_config("holdout-cpu", "grids")),
-                     "held-out blocks", profiler::timing_mode::isolated)) {
+        !profile_cpu(holdout, fresh, profiler::load_grid(resolve_config("holdout-cpu", "grids")), "held-out blocks",
+                     profiler::timing_mode::isolated)) {
       std::cerr << "report: interrupted while profiling; the previous report is untouched, run again to resume\n";
       return exit_interrupted;
     }
@@ -191,33 +193,20 @@ int cmd_report(const std::vector<std::string>& args) {
     src.file = quick;
     src.rows = static_cast<int>(quick_points.size());
     const sim::calibration cal = sim::fit_calibration(cpu, samples, {src}, sim::utc_now_iso8601(), {});
-    calibrated = cpu;
-    calibrated->calibration_json = sim::calibration_to_json(cal);
+    val.from = analysis::validation_request::source::measurements;
+    val.label = holdout;
+    val.points = profiler::read_measured_points(holdout);
+    val.hardware = cpu;
+    val.hardware->calibration_json = sim::calibration_to_json(cal);
+    val.calibrate = false;
   } else {
-    in.validation_missing =
-        (defaults ? std::string("skipped (--no-profile)")
-                  : std::string("no measurements given (add --measurements CSV from `modsim profile`)")) +
-        (why_no_data.empty() ? "" : "; " + why_no_data);
+    val.from = analysis::validation_request::source::hardware;
+    val.missing =
+        defaults ? "skipped (--no-profile)" : "no measurements given (add --measurements CSV from `modsim profile`)";
   }
-  if (!measurements.empty()) {
-    std::cerr << "report: validating the cost model on " << measurements << "\n";
-    const std::vector<sim::measured_point> points = profiler::read_measured_points(measurements);
-    if (points.empty()) throw input_error(measurements, "", "no measurement rows");
-    sim::hardware_spec val_hw;
-    bool calibrate = true;
-    if (calibrated) {
-      val_hw = *calibrated;
-      calibrate = false;
-    } else if (vm.count("calibration")) {
-      val_hw = sim::load_hardware(resolve_config(vm["calibration"].as<std::string>(), "hardware"));
-      calibrate = false;
-    } else if (points.front().backend == "cpu") {
-      val_hw = sim::load_hardware(resolve_config("cpu", "hardware"));
-    } else {
-      val_hw = in.hardware;
-    }
-    in.validation = reports::make_validation(points, val_hw, calibrate, measurements);
-  }
+  if (val.from != analysis::validation_request::source::none)
+    std::cerr << "report: validating the cost model on "
+              << (val.label.empty() ? "the measurements behind " + in.hardware.name : val.label) << "\n";
 
   auto progress = [](const std::string& line) { std::cerr << line << "\n"; };
   const reports::report_data data = reports::build_report(in, progress);

@@ -14,7 +14,7 @@
 
 #include "profiler/measurements.hpp"
 #include "sim/calibrate.hpp"
-#include "sim/cli/common.hpp"
+#include "cli/common.hpp"
 #include "sim/config.hpp"
 #include "sim/cost.hpp"
 #include "core/error.hpp"

@@ -1,4 +1,4 @@
-#include "sim/cli/common.hpp"
+#include "cli/common.hpp"
 
 #include <cstdlib>
 #include <filesystem>

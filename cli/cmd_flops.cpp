@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/cli/common.hpp"
+#include "cli/common.hpp"
 #include "sim/flops.hpp"
 #include "sim/rollup.hpp"
 

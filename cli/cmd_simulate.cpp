@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "sim/cli/common.hpp"
+#include "cli/common.hpp"
 #include "sim/io.hpp"
 #include "sim/config.hpp"
 #include "sim/cost.hpp"

@@ -1,0 +1,164 @@
+#pragma once
+// The one analysis every face of modsim shows: `modsim flops/predict/sweep/simulate/validate`,
+// `modsim report` and modsim-gui all call analyze(), so one configuration gives one set of
+// numbers wherever it is read. A face chooses the parts it needs (scenario) and formats the
+// analysis_result; it computes nothing itself.
+//
+// Parts, each from one library function:
+//   flops       sim::evaluate_flops of the model and of its dense baseline, class roll-up;
+//   prediction  sim::predict on the hardware's cost model, class roll-up with times;
+//   sweep       sim::run_sweep over a space (default: default_sweep_space) with the current
+//               configuration marked (added as a point when the space does not hold it);
+//   variants    dense, MoD, MoE, MoDE staged/integrated at the model's routing;
+//   timeline    one step (forward, train or decode) through the discrete-event executor;
+//   serving     the model and its dense baseline under one scenario (sim/des/comparison.hpp);
+//   validation  measured blocks against the cost model (analysis/validation.hpp).
+// Library code: never prints; progress and cancellation go through `control`.
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/validation.hpp"
+#include "sim/des/comparison.hpp"
+#include "sim/des/execution.hpp"
+#include "sim/des/serving.hpp"
+#include "sim/flops.hpp"
+#include "sim/predict.hpp"
+#include "sim/rollup.hpp"
+#include "sim/spec.hpp"
+#include "sim/sweep.hpp"
+
+namespace modsim::analysis {
+
+// What is analysed: one model under one workload, on one piece of hardware (needed by every
+// part but `flops`).
+struct configuration {
+  sim::model_spec model;
+  sim::workload load;
+  std::optional<sim::hardware_spec> hardware;
+};
+
+// The sweep around the configuration.
+struct sweep_request {
+  std::optional<sim::sweep_space> space;  // empty = default_sweep_space(model)
+  bool add_current = true;                // append the configuration when the space does not hold it
+  unsigned threads = 0;                   // 0 = all hardware threads
+  sim::sweep_axis x_axis = sim::sweep_axis::matmul_flops;
+  sim::sweep_axis y_axis = sim::sweep_axis::time_s;
+};
+
+// One step through the discrete-event executor (`modsim simulate forward`, the explorer's
+// timeline).
+struct timeline_request {
+  bool cuda_graph = false;
+  sim::des::decode_routing routing = sim::des::decode_routing::sync;
+  double pad_capacity = 1.0;
+  std::uint64_t seed = 1;  // decode routing draws
+};
+
+// The serving pair.
+struct serving_request {
+  sim::des::serving_scenario scenario;
+  // Explicit requests (an arrivals trace) instead of the scenario's Poisson draws.
+  std::optional<std::vector<sim::des::request>> arrivals;
+  bool dense = true;  // also serve the dense baseline (the pair); false: the model only
+  // Observers of the model's run only (a trace); the dense run is not observed.
+  std::vector<sim::des::serve_observer*> observers;
+};
+
+// Where the validation's measurements come from.
+struct validation_request {
+  enum class source {
+    none,          // no validation; `missing` says why
+    hardware,      // the measurements behind the hardware's calibration (validation_for_hardware)
+    measurements,  // `points`, against `hardware` (default: the configuration's)
+  };
+  source from = source::none;
+  std::vector<sim::measured_point> points;
+  std::string label;  // the measurements' file name(s), shown
+  std::optional<sim::hardware_spec> hardware;
+  bool calibrate = true;  // an uncalibrated hardware is first fitted on the single-op rows
+  std::string missing;    // why there is no validation (source::none)
+};
+
+// What to compute. `flops` is always computed.
+struct scenario {
+  bool prediction = true;
+  std::optional<sweep_request> sweep;
+  bool variants = false;
+  std::optional<timeline_request> timeline;
+  std::optional<serving_request> serving;
+  validation_request validation;
+  // When true, a part that fails with modsim::error records why in its `*_missing` and the
+  // others go on (the explorer); when false the error propagates (the command line).
+  bool parts_may_fail = false;
+};
+
+// Steering a long analysis. Either may be empty.
+struct control {
+  std::function<bool()> cancelled;                                // polled between and inside parts
+  std::function<void(int percent, const std::string&)> progress;  // 0..100, what runs now
+};
+
+// Thrown by analyze() when control.cancelled() returned true.
+struct cancelled : std::exception {
+  const char* what() const noexcept override { return "cancelled"; }
+};
+
+struct sweep_section {
+  sim::sweep_result result;  // the space, plus the current configuration when added
+  int current = -1;          // index of the configuration's point in result.points
+  bool current_added = false;
+};
+
+struct variants_section {
+  sim::sweep_result result;  // dense, MoD, MoE, MoDE staged, MoDE integrated
+  std::vector<std::string> notes;
+};
+
+struct analysis_result {
+  configuration config;
+  std::string cost_label;  // cost_model::label() (empty without hardware)
+  // flops: the model and its dense baseline, and their class roll-up.
+  sim::flops_report flops, dense_flops;
+  std::vector<sim::class_rollup> flop_classes;
+  // prediction (with its class roll-up, times included).
+  std::optional<sim::prediction> prediction;
+  std::vector<sim::class_rollup> time_classes;
+  std::string prediction_missing;
+  std::optional<sweep_section> sweep;
+  std::string sweep_missing;
+  std::optional<variants_section> variants;
+  std::string variants_missing;
+  std::optional<sim::des::timeline> timeline;
+  std::int64_t decode_decisions = 0, decode_routed = 0;  // decode timeline: routing draws
+  std::string timeline_missing;
+  // serving: the scenario (rate resolved), the dense baseline's run (when asked for) and the
+  // model's, each with its per-request records.
+  std::optional<sim::des::serving_comparison> serving;
+  std::string serving_missing;
+  std::optional<validation_section> validation;
+  std::string validation_missing;
+};
+
+// Computes the parts `s` asks for. Throws modsim::error(bad_input) for an invalid
+// configuration (or a failing part unless s.parts_may_fail), `cancelled` when asked to stop.
+analysis_result analyze(const configuration& c, const scenario& s, const control& ctl = {});
+
+// The sweep space the faces show by default: sim::default_space(model) plus the model's own
+// capacity and schedule, so that the configuration is one of its points.
+sim::sweep_space default_sweep_space(const sim::model_spec& model);
+
+// The variant comparison's space: the five variants at the model's capacity and schedule (the
+// paper's 12.5 % every other layer, with a note, when the model has no routing).
+sim::sweep_space variant_space(const sim::model_spec& model, std::vector<std::string>* notes = nullptr);
+
+// The capacity and schedule a configuration is shown with: the first routed layer's capacity
+// (1 without routing) and its schedule's name ("none", a preset, or "custom").
+double capacity_of(const sim::model_spec& model);
+std::string schedule_of(const sim::model_spec& model);
+
+}  // namespace modsim::analysis

@@ -1,0 +1,182 @@
+// make_validation, make_cv_validation, the measurements behind a calibration and their cache.
+#include "analysis/validation.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "core/error.hpp"
+#include "profiler/measurements.hpp"
+#include "sim/config.hpp"
+#include "sim/cost.hpp"
+
+namespace modsim::analysis {
+
+validation_section make_validation(const std::vector<sim::measured_point>& points, const sim::hardware_spec& hw,
+                                   bool calibrate, const std::string& measurements_file) {
+  validation_section v;
+  v.measurements_file = measurements_file;
+  v.hardware = hw.name;
+  v.rows = static_cast<int>(points.size());
+  const std::string expected_backend = hw.kind == "gpu" ? "cuda" : "cpu";
+
+  std::vector<sim::calibration_sample> singles, blocks;
+  for (const sim::measured_point& p : points) {
+    if (p.backend != expected_backend)
+      throw input_error(p.where, "backend",
+                        "measured on backend '" + p.backend + "' but " + hw.name + " is " + hw.kind + " hardware");
+    if (v.device.empty()) v.device = p.device;
+    sim::calibration_sample s = sim::sample_of(p);
+    (s.is_block() ? blocks : singles).push_back(std::move(s));
+  }
+  v.single_op_rows = static_cast<int>(singles.size());
+
+  sim::hardware_spec model_hw = hw;
+  if (calibrate && hw.calibration_json.empty()) {
+    if (singles.empty())
+      throw input_error(measurements_file, "op", "no single-op rows to calibrate on (block rows only)");
+    sim::fit_options fo;
+    fo.launch_from_blocks = false;  // the blocks are what we validate on: the fit must not see them
+    const sim::calibration cal =
+        sim::fit_calibration(hw, singles, {sim::calibration_source{measurements_file, v.rows, v.single_op_rows}},
+                             sim::utc_now_iso8601(), fo);
+    model_hw.calibration_json = sim::calibration_to_json(cal);
+    v.notes.push_back(
+        fmt::format("calibrated in this run on the {} single-op rows; the {} block rows were not seen by the fit",
+                    v.single_op_rows, blocks.size()));
+  }
+  const sim::cost_model model(model_hw);
+  v.cost_label = model.label();
+  if (!model.calibrated()) v.notes.push_back("uncalibrated: the predictions are the datasheet roofline of " + hw.name);
+
+  std::set<std::string> used;
+  if (const sim::calibration* cal = model.calibration()) used.insert(cal->block_keys.begin(), cal->block_keys.end());
+  std::vector<sim::calibration_sample> scored;
+  for (auto& b : blocks) {
+    if (used.count(b.key)) {
+      ++v.skipped_blocks;
+      continue;
+    }
+    scored.push_back(std::move(b));
+  }
+  if (v.skipped_blocks > 0)
+    v.notes.push_back(
+        fmt::format("{} block rows skipped: the calibration used them for its launch fit", v.skipped_blocks));
+  if (scored.empty())
+    throw input_error(measurements_file, "op",
+                      "no block rows (block_dense, block_mod, layer_mode) left to validate on");
+  v.points = sim::validate_blocks(scored, model);
+  v.summary = sim::summarize(v.points);
+  return v;
+}
+
+validation_section make_cv_validation(const std::vector<sim::measured_point>& points, const sim::hardware_spec& hw,
+                                      int folds, const std::string& measurements_label) {
+  validation_section v;
+  v.measurements_file = measurements_label;
+  v.hardware = hw.name;
+  v.rows = static_cast<int>(points.size());
+  const std::string expected_backend = hw.kind == "gpu" ? "cuda" : "cpu";
+  std::vector<sim::calibration_sample> samples;
+  for (const sim::measured_point& p : points) {
+    if (p.backend != expected_backend)
+      throw input_error(p.where, "backend",
+                        "measured on backend '" + p.backend + "' but " + hw.name + " is " + hw.kind + " hardware");
+    if (v.device.empty()) v.device = p.device;
+    samples.push_back(sim::sample_of(p));
+    if (!samples.back().is_block()) ++v.single_op_rows;
+  }
+  sim::hardware_spec plain = hw;
+  plain.calibration_json.clear();
+  const sim::cross_validation_result cv = sim::cross_validate(plain, samples, folds);
+  if (cv.blocks.empty())
+    throw input_error(measurements_label, "op", "no block rows (block_dense, block_mod, layer_mode) to validate on");
+  v.folds = folds;
+  v.points = cv.blocks;
+  v.summary = sim::summarize(cv.blocks);
+  v.op_summary = sim::summarize(cv.ops);
+  v.cost_label = fmt::format("calibrated ({}-fold cross-validation by shape over {} shapes)", folds, cv.groups);
+  v.notes.push_back(fmt::format(
+      "each block was predicted by a calibration fitted on the other folds: it saw neither the block nor any op row "
+      "of its shape; the {} op rows, predicted the same way, are off by {:.1f}% (median), {:.1f}% at p90",
+      v.op_summary.points, v.op_summary.median_abs_pct_error, v.op_summary.p90_abs_pct_error));
+  return v;
+}
+
+std::vector<std::string> calibration_measurements(const sim::hardware_spec& hw, std::string* why_not) {
+  namespace fs = std::filesystem;
+  auto fail = [&](const std::string& why) {
+    if (why_not) *why_not = why;
+    return std::vector<std::string>{};
+  };
+  std::string json = hw.calibration_json;
+  fs::path file = hw.source_file;
+  if (json.empty()) {
+    if (hw.source_file.empty()) return fail(hw.name + " is not calibrated");
+    const fs::path sibling = file.parent_path() / (file.stem().string() + "-calibrated.json");
+    std::error_code ec;
+    if (!fs::exists(sibling, ec)) return fail(hw.name + " is not calibrated and there is no " + sibling.string());
+    const sim::hardware_spec cal = sim::load_hardware(sibling.string());
+    json = cal.calibration_json;
+    file = sibling;
+    if (json.empty()) return fail(sibling.string() + " has no calibration block");
+  }
+  const sim::calibration c = sim::parse_calibration(json, file.string());
+  // A file calibrated in a checkout names its data relative to the checkout
+  // (reports/measurements/...): configs/hardware/X.json → the checkout is three levels up.
+  const fs::path checkout = file.parent_path().parent_path().parent_path();
+  std::vector<std::string> files;
+  for (const auto& src : c.sources) {
+    std::error_code ec;
+    if (fs::exists(src.file, ec)) {
+      files.push_back(src.file);
+    } else if (fs::exists(checkout / src.file, ec)) {
+      files.push_back((checkout / src.file).string());
+    } else {
+      return fail("the measurements " + src.file + " behind " + file.string() + " are not here");
+    }
+  }
+  if (files.empty()) return fail(file.string() + " names no measurements");
+  return files;
+}
+
+std::optional<validation_section> validation_for_hardware(const sim::hardware_spec& hw, std::string* why_not) {
+  const std::vector<std::string> files = calibration_measurements(hw, why_not);
+  if (files.empty()) return std::nullopt;
+  std::vector<sim::measured_point> points;
+  std::string label;
+  for (const auto& f : files) {
+    const std::vector<sim::measured_point> p = profiler::read_measured_points(f);
+    points.insert(points.end(), p.begin(), p.end());
+    label += (label.empty() ? "" : ", ") + std::filesystem::path(f).filename().string();
+  }
+  if (!hw.calibration_json.empty()) return make_cv_validation(points, hw, 5, label);
+  std::vector<sim::measured_point> blocks;
+  for (const auto& p : points)
+    if (p.op == "block_dense" || p.op == "block_mod" || p.op == "layer_mode") blocks.push_back(p);
+  return make_validation(blocks, hw, false, label);
+}
+
+std::optional<validation_section> cached_validation_for_hardware(const sim::hardware_spec& hw, std::string* why_not) {
+  static std::mutex mutex;
+  static std::map<std::string, std::pair<std::optional<validation_section>, std::string>> cache;
+  const std::string key = hw.source_file + "\n" + hw.name + "\n" + hw.calibration_json;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = cache.find(key); it != cache.end()) {
+      if (why_not) *why_not = it->second.second;
+      return it->second.first;
+    }
+  }
+  std::string why;
+  std::optional<validation_section> v = validation_for_hardware(hw, &why);
+  std::lock_guard<std::mutex> lock(mutex);
+  cache[key] = {v, why};
+  if (why_not) *why_not = why;
+  return v;
+}
+
+}  // namespace modsim::analysis
