@@ -10,8 +10,9 @@
 #include <vector>
 
 #include "cli/common.hpp"
+#include "cli/printer.hpp"
+#include "analysis/analysis.hpp"
 #include "sim/flops.hpp"
-#include "sim/rollup.hpp"
 
 namespace modsim::cli {
 namespace {
@@ -20,7 +21,7 @@ namespace json = boost::json;
 
 const char* const k_usage =
     "usage: modsim flops MODEL [--batch B] [--seq S] [--mode forward|train|decode] [--dtype fp32|bf16|fp16]\n"
-    "                         [--capacity C] [--schedule S] [--format table|json|csv]\n"
+    "                         [--capacity C] [--schedule S] [--format table|json|csv|markdown]\n"
     "\n"
     "Exact FLOPs and bytes per op and layer of MODEL (a model JSON, a HuggingFace config.json,\n"
     "or the name of a shipped model under configs/models/). Matmul FLOPs follow the paper's\n"
@@ -41,7 +42,7 @@ json::object op_json(const sim::op_cost& c) {
   return o;
 }
 
-void print_json(const sim::flops_report& r) {
+json::value flops_json(const sim::flops_report& r) {
   json::object root;
   root["model"] = r.model_name;
   json::object wl;
@@ -85,70 +86,76 @@ void print_json(const sim::flops_report& r) {
   head["other_flops"] = r.lm_head.other_flops;
   head["bytes"] = r.lm_head.bytes;
   root["lm_head"] = std::move(head);
-  std::cout << json::serialize(root) << "\n";
-}
-
-void print_csv(const sim::flops_report& r) {
-  std::cout << "layer,routed,capacity,tokens,op,class,matmul_flops,other_flops,bytes\n";
-  for (const sim::layer_flops& l : r.layers) {
-    for (const sim::op_cost& c : l.ops) {
-      std::cout << fmt::format("{},{},{},{},{},{},{},{},{}\n", l.index, l.routed ? "true" : "false", l.capacity,
-                               l.tokens, c.op, sim::op_class_of(c.op), c.matmul_flops, c.other_flops, c.bytes);
-    }
-  }
-  // The lm_head row belongs to no layer.
-  const std::int64_t head_tokens = r.load.batch * (r.load.mode == sim::run_mode::decode ? 1 : r.load.seq_len);
-  std::cout << fmt::format(",false,,{},lm_head,lm_head,{},{},{}\n", head_tokens, r.lm_head.matmul_flops,
-                           r.lm_head.other_flops, r.lm_head.bytes);
+  return root;
 }
 
 std::string gflop(std::int64_t flops) { return fmt::format("{:.4f}", static_cast<double>(flops) / 1e9); }
 std::string mbytes(std::int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / 1e6); }
 std::string ratio_text(std::int64_t a, std::int64_t b) { return b == 0 ? "-" : fmt::format("{:.3f}", ratio(a, b)); }
 
-void print_table(const sim::flops_report& r, const sim::flops_report& dense) {
+output output_of(const analysis::analysis_result& a) {
+  const sim::flops_report& r = a.flops;
+  const sim::flops_report& dense = a.dense_flops;
   const bool decode = r.load.mode == sim::run_mode::decode;
-  std::cout << fmt::format("{}: {}, batch {}, {} {}, {}; {:.1f} M parameters\n",
-                           r.model_name.empty() ? "model" : r.model_name, sim::to_string(r.load.mode), r.load.batch,
-                           decode ? "context" : "seq", r.load.seq_len, sim::to_string(r.load.type),
-                           static_cast<double>(r.params) / 1e6);
-  std::cout << "matmul GFLOP: 2 FLOPs per multiply-add, full attention square; other = elementwise; "
-               "vs dense = matmul FLOPs / the same layer without routing\n";
-  if (decode) std::cout << "decode: expected values for one step; tokens at routed layers = capacity x batch\n";
-  std::cout << "\n";
+  output o;
+  o.json = flops_json(r);
+  o.head.push_back(fmt::format("{}: {}, batch {}, {} {}, {}; {:.1f} M parameters",
+                               r.model_name.empty() ? "model" : r.model_name, sim::to_string(r.load.mode), r.load.batch,
+                               decode ? "context" : "seq", r.load.seq_len, sim::to_string(r.load.type),
+                               static_cast<double>(r.params) / 1e6));
+  o.head.push_back(
+      "matmul GFLOP: 2 FLOPs per multiply-add, full attention square; other = elementwise; vs dense = matmul FLOPs / "
+      "the same layer without routing");
+  if (decode) o.head.push_back("decode: expected values for one step; tokens at routed layers = capacity x batch");
 
-  std::cout << fmt::format("{:>7}  {:>6}  {:>8}  {:>10}  {:>14}  {:>12}  {:>12}  {:>9}\n", "layer", "routed",
-                           "capacity", "tokens", "matmul GFLOP", "other GFLOP", "MB", "vs dense");
+  table layers;
+  layers.columns = {"layer", "routed", "capacity", "tokens", "matmul GFLOP", "other GFLOP", "MB", "vs dense"};
+  layers.left_columns = 0;
   for (std::size_t i = 0; i < r.layers.size(); ++i) {
     const sim::layer_flops& l = r.layers[i];
     const std::int64_t dense_matmul = i < dense.layers.size() ? dense.layers[i].matmul_flops : 0;
-    const std::string tokens = decode ? fmt::format("{:.2f}", l.expected_tokens) : std::to_string(l.tokens);
-    std::cout << fmt::format("{:>7}  {:>6}  {:>8.3f}  {:>10}  {:>14}  {:>12}  {:>12}  {:>9}\n", l.index,
-                             l.routed ? "yes" : "no", l.capacity, tokens, gflop(l.matmul_flops), gflop(l.other_flops),
-                             mbytes(l.bytes), ratio_text(l.matmul_flops, dense_matmul));
+    layers.rows.push_back({integer(l.index), l.routed ? "yes" : "no", number(l.capacity, "{:.3f}"),
+                           decode ? fmt::format("{:.2f}", l.expected_tokens) : std::to_string(l.tokens),
+                           gflop(l.matmul_flops), gflop(l.other_flops), mbytes(l.bytes),
+                           ratio_text(l.matmul_flops, dense_matmul)});
   }
-  std::cout << fmt::format("{:>7}  {:>6}  {:>8}  {:>10}  {:>14}  {:>12}  {:>12}  {:>9}\n", "lm_head", "", "", "",
-                           gflop(r.lm_head.matmul_flops), gflop(r.lm_head.other_flops), mbytes(r.lm_head.bytes),
-                           ratio_text(r.lm_head.matmul_flops, dense.lm_head.matmul_flops));
-  std::cout << fmt::format("{:>7}  {:>6}  {:>8}  {:>10}  {:>14}  {:>12}  {:>12}  {:>9}\n\n", "total", "", "", "",
-                           gflop(r.totals.matmul_flops), gflop(r.totals.other_flops), mbytes(r.totals.bytes),
-                           ratio_text(r.totals.matmul_flops, r.totals.dense_matmul_flops));
+  layers.rows.push_back({"lm_head", "", "", "", gflop(r.lm_head.matmul_flops), gflop(r.lm_head.other_flops),
+                         mbytes(r.lm_head.bytes), ratio_text(r.lm_head.matmul_flops, dense.lm_head.matmul_flops)});
+  layers.rows.push_back({"total", "", "", "", gflop(r.totals.matmul_flops), gflop(r.totals.other_flops),
+                         mbytes(r.totals.bytes), ratio_text(r.totals.matmul_flops, r.totals.dense_matmul_flops)});
+  o.tables.push_back(std::move(layers));
 
-  std::cout << fmt::format("{:<10}  {:>14}  {:>7}  {:>9}  {:>12}  {:>12}\n", "op class", "matmul GFLOP", "share",
-                           "vs dense", "other GFLOP", "MB");
-  for (const sim::class_rollup& c : sim::roll_up(r, dense))
-    std::cout << fmt::format("{:<10}  {:>14}  {:>6.1f}%  {:>9}  {:>12}  {:>12}\n", c.op_class, gflop(c.matmul_flops),
-                             100.0 * ratio(c.matmul_flops, r.totals.matmul_flops),
-                             ratio_text(c.matmul_flops, c.dense_matmul_flops), gflop(c.other_flops), mbytes(c.bytes));
-  std::cout << fmt::format("{:<10}  {:>14}  {:>6.1f}%  {:>9}  {:>12}  {:>12}\n\n", "total",
-                           gflop(r.totals.matmul_flops), 100.0,
-                           ratio_text(r.totals.matmul_flops, r.totals.dense_matmul_flops), gflop(r.totals.other_flops),
-                           mbytes(r.totals.bytes));
+  table classes;
+  classes.columns = {"op class", "matmul GFLOP", "share", "vs dense", "other GFLOP", "MB"};
+  for (const sim::class_rollup& c : a.flop_classes)
+    classes.rows.push_back({c.op_class, gflop(c.matmul_flops),
+                            fmt::format("{:.1f}%", 100.0 * ratio(c.matmul_flops, r.totals.matmul_flops)),
+                            ratio_text(c.matmul_flops, c.dense_matmul_flops), gflop(c.other_flops), mbytes(c.bytes)});
+  classes.rows.push_back({"total", gflop(r.totals.matmul_flops), "100.0%",
+                          ratio_text(r.totals.matmul_flops, r.totals.dense_matmul_flops), gflop(r.totals.other_flops),
+                          mbytes(r.totals.bytes)});
+  o.tables.push_back(std::move(classes));
 
-  std::cout << fmt::format("vs dense baseline: matmul FLOPs {:.1f}%, other FLOPs {:.1f}%, bytes {:.1f}%\n",
-                           100.0 * ratio(r.totals.matmul_flops, r.totals.dense_matmul_flops),
-                           100.0 * ratio(r.totals.other_flops, r.totals.dense_other_flops),
-                           100.0 * ratio(r.totals.bytes, r.totals.dense_bytes));
+  // The CSV: one row per (layer, op); the lm_head row belongs to no layer.
+  table ops;
+  ops.columns = {"layer", "routed", "capacity", "tokens", "op", "class", "matmul_flops", "other_flops", "bytes"};
+  ops.people = false;
+  ops.csv = true;
+  for (const sim::layer_flops& l : r.layers)
+    for (const sim::op_cost& c : l.ops)
+      ops.rows.push_back({integer(l.index), l.routed ? "true" : "false", number(l.capacity, "{}"), integer(l.tokens),
+                          c.op, sim::op_class_of(c.op), integer(c.matmul_flops), integer(c.other_flops),
+                          integer(c.bytes)});
+  const std::int64_t head_tokens = r.load.batch * (decode ? 1 : r.load.seq_len);
+  ops.rows.push_back({"", "false", "", integer(head_tokens), "lm_head", "lm_head", integer(r.lm_head.matmul_flops),
+                      integer(r.lm_head.other_flops), integer(r.lm_head.bytes)});
+  o.tables.push_back(std::move(ops));
+
+  o.tail.push_back(fmt::format("vs dense baseline: matmul FLOPs {:.1f}%, other FLOPs {:.1f}%, bytes {:.1f}%",
+                               100.0 * ratio(r.totals.matmul_flops, r.totals.dense_matmul_flops),
+                               100.0 * ratio(r.totals.other_flops, r.totals.dense_other_flops),
+                               100.0 * ratio(r.totals.bytes, r.totals.dense_bytes)));
+  return o;
 }
 
 }  // namespace
@@ -157,7 +164,7 @@ int cmd_flops(const std::vector<std::string>& args) {
   po::options_description options("modsim flops options");
   options.add_options()("model", po::value<std::string>()->required(),
                         "model JSON, HF config.json or shipped model name")(
-      "format", po::value<std::string>()->default_value("table"), "table | json | csv");
+      "format", po::value<std::string>()->default_value("table"), "table | json | csv | markdown");
   add_workload_options(options);
   add_routing_overrides(options);
   po::positional_options_description positional;
@@ -167,20 +174,10 @@ int cmd_flops(const std::vector<std::string>& args) {
 
   const output_format format = parse_format(vm["format"].as<std::string>());
   const sim::model_spec model = load_model_arg(vm["model"].as<std::string>(), vm);
-  const sim::workload w = workload_from(vm);
-  const sim::flops_report report = sim::evaluate_flops(model, w);
-
-  switch (format) {
-    case output_format::json:
-      print_json(report);
-      break;
-    case output_format::csv:
-      print_csv(report);
-      break;
-    case output_format::table:
-      print_table(report, sim::evaluate_flops(sim::dense_baseline(model), w));
-      break;
-  }
+  analysis::scenario scenario;
+  scenario.prediction = false;
+  const analysis::analysis_result a = analysis::analyze({model, workload_from(vm), std::nullopt}, scenario);
+  print(output_of(a), format, std::cout);
   return exit_ok;
 }
 

@@ -9,11 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "analysis/analysis.hpp"
 #include "cli/common.hpp"
+#include "cli/printer.hpp"
 #include "sim/config.hpp"
 #include "sim/cost.hpp"
 #include "sim/predict.hpp"
-#include "sim/rollup.hpp"
 
 namespace modsim::cli {
 namespace {
@@ -22,7 +23,7 @@ namespace json = boost::json;
 
 const char* const k_usage =
     "usage: modsim predict MODEL --hardware HW [--batch B] [--seq S] [--mode forward|train|decode]\n"
-    "                      [--dtype fp32|bf16|fp16] [--capacity C] [--schedule S] [--format table|json|csv]\n"
+    "                      [--dtype fp32|bf16|fp16] [--capacity C] [--schedule S] [--format table|json|csv|markdown]\n"
     "\n"
     "Predicted device time of MODEL per op, layer and model on HW (a hardware JSON or a shipped\n"
     "name: cpu, h100-sxm, h200): the datasheet roofline, or the calibrated cost model when HW has a\n"
@@ -63,7 +64,7 @@ json::object gap_json(const sim::prediction& p) {
   return g;
 }
 
-void print_json(const sim::prediction& p, const std::string& hw_name) {
+json::value prediction_json(const sim::prediction& p, const std::string& hw_name) {
   json::object root;
   root["model"] = p.model_name;
   root["hardware"] = hw_name;
@@ -129,109 +130,113 @@ void print_json(const sim::prediction& p, const std::string& hw_name) {
   json::array notes;
   for (const auto& n : p.notes) notes.emplace_back(n);
   root["notes"] = std::move(notes);
-  std::cout << json::serialize(root) << "\n";
+  return root;
 }
 
-void print_csv(const sim::prediction& p) {
-  std::cout << "layer,routed,capacity,op,class,time_s,dense_time_s,roofline_s,matmul_flops,other_flops,bytes,kernels,"
-               "memory_bound,calibrated_as\n";
-  auto row = [&](const std::string& layer, bool routed, const std::string& cap, const sim::op_prediction& o,
-                 double dense_t) {
-    std::cout << fmt::format("{},{},{},{},{},{:.9g},{:.9g},{:.9g},{},{},{},{},{},{}\n", layer,
-                             routed ? "true" : "false", cap, o.op, o.op_class, o.time_s, dense_t, o.roofline_s,
-                             o.matmul_flops, o.other_flops, o.bytes, o.kernels, o.memory_bound ? "true" : "false",
-                             o.calibrated_as);
+std::string ms(double s) { return fmt::format("{:.4f}", s * 1e3); }
+cell ms_cell(double s) { return cell(ms(s), fmt::format("{}", s)); }
+std::string ratio_text(double a, double b) { return b > 0 ? fmt::format("{:.3f}", a / b) : "-"; }
+
+output output_of(const analysis::analysis_result& a, const std::string& hw_name) {
+  const sim::prediction& p = *a.prediction;
+  const bool decode = p.load.mode == sim::run_mode::decode;
+  output o;
+  o.json = prediction_json(p, hw_name);
+  o.head.push_back(fmt::format("{} on {}: {}, batch {}, {} {}, {}", p.model_name.empty() ? "model" : p.model_name,
+                               hw_name, sim::to_string(p.load.mode), p.load.batch, decode ? "context" : "seq",
+                               p.load.seq_len, sim::to_string(p.load.type)));
+  o.head.push_back(fmt::format("cost model: {}", p.calibrated ? p.cost_label : "DATASHEET ROOFLINE (uncalibrated)"));
+  if (p.expected_error)
+    o.head.push_back(fmt::format(
+        "expected error: median {:.1f}%, p90 {:.1f}% (|predicted - measured| of {} blocks this calibration never saw, "
+        "{}-fold cross-validation by shape)",
+        p.expected_error->median_abs_pct_error, p.expected_error->p90_abs_pct_error, p.expected_error->blocks,
+        p.expected_error->folds));
+  o.head.push_back(fmt::format(
+      "times are predicted device time; launch overhead (gaps between kernels, host-bound stalls; {:.2f} us per "
+      "launch) shown separately",
+      p.launch_s * 1e6));
+
+  table layers;
+  layers.columns = {"layer", "routed", "capacity", "tokens", "time ms", "dense ms", "ratio", "kernels"};
+  layers.left_columns = 0;
+  for (std::size_t i = 0; i < p.model.layers.size(); ++i) {
+    const auto& l = p.model.layers[i];
+    const double d = i < p.dense.layers.size() ? p.dense.layers[i].time_s : 0.0;
+    layers.rows.push_back({integer(l.index), l.routed ? "yes" : "no", number(l.capacity, "{:.3f}"), integer(l.tokens),
+                           ms_cell(l.time_s), ms_cell(d), ratio_text(l.time_s, d), integer(l.kernels)});
+  }
+  layers.rows.push_back({"lm_head", "", "", "", ms_cell(p.model.lm_head.time_s), ms_cell(p.dense.lm_head.time_s),
+                         ratio_text(p.model.lm_head.time_s, p.dense.lm_head.time_s), integer(p.model.lm_head.kernels)});
+  layers.rows.push_back({"launch", "", "", "", ms_cell(p.model.overhead_s), ms_cell(p.dense.overhead_s),
+                         ratio_text(p.model.overhead_s, p.dense.overhead_s), integer(p.model.kernels)});
+  layers.rows.push_back(
+      {"total", "", "", "", ms_cell(p.total_s()), ms_cell(p.dense_total_s()), fmt::format("{:.3f}", p.time_ratio), ""});
+  if (p.expected_error) {
+    const double band = p.expected_error->p90_abs_pct_error / 100;
+    layers.rows.push_back({"p90 band", "", "", "", ms(p.total_s() * (1 - band)) + "-" + ms(p.total_s() * (1 + band)),
+                           ms(p.dense_total_s() * (1 - band)) + "-" + ms(p.dense_total_s() * (1 + band)), "", ""});
+  }
+  o.tables.push_back(std::move(layers));
+
+  table classes;
+  classes.columns = {"op class", "time ms", "share", "dense ms", "time ratio", "FLOP ratio"};
+  for (const sim::class_rollup& c : a.time_classes) {
+    const double f = double(c.matmul_flops) + double(c.other_flops);
+    const double df = double(c.dense_matmul_flops) + double(c.dense_other_flops);
+    classes.rows.push_back({c.op_class, ms_cell(c.time_s),
+                            fmt::format("{:.1f}%", p.total_s() > 0 ? 100 * c.time_s / p.total_s() : 0.0),
+                            ms_cell(c.dense_time_s), ratio_text(c.time_s, c.dense_time_s), ratio_text(f, df)});
+  }
+  classes.rows.push_back({"launch", ms_cell(p.model.overhead_s),
+                          fmt::format("{:.1f}%", p.total_s() > 0 ? 100 * p.model.overhead_s / p.total_s() : 0.0),
+                          ms_cell(p.dense.overhead_s), "", ""});
+  o.tables.push_back(std::move(classes));
+
+  // The CSV: one row per (layer, op) and the lm_head.
+  table ops;
+  ops.columns = {"layer",      "routed",       "capacity",    "op",    "class",   "time_s",       "dense_time_s",
+                 "roofline_s", "matmul_flops", "other_flops", "bytes", "kernels", "memory_bound", "calibrated_as"};
+  ops.people = false;
+  ops.csv = true;
+  auto row = [&](cell layer, bool routed, cell cap, const sim::op_prediction& x, double dense_t) {
+    ops.rows.push_back({std::move(layer), routed ? "true" : "false", std::move(cap), x.op, x.op_class,
+                        number(x.time_s, "{}"), number(dense_t, "{}"), number(x.roofline_s, "{}"),
+                        integer(x.matmul_flops), integer(x.other_flops), integer(x.bytes), integer(x.kernels),
+                        x.memory_bound ? "true" : "false", x.calibrated_as});
   };
   for (std::size_t i = 0; i < p.model.layers.size(); ++i) {
     const auto& l = p.model.layers[i];
     const sim::layer_prediction* d = i < p.dense.layers.size() ? &p.dense.layers[i] : nullptr;
-    for (const auto& o : l.ops) {
+    for (const auto& x : l.ops) {
       double dt = 0;
       if (d)
-        for (const auto& x : d->ops)
-          if (x.op == o.op) dt = x.time_s;
-      row(std::to_string(l.index), l.routed, fmt::format("{:g}", l.capacity), o, dt);
+        for (const auto& y : d->ops)
+          if (y.op == x.op) dt = y.time_s;
+      row(integer(l.index), l.routed, number(l.capacity, "{:g}"), x, dt);
     }
   }
   row("", false, "", p.model.lm_head, p.dense.lm_head.time_s);
-}
+  o.tables.push_back(std::move(ops));
 
-std::string ms(double s) { return fmt::format("{:.4f}", s * 1e3); }
-
-void print_table(const sim::prediction& p, const std::string& hw_name) {
-  const bool decode = p.load.mode == sim::run_mode::decode;
-  std::cout << fmt::format("{} on {}: {}, batch {}, {} {}, {}\n", p.model_name.empty() ? "model" : p.model_name,
-                           hw_name, sim::to_string(p.load.mode), p.load.batch, decode ? "context" : "seq",
-                           p.load.seq_len, sim::to_string(p.load.type));
-  std::cout << fmt::format("cost model: {}\n", p.calibrated ? p.cost_label : "DATASHEET ROOFLINE (uncalibrated)");
-  if (p.expected_error)
-    std::cout << fmt::format(
-        "expected error: median {:.1f}%, p90 {:.1f}% (|predicted - measured| of {} blocks this calibration never saw, "
-        "{}-fold cross-validation by shape)\n",
-        p.expected_error->median_abs_pct_error, p.expected_error->p90_abs_pct_error, p.expected_error->blocks,
-        p.expected_error->folds);
-  std::cout << "times are predicted device time; launch overhead (gaps between kernels, host-bound stalls; "
-            << fmt::format("{:.2f}", p.launch_s * 1e6) << " us per launch) shown separately\n\n";
-
-  std::cout << fmt::format("{:>7}  {:>6}  {:>8}  {:>9}  {:>11}  {:>11}  {:>8}  {:>7}\n", "layer", "routed", "capacity",
-                           "tokens", "time ms", "dense ms", "ratio", "kernels");
-  for (std::size_t i = 0; i < p.model.layers.size(); ++i) {
-    const auto& l = p.model.layers[i];
-    const double d = i < p.dense.layers.size() ? p.dense.layers[i].time_s : 0.0;
-    std::cout << fmt::format("{:>7}  {:>6}  {:>8.3f}  {:>9}  {:>11}  {:>11}  {:>8.3f}  {:>7}\n", l.index,
-                             l.routed ? "yes" : "no", l.capacity, l.tokens, ms(l.time_s), ms(d),
-                             d > 0 ? l.time_s / d : 0.0, l.kernels);
-  }
-  std::cout << fmt::format("{:>7}  {:>6}  {:>8}  {:>9}  {:>11}  {:>11}  {:>8.3f}  {:>7}\n", "lm_head", "", "", "",
-                           ms(p.model.lm_head.time_s), ms(p.dense.lm_head.time_s),
-                           p.dense.lm_head.time_s > 0 ? p.model.lm_head.time_s / p.dense.lm_head.time_s : 0.0,
-                           p.model.lm_head.kernels);
-  std::cout << fmt::format("{:>7}  {:>6}  {:>8}  {:>9}  {:>11}  {:>11}  {:>8.3f}  {:>7}\n", "launch", "", "", "",
-                           ms(p.model.overhead_s), ms(p.dense.overhead_s),
-                           p.dense.overhead_s > 0 ? p.model.overhead_s / p.dense.overhead_s : 0.0, p.model.kernels);
-  std::cout << fmt::format("{:>7}  {:>6}  {:>8}  {:>9}  {:>11}  {:>11}  {:>8.3f}\n", "total", "", "", "",
-                           ms(p.total_s()), ms(p.dense_total_s()), p.time_ratio);
-  if (p.expected_error) {
-    const double band = p.expected_error->p90_abs_pct_error / 100;
-    std::cout << fmt::format("{:>7}  {:>6}  {:>8}  {:>9}  {:>11}  {:>11}\n", "p90 band", "", "", "",
-                             ms(p.total_s() * (1 - band)) + "-" + ms(p.total_s() * (1 + band)),
-                             ms(p.dense_total_s() * (1 - band)) + "-" + ms(p.dense_total_s() * (1 + band)));
-  }
-  std::cout << "\n";
-
-  std::cout << fmt::format("{:<10}  {:>11}  {:>7}  {:>11}  {:>10}  {:>10}\n", "op class", "time ms", "share",
-                           "dense ms", "time ratio", "FLOP ratio");
-  for (const sim::class_rollup& c : sim::roll_up(p)) {
-    const double f = double(c.matmul_flops) + double(c.other_flops);
-    const double df = double(c.dense_matmul_flops) + double(c.dense_other_flops);
-    std::cout << fmt::format("{:<10}  {:>11}  {:>6.1f}%  {:>11}  {:>10}  {:>10}\n", c.op_class, ms(c.time_s),
-                             p.total_s() > 0 ? 100 * c.time_s / p.total_s() : 0.0, ms(c.dense_time_s),
-                             c.dense_time_s > 0 ? fmt::format("{:.3f}", c.time_s / c.dense_time_s) : "-",
-                             df > 0 ? fmt::format("{:.3f}", f / df) : "-");
-  }
-  std::cout << fmt::format("{:<10}  {:>11}  {:>6.1f}%  {:>11}\n\n", "launch", ms(p.model.overhead_s),
-                           p.total_s() > 0 ? 100 * p.model.overhead_s / p.total_s() : 0.0, ms(p.dense.overhead_s));
-
-  const double gap = p.time_ratio - p.flop_ratio;
-  std::cout << fmt::format(
-      "vs dense: FLOPs x{:.3f} (matmul only x{:.3f}), time x{:.3f} -> {:.1f}% of the FLOPs saved, {:.1f}% of the "
-      "time\n",
-      p.flop_ratio, p.matmul_flop_ratio, p.time_ratio, 100 * (1 - p.flop_ratio), 100 * (1 - p.time_ratio));
-  std::cout << fmt::format("time ratio - FLOP ratio = {:+.4f} (in units of the dense time); where it comes from:\n",
-                           gap);
-  auto line = [](const char* what, double v, const char* why) {
-    std::cout << fmt::format("  {:<30} {:+.4f}  {}\n", what, v, why);
+  o.tail.push_back(fmt::format(
+      "vs dense: FLOPs x{:.3f} (matmul only x{:.3f}), time x{:.3f} -> {:.1f}% of the FLOPs saved, {:.1f}% of the time",
+      p.flop_ratio, p.matmul_flop_ratio, p.time_ratio, 100 * (1 - p.flop_ratio), 100 * (1 - p.time_ratio)));
+  o.tail.push_back(fmt::format("time ratio - FLOP ratio = {:+.4f} (in units of the dense time); where it comes from:",
+                               p.time_ratio - p.flop_ratio));
+  auto line = [&](const std::string& what, double v, const std::string& why) {
+    o.tail.push_back(fmt::format("  {:<30} {:+.4f}  {}", what, v, why));
   };
   line("routing ops", p.gap.routing, "router/topk/gather/scatter/predictor time beyond their FLOP share");
   line("launch overhead", p.gap.launch,
        fmt::format("{} kernels vs {} dense: kernel count does not shrink with capacity", p.model.kernels,
-                   p.dense.kernels)
-           .c_str());
+                   p.dense.kernels));
   line("GEMM efficiency", p.gap.gemm_efficiency, "matmuls on fewer rows run below their dense efficiency");
   line("attention (capacity^2)", p.gap.attention, "attention FLOPs shrink with capacity^2; its time share decides");
   line("memory-bound ops", p.gap.memory_bound, "weights read whatever k is; norms and activations");
-  std::cout << fmt::format("  {:<30} {:+.4f}\n", "sum", p.gap.total());
-  for (const auto& n : p.notes) std::cout << "note: " << n << "\n";
+  o.tail.push_back(fmt::format("  {:<30} {:+.4f}", "sum", p.gap.total()));
+  for (const auto& n : p.notes) o.tail.push_back("note: " + n);
+  return o;
 }
 
 }  // namespace
@@ -241,7 +246,7 @@ int cmd_predict(const std::vector<std::string>& args) {
   options.add_options()("model", po::value<std::string>()->required(),
                         "model JSON, HF config.json or shipped model name")(
       "hardware", po::value<std::string>()->required(), "hardware JSON (or a shipped name: cpu, h100-sxm, h200)")(
-      "format", po::value<std::string>()->default_value("table"), "table | json | csv");
+      "format", po::value<std::string>()->default_value("table"), "table | json | csv | markdown");
   add_workload_options(options);
   add_routing_overrides(options);
   po::positional_options_description positional;
@@ -251,22 +256,10 @@ int cmd_predict(const std::vector<std::string>& args) {
 
   const output_format format = parse_format(vm["format"].as<std::string>());
   const sim::hardware_spec hw = sim::load_hardware(resolve_config(vm["hardware"].as<std::string>(), "hardware"));
-  const sim::cost_model cost(hw);
   const sim::model_spec model = load_model_arg(vm["model"].as<std::string>(), vm);
   const sim::workload w = workload_from(vm, hw.kind == "gpu" ? sim::dtype::bf16 : sim::dtype::fp32);
-  const sim::prediction p = sim::predict(model, w, cost);
-
-  switch (format) {
-    case output_format::json:
-      print_json(p, hw.name);
-      break;
-    case output_format::csv:
-      print_csv(p);
-      break;
-    case output_format::table:
-      print_table(p, hw.name);
-      break;
-  }
+  const analysis::analysis_result a = analysis::analyze({model, w, hw}, analysis::scenario{});
+  print(output_of(a, hw.name), format, std::cout);
   return exit_ok;
 }
 

@@ -11,10 +11,13 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <tuple>
 #include <unistd.h>
 #include <vector>
 
+#include "analysis/analysis.hpp"
 #include "cli/common.hpp"
+#include "cli/printer.hpp"
 #include "sim/io.hpp"
 #include "sim/config.hpp"
 #include "sim/cost.hpp"
@@ -35,12 +38,12 @@ namespace des = sim::des;
 const char* const k_usage =
     "usage: modsim simulate forward MODEL --hardware HW [--batch B] [--seq S] [--mode forward|train|decode]\n"
     "                               [--dtype D] [--graph] [--decode-routing sync|pad] [--pad-capacity C]\n"
-    "                               [--seed N] [--trace FILE.json] [--format table|json|csv]\n"
+    "                               [--seed N] [--trace FILE.json] [--format table|json|csv|markdown]\n"
     "       modsim simulate serve MODEL --hardware HW [--rate R --requests N | --arrivals FILE.csv] [--seed N]\n"
     "                               [--prompt-tokens D] [--output-tokens D] [--max-seqs N]\n"
     "                               [--max-batched-tokens N] [--chunked-prefill N] [--kv-budget BYTES]\n"
     "                               [--graph] [--decode-routing sync|pad] [--per-request FILE.csv]\n"
-    "                               [--trace FILE.json] [--format table|json|csv]\n"
+    "                               [--trace FILE.json] [--format table|json|csv|markdown]\n"
     "\n"
     "Discrete-event simulation of MODEL on HW with the cost model's op times. `forward` simulates one\n"
     "step as a host thread enqueuing kernels (host_enqueue_s each) and a GPU stream running them\n"
@@ -51,7 +54,8 @@ const char* const k_usage =
     "--pad-capacity of the batch with no sync (wasted FLOPs). `serve` simulates requests arriving\n"
     "(Poisson --rate/--requests, or --arrivals CSV with arrival_s,prompt_tokens,output_tokens),\n"
     "continuous batching, a paged KV cache of device memory minus weights (or --kv-budget) with\n"
-    "preemption by recompute. Token distributions: N, uniform:A:B, exp:MEAN. Same seed, same output.";
+    "preemption by recompute. Token distributions: N, uniform:A:B, exp:MEAN. The dense baseline serves the same\n"
+    "requests beside the model (JSON: \"dense\"). Same seed, same output.";
 
 std::string num(double x) { return fmt::format("{}", x); }
 
@@ -83,7 +87,7 @@ void add_common_options(po::options_description& o) {
       "pad mode: routed block sized to this fraction of the decode batch (tokens beyond it are dropped)")(
       "seed", po::value<std::int64_t>()->default_value(1), "seed of every random draw")(
       "trace", po::value<std::string>(), "write Chrome trace-event JSON (Perfetto, chrome://tracing) here")(
-      "format", po::value<std::string>()->default_value("table"), "table | json | csv");
+      "format", po::value<std::string>()->default_value("table"), "table | json | csv | markdown");
 }
 
 // ---- forward -----------------------------------------------------------------------------
@@ -91,11 +95,8 @@ void add_common_options(po::options_description& o) {
 struct forward_run {
   std::string model, hardware, cost_label;
   sim::workload load;
-  bool graph = false;
-  des::decode_routing routing = des::decode_routing::sync;
-  double pad_capacity = 1.0;
-  std::uint64_t seed = 0;
-  des::timeline tl;
+  analysis::timeline_request request;
+  const des::timeline* tl = nullptr;
   std::int64_t decisions = 0, routed = 0;  // decode routing draws
 };
 
@@ -112,8 +113,8 @@ json::object class_json(const des::class_summary& c, double step_s) {
   return o;
 }
 
-void print_forward_json(const forward_run& r) {
-  const des::exec_summary& s = r.tl.summary;
+json::value forward_json(const forward_run& r) {
+  const des::exec_summary& s = r.tl->summary;
   json::object root;
   root["model"] = r.model;
   root["hardware"] = r.hardware;
@@ -124,9 +125,9 @@ void print_forward_json(const forward_run& r) {
   wl["mode"] = sim::to_string(r.load.mode);
   wl["dtype"] = sim::to_string(r.load.type);
   root["workload"] = std::move(wl);
-  root["graph"] = r.graph;
-  root["decode_routing"] = des::to_string(r.routing);
-  root["seed"] = r.seed;
+  root["graph"] = r.request.cuda_graph;
+  root["decode_routing"] = des::to_string(r.request.routing);
+  root["seed"] = r.request.seed;
   root["step_s"] = s.step_s;
   root["gpu_busy_s"] = s.gpu_busy_s;
   root["gpu_busy_pct"] = 100.0 * s.gpu_busy_fraction();
@@ -145,14 +146,23 @@ void print_forward_json(const forward_run& r) {
   json::array classes;
   for (const des::class_summary& c : s.by_class) classes.push_back(class_json(c, s.step_s));
   root["by_class"] = std::move(classes);
-  std::cout << json::serialize(root) << "\n";
+  return root;
 }
 
-void print_forward_csv(const forward_run& r) {
-  std::cout << "index,layer,op,class,backward,stream,start_s,dur_s,gpu_wait_before_s,launches,tokens,matmul_flops,"
-               "other_flops,bytes,wasted_matmul_flops\n";
-  std::vector<double> start(r.tl.kernels.size(), 0), dur(r.tl.kernels.size(), 0), wait(r.tl.kernels.size(), 0);
-  for (const des::span& sp : r.tl.spans) {
+std::string usec(double s) { return fmt::format("{:.2f} us", s * 1e6); }
+
+// The CSV: one row per kernel, in launch order.
+table kernel_table(const des::timeline& tl) {
+  table t;
+  t.columns = {"index",       "layer",    "op",
+               "class",       "backward", "stream",
+               "start_s",     "dur_s",    "gpu_wait_before_s",
+               "launches",    "tokens",   "matmul_flops",
+               "other_flops", "bytes",    "wasted_matmul_flops"};
+  t.people = false;
+  t.csv = true;
+  std::vector<double> start(tl.kernels.size(), 0), dur(tl.kernels.size(), 0), wait(tl.kernels.size(), 0);
+  for (const des::span& sp : tl.spans) {
     const auto i = static_cast<std::size_t>(sp.kernel);
     if (sp.kind == des::span_kind::run) {
       start[i] = sp.start_s;
@@ -161,98 +171,77 @@ void print_forward_csv(const forward_run& r) {
       wait[i] += sp.dur_s;
     }
   }
-  for (std::size_t i = 0; i < r.tl.kernels.size(); ++i) {
-    const des::kernel& k = r.tl.kernels[i];
-    std::cout << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", i,
-                             k.layer >= 0 ? std::to_string(k.layer) : "", k.op, des::kernel_class(k),
-                             k.backward ? "true" : "false", k.stream, num(start[i]), num(dur[i]), num(wait[i]),
-                             k.launches, k.tokens, k.matmul_flops, k.other_flops, k.bytes, k.wasted_matmul_flops);
+  for (std::size_t i = 0; i < tl.kernels.size(); ++i) {
+    const des::kernel& k = tl.kernels[i];
+    t.rows.push_back({integer(static_cast<std::int64_t>(i)), k.layer >= 0 ? std::to_string(k.layer) : "",
+                      std::string(k.op), des::kernel_class(k), k.backward ? "true" : "false", integer(k.stream),
+                      num(start[i]), num(dur[i]), num(wait[i]), integer(k.launches), integer(k.tokens),
+                      integer(k.matmul_flops), integer(k.other_flops), integer(k.bytes),
+                      integer(k.wasted_matmul_flops)});
   }
+  return t;
 }
 
-std::string usec(double s) { return fmt::format("{:.2f} us", s * 1e6); }
-
-void print_forward_table(const forward_run& r) {
-  const des::exec_summary& s = r.tl.summary;
+output forward_output(const forward_run& r) {
+  const des::exec_summary& s = r.tl->summary;
   const bool decode = r.load.mode == sim::run_mode::decode;
-  std::cout << fmt::format(
-      "{} on {} ({}): {}, batch {}, {} {}, {}, {}{}\n", r.model, r.hardware, r.cost_label, sim::to_string(r.load.mode),
+  output o;
+  o.json = forward_json(r);
+  o.head.push_back(fmt::format(
+      "{} on {} ({}): {}, batch {}, {} {}, {}, {}{}", r.model, r.hardware, r.cost_label, sim::to_string(r.load.mode),
       r.load.batch, decode ? "context" : "seq", r.load.seq_len, sim::to_string(r.load.type),
-      r.graph ? "CUDA graphs" : "eager launches",
-      decode ? fmt::format(", decode routing {} (seed {})", des::to_string(r.routing), r.seed) : "");
-  std::cout << fmt::format("step time            {}\n", usec(s.step_s));
-  std::cout << fmt::format("GPU busy             {} ({:.1f}%)\n", usec(s.gpu_busy_s), 100.0 * s.gpu_busy_fraction());
-  std::cout << fmt::format("GPU waited on host   {}\n", usec(s.gpu_wait_host_s));
-  std::cout << fmt::format("host enqueuing       {}\n", usec(s.host_busy_s));
-  std::cout << fmt::format("host sync waits      {} ({} syncs)\n", usec(s.host_sync_wait_s), s.syncs);
-  std::cout << fmt::format("kernels / launches   {} / {}\n", s.kernels, s.launches);
-  std::cout << fmt::format("matmul GFLOP         {:.4f} (wasted on padding {:.4f})\n",
-                           static_cast<double>(s.matmul_flops) / 1e9, static_cast<double>(s.wasted_matmul_flops) / 1e9);
-  if (decode && r.decisions > 0) {
-    std::cout << fmt::format("decode routed        {} of {} decisions ({:.3f})\n", r.routed, r.decisions,
-                             static_cast<double>(r.routed) / static_cast<double>(r.decisions));
-  }
-  std::cout << "\n"
-            << fmt::format("{:<10}  {:>8}  {:>8}  {:>14}  {:>7}  {:>16}  {:>12}\n", "op class", "kernels", "launches",
-                           "device", "share", "GPU waited before", "matmul GFLOP");
-  for (const des::class_summary& c : s.by_class) {
-    std::cout << fmt::format("{:<10}  {:>8}  {:>8}  {:>14}  {:>6.1f}%  {:>16}  {:>12.4f}\n", c.op_class, c.kernels,
-                             c.launches, usec(c.device_s), s.step_s > 0 ? 100.0 * c.device_s / s.step_s : 0.0,
-                             usec(c.wait_before_s), static_cast<double>(c.matmul_flops) / 1e9);
-  }
+      r.request.cuda_graph ? "CUDA graphs" : "eager launches",
+      decode ? fmt::format(", decode routing {} (seed {})", des::to_string(r.request.routing), r.request.seed) : ""));
+  table summary;
+  summary.columns = {"", ""};
+  summary.left_columns = 2;
+  summary.rows = {
+      {"step time", usec(s.step_s)},
+      {"GPU busy", fmt::format("{} ({:.1f}%)", usec(s.gpu_busy_s), 100.0 * s.gpu_busy_fraction())},
+      {"GPU waited on host", usec(s.gpu_wait_host_s)},
+      {"host enqueuing", usec(s.host_busy_s)},
+      {"host sync waits", fmt::format("{} ({} syncs)", usec(s.host_sync_wait_s), s.syncs)},
+      {"kernels / launches", fmt::format("{} / {}", s.kernels, s.launches)},
+      {"matmul GFLOP", fmt::format("{:.4f} (wasted on padding {:.4f})", static_cast<double>(s.matmul_flops) / 1e9,
+                                   static_cast<double>(s.wasted_matmul_flops) / 1e9)}};
+  if (decode && r.decisions > 0)
+    summary.rows.push_back(
+        {"decode routed", fmt::format("{} of {} decisions ({:.3f})", r.routed, r.decisions,
+                                      static_cast<double>(r.routed) / static_cast<double>(r.decisions))});
+  o.tables.push_back(std::move(summary));
+  table classes;
+  classes.columns = {"op class", "kernels", "launches", "device", "share", "GPU waited before", "matmul GFLOP"};
+  for (const des::class_summary& c : s.by_class)
+    classes.rows.push_back({c.op_class, integer(c.kernels), integer(c.launches), usec(c.device_s),
+                            fmt::format("{:.1f}%", s.step_s > 0 ? 100.0 * c.device_s / s.step_s : 0.0),
+                            usec(c.wait_before_s), fmt::format("{:.4f}", static_cast<double>(c.matmul_flops) / 1e9)});
+  o.tables.push_back(std::move(classes));
+  o.tables.push_back(kernel_table(*r.tl));
+  return o;
 }
 
 int simulate_forward(const po::variables_map& vm, output_format format) {
   const sim::hardware_spec hw = sim::load_hardware(resolve_config(vm["hardware"].as<std::string>(), "hardware"));
   const sim::model_spec model = load_model_arg(vm["model"].as<std::string>(), vm);
   const sim::workload w = workload_from(vm, hw.kind == "gpu" ? sim::dtype::bf16 : sim::dtype::fp32);
-  const sim::cost_model cm(hw);
-  const des::step_builder b(model, w.type, des::device_model_of(cm, w.type));
 
-  forward_run r;
-  r.model = model.name;
-  r.hardware = hw.name;
-  r.cost_label = cm.label();
-  r.load = w;
-  r.graph = vm["graph"].as<bool>();
-  r.routing = parse_routing(vm["decode-routing"].as<std::string>());
-  r.pad_capacity = pad_capacity_of(vm);
-  r.seed = seed_of(vm);
+  analysis::scenario scenario;
+  scenario.prediction = false;
+  analysis::timeline_request& q = scenario.timeline.emplace();
+  q.cuda_graph = vm["graph"].as<bool>();
+  q.routing = parse_routing(vm["decode-routing"].as<std::string>());
+  q.pad_capacity = pad_capacity_of(vm);
+  q.seed = seed_of(vm);
+  const analysis::analysis_result a = analysis::analyze({model, w, hw}, scenario);
 
-  std::vector<des::kernel> kernels;
-  if (w.mode == sim::run_mode::decode) {
-    des::rng rng(r.seed);
-    std::vector<std::int64_t> routed;
-    const des::step_load load =
-        des::decode_load(b, w.batch, w.seq_len, r.routing, r.pad_capacity, rng, &routed, &r.decisions);
-    for (std::size_t i = 0; i < routed.size(); ++i) {
-      if (b.layers()[i].mod_routed) r.routed += routed[i];
-    }
-    kernels = b.step(load, r.routing);
-  } else {
-    kernels = b.forward(w);
-  }
-  des::exec_options eo;
-  eo.cuda_graph = r.graph;
-  r.tl = des::simulate_execution(std::move(kernels), b.device(), eo);
-
+  const forward_run r{model.name, hw.name, a.cost_label, w, q, &*a.timeline, a.decode_decisions, a.decode_routed};
   if (vm.count("trace")) {
     const std::string title =
         fmt::format("modsim simulate forward: {} on {} ({}, batch {}, {} {})", model.name, hw.name,
                     sim::to_string(w.mode), w.batch, w.mode == sim::run_mode::decode ? "context" : "seq", w.seq_len);
-    sim::write_file_atomically(vm["trace"].as<std::string>(), des::chrome_trace(r.tl, title));
+    sim::write_file_atomically(vm["trace"].as<std::string>(), des::chrome_trace(*a.timeline, title));
   }
-  switch (format) {
-    case output_format::json:
-      print_forward_json(r);
-      break;
-    case output_format::csv:
-      print_forward_csv(r);
-      break;
-    case output_format::table:
-      print_forward_table(r);
-      break;
-  }
+  print(forward_output(r), format, std::cout);
   return exit_ok;
 }
 
@@ -273,7 +262,7 @@ struct serve_context {
   des::serve_options opt;
 };
 
-void print_serve_json(const serve_context& c, const des::serve_summary& s) {
+json::object summary_json(const des::serve_summary& s) {
   json::object root;
   root["requests"] = s.requests;
   root["completed"] = s.completed;
@@ -299,6 +288,11 @@ void print_serve_json(const serve_context& c, const des::serve_summary& s) {
   root["matmul_flops"] = s.matmul_flops;
   root["wasted_matmul_flops"] = s.wasted_matmul_flops;
   root["events"] = s.events;
+  return root;
+}
+
+json::value serve_json(const serve_context& c, const des::serving_comparison& cmp) {
+  json::object root = summary_json(cmp.model.summary);
   root["model"] = c.model;
   root["hardware"] = c.hardware;
   root["cost_model"] = c.cost_label;
@@ -307,80 +301,111 @@ void print_serve_json(const serve_context& c, const des::serve_summary& s) {
   root["seed"] = c.opt.seed;
   root["graph"] = c.opt.cuda_graph;
   root["decode_routing"] = des::to_string(c.opt.routing);
-  std::cout << json::serialize(root) << "\n";
+  // The dense baseline served under the same scenario (the report's and the explorer's pair).
+  root["dense"] = summary_json(cmp.dense.summary);
+  return root;
 }
 
-void print_serve_csv(const des::serve_summary& s) {
-  std::cout << "metric,value\n";
-  const auto row = [](const char* k, const std::string& v) { std::cout << k << "," << v << "\n"; };
-  row("requests", std::to_string(s.requests));
-  row("completed", std::to_string(s.completed));
-  for (const auto& [name, p] : {std::pair<const char*, const des::percentiles*>{"ttft_s", &s.ttft_s},
-                                {"tpot_s", &s.tpot_s},
-                                {"latency_s", &s.latency_s}}) {
-    std::cout << name << "_p50," << num(p->p50) << "\n"
-              << name << "_p90," << num(p->p90) << "\n"
-              << name << "_p99," << num(p->p99) << "\n"
-              << name << "_mean," << num(p->mean) << "\n";
+// The CSV: metric,value,dense_value.
+table serve_csv(const des::serve_summary& s, const des::serve_summary& d) {
+  table t;
+  t.columns = {"metric", "value", "dense_value"};
+  t.people = false;
+  t.csv = true;
+  auto row = [&](std::string k, const std::string& v, const std::string& dv) {
+    t.rows.push_back({std::move(k), v, dv});
+  };
+  auto i = [](std::int64_t v) { return std::to_string(v); };
+  row("requests", i(s.requests), i(d.requests));
+  row("completed", i(s.completed), i(d.completed));
+  for (const auto& [name, p, dp] :
+       {std::tuple<const char*, const des::percentiles*, const des::percentiles*>{"ttft_s", &s.ttft_s, &d.ttft_s},
+        {"tpot_s", &s.tpot_s, &d.tpot_s},
+        {"latency_s", &s.latency_s, &d.latency_s}}) {
+    row(std::string(name) + "_p50", num(p->p50), num(dp->p50));
+    row(std::string(name) + "_p90", num(p->p90), num(dp->p90));
+    row(std::string(name) + "_p99", num(p->p99), num(dp->p99));
+    row(std::string(name) + "_mean", num(p->mean), num(dp->mean));
   }
-  row("throughput_tok_s", num(s.throughput_tok_s));
-  row("kv_peak_bytes", std::to_string(s.kv_peak_bytes));
-  row("kv_budget_bytes", std::to_string(s.kv_budget_blocks * s.kv_block_bytes));
-  row("output_tokens", std::to_string(s.output_tokens));
-  row("duration_s", num(s.duration_s));
-  row("steps", std::to_string(s.steps));
-  row("preemptions", std::to_string(s.preemptions));
-  row("mean_in_system", num(s.mean_in_system));
-  row("mean_decode_batch", num(s.mean_decode_batch));
-  row("decode_routed_fraction", num(s.decode_routed_fraction));
-  row("dropped_tokens", std::to_string(s.dropped));
-  row("gpu_busy_s", num(s.gpu_busy_s));
-  row("gpu_wait_host_s", num(s.gpu_wait_host_s));
-  row("host_sync_wait_s", num(s.host_sync_wait_s));
-  row("matmul_flops", std::to_string(s.matmul_flops));
-  row("wasted_matmul_flops", std::to_string(s.wasted_matmul_flops));
+  row("throughput_tok_s", num(s.throughput_tok_s), num(d.throughput_tok_s));
+  row("kv_peak_bytes", i(s.kv_peak_bytes), i(d.kv_peak_bytes));
+  row("kv_budget_bytes", i(s.kv_budget_blocks * s.kv_block_bytes), i(d.kv_budget_blocks * d.kv_block_bytes));
+  row("output_tokens", i(s.output_tokens), i(d.output_tokens));
+  row("duration_s", num(s.duration_s), num(d.duration_s));
+  row("steps", i(s.steps), i(d.steps));
+  row("preemptions", i(s.preemptions), i(d.preemptions));
+  row("mean_in_system", num(s.mean_in_system), num(d.mean_in_system));
+  row("mean_decode_batch", num(s.mean_decode_batch), num(d.mean_decode_batch));
+  row("decode_routed_fraction", num(s.decode_routed_fraction), num(d.decode_routed_fraction));
+  row("dropped_tokens", i(s.dropped), i(d.dropped));
+  row("gpu_busy_s", num(s.gpu_busy_s), num(d.gpu_busy_s));
+  row("gpu_wait_host_s", num(s.gpu_wait_host_s), num(d.gpu_wait_host_s));
+  row("host_sync_wait_s", num(s.host_sync_wait_s), num(d.host_sync_wait_s));
+  row("matmul_flops", i(s.matmul_flops), i(d.matmul_flops));
+  row("wasted_matmul_flops", i(s.wasted_matmul_flops), i(d.wasted_matmul_flops));
+  return t;
 }
 
 std::string ms(double s) { return fmt::format("{:.2f} ms", s * 1e3); }
 
-void print_serve_table(const serve_context& c, const des::serve_summary& s) {
-  std::cout << fmt::format("{} on {} ({}), {}; {}; seed {}; {}, decode routing {}\n", c.model, c.hardware, c.cost_label,
-                           sim::to_string(c.type), c.source, c.opt.seed,
-                           c.opt.cuda_graph ? "CUDA graphs" : "eager launches", des::to_string(c.opt.routing));
-  std::cout << fmt::format("requests             {} completed of {}, {} output tokens in {:.3f} s\n", s.completed,
-                           s.requests, s.output_tokens, s.duration_s);
-  std::cout << fmt::format("throughput           {:.1f} tokens/s\n", s.throughput_tok_s);
-  std::cout << fmt::format("{:<20} {:>12} {:>12} {:>12} {:>12}\n", "", "p50", "p90", "p99", "mean");
-  for (const auto& [name, p] : {std::pair<const char*, const des::percentiles*>{"TTFT", &s.ttft_s},
-                                {"TPOT", &s.tpot_s},
-                                {"latency", &s.latency_s}}) {
-    std::cout << fmt::format("{:<20} {:>12} {:>12} {:>12} {:>12}\n", name, ms(p->p50), ms(p->p90), ms(p->p99),
-                             ms(p->mean));
+output serve_output(const serve_context& c, const des::serving_comparison& cmp) {
+  const des::serve_summary& s = cmp.model.summary;
+  const des::serve_summary& d = cmp.dense.summary;
+  output o;
+  o.json = serve_json(c, cmp);
+  o.head.push_back(fmt::format("{} on {} ({}), {}; {}; seed {}; {}, decode routing {}", c.model, c.hardware,
+                               c.cost_label, sim::to_string(c.type), c.source, c.opt.seed,
+                               c.opt.cuda_graph ? "CUDA graphs" : "eager launches", des::to_string(c.opt.routing)));
+  o.head.push_back("beside it, its dense baseline served the same requests");
+  auto ratio = [](double a, double b) { return b > 0 ? fmt::format("{:.3f}x", a / b) : std::string("-"); };
+  table t;
+  t.columns = {"", c.model.empty() ? "model" : c.model, "dense", "vs dense"};
+  auto row = [&](std::string what, std::string v, std::string dv, std::string r) {
+    t.rows.push_back({std::move(what), std::move(v), std::move(dv), std::move(r)});
+  };
+  row("completed", fmt::format("{} of {}", s.completed, s.requests), fmt::format("{} of {}", d.completed, d.requests),
+      "");
+  row("throughput", fmt::format("{:.1f} tok/s", s.throughput_tok_s), fmt::format("{:.1f} tok/s", d.throughput_tok_s),
+      ratio(s.throughput_tok_s, d.throughput_tok_s));
+  for (const auto& [name, p, dp] :
+       {std::tuple<const char*, const des::percentiles*, const des::percentiles*>{"TTFT", &s.ttft_s, &d.ttft_s},
+        {"TPOT", &s.tpot_s, &d.tpot_s},
+        {"latency", &s.latency_s, &d.latency_s}}) {
+    for (const auto& [q, v, dv] : {std::tuple<const char*, double, double>{"p50", p->p50, dp->p50},
+                                   {"p90", p->p90, dp->p90},
+                                   {"p99", p->p99, dp->p99}})
+      row(fmt::format("{} {}", name, q), ms(v), ms(dv), ratio(v, dv));
   }
-  std::cout << fmt::format("KV cache             peak {:.3f} GB of {:.3f} GB budget ({} blocks of {} bytes)\n",
-                           static_cast<double>(s.kv_peak_bytes) / 1e9,
-                           static_cast<double>(s.kv_budget_blocks * s.kv_block_bytes) / 1e9, s.kv_budget_blocks,
-                           s.kv_block_bytes);
-  std::cout << fmt::format("steps                {} (mean decode batch {:.1f}), {} preemptions\n", s.steps,
-                           s.mean_decode_batch, s.preemptions);
-  std::cout << fmt::format("in system (mean)     {:.2f} requests\n", s.mean_in_system);
-  if (s.decode_decisions > 0) {
-    std::cout << fmt::format("decode routed        {:.4f} of {} decisions ({} dropped by padding)\n",
-                             s.decode_routed_fraction, s.decode_decisions, s.dropped);
-  }
-  const double busy = s.gpu_busy_s + s.gpu_wait_host_s;
-  std::cout << fmt::format(
-      "GPU                  busy {:.3f} s, waited on host {:.3f} s ({:.1f}% of step time), host sync waits {:.3f} s\n",
-      s.gpu_busy_s, s.gpu_wait_host_s, busy > 0 ? 100.0 * s.gpu_wait_host_s / busy : 0.0, s.host_sync_wait_s);
-  std::cout << fmt::format("matmul GFLOP         {:.1f} (wasted on padding {:.1f})\n",
-                           static_cast<double>(s.matmul_flops) / 1e9, static_cast<double>(s.wasted_matmul_flops) / 1e9);
+  row("KV cache peak", fmt::format("{:.3f} GB", static_cast<double>(s.kv_peak_bytes) / 1e9),
+      fmt::format("{:.3f} GB", static_cast<double>(d.kv_peak_bytes) / 1e9),
+      ratio(static_cast<double>(s.kv_peak_bytes), static_cast<double>(d.kv_peak_bytes)));
+  row("KV budget", fmt::format("{:.3f} GB", static_cast<double>(s.kv_budget_blocks * s.kv_block_bytes) / 1e9),
+      fmt::format("{:.3f} GB", static_cast<double>(d.kv_budget_blocks * d.kv_block_bytes) / 1e9), "");
+  row("steps", std::to_string(s.steps), std::to_string(d.steps), "");
+  row("mean decode batch", fmt::format("{:.1f}", s.mean_decode_batch), fmt::format("{:.1f}", d.mean_decode_batch), "");
+  row("preemptions", std::to_string(s.preemptions), std::to_string(d.preemptions), "");
+  row("in system (mean)", fmt::format("{:.2f}", s.mean_in_system), fmt::format("{:.2f}", d.mean_in_system), "");
+  row("GPU busy", fmt::format("{:.3f} s", s.gpu_busy_s), fmt::format("{:.3f} s", d.gpu_busy_s),
+      ratio(s.gpu_busy_s, d.gpu_busy_s));
+  row("GPU waited on host", fmt::format("{:.3f} s", s.gpu_wait_host_s), fmt::format("{:.3f} s", d.gpu_wait_host_s), "");
+  row("host sync waits", fmt::format("{:.3f} s", s.host_sync_wait_s), fmt::format("{:.3f} s", d.host_sync_wait_s), "");
+  row("matmul GFLOP", fmt::format("{:.1f}", static_cast<double>(s.matmul_flops) / 1e9),
+      fmt::format("{:.1f}", static_cast<double>(d.matmul_flops) / 1e9),
+      ratio(static_cast<double>(s.matmul_flops), static_cast<double>(d.matmul_flops)));
+  o.tables.push_back(std::move(t));
+  o.tables.push_back(serve_csv(s, d));
+  if (s.decode_decisions > 0)
+    o.tail.push_back(fmt::format("decode routed {:.4f} of {} decisions ({} dropped by padding, {:.1f} GFLOP wasted)",
+                                 s.decode_routed_fraction, s.decode_decisions, s.dropped,
+                                 static_cast<double>(s.wasted_matmul_flops) / 1e9));
+  return o;
 }
 
-std::string per_request_csv(const des::serve_result& r) {
+std::string per_request_csv(const std::vector<des::request_record>& requests) {
   std::string out =
       "id,arrival_s,admitted_s,first_token_s,finish_s,prompt_tokens,output_tokens,preemptions,ttft_s,tpot_s,latency_"
       "s\n";
-  for (const des::request_record& q : r.requests) {
+  for (const des::request_record& q : requests) {
     out += fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", q.id, num(q.arrival_s), num(q.admitted_s),
                        num(q.first_token_s), num(q.finish_s), q.prompt_tokens, q.output_tokens, q.preemptions,
                        num(q.ttft_s()), q.output_tokens > 1 ? num(q.tpot_s()) : std::string(), num(q.latency_s()));
@@ -397,16 +422,14 @@ std::int64_t positive(const po::variables_map& vm, const char* key, std::int64_t
 int simulate_serve(const po::variables_map& vm, output_format format) {
   const sim::hardware_spec hw = sim::load_hardware(resolve_config(vm["hardware"].as<std::string>(), "hardware"));
   const sim::model_spec model = load_model_arg(vm["model"].as<std::string>(), vm);
-  sim::dtype t = hw.kind == "gpu" ? sim::dtype::bf16 : sim::dtype::fp32;
-  if (vm.count("dtype")) t = sim::parse_dtype(vm["dtype"].as<std::string>(), "", "--dtype");
-  const sim::cost_model cm(hw);
-  const des::step_builder b(model, t, des::device_model_of(cm, t));
+  sim::workload w;
+  w.type = hw.kind == "gpu" ? sim::dtype::bf16 : sim::dtype::fp32;
+  if (vm.count("dtype")) w.type = sim::parse_dtype(vm["dtype"].as<std::string>(), "", "--dtype");
 
   serve_context c;
   c.model = model.name;
   c.hardware = hw.name;
-  c.cost_label = cm.label();
-  c.type = t;
+  c.type = w.type;
   des::serve_options& o = c.opt;
   o.seed = seed_of(vm);
   o.max_seqs = positive(vm, "max-seqs", 1);
@@ -419,61 +442,47 @@ int simulate_serve(const po::variables_map& vm, output_format format) {
   if (vm.count("kv-budget")) {
     o.kv_budget_bytes = vm["kv-budget"].as<double>();
     if (!(o.kv_budget_bytes > 0)) throw input_error("", "--kv-budget", "must be > 0 bytes");
-  } else {
-    o.kv_budget_bytes = des::default_kv_budget_bytes(model, hw, t);
-    if (!(o.kv_budget_bytes > 0)) {
-      throw input_error(hw.source_file, "memory_bytes",
-                        "the weights of " + model.name + " do not leave room for a KV cache");
-    }
   }
 
-  std::vector<des::request> reqs;
+  // The scenario of the serving comparison (sim/des/comparison.hpp) — the report's and the
+  // explorer's — with the flags given over it: the same inputs give the same TTFT everywhere.
+  analysis::scenario scenario;
+  scenario.prediction = false;
+  analysis::serving_request& q = scenario.serving.emplace();
+  des::serving_scenario& sc = q.scenario;
+  sc.seed = o.seed;
+  sc.options = o;
+  sc.prompt = vm["prompt-tokens"].as<std::string>();
+  sc.output = vm["output-tokens"].as<std::string>();
+  (void)des::parse_length_dist(sc.prompt, "--prompt-tokens");
+  (void)des::parse_length_dist(sc.output, "--output-tokens");
   if (vm.count("arrivals")) {
     if (vm.count("rate") || vm.count("requests"))
       throw input_error("", "--arrivals", "give either --arrivals or --rate/--requests");
     const std::string path = vm["arrivals"].as<std::string>();
-    reqs = des::parse_arrivals_csv(sim::read_text_file(path), path);
-    c.source = fmt::format("{} requests from {}", reqs.size(), path);
+    q.arrivals = des::parse_arrivals_csv(sim::read_text_file(path), path);
+    c.source = fmt::format("{} requests from {}", q.arrivals->size(), path);
   } else {
-    // The scenario of the serving comparison (sim/des/comparison.hpp) — the report's and the
-    // GUI's — with the flags given over it: the same inputs give the same TTFT everywhere.
-    des::serving_scenario sc;
     if (vm.count("rate")) {
       sc.rate_per_s = vm["rate"].as<double>();
       if (!(sc.rate_per_s > 0)) throw input_error("", "--rate", "must be > 0");
     }
     if (vm.count("requests")) sc.requests = vm["requests"].as<std::int64_t>();
-    sc.prompt = vm["prompt-tokens"].as<std::string>();
-    sc.output = vm["output-tokens"].as<std::string>();
-    (void)des::parse_length_dist(sc.prompt, "--prompt-tokens");
-    (void)des::parse_length_dist(sc.output, "--output-tokens");
-    sc.seed = o.seed;
-    sc.options = o;
-    sc = des::resolve_scenario(model, cm, t, sc);
-    reqs = des::scenario_requests(sc);
-    c.source = fmt::format("{} Poisson arrivals at {}/s{}, prompt {}, output {}", sc.requests, num(sc.rate_per_s),
-                           vm.count("rate") ? "" : " (70% of what the dense baseline sustains)", sc.prompt, sc.output);
   }
-  des::serve_options run_opt = o;
-
   des::serve_trace trace(fmt::format("modsim simulate serve: {} on {}", model.name, hw.name));
-  std::vector<des::serve_observer*> observers;
-  if (vm.count("trace")) observers.push_back(&trace);
-  const des::serve_result r = des::simulate_serving(b, std::move(reqs), run_opt, observers);
+  if (vm.count("trace")) q.observers.push_back(&trace);
+  const analysis::analysis_result a = analysis::analyze({model, w, hw}, scenario);
+  const des::serving_comparison& cmp = *a.serving;
+  c.cost_label = a.cost_label;
+  if (!q.arrivals)
+    c.source = fmt::format(
+        "{} Poisson arrivals at {:.2f}/s{}, prompt {}, output {}", cmp.scenario.requests, cmp.scenario.rate_per_s,
+        vm.count("rate") ? "" : " (70% of what the dense baseline sustains)", cmp.scenario.prompt, cmp.scenario.output);
 
   if (vm.count("trace")) sim::write_file_atomically(vm["trace"].as<std::string>(), trace.json());
-  if (vm.count("per-request")) sim::write_file_atomically(vm["per-request"].as<std::string>(), per_request_csv(r));
-  switch (format) {
-    case output_format::json:
-      print_serve_json(c, r.summary);
-      break;
-    case output_format::csv:
-      print_serve_csv(r.summary);
-      break;
-    case output_format::table:
-      print_serve_table(c, r.summary);
-      break;
-  }
+  if (vm.count("per-request"))
+    sim::write_file_atomically(vm["per-request"].as<std::string>(), per_request_csv(cmp.model.requests));
+  print(serve_output(c, cmp), format, std::cout);
   return exit_ok;
 }
 

@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "analysis/analysis.hpp"
 #include "cli/common.hpp"
+#include "cli/printer.hpp"
 #include "sim/io.hpp"
 #include "sim/config.hpp"
 #include "sim/cost.hpp"
@@ -22,7 +24,7 @@ namespace {
 const char* const k_usage =
     "usage: modsim sweep MODEL --hardware HW [--capacities C,..] [--schedules S,..] [--variants V,..]\n"
     "                         [--pareto-axes X,Y] [--threads N] [--batch B] [--seq S] [--mode M] [--dtype T]\n"
-    "                         --out CSV [--format table|json|csv]\n"
+    "                         --out CSV [--format table|json|csv|markdown]\n"
     "\n"
     "The design space around MODEL: every variant (dense, mod, moe, mode_staged, mode_integrated)\n"
     "at every capacity and schedule, its exact matmul FLOPs (modsim flops) and predicted time\n"
@@ -82,30 +84,9 @@ sim::sweep_space space_from(const po::variables_map& vm, const sim::model_spec& 
 
 std::string gflop(double f) { return fmt::format("{:.2f}", f / 1e9); }
 
-void print_table(const sim::sweep_result& r, const std::string& hw_label) {
-  std::cout << fmt::format("{}: {} points on {}; {}, batch {}, seq {}, {}\n", r.base_model, r.points.size(), hw_label,
-                           sim::to_string(r.load.mode), r.load.batch, r.load.seq_len, sim::to_string(r.load.type));
-  std::cout << fmt::format("Pareto front (*) minimises {} and {}; ratios vs dense ({} GFLOP, {:.4f} ms)\n\n",
-                           sim::to_string(r.x_axis), sim::to_string(r.y_axis),
-                           gflop(static_cast<double>(r.dense_matmul_flops)), r.dense_time_s * 1e3);
-  std::size_t width = 11;
-  for (const auto& p : r.points) width = std::max(width, p.description.size());
-  std::cout << fmt::format("{:<{}}  {:>12}  {:>8}  {:>11}  {:>8}  {}\n", "configuration", width, "matmul GFLOP",
-                           "FLOPs", "time ms", "time", "front");
-  const int paper = sim::paper_point_index(r);
-  for (std::size_t i = 0; i < r.points.size(); ++i) {
-    const auto& p = r.points[i];
-    if (!p.feasible) {
-      std::cout << fmt::format("{:<{}}  infeasible: {}\n", p.description, width, p.reason);
-      continue;
-    }
-    std::cout << fmt::format("{:<{}}  {:>12}  {:>7.3f}x  {:>11.4f}  {:>7.3f}x  {}{}\n", p.description, width,
-                             gflop(static_cast<double>(p.matmul_flops)), p.flops_ratio, p.time_s * 1e3, p.time_ratio,
-                             p.pareto ? "*" : " ", static_cast<int>(i) == paper ? "  <- the paper's point" : "");
-  }
-}
-
-void print_json(const sim::sweep_result& r, const std::string& hw_label, const std::string& out_path) {
+boost::json::value sweep_json(const analysis::sweep_section& s, const std::string& hw_label,
+                              const std::string& out_path) {
+  const sim::sweep_result& r = s.result;
   boost::json::array points;
   for (const auto& p : r.points) {
     boost::json::object o;
@@ -137,9 +118,44 @@ void print_json(const sim::sweep_result& r, const std::string& hw_label, const s
   root["dense_time_s"] = r.dense_time_s;
   root["dense_matmul_flops"] = r.dense_matmul_flops;
   root["paper_point"] = sim::paper_point_index(r);
+  root["current_point"] = s.current;
   root["csv"] = out_path;
   root["points"] = std::move(points);
-  std::cout << boost::json::serialize(root) << "\n";
+  return root;
+}
+
+output output_of(const analysis::sweep_section& s, const std::string& hw_label, const std::string& out_path,
+                 std::string csv) {
+  const sim::sweep_result& r = s.result;
+  output o;
+  o.json = sweep_json(s, hw_label, out_path);
+  o.csv = std::move(csv);
+  o.head.push_back(fmt::format("{}: {} points on {}; {}, batch {}, seq {}, {}", r.base_model, r.points.size(), hw_label,
+                               sim::to_string(r.load.mode), r.load.batch, r.load.seq_len, sim::to_string(r.load.type)));
+  o.head.push_back(fmt::format("Pareto front (*) minimises {} and {}; ratios vs dense ({} GFLOP, {:.4f} ms)",
+                               sim::to_string(r.x_axis), sim::to_string(r.y_axis),
+                               gflop(static_cast<double>(r.dense_matmul_flops)), r.dense_time_s * 1e3));
+  table t;
+  t.columns = {"configuration", "matmul GFLOP", "FLOPs", "time ms", "time", "front", ""};
+  t.left_columns = 1;
+  const int paper = sim::paper_point_index(r);
+  for (std::size_t i = 0; i < r.points.size(); ++i) {
+    const auto& p = r.points[i];
+    const bool current = static_cast<int>(i) == s.current, paper_point = static_cast<int>(i) == paper;
+    const std::string mark = current && paper_point ? "<- MODEL (the paper's point)"
+                             : current              ? "<- MODEL"
+                             : paper_point          ? "<- the paper's point"
+                                                    : "";
+    if (!p.feasible) {
+      t.rows.push_back({p.description, "infeasible: " + p.reason, "", "", "", "", mark});
+      continue;
+    }
+    t.rows.push_back({p.description, gflop(static_cast<double>(p.matmul_flops)), fmt::format("{:.3f}x", p.flops_ratio),
+                      fmt::format("{:.4f}", p.time_s * 1e3), fmt::format("{:.3f}x", p.time_ratio), p.pareto ? "*" : "",
+                      mark});
+  }
+  o.tables.push_back(std::move(t));
+  return o;
 }
 
 }  // namespace
@@ -156,7 +172,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
       "pareto-axes", po::value<std::string>()->default_value("matmul_flops,time_s"), "the two minimised axes X,Y")(
       "threads", po::value<unsigned>()->default_value(0), "worker threads (0 = all hardware threads)")(
       "out", po::value<std::string>(), "the CSV to write (required)")(
-      "format", po::value<std::string>()->default_value("table"), "stdout: table | json | csv");
+      "format", po::value<std::string>()->default_value("table"), "stdout: table | json | csv | markdown");
   add_workload_options(options);
   po::positional_options_description positional;
   positional.add("model", 1);
@@ -171,31 +187,23 @@ int cmd_sweep(const std::vector<std::string>& args) {
 
   const sim::model_spec model = load_model_arg(vm["model"].as<std::string>(), vm);
   const sim::hardware_spec hw = sim::load_hardware(resolve_config(vm["hardware"].as<std::string>(), "hardware"));
-  const sim::cost_model cost(hw);
-  sim::sweep_options o;
-  o.load = workload_from(vm, hw.kind == "cpu" ? sim::dtype::fp32 : sim::dtype::bf16);
-  o.threads = vm["threads"].as<unsigned>();
-  o.x_axis = sim::parse_sweep_axis(axes[0], "--pareto-axes");
-  o.y_axis = sim::parse_sweep_axis(axes[1], "--pareto-axes");
-  const sim::sweep_space space = space_from(vm, model);
-
-  const sim::sweep_result r = sim::run_sweep(model, space, sim::predicted_time(cost), o);
-  const std::string csv = sim::sweep_csv(r);
+  analysis::scenario scenario;
+  scenario.prediction = false;
+  scenario.sweep = analysis::sweep_request{};
+  scenario.sweep->space = space_from(vm, model);
+  scenario.sweep->add_current = false;  // the CSV holds exactly the space asked for
+  scenario.sweep->threads = vm["threads"].as<unsigned>();
+  scenario.sweep->x_axis = sim::parse_sweep_axis(axes[0], "--pareto-axes");
+  scenario.sweep->y_axis = sim::parse_sweep_axis(axes[1], "--pareto-axes");
+  const sim::workload w = workload_from(vm, hw.kind == "cpu" ? sim::dtype::fp32 : sim::dtype::bf16);
+  const analysis::analysis_result a = analysis::analyze({model, w, hw}, scenario);
+  const sim::sweep_result& r = a.sweep->result;
+  std::string csv = sim::sweep_csv(r);
   const std::string out_path = vm["out"].as<std::string>();
   sim::write_file_atomically(out_path, csv);
 
-  const std::string hw_label = fmt::format("{} ({})", hw.name, cost.label());
-  switch (format) {
-    case output_format::table:
-      print_table(r, hw_label);
-      break;
-    case output_format::json:
-      print_json(r, hw_label, out_path);
-      break;
-    case output_format::csv:
-      std::cout << csv;
-      break;
-  }
+  print(output_of(*a.sweep, fmt::format("{} ({})", hw.name, a.cost_label), out_path, std::move(csv)), format,
+        std::cout);
   std::cerr << fmt::format("sweep: {} points, {} on the Pareto front, written to {}\n", r.points.size(),
                            std::count_if(r.points.begin(), r.points.end(), [](const auto& p) { return p.pareto; }),
                            out_path);

@@ -15,6 +15,7 @@
 #include "profiler/measurements.hpp"
 #include "sim/calibrate.hpp"
 #include "cli/common.hpp"
+#include "cli/printer.hpp"
 #include "sim/config.hpp"
 #include "sim/cost.hpp"
 #include "core/error.hpp"
@@ -25,7 +26,8 @@ namespace {
 namespace json = boost::json;
 
 const char* const k_usage =
-    "usage: modsim validate --measurements CSV [CSV...] --hardware HW_CAL [--max-error PCT] [--format table|json|csv]\n"
+    "usage: modsim validate --measurements CSV [CSV...] --hardware HW_CAL [--max-error PCT] [--format "
+    "table|json|csv|markdown]\n"
     "       modsim validate --measurements CSV [CSV...] --hardware HW --cv K [--max-error PCT] [--format ...]\n"
     "\n"
     "--cv K cross-validates instead: the rows are grouped by shape (a block and every op row of\n"
@@ -75,20 +77,54 @@ json::object summary_json(const sim::validation_summary& s) {
   return o;
 }
 
-// The notes and the --max-error verdict under a table, the verdict on stderr, the exit code.
-int verdict(const sim::validation_summary& sum, std::optional<double> max_error, const std::vector<std::string>& notes,
-            output_format format) {
+// The notes and the --max-error verdict under the tables, the output printed, the verdict on
+// stderr, the exit code.
+int verdict(output& o, const sim::validation_summary& sum, std::optional<double> max_error,
+            const std::vector<std::string>& notes, output_format format) {
   const bool failed = max_error && sum.median_abs_pct_error > *max_error;
-  if (format == output_format::table) {
-    for (const auto& n : notes) std::cout << "note: " << n << "\n";
-    if (max_error)
-      std::cout << fmt::format("{}: median |error| {:.2f}% {} --max-error {:g}%\n", failed ? "FAILED" : "passed",
-                               sum.median_abs_pct_error, failed ? ">" : "<=", *max_error);
-  }
+  for (const auto& n : notes) o.tail.push_back("note: " + n);
+  if (max_error)
+    o.tail.push_back(fmt::format("{}: median |error| {:.2f}% {} --max-error {:g}%", failed ? "FAILED" : "passed",
+                                 sum.median_abs_pct_error, failed ? ">" : "<=", *max_error));
+  print(o, format, std::cout);
   if (failed)
     std::cerr << fmt::format("modsim validate: median absolute error {:.2f}% exceeds --max-error {:g}%\n",
                              sum.median_abs_pct_error, *max_error);
   return failed ? exit_check_failed : exit_ok;
+}
+
+// One row of a summary table: points, median, p90, max |error|, mean signed error.
+std::vector<cell> summary_row(const std::string& name, const sim::validation_summary& v) {
+  return {name,
+          integer(v.points),
+          number(v.median_abs_pct_error, "{:.1f}%"),
+          number(v.p90_abs_pct_error, "{:.1f}%"),
+          number(v.max_abs_pct_error, "{:.1f}%"),
+          number(v.mean_pct_error, "{:+.1f}%")};
+}
+
+// Measured against predicted, one row per point (the CSV).
+table points_table(const std::vector<const std::vector<sim::validation_point>*>& lists, bool people) {
+  table t;
+  t.columns = {"op",   "timing",   "dtype",      "batch",       "seq_len",    "d_model",  "n_heads",
+               "d_ff", "capacity", "measured_s", "predicted_s", "overhead_s", "error_pct"};
+  t.people = people;
+  t.csv = true;
+  for (const auto* list : lists)
+    for (const auto& p : *list)
+      t.rows.push_back(
+          {p.sample.op, p.sample.timing, sim::to_string(p.sample.type), integer(p.sample.shape.batch),
+           integer(p.sample.shape.seq_len), integer(p.sample.shape.d_model), integer(p.sample.shape.n_heads),
+           integer(p.sample.shape.d_ff), number(p.sample.capacity, "{:g}"), number(p.sample.measured_s, "{:.9g}"),
+           number(p.predicted_s, "{:.9g}"), number(p.overhead_s, "{:.9g}"), number(p.error_pct, "{:.4f}")});
+  return t;
+}
+
+table summary_table(const std::string& title) {
+  table t;
+  t.title = title;
+  t.columns = {"rows", "points", "median |e|", "p90 |e|", "max |e|", "mean e"};
+  return t;
 }
 
 // The single-op rows' statistics, all together and per op.
@@ -125,7 +161,8 @@ int cross_validate(const std::vector<std::string>& files, const std::string& hw_
   if (had_calibration)
     notes.push_back("the calibration block of " + hw_path + " was ignored: each fold is fitted anew");
 
-  if (format == output_format::json) {
+  output o;
+  {
     json::object root = summary_json(sum);
     root["folds"] = cv.folds;
     root["shape_groups"] = cv.groups;
@@ -147,30 +184,18 @@ int cross_validate(const std::vector<std::string>& files, const std::string& hw_
     json::array ns;
     for (const auto& n : notes) ns.emplace_back(n);
     root["notes"] = std::move(ns);
-    std::cout << json::serialize(root) << "\n";
-  } else if (format == output_format::csv) {
-    std::cout << "op,timing,dtype,batch,seq_len,d_model,n_heads,d_ff,capacity,measured_s,predicted_s,error_pct\n";
-    for (const auto* list : {&cv.blocks, &cv.ops})
-      for (const auto& p : *list)
-        std::cout << fmt::format("{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.4f}\n", p.sample.op, p.sample.timing,
-                                 sim::to_string(p.sample.type), p.sample.shape.batch, p.sample.shape.seq_len,
-                                 p.sample.shape.d_model, p.sample.shape.n_heads, p.sample.shape.d_ff, p.sample.capacity,
-                                 p.sample.measured_s, p.predicted_s, p.error_pct);
-  } else {
-    std::cout << fmt::format("{}-fold cross-validation by shape ({} shape groups) on {}\n\n", cv.folds, cv.groups,
-                             hw.name);
-    std::cout << fmt::format("{:<24} {:>7} {:>10} {:>10} {:>10} {:>10}\n", "rows", "points", "median |e|", "p90 |e|",
-                             "max |e|", "mean e");
-    auto line = [](const std::string& name, const sim::validation_summary& v) {
-      std::cout << fmt::format("{:<24} {:>7} {:>9.1f}% {:>9.1f}% {:>9.1f}% {:>+9.1f}%\n", name, v.points,
-                               v.median_abs_pct_error, v.p90_abs_pct_error, v.max_abs_pct_error, v.mean_pct_error);
-    };
-    line("blocks (all)", sum);
-    for (const auto& [name, e] : by_block) line("  " + name, sim::summarize_errors(e));
-    line("ops (all)", ops);
-    for (const auto& [name, e] : by_op) line("  " + name, sim::summarize_errors(e));
+    o.json = std::move(root);
   }
-  return verdict(sum, max_error, notes, format);
+  o.head.push_back(
+      fmt::format("{}-fold cross-validation by shape ({} shape groups) on {}", cv.folds, cv.groups, hw.name));
+  table t = summary_table("");
+  t.rows.push_back(summary_row("blocks (all)", sum));
+  for (const auto& [name, e] : by_block) t.rows.push_back(summary_row("  " + name, sim::summarize_errors(e)));
+  t.rows.push_back(summary_row("ops (all)", ops));
+  for (const auto& [name, e] : by_op) t.rows.push_back(summary_row("  " + name, sim::summarize_errors(e)));
+  o.tables.push_back(std::move(t));
+  o.tables.push_back(points_table({&cv.blocks, &cv.ops}, false));
+  return verdict(o, sum, max_error, notes, format);
 }
 
 }  // namespace
@@ -182,7 +207,7 @@ int cmd_validate(const std::vector<std::string>& args) {
                                                                     "calibrated hardware JSON")(
       "max-error", po::value<double>(), "exit 1 when the median absolute error (percent) exceeds this")(
       "cv", po::value<int>(), "K-fold cross-validation grouped by shape (K >= 2)")(
-      "format", po::value<std::string>()->default_value("table"), "table | json | csv");
+      "format", po::value<std::string>()->default_value("table"), "table | json | csv | markdown");
   po::positional_options_description positional;
   po::variables_map vm;
   if (!parse_args(args, options, positional, vm, k_usage)) return exit_ok;
@@ -270,7 +295,8 @@ int cmd_validate(const std::vector<std::string>& args) {
   if (ops_only)
     notes.push_back("no block rows: the points are the single-op rows, predicted as the profiler measured them");
 
-  if (format == output_format::json) {
+  output o;
+  {
     json::object root;
     root["points"] = sum.points;
     root["median_abs_pct_error"] = sum.median_abs_pct_error;
@@ -291,36 +317,25 @@ int cmd_validate(const std::vector<std::string>& args) {
     json::array ns;
     for (const auto& n : notes) ns.emplace_back(n);
     root["notes"] = std::move(ns);
-    std::cout << json::serialize(root) << "\n";
-  } else if (format == output_format::csv) {
-    std::cout << "op,dtype,batch,seq_len,d_model,n_heads,d_ff,capacity,measured_s,predicted_s,overhead_s,error_pct\n";
-    for (const auto& p : points)
-      std::cout << fmt::format("{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.4f}\n", p.sample.op,
-                               sim::to_string(p.sample.type), p.sample.shape.batch, p.sample.shape.seq_len,
-                               p.sample.shape.d_model, p.sample.shape.n_heads, p.sample.shape.d_ff, p.sample.capacity,
-                               p.sample.measured_s, p.predicted_s, p.overhead_s, p.error_pct);
-  } else {
-    std::cout << fmt::format("cost model: {}\n", model.label());
-    std::cout << fmt::format("{:<12} {:<34} {:>12} {:>12} {:>9}\n", "block", "shape", "measured ms", "predicted ms",
-                             "error");
-    for (const auto& p : points)
-      std::cout << fmt::format("{:<12} {:<34} {:>12.4f} {:>12.4f} {:>+8.1f}%\n", p.sample.op, shape_text(p.sample),
-                               p.sample.measured_s * 1e3, p.predicted_s * 1e3, p.error_pct);
-    std::cout << fmt::format("\n{} points: median |error| {:.2f}%, p90 {:.2f}%, max {:.2f}%, mean (signed) {:+.2f}%\n",
-                             sum.points, sum.median_abs_pct_error, sum.p90_abs_pct_error, sum.max_abs_pct_error,
-                             sum.mean_pct_error);
-    if (!op_points.empty()) {
-      std::cout << fmt::format("\nsingle-op rows: {:<20} {:>7} {:>10} {:>10} {:>10} {:>10}\n", "", "points",
-                               "median |e|", "p90 |e|", "max |e|", "mean e");
-      auto line = [](const std::string& name, const sim::validation_summary& v) {
-        std::cout << fmt::format("  {:<33} {:>7} {:>9.1f}% {:>9.1f}% {:>9.1f}% {:>+9.1f}%\n", name, v.points,
-                                 v.median_abs_pct_error, v.p90_abs_pct_error, v.max_abs_pct_error, v.mean_pct_error);
-      };
-      line("all ops", op_sum);
-      for (const auto& [name, e] : by_op) line(name, sim::summarize_errors(e));
-    }
+    o.json = std::move(root);
   }
-  return verdict(sum, max_error, notes, format);
+  o.head.push_back(fmt::format("cost model: {}", model.label()));
+  table blocks_t;
+  blocks_t.columns = {"block", "shape", "measured ms", "predicted ms", "error"};
+  blocks_t.left_columns = 2;
+  for (const auto& p : points)
+    blocks_t.rows.push_back({p.sample.op, shape_text(p.sample), fmt::format("{:.4f}", p.sample.measured_s * 1e3),
+                             fmt::format("{:.4f}", p.predicted_s * 1e3), fmt::format("{:+.1f}%", p.error_pct)});
+  o.tables.push_back(std::move(blocks_t));
+  table all = summary_table("");
+  all.rows.push_back(summary_row(ops_only ? "ops" : "blocks", sum));
+  if (!op_points.empty()) {
+    all.rows.push_back(summary_row("single-op rows (all)", op_sum));
+    for (const auto& [name, e] : by_op) all.rows.push_back(summary_row("  " + name, sim::summarize_errors(e)));
+  }
+  o.tables.push_back(std::move(all));
+  o.tables.push_back(points_table({&points}, false));
+  return verdict(o, sum, max_error, notes, format);
 }
 
 }  // namespace modsim::cli

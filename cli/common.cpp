@@ -9,13 +9,6 @@
 
 namespace modsim::cli {
 
-output_format parse_format(const std::string& text) {
-  if (text == "table") return output_format::table;
-  if (text == "json") return output_format::json;
-  if (text == "csv") return output_format::csv;
-  throw input_error("", "--format", "unknown format '" + text + "' (expected table, json or csv)");
-}
-
 bool parse_args(const std::vector<std::string>& args, const po::options_description& options,
                 const po::positional_options_description& positional, po::variables_map& vm, const std::string& usage) {
   po::options_description all = options;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/printer.hpp"
 #include "sim/spec.hpp"
 
 namespace modsim::cli {
@@ -20,9 +21,6 @@ inline constexpr int exit_check_failed = 1;   // e.g. `validate` above --max-err
 inline constexpr int exit_bad_input = 2;      // bad flags, files, keys or values
 inline constexpr int exit_runtime = 3;        // the work itself failed (I/O, device)
 inline constexpr int exit_interrupted = 130;  // SIGINT after a clean stop
-
-enum class output_format { table, json, csv };
-output_format parse_format(const std::string& text);
 
 // Parses `args` against `options` (+ positional names); "--help" prints `usage` and the
 // options to stdout and returns false (the caller returns exit_ok). Unknown or malformed

@@ -1,9 +1,11 @@
 // One configuration, one set of numbers: the command line (`modsim flops`, `predict`,
-// `simulate serve`), the report (reports::build_report) and the explorer (gui compute) give
-// the same FLOPs, predicted time and serving figures for the shipped models, to the last
-// digit their outputs print (JSON doubles round-trip exactly).
+// `simulate serve`, `sweep`), the report (reports::build_report) and the explorer (gui
+// compute), all three over analysis::analyze, give the same FLOPs, predicted time, sweep
+// point and serving figures for the shipped models, to the last digit their outputs print
+// (JSON doubles round-trip exactly).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -71,6 +73,11 @@ TEST_P(OneAnalysis, CliReportAndExplorerAgreeOnFlopsTimeAndServing) {
   const printed flops = cli_json("flops " + name + " --batch 1 --seq 2048");
   const printed pred = cli_json("predict " + name + " --hardware " + hw_name + " --batch 1 --seq 2048");
   const printed serve = cli_json("simulate serve " + name + " --hardware " + hw_name);
+  const std::string sweep_csv =
+      (std::filesystem::temp_directory_path() / ("modsim_consistency_sweep_" + std::to_string(::getpid()) + ".csv"))
+          .string();
+  const printed sweep = cli_json("sweep " + name + " --hardware " + hw_name + " --out '" + sweep_csv + "'");
+  std::filesystem::remove(sweep_csv);
 
   // The report.
   modsim::reports::report_input in;
@@ -92,6 +99,7 @@ TEST_P(OneAnalysis, CliReportAndExplorerAgreeOnFlopsTimeAndServing) {
   const modsim::gui::PredictionResult gui_pred = modsim::gui::computePrediction(config);
   const modsim::gui::ServingResult gui_serve = modsim::gui::computeServing(config);
   ASSERT_TRUE(gui_serve.available);
+  const modsim::gui::SweepResult gui_sweep = modsim::gui::computeSweep(config);
 
   // FLOPs.
   const auto cli_matmul = flops.parsed.at("totals").as_object().at("matmul_flops").to_number<std::int64_t>();
@@ -116,8 +124,30 @@ TEST_P(OneAnalysis, CliReportAndExplorerAgreeOnFlopsTimeAndServing) {
   EXPECT_EQ(gui_serve.current.tpot.p50, tpot_p50);
   EXPECT_EQ(gui_serve.current.throughputTokS, throughput);
   EXPECT_EQ(gui_serve.current.kvPeakBytes, kv_peak);
-  // The dense baseline the report and the explorer compare against is the same run.
+  // The dense baseline the report and the explorer compare against is the same run, and the
+  // one the command line prints beside the model.
   EXPECT_EQ(gui_serve.dense.ttft.p50, report.serving->runs[0].summary.ttft_s.p50);
+  EXPECT_EQ(serve.number("p50", "dense\":{\"requests"), report.serving->runs[0].summary.ttft_s.p50);
+
+  // The sweep: the configuration's own point (every shipped model is one of the default
+  // space's points) has the same FLOPs and time in the three; the explorer marks it.
+  const json::array& points = sweep.parsed.at("points").as_array();
+  const auto current = sweep.parsed.at("current_point").to_number<std::int64_t>();
+  ASSERT_GE(current, 0);
+  const json::object& cli_point = points.at(static_cast<std::size_t>(current)).as_object();
+  const std::string description(cli_point.at("description").as_string());
+  const auto point_flops = cli_point.at("matmul_flops").to_number<std::int64_t>();
+  EXPECT_EQ(point_flops, cli_matmul);
+  const auto report_point = std::find_if(report.sweep.points.begin(), report.sweep.points.end(),
+                                         [&](const auto& p) { return p.description == description; });
+  ASSERT_NE(report_point, report.sweep.points.end()) << description;
+  EXPECT_EQ(report_point->matmul_flops, point_flops);
+  EXPECT_EQ(report_point->time_s, cli_total);
+  const auto gui_point =
+      std::find_if(gui_sweep.points.begin(), gui_sweep.points.end(), [](const auto& p) { return p.current; });
+  ASSERT_NE(gui_point, gui_sweep.points.end());
+  EXPECT_EQ(gui_point->matmulFlops, point_flops);
+  EXPECT_EQ(gui_point->timeS, cli_total);
 }
 
 INSTANTIATE_TEST_SUITE_P(ShippedModels, OneAnalysis, ::testing::Values("mod-220m", "mod-60m", "mode-staged-220m"));
