@@ -18,6 +18,7 @@
 #include "profiler/runner.hpp"
 #include "git_revision.hpp"
 #include "cli/common.hpp"
+#include "cli/printer.hpp"
 #include "core/error.hpp"
 #include "sim/io.hpp"
 #if MODSIM_HAVE_CUDA
@@ -220,44 +221,42 @@ int cmd_profile(const std::vector<std::string>& args) {
   if (const auto c = be->clocks(); c.known) meta["sm_clock_mhz_at_end"] = c.sm_clock_mhz;
   write_metadata(meta_path, meta);
 
-  if (format == output_format::csv) {
-    std::cout << profiler::csv_header() << "\n";
-    for (const auto& r : result.rows) std::cout << profiler::format_row(r) << "\n";
-  } else if (format == output_format::json) {
-    boost::json::array rows;
-    for (const auto& r : result.rows)
-      rows.push_back(
-          {{"op", r.op},
-           {"timing", r.timing},
-           {"batch", r.batch},
-           {"seq_len", r.seq_len},
-           {"d_model", r.d_model},
-           {"n_heads", r.n_heads},
-           {"d_ff", r.d_ff},
-           {"capacity", r.capacity},
-           {"median_s", r.median_s},
-           {"p10_s", r.p10_s},
-           {"p90_s", r.p90_s},
-           {"samples", r.samples},
-           {"gflop_s", r.median_s > 0 ? static_cast<double>(r.matmul_flops + r.other_flops) / r.median_s / 1e9 : 0.0},
-           {"gbyte_s", r.median_s > 0 ? static_cast<double>(r.bytes) / r.median_s / 1e9 : 0.0}});
-    std::cout << boost::json::serialize(boost::json::object{{"device", be->device()},
-                                                            {"measured", result.measured},
-                                                            {"already_present", result.already_present},
-                                                            {"interrupted", result.interrupted},
-                                                            {"rows", rows}})
-              << "\n";
-  } else {
-    std::cout << fmt::format("{:<14} {:>3} {:>5} {:>5} {:>4} {:>6} {:>6} {:>10} {:>7} {:>9} {:>8}\n", "op", "B", "S",
-                             "d", "H", "d_ff", "cap", "median ms", "±p90%", "GFLOP/s", "GB/s");
-    for (const auto& r : result.rows) {
-      const double gflops = static_cast<double>(r.matmul_flops + r.other_flops) / r.median_s / 1e9;
-      const double gbs = static_cast<double>(r.bytes) / r.median_s / 1e9;
-      std::cout << fmt::format("{:<14} {:>3} {:>5} {:>5} {:>4} {:>6} {:>6g} {:>10.4f} {:>6.1f}% {:>9.1f} {:>8.1f}\n",
-                               r.op, r.batch, r.seq_len, r.d_model, r.n_heads, r.d_ff, r.capacity, r.median_s * 1e3,
-                               (r.p90_s - r.median_s) / r.median_s * 100, gflops, gbs);
-    }
+  output o;
+  boost::json::array rows;
+  table t;
+  t.columns = {"op", "B", "S", "d", "H", "d_ff", "cap", "median ms", "±p90%", "GFLOP/s", "GB/s"};
+  for (const auto& r : result.rows) {
+    const double gflops = r.median_s > 0 ? static_cast<double>(r.matmul_flops + r.other_flops) / r.median_s / 1e9 : 0.0;
+    const double gbs = r.median_s > 0 ? static_cast<double>(r.bytes) / r.median_s / 1e9 : 0.0;
+    rows.push_back({{"op", r.op},
+                    {"timing", r.timing},
+                    {"batch", r.batch},
+                    {"seq_len", r.seq_len},
+                    {"d_model", r.d_model},
+                    {"n_heads", r.n_heads},
+                    {"d_ff", r.d_ff},
+                    {"capacity", r.capacity},
+                    {"median_s", r.median_s},
+                    {"p10_s", r.p10_s},
+                    {"p90_s", r.p90_s},
+                    {"samples", r.samples},
+                    {"gflop_s", gflops},
+                    {"gbyte_s", gbs}});
+    t.rows.push_back({r.op, integer(r.batch), integer(r.seq_len), integer(r.d_model), integer(r.n_heads),
+                      integer(r.d_ff), number(r.capacity, "{:g}"), number(r.median_s * 1e3, "{:.4f}"),
+                      fmt::format("{:.1f}%", r.median_s > 0 ? (r.p90_s - r.median_s) / r.median_s * 100 : 0.0),
+                      fmt::format("{:.1f}", gflops), fmt::format("{:.1f}", gbs)});
   }
+  o.tables.push_back(std::move(t));
+  o.json = boost::json::object{{"device", be->device()},
+                               {"measured", result.measured},
+                               {"already_present", result.already_present},
+                               {"interrupted", result.interrupted},
+                               {"rows", std::move(rows)}};
+  // The CSV is the measurements file's own (profiler::csv_header, format_row).
+  o.csv = profiler::csv_header() + "\n";
+  for (const auto& r : result.rows) o.csv += profiler::format_row(r) + "\n";
+  print(o, format, std::cout);
   std::cerr << fmt::format("profile: {} measured, {} already in {}, results in {} (metadata {})\n", result.measured,
                            result.already_present, out_path, out_path, meta_path);
   std::cerr << fmt::format("profile: {} workspaces made in {:.1f} s, {:.1f} s sampling\n", result.workspaces_made,
