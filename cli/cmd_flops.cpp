@@ -45,12 +45,7 @@ json::object op_json(const sim::op_cost& c) {
 json::value flops_json(const sim::flops_report& r) {
   json::object root;
   root["model"] = r.model_name;
-  json::object wl;
-  wl["batch"] = r.load.batch;
-  wl["seq_len"] = r.load.seq_len;
-  wl["mode"] = sim::to_string(r.load.mode);
-  wl["dtype"] = sim::to_string(r.load.type);
-  root["workload"] = std::move(wl);
+  root["workload"] = workload_json(r.load);
   root["params"] = r.params;
 
   json::object totals;

@@ -70,12 +70,7 @@ json::value prediction_json(const sim::prediction& p, const std::string& hw_name
   root["hardware"] = hw_name;
   root["cost_model"] = p.cost_label;
   root["calibrated"] = p.calibrated;
-  json::object wl;
-  wl["batch"] = p.load.batch;
-  wl["seq_len"] = p.load.seq_len;
-  wl["mode"] = sim::to_string(p.load.mode);
-  wl["dtype"] = sim::to_string(p.load.type);
-  root["workload"] = std::move(wl);
+  root["workload"] = workload_json(p.load);
   root["total_s"] = p.total_s();
   root["dense_total_s"] = p.dense_total_s();
   root["overhead_s"] = p.overhead_s();

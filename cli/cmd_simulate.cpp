@@ -119,12 +119,7 @@ json::value forward_json(const forward_run& r) {
   root["model"] = r.model;
   root["hardware"] = r.hardware;
   root["cost_model"] = r.cost_label;
-  json::object wl;
-  wl["batch"] = r.load.batch;
-  wl["seq_len"] = r.load.seq_len;
-  wl["mode"] = sim::to_string(r.load.mode);
-  wl["dtype"] = sim::to_string(r.load.type);
-  root["workload"] = std::move(wl);
+  root["workload"] = workload_json(r.load);
   root["graph"] = r.request.cuda_graph;
   root["decode_routing"] = des::to_string(r.request.routing);
   root["seed"] = r.request.seed;

@@ -110,10 +110,7 @@ boost::json::value sweep_json(const analysis::sweep_section& s, const std::strin
   boost::json::object root;
   root["model"] = r.base_model;
   root["hardware"] = hw_label;
-  root["workload"] = {{"batch", r.load.batch},
-                      {"seq_len", r.load.seq_len},
-                      {"mode", sim::to_string(r.load.mode)},
-                      {"dtype", sim::to_string(r.load.type)}};
+  root["workload"] = workload_json(r.load);
   root["pareto_axes"] = {sim::to_string(r.x_axis), sim::to_string(r.y_axis)};
   root["dense_time_s"] = r.dense_time_s;
   root["dense_matmul_flops"] = r.dense_matmul_flops;

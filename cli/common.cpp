@@ -9,6 +9,11 @@
 
 namespace modsim::cli {
 
+boost::json::object workload_json(const sim::workload& w) {
+  return {
+      {"batch", w.batch}, {"seq_len", w.seq_len}, {"mode", sim::to_string(w.mode)}, {"dtype", sim::to_string(w.type)}};
+}
+
 bool parse_args(const std::vector<std::string>& args, const po::options_description& options,
                 const po::positional_options_description& positional, po::variables_map& vm, const std::string& usage) {
   po::options_description all = options;

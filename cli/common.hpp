@@ -4,6 +4,7 @@
 // `int cmd_NAME(const std::vector<std::string>& args)` (args exclude "modsim NAME") that
 // write results to stdout, never print diagnostics there, and throw modsim::error for
 // bad input; main() turns an error into one line on stderr and its exit code.
+#include <boost/json.hpp>
 #include <boost/program_options.hpp>
 #include <string>
 #include <vector>
@@ -36,6 +37,9 @@ void add_routing_overrides(po::options_description& options);
 // The workload from --workload (if any) overridden by explicit flags. `default_dtype` is used
 // when neither gives one.
 sim::workload workload_from(const po::variables_map& vm, sim::dtype default_dtype = sim::dtype::bf16);
+
+// {"batch", "seq_len", "mode", "dtype"}: the workload as every command's JSON writes it.
+boost::json::object workload_json(const sim::workload& w);
 
 // Loads MODEL (a path, or a bare name looked up under configs/models/) and applies the routing
 // overrides from `vm`, re-validating the result.
