@@ -48,7 +48,7 @@ report_data build_report(const report_input& in, const progress_fn& progress) {
       s.sweep->space = in.space;
       s.sweep->threads = in.threads;
       s.variants = true;
-      if (in.serving && m.routing) s.serving = analysis::serving_request{in.scenario};
+      if (in.serving && m.routing) s.serving.emplace().scenario = in.scenario;
       s.validation = in.validation;
     }
     if (progress) progress("report: " + m.name);
