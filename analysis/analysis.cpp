@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <set>
 
 #include "core/error.hpp"
 #include "sim/config.hpp"
@@ -108,7 +107,6 @@ sweep_section sweep_around(const configuration& c, const sim::cost_model& cost, 
     p.time_ratio = r0.dense_time_s > 0 ? p.time_s / r0.dense_time_s : 0.0;
     points.push_back(std::move(p));
     out.current = static_cast<int>(points.size() - 1);
-    out.current_added = true;
     std::vector<double> xs, ys;
     for (const sim::sweep_point& q : points) {
       xs.push_back(q.feasible ? q.value(r.x_axis) : NAN);

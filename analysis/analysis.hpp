@@ -111,7 +111,6 @@ struct cancelled : std::exception {
 struct sweep_section {
   sim::sweep_result result;  // the space, plus the current configuration when added
   int current = -1;          // index of the configuration's point in result.points
-  bool current_added = false;
 };
 
 struct variants_section {
