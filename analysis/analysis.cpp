@@ -254,7 +254,9 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
       } else {
         if (s.validation.points.empty()) throw input_error(s.validation.label, "", "no measurement rows");
         const sim::hardware_spec& hw = s.validation.hardware ? *s.validation.hardware : hardware_of(c, "validation");
-        r.validation = make_validation(s.validation.points, hw, s.validation.calibrate, s.validation.label);
+        validation_options vo;
+        vo.calibrate = s.validation.calibrate;
+        r.validation = make_validation(s.validation.points, hw, vo, s.validation.label);
       }
     });
     check(ctl);

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "core/error.hpp"
@@ -15,27 +16,51 @@
 
 namespace modsim::analysis {
 
+std::map<std::string, sim::validation_summary> summaries_by_op(const std::vector<sim::validation_point>& points,
+                                                               bool timing) {
+  std::map<std::string, std::vector<double>> errors;
+  for (const auto& p : points)
+    errors[p.sample.op + (timing && p.sample.timing == "in_block" ? " (in block)" : "")].push_back(p.error_pct);
+  std::map<std::string, sim::validation_summary> out;
+  for (const auto& [name, e] : errors) out[name] = sim::summarize_errors(e);
+  return out;
+}
+
 validation_section make_validation(const std::vector<sim::measured_point>& points, const sim::hardware_spec& hw,
-                                   bool calibrate, const std::string& measurements_file) {
+                                   const validation_options& options, const std::string& measurements_file) {
   validation_section v;
   v.measurements_file = measurements_file;
   v.hardware = hw.name;
   v.rows = static_cast<int>(points.size());
   const std::string expected_backend = hw.kind == "gpu" ? "cuda" : "cpu";
+  const std::string hw_label = hw.source_file.empty() ? hw.name : hw.source_file;
+  // The calibration `hw` carries, if any: its device decides which rows may be scored.
+  std::optional<sim::calibration> given;
+  if (!hw.calibration_json.empty()) given = sim::parse_calibration(hw.calibration_json, hw_label);
 
   std::vector<sim::calibration_sample> singles, blocks;
+  std::set<std::string> other_devices;  // the calibration's GPU model, another driver, clock or library
   for (const sim::measured_point& p : points) {
-    if (p.backend != expected_backend)
+    const bool block = p.op == "block_dense" || p.op == "block_mod" || p.op == "layer_mode";
+    const bool same_model = !given || sim::same_device_model(p.device, given->device);
+    if (!block) {
+      if (p.backend != expected_backend || !same_model) continue;
+    } else if (p.backend != expected_backend) {
       throw input_error(p.where, "backend",
-                        "measured on backend '" + p.backend + "' but " + hw.name + " is " + hw.kind + " hardware");
+                        "measured on backend '" + p.backend + "' but " + hw_label + " is " + hw.kind + " hardware");
+    } else if (!same_model) {
+      throw input_error(
+          p.where, "device",
+          "measured on '" + p.device + "' but " + hw_label + " was calibrated on '" + given->device + "'");
+    }
+    if (given && p.device != given->device) other_devices.insert(p.device);
     if (v.device.empty()) v.device = p.device;
-    sim::calibration_sample s = sim::sample_of(p);
-    (s.is_block() ? blocks : singles).push_back(std::move(s));
+    (block ? blocks : singles).push_back(sim::sample_of(p));
   }
   v.single_op_rows = static_cast<int>(singles.size());
 
   sim::hardware_spec model_hw = hw;
-  if (calibrate && hw.calibration_json.empty()) {
+  if (options.calibrate && !given) {
     if (singles.empty())
       throw input_error(measurements_file, "op", "no single-op rows to calibrate on (block rows only)");
     sim::fit_options fo;
@@ -50,24 +75,50 @@ validation_section make_validation(const std::vector<sim::measured_point>& point
   }
   const sim::cost_model model(model_hw);
   v.cost_label = model.label();
+  v.calibrated = model.calibrated();
   if (!model.calibrated()) v.notes.push_back("uncalibrated: the predictions are the datasheet roofline of " + hw.name);
 
+  const sim::calibration* cal = model.calibration();
   std::set<std::string> used;
-  if (const sim::calibration* cal = model.calibration()) used.insert(cal->block_keys.begin(), cal->block_keys.end());
+  if (cal) used.insert(cal->block_keys.begin(), cal->block_keys.end());
+  std::set<std::string> uncalibrated_dtypes;
   std::vector<sim::calibration_sample> scored;
   for (auto& b : blocks) {
     if (used.count(b.key)) {
       ++v.skipped_blocks;
       continue;
     }
+    if (cal && !model.kernel_model_dtype(b.type) && !cal->curve("qkv_proj", b.type) && !cal->curve("mlp_up", b.type))
+      uncalibrated_dtypes.insert(sim::to_string(b.type));
     scored.push_back(std::move(b));
+  }
+  if (options.score_ops) {
+    for (const auto& s : singles) v.op_points.push_back(sim::validate_sample(s, model));
+    v.op_summary = sim::summarize(v.op_points);
   }
   if (v.skipped_blocks > 0)
     v.notes.push_back(
         fmt::format("{} block rows skipped: the calibration used them for its launch fit", v.skipped_blocks));
-  if (scored.empty())
+  for (const auto& d : uncalibrated_dtypes) v.notes.push_back("no curves for dtype " + d + ": datasheet roofline used");
+  for (const auto& d : other_devices)
+    v.notes.push_back("measured on '" + d +
+                      "': the calibration's device model, with other clocks, driver or libraries");
+
+  if (scored.empty()) {
+    if (options.ops_only_fallback && v.skipped_blocks == 0 && !v.op_points.empty()) {
+      v.ops_only = true;
+      v.points = v.op_points;
+      v.summary = v.op_summary;
+      v.notes.push_back("no block rows: the points are the single-op rows, predicted as the profiler measured them");
+      return v;
+    }
+    if (v.skipped_blocks > 0)
+      throw input_error(measurements_file, "op",
+                        fmt::format("all {} block rows were used by the calibration of {}; validate on held-out blocks",
+                                    v.skipped_blocks, hw_label));
     throw input_error(measurements_file, "op",
-                      "no block rows (block_dense, block_mod, layer_mode) left to validate on");
+                      fmt::format("no block rows (block_dense, block_mod, layer_mode) among {} rows", v.rows));
+  }
   v.points = sim::validate_blocks(scored, model);
   v.summary = sim::summarize(v.points);
   return v;
@@ -91,12 +142,17 @@ validation_section make_cv_validation(const std::vector<sim::measured_point>& po
   }
   sim::hardware_spec plain = hw;
   plain.calibration_json.clear();
+  if (!hw.calibration_json.empty())
+    v.notes.push_back("the calibration block of " + hw.name + " was ignored: each fold is fitted anew");
   const sim::cross_validation_result cv = sim::cross_validate(plain, samples, folds);
   if (cv.blocks.empty())
     throw input_error(measurements_label, "op", "no block rows (block_dense, block_mod, layer_mode) to validate on");
   v.folds = folds;
+  v.groups = cv.groups;
+  v.calibrated = true;
   v.points = cv.blocks;
   v.summary = sim::summarize(cv.blocks);
+  v.op_points = cv.ops;
   v.op_summary = sim::summarize(cv.ops);
   v.cost_label = fmt::format("calibrated ({}-fold cross-validation by shape over {} shapes)", folds, cv.groups);
   v.notes.push_back(fmt::format(
@@ -157,7 +213,7 @@ std::optional<validation_section> validation_for_hardware(const sim::hardware_sp
   std::vector<sim::measured_point> blocks;
   for (const auto& p : points)
     if (p.op == "block_dense" || p.op == "block_mod" || p.op == "layer_mode") blocks.push_back(p);
-  return make_validation(blocks, hw, false, label);
+  return make_validation(blocks, hw, validation_options{}, label);
 }
 
 std::optional<validation_section> cached_validation_for_hardware(const sim::hardware_spec& hw, std::string* why_not) {

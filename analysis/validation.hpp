@@ -1,6 +1,7 @@
 #pragma once
 // Measured blocks against the cost model's prediction: the validation the report, the explorer
 // and `modsim report` show. Library code: never prints, throws modsim::error.
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,27 +14,51 @@ namespace modsim::analysis {
 // Measured blocks against their prediction (built by make_validation).
 struct validation_section {
   std::string measurements_file;
-  std::string device;      // the rows' device column
-  std::string hardware;    // the hardware file's name
-  std::string cost_label;  // cost_model::label() of the model used
-  int rows = 0;            // rows in the measurements file
-  int single_op_rows = 0;  // rows the calibration may use
-  int skipped_blocks = 0;  // block rows the calibration used (not scored)
-  std::vector<sim::validation_point> points;
+  std::string device;                         // the rows' device column
+  std::string hardware;                       // the hardware file's name
+  std::string cost_label;                     // cost_model::label() of the model used
+  int rows = 0;                               // rows in the measurements file
+  int single_op_rows = 0;                     // rows the calibration may use
+  int skipped_blocks = 0;                     // block rows the calibration used (not scored)
+  bool calibrated = false;                    // the cost model had (or was given) a calibration
+  bool ops_only = false;                      // no block rows: `points` are the single-op rows (validation_options)
+  std::vector<sim::validation_point> points;  // the scored blocks (or ops, when ops_only)
   sim::validation_summary summary;
-  std::vector<std::string> notes;
-  // Cross-validated (make_cv_validation): folds > 0, and the op rows' errors beside the blocks'.
-  int folds = 0;
+  // The single-op rows, each predicted as the profiler measured it (alone or inside its
+  // block): filled by make_validation when validation_options::score_ops, and always by
+  // make_cv_validation.
+  std::vector<sim::validation_point> op_points;
   sim::validation_summary op_summary;
+  std::vector<std::string> notes;
+  // Cross-validated (make_cv_validation): folds > 0 and the shape groups dealt into them.
+  int folds = 0;
+  int groups = 0;
+};
+
+// The errors of `points` grouped by op name (block_dense, block_mod, ...); with `timing`, an
+// op timed inside its block is its own group ("mlp_up (in block)").
+std::map<std::string, sim::validation_summary> summaries_by_op(const std::vector<sim::validation_point>& points,
+                                                               bool timing);
+
+struct validation_options {
+  // An uncalibrated `hw` is first fitted (sim::fit_calibration) on the single-op rows only, so
+  // no scored block was seen by the fit.
+  bool calibrate = false;
+  // Also predict every single-op row (validation_section::op_points).
+  bool score_ops = false;
+  // With no block row to score (and none skipped), score the single-op rows instead of
+  // failing (needs score_ops).
+  bool ops_only_fallback = false;
 };
 
 // Validates the block rows of `points` (block_dense, block_mod, layer_mode) against the cost
-// model of `hw`. When `calibrate` is true and `hw` carries no calibration, it is first fitted
-// (sim::fit_calibration) on the single-op rows only, so no scored block was seen by the fit.
-// Block rows a given calibration used for its launch fit are skipped. Throws
-// modsim::error(bad_input) when no block row is left or the rows do not fit `hw`.
+// model of `hw` (calibrated or not; see validation_options). Block rows a given calibration
+// used for its launch fit are skipped. Single-op rows of another backend, or of another device
+// model than the calibration's, are left out. Throws modsim::error(bad_input), naming the row,
+// when a block row was measured on another backend or device model than `hw` describes, and
+// naming the file(s) when no block row is left to score.
 validation_section make_validation(const std::vector<sim::measured_point>& points, const sim::hardware_spec& hw,
-                                   bool calibrate, const std::string& measurements_file);
+                                   const validation_options& options, const std::string& measurements_file);
 
 // Cross-validates the calibration method of `hw` (its datasheet numbers; a calibration block
 // is ignored) on `points`: `folds` folds by shape (sim::cross_validate), every block predicted

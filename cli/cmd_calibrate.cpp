@@ -14,6 +14,7 @@
 #include "profiler/measurements.hpp"
 #include "sim/calibrate.hpp"
 #include "cli/common.hpp"
+#include "cli/printer.hpp"
 #include "sim/config.hpp"
 #include "core/error.hpp"
 
@@ -25,7 +26,7 @@ namespace json = boost::json;
 
 const char* const k_usage =
     "usage: modsim calibrate --measurements CSV [CSV...] --hardware HW --out HW_CAL.json [--cv K] [--format "
-    "table|json]\n"
+    "table|json|csv|markdown]\n"
     "\n"
     "GPU hardware: fits the kernel-sequence model (sim/kernel_model.hpp) to every row: each op is\n"
     "the kernels the CUDA backend launches, each kernel a floor plus a wave-quantised compute /\n"
@@ -44,58 +45,73 @@ const char* const k_usage =
     "and the expected error it found is recorded in the file, so that predictions made with it\n"
     "show their error band.";
 
-void print_kernel_model(const sim::calibration& c) {
+// The kernel-sequence model's parameters, one row per kernel class.
+void kernel_model_output(const sim::calibration& c, output& o) {
   const sim::kernel_params& p = *c.kernels;
-  std::cout << "\nkernel-sequence model (per kernel class; efficiencies are shares of the datasheet peaks)\n";
-  std::cout << fmt::format("{:<13} {:>9} {:>11} {:>11} {:>12}\n", "kernel", "floor us", "compute eff", "bandwidth eff",
-                           "per item ns");
+  table t;
+  t.title = "kernel-sequence model (per kernel class; efficiencies are shares of the datasheet peaks)";
+  t.columns = {"kernel", "floor us", "compute eff", "bandwidth eff", "per item ns"};
+  t.csv = true;
   for (int i = 0; i < sim::kernel_kind_count; ++i) {
     const auto k = static_cast<sim::kernel_kind>(i);
     const sim::kernel_class_params& cp = p.of(k);
     const bool gemm = k == sim::kernel_kind::gemm || k == sim::kernel_kind::batched_gemm;
     const bool serial = k == sim::kernel_kind::topk || k == sim::kernel_kind::rank || k == sim::kernel_kind::choice;
-    std::cout << fmt::format("{:<13} {:>9.2f} {:>11} {:>11} {:>12}\n", sim::to_string(k), cp.floor_s * 1e6,
-                             gemm ? fmt::format("{:.3f}", cp.compute_efficiency) : std::string("-"),
-                             serial ? std::string("-") : fmt::format("{:.3f}", cp.bandwidth_efficiency),
-                             serial ? fmt::format("{:.3f}", cp.per_item_s * 1e9) : std::string("-"));
+    t.rows.push_back({sim::to_string(k), number(cp.floor_s * 1e6, "{:.2f}"),
+                      gemm ? number(cp.compute_efficiency, "{:.3f}") : cell("-", ""),
+                      serial ? cell("-", "") : number(cp.bandwidth_efficiency, "{:.3f}"),
+                      serial ? number(cp.per_item_s * 1e9, "{:.3f}") : cell("-", "")});
   }
-  std::cout << fmt::format(
+  o.tables.push_back(std::move(t));
+  o.tail.push_back(fmt::format(
       "host enqueue {:.2f} us/kernel, gap between kernels {:.2f} us, event overhead {:.2f} us per timed region, "
-      "{:.0f}% of a kernel's inputs warm in L2 inside a sequence\n",
-      p.host_s * 1e6, p.gap_s * 1e6, p.event_s * 1e6, p.warm_fraction * 100);
+      "{:.0f}% of a kernel's inputs warm in L2 inside a sequence",
+      p.host_s * 1e6, p.gap_s * 1e6, p.event_s * 1e6, p.warm_fraction * 100));
 }
 
-void print_table(const sim::calibration& c, const std::string& out) {
-  std::cout << fmt::format("calibrated {} from {} file(s), device: {}\n", out, c.sources.size(), c.device);
-  for (const auto& s : c.sources) std::cout << fmt::format("  {}: {} rows, {} used\n", s.file, s.rows, s.used_rows);
+// The per-op efficiency curves and the launch / refetch fit (CPU hardware).
+void curves_output(const sim::calibration& c, output& o) {
+  table t;
+  t.title = "per op: time = fixed + roofline / efficiency(log work); efficiency = roofline share reached";
+  t.columns = {"op", "dtype", "samples", "fixed us", "eff (small)", "eff (large)", "rms err"};
+  t.left_columns = 2;
+  t.csv = true;
+  for (const auto& cv : c.curves) {
+    auto eff = [](double g) { return g > 0 ? number(1.0 / g, "{:.3f}") : cell("inf"); };
+    t.rows.push_back({cv.op, sim::to_string(cv.type), integer(cv.samples), number(cv.fixed_s * 1e6, "{:.2f}"),
+                      eff(cv.inv_efficiency.front()), eff(cv.inv_efficiency.back()),
+                      number(100 * cv.rms_rel_error, "{:.1f}%")});
+  }
+  o.tables.push_back(std::move(t));
+  o.tail.push_back(fmt::format(
+      "launch overhead: {:.2f} us per kernel; inside a layer ops refetch their bytes at {} ({})", c.launch_s * 1e6,
+      c.in_layer_s_per_byte > 0 ? fmt::format("{:.1f} GB/s", 1e-9 / c.in_layer_s_per_byte) : std::string("no cost"),
+      c.launch_source));
+  if (!c.block_keys.empty())
+    o.tail.push_back(
+        fmt::format("{} block rows were used for the launch fit; modsim validate skips them", c.block_keys.size()));
+}
+
+output calibration_output(const sim::calibration& c, const std::string& out) {
+  output o;
+  json::object root;
+  root["out"] = out;
+  root["calibration"] = json::parse(sim::calibration_to_json(c));
+  o.json = std::move(root);
+  o.head.push_back(fmt::format("calibrated {} from {} file(s), device: {}", out, c.sources.size(), c.device));
+  for (const auto& s : c.sources) o.head.push_back(fmt::format("  {}: {} rows, {} used", s.file, s.rows, s.used_rows));
   if (c.cross_validation)
-    std::cout << fmt::format(
+    o.head.push_back(fmt::format(
         "expected error ({}-fold cross-validation by shape): blocks median {:.1f}%, p90 {:.1f}% ({} blocks); ops "
-        "median {:.1f}%, p90 {:.1f}% ({} ops)\n",
+        "median {:.1f}%, p90 {:.1f}% ({} ops)",
         c.cross_validation->folds, c.cross_validation->median_abs_pct_error, c.cross_validation->p90_abs_pct_error,
         c.cross_validation->blocks, c.cross_validation->op_median_abs_pct_error,
-        c.cross_validation->op_p90_abs_pct_error, c.cross_validation->ops);
-  if (c.kernels) {
-    print_kernel_model(c);
-    return;
-  }
-  std::cout << "\nper op: time = fixed + roofline / efficiency(log work); efficiency = roofline share reached\n";
-  std::cout << fmt::format("{:<14} {:>5} {:>8} {:>11} {:>14} {:>14} {:>9}\n", "op", "dtype", "samples", "fixed us",
-                           "eff (small)", "eff (large)", "rms err");
-  for (const auto& cv : c.curves) {
-    auto eff = [](double g) { return g > 0 ? fmt::format("{:.3f}", 1.0 / g) : std::string("inf"); };
-    std::cout << fmt::format("{:<14} {:>5} {:>8} {:>11.2f} {:>14} {:>14} {:>8.1f}%\n", cv.op, sim::to_string(cv.type),
-                             cv.samples, cv.fixed_s * 1e6, eff(cv.inv_efficiency.front()),
-                             eff(cv.inv_efficiency.back()), 100 * cv.rms_rel_error);
-  }
-  std::cout << fmt::format(
-      "\nlaunch overhead: {:.2f} us per kernel; inside a layer ops refetch their bytes at {}\n  ({})\n",
-      c.launch_s * 1e6,
-      c.in_layer_s_per_byte > 0 ? fmt::format("{:.1f} GB/s", 1e-9 / c.in_layer_s_per_byte) : std::string("no cost"),
-      c.launch_source);
-  if (!c.block_keys.empty())
-    std::cout << fmt::format("{} block rows were used for the launch fit; modsim validate skips them\n",
-                             c.block_keys.size());
+        c.cross_validation->op_p90_abs_pct_error, c.cross_validation->ops));
+  if (c.kernels)
+    kernel_model_output(c, o);
+  else
+    curves_output(c, o);
+  return o;
 }
 
 }  // namespace
@@ -110,12 +126,12 @@ int cmd_calibrate(const std::vector<std::string>& args) {
       "keep the hardware file's kernel_launch_s (no in-layer refetch cost) instead of fitting on block rows")(
       "launch-only", "fit launch_s on block rows but no in-layer refetch cost (median per-kernel gap)")(
       "cv", po::value<int>()->default_value(5), "cross-validation folds (by shape) for the expected error; 0 = none")(
-      "format", po::value<std::string>()->default_value("table"), "summary on stdout: table | json");
+      "format", po::value<std::string>()->default_value("table"),
+      "summary on stdout: table | json | csv (the fitted parameters) | markdown");
   po::positional_options_description positional;
   po::variables_map vm;
   if (!parse_args(args, options, positional, vm, k_usage)) return exit_ok;
   const output_format format = parse_format(vm["format"].as<std::string>());
-  if (format == output_format::csv) throw input_error("", "--format", "calibrate prints table or json");
 
   const std::string hw_path = resolve_config(vm["hardware"].as<std::string>(), "hardware");
   const sim::hardware_spec hw = sim::load_hardware(hw_path);
@@ -165,14 +181,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   const sim::cost_model check(sim::load_hardware(out));
   (void)check;
 
-  if (format == output_format::json) {
-    json::object root;
-    root["out"] = out;
-    root["calibration"] = json::parse(sim::calibration_to_json(cal));
-    std::cout << json::serialize(root) << "\n";
-  } else {
-    print_table(cal, out);
-  }
+  print(calibration_output(cal, out), format, std::cout);
   return exit_ok;
 }
 

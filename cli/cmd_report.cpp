@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <fmt/format.h>
@@ -14,12 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "kernels/backend.hpp"
+#include "analysis/cpu_holdout.hpp"
 #include "profiler/grid.hpp"
 #include "profiler/measurements.hpp"
-#include "profiler/runner.hpp"
 #include "reports/report.hpp"
-#include "sim/calibrate.hpp"
 #include "cli/common.hpp"
 #include "sim/config.hpp"
 #include "core/error.hpp"
@@ -61,53 +58,6 @@ std::string join_args(const std::vector<std::string>& args) {
   std::string t = "modsim report";
   for (const auto& a : args) t += " " + a;
   return t;
-}
-
-// A quick CPU profile into `csv` (kept between runs on the same device), on one thread (as
-// scripts/validate-cpu.sh: OpenBLAS's threads and the kernels' pool share cores badly), ops
-// timed as `timing` says. Returns false when interrupted (the partial file stays for the next
-// run to resume).
-bool profile_cpu(const std::string& csv, bool fresh, const profiler::grid& grid, const char* what,
-                 profiler::timing_mode timing) {
-  std::unique_ptr<kernels::backend> be = kernels::make_cpu_backend(1);
-  const std::string partial = csv + ".partial";
-  std::error_code ec;
-  if (fresh) {
-    fs::remove(partial, ec);
-  } else if (fs::exists(csv)) {
-    const auto rows = profiler::read_measurements(csv);
-    if (!rows.empty() && rows.front().device == be->device() && rows.front().timing == profiler::to_string(timing)) {
-      std::cerr << "report: reusing the CPU measurements in " << csv << " (--fresh-profile measures again)\n";
-      return true;
-    }
-  }
-  if (fs::exists(partial)) {
-    const auto rows = profiler::read_measurements(partial);
-    if (!rows.empty() && rows.front().device != be->device()) fs::remove(partial, ec);
-  }
-  const profiler::expansion plan = profiler::with_timing(profiler::expand(grid), timing);
-  profiler::measurement_writer writer(partial, true);
-  profiler::run_options ro;
-  ro.rule.max_time_s = 0.5;
-  ro.stop = &g_stop;
-  auto last = std::chrono::steady_clock::now() - std::chrono::hours(1);
-  ro.on_progress = [&](const profiler::run_progress& p) {
-    const auto now = std::chrono::steady_clock::now();
-    if (now - last < std::chrono::seconds(10) && p.current) return;
-    last = now;
-    const double eta = p.done ? p.elapsed_s / static_cast<double>(p.done) * static_cast<double>(p.total - p.done) : 0.0;
-    std::cerr << fmt::format("report: profiling this CPU ({}): {}/{} points, {:.0f} s elapsed, ~{:.0f} s left\n", what,
-                             p.done, p.total, p.elapsed_s, eta);
-  };
-  std::cerr << fmt::format("report: profiling this CPU ({}, {}), {} points\n", be->device(), what, plan.points.size());
-  g_stop.store(false);
-  auto previous = std::signal(SIGINT, on_report_sigint);
-  const profiler::run_result res = profiler::run_points(*be, plan.points, writer, ro);
-  std::signal(SIGINT, previous);
-  if (res.interrupted) return false;
-  fs::rename(partial, csv, ec);
-  if (ec) throw runtime_error(csv + ": cannot rename the measurements into place: " + ec.message());
-  return true;
 }
 
 }  // namespace
@@ -174,31 +124,23 @@ int cmd_report(const std::vector<std::string>& args) {
       val.hardware = sim::load_hardware(resolve_config("cpu", "hardware"));
     }
   } else if (cpu_profile) {
-    fs::create_directories(out_dir);
-    const std::string quick = (fs::path(out_dir) / "measurements-cpu.csv").string();
-    const std::string holdout = (fs::path(out_dir) / "measurements-cpu-holdout.csv").string();
-    const bool fresh = vm["fresh-profile"].as<bool>();
-    if (!profile_cpu(quick, fresh, profiler::preset("quick", "cpu"), "quick preset, ops inside their blocks",
-                     profiler::timing_mode::in_block) ||
-        !profile_cpu(holdout, fresh, profiler::load_grid(resolve_config("holdout-cpu", "grids")), "held-out blocks",
-                     profiler::timing_mode::isolated)) {
+    analysis::cpu_holdout_check check;
+    check.dir = out_dir;
+    check.fresh = vm["fresh-profile"].as<bool>();
+    check.calibration_grid = profiler::preset("quick", "cpu");
+    check.holdout_grid = profiler::load_grid(resolve_config("holdout-cpu", "grids"));
+    check.cpu = sim::load_hardware(resolve_config("cpu", "hardware"));
+    check.stop = &g_stop;
+    check.progress = [](const std::string& line) { std::cerr << "report: " << line << "\n"; };
+    g_stop.store(false);
+    auto previous = std::signal(SIGINT, on_report_sigint);
+    std::optional<analysis::validation_request> held_out = analysis::cpu_holdout_validation(check);
+    std::signal(SIGINT, previous);
+    if (!held_out) {
       std::cerr << "report: interrupted while profiling; the previous report is untouched, run again to resume\n";
       return exit_interrupted;
     }
-    const sim::hardware_spec cpu = sim::load_hardware(resolve_config("cpu", "hardware"));
-    std::vector<sim::calibration_sample> samples;
-    const std::vector<sim::measured_point> quick_points = profiler::read_measured_points(quick);
-    for (const auto& p : quick_points) samples.push_back(sim::sample_of(p));
-    sim::calibration_source src;
-    src.file = quick;
-    src.rows = static_cast<int>(quick_points.size());
-    const sim::calibration cal = sim::fit_calibration(cpu, samples, {src}, sim::utc_now_iso8601(), {});
-    val.from = analysis::validation_request::source::measurements;
-    val.label = holdout;
-    val.points = profiler::read_measured_points(holdout);
-    val.hardware = cpu;
-    val.hardware->calibration_json = sim::calibration_to_json(cal);
-    val.calibrate = false;
+    val = std::move(*held_out);
   } else {
     val.from = analysis::validation_request::source::hardware;
     val.missing =

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/validation.hpp"
 #include "profiler/measurements.hpp"
 #include "sim/calibrate.hpp"
 #include "cli/common.hpp"
@@ -128,74 +129,75 @@ table summary_table(const std::string& title) {
 }
 
 // The single-op rows' statistics, all together and per op.
-json::object ops_json(const sim::validation_summary& all, const std::map<std::string, std::vector<double>>& by_op) {
-  json::object o = summary_json(all);
+json::object ops_json(const analysis::validation_section& v) {
+  json::object o = summary_json(v.op_summary);
   json::object per;
-  for (const auto& [name, e] : by_op) per[name] = summary_json(sim::summarize_errors(e));
+  for (const auto& [name, sum] : analysis::summaries_by_op(v.op_points, true)) per[name] = summary_json(sum);
   o["by_op"] = std::move(per);
   return o;
+}
+
+json::array notes_json(const analysis::validation_section& v) {
+  json::array ns;
+  for (const auto& n : v.notes) ns.emplace_back(n);
+  return ns;
+}
+
+// Every row of every file, and the files' names joined for messages.
+std::vector<sim::measured_point> read_all(const std::vector<std::string>& files, std::string& label) {
+  std::vector<sim::measured_point> points;
+  for (const std::string& file : files) {
+    std::vector<sim::measured_point> p = profiler::read_measured_points(file);
+    points.insert(points.end(), std::make_move_iterator(p.begin()), std::make_move_iterator(p.end()));
+    label += (label.empty() ? "" : ", ") + file;
+  }
+  return points;
 }
 
 int cross_validate(const std::vector<std::string>& files, const std::string& hw_path, int folds,
                    std::optional<double> max_error, output_format format) {
   if (folds < 2) throw input_error("", "--cv", "needs at least 2 folds, got " + std::to_string(folds));
-  sim::hardware_spec hw = sim::load_hardware(hw_path);
-  const bool had_calibration = !hw.calibration_json.empty();
-  hw.calibration_json.clear();
-  std::vector<sim::calibration_sample> samples;
-  for (const std::string& file : files)
-    for (const sim::measured_point& p : profiler::read_measured_points(file)) samples.push_back(sim::sample_of(p));
-  std::cerr << fmt::format("modsim validate: {}-fold cross-validation over {} rows ...\n", folds, samples.size());
-  const sim::cross_validation_result cv = sim::cross_validate(hw, samples, folds);
-  if (cv.blocks.empty())
-    throw input_error(files.front(), "op", "no block rows (block_dense, block_mod, layer_mode) to cross-validate");
-  const sim::validation_summary sum = sim::summarize(cv.blocks);
-  const sim::validation_summary ops = sim::summarize(cv.ops);
-  std::map<std::string, std::vector<double>> by_op;
-  for (const auto& p : cv.ops)
-    by_op[p.sample.op + (p.sample.timing == "in_block" ? " (in block)" : "")].push_back(p.error_pct);
-  std::map<std::string, std::vector<double>> by_block;
-  for (const auto& p : cv.blocks) by_block[p.sample.op].push_back(p.error_pct);
-  const bool failed = max_error && sum.median_abs_pct_error > *max_error;
-  std::vector<std::string> notes;
-  if (had_calibration)
-    notes.push_back("the calibration block of " + hw_path + " was ignored: each fold is fitted anew");
+  const sim::hardware_spec hw = sim::load_hardware(hw_path);
+  std::string label;
+  const std::vector<sim::measured_point> points = read_all(files, label);
+  std::cerr << fmt::format("modsim validate: {}-fold cross-validation over {} rows ...\n", folds, points.size());
+  const analysis::validation_section v = analysis::make_cv_validation(points, hw, folds, label);
+  const bool failed = max_error && v.summary.median_abs_pct_error > *max_error;
 
   output o;
   {
-    json::object root = summary_json(sum);
-    root["folds"] = cv.folds;
-    root["shape_groups"] = cv.groups;
-    root["cost_model"] =
-        "cross-validated calibration of " + hw.name + " (" + std::to_string(folds) + " folds by shape)";
+    json::object root = summary_json(v.summary);
+    root["folds"] = v.folds;
+    root["shape_groups"] = v.groups;
+    root["cost_model"] = v.cost_label;
     if (max_error) {
       root["max_error"] = *max_error;
       root["passed"] = !failed;
     }
     json::object bb;
-    for (const auto& [name, e] : by_block) bb[name] = summary_json(sim::summarize_errors(e));
+    for (const auto& [name, sum] : analysis::summaries_by_op(v.points, false)) bb[name] = summary_json(sum);
     root["by_block"] = std::move(bb);
-    root["ops"] = ops_json(ops, by_op);
+    root["ops"] = ops_json(v);
     json::array pts, opts;
-    for (const auto& p : cv.blocks) point_json(pts, p);
-    for (const auto& p : cv.ops) point_json(opts, p);
+    for (const auto& p : v.points) point_json(pts, p);
+    for (const auto& p : v.op_points) point_json(opts, p);
     root["per_point"] = std::move(pts);
     root["per_op_point"] = std::move(opts);
-    json::array ns;
-    for (const auto& n : notes) ns.emplace_back(n);
-    root["notes"] = std::move(ns);
+    root["notes"] = notes_json(v);
     o.json = std::move(root);
   }
   o.head.push_back(
-      fmt::format("{}-fold cross-validation by shape ({} shape groups) on {}", cv.folds, cv.groups, hw.name));
+      fmt::format("{}-fold cross-validation by shape ({} shape groups) on {}", v.folds, v.groups, hw.name));
   table t = summary_table("");
-  t.rows.push_back(summary_row("blocks (all)", sum));
-  for (const auto& [name, e] : by_block) t.rows.push_back(summary_row("  " + name, sim::summarize_errors(e)));
-  t.rows.push_back(summary_row("ops (all)", ops));
-  for (const auto& [name, e] : by_op) t.rows.push_back(summary_row("  " + name, sim::summarize_errors(e)));
+  t.rows.push_back(summary_row("blocks (all)", v.summary));
+  for (const auto& [name, sum] : analysis::summaries_by_op(v.points, false))
+    t.rows.push_back(summary_row("  " + name, sum));
+  t.rows.push_back(summary_row("ops (all)", v.op_summary));
+  for (const auto& [name, sum] : analysis::summaries_by_op(v.op_points, true))
+    t.rows.push_back(summary_row("  " + name, sum));
   o.tables.push_back(std::move(t));
-  o.tables.push_back(points_table({&cv.blocks, &cv.ops}, false));
-  return verdict(o, sum, max_error, notes, format);
+  o.tables.push_back(points_table({&v.points, &v.op_points}, false));
+  return verdict(o, v.summary, max_error, v.notes, format);
 }
 
 }  // namespace
@@ -222,120 +224,54 @@ int cmd_validate(const std::vector<std::string>& args) {
   if (vm.count("cv"))
     return cross_validate(vm["measurements"].as<std::vector<std::string>>(), hw_path, vm["cv"].as<int>(), max_error,
                           format);
-  const sim::cost_model model(sim::load_hardware(hw_path));
-  const sim::calibration* cal = model.calibration();
-  const std::set<std::string> used(cal ? cal->block_keys.begin() : std::vector<std::string>::const_iterator{},
-                                   cal ? cal->block_keys.end() : std::vector<std::string>::const_iterator{});
-  const std::string expected_backend = model.hardware().kind == "gpu" ? "cuda" : "cpu";
-
-  std::vector<sim::calibration_sample> blocks, singles;
-  int skipped_used = 0, rows = 0;
-  std::set<std::string> uncalibrated_dtypes;
-  std::set<std::string> other_devices;  // the calibration's GPU model, another driver, clock or library
-  for (const std::string& file : vm["measurements"].as<std::vector<std::string>>()) {
-    for (const sim::measured_point& p : profiler::read_measured_points(file)) {
-      ++rows;
-      if (p.op != "block_dense" && p.op != "block_mod" && p.op != "layer_mode") {
-        if (p.backend == expected_backend && (!cal || sim::same_device_model(p.device, cal->device))) {
-          singles.push_back(sim::sample_of(p));
-          if (cal && p.device != cal->device) other_devices.insert(p.device);
-        }
-        continue;
-      }
-      if (p.backend != expected_backend)
-        throw input_error(
-            p.where, "backend",
-            "measured on backend '" + p.backend + "' but " + hw_path + " is " + model.hardware().kind + " hardware");
-      if (cal && !sim::same_device_model(p.device, cal->device))
-        throw input_error(p.where, "device",
-                          "measured on '" + p.device + "' but " + hw_path + " was calibrated on '" + cal->device + "'");
-      if (cal && p.device != cal->device) other_devices.insert(p.device);
-      if (used.count(p.key)) {
-        ++skipped_used;
-        continue;
-      }
-      sim::calibration_sample s = sim::sample_of(p);
-      if (cal && !model.kernel_model_dtype(s.type) && !cal->curve("qkv_proj", s.type) && !cal->curve("mlp_up", s.type))
-        uncalibrated_dtypes.insert(sim::to_string(s.type));
-      blocks.push_back(std::move(s));
-    }
-  }
-  const std::string files_text = [&] {
-    std::string t;
-    for (const auto& f : vm["measurements"].as<std::vector<std::string>>()) t += (t.empty() ? "" : ", ") + f;
-    return t;
-  }();
-  // Single-op rows are predicted as the profiler measured them (alone, or inside their block).
-  std::vector<sim::validation_point> op_points;
-  for (const auto& s : singles) op_points.push_back(sim::validate_sample(s, model));
-  const bool ops_only = blocks.empty() && !op_points.empty() && skipped_used == 0;
-  if (blocks.empty() && !ops_only) {
-    if (skipped_used > 0)
-      throw input_error(files_text, "op",
-                        fmt::format("all {} block rows were used by the calibration of {}; validate on held-out blocks",
-                                    skipped_used, hw_path));
-    throw input_error(files_text, "op",
-                      fmt::format("no block rows (block_dense, block_mod, layer_mode) among {} rows", rows));
-  }
-
-  const std::vector<sim::validation_point> points = ops_only ? op_points : sim::validate_blocks(blocks, model);
-  const sim::validation_summary sum = sim::summarize(points);
-  const sim::validation_summary op_sum = sim::summarize(op_points);
-  std::map<std::string, std::vector<double>> by_op;
-  for (const auto& p : op_points)
-    by_op[p.sample.op + (p.sample.timing == "in_block" ? " (in block)" : "")].push_back(p.error_pct);
-  const bool failed = max_error && sum.median_abs_pct_error > *max_error;
-  std::vector<std::string> notes;
-  if (!model.calibrated()) notes.push_back("uncalibrated: predictions are the datasheet roofline of " + hw_path);
-  if (skipped_used > 0)
-    notes.push_back(fmt::format("{} block rows skipped: the calibration used them (for the launch fit)", skipped_used));
-  for (const auto& d : uncalibrated_dtypes) notes.push_back("no curves for dtype " + d + ": datasheet roofline used");
-  for (const auto& d : other_devices)
-    notes.push_back("measured on '" + d + "': the calibration's device model, with other clocks, driver or libraries");
-  if (ops_only)
-    notes.push_back("no block rows: the points are the single-op rows, predicted as the profiler measured them");
+  std::string label;
+  const std::vector<sim::measured_point> points = read_all(vm["measurements"].as<std::vector<std::string>>(), label);
+  analysis::validation_options vo;
+  vo.score_ops = true;
+  vo.ops_only_fallback = true;
+  const analysis::validation_section v = analysis::make_validation(points, sim::load_hardware(hw_path), vo, label);
+  const bool failed = max_error && v.summary.median_abs_pct_error > *max_error;
 
   output o;
   {
     json::object root;
-    root["points"] = sum.points;
-    root["median_abs_pct_error"] = sum.median_abs_pct_error;
-    root["p90_abs_pct_error"] = sum.p90_abs_pct_error;
-    root["max_abs_pct_error"] = sum.max_abs_pct_error;
-    root["mean_pct_error"] = sum.mean_pct_error;
-    root["skipped_calibration_rows"] = skipped_used;
-    root["cost_model"] = model.label();
-    root["calibrated"] = model.calibrated();
+    root["points"] = v.summary.points;
+    root["median_abs_pct_error"] = v.summary.median_abs_pct_error;
+    root["p90_abs_pct_error"] = v.summary.p90_abs_pct_error;
+    root["max_abs_pct_error"] = v.summary.max_abs_pct_error;
+    root["mean_pct_error"] = v.summary.mean_pct_error;
+    root["skipped_calibration_rows"] = v.skipped_blocks;
+    root["cost_model"] = v.cost_label;
+    root["calibrated"] = v.calibrated;
     if (max_error) {
       root["max_error"] = *max_error;
       root["passed"] = !failed;
     }
     json::array pts;
-    for (const auto& p : points) point_json(pts, p);
+    for (const auto& p : v.points) point_json(pts, p);
     root["per_point"] = std::move(pts);
-    root["ops"] = ops_json(op_sum, by_op);
-    json::array ns;
-    for (const auto& n : notes) ns.emplace_back(n);
-    root["notes"] = std::move(ns);
+    root["ops"] = ops_json(v);
+    root["notes"] = notes_json(v);
     o.json = std::move(root);
   }
-  o.head.push_back(fmt::format("cost model: {}", model.label()));
+  o.head.push_back(fmt::format("cost model: {}", v.cost_label));
   table blocks_t;
   blocks_t.columns = {"block", "shape", "measured ms", "predicted ms", "error"};
   blocks_t.left_columns = 2;
-  for (const auto& p : points)
+  for (const auto& p : v.points)
     blocks_t.rows.push_back({p.sample.op, shape_text(p.sample), fmt::format("{:.4f}", p.sample.measured_s * 1e3),
                              fmt::format("{:.4f}", p.predicted_s * 1e3), fmt::format("{:+.1f}%", p.error_pct)});
   o.tables.push_back(std::move(blocks_t));
   table all = summary_table("");
-  all.rows.push_back(summary_row(ops_only ? "ops" : "blocks", sum));
-  if (!op_points.empty()) {
-    all.rows.push_back(summary_row("single-op rows (all)", op_sum));
-    for (const auto& [name, e] : by_op) all.rows.push_back(summary_row("  " + name, sim::summarize_errors(e)));
+  all.rows.push_back(summary_row(v.ops_only ? "ops" : "blocks", v.summary));
+  if (!v.op_points.empty()) {
+    all.rows.push_back(summary_row("single-op rows (all)", v.op_summary));
+    for (const auto& [name, sum] : analysis::summaries_by_op(v.op_points, true))
+      all.rows.push_back(summary_row("  " + name, sum));
   }
   o.tables.push_back(std::move(all));
-  o.tables.push_back(points_table({&points}, false));
-  return verdict(o, sum, max_error, notes, format);
+  o.tables.push_back(points_table({&v.points}, false));
+  return verdict(o, v.summary, max_error, v.notes, format);
 }
 
 }  // namespace modsim::cli

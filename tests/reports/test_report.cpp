@@ -298,12 +298,13 @@ TEST(Report, NoModelIsBadInput) {
 TEST(Report, ValidationNeedsBlockRowsOfTheHardwaresBackend) {
   const sim::hardware_spec cpu = sim::load_hardware(config("hardware/cpu.json"));
   const sim::hardware_spec gpu = sim::load_hardware(config("hardware/h100-sxm.json"));
-  EXPECT_THROW(analysis::make_validation({block_row("block_dense", 1.0, 1e-3, "a")}, gpu, false, "x.csv"),
+  EXPECT_THROW(analysis::make_validation({block_row("block_dense", 1.0, 1e-3, "a")}, gpu,
+                                         analysis::validation_options{}, "x.csv"),
                modsim::error);
   sim::measured_point single = block_row("qkv_proj", 1.0, 1e-4, "s");
-  EXPECT_THROW(analysis::make_validation({single}, cpu, false, "x.csv"), modsim::error);
-  const validation_section v =
-      analysis::make_validation({block_row("block_dense", 1.0, 1e-3, "a")}, cpu, false, "x.csv");
+  EXPECT_THROW(analysis::make_validation({single}, cpu, analysis::validation_options{}, "x.csv"), modsim::error);
+  const validation_section v = analysis::make_validation({block_row("block_dense", 1.0, 1e-3, "a")}, cpu,
+                                                         analysis::validation_options{}, "x.csv");
   ASSERT_EQ(v.points.size(), 1u);
   EXPECT_NEAR(v.points[0].error_pct, 100 * (v.points[0].predicted_s - 1e-3) / 1e-3, 1e-9);
 }

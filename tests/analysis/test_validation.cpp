@@ -1,0 +1,160 @@
+// analysis::make_validation (which rows are scored, skipped or refused), summaries_by_op and
+// the held-out CPU check's edges. Expected values are worked by hand.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <string>
+
+#include "analysis/cpu_holdout.hpp"
+#include "analysis/validation.hpp"
+#include "core/error.hpp"
+#include "sim/config.hpp"
+#include "sim/cost.hpp"
+
+namespace modsim::analysis {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string config(const std::string& rel) { return std::string(MODSIM_SOURCE_DIR) + "/configs/" + rel; }
+
+sim::measured_point row(const std::string& op, const std::string& backend, const std::string& device,
+                        const std::string& key, double median_s = 1e-3) {
+  sim::measured_point p;
+  p.op = op;
+  p.type = sim::dtype::fp32;
+  p.batch = 1;
+  p.seq_len = 256;
+  p.d_model = 256;
+  p.n_heads = 8;
+  p.d_ff = 1024;
+  p.capacity = op == "block_dense" ? 1.0 : 0.5;
+  p.median_s = median_s;
+  p.backend = backend;
+  p.device = device;
+  p.key = key;
+  p.where = "rows.csv:" + key;
+  return p;
+}
+
+sim::validation_point point(const std::string& op, const std::string& timing, double error_pct) {
+  sim::validation_point p;
+  p.sample.op = op;
+  p.sample.timing = timing;
+  p.error_pct = error_pct;
+  return p;
+}
+
+TEST(Validation, SummariesByOpKeepInBlockTimingApartWhenAsked) {
+  const std::vector<sim::validation_point> pts = {point("mlp_up", "isolated", 1), point("mlp_up", "isolated", -3),
+                                                  point("mlp_up", "isolated", 5), point("mlp_up", "in_block", -2),
+                                                  point("topk", "isolated", 7)};
+  const auto apart = summaries_by_op(pts, true);
+  ASSERT_EQ(apart.size(), 3u);
+  EXPECT_EQ(apart.at("mlp_up").points, 3);
+  EXPECT_DOUBLE_EQ(apart.at("mlp_up").median_abs_pct_error, 3.0);  // |1|, |-3|, |5|
+  EXPECT_DOUBLE_EQ(apart.at("mlp_up").mean_pct_error, 1.0);        // (1 - 3 + 5) / 3
+  EXPECT_EQ(apart.at("mlp_up (in block)").points, 1);
+  EXPECT_DOUBLE_EQ(apart.at("mlp_up (in block)").max_abs_pct_error, 2.0);
+  const auto together = summaries_by_op(pts, false);
+  ASSERT_EQ(together.size(), 2u);
+  EXPECT_EQ(together.at("mlp_up").points, 4);
+  EXPECT_DOUBLE_EQ(together.at("mlp_up").max_abs_pct_error, 5.0);
+  EXPECT_DOUBLE_EQ(together.at("mlp_up").mean_pct_error, 0.25);  // (1 - 3 + 5 - 2) / 4
+}
+
+TEST(Validation, ScoresBlocksAndTheOpRowsOfItsOwnBackendOnly) {
+  const sim::hardware_spec cpu = sim::load_hardware(config("hardware/cpu.json"));
+  validation_options vo;
+  vo.score_ops = true;
+  const validation_section v = make_validation(
+      {row("block_dense", "cpu", "c", "a", 2e-3), row("mlp_up", "cpu", "c", "b"), row("mlp_up", "cuda", "g", "c")}, cpu,
+      vo, "rows.csv");
+  ASSERT_EQ(v.points.size(), 1u);
+  EXPECT_EQ(v.points[0].sample.op, "block_dense");
+  EXPECT_NEAR(v.points[0].error_pct, 100 * (v.points[0].predicted_s - 2e-3) / 2e-3, 1e-9);
+  ASSERT_EQ(v.op_points.size(), 1u);  // the cuda row is not this hardware's
+  EXPECT_EQ(v.op_points[0].sample.op, "mlp_up");
+  EXPECT_EQ(v.single_op_rows, 1);
+  EXPECT_EQ(v.rows, 3);
+  EXPECT_FALSE(v.calibrated);
+  EXPECT_FALSE(v.ops_only);
+}
+
+TEST(Validation, OpRowsStandInForMissingBlocksOnlyWhenAllowed) {
+  const sim::hardware_spec cpu = sim::load_hardware(config("hardware/cpu.json"));
+  validation_options vo;
+  vo.score_ops = true;
+  EXPECT_THROW(make_validation({row("mlp_up", "cpu", "c", "b")}, cpu, vo, "rows.csv"), modsim::error);
+  vo.ops_only_fallback = true;
+  const validation_section v = make_validation({row("mlp_up", "cpu", "c", "b", 4e-4)}, cpu, vo, "rows.csv");
+  EXPECT_TRUE(v.ops_only);
+  ASSERT_EQ(v.points.size(), 1u);
+  EXPECT_EQ(v.points[0].sample.op, "mlp_up");
+  EXPECT_NEAR(v.points[0].error_pct, 100 * (v.points[0].predicted_s - 4e-4) / 4e-4, 1e-9);
+}
+
+TEST(Validation, ACalibrationIsNeverScoredOnBlocksItUsedOrOnAnotherDevice) {
+  const sim::hardware_spec cal = sim::load_hardware(config("hardware/cpu-calibrated.json"));
+  const sim::calibration c = sim::parse_calibration(cal.calibration_json, "cpu-calibrated.json");
+  ASSERT_FALSE(c.block_keys.empty());
+  // A block the calibration's launch fit used: skipped; none left → refused.
+  try {
+    make_validation({row("block_dense", "cpu", c.device, c.block_keys.front())}, cal, {}, "rows.csv");
+    FAIL() << "a block the calibration used was scored";
+  } catch (const modsim::error& e) {
+    EXPECT_NE(std::string(e.what()).find("used by the calibration"), std::string::npos) << e.what();
+  }
+  // A block from another CPU model: refused, naming the row and the key.
+  try {
+    make_validation({row("block_dense", "cpu", "Some Other CPU, 1 threads", "x")}, cal, {}, "rows.csv");
+    FAIL() << "a block of another device was scored";
+  } catch (const modsim::error& e) {
+    EXPECT_NE(std::string(e.what()).find("rows.csv:x"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("device"), std::string::npos) << e.what();
+  }
+  // A held-out block of the calibration's device: scored, and the one used skipped beside it.
+  const validation_section v = make_validation(
+      {row("block_dense", "cpu", c.device, c.block_keys.front()), row("block_dense", "cpu", c.device, "held-out")}, cal,
+      {}, "rows.csv");
+  EXPECT_TRUE(v.calibrated);
+  EXPECT_EQ(v.skipped_blocks, 1);
+  ASSERT_EQ(v.points.size(), 1u);
+  EXPECT_EQ(v.points[0].sample.key, "held-out");
+}
+
+TEST(Validation, TheHeldOutCpuCheckNeedsCpuHardwareAndStopsWhenAsked) {
+  cpu_holdout_check check;
+  check.dir = (fs::temp_directory_path() / "modsim-holdout-test").string();
+  fs::remove_all(check.dir);
+  check.cpu = sim::load_hardware(config("hardware/h100-sxm.json"));
+  EXPECT_THROW(cpu_holdout_validation(check), modsim::error);
+
+  check.cpu = sim::load_hardware(config("hardware/cpu.json"));
+  profiler::grid g;
+  g.ops = {kernels::op::mlp_act};  // no block: nothing to time inside a block
+  check.calibration_grid = g;
+  EXPECT_THROW(cpu_holdout_validation(check), modsim::error);
+  g.ops = {kernels::op::block_dense};
+  g.dtypes = {kernels::dtype::fp32};
+  g.batch = {1};
+  g.seq_len = {16};
+  g.d_model = {64};
+  g.n_heads = {2};
+  g.d_ff = {128};
+  g.capacity = {1.0};
+  g.mlp = {kernels::mlp_kind::gelu};
+  check.calibration_grid = g;
+  check.holdout_grid = g;
+  std::atomic<bool> stop{true};  // stop after the first point
+  check.stop = &stop;
+  EXPECT_FALSE(cpu_holdout_validation(check).has_value());
+  // What was measured stays for the next run to resume; nothing claims to be complete.
+  EXPECT_TRUE(fs::exists(fs::path(check.dir) / "measurements-cpu.csv.partial"));
+  EXPECT_FALSE(fs::exists(fs::path(check.dir) / "measurements-cpu.csv"));
+  fs::remove_all(check.dir);
+}
+
+}  // namespace
+}  // namespace modsim::analysis
