@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -112,12 +111,8 @@ section validation_section_of(const report_data& d, document& doc) {
             {false, true, true, true, true},
             {summary_row("blocks", v.summary)},
             {}};
-  {
-    std::map<std::string, std::vector<double>> by;
-    for (const auto& p : v.points) by[p.sample.op].push_back(p.error_pct);
-    if (by.size() > 1)
-      for (const auto& [op, e] : by) sum.rows.push_back(summary_row("  " + op, sim::summarize_errors(e)));
-  }
+  if (const auto by = analysis::summaries_by_op(v.points, false); by.size() > 1)
+    for (const auto& [op, x] : by) sum.rows.push_back(summary_row("  " + op, x));
   if (v.folds > 0 && v.op_summary.points > 0) sum.rows.push_back(summary_row("single ops", v.op_summary));
   s.blocks.push_back(table_block(sum));
   MODSIM_CHART(doc, s, "validation", "measured vs predicted blocks on log-log axes",

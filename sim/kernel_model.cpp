@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "core/error.hpp"
+#include "core/op_table.hpp"
 
 namespace modsim::sim {
 
@@ -86,97 +87,139 @@ kernel_work fused_attention_impl(const basic_op_shape<N>& s) {
   return w;
 }
 
+// The kernels the CUDA backend launches for each op: the op table's GPU column. The switch
+// names every enumerator, so a new op without its kernels does not compile (-Wswitch).
 template <class N>
-std::vector<kernel_work> kernels_impl(std::string_view op, const basic_op_shape<N>& s, attention_impl attention) {
+std::vector<kernel_work> kernels_impl(modsim::op op, const basic_op_shape<N>& s, attention_impl attention) {
+  using enum modsim::op;
   const dims<N> x = dims_of(s);
   const double e = x.e, T = x.T, B = x.B, d = x.d;
   std::vector<kernel_work> k;
-  if (attention == attention_impl::fused && (op == "attn_scores" || op == "attn_softmax" || op == "attn_values")) {
-    if (op == "attn_scores") k.push_back(fused_attention_impl(s));
+  if (attention == attention_impl::fused && (op == attn_scores || op == attn_softmax || op == attn_values)) {
+    if (op == attn_scores) k.push_back(fused_attention_impl(s));
     return k;  // softmax and values are inside the fused kernel
   }
-  if (op == "router") {
-    k.push_back(memory(kernel_kind::router, e * (B * x.S * d + d) + 4 * B * x.S));
-  } else if (op == "predictor") {
-    const double h = s.predictor_hidden > 0 ? s.predictor_hidden : s.d_model;
-    k.push_back(gemm(kernel_kind::gemm, B * x.S, h, d, 1, e, 1, false));
-    k.push_back(memory(kernel_kind::router, e * (B * x.S * h + h) + 4 * B * x.S));
-  } else if (op == "topk") {
-    kernel_work w;
-    w.kind = kernel_kind::topk;
-    w.items = x.S;  // one thread block per sequence walks its S scores
-    w.tiles = B;    // sequences (thread blocks)
-    w.bytes = 4 * B * x.S;
-    k.push_back(w);
-  } else if (op == "gather") {
-    k.push_back(memory(kernel_kind::gather, 2 * e * T * d + 4 * B * x.S + 8 * T));
-  } else if (op == "attn_norm" || op == "mlp_norm") {
-    k.push_back(memory(kernel_kind::norm, e * (2 * T * d + d)));
-  } else if (op == "qkv_proj") {
-    k.push_back(gemm(kernel_kind::gemm, T, x.dq, d, 1, e, x.wr, false));
-    k.push_back(gemm(kernel_kind::gemm, T, x.dkv, d, 1, e, x.wr, false));
-    k.push_back(gemm(kernel_kind::gemm, T, x.dkv, d, 1, e, x.wr, false));
-  } else if (op == "attn_scores" || op == "attn_values") {
-    // One GEMM batched over every (sequence, head) pair through a pointer array when every
-    // pair's operands start 16-byte aligned; otherwise one strided-batched GEMM per head.
-    const bool scores = op == "attn_scores";
-    const double launches = attention_pointers_aligned(s) ? 1 : x.H;
-    for (int i = 0; i < static_cast<int>(launches); ++i) {
-      kernel_work w = scores ? gemm(kernel_kind::batched_gemm, x.n, x.L, x.dh, B * x.H / launches, e, 1, false)
-                             : gemm(kernel_kind::batched_gemm, x.n, x.dh, x.L, B * x.H / launches, e, 1, false);
-      w.bytes = e * (B * x.n * x.dq + B * x.L * x.dkv + B * x.H * x.n * x.L) / launches;
-      k.push_back(w);
+  switch (op) {
+    case router: {
+      k.push_back(memory(kernel_kind::router, e * (B * x.S * d + d) + 4 * B * x.S));
+      break;
     }
-  } else if (op == "attn_softmax") {
-    k.push_back(memory(kernel_kind::softmax, 2 * e * B * x.H * x.n * x.L));
-  } else if (op == "out_proj") {
-    k.push_back(memory(kernel_kind::copy, 2 * e * T * d));  // the residual into the output
-    k.push_back(gemm(kernel_kind::gemm, T, d, x.dq, 1, e, x.wr, true));
-  } else if (op == "mlp_up" || op == "mlp_gate") {
-    k.push_back(gemm(kernel_kind::gemm, T, x.F, d, 1, e, x.wr, false));
-  } else if (op == "mlp_act") {
-    k.push_back(memory(kernel_kind::act, (s.mlp == mlp_kind::swiglu ? 3 : 2) * e * T * x.F));
-  } else if (op == "mlp_down") {
-    k.push_back(memory(kernel_kind::copy, 2 * e * T * d));
-    k.push_back(gemm(kernel_kind::gemm, T, d, x.F, 1, e, x.wr, true));
-  } else if (op == "scatter") {
-    k.push_back(memory(kernel_kind::copy, 2 * e * T * d));  // restore the rows the last call wrote
-    k.push_back(memory(kernel_kind::scatter, 4 * e * T * d + 8 * T));
-  } else if (op == "expert_router") {
-    const double EN = s.experts + s.noop_experts;
-    k.push_back(gemm(kernel_kind::gemm, T, EN, d, 1, e, x.wr, false, 4));
-    kernel_work choice;
-    choice.kind = kernel_kind::choice;
-    choice.items = T;
-    choice.bytes = 4 * T * EN + 8 * T;
-    k.push_back(choice);
-    kernel_work rank;
-    rank.kind = kernel_kind::rank;
-    rank.items = T;
-    rank.bytes = 4 * T;
-    k.push_back(rank);
-  } else if (op == "experts") {
-    const double E = std::max(1, s.experts);
-    const double slots = static_cast<double>(ops::expert_slots(s));
-    const double cap = slots / E;
-    k.push_back(memory(kernel_kind::memset, 4 * slots));
-    kernel_work rank;
-    rank.kind = kernel_kind::rank;
-    rank.items = T;
-    rank.bytes = 8 * T + 4 * slots;
-    k.push_back(rank);
-    k.push_back(memory(kernel_kind::gather, 2 * e * slots * d));  // dispatch rows to their slots
-    k.push_back(gemm(kernel_kind::batched_gemm, cap, x.F, d, E, e, x.wr, false));
-    if (s.mlp == mlp_kind::swiglu) k.push_back(gemm(kernel_kind::batched_gemm, cap, x.F, d, E, e, x.wr, false));
-    k.push_back(memory(kernel_kind::act, (s.mlp == mlp_kind::swiglu ? 3 : 2) * e * slots * x.F));
-    k.push_back(gemm(kernel_kind::batched_gemm, cap, d, x.F, E, e, x.wr, false));
-    k.push_back(memory(kernel_kind::scatter, 3 * e * T * d));  // combine
-  } else if (op == "lm_head") {
-    const double rows = B * x.S;
-    k.push_back(memory(kernel_kind::norm, e * (2 * rows * d + d)));
-    k.push_back(gemm(kernel_kind::gemm, rows, x.V, d, 1, e, 1, false));
-  } else {
-    throw input_error("", "op", "no kernel decomposition for op '" + std::string(op) + "'");
+    case predictor: {
+      const double h = s.predictor_hidden > 0 ? s.predictor_hidden : s.d_model;
+      k.push_back(gemm(kernel_kind::gemm, B * x.S, h, d, 1, e, 1, false));
+      k.push_back(memory(kernel_kind::router, e * (B * x.S * h + h) + 4 * B * x.S));
+      break;
+    }
+    case topk: {
+      kernel_work w;
+      w.kind = kernel_kind::topk;
+      w.items = x.S;  // one thread block per sequence walks its S scores
+      w.tiles = B;    // sequences (thread blocks)
+      w.bytes = 4 * B * x.S;
+      k.push_back(w);
+      break;
+    }
+    case gather: {
+      k.push_back(memory(kernel_kind::gather, 2 * e * T * d + 4 * B * x.S + 8 * T));
+      break;
+    }
+    case attn_norm:
+    case mlp_norm: {
+      k.push_back(memory(kernel_kind::norm, e * (2 * T * d + d)));
+      break;
+    }
+    case qkv_proj: {
+      k.push_back(gemm(kernel_kind::gemm, T, x.dq, d, 1, e, x.wr, false));
+      k.push_back(gemm(kernel_kind::gemm, T, x.dkv, d, 1, e, x.wr, false));
+      k.push_back(gemm(kernel_kind::gemm, T, x.dkv, d, 1, e, x.wr, false));
+      break;
+    }
+    case attn_scores:
+    case attn_values: {
+      // One GEMM batched over every (sequence, head) pair through a pointer array when every
+      // pair's operands start 16-byte aligned; otherwise one strided-batched GEMM per head.
+      const bool scores = op == attn_scores;
+      const double launches = attention_pointers_aligned(s) ? 1 : x.H;
+      for (int i = 0; i < static_cast<int>(launches); ++i) {
+        kernel_work w = scores ? gemm(kernel_kind::batched_gemm, x.n, x.L, x.dh, B * x.H / launches, e, 1, false)
+                               : gemm(kernel_kind::batched_gemm, x.n, x.dh, x.L, B * x.H / launches, e, 1, false);
+        w.bytes = e * (B * x.n * x.dq + B * x.L * x.dkv + B * x.H * x.n * x.L) / launches;
+        k.push_back(w);
+      }
+      break;
+    }
+    case attn_softmax: {
+      k.push_back(memory(kernel_kind::softmax, 2 * e * B * x.H * x.n * x.L));
+      break;
+    }
+    case out_proj: {
+      k.push_back(memory(kernel_kind::copy, 2 * e * T * d));  // the residual into the output
+      k.push_back(gemm(kernel_kind::gemm, T, d, x.dq, 1, e, x.wr, true));
+      break;
+    }
+    case mlp_up:
+    case mlp_gate: {
+      k.push_back(gemm(kernel_kind::gemm, T, x.F, d, 1, e, x.wr, false));
+      break;
+    }
+    case mlp_act: {
+      k.push_back(memory(kernel_kind::act, (s.mlp == mlp_kind::swiglu ? 3 : 2) * e * T * x.F));
+      break;
+    }
+    case mlp_down: {
+      k.push_back(memory(kernel_kind::copy, 2 * e * T * d));
+      k.push_back(gemm(kernel_kind::gemm, T, d, x.F, 1, e, x.wr, true));
+      break;
+    }
+    case scatter: {
+      k.push_back(memory(kernel_kind::copy, 2 * e * T * d));  // restore the rows the last call wrote
+      k.push_back(memory(kernel_kind::scatter, 4 * e * T * d + 8 * T));
+      break;
+    }
+    case expert_router: {
+      const double EN = s.experts + s.noop_experts;
+      k.push_back(gemm(kernel_kind::gemm, T, EN, d, 1, e, x.wr, false, 4));
+      kernel_work choice;
+      choice.kind = kernel_kind::choice;
+      choice.items = T;
+      choice.bytes = 4 * T * EN + 8 * T;
+      k.push_back(choice);
+      kernel_work rank;
+      rank.kind = kernel_kind::rank;
+      rank.items = T;
+      rank.bytes = 4 * T;
+      k.push_back(rank);
+      break;
+    }
+    case experts: {
+      const double E = std::max(1, s.experts);
+      const double slots = static_cast<double>(ops::expert_slots(s));
+      const double cap = slots / E;
+      k.push_back(memory(kernel_kind::memset, 4 * slots));
+      kernel_work rank;
+      rank.kind = kernel_kind::rank;
+      rank.items = T;
+      rank.bytes = 8 * T + 4 * slots;
+      k.push_back(rank);
+      k.push_back(memory(kernel_kind::gather, 2 * e * slots * d));  // dispatch rows to their slots
+      k.push_back(gemm(kernel_kind::batched_gemm, cap, x.F, d, E, e, x.wr, false));
+      if (s.mlp == mlp_kind::swiglu) k.push_back(gemm(kernel_kind::batched_gemm, cap, x.F, d, E, e, x.wr, false));
+      k.push_back(memory(kernel_kind::act, (s.mlp == mlp_kind::swiglu ? 3 : 2) * e * slots * x.F));
+      k.push_back(gemm(kernel_kind::batched_gemm, cap, d, x.F, E, e, x.wr, false));
+      k.push_back(memory(kernel_kind::scatter, 3 * e * T * d));  // combine
+      break;
+    }
+    case lm_head: {
+      const double rows = B * x.S;
+      k.push_back(memory(kernel_kind::norm, e * (2 * rows * d + d)));
+      k.push_back(gemm(kernel_kind::gemm, rows, x.V, d, 1, e, 1, false));
+      break;
+    }
+    case block_dense:
+    case block_mod:
+    case layer_mode:
+      throw input_error("", "op",
+                        "'" + std::string(to_string(op)) + "' is a whole block: its kernels are those of its ops");
   }
   return k;
 }
@@ -199,17 +242,24 @@ attention_impl parse_attention_impl(std::string_view name, const std::string& ke
   throw input_error("", key, "unknown attention implementation '" + std::string(name) + "' (unfused or fused)");
 }
 
+namespace {
+modsim::op op_named(std::string_view name) {
+  if (const auto o = find_op(name)) return *o;
+  throw input_error("", "op", "no kernel decomposition for op '" + std::string(name) + "' (not in the op table)");
+}
+}  // namespace
+
 std::vector<kernel_work> gpu_kernels(std::string_view op, const op_shape& s, attention_impl attention) {
-  return kernels_impl(op, s, attention);
+  return kernels_impl(op_named(op), s, attention);
 }
 std::vector<kernel_work> gpu_kernels(std::string_view op, const expected_op_shape& s, attention_impl attention) {
-  return kernels_impl(op, s, attention);
+  return kernels_impl(op_named(op), s, attention);
 }
 std::vector<kernel_work> gpu_kernels(std::string_view op, const op_shape& s) {
-  return kernels_impl(op, s, attention_impl::unfused);
+  return kernels_impl(op_named(op), s, attention_impl::unfused);
 }
 std::vector<kernel_work> gpu_kernels(std::string_view op, const expected_op_shape& s) {
-  return kernels_impl(op, s, attention_impl::unfused);
+  return kernels_impl(op_named(op), s, attention_impl::unfused);
 }
 
 kernel_work fused_attention_kernel(const op_shape& s) { return fused_attention_impl(s); }
