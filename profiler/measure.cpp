@@ -5,25 +5,19 @@
 #include <numeric>
 
 #include "core/error.hpp"
+#include "sim/stats.hpp"
 
 namespace modsim::profiler {
 
-double percentile(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) throw runtime_error("percentile of no samples");
-  const double pos = q * static_cast<double>(sorted.size() - 1);
-  const auto lo = static_cast<std::size_t>(std::floor(pos));
-  const auto hi = std::min(lo + 1, sorted.size() - 1);
-  const double frac = pos - static_cast<double>(lo);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * frac;
-}
-
 sample_stats summarize(std::vector<double> samples) {
+  if (samples.empty()) throw runtime_error("summary of no samples");
+  using sim::percentile_sorted;
   sample_stats s;
   std::sort(samples.begin(), samples.end());
   s.samples = static_cast<int>(samples.size());
-  s.median_s = percentile(samples, 0.5);
-  s.p10_s = percentile(samples, 0.1);
-  s.p90_s = percentile(samples, 0.9);
+  s.median_s = percentile_sorted(samples, 0.5);
+  s.p10_s = percentile_sorted(samples, 0.1);
+  s.p90_s = percentile_sorted(samples, 0.9);
   const double n = static_cast<double>(samples.size());
   s.mean_s = std::accumulate(samples.begin(), samples.end(), 0.0) / n;
   if (samples.size() > 1 && s.mean_s > 0) {

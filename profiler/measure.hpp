@@ -29,11 +29,8 @@ struct sample_stats {
   bool converged = false;  // stopped by the precision test, not by a cap
 };
 
-// Percentile q in [0, 1] of `sorted` (ascending) by linear interpolation between closest
-// ranks (the "R-7" definition: q·(n−1)).
-double percentile(const std::vector<double>& sorted, double q);
-
-// Summary statistics of samples (any order; must be non-empty).
+// Summary statistics of samples (any order; must be non-empty). The percentiles are
+// sim::percentile_sorted's (linear interpolation between closest ranks, q·(n−1)).
 sample_stats summarize(std::vector<double> samples);
 
 // Runs `rule.warmup` discarded samples, then samples until the rule stops.
