@@ -3,12 +3,10 @@
 // against the measurement. Blocks the calibration itself used are skipped (and counted).
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <boost/json.hpp>
 #include <iostream>
-#include <map>
+#include <iterator>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -234,12 +232,7 @@ int cmd_validate(const std::vector<std::string>& args) {
 
   output o;
   {
-    json::object root;
-    root["points"] = v.summary.points;
-    root["median_abs_pct_error"] = v.summary.median_abs_pct_error;
-    root["p90_abs_pct_error"] = v.summary.p90_abs_pct_error;
-    root["max_abs_pct_error"] = v.summary.max_abs_pct_error;
-    root["mean_pct_error"] = v.summary.mean_pct_error;
+    json::object root = summary_json(v.summary);
     root["skipped_calibration_rows"] = v.skipped_blocks;
     root["cost_model"] = v.cost_label;
     root["calibrated"] = v.calibrated;

@@ -4,10 +4,12 @@
 #include <boost/json.hpp>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/op_table.hpp"
 #include "sim/config.hpp"
 #include "sim/json_reader.hpp"
 
@@ -79,26 +81,55 @@ double waves_impl(std::string_view op, const basic_op_shape<N>& s, const hardwar
   const double dq = H * dh, dkv = kvh * dh;
   const double T = std::max(1.0, B * n);
   auto tiles = [](double batch, double m, double cols) { return batch * std::ceil(m / tile) * std::ceil(cols / tile); };
+  // Each GEMM op's output tiles; the switch names every op, so a new one is a decision here.
+  const std::optional<modsim::op> o = find_op(op);
+  if (!o) return 1.0;
   double t = 0;
-  if (op == "qkv_proj")
-    t = tiles(1, T, dq + 2 * dkv);
-  else if (op == "out_proj")
-    t = tiles(1, T, d);
-  else if (op == "mlp_up" || op == "mlp_gate")
-    t = tiles(1, T, s.d_ff);
-  else if (op == "mlp_down")
-    t = tiles(1, T, d);
-  else if (op == "attn_scores")
-    t = tiles(B * H, n, L);
-  else if (op == "attn_values")
-    t = tiles(B * H, n, dh);
-  else if (op == "lm_head")
-    t = tiles(1, std::max(1.0, B * std::ceil(double(s.seq_len) - 1e-9)), s.vocab_size);
-  else if (op == "experts" && s.experts > 0) {
-    const double per_expert = std::max(1.0, std::ceil(double(ops::expert_slots(s)) / s.experts));
-    t = tiles(s.experts, per_expert, s.d_ff);
-  } else
-    return 1.0;
+  switch (*o) {
+    using enum modsim::op;
+    case qkv_proj:
+      t = tiles(1, T, dq + 2 * dkv);
+      break;
+    case out_proj:
+    case mlp_down:
+      t = tiles(1, T, d);
+      break;
+    case mlp_up:
+    case mlp_gate:
+      t = tiles(1, T, s.d_ff);
+      break;
+    case attn_scores:
+      t = tiles(B * H, n, L);
+      break;
+    case attn_values:
+      t = tiles(B * H, n, dh);
+      break;
+    case lm_head:
+      t = tiles(1, std::max(1.0, B * std::ceil(double(s.seq_len) - 1e-9)), s.vocab_size);
+      break;
+    case experts: {
+      if (s.experts <= 0) return 1.0;
+      const double per_expert = std::max(1.0, std::ceil(double(ops::expert_slots(s)) / s.experts));
+      t = tiles(s.experts, per_expert, s.d_ff);
+      break;
+    }
+    // Bandwidth-bound ops and matrix-vector products (router, predictor, expert router: a
+    // few output columns): no wave quantisation. Blocks are priced from their ops.
+    case router:
+    case topk:
+    case gather:
+    case predictor:
+    case attn_norm:
+    case attn_softmax:
+    case mlp_norm:
+    case mlp_act:
+    case scatter:
+    case expert_router:
+    case block_dense:
+    case block_mod:
+    case layer_mode:
+      return 1.0;
+  }
   if (t <= 0) return 1.0;
   const double sms = hw.sm_count;
   return std::ceil(t / sms) * sms / t;
