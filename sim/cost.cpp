@@ -71,65 +71,9 @@ constexpr double tile = 128.0;
 template <class N>
 double waves_impl(std::string_view op, const basic_op_shape<N>& s, const hardware_spec& hw) {
   if (hw.kind != "gpu" || hw.sm_count <= 0) return 1.0;
-  const double B = std::ceil(double(s.batch) - 1e-9);
-  const double n = std::max(1.0, std::ceil(double(s.tokens) - 1e-9));
-  const double L = s.context > 0 ? std::ceil(double(s.context) - 1e-9) : n;
-  const double d = s.d_model;
-  const double dh = s.d_head > 0 ? s.d_head : (s.n_heads > 0 ? double(s.d_model) / s.n_heads : 0);
-  const double H = s.n_heads;
-  const double kvh = s.n_kv_heads > 0 ? s.n_kv_heads : H;
-  const double dq = H * dh, dkv = kvh * dh;
-  const double T = std::max(1.0, B * n);
-  auto tiles = [](double batch, double m, double cols) { return batch * std::ceil(m / tile) * std::ceil(cols / tile); };
-  // Each GEMM op's output tiles; the switch names every op, so a new one is a decision here.
   const std::optional<modsim::op> o = find_op(op);
   if (!o) return 1.0;
-  double t = 0;
-  switch (*o) {
-    using enum modsim::op;
-    case qkv_proj:
-      t = tiles(1, T, dq + 2 * dkv);
-      break;
-    case out_proj:
-    case mlp_down:
-      t = tiles(1, T, d);
-      break;
-    case mlp_up:
-    case mlp_gate:
-      t = tiles(1, T, s.d_ff);
-      break;
-    case attn_scores:
-      t = tiles(B * H, n, L);
-      break;
-    case attn_values:
-      t = tiles(B * H, n, dh);
-      break;
-    case lm_head:
-      t = tiles(1, std::max(1.0, B * std::ceil(double(s.seq_len) - 1e-9)), s.vocab_size);
-      break;
-    case experts: {
-      if (s.experts <= 0) return 1.0;
-      const double per_expert = std::max(1.0, std::ceil(double(ops::expert_slots(s)) / s.experts));
-      t = tiles(s.experts, per_expert, s.d_ff);
-      break;
-    }
-    // Bandwidth-bound ops and matrix-vector products (router, predictor, expert router: a
-    // few output columns): no wave quantisation. Blocks are priced from their ops.
-    case router:
-    case topk:
-    case gather:
-    case predictor:
-    case attn_norm:
-    case attn_softmax:
-    case mlp_norm:
-    case mlp_act:
-    case scatter:
-    case expert_router:
-    case block_dense:
-    case block_mod:
-    case layer_mode:
-      return 1.0;
-  }
+  const double t = gemm_output_tiles(*o, s, tile);
   if (t <= 0) return 1.0;
   const double sms = hw.sm_count;
   return std::ceil(t / sms) * sms / t;

@@ -176,6 +176,13 @@ op_cost cost_of(std::string_view op, const expected_op_shape& s);
 op_cost cost_of(modsim::op o, const op_shape& s);
 op_cost cost_of(modsim::op o, const expected_op_shape& s);
 
+// The output tiles (tile × tile elements) of the GEMMs op `o` runs at shape `s`: what a GPU
+// deals over its SMs (the cost model's wave quantisation, gemm_waves). 0 for an op that is not
+// such a GEMM (bandwidth-bound ops; router, predictor and expert router, a few output columns;
+// whole blocks). Expected shapes count whole sequences and tokens (rounded up).
+double gemm_output_tiles(modsim::op o, const op_shape& s, double tile);
+double gemm_output_tiles(modsim::op o, const expected_op_shape& s, double tile);
+
 // What one layer runs around and inside its block.
 struct layer_kind {
   bool mod_routing = false;  // router, topk, gather before and scatter after the block

@@ -634,5 +634,37 @@ TEST(OpTable, KernelOpsModelOrderAndStandIns) {
   EXPECT_EQ(modsim::find_dtype("bf16"), dtype::bf16);
   EXPECT_FALSE(modsim::find_dtype("int8").has_value());
 }
+
+// The GEMM output tiles behind the GPU wave quantisation, counted by hand at 128×128 tiles:
+// B = 2 sequences of n = 100 tokens, d = 256, 8 query heads of 32, 2 KV heads, d_ff = 1000.
+TEST(Flops, GemmOutputTilesCountEachOpsOutputByHand) {
+  op_shape s;
+  s.batch = 2;
+  s.tokens = 100;
+  s.seq_len = 100;
+  s.d_model = 256;
+  s.n_heads = 8;
+  s.n_kv_heads = 2;
+  s.d_ff = 1000;
+  s.vocab_size = 1000;
+  // T = 200 rows → 2 row tiles; Q, K, V columns 256 + 64 + 64 = 384 → 3.
+  EXPECT_EQ(gemm_output_tiles(op::qkv_proj, s, 128), 6.0);
+  EXPECT_EQ(gemm_output_tiles(op::out_proj, s, 128), 4.0);      // 2 × ceil(256/128)
+  EXPECT_EQ(gemm_output_tiles(op::mlp_up, s, 128), 16.0);       // 2 × ceil(1000/128) = 2 × 8
+  EXPECT_EQ(gemm_output_tiles(op::attn_scores, s, 128), 16.0);  // B·H = 16 matrices of 100 × 100
+  EXPECT_EQ(gemm_output_tiles(op::attn_values, s, 128), 16.0);  // 16 of 100 × 32
+  EXPECT_EQ(gemm_output_tiles(op::lm_head, s, 128), 16.0);      // 200 rows × 1000 columns
+  EXPECT_EQ(gemm_output_tiles(op::router, s, 128), 0.0);        // one output column
+  EXPECT_EQ(gemm_output_tiles(op::mlp_act, s, 128), 0.0);
+  EXPECT_EQ(gemm_output_tiles(op::experts, s, 128), 0.0);  // no experts
+  // Expected shapes count whole sequences and tokens: 1.5 sequences of 99.2 tokens → 2 × 100.
+  expected_op_shape e;
+  e.batch = 1.5;
+  e.tokens = 99.2;
+  e.d_model = 256;
+  e.n_heads = 8;
+  e.n_kv_heads = 2;
+  EXPECT_EQ(gemm_output_tiles(op::qkv_proj, e, 128), 6.0);
+}
 }  // namespace
 }  // namespace modsim::sim
