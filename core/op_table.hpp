@@ -6,9 +6,10 @@
 // defined with the formulas in sim/flops.cpp (a switch over `op` that the compiler checks
 // covers every row).
 //
-// Adding an op: a row here (and an enumerator), its formula in sim/flops.cpp and its GPU kernel
-// list in sim/kernel_model.cpp (switches the compiler checks), its kernels in kernels/cpu and
-// kernels/cuda. Where it runs inside a layer is sim/flops.cpp's layer_costs.
+// Adding an op: a row here (and an enumerator), its formula and GEMM output tiles in
+// sim/flops.cpp and its GPU kernel list in sim/kernel_model.cpp (switches the compiler checks),
+// its kernels in kernels/cpu and kernels/cuda. Where it runs inside a layer is sim/flops.cpp's
+// layer_costs.
 #include <optional>
 #include <span>
 #include <string_view>
