@@ -78,10 +78,14 @@ json::object summary_json(const sim::validation_summary& s) {
 
 // The notes and the --max-error verdict under the tables, the output printed, the verdict on
 // stderr, the exit code.
-int verdict(output& o, const sim::validation_summary& sum, std::optional<double> max_error,
-            const std::vector<std::string>& notes, output_format format) {
-  const bool failed = max_error && sum.median_abs_pct_error > *max_error;
-  for (const auto& n : notes) o.tail.push_back("note: " + n);
+bool fails(const analysis::validation_section& v, std::optional<double> max_error) {
+  return max_error && v.summary.median_abs_pct_error > *max_error;
+}
+
+int verdict(output& o, const analysis::validation_section& v, std::optional<double> max_error, output_format format) {
+  const sim::validation_summary& sum = v.summary;
+  const bool failed = fails(v, max_error);
+  for (const auto& n : v.notes) o.tail.push_back("note: " + n);
   if (max_error)
     o.tail.push_back(fmt::format("{}: median |error| {:.2f}% {} --max-error {:g}%", failed ? "FAILED" : "passed",
                                  sum.median_abs_pct_error, failed ? ">" : "<=", *max_error));
@@ -141,6 +145,23 @@ json::array notes_json(const analysis::validation_section& v) {
   return ns;
 }
 
+// The fields both paths print: the summary, the cost model, the --max-error verdict, the scored
+// points, the single-op rows' statistics and the notes.
+json::object validation_json(const analysis::validation_section& v, std::optional<double> max_error) {
+  json::object root = summary_json(v.summary);
+  root["cost_model"] = v.cost_label;
+  if (max_error) {
+    root["max_error"] = *max_error;
+    root["passed"] = !fails(v, max_error);
+  }
+  json::array pts;
+  for (const auto& p : v.points) point_json(pts, p);
+  root["per_point"] = std::move(pts);
+  root["ops"] = ops_json(v);
+  root["notes"] = notes_json(v);
+  return root;
+}
+
 // Every row of every file, and the files' names joined for messages.
 std::vector<sim::measured_point> read_all(const std::vector<std::string>& files, std::string& label) {
   std::vector<sim::measured_point> points;
@@ -160,28 +181,18 @@ int cross_validate(const std::vector<std::string>& files, const std::string& hw_
   const std::vector<sim::measured_point> points = read_all(files, label);
   std::cerr << fmt::format("modsim validate: {}-fold cross-validation over {} rows ...\n", folds, points.size());
   const analysis::validation_section v = analysis::make_cv_validation(points, hw, folds, label);
-  const bool failed = max_error && v.summary.median_abs_pct_error > *max_error;
 
   output o;
   {
-    json::object root = summary_json(v.summary);
+    json::object root = validation_json(v, max_error);
     root["folds"] = v.folds;
     root["shape_groups"] = v.groups;
-    root["cost_model"] = v.cost_label;
-    if (max_error) {
-      root["max_error"] = *max_error;
-      root["passed"] = !failed;
-    }
     json::object bb;
     for (const auto& [name, sum] : analysis::summaries_by_op(v.points, false)) bb[name] = summary_json(sum);
     root["by_block"] = std::move(bb);
-    root["ops"] = ops_json(v);
-    json::array pts, opts;
-    for (const auto& p : v.points) point_json(pts, p);
+    json::array opts;
     for (const auto& p : v.op_points) point_json(opts, p);
-    root["per_point"] = std::move(pts);
     root["per_op_point"] = std::move(opts);
-    root["notes"] = notes_json(v);
     o.json = std::move(root);
   }
   o.head.push_back(
@@ -195,7 +206,7 @@ int cross_validate(const std::vector<std::string>& files, const std::string& hw_
     t.rows.push_back(summary_row("  " + name, sum));
   o.tables.push_back(std::move(t));
   o.tables.push_back(points_table({&v.points, &v.op_points}, false));
-  return verdict(o, v.summary, max_error, v.notes, format);
+  return verdict(o, v, max_error, format);
 }
 
 }  // namespace
@@ -228,23 +239,12 @@ int cmd_validate(const std::vector<std::string>& args) {
   vo.score_ops = true;
   vo.ops_only_fallback = true;
   const analysis::validation_section v = analysis::make_validation(points, sim::load_hardware(hw_path), vo, label);
-  const bool failed = max_error && v.summary.median_abs_pct_error > *max_error;
 
   output o;
   {
-    json::object root = summary_json(v.summary);
+    json::object root = validation_json(v, max_error);
     root["skipped_calibration_rows"] = v.skipped_blocks;
-    root["cost_model"] = v.cost_label;
     root["calibrated"] = v.calibrated;
-    if (max_error) {
-      root["max_error"] = *max_error;
-      root["passed"] = !failed;
-    }
-    json::array pts;
-    for (const auto& p : v.points) point_json(pts, p);
-    root["per_point"] = std::move(pts);
-    root["ops"] = ops_json(v);
-    root["notes"] = notes_json(v);
     o.json = std::move(root);
   }
   o.head.push_back(fmt::format("cost model: {}", v.cost_label));
@@ -264,7 +264,7 @@ int cmd_validate(const std::vector<std::string>& args) {
   }
   o.tables.push_back(std::move(all));
   o.tables.push_back(points_table({&v.points}, false));
-  return verdict(o, v.summary, max_error, v.notes, format);
+  return verdict(o, v, max_error, format);
 }
 
 }  // namespace modsim::cli
