@@ -60,8 +60,7 @@ const char* const k_usage =
 std::string num(double x) { return fmt::format("{}", x); }
 
 des::decode_routing parse_routing(const std::string& text) {
-  if (text == "sync") return des::decode_routing::sync;
-  if (text == "pad") return des::decode_routing::pad;
+  if (auto r = find_decode_routing(text)) return *r;
   throw input_error("", "--decode-routing", "unknown mode '" + text + "' (expected sync or pad)");
 }
 

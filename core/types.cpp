@@ -34,6 +34,8 @@ const char* to_string(mode_variant v) {
   return "?";
 }
 
+const char* to_string(decode_routing r) { return r == decode_routing::sync ? "sync" : "pad"; }
+
 std::optional<dtype> find_dtype(std::string_view name) {
   for (dtype t : {dtype::fp32, dtype::bf16, dtype::fp16})
     if (name == to_string(t)) return t;
@@ -49,6 +51,12 @@ std::optional<mlp_kind> find_mlp_kind(std::string_view name) {
 std::optional<mode_variant> find_mode_variant(std::string_view name) {
   for (mode_variant v : {mode_variant::none, mode_variant::moe, mode_variant::staged, mode_variant::integrated})
     if (name == to_string(v)) return v;
+  return std::nullopt;
+}
+
+std::optional<decode_routing> find_decode_routing(std::string_view name) {
+  for (decode_routing r : {decode_routing::sync, decode_routing::pad})
+    if (name == to_string(r)) return r;
   return std::nullopt;
 }
 

@@ -19,16 +19,23 @@ enum class mlp_kind { gelu, swiglu };
 // kernel block runs it as integrated without no-op experts). The values are part of the
 // calibration files' block keys: append, never reorder.
 enum class mode_variant { none, staged, integrated, moe };
+// How a decode step sizes a routed block (DESIGN.md, decode measurements). sync: the routed
+// count is read back to the host and the block runs on exactly those rows. pad: the block
+// has a static ceil(pad_capacity·B) rows and no host sync (the whole step can be captured in
+// a CUDA graph); rows beyond the routed count are padding, routed tokens beyond it are dropped.
+enum class decode_routing { sync, pad };
 
 const char* to_string(dtype t);
 const char* to_string(mlp_kind m);
 const char* to_string(mode_variant v);
+const char* to_string(decode_routing r);
 
 // The one name → value mapping of each enum; nullopt for an unknown name. Callers that read
 // a file add the file and key to their error (see core/error.hpp).
 std::optional<dtype> find_dtype(std::string_view name);
 std::optional<mlp_kind> find_mlp_kind(std::string_view name);
 std::optional<mode_variant> find_mode_variant(std::string_view name);
+std::optional<decode_routing> find_decode_routing(std::string_view name);
 // Throws modsim::error (bad_input) "dtype: unknown dtype 'x' (fp32, bf16, fp16)".
 dtype parse_dtype(std::string_view name);
 

@@ -9,8 +9,6 @@
 
 namespace modsim::sim::des {
 
-const char* to_string(decode_routing r) { return r == decode_routing::sync ? "sync" : "pad"; }
-
 double rng::exponential(double mean) { return -mean * std::log1p(-uniform()); }
 
 std::int64_t rng::uniform_int(std::int64_t lo, std::int64_t hi) {

@@ -28,8 +28,8 @@
 
 namespace modsim::sim::des {
 
-enum class decode_routing { sync, pad };
-const char* to_string(decode_routing r);
+using modsim::decode_routing;  // core/types.hpp
+using modsim::to_string;
 
 // Every draw the simulator makes: std::mt19937_64 (whose output the C++ standard fixes) with
 // the distributions written out here, so a seed gives the same results with any standard
