@@ -10,9 +10,11 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <thread>
 
 #include "kernels/backend.hpp"
+#include "kernels/decode.hpp"
 #include "profiler/grid.hpp"
 #include "profiler/measurements.hpp"
 #include "profiler/runner.hpp"
@@ -20,6 +22,7 @@
 #include "cli/common.hpp"
 #include "cli/printer.hpp"
 #include "core/error.hpp"
+#include "sim/config.hpp"
 #include "sim/io.hpp"
 #if MODSIM_HAVE_CUDA
 #include "kernels/cuda_backend.hpp"
@@ -40,9 +43,13 @@ std::string now_iso() {
 
 std::string describe(const profiler::point& p) {
   const auto& s = p.shape;
-  std::string d = fmt::format("{} B={} S={} d={} H={} F={}", kernels::to_string(p.op), s.batch, s.seq_len, s.d_model,
-                              s.n_heads, s.d_ff);
-  if (p.op != kernels::op::block_dense && p.op != kernels::op::router) d += fmt::format(" c={:g}", s.capacity);
+  if (p.op == kernels::op::decode_step)
+    return fmt::format("decode_step {} B={} ctx={} {}", p.model_name, s.batch, s.seq_len, p.decode_routing);
+  std::string d = fmt::format("{} B={} {}={} d={} H={} F={}", kernels::to_string(p.op), s.batch,
+                              kernels::is_decode(p.op) ? "ctx" : "S", s.seq_len, s.d_model, s.n_heads, s.d_ff);
+  if (p.op != kernels::op::block_dense && p.op != kernels::op::router && p.op != kernels::op::decode_dense)
+    d += fmt::format(" c={:g}", s.capacity);
+  if (kernels::is_decode(p.op)) d += " " + p.decode_routing;
   return d;
 }
 
@@ -66,8 +73,13 @@ std::string metadata_path(const std::string& csv) {
 int cmd_profile(const std::vector<std::string>& args) {
   po::options_description opts("modsim profile options");
   opts.add_options()("backend", po::value<std::string>(), "cpu | cuda (required)")(
-      "preset", po::value<std::string>()->default_value("quick"), "quick (CPU: under 2 minutes) | full")(
-      "grid", po::value<std::string>(), "grid JSON file (Cartesian product of lists); replaces --preset")(
+      "preset", po::value<std::string>()->default_value("quick"),
+      "quick (CPU: under 2 minutes) | full | decode (KV-cached decode steps: decode_dense, decode_mod, and "
+      "decode_step of each --model)")(
+      "model", po::value<std::vector<std::string>>()->composing(),
+      "a model (name under configs/models/ or a path) whose whole decode step decode_step measures; repeat for "
+      "several (added to the grid's \"model\" list)")("grid", po::value<std::string>(),
+                                                      "grid JSON file (Cartesian product of lists); replaces --preset")(
       "out", po::value<std::string>(), "measurements CSV to write (required); never overwritten")(
       "resume", po::bool_switch(), "continue an existing --out file: skip rows already there")(
       "timing", po::value<std::string>()->default_value("isolated"),
@@ -91,7 +103,7 @@ int cmd_profile(const std::vector<std::string>& args) {
   if (!parse_args(
           args, opts, pos, vm,
           "usage: modsim profile --backend cpu|cuda [--preset quick|full] [--grid FILE] --out FILE.csv [--resume] "
-          "[--timing isolated|in_block] [--attention unfused|fused] [--shard I/N]"))
+          "[--timing isolated|in_block] [--attention unfused|fused] [--shard I/N] [--model MODEL]..."))
     return exit_ok;
   if (!vm.count("backend")) throw input_error("", "--backend", "required (cpu or cuda)");
   const std::string backend_name = vm["backend"].as<std::string>();
@@ -101,6 +113,10 @@ int cmd_profile(const std::vector<std::string>& args) {
   const std::string preset_name = vm["preset"].as<std::string>();
   profiler::grid grid = vm.count("grid") ? profiler::load_grid(vm["grid"].as<std::string>())
                                          : profiler::preset(preset_name, backend_name);
+  if (vm.count("model"))
+    for (const std::string& m : vm["model"].as<std::vector<std::string>>()) grid.model_names.push_back(m);
+  for (const std::string& m : grid.model_names)
+    grid.models.push_back(std::make_shared<const sim::model_spec>(sim::load_model(resolve_config(m, "models"))));
   const profiler::timing_mode timing = profiler::parse_timing(vm["timing"].as<std::string>(), "--timing");
   const profiler::attention_impl attention =
       profiler::parse_attention(vm["attention"].as<std::string>(), "--attention");
@@ -111,6 +127,18 @@ int cmd_profile(const std::vector<std::string>& args) {
                       "in_block timing names attn_scores, attn_softmax and attn_values separately; fused attention "
                       "is one kernel: use --timing isolated");
   profiler::expansion plan = profiler::with_attention(profiler::with_timing(profiler::expand(grid), timing), attention);
+  if (backend_name == "cpu") {
+    // CUDA graphs exist on the GPU only.
+    std::vector<profiler::point> kept;
+    for (profiler::point& p : plan.points) {
+      if (kernels::is_decode(p.op) && p.decode_routing == "graph")
+        plan.skipped.push_back(
+            {std::move(p), "graph (a step captured in a CUDA graph) exists on the cuda backend only"});
+      else
+        kept.push_back(std::move(p));
+    }
+    plan.points = std::move(kept);
+  }
   std::pair<int, int> shard{1, 1};
   if (vm.count("shard")) {
     shard = profiler::parse_shard(vm["shard"].as<std::string>());
@@ -152,6 +180,24 @@ int cmd_profile(const std::vector<std::string>& args) {
         "holds measurements of '" + writer.existing_device() + "', this run is on '" + be->device() + "'");
 
   profiler::run_options ro;
+  if (backend_name == "cpu") {
+    const int threads = vm["threads"].as<int>();
+    ro.make_decode = [threads](const kernels::decode_shape& s, const kernels::decode_weights& w, kernels::dtype t,
+                               bool) {
+      if (t != kernels::dtype::fp32) throw input_error("", "dtype", "the CPU decode step computes in fp32 only");
+      return kernels::make_cpu_decode(s, w, threads);
+    };
+  } else {
+#if MODSIM_HAVE_CUDA
+    ro.make_decode = [](const kernels::decode_shape& s, const kernels::decode_weights& w, kernels::dtype t,
+                        bool graph) {
+      kernels::cuda_decode_options o;
+      o.type = t;
+      o.graph = graph;
+      return kernels::make_cuda_decode(s, w, o);
+    };
+#endif
+  }
   const bool full = !vm.count("grid") && preset_name == "full";
   ro.rule.max_time_s = vm.count("max-time") ? vm["max-time"].as<double>() : (full ? 2.0 : 0.5);
   ro.seed = vm["seed"].as<std::uint64_t>();

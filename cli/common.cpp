@@ -64,15 +64,7 @@ sim::workload workload_from(const po::variables_map& vm, sim::dtype default_dtyp
   return w;
 }
 
-std::string resolve_config(const std::string& name, const char* kind) {
-  namespace fs = std::filesystem;
-  if (fs::exists(name) || name.find('/') != std::string::npos || name.ends_with(".json")) return name;
-  const char* env = std::getenv("MODSIM_CONFIGS");
-  fs::path root = env && *env ? fs::path(env) : fs::path(MODSIM_SOURCE_DIR) / "configs";
-  fs::path candidate = root / kind / (name + ".json");
-  if (fs::exists(candidate)) return candidate.string();
-  return name;  // let the loader report the missing file under the name the user gave
-}
+std::string resolve_config(const std::string& name, const char* kind) { return sim::resolve_config(name, kind); }
 
 sim::model_spec load_model_arg(const std::string& model, const po::variables_map& vm) {
   sim::model_spec m = sim::load_model(resolve_config(model, "models"));

@@ -11,7 +11,7 @@ namespace modsim {
 namespace {
 
 using enum op;
-constexpr op_role K = op_role::kernel, BLK = op_role::block, M = op_role::model;
+constexpr op_role K = op_role::kernel, BLK = op_role::block, M = op_role::model, DEC = op_role::decode;
 constexpr std::optional<op> none = std::nullopt;
 
 // id, name, class, role, layer order, CPU launches, GPU launches, stand-in
@@ -38,6 +38,9 @@ constexpr std::array k_table = {
     op_info{experts, "experts", "moe", K, 16, 1, 1, mlp_up},
     op_info{predictor, "predictor", "routing", M, 3, 2, 2, router},
     op_info{lm_head, "lm_head", "lm_head", M, 18, 2, 2, mlp_up},
+    op_info{decode_dense, "decode_dense", "decode", DEC, -1, 1, 1, none},
+    op_info{decode_mod, "decode_mod", "decode", DEC, -1, 1, 1, none},
+    op_info{decode_step, "decode_step", "decode", DEC, -1, 1, 1, none},
 };
 
 constexpr bool rows_in_enum_order() {
@@ -46,7 +49,7 @@ constexpr bool rows_in_enum_order() {
   return true;
 }
 static_assert(rows_in_enum_order(), "op_table: one row per op, in enum order");
-static_assert(k_table.back().id == lm_head, "op_table: every op has a row");
+static_assert(k_table.back().id == decode_step, "op_table: every op has a row");
 
 template <class Keep, class Less>
 std::vector<op> select(Keep keep, Less less) {
@@ -82,15 +85,19 @@ op parse_op(std::string_view name) {
 
 bool is_block(op o) { return info(o).role == op_role::block; }
 
+bool is_decode(op o) { return info(o).role == op_role::decode; }
+
 std::span<const op> kernel_ops() {
   static const std::vector<op> v =
-      select([](const op_info& r) { return r.role != op_role::model; }, [](op, op) { return false; });
+      select([](const op_info& r) { return r.role == op_role::kernel || r.role == op_role::block; },
+             [](op, op) { return false; });
   return v;
 }
 
 std::span<const op> model_ops() {
-  static const std::vector<op> v = select([](const op_info& r) { return r.role != op_role::block; },
-                                          [](op a, op b) { return info(a).layer_order < info(b).layer_order; });
+  static const std::vector<op> v =
+      select([](const op_info& r) { return r.role == op_role::kernel || r.role == op_role::model; },
+             [](op a, op b) { return info(a).layer_order < info(b).layer_order; });
   return v;
 }
 

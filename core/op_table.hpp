@@ -42,12 +42,18 @@ enum class op {
   experts,        // MoE: y = h + gate·expert(u) for tokens an expert kept
   predictor,      // model only: the causal predictor MLP d → h → 1 of MoD decoding
   lm_head,        // model only: final norm and the vocabulary projection, once per model
+  // Decode steps (kernels/decode.hpp), run and timed whole by the profiler; the cost model
+  // prices them as the simulator's decode step (sim/des/step.hpp).
+  decode_dense,  // one dense layer's decode step for B sequences
+  decode_mod,    // one routed layer's decode step: predictor, routing, the block on the routed rows, scatter
+  decode_step,   // a whole model's decode step (its layers, the final norm and the LM head)
 };
 
 enum class op_role {
   kernel,  // one op the backends run and the profiler times
   block,   // a whole block of kernel ops, run and timed as one
   model,   // counted by the FLOP/cost model only; no kernel runs it
+  decode,  // a decode step (kernels/decode.hpp), run and timed whole; no block backend runs it
 };
 
 struct op_info {
@@ -70,6 +76,7 @@ std::optional<op> find_op(std::string_view name);
 // Throws modsim::error (bad_input) "op: unknown op 'x'".
 op parse_op(std::string_view name);
 bool is_block(op o);
+bool is_decode(op o);
 
 // The kernel and block ops in enum order: what backends run and the profiler times.
 std::span<const op> kernel_ops();

@@ -29,6 +29,7 @@ namespace modsim::kernels {
 using modsim::dtype;
 using modsim::info;
 using modsim::is_block;
+using modsim::is_decode;
 using modsim::kernel_ops;
 using modsim::mlp_kind;
 using modsim::mode_variant;

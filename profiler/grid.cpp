@@ -1,10 +1,12 @@
 #include "profiler/grid.hpp"
 
 #include <boost/json.hpp>
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
 #include "sim/config.hpp"
+#include "sim/des/decode.hpp"
 #include "core/error.hpp"
 
 namespace json = boost::json;
@@ -14,7 +16,7 @@ namespace {
 
 bool depends_on_capacity(kernels::op o) {
   using kernels::op;
-  return !(o == op::block_dense || o == op::router);
+  return !(o == op::block_dense || o == op::router || o == op::decode_dense || o == op::decode_step);
 }
 
 bool is_moe_op(kernels::op o) {
@@ -78,7 +80,128 @@ std::string to_str(const json::value& v, const std::string& file, const std::str
   return std::string(v.as_string());
 }
 
+// Why decode point `p` cannot be measured, or "".
+std::string decode_invalid_reason(const point& p) {
+  if (p.decode_routing != "sync" && p.decode_routing != "pad" && p.decode_routing != "graph")
+    return "unknown decode_routing '" + p.decode_routing + "' (sync, pad or graph)";
+  if (p.op == kernels::op::decode_dense && p.decode_routing == "pad")
+    return "decode_dense has no routed layer: pad is the same step as sync";
+  if (p.op == kernels::op::decode_step) {
+    if (!p.model) return "decode_step needs a model (the grid's \"model\" or --model)";
+    if (p.model_name.empty()) return "decode_step needs its model's name";
+    if (p.model->mode) return "model " + p.model->name + ": MoE / MoDE layers have no decode kernel";
+    if (p.model->routing && p.model->routing->inference != sim::inference_routing::predictor)
+      return "model " + p.model->name + ": decode kernels route with the causal predictor (routing.inference)";
+    if (!p.model->routing && p.decode_routing == "pad")
+      return "model " + p.model->name + " has no routed layer: pad is the same step as sync";
+  }
+  if (p.shape.seq_len < 1) return "seq_len (the cached context) must be >= 1";
+  return invalid_reason(p);
+}
+
+// The capacity of a model's first routed layer (1 when none).
+double model_capacity(const sim::model_spec& m) {
+  if (!m.routing) return 1.0;
+  for (const sim::layer_plan& l : sim::plan_layers(m))
+    if (l.routed) return l.capacity;
+  return m.routing->capacity;
+}
+
+void expand_decode(const grid& g, expansion& out) {
+  using kernels::op;
+  auto add = [&](point p) {
+    if (p.decode_routing != "sync" && p.pad_capacity <= 0)
+      p.pad_capacity = sim::des::default_pad_capacity(p.shape.capacity, p.shape.batch);
+    if (p.decode_routing == "sync") p.pad_capacity = 0;
+    std::string why = decode_invalid_reason(p);
+    if (why.empty())
+      out.points.push_back(std::move(p));
+    else
+      out.skipped.push_back({std::move(p), why});
+  };
+  for (kernels::dtype t : g.dtypes)
+    for (op o : g.ops) {
+      if (!kernels::is_decode(o)) continue;
+      if (o == op::decode_step) {
+        if (g.models.empty()) {
+          point p;
+          p.op = o;
+          p.type = t;
+          out.skipped.push_back({p, "decode_step needs a model (the grid's \"model\" or --model)"});
+          continue;
+        }
+        for (std::size_t mi = 0; mi < g.models.size(); ++mi)
+          for (auto b : g.batch)
+            for (auto ctx : g.seq_len)
+              for (const std::string& r : g.decode_routing)
+                for (double pc : g.pad_capacity) {
+                  const auto& m = g.models[mi];
+                  point p;
+                  p.op = o;
+                  p.type = t;
+                  p.model = m;
+                  p.model_name = mi < g.model_names.size() ? g.model_names[mi] : m->name;
+                  p.decode_routing = r;
+                  p.pad_capacity = pc;
+                  kernels::block_shape& sh = p.shape;
+                  sh.batch = b;
+                  sh.seq_len = ctx;
+                  sh.d_model = m->d_model;
+                  sh.n_heads = m->n_heads;
+                  sh.n_kv_heads = m->n_kv_heads > 0 ? m->n_kv_heads : m->n_heads;
+                  sh.d_head = m->d_head > 0 ? m->d_head : (m->n_heads > 0 ? m->d_model / m->n_heads : 0);
+                  sh.d_ff = m->d_ff;
+                  sh.mlp = m->mlp;
+                  sh.capacity = model_capacity(*m);
+                  p.predictor_hidden =
+                      m->routing ? (m->routing->predictor_hidden > 0 ? m->routing->predictor_hidden : m->d_model) : 0;
+                  add(std::move(p));
+                }
+        continue;
+      }
+      const std::vector<std::int64_t> no_kv = {0};
+      for (auto mlp : g.mlp)
+        for (auto b : g.batch)
+          for (auto ctx : g.seq_len)
+            for (auto d : g.d_model)
+              for (auto h : g.n_heads)
+                for (auto kv : g.n_kv_heads.empty() ? no_kv : g.n_kv_heads)
+                  for (auto f : g.d_ff)
+                    for (std::size_t ci = 0; ci < g.capacity.size(); ++ci)
+                      for (const std::string& r : g.decode_routing)
+                        for (std::size_t pi = 0; pi < g.pad_capacity.size(); ++pi)
+                          for (std::size_t hi = 0; hi < g.predictor_hidden.size(); ++hi) {
+                            // decode_dense: once per shape (no capacity, padding or predictor).
+                            if (o == op::decode_dense && (ci | pi | hi) != 0) continue;
+                            const std::int64_t ph = g.predictor_hidden[hi];
+                            point p;
+                            p.op = o;
+                            p.type = t;
+                            p.decode_routing = r;
+                            p.pad_capacity = o == op::decode_mod ? g.pad_capacity[pi] : 0;
+                            kernels::block_shape& sh = p.shape;
+                            sh.batch = b;
+                            sh.seq_len = ctx;
+                            sh.d_model = d;
+                            sh.n_heads = h;
+                            sh.n_kv_heads = kv > 0 ? kv : h;
+                            sh.d_head = h > 0 ? d / h : 0;
+                            sh.d_ff = f;
+                            sh.mlp = mlp;
+                            sh.capacity = o == op::decode_mod ? g.capacity[ci] : 1.0;
+                            p.predictor_hidden =
+                                o == op::decode_mod ? (ph > 0 ? ph : std::min<std::int64_t>(256, d)) : 0;
+                            add(std::move(p));
+                          }
+    }
+}
+
 }  // namespace
+
+std::int64_t decode_routed_count(const point& p) {
+  const double m = std::round(p.shape.capacity * static_cast<double>(p.shape.batch));
+  return std::clamp<std::int64_t>(static_cast<std::int64_t>(m), 0, p.shape.batch);
+}
 
 expansion expand(const grid& g) {
   expansion out;
@@ -100,6 +223,7 @@ expansion expand(const grid& g) {
                         for (std::size_t ni = 0; ni < (any_moe ? g.noop_experts.size() : 1); ++ni)
                           for (std::size_t fi = 0; fi < (any_moe ? g.capacity_factor.size() : 1); ++fi)
                             for (kernels::op o : g.ops) {
+                              if (kernels::is_decode(o)) continue;  // below
                               const bool moe = is_moe_op(o);
                               // Each op once per distinct shape it depends on.
                               if (!depends_on_capacity(o) && ci > 0) continue;
@@ -132,6 +256,7 @@ expansion expand(const grid& g) {
                               else
                                 out.skipped.push_back({p, why});
                             }
+  expand_decode(g, out);
   return out;
 }
 
@@ -144,9 +269,26 @@ grid parse_grid(std::string_view json_text, const std::string& file) {
   }
   if (!v.is_object()) throw input_error(file, "", "expected a JSON object");
   const json::object& obj = v.as_object();
-  static const char* known[] = {"ops",  "dtype",    "batch", "seq_len", "d_model", "n_heads",      "n_kv_heads",
-                                "d_ff", "capacity", "mlp",   "variant", "experts", "noop_experts", "capacity_factor",
-                                "name", "notes"};
+  static const char* known[] = {"ops",
+                                "dtype",
+                                "batch",
+                                "seq_len",
+                                "d_model",
+                                "n_heads",
+                                "n_kv_heads",
+                                "d_ff",
+                                "capacity",
+                                "mlp",
+                                "variant",
+                                "experts",
+                                "noop_experts",
+                                "capacity_factor",
+                                "name",
+                                "notes",
+                                "decode_routing",
+                                "predictor_hidden",
+                                "pad_capacity",
+                                "model"};
   for (const auto& kv : obj) {
     bool ok = false;
     for (const char* k : known) ok |= kv.key() == k;
@@ -179,9 +321,13 @@ grid parse_grid(std::string_view json_text, const std::string& file) {
   g.n_heads = axis<std::int64_t>(obj, file, "n_heads", positive, {});
   g.n_kv_heads = axis<std::int64_t>(obj, file, "n_kv_heads", positive, {});
   g.d_ff = axis<std::int64_t>(obj, file, "d_ff", positive, {});
+  // decode_step alone takes its shape from its models: only seq_len (the context) is needed.
+  bool only_models = true;
+  for (kernels::op o : g.ops) only_models &= o == kernels::op::decode_step;
   for (auto [key, vec] : {std::pair{"seq_len", &g.seq_len}, std::pair{"d_model", &g.d_model},
                           std::pair{"n_heads", &g.n_heads}, std::pair{"d_ff", &g.d_ff}})
-    if (vec->empty()) throw input_error(file, key, "missing required key");
+    if (vec->empty() && !(only_models && std::string_view(key) != "seq_len"))
+      throw input_error(file, key, "missing required key");
   g.capacity = axis<double>(obj, file, "capacity",
                             [&](const json::value& x, const std::string& p) {
                               if (!x.is_number())
@@ -221,6 +367,26 @@ grid parse_grid(std::string_view json_text, const std::string& file) {
                                      return x.to_number<double>();
                                    },
                                    {1.25});
+  g.decode_routing =
+      axis<std::string>(obj, file, "decode_routing",
+                        [&](const json::value& x, const std::string& p) {
+                          std::string name = to_str(x, file, p);
+                          if (name != "sync" && name != "pad" && name != "graph")
+                            throw input_error(file, p, "unknown decode_routing '" + name + "' (sync, pad or graph)");
+                          return name;
+                        },
+                        {"sync"});
+  g.predictor_hidden = axis<std::int64_t>(obj, file, "predictor_hidden", positive, {0});
+  g.pad_capacity =
+      axis<double>(obj, file, "pad_capacity",
+                   [&](const json::value& x, const std::string& p) {
+                     if (!x.is_number() || !(x.to_number<double>() > 0 && x.to_number<double>() <= 1))
+                       throw input_error(file, p, "expected a number in (0, 1], got " + json::serialize(x));
+                     return x.to_number<double>();
+                   },
+                   {0.0});
+  g.model_names = axis<std::string>(obj, file, "model",
+                                    [&](const json::value& x, const std::string& p) { return to_str(x, file, p); }, {});
   return g;
 }
 
@@ -277,7 +443,33 @@ grid preset(std::string_view name, std::string_view backend) {
     }
     return g;
   }
-  throw input_error("", "--preset", "unknown preset '" + std::string(name) + "' (expected quick or full)");
+  if (name == "decode") {
+    // KV-cached decode steps (DESIGN.md "Decode measurements"): one dense and one routed
+    // layer over batches, cached contexts and widths, both routing strategies (and CUDA
+    // graphs on a GPU); decode_step of the models given with --model. About 8 minutes on a
+    // 2-core CPU (fp32); under 5 on an H100 (bf16).
+    g.ops = {op::decode_dense, op::decode_mod, op::decode_step};
+    g.capacity = {0.125, 0.5};
+    g.experts = {0};
+    g.n_heads = {gpu ? 16 : 8};
+    if (gpu) {
+      g.dtypes = {kernels::dtype::bf16};
+      g.batch = {1, 8, 32, 128};
+      g.seq_len = {512, 2048, 8192};
+      g.d_model = {1024, 2048};
+      g.d_ff = {4096, 8192};
+      g.decode_routing = {"sync", "pad", "graph"};
+    } else {
+      g.dtypes = {kernels::dtype::fp32};
+      g.batch = {1, 4, 16};
+      g.seq_len = {256, 2048};
+      g.d_model = {512, 1024};
+      g.d_ff = {2048, 4096};
+      g.decode_routing = {"sync", "pad"};
+    }
+    return g;
+  }
+  throw input_error("", "--preset", "unknown preset '" + std::string(name) + "' (expected quick, full or decode)");
 }
 
 expansion shard(expansion e, int index, int count) {
@@ -380,6 +572,14 @@ std::string point_key(const point& p) {
   }
   const kernels::block_shape& s = p.shape;
   std::ostringstream k;
+  if (kernels::is_decode(p.op)) {
+    k << kernels::to_string(p.op) << '|' << kernels::to_string(p.type) << '|' << s.batch << '|' << s.seq_len << '|'
+      << s.d_model << '|' << s.n_heads << '|' << s.n_kv_heads << '|' << s.d_ff << '|' << fmt_double(s.capacity) << '|'
+      << (s.mlp == kernels::mlp_kind::gelu ? "gelu" : "swiglu") << '|' << p.decode_routing << '|'
+      << fmt_double(p.pad_capacity) << '|' << p.predictor_hidden;
+    if (p.op == kernels::op::decode_step) k << '|' << p.model_name;
+    return k.str();
+  }
   k << kernels::to_string(p.op) << '|' << kernels::to_string(p.type) << '|' << s.batch << '|' << s.seq_len << '|'
     << s.d_model << '|' << s.n_heads << '|' << s.n_kv_heads << '|' << s.d_ff << '|' << fmt_double(s.capacity) << '|'
     << (s.mlp == kernels::mlp_kind::gelu ? "gelu" : "swiglu");

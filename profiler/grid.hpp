@@ -3,12 +3,14 @@
 // of points the profiler measures. A point that makes no sense (d_model not divisible by
 // n_heads, a MoDE layer without experts, ...) is skipped with a reason, never silently.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "kernels/backend.hpp"
+#include "sim/spec.hpp"
 
 namespace modsim::profiler {
 
@@ -28,6 +30,18 @@ struct grid {
   std::vector<int> experts;
   std::vector<int> noop_experts;  // integrated only
   std::vector<double> capacity_factor;
+  // Decode ops only (decode_dense, decode_mod, decode_step; seq_len is then the cached
+  // context per sequence): the routing strategies (sync, pad; graph = pad captured in a CUDA
+  // graph, CUDA only), the predictor's hidden width of decode_mod (0 = 256, the shipped
+  // models' width, capped at d_model), the padded block's capacity (0 = the default,
+  // sim::des::default_pad_capacity), and the models decode_step runs (their dimensions
+  // replace the grid's shape axes; set by the command line from the grid's "model" names or
+  // --model).
+  std::vector<std::string> decode_routing = {"sync"};
+  std::vector<std::int64_t> predictor_hidden = {0};
+  std::vector<double> pad_capacity = {0.0};
+  std::vector<std::string> model_names;  // as written in the grid file ("model": a name or a path)
+  std::vector<std::shared_ptr<const sim::model_spec>> models;  // model_names[i] loaded (by the command line)
 };
 
 // How a point is timed (the measurements CSV's `timing` column).
@@ -58,7 +72,18 @@ struct point {
   // in_block only: the block whose runs timed this point (op itself for a block point).
   kernels::op block = kernels::op::block_dense;
   attention_impl attention = attention_impl::unfused;
+  // Decode points: shape.seq_len is the cached context per sequence and shape.capacity the
+  // routed fraction (the measurement forces round(capacity·batch) tokens into every routed
+  // layer); decode_step takes its layers from `model`.
+  std::string decode_routing = "sync";           // sync | pad | graph
+  double pad_capacity = 0;                       // pad, graph: the padded block's capacity (resolved, > 0)
+  std::int64_t predictor_hidden = 0;             // decode_mod (decode_step: the model's)
+  std::shared_ptr<const sim::model_spec> model;  // decode_step
+  std::string model_name;  // decode_step: the model as the grid or --model named it (the CSV's model column)
 };
+
+// The forced routed count of a decode point: round(capacity·batch), in [0, batch].
+std::int64_t decode_routed_count(const point& p);
 
 struct skipped_point {
   point p;

@@ -5,11 +5,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <sstream>
 
 #include "profiler/measure.hpp"
 #include "core/error.hpp"
 #include "sim/config.hpp"
+#include "sim/des/decode.hpp"
 #include "sim/flops.hpp"
 #include "sim/io.hpp"
 
@@ -17,10 +20,12 @@ namespace modsim::profiler {
 namespace {
 
 constexpr const char* k_columns[] = {
-    "backend", "device",     "op",     "dtype",        "batch",   "seq_len",      "d_model",         "n_heads",
-    "d_ff",    "capacity",   "tokens", "matmul_flops", "bytes",   "median_s",     "p10_s",           "p90_s",
-    "samples", "n_kv_heads", "mlp",    "variant",      "experts", "noop_experts", "capacity_factor", "other_flops",
-    "timing",  "attention",  "block"};
+    "backend", "device",    "op",      "dtype",          "batch",           "seq_len",
+    "d_model", "n_heads",   "d_ff",    "capacity",       "tokens",          "matmul_flops",
+    "bytes",   "median_s",  "p10_s",   "p90_s",          "samples",         "n_kv_heads",
+    "mlp",     "variant",   "experts", "noop_experts",   "capacity_factor", "other_flops",
+    "timing",  "attention", "block",   "decode_routing", "pad_capacity",    "predictor_hidden",
+    "model"};
 constexpr std::size_t k_column_count = sizeof(k_columns) / sizeof(k_columns[0]);
 // The columns every file has, in this order (the contract's and those of the first files).
 constexpr std::size_t k_base_columns = 24;
@@ -161,6 +166,14 @@ std::string field(const measurement_row& r, std::size_t c) {
       return r.attention;
     case 26:
       return r.block;
+    case 27:
+      return r.decode_routing;
+    case 28:
+      return num(r.pad_capacity);
+    case 29:
+      return std::to_string(r.predictor_hidden);
+    case 30:
+      return sim::csv_field(r.model);
   }
   return "";
 }
@@ -287,7 +300,24 @@ measurement_row parse_row(const std::string& line, const std::string& file, int 
       case 26:
         r.block = v;
         break;
+      case 27:
+        if (!v.empty()) r.decode_routing = one_of({"sync", "pad", "graph"});
+        break;
+      case 28:
+        r.pad_capacity = real();
+        break;
+      case 29:
+        r.predictor_hidden = integer();
+        break;
+      case 30:
+        r.model = v;
+        break;
     }
+  }
+  if (const auto o = modsim::find_op(r.op); o && modsim::is_decode(*o)) {
+    if (r.decode_routing.empty()) r.decode_routing = "sync";
+    if (r.op == "decode_step" && r.model.empty())
+      throw input_error(where, "model", "a decode_step row names its model");
   }
   if (r.timing == "in_block" && r.block != "block_dense" && r.block != "block_mod" && r.block != "layer_mode")
     throw input_error(where, "block",
@@ -348,6 +378,12 @@ point point_of(const measurement_row& r) {
     p.timing = timing_mode::in_block;
     p.block = kernels::parse_op(r.block);
   }
+  if (kernels::is_decode(p.op)) {
+    p.decode_routing = r.decode_routing.empty() ? "sync" : r.decode_routing;
+    p.pad_capacity = r.pad_capacity;
+    p.predictor_hidden = r.predictor_hidden;
+    p.model_name = r.model;
+  }
   return p;
 }
 
@@ -401,7 +437,43 @@ std::vector<std::string> block_op_names(const point& p) {
   return names;
 }
 
+sim::measured_point decode_measured_point(const point& p) {
+  const kernels::block_shape& k = p.shape;
+  sim::measured_point m;
+  m.op = std::string(kernels::to_string(p.op));
+  m.type = p.type;
+  m.batch = k.batch;
+  m.seq_len = k.seq_len;
+  m.d_model = static_cast<int>(k.d_model);
+  m.n_heads = static_cast<int>(k.n_heads);
+  m.n_kv_heads = static_cast<int>(k.n_kv_heads);
+  m.d_ff = static_cast<int>(k.d_ff);
+  m.mlp = k.mlp;
+  m.capacity = k.capacity;
+  m.decode_routing = p.decode_routing;
+  m.pad_capacity = p.pad_capacity;
+  m.predictor_hidden = static_cast<int>(p.predictor_hidden);
+  m.model_name = p.model_name;
+  m.model = p.model;
+  return m;
+}
+
 void fill_costs(const point& p, measurement_row& row) {
+  if (kernels::is_decode(p.op)) {
+    // The simulator's kernels of this step (FLOPs and bytes do not depend on the times).
+    const sim::des::decode_case c = sim::des::decode_case_of(decode_measured_point(p));
+    sim::des::device_model zero;
+    zero.time_of = [](const sim::op_cost&, const sim::op_shape&) { return sim::op_time{}; };
+    const sim::des::step_builder b(c.model, p.type, zero);
+    row.tokens = c.batch;
+    row.matmul_flops = row.other_flops = row.bytes = 0;
+    for (const sim::des::kernel& kn : b.step(sim::des::forced_decode_load(b, c), c.routing)) {
+      row.matmul_flops += kn.matmul_flops;
+      row.other_flops += kn.other_flops;
+      row.bytes += kn.bytes;
+    }
+    return;
+  }
   const kernels::block_shape& k = p.shape;
   const sim::op_shape s = op_shape_of(p);
   sim::op_cost c;
@@ -456,6 +528,12 @@ measurement_row make_row(const point& p, const std::string& backend, const std::
   r.timing = std::string(to_string(p.timing));
   if (p.timing == timing_mode::in_block) r.block = std::string(kernels::to_string(p.block));
   r.attention = std::string(to_string(p.attention));
+  if (kernels::is_decode(p.op)) {
+    r.decode_routing = p.decode_routing;
+    r.pad_capacity = p.pad_capacity;
+    r.predictor_hidden = p.predictor_hidden;
+    r.model = p.model_name;
+  }
   fill_costs(p, r);
   r.median_s = stats.median_s;
   r.p10_s = stats.p10_s;
@@ -520,6 +598,7 @@ std::vector<sim::measured_point> read_measured_points(const std::string& path) {
   if (rows.empty()) throw input_error(path, "", "no measurement rows (only a header)");
   std::vector<sim::measured_point> out;
   out.reserve(rows.size());
+  std::map<std::string, std::shared_ptr<const sim::model_spec>> models;  // decode_step rows' models, loaded once
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const measurement_row& r = rows[i];
     const std::string where = path + ":" + std::to_string(i + 2);
@@ -545,6 +624,23 @@ std::vector<sim::measured_point> read_measured_points(const std::string& path) {
     p.where = where;
     p.timing = r.timing;
     p.attention = r.attention;
+    if (const auto o = modsim::find_op(r.op); o && modsim::is_decode(*o)) {
+      p.decode_routing = r.decode_routing.empty() ? "sync" : r.decode_routing;
+      p.pad_capacity = r.pad_capacity;
+      p.predictor_hidden = static_cast<int>(r.predictor_hidden);
+      p.model_name = r.model;
+      if (r.op == "decode_step") {
+        auto& m = models[r.model];
+        if (!m) {
+          try {
+            m = std::make_shared<const sim::model_spec>(sim::load_model(sim::resolve_config(r.model, "models")));
+          } catch (const error& e) {
+            throw input_error(where, "model", "decode_step row: cannot load model '" + r.model + "': " + e.what());
+          }
+        }
+        p.model = m;
+      }
+    }
     out.push_back(std::move(p));
   }
   return out;

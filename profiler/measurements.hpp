@@ -47,10 +47,17 @@ struct measurement_row {
   // "" for isolated rows. Tells apart the same op timed in two blocks of one shape (a
   // block_dense and a block_mod at capacity 1).
   std::string block;
+  // Decode rows (decode_dense, decode_mod, decode_step); "" / 0 for the others. A file
+  // without these columns reads as "".
+  std::string decode_routing;  // sync | pad | graph
+  double pad_capacity = 0;     // pad, graph: the padded block's capacity
+  std::int64_t predictor_hidden = 0;
+  std::string model;  // decode_step: the model (a name under configs/models/, or a path)
 };
 
 // The columns a measurements file has, in its header's order: the contract columns through
-// other_flops, then any of timing, attention, block. Files written before those columns
+// other_flops, then any of timing, attention, block, decode_routing, pad_capacity,
+// predictor_hidden, model. Files written before those columns
 // existed have only the first part and are still read and resumed.
 struct csv_layout {
   std::vector<std::size_t> columns;  // indices into the full column list
@@ -87,6 +94,8 @@ measurement_row make_row(const point& p, const std::string& backend, const std::
 // matmul_flops, other_flops, bytes and tokens of point `p` per sim/flops. An in_block op
 // point has the costs and tokens of the same op measured isolated on the block's shape.
 void fill_costs(const point& p, measurement_row& row);
+// A decode point as the cost model's measured row (sim::des::decode_case_of reads it).
+sim::measured_point decode_measured_point(const point& p);
 // The names of the ops of block point `p.block` on `p.shape`, as sim::block_costs lists
 // them: the op rows an in_block run writes after the block's own row. Throws bad_input for
 // an invalid block shape.

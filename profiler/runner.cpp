@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "core/error.hpp"
+#include "kernels/init.hpp"
 
 namespace modsim::profiler {
 namespace {
@@ -149,7 +150,12 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
     p.current = current;
     options.on_progress(p);
   };
-  const workspace_plan plan = plan_workspaces(points);
+  // Decode points run on decode states, after the others (decode_runner.hpp).
+  std::vector<point> block_points, decode_points;
+  for (const point& p : points) (kernels::is_decode(p.op) ? decode_points : block_points).push_back(p);
+  if (!decode_points.empty() && !options.make_decode)
+    throw input_error("", "op", "decode points need a decode backend (this run has none)");
+  const workspace_plan plan = plan_workspaces(block_points);
   std::unique_ptr<kernels::workspace> ws;
   std::size_t ws_index = plan.workspaces.size();  // none yet
   kernels::workspace_options wo;
@@ -158,7 +164,7 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
   const std::string backend_name(be.name());
   std::string device;
   for (std::size_t i = 0; i < plan.steps.size(); ++i) {
-    const point& p = points[plan.steps[i].point];
+    const point& p = block_points[plan.steps[i].point];
     if (options.stop && options.stop->load()) {
       result.interrupted = true;
       break;
@@ -212,6 +218,54 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
     } else {
       write(p, measure([&] { return time_once(be, p.op, w, &result.dropped_throttled); }, options.rule));
     }
+    result.sampling_s += seconds_since(sampling);
+    ++result.measured;
+  }
+  for (std::size_t i = 0; i < decode_points.size() && !result.interrupted; ++i) {
+    const point& p = decode_points[i];
+    if (options.stop && options.stop->load()) {
+      result.interrupted = true;
+      break;
+    }
+    if (out.contains(p)) {
+      ++result.already_present;
+      continue;
+    }
+    report(block_points.size() + i, &p);
+    const auto made = std::chrono::steady_clock::now();
+    const kernels::decode_shape shape = decode_shape_of(p);
+    std::unique_ptr<kernels::decode_state> st = options.make_decode(
+        shape, kernels::make_decode_weights(shape, options.seed), p.type, p.decode_routing == "graph");
+    const decode_lengths lengths = decode_lengths_of(p);
+    st->fill_cache(lengths.dense, lengths.routed, options.seed + 1);
+    // Rotating new-token inputs, one set per input copy.
+    std::vector<std::vector<float>> inputs;
+    for (int c = 0; c < std::max(1, options.input_copies); ++c) {
+      std::vector<float> x(static_cast<std::size_t>(shape.batch * shape.d_model));
+      kernels::fill_normal(x, options.seed, 3000 + static_cast<std::uint64_t>(c), 0.0, 1.0, 0,
+                           static_cast<std::int64_t>(x.size()));
+      inputs.push_back(std::move(x));
+    }
+    kernels::decode_decisions forced;
+    forced.from = kernels::decode_decisions::source::forced_count;
+    forced.count = decode_routed_count(p);
+    ++result.workspaces_made;
+    result.setup_s += seconds_since(made);
+    if (device.empty()) device = be.device();
+    const auto sampling = std::chrono::steady_clock::now();
+    std::size_t next = 0;
+    const sample_stats stats = measure(
+        [&] {
+          st->set_input(inputs[next++ % inputs.size()]);
+          const auto t0 = std::chrono::steady_clock::now();
+          st->step(forced, false);
+          st->synchronize();
+          return seconds_since(t0);
+        },
+        options.rule);
+    measurement_row row = make_row(p, backend_name, device, stats);
+    out.append(row);
+    result.rows.push_back(std::move(row));
     result.sampling_s += seconds_since(sampling);
     ++result.measured;
   }

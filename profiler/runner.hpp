@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/backend.hpp"
+#include "profiler/decode_runner.hpp"
 #include "profiler/grid.hpp"
 #include "profiler/measure.hpp"
 #include "profiler/measurements.hpp"
@@ -27,6 +28,9 @@ struct run_options {
   const std::atomic<bool>* stop = nullptr;               // set (e.g. by SIGINT) to stop after the current point
   std::function<void(const run_progress&)> on_progress;  // may be empty
   bool keep_block_samples = false;  // in_block points: keep every sample in run_result::in_block_samples
+  // Decode points (decode_dense, decode_mod, decode_step) run on states this makes; without it
+  // a decode point is refused (bad_input).
+  decode_factory make_decode;
 };
 
 // The samples of one in_block point, all from the same boundaries of each run of the block:
@@ -86,7 +90,8 @@ double time_once(kernels::backend& be, kernels::op o, kernels::workspace& ws, st
 block_samples sample_in_block(kernels::backend& be, const point& p, kernels::workspace& ws, const stop_rule& rule,
                               std::size_t* dropped = nullptr);
 
-// Measures `points` in order, skipping those `out` already holds. An isolated point is timed
+// Measures `points`, skipping those `out` already holds: block and op points in order, then the
+// decode points (profiler/decode_runner.hpp), each on a decode state of its own. An isolated point is timed
 // alone (time_once) and writes one row. An in_block point (a block, see with_timing) writes the
 // block's row and one row per op of the block (sample_in_block), each with the block's shape
 // columns and the costs of that op measured isolated on it; on resume only the rows missing

@@ -4,6 +4,7 @@
 // costs (sim/flops), to the kernel sequence the CUDA backend ran (sim/kernel_fit), and the
 // predicted time of a sample under a cost model.
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "sim/cost.hpp"
@@ -38,6 +39,12 @@ struct measured_point {
   std::string timing = "isolated";
   // unfused | fused: the attention implementation the attention and block rows ran
   std::string attention = "unfused";
+  // Decode rows (decode_dense, decode_mod, decode_step; seq_len = the cached context).
+  std::string decode_routing;  // sync | pad | graph
+  double pad_capacity = 0;
+  int predictor_hidden = 0;
+  std::string model_name;                   // decode_step: as the row names it
+  std::shared_ptr<const model_spec> model;  // decode_step: that model, loaded
 };
 
 // A measured op or block with its shape and FLOP/byte costs per sim/flops.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <boost/json.hpp>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <optional>
@@ -365,6 +367,17 @@ workload load_workload(const std::string& path, workload w) {
   r.opt_string("notes");
   r.finish();
   return w;
+}
+
+std::string resolve_config(const std::string& name, const char* kind) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(name, ec) || name.find('/') != std::string::npos || name.ends_with(".json")) return name;
+  const char* env = std::getenv("MODSIM_CONFIGS");
+  const fs::path root = env && *env ? fs::path(env) : fs::path(MODSIM_CONFIG_DIR);
+  const fs::path candidate = root / kind / (name + ".json");
+  if (fs::exists(candidate, ec)) return candidate.string();
+  return name;
 }
 
 }  // namespace modsim::sim

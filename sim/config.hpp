@@ -33,4 +33,10 @@ void validate_model(const model_spec& model, const std::string& file);
 // Reads a whole file; throws bad_input naming the file when it cannot be read.
 std::string read_text_file(const std::string& path);
 
+// A config named on the command line or in a file: `name` itself when it is a path (it exists,
+// holds a '/', or ends in .json), else <root>/<kind>/<name>.json when that exists, root being
+// $MODSIM_CONFIGS or the source tree's configs/ folder; else `name` (the loader then reports
+// the missing file under the name the user gave). kind: "models", "hardware", "grids", ...
+std::string resolve_config(const std::string& name, const char* kind);
+
 }  // namespace modsim::sim

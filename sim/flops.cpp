@@ -474,13 +474,18 @@ op_cost formula_of(modsim::op o, const Shape& s) {
     case block_mod:
     case layer_mode:
       break;
+    case decode_dense:
+    case decode_mod:
+    case decode_step:
+      throw input_error("", "op",
+                        "'" + std::string(to_string(o)) + "' is a decode step (sim/des/step.hpp lists its kernels)");
   }
   throw input_error("", "op", "'" + std::string(to_string(o)) + "' is a whole block (block_costs lists its ops)");
 }
 
 modsim::op model_op(std::string_view name) {
   const auto o = find_op(name);
-  if (!o || is_block(*o)) throw input_error("", "op", "unknown op '" + std::string(name) + "'");
+  if (!o || is_block(*o) || is_decode(*o)) throw input_error("", "op", "unknown op '" + std::string(name) + "'");
   return *o;
 }
 }  // namespace
@@ -538,6 +543,9 @@ double output_tiles_impl(modsim::op o, const basic_op_shape<N>& s, double tile) 
     case block_dense:
     case block_mod:
     case layer_mode:
+    case decode_dense:
+    case decode_mod:
+    case decode_step:
       return 0;
   }
   return 0;

@@ -220,6 +220,11 @@ std::vector<kernel_work> kernels_impl(modsim::op op, const basic_op_shape<N>& s,
     case layer_mode:
       throw input_error("", "op",
                         "'" + std::string(to_string(op)) + "' is a whole block: its kernels are those of its ops");
+    case decode_dense:
+    case decode_mod:
+    case decode_step:
+      throw input_error("", "op",
+                        "'" + std::string(to_string(op)) + "' is a decode step: its kernels are those of sim/des/step");
   }
   return k;
 }

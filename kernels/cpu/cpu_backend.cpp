@@ -175,6 +175,10 @@ void execute(op o, context& c, boundary_clock* clock = nullptr) {
     case op::predictor:
     case op::lm_head:
       throw input_error("", "op", std::string(to_string(o)) + " is counted by the cost model only; no kernel runs it");
+    case op::decode_dense:
+    case op::decode_mod:
+    case op::decode_step:
+      throw input_error("", "op", std::string(to_string(o)) + " is a decode step: kernels/decode.hpp runs it");
   }
   throw runtime_error("cpu backend: unknown op " + std::to_string(static_cast<int>(o)));
 }

@@ -92,9 +92,16 @@ namespace {
 
 int i32(std::int64_t v) { return static_cast<int>(v); }
 
-// C[m×n] = A[m×k]·B[k×n] + beta·C, row-major.
-void gemm(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float beta, float* c) {
+// C[m×n] = A[m×k]·B[k×n] + beta·C, row-major (beta 0 or 1). A decode step's few rows take
+// the skinny product (B streamed once, split by columns over the pool); more rows OpenBLAS.
+void gemm(thread_pool& pool, std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float beta,
+          float* c) {
   if (m == 0) return;
+  if (m <= skinny_max_rows) {
+    const std::int64_t grain = std::max<std::int64_t>(256, (n / (4 * pool.size()) + 255) / 256 * 256);
+    pool.parallel_for(n, grain, [&](std::int64_t j0, std::int64_t j1) { skinny_gemm(a, b, c, m, k, n, j0, j1, beta); });
+    return;
+  }
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, i32(m), i32(n), i32(k), 1.0f, a, i32(k), b, i32(n), beta, c,
               i32(n));
 }
@@ -259,7 +266,7 @@ class cpu_decode final : public decode_state {
     }
     if (s.vocab > 0) {
       rms_rows(m_x.data(), m_w.final_norm_g.data(), m_norm.data(), s.batch);
-      gemm(s.batch, s.vocab, s.d_model, m_norm.data(), m_w.w_vocab.data(), 0.0f, m_logits.data());
+      gemm(m_pool, s.batch, s.vocab, s.d_model, m_norm.data(), m_w.w_vocab.data(), 0.0f, m_logits.data());
     }
   }
 
@@ -365,9 +372,9 @@ class cpu_decode final : public decode_state {
     layer_cache& c = m_layers[l];
     const std::int64_t d = s.d_model, dq = s.d_q(), dkv = s.d_kv(), dh = s.d_head, f = s.d_ff;
     rms_rows(in, w.attn_norm_g.data(), m_norm.data(), rows);
-    gemm(rows, dq, d, m_norm.data(), w.w_q.data(), 0.0f, m_q.data());
-    gemm(rows, dkv, d, m_norm.data(), w.w_k.data(), 0.0f, m_k.data());
-    gemm(rows, dkv, d, m_norm.data(), w.w_v.data(), 0.0f, m_v.data());
+    gemm(m_pool, rows, dq, d, m_norm.data(), w.w_q.data(), 0.0f, m_q.data());
+    gemm(m_pool, rows, dkv, d, m_norm.data(), w.w_k.data(), 0.0f, m_k.data());
+    gemm(m_pool, rows, dkv, d, m_norm.data(), w.w_v.data(), 0.0f, m_v.data());
     // Append the real rows' keys and values at their sequence's next slot.
     for (std::int64_t j = 0; j < real; ++j) {
       const std::int64_t b = m_row_seq[static_cast<std::size_t>(j)];
@@ -390,11 +397,11 @@ class cpu_decode final : public decode_state {
     }
     // h = in + O·W_o; y = h + MLP(RMSNorm(h)·g_mlp).
     std::copy_n(in, rows * d, m_h.data());
-    gemm(rows, d, dq, m_attn.data(), w.w_o.data(), 1.0f, m_h.data());
+    gemm(m_pool, rows, d, dq, m_attn.data(), w.w_o.data(), 1.0f, m_h.data());
     rms_rows(m_h.data(), w.mlp_norm_g.data(), m_norm.data(), rows);
-    gemm(rows, f, d, m_norm.data(), w.w_up.data(), 0.0f, m_hidden.data());
+    gemm(m_pool, rows, f, d, m_norm.data(), w.w_up.data(), 0.0f, m_hidden.data());
     if (s.mlp == mlp_kind::swiglu) {
-      gemm(rows, f, d, m_norm.data(), w.w_gate.data(), 0.0f, m_gate.data());
+      gemm(m_pool, rows, f, d, m_norm.data(), w.w_gate.data(), 0.0f, m_gate.data());
       m_pool.parallel_for(rows, 1, [&](std::int64_t r0, std::int64_t r1) {
         silu_mul_inplace(m_hidden.data() + r0 * f, m_gate.data() + r0 * f, (r1 - r0) * f);
       });
@@ -403,7 +410,7 @@ class cpu_decode final : public decode_state {
           rows, 1, [&](std::int64_t r0, std::int64_t r1) { gelu_inplace(m_hidden.data() + r0 * f, (r1 - r0) * f); });
     }
     std::copy_n(m_h.data(), rows * d, m_y.data());
-    gemm(rows, d, f, m_hidden.data(), w.w_down.data(), 1.0f, m_y.data());
+    gemm(m_pool, rows, d, f, m_hidden.data(), w.w_down.data(), 1.0f, m_y.data());
     m_rows_run[l] = rows;
   }
 
@@ -422,42 +429,17 @@ class cpu_decode final : public decode_state {
         const std::int64_t L = c.length[static_cast<std::size_t>(b)];
         const float* qrow = m_q.data() + j * dq;
         float* sc = m_scores.data() + (j * s.n_heads + g * group) * stride;
-        // Scores: cached keys page by page, then the new key.
-        for (std::int64_t p0 = 0; p0 < L; p0 += P) {
-          const float* kp = slot(c, s, c.k, b, p0) + g * P * dh;
-          const std::int64_t n = std::min(P, L - p0);
-          for (std::int64_t i = 0; i < n; ++i)
-            for (std::int64_t h = 0; h < group; ++h)
-              sc[h * stride + p0 + i] = dot(qrow + (g * group + h) * dh, kp + i * dh, dh) * scale;
-        }
-        const float* knew = m_k.data() + j * dkv + g * dh;
-        for (std::int64_t h = 0; h < group; ++h)
-          sc[h * stride + L] = dot(qrow + (g * group + h) * dh, knew, dh) * scale;
-        // Softmax over L + 1 scores per query head.
-        for (std::int64_t h = 0; h < group; ++h) {
-          float* row = sc + h * stride;
-          float mx = row[0];
-          for (std::int64_t i = 1; i <= L; ++i) mx = std::max(mx, row[i]);
-          float sum = 0.0f;
-          for (std::int64_t i = 0; i <= L; ++i) {
-            row[i] = exp_approx(row[i] - mx);
-            sum += row[i];
-          }
-          const float inv = 1.0f / sum;
-          for (std::int64_t i = 0; i <= L; ++i) row[i] *= inv;
-          std::fill_n(m_attn.data() + j * dq + (g * group + h) * dh, dh, 0.0f);
-        }
-        // Values.
-        for (std::int64_t p0 = 0; p0 < L; p0 += P) {
-          const float* vp = slot(c, s, c.v, b, p0) + g * P * dh;
-          const std::int64_t n = std::min(P, L - p0);
-          for (std::int64_t i = 0; i < n; ++i)
-            for (std::int64_t h = 0; h < group; ++h)
-              axpy(sc[h * stride + p0 + i], vp + i * dh, m_attn.data() + j * dq + (g * group + h) * dh, dh);
-        }
-        const float* vnew = m_v.data() + j * dkv + g * dh;
-        for (std::int64_t h = 0; h < group; ++h)
-          axpy(sc[h * stride + L], vnew, m_attn.data() + j * dq + (g * group + h) * dh, dh);
+        float* out = m_attn.data() + j * dq + g * group * dh;
+        // Scores: cached keys page by page, then the new key (row L).
+        for (std::int64_t p0 = 0; p0 < L; p0 += P)
+          decode_scores(qrow + g * group * dh, slot(c, s, c.k, b, p0) + g * P * dh, sc + p0, std::min(P, L - p0), dh,
+                        group, stride, scale);
+        decode_scores(qrow + g * group * dh, m_k.data() + j * dkv + g * dh, sc + L, 1, dh, group, stride, scale);
+        for (std::int64_t h = 0; h < group; ++h) softmax_inplace(sc + h * stride, L + 1);
+        std::fill_n(out, group * dh, 0.0f);
+        for (std::int64_t p0 = 0; p0 < L; p0 += P)
+          decode_values(sc + p0, slot(c, s, c.v, b, p0) + g * P * dh, out, std::min(P, L - p0), dh, group, stride);
+        decode_values(sc + L, m_v.data() + j * dkv + g * dh, out, 1, dh, group, stride);
       }
     });
   }
@@ -474,7 +456,7 @@ class cpu_decode final : public decode_state {
     const decode_layer_weights& w = m_w.layers[l];
     const std::int64_t B = s.batch, d = s.d_model, hdim = s.predictor_hidden;
     // The causal predictor: logit = relu(x·P_1)·p_2 + b.
-    gemm(B, hdim, d, m_x.data(), w.pred_w1.data(), 0.0f, m_pred_hidden.data());
+    gemm(m_pool, B, hdim, d, m_x.data(), w.pred_w1.data(), 0.0f, m_pred_hidden.data());
     for (std::int64_t b = 0; b < B; ++b) {
       float acc = w.pred_b2;
       const float* hrow = m_pred_hidden.data() + b * hdim;

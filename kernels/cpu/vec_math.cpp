@@ -98,4 +98,80 @@ void axpy(float g, const float* v, float* out, std::int64_t d) {
   for (std::int64_t i = 0; i < d; ++i) out[i] += g * v[i];
 }
 
+MODSIM_VECTORIZE
+void skinny_gemm(const float* a, const float* b, float* c, std::int64_t m, std::int64_t k, std::int64_t n,
+                 std::int64_t n_begin, std::int64_t n_end, float beta) {
+  // Columns in blocks whose m accumulator rows stay in L1 while B's rows stream past.
+  constexpr std::int64_t block = 256;
+  alignas(64) float acc[skinny_max_rows][block];
+  for (std::int64_t j0 = n_begin; j0 < n_end; j0 += block) {
+    const std::int64_t w = n_end - j0 < block ? n_end - j0 : block;
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < w; ++j) acc[i][j] = beta != 0.0f ? c[i * n + j0 + j] : 0.0f;
+    std::int64_t kk = 0;
+    // Four rows of B at a time: each accumulator row is loaded and stored once per four.
+    for (; kk + 4 <= k; kk += 4) {
+      const float* b0 = b + kk * n + j0;
+      const float* b1 = b0 + n;
+      const float* b2 = b1 + n;
+      const float* b3 = b2 + n;
+      for (std::int64_t i = 0; i < m; ++i) {
+        const float a0 = a[i * k + kk], a1 = a[i * k + kk + 1], a2 = a[i * k + kk + 2], a3 = a[i * k + kk + 3];
+        float* row = acc[i];
+        for (std::int64_t j = 0; j < w; ++j) row[j] += a0 * b0[j] + a1 * b1[j] + a2 * b2[j] + a3 * b3[j];
+      }
+    }
+    for (; kk < k; ++kk) {
+      const float* b0 = b + kk * n + j0;
+      for (std::int64_t i = 0; i < m; ++i) {
+        const float a0 = a[i * k + kk];
+        float* row = acc[i];
+        for (std::int64_t j = 0; j < w; ++j) row[j] += a0 * b0[j];
+      }
+    }
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < w; ++j) c[i * n + j0 + j] = acc[i][j];
+  }
+}
+
+MODSIM_VECTORIZE
+void decode_scores(const float* q, const float* k, float* scores, std::int64_t n, std::int64_t dh, std::int64_t group,
+                   std::int64_t score_stride, float scale) {
+  for (std::int64_t t = 0; t < n; ++t) {
+    const float* kt = k + t * dh;
+    for (std::int64_t h = 0; h < group; ++h) {
+      const float* qh = q + h * dh;
+      float s = 0.0f;
+      for (std::int64_t i = 0; i < dh; ++i) s += qh[i] * kt[i];
+      scores[h * score_stride + t] = s * scale;
+    }
+  }
+}
+
+MODSIM_VECTORIZE
+void decode_values(const float* p, const float* v, float* out, std::int64_t n, std::int64_t dh, std::int64_t group,
+                   std::int64_t p_stride) {
+  for (std::int64_t t = 0; t < n; ++t) {
+    const float* vt = v + t * dh;
+    for (std::int64_t h = 0; h < group; ++h) {
+      const float w = p[h * p_stride + t];
+      float* oh = out + h * dh;
+      for (std::int64_t i = 0; i < dh; ++i) oh[i] += w * vt[i];
+    }
+  }
+}
+
+MODSIM_VECTORIZE
+void softmax_inplace(float* x, std::int64_t n) {
+  float mx = x[0];
+  for (std::int64_t i = 1; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+  float sum = 0.0f;
+  for (std::int64_t i = 0; i < n; ++i) {
+    x[i] = fast_exp(x[i] - mx);
+    sum += x[i];
+  }
+  const float inv = 1.0f / sum;
+  for (std::int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
 }  // namespace modsim::kernels::cpu

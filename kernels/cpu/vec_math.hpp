@@ -40,6 +40,26 @@ float dot(const float* a, const float* b, std::int64_t d);
 // out += g·v, length d.
 void axpy(float g, const float* v, float* out, std::int64_t d);
 
+// A skinny matrix product for decode, where a few rows meet a large weight matrix:
+// C[m×n] = A[m×k]·B[k×n] + beta·C for columns [n_begin, n_end) of C, row-major, m ≤
+// skinny_max_rows. Each row of B is read once per block of columns and used for all m rows, so
+// the product streams B at memory bandwidth (a general GEMM packs B for larger m). beta is 0
+// (C is only written) or 1.
+inline constexpr std::int64_t skinny_max_rows = 16;
+void skinny_gemm(const float* a, const float* b, float* c, std::int64_t m, std::int64_t k, std::int64_t n,
+                 std::int64_t n_begin, std::int64_t n_end, float beta);
+
+// Decode attention over one run of n cached keys (one KV head, d_head = dh, keys row after
+// row): for each of the `group` query heads h sharing that KV head,
+// scores[h·score_stride + t] = scale · q[h·dh ..]·k[t·dh ..] for t in [0, n).
+void decode_scores(const float* q, const float* k, float* scores, std::int64_t n, std::int64_t dh, std::int64_t group,
+                   std::int64_t score_stride, float scale);
+// ... and out[h·dh + i] += Σ_t p[h·p_stride + t] · v[t·dh + i].
+void decode_values(const float* p, const float* v, float* out, std::int64_t n, std::int64_t dh, std::int64_t group,
+                   std::int64_t p_stride);
+// x ← softmax(x) over n values (max-subtracted).
+void softmax_inplace(float* x, std::int64_t n);
+
 // exp(x) in fp32, relative error about 2e-7 over the whole float range (Cephes expf);
 // inputs below -87 give exp(-87), above 88 give exp(88).
 float exp_approx(float x);

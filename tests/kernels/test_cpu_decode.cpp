@@ -183,7 +183,9 @@ TEST_P(DecodeStep, MatchesTheFloat64ReferenceOnARaggedPagedCache) {
   const decode_shape s = GetParam().shape;
   const decode_weights w = make_decode_weights(s, 11);
   auto st = make_cpu_decode(s, w, 2);
-  const std::vector<i64> ctx = {5, 0, 17}, routed = {2, 0, 9};  // ragged, one empty sequence
+  // Ragged, one empty sequence (and more of the same beyond three sequences).
+  std::vector<i64> ctx = {5, 0, 17}, routed = {2, 0, 9};
+  for (i64 b = 3; b < s.batch; ++b) ctx.push_back(b % 7), routed.push_back(b % 3);
   st->fill_cache(ctx, routed, 3);
   const ref_cache c = drawn_cache(s, ctx, routed, 3);
   const std::vector<float> x = inputs(s, 5);
@@ -193,6 +195,7 @@ TEST_P(DecodeStep, MatchesTheFloat64ReferenceOnARaggedPagedCache) {
   decode_decisions forced;
   forced.from = decode_decisions::source::forced_mask;
   forced.mask = {{1, 0, 1}, {0, 1, 0}};
+  for (i64 b = 3; b < s.batch; ++b) forced.mask[0].push_back(b % 2 == 1), forced.mask[1].push_back(b % 3 == 0);
   st->step(forced, false);
   const ref_step want = reference_step(s, w, c, vec(x), forced.mask);
   EXPECT_LT(ref::relative_error(st->hidden(), want.hidden), 1e-4);
@@ -211,7 +214,14 @@ TEST_P(DecodeStep, MatchesTheFloat64ReferenceOnARaggedPagedCache) {
 INSTANTIATE_TEST_SUITE_P(Shapes, DecodeStep,
                          ::testing::Values(step_case{"mha_gelu", tiny(mlp_kind::gelu, 4)},
                                            step_case{"gqa_swiglu", tiny(mlp_kind::swiglu, 2)},
-                                           step_case{"mqa_gelu", tiny(mlp_kind::gelu, 1)}),
+                                           step_case{"mqa_gelu", tiny(mlp_kind::gelu, 1)},
+                                           // More rows than the skinny product takes: OpenBLAS.
+                                           step_case{"batch20_gelu",
+                                                     [] {
+                                                       decode_shape s = tiny(mlp_kind::gelu, 2);
+                                                       s.batch = 20;
+                                                       return s;
+                                                     }()}),
                          [](const auto& param_info) { return std::string(param_info.param.name); });
 
 TEST(DecodeStep, ForcedCountRoutesTheLargestPredictorLogits) {

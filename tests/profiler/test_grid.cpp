@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -109,7 +111,7 @@ TEST(Grid, BadGridFilesAreOneLineErrors) {
 
 TEST(Grid, PresetsAreValidAndNonEmpty) {
   for (const char* backend : {"cpu", "cuda"})
-    for (const char* name : {"quick", "full"}) {
+    for (const char* name : {"quick", "full", "decode"}) {
       expansion e = expand(preset(name, backend));
       EXPECT_GT(e.points.size(), 10u) << name << " " << backend;
     }
@@ -195,4 +197,92 @@ TEST(Grid, AShardSpecIsIOfN) {
   EXPECT_EQ(parse_shard("1/1"), std::make_pair(1, 1));
   for (const char* bad : {"0/4", "5/4", "2", "a/b", "2/0", "-1/3", "1/", "/3"})
     EXPECT_THROW(parse_shard(bad), modsim::error) << bad;
+}
+
+// Decode ops (DESIGN.md "Decode measurements"): counted by hand from the axes.
+TEST(Grid, DecodeOpsCrossRoutingAndSkipWhatHasNoRoutedLayer) {
+  const grid g = parse_grid(
+      R"({"ops": ["decode_dense", "decode_mod"], "batch": [1, 8], "seq_len": [512], "d_model": [256],
+          "n_heads": [4], "d_ff": [1024], "capacity": [0.125, 0.5], "decode_routing": ["sync", "pad"]})",
+      "g.json");
+  const expansion e = expand(g);
+  // decode_dense: 2 batches × sync (pad skipped); decode_mod: 2 batches × 2 capacities × 2 routings.
+  std::size_t dense = 0, mod = 0;
+  for (const point& p : e.points) {
+    if (p.op == kernels::op::decode_dense) {
+      ++dense;
+      EXPECT_EQ(p.decode_routing, "sync");
+      EXPECT_DOUBLE_EQ(p.shape.capacity, 1.0);
+    } else {
+      ++mod;
+      EXPECT_EQ(p.predictor_hidden, 256);  // the default, capped at d_model = 256
+      if (p.decode_routing == "pad") {
+        // Three standard deviations over capacity·B: B = 8, c = 1/8: (1 + 3·sqrt(7/8))/8.
+        if (p.shape.batch == 8 && p.shape.capacity == 0.125) {
+          EXPECT_NEAR(p.pad_capacity, (1.0 + 3.0 * std::sqrt(0.875)) / 8.0, 1e-12);
+        }
+        // B = 1: the padded block is the whole batch.
+        if (p.shape.batch == 1) {
+          EXPECT_DOUBLE_EQ(p.pad_capacity, 1.0);
+        }
+      } else {
+        EXPECT_EQ(p.pad_capacity, 0.0);
+      }
+    }
+  }
+  EXPECT_EQ(dense, 2u);
+  EXPECT_EQ(mod, 8u);
+  ASSERT_EQ(e.skipped.size(), 2u);
+  EXPECT_NE(e.skipped[0].reason.find("pad is the same step as sync"), std::string::npos);
+  // The forced routed count is round(capacity·batch).
+  point p = e.points.front();
+  p.shape.batch = 8;
+  p.shape.capacity = 0.125;
+  EXPECT_EQ(decode_routed_count(p), 1);
+  p.shape.capacity = 0.5;
+  EXPECT_EQ(decode_routed_count(p), 4);
+  p.shape.batch = 1;
+  p.shape.capacity = 0.125;
+  EXPECT_EQ(decode_routed_count(p), 0);
+}
+
+TEST(Grid, DecodeStepTakesItsModelsShapeAndNeedsOne) {
+  grid g = parse_grid(R"({"ops": ["decode_step"], "batch": [2], "seq_len": [128, 256], "model": "tiny"})", "g.json");
+  EXPECT_EQ(g.model_names, std::vector<std::string>{"tiny"});
+  // No model loaded: every decode_step point is skipped, saying why.
+  expansion none = expand(g);
+  EXPECT_TRUE(none.points.empty());
+  ASSERT_FALSE(none.skipped.empty());
+  EXPECT_NE(none.skipped[0].reason.find("needs a model"), std::string::npos);
+  auto m = std::make_shared<sim::model_spec>();
+  m->name = "tiny";
+  m->d_model = 64;
+  m->n_layers = 4;
+  m->n_heads = 4;
+  m->n_kv_heads = 2;
+  m->d_head = 16;
+  m->d_ff = 256;
+  m->vocab_size = 100;
+  sim::routing_spec r;
+  r.capacity = 0.25;
+  r.sched.kind = sim::schedule_kind::every_other;
+  r.predictor_hidden = 32;
+  m->routing = r;
+  g.models.push_back(m);
+  const expansion e = expand(g);
+  ASSERT_EQ(e.points.size(), 2u);
+  for (const point& p : e.points) {
+    EXPECT_EQ(p.shape.d_model, 64);
+    EXPECT_EQ(p.shape.n_kv_heads, 2);
+    EXPECT_DOUBLE_EQ(p.shape.capacity, 0.25);
+    EXPECT_EQ(p.predictor_hidden, 32);
+    EXPECT_EQ(p.model_name, "tiny");
+  }
+  EXPECT_NE(point_key(e.points[0]), point_key(e.points[1]));
+  EXPECT_NE(point_key(e.points[0]).find("|tiny"), std::string::npos);
+  // Bad routing names are refused where they are written.
+  EXPECT_THROW(parse_grid(R"({"ops": ["decode_mod"], "seq_len": [1], "d_model": [8], "n_heads": [2], "d_ff": [8],
+                              "decode_routing": ["eager"]})",
+                          "g.json"),
+               error);
 }

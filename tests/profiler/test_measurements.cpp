@@ -133,12 +133,13 @@ TEST(Measurements, RowsRoundTripThroughText) {
 }
 
 TEST(Measurements, NewColumnsFollowOtherFlopsAndAreChecked) {
-  EXPECT_EQ(csv_header(), old_header + ",timing,attention,block");
+  EXPECT_EQ(csv_header(), old_header + ",timing,attention,block,decode_routing,pad_capacity,predictor_hidden,model");
+  const csv_layout three = parse_header(old_header + ",timing,attention,block", "m.csv");
   const std::string row = "cpu,dev,qkv_proj,fp32,1,2,3,4,5,1,1,1,1,1,1,1,1,4,gelu,none,0,0,0,0";
-  EXPECT_EQ(parse_row(row + ",in_block,unfused,block_dense", "m.csv", 3).block, "block_dense");
+  EXPECT_EQ(parse_row(row + ",in_block,unfused,block_dense", "m.csv", 3, three).block, "block_dense");
   auto message = [&](const std::string& tail) {
     try {
-      parse_row(row + tail, "m.csv", 3);
+      parse_row(row + tail, "m.csv", 3, three);
     } catch (const error& e) {
       return std::string(e.what());
     }
@@ -153,6 +154,46 @@ TEST(Measurements, NewColumnsFollowOtherFlopsAndAreChecked) {
   EXPECT_FALSE(parse_header(old_header + ",timing", "m.csv").has("attention"));
   EXPECT_THROW(parse_header(old_header + ",colour", "m.csv"), error);
   EXPECT_THROW(parse_header(old_header + ",timing,timing", "m.csv"), error);
+}
+
+TEST(Measurements, DecodeColumnsRoundTripAndAreChecked) {
+  // A decode_step row of the full layout: routing, padded capacity, predictor width, model.
+  const std::string row =
+      "cpu,dev,decode_step,fp32,8,2048,512,8,2048,0.125,8,1,1,0.08,0.07,0.09,5,8,gelu,none,0,0,0,0,isolated,unfused,,"
+      "pad,0.62,256,mod-60m";
+  const measurement_row r = parse_row(row, "m.csv", 2);
+  EXPECT_EQ(r.decode_routing, "pad");
+  EXPECT_DOUBLE_EQ(r.pad_capacity, 0.62);
+  EXPECT_EQ(r.predictor_hidden, 256);
+  EXPECT_EQ(r.model, "mod-60m");
+  EXPECT_EQ(format_row(r), row);
+  const point p = point_of(r);
+  EXPECT_EQ(p.op, kernels::op::decode_step);
+  EXPECT_EQ(p.decode_routing, "pad");
+  EXPECT_EQ(p.model_name, "mod-60m");
+  auto message = [&](const std::string& text) {
+    try {
+      parse_row(text, "m.csv", 4);
+    } catch (const error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string head =
+      "cpu,dev,decode_step,fp32,8,2048,512,8,2048,0.125,8,1,1,0.08,0.07,0.09,5,8,gelu,none,0,0,0,0,"
+      "isolated,unfused,,";
+  EXPECT_EQ(message(head + "eager,0,256,mod-60m"),
+            "m.csv:4: decode_routing: expected one of sync, pad, graph, got 'eager'");
+  EXPECT_EQ(message(head + "sync,0,256,"), "m.csv:4: model: a decode_step row names its model");
+  // A decode row without a routing reads as sync; a block row keeps no routing.
+  EXPECT_EQ(parse_row("cpu,dev,decode_dense,fp32,1,2,3,4,5,1,1,1,1,1,1,1,1,4,gelu,none,0,0,0,0,isolated,unfused,,,0,0,",
+                      "m.csv", 5)
+                .decode_routing,
+            "sync");
+  EXPECT_EQ(parse_row("cpu,dev,qkv_proj,fp32,1,2,3,4,5,1,1,1,1,1,1,1,1,4,gelu,none,0,0,0,0,isolated,unfused,,,0,0,",
+                      "m.csv", 6)
+                .decode_routing,
+            "");
 }
 
 TEST(Measurements, AFileWithTheOldHeaderReadsAsIsolatedUnfused) {

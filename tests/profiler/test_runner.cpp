@@ -248,3 +248,48 @@ TEST(Runner, FusedAttentionSkipsTheUnfusedOpsAndIsRecordedInRowsKeysAndWorkspace
   EXPECT_EQ(to_string(attention_impl::fused), "fused");
   EXPECT_THROW(parse_attention("flash"), modsim::error);
 }
+
+// Decode points run on decode states from the factory, one sample = one uncommitted step with
+// round(capacity·batch) forced tokens; the row's FLOPs are the simulator's for that step.
+TEST(Runner, DecodePointsRunOnTheDecodeFactoryAndWriteTheSimulatorsCosts) {
+  const grid g = parse_grid(
+      R"({"ops": ["decode_dense", "decode_mod"], "batch": [2], "seq_len": [16], "d_model": [32], "n_heads": [4],
+          "d_ff": [64], "capacity": [0.5], "decode_routing": ["sync", "pad"], "predictor_hidden": [8]})",
+      "g.json");
+  const expansion e = expand(g);
+  ASSERT_EQ(e.points.size(), 3u);  // decode_dense sync, decode_mod sync and pad
+  const std::string path = temp_csv("decode");
+  counting_backend be;
+  int made = 0;
+  std::vector<kernels::decode_shape> shapes;
+  run_options o = fast_options();
+  o.make_decode = [&](const kernels::decode_shape& s, const kernels::decode_weights& w, kernels::dtype, bool) {
+    ++made;
+    shapes.push_back(s);
+    return kernels::make_cpu_decode(s, w, 1);
+  };
+  {
+    measurement_writer w(path, false);
+    const run_result r = run_points(be, e.points, w, o);
+    EXPECT_EQ(r.measured, 3u);
+  }
+  EXPECT_EQ(made, 3);
+  EXPECT_TRUE(be.made.empty());  // no block workspace for decode points
+  for (const kernels::decode_shape& s : shapes) EXPECT_EQ(s.max_context, 17);
+  const std::vector<measurement_row> rows = read_measurements(path);
+  ASSERT_EQ(rows.size(), 3u);
+  for (const measurement_row& r : rows) {
+    EXPECT_EQ(r.tokens, 2);
+    EXPECT_GT(r.median_s, 0.0);
+    if (r.op == "decode_dense") {
+      // One dense layer, B = 2 new tokens over L = 16 + 1 keys, d 32, d_q = d_kv = 32, d_ff 64 (gelu):
+      // 2B·[d(d_q + 2d_kv) + 2·(L+1)·d_q + d_q·d + 2·d·d_ff] = 4·[3072 + 1088 + 1024 + 4096].
+      EXPECT_EQ(r.matmul_flops, 4 * (3072 + 1088 + 1024 + 4096));
+    }
+  }
+  fs::remove(path);
+  // Without a factory, decode points are refused before anything is measured.
+  measurement_writer w(path, false);
+  EXPECT_THROW(run_points(be, e.points, w, fast_options()), error);
+  fs::remove(path);
+}
