@@ -4,7 +4,8 @@
 // decode_attention.cuh; the residual stream, the projections' q/k/v, the norms, the predictor's
 // logits and the softmax are fp32, the weights, the caches and the GEMMs' other inputs have the
 // step's type. With decode_routing::pad nothing in a step needs the host, so with graph = true
-// the first step is captured in a CUDA graph that every step replays.
+// a step is captured at creation in a CUDA graph (instantiated once) that every step replays:
+// its decisions and commit flag are read from device memory the host writes before each replay.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -155,6 +156,7 @@ class cuda_decode final : public decode_state {
 
     m_length_bound.assign(static_cast<std::size_t>(L * B), 0);
     m_length_exact.assign(static_cast<std::size_t>(L * B), 0);
+    if (m_graph) capture();
     m_ctx->synchronize();
   }
 
@@ -225,7 +227,6 @@ class cuda_decode final : public decode_state {
     check_room();
     write_params(d, commit);
     if (m_graph) {
-      if (m_exec == nullptr) capture();
       MODSIM_CUDA_CHECK(cudaGraphLaunch(m_exec, m_ctx->stream));
     } else {
       enqueue_step();
@@ -510,8 +511,18 @@ class cuda_decode final : public decode_state {
     MODSIM_CUDA_CHECK(cudaEventRecord(m_params_copied, m_ctx->stream));
   }
 
+  // At creation: one uncaptured step first (uncommitted, on a zero input: it loads the
+  // kernels and lets cuBLAS pick its algorithms outside the capture; it writes only scratch
+  // and the free slot after each cache's length, which a step writes before it reads), its
+  // outputs cleared, then the capture of a step and the graph every step() replays.
   void capture() {
     const cudaStream_t st = m_ctx->stream;
+    write_params(decode_decisions{}, false);
+    enqueue_step();
+    MODSIM_CUDA_CHECK(cudaMemsetAsync(m_x.get(), 0, m_x.bytes(), st));
+    if (m_logits.get() != nullptr) MODSIM_CUDA_CHECK(cudaMemsetAsync(m_logits.get(), 0, m_logits.bytes(), st));
+    if (m_decisions.get() != nullptr) MODSIM_CUDA_CHECK(cudaMemsetAsync(m_decisions.get(), 0, m_decisions.bytes(), st));
+    m_ctx->synchronize();
     MODSIM_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
     try {
       enqueue_step();
