@@ -74,7 +74,7 @@ struct decode_shape {
 // The weights of one layer, row-major [in, out] (a projection is act·W). Routed layers also
 // have the router vector and the predictor; dense layers leave them empty.
 struct decode_layer_weights {
-  std::vector<float> attn_norm_g, w_q, w_k, w_v, w_o;     // [d], [d,d_q], [d,d_kv] ×2, [d_q,d]
+  std::vector<float> attn_norm_g, w_q, w_k, w_v, w_o;   // [d], [d,d_q], [d,d_kv] ×2, [d_q,d]
   std::vector<float> mlp_norm_g, w_up, w_gate, w_down;  // [d], [d,d_ff] ×2 (gate: swiglu), [d_ff,d]
   std::vector<float> router_w;                          // [d]
   std::vector<float> pred_w1, pred_w2;                  // [d,h], [h]
@@ -112,12 +112,19 @@ class decode_state {
   // Cached tokens of sequence b at layer l.
   virtual std::int64_t length(int layer, std::int64_t b) const = 0;
   // Sets every sequence's cached length at every layer (dense layers: context[b]; routed
-  // layers: routed[b]) and fills those slots with N(0, 1)·0.5 keys and values drawn from
-  // `seed`: a cache as after a prefill, for measurements. Sizes are B each, ≤ max_context.
+  // layers: routed[b]) and fills those slots with keys and values drawn from `seed`: a cache
+  // as after a prefill, for measurements. Sizes are B each, ≤ max_context. The value at
+  // (layer l, sequence b, position t, KV head g, element i) is the same on every backend:
+  // fill_normal(seed, stream 7000 + 2l (keys) or 7001 + 2l (values), mean 0, std 0.5) at index
+  // ((b·max_context + t)·n_kv_heads + g)·d_head + i (kernels/init.hpp).
   virtual void fill_cache(std::span<const std::int64_t> context, std::span<const std::int64_t> routed,
                           std::uint64_t seed) = 0;
   // Empties every cache.
   virtual void clear() = 0;
+  // Appends one token's key and value rows (d_kv each, KV head-major as a qkv projection
+  // writes them) to sequence b's cache at `layer`: how a prefill done by the forward block
+  // hands its keys and values to decoding. Throws bad_input when the cache is full.
+  virtual void write_cache(int layer, std::int64_t b, std::span<const float> k, std::span<const float> v) = 0;
 
   // The new tokens' hidden states x [B, d] (the embedding of the sampled tokens).
   virtual void set_input(std::span<const float> x) = 0;

@@ -19,19 +19,35 @@ init_rule weight(tensor t, std::int64_t fan_in) {
 
 }  // namespace
 
+namespace {
+
+float draw(std::uint64_t key, std::int64_t i, double mean, double std_dev) {
+  const std::uint64_t bits = splitmix64(key + static_cast<std::uint64_t>(i));
+  // Box-Muller from two 32-bit uniforms, u1 in (0, 1], u2 in [0, 1).
+  const double u1 = (static_cast<double>(bits >> 32) + 1.0) / 4294967296.0;
+  const double u2 = static_cast<double>(bits & 0xffffffffULL) / 4294967296.0;
+  const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  double value = mean + std_dev * z;
+  if (value == 0.0) value = std_dev * 1e-3;
+  return static_cast<float>(value);
+}
+
+std::uint64_t key_of(std::uint64_t seed, std::uint64_t stream) {
+  return splitmix64(seed ^ splitmix64(stream + 0x1234567ULL));
+}
+
+}  // namespace
+
 void fill_normal(std::span<float> values, std::uint64_t seed, std::uint64_t stream, double mean, double std_dev,
                  std::int64_t begin, std::int64_t end) {
-  const std::uint64_t key = splitmix64(seed ^ splitmix64(stream + 0x1234567ULL));
-  for (std::int64_t i = begin; i < end; ++i) {
-    const std::uint64_t bits = splitmix64(key + static_cast<std::uint64_t>(i));
-    // Box-Muller from two 32-bit uniforms, u1 in (0, 1], u2 in [0, 1).
-    const double u1 = (static_cast<double>(bits >> 32) + 1.0) / 4294967296.0;
-    const double u2 = static_cast<double>(bits & 0xffffffffULL) / 4294967296.0;
-    const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-    double value = mean + std_dev * z;
-    if (value == 0.0) value = std_dev * 1e-3;
-    values[static_cast<std::size_t>(i)] = static_cast<float>(value);
-  }
+  const std::uint64_t key = key_of(seed, stream);
+  for (std::int64_t i = begin; i < end; ++i) values[static_cast<std::size_t>(i)] = draw(key, i, mean, std_dev);
+}
+
+void fill_normal_from(std::span<float> out, std::uint64_t seed, std::uint64_t stream, double mean, double std_dev,
+                      std::int64_t first) {
+  const std::uint64_t key = key_of(seed, stream);
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = draw(key, first + static_cast<std::int64_t>(i), mean, std_dev);
 }
 
 std::optional<init_rule> initial_values(tensor t, const block_shape& s, int input_copy) {

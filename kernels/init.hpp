@@ -16,6 +16,10 @@ namespace modsim::kernels {
 void fill_normal(std::span<float> values, std::uint64_t seed, std::uint64_t stream, double mean, double std_dev,
                  std::int64_t begin, std::int64_t end);
 
+// out[i] = the value fill_normal draws at index first + i, for i in [0, out.size()).
+void fill_normal_from(std::span<float> out, std::uint64_t seed, std::uint64_t stream, double mean, double std_dev,
+                      std::int64_t first);
+
 struct init_rule {
   std::uint64_t stream = 0;
   double mean = 0.0;
