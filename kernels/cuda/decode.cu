@@ -114,7 +114,6 @@ class cuda_decode final : public decode_state {
       m_w_vocab = upload(weights.w_vocab);
     }
 
-    m_input = f32_buffer(B * d);
     m_x = f32_buffer(B * d);
     m_a = typed_buffer(B * d);
     m_qkv = f32_buffer(B * m_ld_qkv);
@@ -126,6 +125,8 @@ class cuda_decode final : public decode_state {
     m_part_m = f32_buffer(B * s.n_heads * m_splits);
     m_part_l = f32_buffer(B * s.n_heads * m_splits);
     m_lengths = device_buffer(static_cast<std::size_t>(L * B) * sizeof(std::int32_t), st);
+    m_keys = device_buffer(static_cast<std::size_t>(L) * sizeof(std::int64_t), st);
+    m_rows_run.assign(static_cast<std::size_t>(L), 0);
     m_iota = device_buffer(static_cast<std::size_t>(B) * sizeof(std::int32_t), st);
     {
       std::vector<std::int32_t> iota(static_cast<std::size_t>(B));
@@ -214,11 +215,11 @@ class cuda_decode final : public decode_state {
   void set_input(std::span<const float> x) override {
     const decode_shape& s = shape();
     if (static_cast<std::int64_t>(x.size()) != s.batch * s.d_model)
-      throw input_error("", "x",
-                        "has " + std::to_string(x.size()) +
-                            " values, expected batch·d_model = " + std::to_string(s.batch * s.d_model));
+      throw input_error(
+          "", "decode_state.set_input",
+          "needs batch·d_model = " + std::to_string(s.batch * s.d_model) + " values, got " + std::to_string(x.size()));
     m_ctx->make_current();
-    copy_to_device(m_input.get(), x.data(), x.size_bytes());
+    copy_to_device(m_x.get(), x.data(), x.size_bytes());
   }
 
   void step(const decode_decisions& d, bool commit) override {
@@ -239,7 +240,7 @@ class cuda_decode final : public decode_state {
         }
       m_exact_valid = false;
     }
-    m_stepped = true;
+    if (m_graph) m_rows_run = m_graph_rows_run;
   }
 
   void synchronize() override {
@@ -271,32 +272,63 @@ class cuda_decode final : public decode_state {
     return out;
   }
 
+  // As the CPU step counts them (in the step's element size): per layer the predictor and
+  // router of a routed layer, and when its block ran (padding rows included) the block's
+  // weights and the keys and values its rows attended over; the final norm and LM head.
   std::int64_t step_bytes() const override {
     const decode_shape& s = shape();
-    const std::int64_t e = static_cast<std::int64_t>(m_e), d = s.d_model, B = s.batch;
+    const std::int64_t d = s.d_model, L = static_cast<std::int64_t>(s.layers.size());
     const std::int64_t block_weights =
         2 * d + d * m_ld_qkv + s.d_q() * d + (s.mlp == mlp_kind::swiglu ? 3 : 2) * d * s.d_ff;
-    const auto decisions = routed();
-    if (!m_exact_valid) read_lengths();
+    std::vector<std::int64_t> keys(static_cast<std::size_t>(L));
+    m_ctx->make_current();
+    m_ctx->synchronize();
+    MODSIM_CUDA_CHECK(
+        cudaMemcpy(keys.data(), m_keys.get(), keys.size() * sizeof(std::int64_t), cudaMemcpyDeviceToHost));
     std::int64_t elements = 0;
     for (std::size_t l = 0; l < s.layers.size(); ++l) {
-      const bool is_routed = s.layers[l].routed;
-      std::int64_t attended = 0;
-      bool any = !is_routed;
-      for (std::int64_t b = 0; b < B; ++b) {
-        const bool entered =
-            !is_routed ||
-            (m_stepped &&
-             decisions[static_cast<std::size_t>(m_layers[l].routed_index)][static_cast<std::size_t>(b)] != 0);
-        if (!entered) continue;
-        any = true;
-        attended += m_length_exact[index(static_cast<int>(l), b)];
-      }
-      if (is_routed) elements += d * s.predictor_hidden + s.predictor_hidden + d;
-      if (any) elements += block_weights + 2 * s.d_kv() * attended;
+      if (s.layers[l].routed) elements += d * s.predictor_hidden + s.predictor_hidden + d;
+      if (m_rows_run[l] > 0) elements += block_weights + keys[l] * 2 * s.d_kv();
     }
     if (s.vocab > 0) elements += d + d * s.vocab;
-    return elements * e;
+    return elements * static_cast<std::int64_t>(m_e);
+  }
+
+  void write_cache(int layer, std::int64_t b, std::span<const float> k, std::span<const float> v) override {
+    const decode_shape& s = shape();
+    if (layer < 0 || layer >= static_cast<int>(s.layers.size()) || b < 0 || b >= s.batch)
+      throw input_error("", "decode_state.write_cache", "layer or sequence out of range");
+    if (static_cast<std::int64_t>(k.size()) != s.d_kv() || static_cast<std::int64_t>(v.size()) != s.d_kv())
+      throw input_error("", "decode_state.write_cache", "needs d_kv = " + std::to_string(s.d_kv()) + " values each");
+    m_ctx->make_current();
+    if (!m_exact_valid) read_lengths();
+    const std::size_t at = index(layer, b);
+    const std::int64_t slot = m_length_exact[at];
+    if (slot >= s.max_context) throw input_error("", "decode_state.write_cache", "the cache is full");
+    const layer_device& dev = m_layers[static_cast<std::size_t>(layer)];
+    const std::int64_t page =
+        dev.block_table_host[static_cast<std::size_t>(b * s.pages_per_sequence() + slot / s.page_tokens)];
+    dispatch_dtype(m_t, [&](auto tag) {
+      using T = decltype(tag);
+      std::vector<T> kt(k.size()), vt(v.size());
+      for (std::size_t i = 0; i < k.size(); ++i) kt[i] = from_float<T>(k[i]);
+      for (std::size_t i = 0; i < v.size(); ++i) vt[i] = from_float<T>(v[i]);
+      // KV head g's d_head elements go to ((page·n_kv_heads + g)·page_tokens + slot % page_tokens)·d_head.
+      const std::size_t first =
+          static_cast<std::size_t>((page * s.n_kv_heads * s.page_tokens + slot % s.page_tokens) * s.d_head) * sizeof(T);
+      const std::size_t pitch = static_cast<std::size_t>(s.page_tokens * s.d_head) * sizeof(T);
+      const std::size_t width = static_cast<std::size_t>(s.d_head) * sizeof(T);
+      const auto rows = static_cast<std::size_t>(s.n_kv_heads);
+      MODSIM_CUDA_CHECK(cudaMemcpy2DAsync(dev.k_pool.as<char>() + first, pitch, kt.data(), width, width, rows,
+                                          cudaMemcpyHostToDevice, m_ctx->stream));
+      MODSIM_CUDA_CHECK(cudaMemcpy2DAsync(dev.v_pool.as<char>() + first, pitch, vt.data(), width, width, rows,
+                                          cudaMemcpyHostToDevice, m_ctx->stream));
+      m_ctx->synchronize();
+    });
+    const auto length = static_cast<std::int32_t>(slot + 1);
+    copy_to_device(m_lengths.as<std::int32_t>() + at, &length, sizeof length);
+    m_length_exact[at] = slot + 1;
+    m_length_bound[at] = std::max(m_length_bound[at], slot + 1);
   }
 
  private:
@@ -374,26 +406,24 @@ class cuda_decode final : public decode_state {
   }
 
   // Layer l's K (kind 0) or V (kind 1) pool with the first lengths[b] slots of each sequence
-  // drawn from `seed`, N(0, 1)·0.5: value (b, t, g, i) is element (t·n_kv_heads + g)·d_head + i
-  // of stream (2·l + kind)·B + b.
+  // drawn from `seed` as decode.hpp fixes for every backend: value (b, t, g, i) is
+  // fill_normal(seed, stream 7000 + 2l + kind, mean 0, std 0.5) at index
+  // ((b·max_context + t)·n_kv_heads + g)·d_head + i.
   template <class T>
   void fill_pool(std::size_t l, int kind, std::span<const std::int64_t> lengths, std::uint64_t seed) {
     const decode_shape& s = shape();
     const std::int64_t B = s.batch, P = s.pages_per_sequence(), d_kv = s.d_kv(), pt = s.page_tokens;
     const layer_device& dev = m_layers[l];
     std::vector<T> pool(static_cast<std::size_t>(B * P * pt * d_kv), from_float<T>(0.0f));
-    std::vector<float> values;
+    const std::uint64_t stream = 7000 + 2 * static_cast<std::uint64_t>(l) + static_cast<std::uint64_t>(kind);
+    std::vector<float> row(static_cast<std::size_t>(d_kv));
     for (std::int64_t b = 0; b < B; ++b) {
       const std::int64_t n = lengths[static_cast<std::size_t>(b)];
-      values.assign(static_cast<std::size_t>(n * d_kv), 0.0f);
-      const std::uint64_t stream =
-          (2 * static_cast<std::uint64_t>(l) + static_cast<std::uint64_t>(kind)) * static_cast<std::uint64_t>(B) +
-          static_cast<std::uint64_t>(b);
-      fill_normal(values, seed, stream, 0.0, 0.5, 0, n * d_kv);
       for (std::int64_t t = 0; t < n; ++t) {
+        fill_normal_from(row, seed, stream, 0.0, 0.5, (b * s.max_context + t) * d_kv);
         const std::int64_t page = dev.block_table_host[static_cast<std::size_t>(b * P + t / pt)];
         for (std::int64_t g = 0; g < s.n_kv_heads; ++g) {
-          const float* src = values.data() + (t * s.n_kv_heads + g) * s.d_head;
+          const float* src = row.data() + g * s.d_head;
           T* dst = pool.data() + ((page * s.n_kv_heads + g) * pt + t % pt) * s.d_head;
           for (std::int64_t i = 0; i < s.d_head; ++i) dst[i] = from_float<T>(src[i]);
         }
@@ -417,13 +447,14 @@ class cuda_decode final : public decode_state {
   void check_lengths(const char* name, std::span<const std::int64_t> lengths) const {
     const decode_shape& s = shape();
     if (static_cast<std::int64_t>(lengths.size()) != s.batch)
-      throw input_error(
-          "", name, "has " + std::to_string(lengths.size()) + " lengths, expected batch = " + std::to_string(s.batch));
+      throw input_error("", "decode_state.fill_cache",
+                        std::string(name) + " has " + std::to_string(lengths.size()) +
+                            " lengths, expected batch = " + std::to_string(s.batch));
     for (const std::int64_t n : lengths)
       if (n < 0 || n > s.max_context)
-        throw input_error(
-            "", name,
-            "length " + std::to_string(n) + " out of [0, max_context = " + std::to_string(s.max_context) + "]");
+        throw input_error("", "decode_state.fill_cache",
+                          std::string(name) + " length " + std::to_string(n) +
+                              " out of [0, max_context = " + std::to_string(s.max_context) + "]");
   }
 
   void check_decisions(const decode_decisions& d) const {
@@ -464,7 +495,7 @@ class cuda_decode final : public decode_state {
     for (std::size_t l = 0; l < s.layers.size(); ++l)
       for (std::int64_t b = 0; b < s.batch; ++b)
         if (m_length_exact[index(static_cast<int>(l), b)] >= s.max_context)
-          throw input_error("", "decode step",
+          throw input_error("", "decode_state.step",
                             "sequence " + std::to_string(b) + "'s cache at layer " + std::to_string(l) +
                                 " is full (max_context = " + std::to_string(s.max_context) + " tokens)");
   }
@@ -534,6 +565,8 @@ class cuda_decode final : public decode_state {
     }
     MODSIM_CUDA_CHECK(cudaStreamEndCapture(st, &m_graph_captured));
     MODSIM_CUDA_CHECK(cudaGraphInstantiate(&m_exec, m_graph_captured, 0));
+    m_graph_rows_run = m_rows_run;  // what every replay runs
+    std::fill(m_rows_run.begin(), m_rows_run.end(), 0);
   }
 
   const decode_step_params* params() const { return m_params.as<const decode_step_params>(); }
@@ -546,12 +579,11 @@ class cuda_decode final : public decode_state {
   void enqueue_step() {
     const decode_shape& s = shape();
     const cudaStream_t st = m_ctx->stream;
-    MODSIM_CUDA_CHECK(cudaMemcpyAsync(m_x.get(), m_input.get(), m_x.bytes(), cudaMemcpyDeviceToDevice, st));
     for (std::size_t l = 0; l < s.layers.size(); ++l) {
       if (m_layers[l].routed)
         routed_layer(l);
       else
-        block(l, m_x.as<float>(), m_x.as<float>(), m_iota.as<std::int32_t>(), s.batch);
+        block(l, m_x.as<float>(), m_x.as<float>(), m_iota.as<std::int32_t>(), nullptr, s.batch);
     }
     if (s.vocab > 0) {
       decode_rms_norm(m_t, m_x.as<float>(), m_final_norm_g.get(), m_a.get(), s.batch, s.d_model, st);
@@ -598,17 +630,20 @@ class cuda_decode final : public decode_state {
           cudaMemcpyAsync(m_count_host.as<void>(), count, sizeof(std::int32_t), cudaMemcpyDeviceToHost, st));
       m_ctx->synchronize();
       rows = *m_count_host.as<std::int32_t>();
-      if (rows == 0) return;
     }
+    m_rows_run[l] = rows;
+    if (rows == 0) return;  // sync: no token entered, the block is skipped
     decode_gather(m_t, m_x.as<float>(), dev.router_w.get(), seq, m_routed_x.as<float>(), m_r.as<float>(), rows, d, st);
-    block(l, m_routed_x.as<float>(), m_y.as<float>(), seq, rows);
-    decode_scatter(m_y.as<float>(), m_routed_x.as<float>(), m_r.as<float>(), seq, m_x.as<float>(), rows, d, st);
+    block(l, m_routed_x.as<float>(), m_y.as<float>(), seq, count, rows);
+    decode_scatter(m_y.as<float>(), m_routed_x.as<float>(), m_r.as<float>(), seq, count, m_x.as<float>(), rows, d, st);
   }
 
   // The transformer block of layer l on `rows` rows: out = h + MLP(RMSNorm(h)), h = in +
-  // attention(RMSNorm(in)); row j is sequence seq_of_row[j] (< 0: a padding row). in and out
-  // are fp32 [rows, d] and may be the same buffer.
-  void block(std::size_t l, const float* in, float* out, const std::int32_t* seq_of_row, std::int64_t rows) {
+  // attention(RMSNorm(in)); row j is sequence seq_of_row[j]; the rows from *real_rows on
+  // (device memory; null: none) are padding and append nothing. in and out are fp32 [rows, d]
+  // and may be the same buffer.
+  void block(std::size_t l, const float* in, float* out, const std::int32_t* seq_of_row, const std::int32_t* real_rows,
+             std::int64_t rows) {
     const decode_shape& s = shape();
     const cudaStream_t st = m_ctx->stream;
     const layer_device& dev = m_layers[l];
@@ -625,9 +660,11 @@ class cuda_decode final : public decode_state {
     kv.page_tokens = s.page_tokens;
     kv.max_context = s.max_context;
     const decode_heads h = heads();
-    decode_append_kv(m_t, kv, h, m_qkv.as<float>(), m_ld_qkv, seq_of_row, rows, st);
+    decode_append_kv(m_t, kv, h, m_qkv.as<float>(), m_ld_qkv, seq_of_row, real_rows, rows, st);
     decode_attention(m_t, kv, h, m_qkv.as<float>(), m_ld_qkv, seq_of_row, rows,
                      {m_part_o.as<float>(), m_part_m.as<float>(), m_part_l.as<float>(), m_splits}, m_attn.get(), st);
+    decode_count_keys(kv, seq_of_row, rows, m_keys.as<std::int64_t>() + l, st);
+    m_rows_run[l] = rows;
     MODSIM_CUDA_CHECK(cudaMemcpyAsync(m_h.get(), in, row_bytes, cudaMemcpyDeviceToDevice, st));
     project(m_attn.get(), rows, s.d_q(), dev.w_o.get(), d, m_h.get(), dtype::fp32, 1.0f);
     decode_rms_norm(m_t, m_h.as<float>(), dev.mlp_norm_g.get(), m_a.get(), rows, d, st);
@@ -640,7 +677,7 @@ class cuda_decode final : public decode_state {
     }
     MODSIM_CUDA_CHECK(cudaMemcpyAsync(out, m_h.get(), row_bytes, cudaMemcpyDeviceToDevice, st));
     project(m_up.get(), rows, s.d_ff, dev.w_down.get(), d, out, dtype::fp32, 1.0f);
-    decode_advance_lengths(params(), seq_of_row, rows, kv.lengths, s.max_context, st);
+    decode_advance_lengths(params(), seq_of_row, real_rows, rows, kv.lengths, s.max_context, st);
   }
 
   std::shared_ptr<device_context> m_ctx;  // first: released after every buffer
@@ -653,17 +690,20 @@ class cuda_decode final : public decode_state {
   std::vector<layer_device> m_layers;
   device_buffer m_final_norm_g, m_w_vocab;
 
-  // fp32: input, residual stream x, q|k|v, h, partial attention, predictor, gathered rows,
+  // fp32: residual stream x, q|k|v, h, partial attention, predictor, gathered rows,
   // block output, router weights, logits. Type t: the GEMMs' inputs a, attention output, MLP hidden.
-  device_buffer m_input, m_x, m_qkv, m_h, m_part_o, m_part_m, m_part_l, m_pred_hidden, m_pred_logits, m_routed_x, m_y,
-      m_r, m_logits;
+  device_buffer m_x, m_qkv, m_h, m_part_o, m_part_m, m_part_l, m_pred_hidden, m_pred_logits, m_routed_x, m_y, m_r,
+      m_logits;
   device_buffer m_a, m_attn, m_up, m_gate;
-  device_buffer m_lengths;    // [layers][B] int32
-  device_buffer m_iota;       // [B] int32: row j of a dense layer is sequence j
-  device_buffer m_seq;        // [routed layers][B] int32: sequence of each block row
-  device_buffer m_decisions;  // [routed layers][B] uint8
-  device_buffer m_counts;     // [routed layers] int32: rows that entered
-  device_buffer m_params;     // decode_step_params, then the mask [routed layers][B] uint8
+  device_buffer m_lengths;                     // [layers][B] int32
+  device_buffer m_keys;                        // [layers] int64: cached keys the last step's attention read per layer
+  std::vector<std::int64_t> m_rows_run;        // [layers]: rows the last step's block ran (0: skipped)
+  std::vector<std::int64_t> m_graph_rows_run;  // [layers]: rows of the captured step
+  device_buffer m_iota;                        // [B] int32: row j of a dense layer is sequence j
+  device_buffer m_seq;                         // [routed layers][B] int32: sequence of each block row
+  device_buffer m_decisions;                   // [routed layers][B] uint8
+  device_buffer m_counts;                      // [routed layers] int32: rows that entered
+  device_buffer m_params;                      // decode_step_params, then the mask [routed layers][B] uint8
   std::size_t m_params_bytes = 0;
   pinned_buffer m_params_host, m_count_host;
   cudaEvent_t m_params_copied = nullptr;
@@ -676,7 +716,6 @@ class cuda_decode final : public decode_state {
   std::vector<std::int64_t> m_length_bound;
   mutable std::vector<std::int64_t> m_length_exact;
   mutable bool m_exact_valid = true;
-  bool m_stepped = false;
 };
 
 // Refusals that need no device: the options, the shape and the weights' sizes.

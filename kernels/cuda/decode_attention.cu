@@ -1,6 +1,7 @@
 #include "kernels/cuda/decode_attention.cuh"
 
 #include <cmath>
+#include <cub/block/block_reduce.cuh>
 
 namespace modsim::kernels::cuda {
 
@@ -9,6 +10,7 @@ namespace {
 constexpr int append_threads = 256;
 constexpr int attention_threads = 128;  // 4 warps
 constexpr int reduce_threads = 128;
+constexpr int count_threads = 256;
 
 // Tokens of sequence b's cache the attention reads: its lengths[b] cached ones and the new
 // one, never more than the cache holds.
@@ -31,9 +33,11 @@ __global__ void __launch_bounds__(append_threads)
                      const std::int32_t* __restrict__ lengths, std::int64_t pages_per_sequence,
                      std::int64_t page_tokens, std::int64_t max_context, std::int64_t n_kv_heads, std::int64_t d_head,
                      std::int64_t d_q, const float* __restrict__ qkv, std::int64_t ld_qkv,
-                     const std::int32_t* __restrict__ seq_of_row, std::int64_t rows) {
+                     const std::int32_t* __restrict__ seq_of_row, const std::int32_t* __restrict__ real_rows,
+                     std::int64_t rows) {
   const std::int64_t d_kv = n_kv_heads * d_head;
-  const std::int64_t total = rows * d_kv;
+  const std::int64_t real = real_rows != nullptr ? *real_rows : rows;
+  const std::int64_t total = (real < rows ? real : rows) * d_kv;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * append_threads;
   for (std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * append_threads + threadIdx.x; e < total; e += stride) {
     const std::int64_t j = e / d_kv, c = e % d_kv;  // c = g·d_head + i
@@ -65,7 +69,7 @@ __global__ void __launch_bounds__(attention_threads)
   constexpr std::int64_t S = decode_split_tokens;
   const std::int64_t split = blockIdx.x, j = blockIdx.y, g = blockIdx.z;
   const std::int32_t b = seq_of_row[j];
-  if (b < 0) return;  // padding row (uniform over the block)
+  if (b < 0) return;  // no sequence (uniform over the block)
   const std::int64_t n_keys = keys_of(lengths, b, max_context);
   const std::int64_t start = split * S;
   if (start >= n_keys) return;  // past the sequence's cache: the reduce reads no partial here
@@ -159,16 +163,37 @@ __global__ void __launch_bounds__(reduce_threads)
   }
 }
 
+__global__ void __launch_bounds__(count_threads)
+    count_keys_kernel(const std::int32_t* __restrict__ lengths, std::int64_t max_context,
+                      const std::int32_t* __restrict__ seq_of_row, std::int64_t rows, std::int64_t* __restrict__ keys) {
+  using reduce = cub::BlockReduce<long long, count_threads>;
+  __shared__ typename reduce::TempStorage storage;
+  long long sum = 0;
+  for (std::int64_t j = threadIdx.x; j < rows; j += count_threads) {
+    const std::int32_t b = seq_of_row[j];
+    if (b >= 0) sum += keys_of(lengths, b, max_context);
+  }
+  sum = reduce(storage).Sum(sum);
+  if (threadIdx.x == 0) *keys = sum;
+}
+
 }  // namespace
 
+void decode_count_keys(const paged_kv& kv, const std::int32_t* seq_of_row, std::int64_t rows, std::int64_t* keys,
+                       cudaStream_t stream) {
+  count_keys_kernel<<<1, count_threads, 0, stream>>>(kv.lengths, kv.max_context, seq_of_row, rows, keys);
+  MODSIM_CUDA_CHECK_LAUNCH("count_keys_kernel");
+}
+
 void decode_append_kv(dtype t, const paged_kv& kv, const decode_heads& h, const float* qkv, std::int64_t ld_qkv,
-                      const std::int32_t* seq_of_row, std::int64_t rows, cudaStream_t stream) {
+                      const std::int32_t* seq_of_row, const std::int32_t* real_rows, std::int64_t rows,
+                      cudaStream_t stream) {
   if (rows == 0 || h.d_kv() == 0) return;
   dispatch_dtype(t, [&](auto tag) {
     using T = decltype(tag);
     append_kv_kernel<T><<<grid_for(rows * h.d_kv(), append_threads, 1 << 16), append_threads, 0, stream>>>(
         static_cast<T*>(kv.k_pool), static_cast<T*>(kv.v_pool), kv.block_table, kv.lengths, kv.pages_per_sequence,
-        kv.page_tokens, kv.max_context, h.n_kv_heads, h.d_head, h.d_q(), qkv, ld_qkv, seq_of_row, rows);
+        kv.page_tokens, kv.max_context, h.n_kv_heads, h.d_head, h.d_q(), qkv, ld_qkv, seq_of_row, real_rows, rows);
     MODSIM_CUDA_CHECK_LAUNCH("append_kv_kernel");
   });
 }

@@ -9,8 +9,10 @@
 //  - block_table [batch][pages_per_sequence] int32: page of a sequence's p-th page_tokens slots;
 //  - lengths [batch] int32: cached tokens before this step (the new token goes to slot lengths[b]);
 //  - qkv [rows][ld_qkv] fp32: q at column 0 (d_q), k at d_q, v at d_q + d_kv;
-//  - seq_of_row [rows] int32: the sequence of each row, < 0 for a padding row (nothing is
-//    appended, its attention output is 0).
+//  - seq_of_row [rows] int32: the sequence of each row (a padding row repeats one);
+//  - real_rows (device int32, may be null = all rows): rows j >= *real_rows are padding: they
+//    attend like the others (over their sequence's cache and the key in its next slot) but
+//    append nothing and advance nothing.
 #include <cstdint>
 
 #include "kernels/cuda/common.cuh"
@@ -41,10 +43,11 @@ inline std::int64_t decode_splits(std::int64_t max_context) {
   return (max_context + decode_split_tokens - 1) / decode_split_tokens;
 }
 
-// Writes row j's k and v into slot lengths[seq_of_row[j]] of its sequence (rows j < rows with
-// seq_of_row[j] >= 0 and a free slot; lengths are left unchanged).
+// Writes row j's k and v into slot lengths[seq_of_row[j]] of its sequence (real rows with a
+// free slot; lengths are left unchanged).
 void decode_append_kv(dtype t, const paged_kv& kv, const decode_heads& h, const float* qkv, std::int64_t ld_qkv,
-                      const std::int32_t* seq_of_row, std::int64_t rows, cudaStream_t stream);
+                      const std::int32_t* seq_of_row, const std::int32_t* real_rows, std::int64_t rows,
+                      cudaStream_t stream);
 
 // Scratch of the split-KV attention, fp32: partial outputs [rows][n_heads][splits][d_head],
 // partial maxima and sums [rows][n_heads][splits].
@@ -57,10 +60,15 @@ struct decode_attention_scratch {
 
 // out[j][h·d_head + i] (type t, [rows][d_q]) = softmax(q_j,h · K_b,g / sqrt(d_head)) · V_b,g over
 // the lengths[b] + 1 first slots of sequence b = seq_of_row[j] (the new key included: call
-// after decode_append_kv), g = h / (n_heads / n_kv_heads). Padding rows get 0.
+// after decode_append_kv), g = h / (n_heads / n_kv_heads).
 void decode_attention(dtype t, const paged_kv& kv, const decode_heads& h, const float* qkv, std::int64_t ld_qkv,
                       const std::int32_t* seq_of_row, std::int64_t rows, const decode_attention_scratch& scratch,
                       void* out, cudaStream_t stream);
+
+// *keys = Σ_j (lengths[seq_of_row[j]] + 1) over the rows: the cached keys (each of d_kv
+// elements, for K and for V) the attention of these rows reads. One thread block.
+void decode_count_keys(const paged_kv& kv, const std::int32_t* seq_of_row, std::int64_t rows, std::int64_t* keys,
+                       cudaStream_t stream);
 
 // Dynamic shared memory of one split-KV attention block, bytes.
 std::size_t decode_attention_smem(const decode_heads& h);

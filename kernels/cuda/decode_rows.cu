@@ -104,7 +104,8 @@ __global__ void __launch_bounds__(route_threads)
     __syncthreads();  // the scan storage is reused by the next tile
   }
   const std::int64_t entered = routed < limit ? routed : limit;
-  for (std::int64_t j = entered + threadIdx.x; j < rows; j += route_threads) seq_of_row[j] = -1;
+  for (std::int64_t j = entered + threadIdx.x; j < rows; j += route_threads)
+    seq_of_row[j] = static_cast<std::int32_t>((j - entered) % batch);
   if (threadIdx.x == 0) *count = static_cast<std::int32_t>(entered);
 }
 
@@ -136,9 +137,10 @@ __global__ void __launch_bounds__(row_threads)
 
 __global__ void __launch_bounds__(row_threads)
     scatter_kernel(const float* __restrict__ y, const float* __restrict__ routed_x, const float* __restrict__ r,
-                   const std::int32_t* __restrict__ seq_of_row, float* __restrict__ x, std::int64_t rows,
-                   std::int64_t d) {
-  const std::int64_t total = rows * d;
+                   const std::int32_t* __restrict__ seq_of_row, const std::int32_t* __restrict__ real_rows,
+                   float* __restrict__ x, std::int64_t rows, std::int64_t d) {
+  const std::int64_t real = *real_rows;
+  const std::int64_t total = (real < rows ? real : rows) * d;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * row_threads;
   for (std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * row_threads + threadIdx.x; e < total; e += stride) {
     const std::int64_t j = e / d, i = e % d;
@@ -150,10 +152,11 @@ __global__ void __launch_bounds__(row_threads)
 
 __global__ void __launch_bounds__(row_threads)
     advance_lengths_kernel(const decode_step_params* __restrict__ params, const std::int32_t* __restrict__ seq_of_row,
-                           std::int64_t rows, std::int32_t* __restrict__ lengths, std::int64_t max_context) {
+                           const std::int32_t* __restrict__ real_rows, std::int64_t rows,
+                           std::int32_t* __restrict__ lengths, std::int64_t max_context) {
   if (params->commit == 0) return;
   const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * row_threads + threadIdx.x;
-  if (j >= rows) return;
+  if (j >= rows || (real_rows != nullptr && j >= *real_rows)) return;
   const std::int32_t b = seq_of_row[j];
   if (b >= 0 && lengths[b] < max_context) lengths[b] += 1;
 }
@@ -210,19 +213,20 @@ void decode_gather(dtype t, const float* x, const void* router_w, const std::int
   });
 }
 
-void decode_scatter(const float* y, const float* routed_x, const float* r, const std::int32_t* seq_of_row, float* x,
-                    std::int64_t rows, std::int64_t d, cudaStream_t stream) {
+void decode_scatter(const float* y, const float* routed_x, const float* r, const std::int32_t* seq_of_row,
+                    const std::int32_t* real_rows, float* x, std::int64_t rows, std::int64_t d, cudaStream_t stream) {
   if (rows == 0 || d == 0) return;
-  scatter_kernel<<<grid_for(rows * d, row_threads, 1 << 16), row_threads, 0, stream>>>(y, routed_x, r, seq_of_row, x,
-                                                                                       rows, d);
+  scatter_kernel<<<grid_for(rows * d, row_threads, 1 << 16), row_threads, 0, stream>>>(y, routed_x, r, seq_of_row,
+                                                                                       real_rows, x, rows, d);
   MODSIM_CUDA_CHECK_LAUNCH("scatter_kernel");
 }
 
-void decode_advance_lengths(const decode_step_params* params, const std::int32_t* seq_of_row, std::int64_t rows,
-                            std::int32_t* lengths, std::int64_t max_context, cudaStream_t stream) {
+void decode_advance_lengths(const decode_step_params* params, const std::int32_t* seq_of_row,
+                            const std::int32_t* real_rows, std::int64_t rows, std::int32_t* lengths,
+                            std::int64_t max_context, cudaStream_t stream) {
   if (rows == 0) return;
-  advance_lengths_kernel<<<grid_for(rows, row_threads), row_threads, 0, stream>>>(params, seq_of_row, rows, lengths,
-                                                                                  max_context);
+  advance_lengths_kernel<<<grid_for(rows, row_threads), row_threads, 0, stream>>>(params, seq_of_row, real_rows, rows,
+                                                                                  lengths, max_context);
   MODSIM_CUDA_CHECK_LAUNCH("advance_lengths_kernel");
 }
 

@@ -34,23 +34,27 @@ void decode_predictor_logits(dtype t, const float* hidden, const void* w2, float
 // (params->source) 0: logits[b] > 0; 1: it is among the params->count tokens with the largest
 // logits (ties to the lower index); 2: mask[b] != 0. The wanting tokens in increasing b are
 // the routed ones; the first `limit` enter the block, the others are dropped. Writes
-// decisions[b] (1 = entered), seq_of_row[j] = the j-th entering token for j < *count and -1
-// for j in [*count, rows), *count = the number that entered (≤ limit ≤ rows ≤ batch).
+// decisions[b] (1 = entered), seq_of_row[j] = the j-th entering token for j < *count, and for
+// the padding rows j in [*count, rows) the sequences 0, 1, ... again ((j − *count) mod batch,
+// as the CPU step), *count = the number that entered (≤ limit ≤ rows ≤ batch).
 void decode_route(const float* logits, const decode_step_params* params, const std::uint8_t* mask, std::int64_t batch,
                   std::int64_t limit, std::int64_t rows, std::uint8_t* decisions, std::int32_t* seq_of_row,
                   std::int32_t* count, cudaStream_t stream);
 
-// For j < rows with b = seq_of_row[j] >= 0: routed_x[j] = x[b] (fp32), r[j] = router_w·x[b]
-// (router_w [d] type t); padding rows get zeros.
+// For j < rows with b = seq_of_row[j]: routed_x[j] = x[b] (fp32), r[j] = router_w·x[b]
+// (router_w [d] type t).
 void decode_gather(dtype t, const float* x, const void* router_w, const std::int32_t* seq_of_row, float* routed_x,
                    float* r, std::int64_t rows, std::int64_t d, cudaStream_t stream);
 
-// x[b] += r[j]·(y[j] − routed_x[j]) for j < rows with b = seq_of_row[j] >= 0 (all fp32, rows of d).
-void decode_scatter(const float* y, const float* routed_x, const float* r, const std::int32_t* seq_of_row, float* x,
-                    std::int64_t rows, std::int64_t d, cudaStream_t stream);
+// x[b] += r[j]·(y[j] − routed_x[j]) for the real rows j < min(rows, *real_rows), b = seq_of_row[j]
+// (all fp32, rows of d).
+void decode_scatter(const float* y, const float* routed_x, const float* r, const std::int32_t* seq_of_row,
+                    const std::int32_t* real_rows, float* x, std::int64_t rows, std::int64_t d, cudaStream_t stream);
 
-// When params->commit: lengths[b] += 1 for b = seq_of_row[j] >= 0, j < rows (and lengths[b] < max_context).
-void decode_advance_lengths(const decode_step_params* params, const std::int32_t* seq_of_row, std::int64_t rows,
-                            std::int32_t* lengths, std::int64_t max_context, cudaStream_t stream);
+// When params->commit: lengths[b] += 1 for b = seq_of_row[j], j < min(rows, *real_rows) (real_rows
+// may be null: all rows), where lengths[b] < max_context.
+void decode_advance_lengths(const decode_step_params* params, const std::int32_t* seq_of_row,
+                            const std::int32_t* real_rows, std::int64_t rows, std::int32_t* lengths,
+                            std::int64_t max_context, cudaStream_t stream);
 
 }  // namespace modsim::kernels::cuda
