@@ -157,6 +157,7 @@ class cuda_decode final : public decode_state {
 
     m_length_bound.assign(static_cast<std::size_t>(L * B), 0);
     m_length_exact.assign(static_cast<std::size_t>(L * B), 0);
+    m_length_read.assign(static_cast<std::size_t>(L * B), 0);
     if (m_graph) capture();
     m_ctx->synchronize();
   }
@@ -503,10 +504,9 @@ class cuda_decode final : public decode_state {
   void read_lengths() const {
     m_ctx->make_current();
     m_ctx->synchronize();
-    std::vector<std::int32_t> lengths(m_length_exact.size());
-    MODSIM_CUDA_CHECK(
-        cudaMemcpy(lengths.data(), m_lengths.get(), lengths.size() * sizeof(std::int32_t), cudaMemcpyDeviceToHost));
-    for (std::size_t i = 0; i < lengths.size(); ++i) m_length_exact[i] = lengths[i];
+    MODSIM_CUDA_CHECK(cudaMemcpy(m_length_read.data(), m_lengths.get(), m_length_read.size() * sizeof(std::int32_t),
+                                 cudaMemcpyDeviceToHost));
+    for (std::size_t i = 0; i < m_length_read.size(); ++i) m_length_exact[i] = m_length_read[i];
     m_exact_valid = true;
   }
 
@@ -715,6 +715,7 @@ class cuda_decode final : public decode_state {
   // the exact ones read back from the device when m_exact_valid is false.
   std::vector<std::int64_t> m_length_bound;
   mutable std::vector<std::int64_t> m_length_exact;
+  mutable std::vector<std::int32_t> m_length_read;  // staging of the device's lengths (no allocation in step())
   mutable bool m_exact_valid = true;
 };
 
