@@ -8,6 +8,7 @@
 // where there is none; the refusals checked before any device is touched run anywhere.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -48,6 +49,40 @@ decode_shape make_shape(std::int64_t batch, std::int64_t heads, std::int64_t kv_
   return s;
 }
 
+// d_head 15, pages of 7 tokens, 2 splits (128 + 22 keys), MQA: nothing a power of two.
+decode_shape odd(decode_shape s) {
+  s.max_context = 150;
+  s.d_model = 60;
+  s.n_heads = 4;
+  s.n_kv_heads = 1;
+  s.d_head = 15;
+  s.d_ff = 50;
+  s.predictor_hidden = 7;
+  s.vocab = 33;
+  s.page_tokens = 7;
+  return s;
+}
+
+// 64 query heads of 256 on one KV head: the attention block's shared memory (99 KiB) is
+// above the 48 KiB default.
+decode_shape wide_group(decode_shape s) {
+  s.n_heads = 64;
+  s.n_kv_heads = 1;
+  s.d_head = 256;
+  return s;
+}
+
+// 300 sequences: the routing's compaction crosses its 256-token tiles.
+decode_shape many(decode_shape s) {
+  s.batch = 300;
+  s.max_context = 140;
+  s.d_model = 32;
+  s.d_head = 32 / s.n_heads;
+  s.d_ff = 48;
+  s.vocab = 20;
+  return s;
+}
+
 struct decode_case {
   std::string name;
   decode_shape shape;
@@ -83,6 +118,14 @@ std::vector<decode_param> decode_params() {
        true},
       {"routed_gqa_predictor_sync", make_shape(6, 8, 2, mlp_kind::swiglu, mixed, sync, 1.0), source::predictor},
       {"routed_gqa_predictor_pad_graph", make_shape(6, 8, 2, mlp_kind::gelu, mixed, pad, 0.5), source::predictor, 0,
+       true},
+      {"odd_mqa_mask_sync", odd(make_shape(5, 4, 1, mlp_kind::swiglu, mixed, sync, 1.0)), source::forced_mask},
+      {"odd_mqa_count_pad_graph", odd(make_shape(5, 4, 1, mlp_kind::gelu, mixed, pad, 0.6)), source::forced_count, 4,
+       true},
+      {"wide_group_mask_sync", wide_group(make_shape(3, 4, 1, mlp_kind::gelu, mixed, sync, 1.0)), source::forced_mask},
+      // pad: 150 rows; 200 forced tokens, 50 dropped at each routed layer
+      {"many_count_pad", many(make_shape(300, 4, 2, mlp_kind::gelu, mixed, pad, 0.5)), source::forced_count, 200},
+      {"many_mask_pad_graph", many(make_shape(300, 4, 2, mlp_kind::swiglu, mixed, pad, 0.5)), source::forced_mask, 0,
        true},
   };
   std::vector<decode_param> out;
@@ -133,19 +176,18 @@ decode_decisions step_decisions(const decode_case& c, int step) {
   return d;
 }
 
-// Ragged: empty, within one page, across pages, across the 128-key splits, one short of full.
-std::vector<std::int64_t> contexts(std::int64_t batch) {
-  const std::vector<std::int64_t> pattern{129, 0, 17, 255, 40, 200, 1, 64};
+// Ragged: empty, within one page, across pages, across the 128-key splits; at most
+// max_context − 8, room for the steps and writes of the tests.
+std::vector<std::int64_t> ragged(const decode_shape& s, const std::vector<std::int64_t>& pattern) {
   std::vector<std::int64_t> out;
-  for (std::int64_t b = 0; b < batch; ++b) out.push_back(pattern[static_cast<std::size_t>(b) % pattern.size()]);
+  for (std::int64_t b = 0; b < s.batch; ++b)
+    out.push_back(std::min(pattern[static_cast<std::size_t>(b) % pattern.size()], s.max_context - 8));
   return out;
 }
 
-std::vector<std::int64_t> routed_contexts(std::int64_t batch) {
-  const std::vector<std::int64_t> pattern{16, 130, 0, 33, 127, 3, 128, 90};
-  std::vector<std::int64_t> out;
-  for (std::int64_t b = 0; b < batch; ++b) out.push_back(pattern[static_cast<std::size_t>(b) % pattern.size()]);
-  return out;
+std::vector<std::int64_t> contexts(const decode_shape& s) { return ragged(s, {129, 0, 17, 255, 40, 200, 1, 64, 127}); }
+std::vector<std::int64_t> routed_contexts(const decode_shape& s) {
+  return ragged(s, {16, 130, 0, 33, 127, 3, 128, 90});
 }
 
 void expect_same_lengths(const decode_state& gpu, const decode_state& cpu, const std::string& when) {
@@ -172,8 +214,8 @@ TEST_P(CudaDecode, CommittedStepsMatchTheCpuStep) {
   const decode_weights w = make_decode_weights(c.shape, 7);
   auto cpu = make_cpu_decode(c.shape, w, 2);
   auto gpu = make_cuda_decode(c.shape, w, {t, c.graph, 0});
-  cpu->fill_cache(contexts(c.shape.batch), routed_contexts(c.shape.batch), 11);
-  gpu->fill_cache(contexts(c.shape.batch), routed_contexts(c.shape.batch), 11);
+  cpu->fill_cache(contexts(c.shape), routed_contexts(c.shape), 11);
+  gpu->fill_cache(contexts(c.shape), routed_contexts(c.shape), 11);
   expect_same_lengths(*gpu, *cpu, "after fill_cache");
   for (int step = 0; step < 4; ++step) {
     const std::string when = "step " + std::to_string(step);
@@ -195,8 +237,8 @@ TEST_P(CudaDecode, UncommittedStepsRepeatOnTheSameCache) {
   const decode_weights w = make_decode_weights(c.shape, 8);
   auto cpu = make_cpu_decode(c.shape, w, 2);
   auto gpu = make_cuda_decode(c.shape, w, {t, c.graph, 0});
-  cpu->fill_cache(contexts(c.shape.batch), routed_contexts(c.shape.batch), 12);
-  gpu->fill_cache(contexts(c.shape.batch), routed_contexts(c.shape.batch), 12);
+  cpu->fill_cache(contexts(c.shape), routed_contexts(c.shape), 12);
+  gpu->fill_cache(contexts(c.shape), routed_contexts(c.shape), 12);
   const auto x = step_input(c.shape, 9);
   const auto d = step_decisions(c, 1);
   cpu->set_input(x);
@@ -231,8 +273,8 @@ TEST_P(CudaDecode, StepBytesAreTheCpuCountInTheElementSize) {
   auto cpu = make_cpu_decode(c.shape, w, 2);
   auto gpu = make_cuda_decode(c.shape, w, {t, c.graph, 0});
   EXPECT_EQ(gpu->step_bytes() * 4, cpu->step_bytes() * dtype_bytes(t)) << "before any step";
-  cpu->fill_cache(contexts(c.shape.batch), routed_contexts(c.shape.batch), 3);
-  gpu->fill_cache(contexts(c.shape.batch), routed_contexts(c.shape.batch), 3);
+  cpu->fill_cache(contexts(c.shape), routed_contexts(c.shape), 3);
+  gpu->fill_cache(contexts(c.shape), routed_contexts(c.shape), 3);
   for (int step = 0; step < 2; ++step) {
     const auto x = step_input(c.shape, step);
     cpu->set_input(x);
@@ -252,8 +294,8 @@ TEST_P(CudaDecode, WrittenCacheEntriesAreAttendedOver) {
   const decode_weights w = make_decode_weights(c.shape, 6);
   auto cpu = make_cpu_decode(c.shape, w, 2);
   auto gpu = make_cuda_decode(c.shape, w, {t, c.graph, 0});
-  cpu->fill_cache(contexts(c.shape.batch), routed_contexts(c.shape.batch), 4);
-  gpu->fill_cache(contexts(c.shape.batch), routed_contexts(c.shape.batch), 4);
+  cpu->fill_cache(contexts(c.shape), routed_contexts(c.shape), 4);
+  gpu->fill_cache(contexts(c.shape), routed_contexts(c.shape), 4);
   const std::int64_t d_kv = c.shape.d_kv();
   std::vector<float> k(static_cast<std::size_t>(d_kv)), v(static_cast<std::size_t>(d_kv));
   for (int l = 0; l < static_cast<int>(c.shape.layers.size()); ++l)
