@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -41,7 +42,8 @@ validation_section make_validation(const std::vector<sim::measured_point>& point
   std::vector<sim::calibration_sample> singles, blocks;
   std::set<std::string> other_devices;  // the calibration's GPU model, another driver, clock or library
   for (const sim::measured_point& p : points) {
-    const bool block = p.op == "block_dense" || p.op == "block_mod" || p.op == "layer_mode";
+    const bool block = p.op == "block_dense" || p.op == "block_mod" || p.op == "layer_mode" || p.op == "decode_dense" ||
+                       p.op == "decode_mod" || p.op == "decode_step";
     const bool same_model = !given || sim::same_device_model(p.device, given->device);
     if (!block) {
       if (p.backend != expected_backend || !same_model) continue;
@@ -60,7 +62,9 @@ validation_section make_validation(const std::vector<sim::measured_point>& point
   v.single_op_rows = static_cast<int>(singles.size());
 
   sim::hardware_spec model_hw = hw;
-  if (options.calibrate && !given) {
+  const bool decode_only =
+      !blocks.empty() && std::all_of(blocks.begin(), blocks.end(), [](const auto& b) { return b.is_decode(); });
+  if (options.calibrate && !given && !(singles.empty() && decode_only)) {
     if (singles.empty())
       throw input_error(measurements_file, "op", "no single-op rows to calibrate on (block rows only)");
     sim::fit_options fo;
@@ -81,14 +85,18 @@ validation_section make_validation(const std::vector<sim::measured_point>& point
   const sim::calibration* cal = model.calibration();
   std::set<std::string> used;
   if (cal) used.insert(cal->block_keys.begin(), cal->block_keys.end());
-  std::set<std::string> uncalibrated_dtypes;
+  if (cal) used.insert(cal->decode_keys.begin(), cal->decode_keys.end());
+  std::set<std::string> uncalibrated_dtypes, uncalibrated_decode;
   std::vector<sim::calibration_sample> scored;
   for (auto& b : blocks) {
     if (used.count(b.key)) {
       ++v.skipped_blocks;
       continue;
     }
-    if (cal && !model.kernel_model_dtype(b.type) && !cal->curve("qkv_proj", b.type) && !cal->curve("mlp_up", b.type))
+    if (b.is_decode() && !(cal && cal->decode_for(b.type))) {
+      uncalibrated_decode.insert(sim::to_string(b.type));
+    } else if (!b.is_decode() && cal && !model.kernel_model_dtype(b.type) && !cal->curve("qkv_proj", b.type) &&
+               !cal->curve("mlp_up", b.type))
       uncalibrated_dtypes.insert(sim::to_string(b.type));
     scored.push_back(std::move(b));
   }
@@ -100,6 +108,9 @@ validation_section make_validation(const std::vector<sim::measured_point>& point
     v.notes.push_back(
         fmt::format("{} block rows skipped: the calibration used them for its launch fit", v.skipped_blocks));
   for (const auto& d : uncalibrated_dtypes) v.notes.push_back("no curves for dtype " + d + ": datasheet roofline used");
+  for (const auto& d : uncalibrated_decode)
+    v.notes.push_back("no decode fit for dtype " + d +
+                      ": decode rows predicted with the op curves (fitted on prefill-sized ops) or the roofline");
   for (const auto& d : other_devices)
     v.notes.push_back("measured on '" + d +
                       "': the calibration's device model, with other clocks, driver or libraries");
@@ -138,7 +149,7 @@ validation_section make_cv_validation(const std::vector<sim::measured_point>& po
                         "measured on backend '" + p.backend + "' but " + hw.name + " is " + hw.kind + " hardware");
     if (v.device.empty()) v.device = p.device;
     samples.push_back(sim::sample_of(p));
-    if (!samples.back().is_block()) ++v.single_op_rows;
+    if (!samples.back().is_whole()) ++v.single_op_rows;
   }
   sim::hardware_spec plain = hw;
   plain.calibration_json.clear();
@@ -212,7 +223,9 @@ std::optional<validation_section> validation_for_hardware(const sim::hardware_sp
   if (!hw.calibration_json.empty()) return make_cv_validation(points, hw, 5, label);
   std::vector<sim::measured_point> blocks;
   for (const auto& p : points)
-    if (p.op == "block_dense" || p.op == "block_mod" || p.op == "layer_mode") blocks.push_back(p);
+    if (p.op == "block_dense" || p.op == "block_mod" || p.op == "layer_mode" || p.op == "decode_dense" ||
+        p.op == "decode_mod" || p.op == "decode_step")
+      blocks.push_back(p);
   return make_validation(blocks, hw, validation_options{}, label);
 }
 

@@ -161,7 +161,9 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     int used = 0;
     for (const auto& s : samples) {
       if (s.where.rfind(src.file + ":", 0) != 0) continue;
-      if (cal.kernels || (s.is_block() ? cal.launch_blocks > 0 : cal.curve(s.op, s.type) != nullptr)) ++used;
+      if (s.is_decode() ? cal.decode_for(s.type) != nullptr
+                        : cal.kernels || (s.is_block() ? cal.launch_blocks > 0 : cal.curve(s.op, s.type) != nullptr))
+        ++used;
     }
     src.used_rows = used;
   }

@@ -13,6 +13,7 @@
 
 #include "core/error.hpp"
 #include "sim/config.hpp"
+#include "sim/decode_fit.hpp"
 #include "sim/kernel_fit.hpp"
 #include "sim/least_squares.hpp"
 #include "sim/stats.hpp"
@@ -92,6 +93,7 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<calibrati
     std::vector<std::string> keys;
     int blocks = 0;
     for (const auto& s : samples) {
+      if (s.is_decode()) continue;  // fitted below, on its own
       rows.push_back(kernel_row_of(s));
       if (std::find(c.kernel_dtypes.begin(), c.kernel_dtypes.end(), s.type) == c.kernel_dtypes.end())
         c.kernel_dtypes.push_back(s.type);
@@ -99,6 +101,13 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<calibrati
         ++blocks;
         keys.push_back(s.key);
       }
+    }
+    if (rows.empty()) {
+      // Decode rows only: the decode fit alone (the ops keep the datasheet roofline).
+      c.decode = fit_decode(samples, c.decode_keys);
+      c.launch_s = hw.kernel_launch_s;
+      c.launch_source = "hardware file (decode rows only)";
+      return c;
     }
     const kernel_fit_result fit = fit_kernel_params(hw, rows);
     c.format = 2;
@@ -110,6 +119,7 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<calibrati
     std::sort(keys.begin(), keys.end());
     keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
     c.block_keys = std::move(keys);
+    c.decode = fit_decode(samples, c.decode_keys);
     return c;
   }
 
@@ -124,15 +134,15 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<calibrati
   // what the op costs in a layer, so no in-layer refetch term is fitted on top of them.
   std::set<std::pair<std::string, int>> in_block_ops;
   for (const auto& s : samples)
-    if (!s.is_block() && s.timing == "in_block") in_block_ops.insert({s.op, static_cast<int>(s.type)});
+    if (!s.is_whole() && s.timing == "in_block") in_block_ops.insert({s.op, static_cast<int>(s.type)});
   const bool all_in_block = [&] {
     for (const auto& s : samples)
-      if (!s.is_block() && !in_block_ops.count({s.op, static_cast<int>(s.type)})) return false;
+      if (!s.is_whole() && !in_block_ops.count({s.op, static_cast<int>(s.type)})) return false;
     return !in_block_ops.empty();
   }();
   std::map<std::pair<std::string, int>, group> groups;
   for (const auto& s : samples) {
-    if (s.is_block()) continue;
+    if (s.is_whole()) continue;
     if (s.timing != "in_block" && in_block_ops.count({s.op, static_cast<int>(s.type)})) continue;
     const op_time t = roofline.time_of(s.cost, s.shape, s.type);
     if (!(t.roofline_s > 0)) continue;
@@ -141,7 +151,8 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<calibrati
     g.quant.push_back(std::max(t.compute_s * t.waves, t.memory_s));
     g.meas.push_back(s.measured_s);
   }
-  if (groups.empty())
+  c.decode = fit_decode(samples, c.decode_keys);
+  if (groups.empty() && c.decode.empty())
     throw input_error(first.where, "op", "no single-op rows (only blocks): nothing to fit the per-op curves on");
   for (const auto& [key, g] : groups)
     c.curves.push_back(fit_curve(key.first, static_cast<dtype>(key.second), g.roof, g.meas, options, g.quant));

@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include "core/error.hpp"
+#include "sim/decode_fit.hpp"
+#include "sim/des/decode.hpp"
 
 namespace modsim::sim {
 
@@ -55,7 +58,21 @@ calibration_sample sample_of(const measured_point& p) {
   x.noop_experts = p.noop_experts;
   x.tokens = p.variant == "integrated" ? p.seq_len : routed_tokens(p.capacity, p.seq_len);
   try {
-    if (s.is_block()) {
+    if (s.is_decode()) {
+      s.decode_row = std::make_shared<const measured_point>(p);
+      // The step's kernels at zero time: its FLOPs and bytes.
+      const des::decode_case c = des::decode_case_of(p);
+      des::device_model zero;
+      zero.time_of = [](const op_cost&, const op_shape&) { return op_time{}; };
+      const des::step_builder b(c.model, p.type, zero);
+      s.cost.op = p.op;
+      for (const des::kernel& k : b.step(des::forced_decode_load(b, c), c.routing)) {
+        s.cost.matmul_flops += k.matmul_flops;
+        s.cost.other_flops += k.other_flops;
+        s.cost.bytes += k.bytes;
+      }
+      x.tokens = 1;
+    } else if (s.is_block()) {
       if (p.op == "block_dense") x.tokens = p.seq_len;
       s.cost = sum_costs(block_costs(p.op, x, p.capacity, s.variant));
       s.cost.op = p.op;
@@ -93,6 +110,15 @@ kernel_row kernel_row_of(const calibration_sample& s) {
 
 block_prediction predict_sample(const calibration_sample& s, const cost_model& model) {
   block_prediction b;
+  if (s.is_decode()) {
+    const des::timeline t =
+        des::decode_timeline(des::decode_case_of(*s.decode_row), s.type, decode_device_model(model, s.type));
+    for (const des::kernel& k : t.kernels) b.ops_s += k.device_s;
+    b.kernels = t.summary.launches;
+    b.total_s = t.summary.step_s;
+    b.overhead_s = b.total_s - b.ops_s;
+    return b;
+  }
   if (const std::optional<dtype> kt = model.kernel_model_dtype(s.type)) {
     kernel_row r = kernel_row_of(s);
     r.type = *kt;

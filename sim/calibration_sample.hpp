@@ -59,8 +59,14 @@ struct calibration_sample {
   std::string backend, device, key, where;
   std::string timing = "isolated";    // as measured_point
   std::string attention = "unfused";  // as measured_point
+  // Decode rows (decode_dense, decode_mod, decode_step): the row itself, which
+  // sim::des::decode_case_of turns into the step the simulator times. Null for the others.
+  std::shared_ptr<const measured_point> decode_row;
 
   bool is_block() const { return op == "block_dense" || op == "block_mod" || op == "layer_mode"; }
+  bool is_decode() const { return op == "decode_dense" || op == "decode_mod" || op == "decode_step"; }
+  // A row scored as a whole (a block or a decode step), not fitted as one op.
+  bool is_whole() const { return is_block() || is_decode(); }
 };
 
 // The sample of a measured row: its op_shape the way the profiler ran it (tokens = k for
@@ -69,7 +75,10 @@ struct calibration_sample {
 calibration_sample sample_of(const measured_point& p);
 
 // The predicted time of a block sample: its ops (block_costs) timed by `model`, plus
-// kernels × launch_s. For a single-op sample, that op (with its own launch).
+// kernels × launch_s. For a single-op sample, that op (with its own launch). For a decode
+// sample, the simulator's decode step (sim/des/decode.hpp decode_timeline) timed with
+// decode_device_model (sim/decode_fit.hpp): the code behind `modsim simulate forward --mode
+// decode`.
 struct block_prediction {
   double ops_s = 0;  // Σ op times
   int kernels = 0;

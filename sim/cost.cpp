@@ -48,6 +48,12 @@ const efficiency_curve* calibration::curve(std::string_view op, dtype t) const {
   return nullptr;
 }
 
+const decode_fit* calibration::decode_for(dtype t) const {
+  for (const auto& d : decode)
+    if (d.type == t) return &d;
+  return nullptr;
+}
+
 std::string_view stand_in_of(std::string_view op) {
   const auto o = find_op(op);
   if (!o || !info(*o).stand_in) return {};
@@ -269,9 +275,37 @@ calibration parse_calibration(std::string_view json_text, const std::string& fil
     c.attention = parse_attention_impl(r.get_string("attention"), r.key_path("attention"));
   if (const json::value* cv = r.find("cross_validation"))
     c.cross_validation = parse_cv(*cv, file, r.key_path("cross_validation"));
+  if (const json::value* d = r.find("decode")) {
+    if (!d->is_array()) throw input_error(file, r.key_path("decode"), "expected an array");
+    for (std::size_t i = 0; i < d->as_array().size(); ++i) {
+      reader f(d->as_array()[i], file, r.key_path("decode") + "[" + std::to_string(i) + "]");
+      decode_fit x;
+      const std::string t = f.get_string("dtype");
+      const auto parsed = find_dtype(t);
+      if (!parsed) throw input_error(file, f.key_path("dtype"), "unknown dtype '" + t + "'");
+      x.type = *parsed;
+      x.weight_s_per_byte = f.get_number("weight_s_per_byte", 0.0);
+      x.kv_s_per_byte = f.get_number("kv_s_per_byte", 0.0);
+      x.s_per_matmul_flop = f.get_number("s_per_matmul_flop", 0.0);
+      x.s_per_other_flop = f.get_number("s_per_other_flop", 0.0);
+      x.kernel_s = f.get_number("kernel_s", 0.0);
+      x.sync_s = f.get_number("sync_s", 0.0);
+      x.rows = f.get_int("rows", 0, std::numeric_limits<int>::max());
+      x.rms_rel_error = f.get_number("rms_rel_error", 0.0);
+      f.finish();
+      c.decode.push_back(x);
+    }
+  }
+  if (const json::value* k = r.find("decode_keys")) {
+    if (!k->is_array()) throw input_error(file, r.key_path("decode_keys"), "expected an array of strings");
+    for (const auto& e : k->as_array()) {
+      if (!e.is_string()) throw input_error(file, r.key_path("decode_keys"), "expected strings");
+      c.decode_keys.emplace_back(e.as_string());
+    }
+  }
   const json::array& curves = r.get_array("curves");
-  if (curves.empty() && !c.kernels)
-    throw input_error(file, r.key_path("curves"), "needs at least one fitted op (or a kernels model)");
+  if (curves.empty() && !c.kernels && c.decode.empty())
+    throw input_error(file, r.key_path("curves"), "needs at least one fitted op (or a kernels model, or a decode fit)");
   for (std::size_t i = 0; i < curves.size(); ++i) {
     c.curves.push_back(parse_curve(curves[i], file, r.key_path("curves") + "[" + std::to_string(i) + "]"));
     for (std::size_t j = 0; j < i; ++j)
@@ -341,6 +375,26 @@ std::string calibration_to_json(const calibration& c) {
   if (c.kernels) o["kernels"] = kernels_json(*c.kernels, c.kernel_dtypes);
   if (c.kernels || c.attention != attention_impl::unfused) o["attention"] = to_string(c.attention);
   if (c.cross_validation) o["cross_validation"] = cv_json(*c.cross_validation);
+  if (!c.decode.empty()) {
+    json::array d;
+    for (const decode_fit& x : c.decode) {
+      json::object f;
+      f["dtype"] = to_string(x.type);
+      f["weight_s_per_byte"] = x.weight_s_per_byte;
+      f["kv_s_per_byte"] = x.kv_s_per_byte;
+      f["s_per_matmul_flop"] = x.s_per_matmul_flop;
+      f["s_per_other_flop"] = x.s_per_other_flop;
+      f["kernel_s"] = x.kernel_s;
+      f["sync_s"] = x.sync_s;
+      f["rows"] = x.rows;
+      f["rms_rel_error"] = x.rms_rel_error;
+      d.push_back(std::move(f));
+    }
+    o["decode"] = std::move(d);
+    json::array keys;
+    for (const auto& k : c.decode_keys) keys.emplace_back(k);
+    o["decode_keys"] = std::move(keys);
+  }
   json::object launch;
   launch["launch_s"] = c.launch_s;
   launch["in_layer_s_per_byte"] = c.in_layer_s_per_byte;

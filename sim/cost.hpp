@@ -97,6 +97,24 @@ struct cross_validation_summary {
   double op_p90_abs_pct_error = 0;
 };
 
+// The decode step's own fit (sim/decode_fit.hpp), fitted on decode rows (decode_dense,
+// decode_mod, decode_step) of one dtype: a decode kernel takes
+//   weight_s_per_byte · bytes (projections, MLP, norms, predictor, LM head: weights and
+//   activations) or kv_s_per_byte · bytes (attention: the KV cache) + s_per_matmul_flop ·
+//   matmul FLOPs + s_per_other_flop · other FLOPs,
+// plus kernel_s per kernel and sync_s per routed-count read-back.
+struct decode_fit {
+  dtype type = dtype::fp32;
+  double weight_s_per_byte = 0;
+  double kv_s_per_byte = 0;
+  double s_per_matmul_flop = 0;
+  double s_per_other_flop = 0;
+  double kernel_s = 0;
+  double sync_s = 0;
+  int rows = 0;
+  double rms_rel_error = 0;
+};
+
 // The `calibration` block of a hardware file.
 struct calibration {
   int format = 1;       // 1: per-op curves (CPU); 2: adds the GPU kernel-sequence model
@@ -130,8 +148,13 @@ struct calibration {
   // absent in calibrations written before it: unfused.
   attention_impl attention = attention_impl::unfused;
   std::optional<cross_validation_summary> cross_validation;
+  // The decode fits (JSON key "decode"), one per dtype, and the keys of the decode rows they
+  // used (validation must not score them); absent in calibrations written before them.
+  std::vector<decode_fit> decode;
+  std::vector<std::string> decode_keys;
 
   const efficiency_curve* curve(std::string_view op, dtype t) const;
+  const decode_fit* decode_for(dtype t) const;
   bool kernel_model_fitted_on(dtype t) const;
 };
 

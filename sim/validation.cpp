@@ -24,7 +24,7 @@ validation_point validate_sample(const calibration_sample& s, const cost_model& 
 std::vector<validation_point> validate_blocks(const std::vector<calibration_sample>& samples, const cost_model& model) {
   std::vector<validation_point> out;
   for (const auto& s : samples)
-    if (s.is_block()) out.push_back(validate_sample(s, model));
+    if (s.is_whole()) out.push_back(validate_sample(s, model));
   return out;
 }
 
@@ -100,7 +100,7 @@ cross_validation_result cross_validate(const hardware_spec& hw, const std::vecto
     if (test.empty()) continue;
     const calibration c = fit_calibration(plain, train, {}, "cross-validation fold " + std::to_string(f + 1), options);
     const cost_model model = with_calibration(plain, c);
-    for (const auto& s : test) (s.is_block() ? out.blocks : out.ops).push_back(validate_sample(s, model));
+    for (const auto& s : test) (s.is_whole() ? out.blocks : out.ops).push_back(validate_sample(s, model));
   }
   return out;
 }

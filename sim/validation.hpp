@@ -29,7 +29,8 @@ struct validation_summary {
 
 // A sample against its prediction (predict_sample: a block, or an op as the profiler measured it).
 validation_point validate_sample(const calibration_sample& s, const cost_model& model);
-// One point per block sample (block_dense, block_mod, layer_mode); other samples are ignored.
+// One point per block or decode sample (block_dense, block_mod, layer_mode, decode_*); other
+// samples are ignored.
 std::vector<validation_point> validate_blocks(const std::vector<calibration_sample>& samples, const cost_model& model);
 // Statistics of the points' absolute percentage errors (zeros when there are none).
 validation_summary summarize(const std::vector<validation_point>& points);

@@ -1,0 +1,150 @@
+// sim/decode_fit.cpp and sim/des/decode.cpp: the features of a decode row counted by hand, the
+// fit recovering a known law, the executor's step time equal to the fitted sum, the forced
+// load and the padded capacity's default.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/error.hpp"
+#include "sim/calibrate.hpp"
+#include "sim/decode_fit.hpp"
+#include "sim/des/decode.hpp"
+
+namespace modsim::sim {
+namespace {
+
+hardware_spec round_cpu() {
+  hardware_spec h;
+  h.name = "round";
+  h.kind = "cpu";
+  h.peak_matmul_flops = {100e9, 100e9, 100e9};
+  h.peak_vector_flops = {10e9, 10e9, 10e9};
+  h.memory_bandwidth_bytes_s = 10e9;
+  h.sm_count = 2;
+  h.kernel_launch_s = 1e-6;
+  return h;
+}
+
+measured_point decode_row(const std::string& op, std::int64_t batch, std::int64_t context, int d, double capacity,
+                          const std::string& routing, double seconds) {
+  measured_point p;
+  p.op = op;
+  p.type = dtype::fp32;
+  p.batch = batch;
+  p.seq_len = context;
+  p.d_model = d;
+  p.n_heads = 4;
+  p.n_kv_heads = 4;
+  p.d_ff = 2 * d;
+  p.capacity = capacity;
+  p.decode_routing = routing;
+  p.pad_capacity = routing == "pad" ? des::default_pad_capacity(capacity, batch) : 0;
+  p.predictor_hidden = 8;
+  p.median_s = seconds;
+  p.backend = "cpu";
+  p.device = "test cpu";
+  p.key = op + std::to_string(batch) + "|" + std::to_string(context) + "|" + std::to_string(d) + routing;
+  p.where = "t.csv:1";
+  return p;
+}
+
+TEST(DecodeFit, FeaturesOfADenseLayerCountedByHand) {
+  // B = 2 tokens over L = 16 + 1 keys, d 32, 4 heads (d_q = d_kv = 32), d_ff 64, gelu, fp32.
+  const calibration_sample s = sample_of(decode_row("decode_dense", 2, 16, 32, 1.0, "sync", 1e-3));
+  const decode_features f = features_of_decode(s);
+  // Projections and MLP: 2B·[d(d_q + 2d_kv) + d_q·d + 2·d·d_ff]; attention: 2·2B·(L+1)·d_q.
+  EXPECT_EQ(f.matmul_flops, 4.0 * (3072 + 1024 + 4096) + 4.0 * 1088);
+  // The K and V caches read by scores and values: 2 · e·B·(L+1)·d_kv, plus what the
+  // attention formulas add for q and the output (counted in the kv_bytes column too).
+  EXPECT_GE(f.kv_bytes, 2.0 * 4 * 2 * 17 * 32);
+  // attn_norm, qkv_proj, attn_scores, attn_softmax, attn_values, out_proj, mlp_norm, mlp_up,
+  // mlp_act, mlp_down: ten ops, no read-back.
+  EXPECT_EQ(f.kernels, 10.0);
+  EXPECT_EQ(f.syncs, 0.0);
+  // The weights are read once: at least 4·(d·3d + d·d + 2·d·2d) bytes outside attention.
+  EXPECT_GE(f.weight_bytes, 4.0 * (32 * 96 + 32 * 32 + 2 * 32 * 64));
+  // A routed layer in sync mode adds the predictor, the read-back (launched as a kernel),
+  // gather and scatter.
+  const decode_features r = features_of_decode(sample_of(decode_row("decode_mod", 8, 64, 32, 0.25, "sync", 1e-3)));
+  EXPECT_EQ(r.kernels, 14.0);
+  EXPECT_EQ(r.syncs, 1.0);
+  // pad: no read-back.
+  EXPECT_EQ(features_of_decode(sample_of(decode_row("decode_mod", 8, 64, 32, 0.25, "pad", 1e-3))).syncs, 0.0);
+}
+
+TEST(DecodeFit, RecoversAKnownLawAndTheExecutorAddsItUp) {
+  // Rows whose times follow a known law exactly: 1 ns per weight byte, 2 ns per KV byte, 5 µs
+  // per kernel, 40 µs per read-back, no FLOP terms.
+  std::vector<calibration_sample> samples;
+  for (std::int64_t b : {1, 4, 16})
+    for (std::int64_t ctx : {64, 512})
+      for (int d : {32, 64})
+        for (const char* op : {"decode_dense", "decode_mod"})
+          for (const char* routing : {"sync", "pad"}) {
+            if (std::string(op) == "decode_dense" && std::string(routing) == "pad") continue;
+            calibration_sample s = sample_of(decode_row(op, b, ctx, d, 0.5, routing, 1.0));
+            const decode_features f = features_of_decode(s);
+            s.measured_s = 1e-9 * f.weight_bytes + 2e-9 * f.kv_bytes + 5e-6 * f.kernels + 40e-6 * f.syncs;
+            samples.push_back(s);
+          }
+  std::vector<std::string> keys;
+  const std::vector<decode_fit> fits = fit_decode(samples, keys);
+  ASSERT_EQ(fits.size(), 1u);
+  const decode_fit& d = fits[0];
+  EXPECT_EQ(d.rows, static_cast<int>(samples.size()));
+  EXPECT_EQ(keys.size(), samples.size());
+  EXPECT_NEAR(d.weight_s_per_byte, 1e-9, 1e-12);
+  EXPECT_NEAR(d.kv_s_per_byte, 2e-9, 1e-12);
+  EXPECT_NEAR(d.kernel_s, 5e-6, 1e-9);
+  EXPECT_NEAR(d.sync_s, 40e-6, 1e-8);
+  EXPECT_LT(d.rms_rel_error, 1e-6);
+
+  // The whole calibration carries the fit; a decode row is then predicted by the executor as
+  // the same sum (a CPU: no host enqueue cost).
+  const calibration c = fit_calibration(round_cpu(), samples, {}, "2026-01-01T00:00:00Z");
+  ASSERT_NE(c.decode_for(dtype::fp32), nullptr);
+  EXPECT_TRUE(c.curves.empty());
+  const cost_model model = with_calibration(round_cpu(), c);
+  for (const calibration_sample& s : samples) {
+    const block_prediction p = predict_sample(s, model);
+    EXPECT_NEAR(p.total_s / s.measured_s, 1.0, 1e-6) << s.key;
+  }
+  // The JSON round trip keeps the fit and its row keys.
+  const calibration back = parse_calibration(calibration_to_json(c), "c.json");
+  ASSERT_NE(back.decode_for(dtype::fp32), nullptr);
+  EXPECT_DOUBLE_EQ(back.decode_for(dtype::fp32)->kv_s_per_byte, c.decode_for(dtype::fp32)->kv_s_per_byte);
+  EXPECT_EQ(back.decode_keys, c.decode_keys);
+}
+
+TEST(DecodeCase, ForcedLoadAndPadDefaultByHand) {
+  // B = 8 at capacity 1/8: expected 1 routed token, sd sqrt(8·(1/8)·(7/8)) = 0.935; three of
+  // them above: (1 + 2.806)/8 = 0.4758 of the batch (4 rows).
+  const double pc = des::default_pad_capacity(0.125, 8);
+  EXPECT_NEAR(pc, (1.0 + 3.0 * std::sqrt(0.875)) / 8.0, 1e-12);
+  EXPECT_EQ(routed_tokens(pc, 8), 4);
+  EXPECT_DOUBLE_EQ(des::default_pad_capacity(1.0, 64), 1.0);
+  EXPECT_DOUBLE_EQ(des::default_pad_capacity(0.5, 1), 1.0);  // 0.5 + 1.5 > 1
+  // A routed layer at capacity 1/4 over context 100: 25 cached keys; 3 forced tokens of B 8 in
+  // pad mode with 2 rows: 2 enter.
+  const measured_point p = decode_row("decode_mod", 8, 100, 32, 0.375, "pad", 1e-3);
+  des::decode_case c = des::decode_case_of(p);
+  EXPECT_EQ(c.routed, 3);
+  c.model.routing->capacity = 0.25;
+  c.pad_capacity = 0.25;
+  des::device_model zero;
+  zero.time_of = [](const op_cost&, const op_shape&) { return op_time{}; };
+  const des::step_builder b(c.model, dtype::fp32, zero);
+  const des::step_load load = des::forced_decode_load(b, c);
+  ASSERT_EQ(load.layers.size(), 1u);
+  EXPECT_EQ(load.layers[0].pad_slots, 2);
+  EXPECT_EQ(load.layers[0].decode_routed, 2);
+  EXPECT_EQ(load.layers[0].decode_keys, 2 * 26);
+  EXPECT_EQ(load.sampled, 0);  // no LM head for a single layer
+  // graph with sync cannot be captured.
+  c.routing = decode_routing::sync;
+  c.cuda_graph = true;
+  EXPECT_THROW(des::decode_timeline(c, dtype::fp32, zero), error);
+}
+
+}  // namespace
+}  // namespace modsim::sim
