@@ -1,5 +1,11 @@
 #include "profiler/decode_runner.hpp"
 
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
 #include "core/error.hpp"
 
 namespace modsim::profiler {
@@ -44,6 +50,30 @@ decode_lengths decode_lengths_of(const point& p) {
   l.dense.assign(B, p.shape.seq_len);
   l.routed.assign(B, routed_tokens(p.shape.capacity, p.shape.seq_len));
   return l;
+}
+
+void evict_host_caches() {
+  static const std::size_t bytes = [] {
+    std::size_t llc = std::size_t{32} << 20;
+    std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index3/size");
+    std::string text;
+    if (f >> text && !text.empty()) {
+      std::size_t scale = 1;
+      if (text.back() == 'K') scale = std::size_t{1} << 10;
+      if (text.back() == 'M') scale = std::size_t{1} << 20;
+      if (scale > 1) text.pop_back();
+      try {
+        llc = std::stoull(text) * scale;
+      } catch (const std::exception&) {
+      }
+    }
+    return std::clamp<std::size_t>(llc + (std::size_t{64} << 20), std::size_t{64} << 20, std::size_t{1} << 30);
+  }();
+  static std::vector<unsigned char> buffer(bytes);
+  static unsigned char round = 0;
+  std::memset(buffer.data(), ++round, buffer.size());
+  volatile unsigned char sink = 0;
+  for (std::size_t i = 0; i < buffer.size(); i += 4096) sink = static_cast<unsigned char>(sink + buffer[i]);
 }
 
 }  // namespace modsim::profiler

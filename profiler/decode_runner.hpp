@@ -4,9 +4,11 @@
 // as after a prefill of `seq_len` tokens (routed layers hold routed_tokens(capacity, seq_len)
 // of them), and one sample is one step of `batch` new tokens with round(capacity·batch) of
 // them forced into every routed layer, appended to the cache's next slot but not committed, so
-// every sample sees the same cache. Samples are warm, back to back, as in a decode loop, and
-// timed on the host's steady clock around step + synchronize: a decode step's host work
-// (launches, the routed count's read-back) is part of what it costs.
+// every sample sees the same cache. Samples of a single layer (decode_dense, decode_mod) start
+// cold, the device's and the host's caches evicted (as inside a model); decode_step samples
+// run back to back, as in a decode loop. Each is timed on the host's steady clock around step
+// + synchronize: a decode step's host work (launches, the routed count's read-back) is part of
+// what it costs.
 #include <functional>
 #include <memory>
 
@@ -30,5 +32,11 @@ struct decode_lengths {
   std::vector<std::int64_t> dense, routed;
 };
 decode_lengths decode_lengths_of(const point& p);
+
+// Evicts the host's caches: writes and reads back a buffer 64 MiB larger than the last-level
+// cache (read from /sys; 32 MiB when unknown; at most 1 GiB). Before each sample of a single decode layer
+// (decode_dense, decode_mod), so that its weights and cache come from memory as inside a model
+// whose other layers ran since (decode_step runs its layers back to back and is not flushed).
+void evict_host_caches();
 
 }  // namespace modsim::profiler

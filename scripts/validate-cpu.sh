@@ -5,8 +5,12 @@
 # configs/grids/holdout-cpu.json (48 blocks of shapes the calibration grid never measures:
 # other seq_len, d_model, d_ff, batch and capacities, timed as whole blocks), calibrate on the
 # first, validate on the second. Everything goes to a temporary folder (kept with --keep DIR).
+# --decode adds the decode steps: `--preset decode` with decode_step of mod-60m and dense-60m
+# (decode.csv) goes into the calibration, and configs/grids/decode-holdout-cpu.json with
+# decode_step of mod-220m and dense-220m (decode-holdout.csv: batches, contexts, widths and a
+# capacity the preset never measured) is validated on its own.
 #
-#   scripts/validate-cpu.sh [--modsim PATH] [--max-error PCT] [--threads N] [--keep DIR]
+#   scripts/validate-cpu.sh [--modsim PATH] [--max-error PCT] [--threads N] [--keep DIR] [--decode]
 #                           [--calibration-grid FILE|quick] [--calibration-timing in_block|isolated]
 #
 # --threads defaults to 1: OpenBLAS's threads and the kernels' own pool share two cores badly
@@ -22,6 +26,7 @@ threads=1
 keep=""
 calibration_grid="$root/configs/grids/calibration-cpu.json"
 calibration_timing=in_block
+decode=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --modsim) modsim="$2"; shift 2 ;;
@@ -30,7 +35,8 @@ while [[ $# -gt 0 ]]; do
     --keep) keep="$2"; shift 2 ;;
     --calibration-grid) calibration_grid="$2"; shift 2 ;;
     --calibration-timing) calibration_timing="$2"; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --decode) decode=1; shift ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "validate-cpu.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -39,7 +45,7 @@ done
 if [[ -n "$keep" ]]; then
   mkdir -p "$keep"
   dir=$(cd "$keep" && pwd)
-  rm -f "$dir/calibration.csv" "$dir/holdout.csv" "$dir/cpu-calibrated.json"
+  rm -f "$dir"/calibration.* "$dir"/holdout.* "$dir"/decode.* "$dir"/decode-holdout.* "$dir/cpu-calibrated.json"
 else
   dir=$(mktemp -d "${TMPDIR:-/tmp}/modsim-validate-cpu.XXXXXX")
   trap 'rm -rf "$dir"' EXIT
@@ -55,7 +61,23 @@ else
 fi
 "$modsim" profile --backend cpu --grid "$root/configs/grids/holdout-cpu.json" --threads "$threads" \
   --out "$dir/holdout.csv" >/dev/null
-"$modsim" calibrate --measurements "$dir/calibration.csv" --hardware "$root/configs/hardware/cpu.json" \
+measurements=("$dir/calibration.csv")
+if ((decode)); then
+  "$modsim" profile --backend cpu --preset decode --model mod-60m --model dense-60m --threads "$threads" \
+    --out "$dir/decode.csv" >/dev/null
+  "$modsim" profile --backend cpu --grid "$root/configs/grids/decode-holdout-cpu.json" --model mod-220m \
+    --model dense-220m --threads "$threads" --out "$dir/decode-holdout.csv" >/dev/null
+  measurements+=("$dir/decode.csv")
+fi
+"$modsim" calibrate --measurements "${measurements[@]}" --hardware "$root/configs/hardware/cpu.json" \
   --out "$dir/cpu-calibrated.json"
 echo
-"$modsim" validate --measurements "$dir/holdout.csv" --hardware "$dir/cpu-calibrated.json" --max-error "$max_error"
+status=0
+"$modsim" validate --measurements "$dir/holdout.csv" --hardware "$dir/cpu-calibrated.json" --max-error "$max_error" ||
+  status=$?
+if ((decode)); then
+  echo
+  "$modsim" validate --measurements "$dir/decode-holdout.csv" --hardware "$dir/cpu-calibrated.json" \
+    --max-error "$max_error" || status=$?
+fi
+exit "$status"
