@@ -1,6 +1,10 @@
 #include "kernels/init.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <thread>
+#include <vector>
 
 namespace modsim::kernels {
 
@@ -42,6 +46,27 @@ void fill_normal(std::span<float> values, std::uint64_t seed, std::uint64_t stre
                  std::int64_t begin, std::int64_t end) {
   const std::uint64_t key = key_of(seed, stream);
   for (std::int64_t i = begin; i < end; ++i) values[static_cast<std::size_t>(i)] = draw(key, i, mean, std_dev);
+}
+
+void parallel_indices(std::int64_t n, const std::function<void(std::int64_t)>& body) {
+  const auto threads = static_cast<std::int64_t>(std::max(1U, std::thread::hardware_concurrency()));
+  std::atomic<std::int64_t> next{0};
+  auto work = [&] {
+    for (std::int64_t i = next++; i < n; i = next++) body(i);
+  };
+  std::vector<std::thread> helpers;
+  for (std::int64_t t = 1; t < std::min(threads, n); ++t) helpers.emplace_back(work);
+  work();
+  for (auto& h : helpers) h.join();
+}
+
+void fill_normal_parallel(std::span<float> values, std::uint64_t seed, std::uint64_t stream, double mean,
+                          double std_dev) {
+  constexpr std::int64_t chunk = std::int64_t{1} << 16;
+  const auto n = static_cast<std::int64_t>(values.size());
+  parallel_indices((n + chunk - 1) / chunk, [&](std::int64_t c) {
+    fill_normal(values, seed, stream, mean, std_dev, c * chunk, std::min(n, (c + 1) * chunk));
+  });
 }
 
 void fill_normal_from(std::span<float> out, std::uint64_t seed, std::uint64_t stream, double mean, double std_dev,

@@ -3,6 +3,7 @@
 // these two functions (host side), so the same seed gives the same data on every backend and
 // the parity tests can compare them value for value.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 
@@ -19,6 +20,15 @@ void fill_normal(std::span<float> values, std::uint64_t seed, std::uint64_t stre
 // out[i] = the value fill_normal draws at index first + i, for i in [0, out.size()).
 void fill_normal_from(std::span<float> out, std::uint64_t seed, std::uint64_t stream, double mean, double std_dev,
                       std::int64_t first);
+
+// fill_normal over all of `values` on every hardware thread (the same values: each is a
+// function of its index alone).
+void fill_normal_parallel(std::span<float> values, std::uint64_t seed, std::uint64_t stream, double mean,
+                          double std_dev);
+
+// Calls body(i) for i in [0, n) on every hardware thread (dynamic, one index at a time); body
+// must not throw. Host-side set-up work (weights, caches), never a timed region.
+void parallel_indices(std::int64_t n, const std::function<void(std::int64_t)>& body);
 
 struct init_rule {
   std::uint64_t stream = 0;

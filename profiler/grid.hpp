@@ -42,6 +42,9 @@ struct grid {
   std::vector<double> pad_capacity = {0.0};
   std::vector<std::string> model_names;  // as written in the grid file ("model": a name or a path)
   std::vector<std::shared_ptr<const sim::model_spec>> models;  // model_names[i] loaded (by the command line)
+  // Decode points whose cache holds more than this many tokens per layer (batch · seq_len) are
+  // skipped with the reason; 0 = no bound (the GPU decode preset bounds its memory and set-up).
+  std::int64_t max_cached_tokens = 0;
 };
 
 // How a point is timed (the measurements CSV's `timing` column).

@@ -50,7 +50,7 @@ std::uint64_t mix(std::uint64_t z) {
 
 std::vector<float> normal(std::int64_t n, std::uint64_t seed, std::uint64_t stream, double mean, double sd) {
   std::vector<float> v(static_cast<std::size_t>(n));
-  fill_normal(v, seed, stream, mean, sd, 0, n);
+  fill_normal_parallel(v, seed, stream, mean, sd);
   return v;
 }
 

@@ -417,10 +417,13 @@ class cuda_decode final : public decode_state {
     const layer_device& dev = m_layers[l];
     std::vector<T> pool(static_cast<std::size_t>(B * P * pt * d_kv), from_float<T>(0.0f));
     const std::uint64_t stream = 7000 + 2 * static_cast<std::uint64_t>(l) + static_cast<std::uint64_t>(kind);
-    std::vector<float> row(static_cast<std::size_t>(d_kv));
-    for (std::int64_t b = 0; b < B; ++b) {
-      const std::int64_t n = lengths[static_cast<std::size_t>(b)];
-      for (std::int64_t t = 0; t < n; ++t) {
+    // On every host thread, one page of one sequence at a time (pages belong to one sequence,
+    // so no two threads write one place).
+    parallel_indices(B * P, [&](std::int64_t unit) {
+      const std::int64_t b = unit / P, p0 = (unit % P) * pt;
+      const std::int64_t n = std::min(lengths[static_cast<std::size_t>(b)], p0 + pt);
+      std::vector<float> row(static_cast<std::size_t>(d_kv));
+      for (std::int64_t t = p0; t < n; ++t) {
         fill_normal_from(row, seed, stream, 0.0, 0.5, (b * s.max_context + t) * d_kv);
         const std::int64_t page = dev.block_table_host[static_cast<std::size_t>(b * P + t / pt)];
         for (std::int64_t g = 0; g < s.n_kv_heads; ++g) {
@@ -429,7 +432,7 @@ class cuda_decode final : public decode_state {
           for (std::int64_t i = 0; i < s.d_head; ++i) dst[i] = from_float<T>(src[i]);
         }
       }
-    }
+    });
     copy_to_device(kind == 0 ? dev.k_pool.get() : dev.v_pool.get(), pool.data(), pool.size() * sizeof(T));
   }
 
