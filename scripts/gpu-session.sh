@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session in one device call: unpacks the binaries scripts/gpu-pack.sh built here and
 # runs, under a time budget, everything that needs the GPU, writing under $OUT:
-#   scripts/gpu-session.sh [check] [full I/N] ...     (default: check full 1/1)
+#   scripts/gpu-session.sh [check] [decode] [full I/N] ...     (default: check decode full 1/1)
 # Stages, in the order given:
 #   check     parity tests (CUDA vs CPU); compute-sanitizer memcheck on a small case; the peer:
 #             PyTorch's MoD block (eager, and SDPA forced to cuDNN, FlashAttention, math) and
@@ -9,6 +9,16 @@
 #             S=2048, d=2048, H=16, d_ff=8192, dense and c = 1/8, 1/4, 1/2, 1) with each
 #             attention implementation, joined by profiler/peer/peer_csv.py into
 #             peer-<gpu>-<date>.csv and <gpu>.md.
+#   decode    the KV-cached decode step (kernels/decode.hpp): modsim_cuda_decode_tests (CUDA vs
+#             CPU; at most 120 s); compute-sanitizer memcheck on a small subset of them (at most
+#             180 s); `modsim profile --backend cuda --preset decode --model mod-220m --model
+#             dense-220m` into <gpu>-<date>-decode-steps.csv (at most MODSIM_DECODE_PRESET_S,
+#             default 300 s, and never into the time the PyTorch peer needs; resumed from
+#             .gpu-pack/decode-steps.csv or .gpu-pack/*-decode-steps.csv when carried; stopped
+#             cleanly with SIGINT); profiler/peer/decode_torch.py (PyTorch's decode step, eager and
+#             CUDA graph, same models, batches and contexts; at most 150 s), joined with modsim's
+#             decode_step rows (and the block rows when `check` ran first in this call) by
+#             peer_csv.py into peer-<gpu>-<date>.csv and <gpu>.md.
 #   full I/N  shard I of N of `modsim profile --backend cuda --preset full`, timed; resumed
 #             from .gpu-pack/full-I-of-N.csv when that file was carried along; stopped cleanly
 #             (SIGINT: the point in progress finishes, the CSV stays valid) when the budget ends.
@@ -16,7 +26,8 @@
 # 570: one device command may run 600), MODSIM_PEER_COMPILE=1 (also time torch.compile; slow),
 # MODSIM_PACK (default .gpu-pack/modsim-gpu.tar.xz).
 # $OUT receives at most 8 files (the device tool's limit): summary.txt, the peer CSV and .md,
-# one CSV per full shard and logs.tar.xz with every log, raw CSV and metadata file.
+# the decode-steps CSV, one CSV per full shard and logs.tar.xz with every log, raw CSV and
+# metadata file (the PyTorch CSVs, memcheck logs, gtest JSON among them).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -40,6 +51,10 @@ fi
 modsim="$bin/modsim"
 parity="$bin/modsim_cuda_parity_tests"
 [[ -x "$parity" ]] || parity="$root/build-gpu/tests/kernels/cuda/modsim_cuda_parity_tests"
+decode_tests="$bin/modsim_cuda_decode_tests"
+[[ -x "$decode_tests" ]] || decode_tests="$root/build-gpu/tests/kernels/cuda/modsim_cuda_decode_tests"
+# Model names (mod-220m, ...) resolve under this checkout's configs/, not the build machine's.
+export MODSIM_CONFIGS="$root/configs"
 [[ -x "$modsim" ]] || { say "gpu-session: no modsim binary (run scripts/gpu-pack.sh here and carry .gpu-pack)"; exit 2; }
 say "gpu-session: binaries of $(head -c 400 "$bin/REVISION" 2>/dev/null | tr '\n' ' ')"
 
@@ -117,6 +132,85 @@ run_check() {
   say "check: $(( $(date +%s) - t0 )) s"
 }
 
+# The decode issue's GPU work: parity, memcheck, the decode preset, the PyTorch decode peer.
+run_decode() {
+  local t0=$(date +%s) rc limit
+  local models=(--model mod-220m --model dense-220m)
+  say "== decode parity (CUDA decode step vs CPU)"
+  if [[ -x "$decode_tests" ]]; then
+    limit=$(( $(left) < 120 ? $(left) : 120 ))
+    timeout -k 10 "$limit" "$decode_tests" --gtest_output="json:$logs/decode-parity.json" > "$logs/decode-parity.txt" 2>&1
+    rc=$?
+    say "decode parity: exit $rc$( (( rc == 124 || rc == 137 )) && echo " (stopped after ${limit}s)") — $(grep -E '^\[ +(PASSED|FAILED|SKIPPED) +\] [0-9]+ tests?[,.]' "$logs/decode-parity.txt" | tr '\n' ' ')"
+    grep -E '^\[  FAILED  \]' "$logs/decode-parity.txt" | head -20 | tee -a "$summary"
+
+    say "== compute-sanitizer memcheck (decode, small cases)"
+    if command -v compute-sanitizer > /dev/null; then
+      # Dense MHA, the padded step in a CUDA graph, the odd MQA shapes (d_head 15, pages of 7),
+      # the 97 KiB shared-memory GQA group, 300 sequences across the compaction tiles, refusals.
+      limit=$(( $(left) < 180 ? $(left) : 180 ))
+      timeout -k 10 "$limit" compute-sanitizer --tool memcheck --error-exitcode 9 "$decode_tests" \
+        --gtest_filter='Cases/CudaDecode.*/dense_mha_gelu_*:Cases/CudaDecode.*/routed_mha_count_pad_graph_fp32:Cases/CudaDecode.*/odd_mqa_*:Cases/CudaDecode.*/wide_group_mask_sync_bf16:Cases/CudaDecode.*/many_count_pad_fp32:CudaDecode.Refuses*:CudaDecode.Clear*' \
+        > "$logs/memcheck-decode.txt" 2>&1
+      rc=$?
+      say "memcheck decode: exit $rc$( (( rc == 124 || rc == 137 )) && echo " (stopped after ${limit}s)") — $(grep -E 'ERROR SUMMARY' "$logs/memcheck-decode.txt" | tail -1) $(grep -E '^\[ +(PASSED|FAILED) +\] [0-9]+ tests?[,.]' "$logs/memcheck-decode.txt" | tr '\n' ' ')"
+    else
+      say "memcheck decode: compute-sanitizer not on PATH"
+    fi
+  else
+    say "decode parity: no modsim_cuda_decode_tests binary (rebuild the pack with scripts/gpu-pack.sh)"
+  fi
+
+  # The preset gets what is left once the PyTorch peer's share (and the end's 25 s) is set aside.
+  local peer_s=${MODSIM_DECODE_PEER_S:-150}
+  local csv="$out/$gpu-$day-decode-steps.csv" carried
+  carried=$(ls -t "$root"/.gpu-pack/decode-steps.csv "$root"/.gpu-pack/*-decode-steps.csv 2>/dev/null | head -1)
+  [[ -n "$carried" ]] && cp "$carried" "$csv" && say "decode preset: resuming $(basename "$carried") ($(( $(wc -l < "$csv") - 1 )) rows)"
+  limit=$(( $(left) - peer_s - 25 ))
+  (( limit > ${MODSIM_DECODE_PRESET_S:-300} )) && limit=${MODSIM_DECODE_PRESET_S:-300}
+  if (( limit < 30 )); then
+    say "decode preset: no time left (${limit}s)"
+  else
+    say "== decode preset (modsim profile --backend cuda --preset decode ${models[*]}), ${limit}s at most"
+    local t1=$(date +%s)
+    timeout -s INT -k 20 "$limit" "$modsim" profile --backend cuda --preset decode "${models[@]}" --out "$csv" \
+      --resume --format csv > /dev/null 2> "$logs/decode-preset.log"
+    rc=$?
+    local rows=0 points
+    [[ -s "$csv" ]] && rows=$(( $(wc -l < "$csv") - 1 ))
+    points=$("$modsim" profile --backend cuda --preset decode "${models[@]}" --dry-run 2>&1 >/dev/null | tail -1)
+    say "decode preset: exit $rc, $(( $(date +%s) - t1 )) s, $rows rows in $(basename "$csv") ($points)"
+    tail -n 3 "$logs/decode-preset.log" >> "$summary"
+    cp "${csv%.csv}.meta.json" "$logs/" 2>/dev/null
+  fi
+  [[ -f "$csv" ]] || rm -f "${csv%.csv}.meta.json"
+
+  say "== peer: PyTorch decode step (eager, CUDA graph) and modsim's decode_step"
+  limit=$(( $(left) - 20 ))
+  (( limit > peer_s )) && limit=$peer_s
+  if (( limit < 30 )); then
+    say "peer decode: no time left (${limit}s)"
+  else
+    PYTHONUNBUFFERED=1 timeout -k 10 "$limit" python3 profiler/peer/decode_torch.py --out "$logs/peer-torch-decode.csv" \
+      "${models[@]}" --batch 1 8 32 128 --context 512 2048 8192 --dtype bf16 --impls eager graph \
+      --warmup 5 --repeats 30 --max-seconds $(( limit - 40 > 10 ? limit - 40 : 10 )) > "$logs/peer-torch-decode.log" 2>&1
+    say "peer torch decode: exit $?"
+    tail -n 30 "$logs/peer-torch-decode.log" >> "$summary"
+  fi
+  if [[ -s "$logs/peer-torch-decode.csv" && -s "$csv" ]]; then
+    local blocks=()
+    [[ -s "$logs/peer-modsim-unfused.csv" && -s "$logs/peer-torch.csv" ]] &&
+      blocks=(--modsim "$logs/peer-modsim-unfused.csv" --torch "$logs/peer-torch.csv" --attention unfused)
+    python3 profiler/peer/peer_csv.py "${blocks[@]}" --modsim-decode "$csv" --torch-decode "$logs/peer-torch-decode.csv" \
+      --out-dir "$out" --date "$day" > "$logs/peer-csv-decode.log" 2>&1
+    say "peer csv (decode$( (( ${#blocks[@]} )) && echo " + blocks")): exit $? $(tr '\n' ' ' < "$logs/peer-csv-decode.log")"
+    [[ -f "$out/$gpu.md" ]] && sed -n '/^## Decode step/,$p' "$out/$gpu.md" >> "$summary"
+  else
+    say "peer csv (decode): not joined (PyTorch rows: $([[ -s "$logs/peer-torch-decode.csv" ]] && echo yes || echo none), modsim rows: $([[ -s "$csv" ]] && echo yes || echo none))"
+  fi
+  say "decode: $(( $(date +%s) - t0 )) s"
+}
+
 run_full() {  # $1 = I/N
   local shard=$1 tag=${1/\//-of-}
   local csv="$out/full-$tag.csv"
@@ -137,13 +231,14 @@ run_full() {  # $1 = I/N
 }
 
 stages=("$@")
-(( ${#stages[@]} )) || stages=(check full 1/1)
+(( ${#stages[@]} )) || stages=(check decode full 1/1)
 i=0
 while (( i < ${#stages[@]} )); do
   case "${stages[$i]}" in
     check) run_check ;;
+    decode) run_decode ;;
     full) run_full "${stages[$((i + 1))]:-1/1}"; i=$((i + 1)) ;;
-    *) say "gpu-session: unknown stage '${stages[$i]}' (check, full I/N)" ;;
+    *) say "gpu-session: unknown stage '${stages[$i]}' (check, decode, full I/N)" ;;
   esac
   i=$((i + 1))
 done
