@@ -87,6 +87,21 @@ section verdict_section(const report_data& d) {
         static_cast<double>(a.kv_peak_bytes) / 1e6, static_cast<double>(b.kv_peak_bytes) / 1e6,
         ratio_or_dash(b.kv_peak_bytes, a.kv_peak_bytes)));
   }
+  if (d.sampling) {
+    const analysis::sampling_map& map = *d.sampling;
+    std::string line =
+        fmt::format("**Sampling** (decode step vs {}, simulated; the paper claims 1.5x): ", map.baseline_name);
+    for (std::size_t i = 0; i < map.strategies.size(); ++i) {
+      const analysis::sampling_strategy_map& sm = map.strategies[i];
+      const analysis::sampling_cell& top = sm.cells[static_cast<std::size_t>(sm.best)];
+      line += fmt::format("{}{} reaches {:g}x in {} of {} cells (best {:.2f}x at batch {}, context {})", i ? "; " : "",
+                          sm.strategy.name(), map.target_speedup, sm.reached, sm.cells.size(), top.speedup(), top.batch,
+                          top.context);
+    }
+    if (d.serving_routing)
+      line += fmt::format("; serving decodes with {}", sim::des::to_string(d.serving_routing->routing));
+    items.push_back(line + " (see Sampling).");
+  }
   if (d.validation) {
     const auto& v = *d.validation;
     const bool same = v.hardware == d.hardware.name;
