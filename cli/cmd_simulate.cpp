@@ -423,6 +423,9 @@ int simulate_serve(const po::variables_map& vm, output_format format) {
   analysis::scenario scenario;
   scenario.prediction = false;
   analysis::serving_request& q = scenario.serving.emplace();
+  // Without --decode-routing: the routing that is faster at the scenario's typical decode cell
+  // (the sampling map's), as the report and the explorer serve.
+  q.fastest_routing = vm["decode-routing"].defaulted();
   des::serving_scenario& sc = q.scenario;
   sc.seed = o.seed;
   sc.options = o;

@@ -49,7 +49,10 @@ report_data build_report(const report_input& in, const progress_fn& progress) {
       s.sweep->space = in.space;
       s.sweep->threads = in.threads;
       s.variants = true;
-      if (in.serving && m.routing) s.serving.emplace().scenario = in.scenario;
+      if (in.serving && m.routing) {
+        s.serving.emplace().scenario = in.scenario;
+        s.serving->fastest_routing = true;
+      }
       if (in.sampling && m.routing) s.sampling = in.sampling_request;
       s.validation = in.validation;
     }

@@ -304,6 +304,7 @@ ServingResult computeServing(const ExplorerConfig& config) {
   analysis::scenario s;
   s.prediction = false;
   s.serving = analysis::serving_request{};
+  s.serving->fastest_routing = true;
   const analysis::analysis_result a = analyzeOnly(config, s);
   return servingOf(*a.serving, a.serving_routing);
 }
@@ -333,7 +334,10 @@ ComputeResult computeAll(const ExplorerConfig& config, const ComputeControl& con
     s.timeline = analysis::timeline_request{};
     if (config.sweepEnabled) s.sweep = analysis::sweep_request{};
     if (config.model.routing) s.sampling = analysis::sampling_request{};
-    if (config.servingEnabled) s.serving = analysis::serving_request{};
+    if (config.servingEnabled) {
+      s.serving = analysis::serving_request{};
+      s.serving->fastest_routing = true;
+    }
     try {
       s.validation = validationRequestOf(config);
     } catch (const modsim::error& e) {

@@ -149,7 +149,8 @@ TEST_P(OneAnalysis, CliReportAndExplorerAgreeOnFlopsTimeAndServing) {
   EXPECT_EQ(gui_point->matmulFlops, point_flops);
   EXPECT_EQ(gui_point->timeS, cli_total);
 
-  // The sampling map: every cell's step times, the same in the three.
+  // The sampling map: every cell's step times, the same in the three; the serving routing the
+  // report and the explorer chose from it is the one `simulate serve` names.
   const printed sampling = cli_json("sampling " + name + " --hardware " + hw_name);
   const modsim::gui::SamplingResult gui_sampling = modsim::gui::computeSampling(config);
   ASSERT_TRUE(gui_sampling.available);
@@ -168,6 +169,9 @@ TEST_P(OneAnalysis, CliReportAndExplorerAgreeOnFlopsTimeAndServing) {
       EXPECT_DOUBLE_EQ(gui_sampling.map.strategies[s].cells[i].baseline_s, baseline_s);
     }
   }
+  ASSERT_TRUE(report.serving_routing.has_value());
+  EXPECT_EQ(std::string(serve.parsed.at("decode_routing").as_string()),
+            std::string(modsim::to_string(report.serving_routing->routing)));
 
   // One decode step: predict --mode decode and the explorer's decode headline.
   const printed decode = cli_json("predict " + name + " --hardware " + hw_name + " --mode decode --batch 8 --seq 2048");
