@@ -144,7 +144,9 @@ section sampling_section_of(const report_data& d, document& doc) {
         t, fmt::format("{}: MoD / baseline decode step time (✓: {:g}x reached). K KV reads, W weight reads, "
                        "P predictor/routing, E norms/activations, S sync round trips, L launches/host",
                        sm.strategy.name(), m.target_speedup)));
-    MODSIM_CHART(doc, s, "sampling_" + sm.strategy.name(),
+    std::string chart = "sampling_" + sm.strategy.name();
+    std::replace(chart.begin(), chart.end(), '+', '_');  // "sampling_pad_graphs": a plain file name and id
+    MODSIM_CHART(doc, s, chart,
                  "MoD / baseline decode step time by batch, one line per context (" + sm.strategy.name() + ")",
                  make_ratio_chart(sampling_chart(m, i)));
   }
