@@ -192,6 +192,9 @@ section method_section(const report_data& d) {
       "device queue (`sim/kernel_model.hpp`); on a CPU, per-op efficiency curves (`sim/cost.hpp`). A prediction, not "
       "a measurement: the calibration's cross-validated error is its expected error band.",
       "Serving: the discrete-event simulator (`sim/des/`) runs every step's kernels on a host queue and a GPU stream.",
+      "Sampling: each cell is one decode step through the same simulator (`analysis::decode_step_time`, the step of "
+      "`modsim predict --mode decode` and `modsim simulate forward --mode decode`), averaged over routing draws; "
+      "reproduce it with `modsim sampling MODEL --hardware HW [--baseline MODEL]`.",
       "Generated " + d.generated + (d.command_line.empty() ? std::string() : " by `" + d.command_line + "`") + ".",
   }));
   return s;
