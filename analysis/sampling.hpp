@@ -7,11 +7,11 @@
 // simulate_execution runs them as a host enqueuing and a stream running), so it includes the
 // routed-count round trips (sync), the launches and the GPU waiting on the host.
 //
-// The sampling map answers the paper's claim ("steps 66 % faster" at sampling than the
-// matched-quality dense baseline): the MoD / baseline decode step-time ratio over a grid of
-// batch × context, for each decode strategy (sync, pad, and pad + CUDA graphs on a GPU), with
-// the step split into what it spends (decode_breakdown) and, per cell, the component that
-// decides whether MoD reaches the target speed-up (1.5×: ratio ≤ 1/1.5).
+// The sampling map answers the paper's claim that MoD models step faster at sampling than their
+// matched-quality dense baselines (the figure tested: 66 %, read as 1.5×): the MoD / baseline decode step-time ratio
+// over a grid of batch × context, for each decode strategy (sync, pad, and pad + CUDA graphs on a GPU), with the step
+// split into what it spends (decode_breakdown) and, per cell, the component that decides whether MoD reaches the target
+// speed-up (1.5×: ratio ≤ 1/1.5).
 //
 // Library code: never prints.
 #include <cstdint>
@@ -96,7 +96,7 @@ struct sampling_request {
   std::optional<double> pad_capacity;  // empty: the default rule (pad_rows)
   std::uint64_t seed = 1;              // draws d use seed + d
   int draws = 8;                       // routing draws averaged per cell (a decode step is random)
-  // The paper's "66 % faster" read as the MoD step taking at most 2/3 of the baseline's: 1.5×.
+  // "66 % faster" read as the MoD step taking at most 2/3 of the baseline's: 1.5×.
   double target_speedup = 1.5;
   unsigned threads = 0;                        // 0 = all hardware threads
   std::vector<sampling_measurement> measured;  // carried to the faces, may be empty

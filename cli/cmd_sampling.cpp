@@ -26,7 +26,7 @@ const char* const k_usage =
     "                       [--threads N] [--capacity C] [--schedule S] [--format table|json|csv|markdown]\n"
     "\n"
     "The sampling map: MODEL's decode step time over its baseline's (--baseline MODEL, e.g. dense-220m,\n"
-    "the matched-quality dense model the paper's \"66% faster\" compares with; default MODEL without\n"
+    "the kind of matched-quality dense model the paper's sampling speed-up is against; default MODEL without\n"
     "routing) on HW, over a grid of batch x cached context, for each decode strategy: sync (the routed\n"
     "count read back to the host before each routed block), pad (blocks padded to --pad-capacity of\n"
     "the batch, default the capacity + 3 sigma of the routed count, no sync) and, on a GPU, pad + CUDA\n"

@@ -135,7 +135,7 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
   }
   m_baseline->setToolTip(
       tr("The dense baseline every \"vs dense\" compares with: the model with its routing removed, or a "
-         "matched-quality dense model (the paper's 66% compares with one)"));
+         "matched-quality dense model (the paper's sampling speed-up is against one)"));
   lf->addRow(tr("Baseline"), m_baseline);
   addErrorRow(lf, QStringLiteral("baseline"));
   connect(m_baseline, &QComboBox::activated, this,
