@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "sim/decode_fit.hpp"
 #include "sim/config.hpp"
 #include "sim/cost.hpp"
 #include "sim/des/step.hpp"
@@ -75,6 +76,16 @@ sweep_section sweep_around(const configuration& c, const sim::cost_model& cost, 
   o.y_axis = r.y_axis;
   sweep_section out;
   out.result = sim::run_sweep(c.model, space, time_of, o);
+  if (c.baseline) {
+    // Ratios against the given baseline instead of the space's dense point.
+    sim::sweep_result& res = out.result;
+    res.dense_time_s = sim::time_model(*c.baseline, c.load, cost).total_s;
+    res.dense_matmul_flops = sim::evaluate_flops(*c.baseline, c.load).totals.matmul_flops;
+    for (sim::sweep_point& p : res.points) {
+      p.flops_ratio = res.dense_matmul_flops > 0 ? double(p.matmul_flops) / double(res.dense_matmul_flops) : 0.0;
+      p.time_ratio = res.dense_time_s > 0 ? p.time_s / res.dense_time_s : 0.0;
+    }
+  }
 
   // The configuration's own point: the one of its variant with its FLOPs and time.
   const sim::model_time cur = sim::time_model(c.model, c.load, cost);
@@ -118,28 +129,118 @@ sweep_section sweep_around(const configuration& c, const sim::cost_model& cost, 
   return out;
 }
 
+// The timeline of one step; in decode mode also where it goes.
 sim::des::timeline step_timeline(const configuration& c, const sim::cost_model& cost, const timeline_request& r,
-                                 std::int64_t& decisions, std::int64_t& routed_tokens) {
+                                 analysis_result& out) {
   namespace des = sim::des;
-  const des::step_builder b(c.model, c.load.type, des::device_model_of(cost, c.load.type));
-  std::vector<des::kernel> kernels;
   if (c.load.mode == sim::run_mode::decode) {
-    des::rng rng(r.seed);
-    std::vector<std::int64_t> routed;
-    const des::step_load load =
-        des::decode_load(b, c.load.batch, c.load.seq_len, r.routing, r.pad_capacity, rng, &routed, &decisions);
-    for (std::size_t i = 0; i < routed.size(); ++i)
-      if (b.layers()[i].mod_routed) routed_tokens += routed[i];
-    kernels = b.step(load, r.routing);
-  } else {
-    kernels = b.forward(c.load);
+    // A decode step is timed with the calibration's decode fit where it has one.
+    const des::step_builder b(c.model, c.load.type, sim::decode_device_model(cost, c.load.type));
+    decode_step_options o = r.decode_options();
+    o.record_spans = true;
+    decode_step st = decode_step_time(b, c.load.batch, c.load.seq_len, o);
+    out.decode_decisions = st.decisions;
+    out.decode_routed = st.routed;
+    out.decode = st.breakdown;
+    return std::move(st.timeline);
   }
+  const des::step_builder b(c.model, c.load.type, des::device_model_of(cost, c.load.type));
   des::exec_options eo;
   eo.cuda_graph = r.cuda_graph;
-  return des::simulate_execution(std::move(kernels), b.device(), eo);
+  return des::simulate_execution(b.forward(c.load), b.device(), eo);
+}
+
+// A model's decode step as a model_time: per layer its kernels' device times, the lm_head its
+// kernel, overhead_s the rest of the step (launches, waits on the host, routed-count syncs).
+// `like` (sim::predict's expected-count prediction of the same model) names the curves used.
+sim::model_time decode_model_time(const sim::model_spec& m, const sim::cost_model& cost, const sim::workload& w,
+                                  const decode_step_options& o, const sim::model_time& like) {
+  namespace des = sim::des;
+  const des::step_builder b(m, w.type, sim::decode_device_model(cost, w.type));
+  const decode_step st = decode_step_time(b, w.batch, w.seq_len, o);
+  sim::model_time out;
+  out.timed_as_dtype = like.timed_as_dtype;
+  for (const des::layer_info& info : b.layers()) {
+    sim::layer_prediction l;
+    l.index = info.index;
+    l.routed = info.mod_routed;
+    l.capacity = info.capacity;
+    out.layers.push_back(std::move(l));
+  }
+  auto prediction_of = [&](const des::kernel& k) {
+    sim::op_prediction p;
+    p.op = std::string(k.op);
+    p.op_class = sim::op_class_of(k.op);
+    p.time_s = k.device_s;
+    p.roofline_s = k.roofline_s;
+    p.matmul_flops = k.matmul_flops;
+    p.other_flops = k.other_flops;
+    p.bytes = k.bytes;
+    p.kernels = k.launches;
+    p.memory_bound = k.memory_bound;
+    p.calibrated = k.calibrated;
+    const sim::op_prediction* same = nullptr;
+    if (k.layer < 0) {
+      same = &like.lm_head;
+    } else if (static_cast<std::size_t>(k.layer) < like.layers.size()) {
+      for (const sim::op_prediction& q : like.layers[static_cast<std::size_t>(k.layer)].ops)
+        if (q.op == p.op) same = &q;
+    }
+    p.calibrated_as = !k.calibrated ? "" : same ? same->calibrated_as : p.op;
+    out.matmul_flops += p.matmul_flops;
+    out.other_flops += p.other_flops;
+    out.bytes += p.bytes;
+    out.ops_s += p.time_s;
+    out.kernels += p.kernels;
+    return p;
+  };
+  for (const des::kernel& k : st.timeline.kernels) {
+    if (k.op == des::d2h_sync_op) continue;
+    if (k.layer < 0) {
+      out.lm_head = prediction_of(k);
+      continue;
+    }
+    sim::layer_prediction& l = out.layers.at(static_cast<std::size_t>(k.layer));
+    sim::op_prediction p = prediction_of(k);
+    if (p.op == "attn_norm") l.tokens = k.tokens;  // the rows the block computes (routed or padded)
+    l.time_s += p.time_s;
+    l.kernels += p.kernels;
+    l.ops.push_back(std::move(p));
+  }
+  out.total_s = st.step_s();
+  out.overhead_s = out.total_s - out.ops_s;
+  return out;
 }
 
 }  // namespace
+
+decode_step_options timeline_request::decode_options() const {
+  decode_step_options o;
+  o.routing = routing;
+  o.pad_capacity = pad_capacity;
+  o.cuda_graph = cuda_graph;
+  o.seed = seed;
+  return o;
+}
+
+decode_cell serving_decode_cell(const sim::des::serving_scenario& s) {
+  auto mean = [](const std::string& text, const char* what) {
+    const sim::des::length_dist d = sim::des::parse_length_dist(text, what);
+    return d.k == sim::des::length_dist::kind::uniform ? (d.a + d.b) / 2 : d.a;
+  };
+  decode_cell c;
+  c.batch = std::min<std::int64_t>(64, std::max<std::int64_t>(1, s.options.max_seqs));
+  const double p = std::max(1.0, mean(s.prompt, "prompt")), o = std::max(1.0, mean(s.output, "output"));
+  c.context = static_cast<std::int64_t>(p + o / 2);
+  return c;
+}
+
+sim::model_spec baseline_of(const configuration& c) { return c.baseline ? *c.baseline : sim::dense_baseline(c.model); }
+
+std::string baseline_label(const configuration& c) {
+  if (c.baseline) return c.baseline->name.empty() ? "baseline" : c.baseline->name;
+  return (c.model.name.empty() ? std::string("the model") : c.model.name) + " without routing";
+}
 
 double capacity_of(const sim::model_spec& m) {
   if (!m.routing) return 1.0;
@@ -195,7 +296,8 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
   r.config = c;
   say(ctl, 0, "FLOPs");
   r.flops = sim::evaluate_flops(c.model, c.load);
-  r.dense_flops = sim::evaluate_flops(sim::dense_baseline(c.model), c.load);
+  const sim::model_spec baseline = baseline_of(c);
+  r.dense_flops = sim::evaluate_flops(baseline, c.load);
   r.flop_classes = sim::roll_up(r.flops, r.dense_flops);
   check(ctl);
 
@@ -212,15 +314,30 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
   if (s.prediction) {
     say(ctl, 2, "predicted time");
     part(s, r.prediction_missing, [&] {
-      r.prediction = sim::predict(c.model, c.load, cost_of("a prediction"));
+      const sim::cost_model& cm = cost_of("a prediction");
+      r.prediction = sim::predict(c.model, baseline, c.load, cm);
+      if (c.load.mode == sim::run_mode::decode) {
+        // One decode path: the discrete-event step (syncs and launches included).
+        const decode_step_options o = s.timeline ? s.timeline->decode_options() : decode_step_options{};
+        sim::prediction& p = *r.prediction;
+        p.model = decode_model_time(c.model, cm, c.load, o, p.model);
+        p.dense = decode_model_time(baseline, cm, c.load, o, p.dense);
+        sim::compare_with_baseline(p);
+      }
       r.time_classes = sim::roll_up(*r.prediction);
     });
     check(ctl);
   }
   if (s.timeline) {
     say(ctl, 5, "step timeline");
-    part(s, r.timeline_missing, [&] {
-      r.timeline = step_timeline(c, cost_of("a timeline"), *s.timeline, r.decode_decisions, r.decode_routed);
+    part(s, r.timeline_missing, [&] { r.timeline = step_timeline(c, cost_of("a timeline"), *s.timeline, r); });
+    check(ctl);
+  }
+  if (s.sampling) {
+    say(ctl, 8, "sampling map");
+    part(s, r.sampling_missing, [&] {
+      r.sampling =
+          make_sampling_map(c.model, baseline, !c.baseline, cost_of("the sampling map"), c.load.type, *s.sampling);
     });
     check(ctl);
   }
@@ -266,18 +383,28 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
     part(s, r.serving_missing, [&] {
       namespace des = sim::des;
       const sim::cost_model& cm = cost_of("serving");
-      const serving_request& q = *s.serving;
+      serving_request q = *s.serving;
+      if (q.fastest_routing && c.model.routing) {
+        if (!r.sampling) {
+          sampling_request sr;
+          if (s.sampling) sr = *s.sampling;
+          r.sampling = make_sampling_map(c.model, baseline, !c.baseline, cm, c.load.type, sr);
+        }
+        const decode_cell cell = serving_decode_cell(q.scenario);
+        r.serving_routing = choose_decode_routing(*r.sampling, cell.batch, cell.context, q.scenario.options.cuda_graph,
+                                                  r.sampling->measured);
+        q.scenario.options.routing = r.serving_routing->routing;
+      }
       cancel_observer cancel(ctl);
       std::vector<des::serve_observer*> model_observers = q.observers;
       model_observers.push_back(&cancel);
       des::serve_observer* dense_observers[] = {&cancel};
       des::serving_comparison cmp;
-      cmp.scenario = q.arrivals ? q.scenario : des::resolve_scenario(c.model, cm, c.load.type, q.scenario);
+      cmp.scenario = q.arrivals ? q.scenario : des::resolve_scenario(baseline, cm, c.load.type, q.scenario);
       if (q.dense) {
-        cmp.dense = q.arrivals ? des::serve_model(sim::dense_baseline(c.model), "dense", cm, c.load.type, cmp.scenario,
-                                                  *q.arrivals, dense_observers)
-                               : des::serve_model(sim::dense_baseline(c.model), "dense", cm, c.load.type, cmp.scenario,
-                                                  dense_observers);
+        cmp.dense = q.arrivals ? des::serve_model(baseline, "dense", cm, c.load.type, cmp.scenario, *q.arrivals,
+                                                  dense_observers)
+                               : des::serve_model(baseline, "dense", cm, c.load.type, cmp.scenario, dense_observers);
         check(ctl);
       }
       const std::string name = c.model.name.empty() ? "MoD" : c.model.name;

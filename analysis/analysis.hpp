@@ -11,6 +11,8 @@
 //               configuration marked (added as a point when the space does not hold it);
 //   variants    dense, MoD, MoE, MoDE staged/integrated at the model's routing;
 //   timeline    one step (forward, train or decode) through the discrete-event executor;
+//   sampling    the sampling map: MoD / baseline decode step time over batch × context
+//               (analysis/sampling.hpp);
 //   serving     the model and its dense baseline under one scenario (sim/des/comparison.hpp);
 //   validation  measured blocks against the cost model (analysis/validation.hpp).
 // Library code: never prints; progress and cancellation go through `control`.
@@ -21,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/sampling.hpp"
 #include "analysis/validation.hpp"
 #include "sim/des/comparison.hpp"
 #include "sim/des/execution.hpp"
@@ -39,7 +42,15 @@ struct configuration {
   sim::model_spec model;
   sim::workload load;
   std::optional<sim::hardware_spec> hardware;
+  // The baseline every "vs dense" compares with: a matched-quality dense model (--baseline), or
+  // empty for the model with its routing removed (sim::dense_baseline).
+  std::optional<sim::model_spec> baseline = std::nullopt;
 };
+
+// The configuration's baseline: c.baseline, else sim::dense_baseline(c.model).
+sim::model_spec baseline_of(const configuration& c);
+// "dense-220m" (a --baseline), or "<model> without routing".
+std::string baseline_label(const configuration& c);
 
 // The sweep around the configuration.
 struct sweep_request {
@@ -51,12 +62,14 @@ struct sweep_request {
 };
 
 // One step through the discrete-event executor (`modsim simulate forward`, the explorer's
-// timeline).
+// timeline). In decode mode the same options time the prediction's step (decode_step_time), so
+// `modsim predict --mode decode` and `modsim simulate forward --mode decode` give one number.
 struct timeline_request {
   bool cuda_graph = false;
   sim::des::decode_routing routing = sim::des::decode_routing::sync;
-  double pad_capacity = 1.0;
-  std::uint64_t seed = 1;  // decode routing draws
+  std::optional<double> pad_capacity;  // empty: sim::des::pad_rows' default rule
+  std::uint64_t seed = 1;              // decode routing draws
+  decode_step_options decode_options() const;
 };
 
 // The serving pair.
@@ -65,6 +78,11 @@ struct serving_request {
   // Explicit requests (an arrivals trace) instead of the scenario's Poisson draws.
   std::optional<std::vector<sim::des::request>> arrivals;
   bool dense = true;  // also serve the dense baseline (the pair); false: the model only
+  // Serve with the decode routing that is fastest at the scenario's typical decode cell
+  // (serving_decode_cell) by the sampling map — measured cells first (sampling_request::measured),
+  // else predicted — instead of scenario.options.routing. Needs scenario::sampling (computed with
+  // the default request when absent); the choice is analysis_result::serving_routing.
+  bool fastest_routing = false;
   // Observers of the model's run only (a trace); the dense run is not observed.
   std::vector<sim::des::serve_observer*> observers;
 };
@@ -89,7 +107,9 @@ struct scenario {
   bool prediction = true;
   std::optional<sweep_request> sweep;
   bool variants = false;
+  // The timeline; in decode mode also how the prediction's step runs (absent: the defaults).
   std::optional<timeline_request> timeline;
+  std::optional<sampling_request> sampling;
   std::optional<serving_request> serving;
   validation_request validation;
   // When true, a part that fails with modsim::error records why in its `*_missing` and the
@@ -134,15 +154,24 @@ struct analysis_result {
   std::string variants_missing;
   std::optional<sim::des::timeline> timeline;
   std::int64_t decode_decisions = 0, decode_routed = 0;  // decode timeline: routing draws
+  std::optional<decode_breakdown> decode;                // decode timeline: where the step goes
   std::string timeline_missing;
+  std::optional<sampling_map> sampling;
+  std::string sampling_missing;
   // serving: the scenario (rate resolved), the dense baseline's run (when asked for) and the
   // model's, each with its per-request records.
   std::optional<sim::des::serving_comparison> serving;
+  std::optional<routing_choice> serving_routing;  // serving_request::fastest_routing: what was chosen
   std::string serving_missing;
   std::optional<validation_section> validation;
   std::string validation_missing;
 };
 
+// In decode mode `prediction.model` and `prediction.dense` (the baseline) are the discrete-event
+// decode step (decode_step_time with the scenario's timeline options): per layer the kernels'
+// device times, lm_head its kernel, overhead_s the rest of the step (launches, the GPU waiting on
+// the host, routed-count syncs), total_s the step time.
+//
 // Computes the parts `s` asks for. Throws modsim::error(bad_input) for an invalid
 // configuration (or a failing part unless s.parts_may_fail), `cancelled` when asked to stop.
 analysis_result analyze(const configuration& c, const scenario& s, const control& ctl = {});
@@ -154,6 +183,13 @@ sim::sweep_space default_sweep_space(const sim::model_spec& model);
 // The variant comparison's space: the five variants at the model's capacity and schedule (the
 // paper's 12.5 % every other layer, with a note, when the model has no routing).
 sim::sweep_space variant_space(const sim::model_spec& model, std::vector<std::string>* notes = nullptr);
+
+// The decode cell that stands for a serving scenario, as des::sustainable_rate sizes it: a batch of
+// min(64, max_seqs) sequences over the mean prompt plus half the mean output.
+struct decode_cell {
+  std::int64_t batch = 1, context = 1;
+};
+decode_cell serving_decode_cell(const sim::des::serving_scenario& s);
 
 // The capacity and schedule a configuration is shown with: the first routed layer's capacity
 // (1 without routing) and its schedule's name ("none", a preset, or "custom").

@@ -171,7 +171,8 @@ int cmd_flops(const std::vector<std::string>& args) {
   const sim::model_spec model = load_model_arg(vm["model"].as<std::string>(), vm);
   analysis::scenario scenario;
   scenario.prediction = false;
-  const analysis::analysis_result a = analysis::analyze({model, workload_from(vm), std::nullopt}, scenario);
+  const analysis::analysis_result a =
+      analysis::analyze({model, workload_from(vm), std::nullopt, std::nullopt}, scenario);
   print(output_of(a), format, std::cout);
   return exit_ok;
 }

@@ -12,6 +12,7 @@
 #include "analysis/analysis.hpp"
 #include "cli/common.hpp"
 #include "cli/printer.hpp"
+#include "core/error.hpp"
 #include "sim/config.hpp"
 #include "sim/cost.hpp"
 #include "sim/predict.hpp"
@@ -23,15 +24,21 @@ namespace json = boost::json;
 
 const char* const k_usage =
     "usage: modsim predict MODEL --hardware HW [--batch B] [--seq S] [--mode forward|train|decode]\n"
-    "                      [--dtype fp32|bf16|fp16] [--capacity C] [--schedule S] [--format table|json|csv|markdown]\n"
+    "                      [--dtype fp32|bf16|fp16] [--capacity C] [--schedule S] [--baseline MODEL]\n"
+    "                      [--graph] [--decode-routing sync|pad] [--pad-capacity C] [--seed N]\n"
+    "                      [--format table|json|csv|markdown]\n"
     "\n"
     "Predicted device time of MODEL per op, layer and model on HW (a hardware JSON or a shipped\n"
     "name: cpu, h100-sxm, h200): the datasheet roofline, or the calibrated cost model when HW has a\n"
     "`calibration` block (modsim calibrate). Also the same workload on the dense baseline, the\n"
     "FLOP and time ratios, and a decomposition of (time ratio - FLOP ratio) into routing ops,\n"
     "launch overhead, GEMM efficiency, attention and memory-bound ops. --dtype defaults to bf16\n"
-    "on GPU hardware and fp32 on a CPU. --mode train times 3 x forward; --mode decode is one\n"
-    "step (expected routed counts).";
+    "on GPU hardware and fp32 on a CPU. --mode train times 3 x forward. --mode decode is one decode\n"
+    "step through the discrete-event simulator, the step `modsim simulate forward --mode decode` and\n"
+    "`modsim sampling` time (routing drawn with --seed; --decode-routing sync includes the routed-count\n"
+    "round trips; --graph, --pad-capacity as there): overhead_s is then the step's launches, GPU waits\n"
+    "on the host and syncs. --baseline MODEL compares with a matched-quality dense model instead of\n"
+    "MODEL without routing (JSON: \"baseline\").";
 
 json::object op_json(const sim::op_prediction& o) {
   json::object j;
@@ -129,18 +136,41 @@ json::value prediction_json(const sim::prediction& p, const std::string& hw_name
 }
 
 std::string ms(double s) { return fmt::format("{:.4f}", s * 1e3); }
+std::string des_routing_name(decode_routing r) { return std::string(modsim::to_string(r)); }
 cell ms_cell(double s) { return cell(ms(s), fmt::format("{}", s)); }
 std::string ratio_text(double a, double b) { return b > 0 ? fmt::format("{:.3f}", a / b) : "-"; }
 
-output output_of(const analysis::analysis_result& a, const std::string& hw_name) {
+output output_of(const analysis::analysis_result& a, const std::string& hw_name,
+                 const analysis::timeline_request& step) {
   const sim::prediction& p = *a.prediction;
   const bool decode = p.load.mode == sim::run_mode::decode;
   output o;
   o.json = prediction_json(p, hw_name);
+  json::object& root = o.json.as_object();
+  root["baseline"] = baseline_json(a.config);
+  if (decode) {
+    json::object d;
+    d["decode_routing"] = des_routing_name(step.routing);
+    if (step.pad_capacity)
+      d["pad_capacity"] = *step.pad_capacity;
+    else
+      d["pad_capacity"] = "default (capacity + 3 sigma)";
+    d["graph"] = step.cuda_graph;
+    d["seed"] = step.seed;
+    d["step_s"] = p.total_s();
+    d["source"] = "discrete-event decode step (analysis::decode_step_time), as modsim simulate forward --mode decode";
+    root["decode"] = std::move(d);
+  }
   o.head.push_back(fmt::format("{} on {}: {}, batch {}, {} {}, {}", p.model_name.empty() ? "model" : p.model_name,
                                hw_name, sim::to_string(p.load.mode), p.load.batch, decode ? "context" : "seq",
                                p.load.seq_len, sim::to_string(p.load.type)));
   o.head.push_back(fmt::format("cost model: {}", p.calibrated ? p.cost_label : "DATASHEET ROOFLINE (uncalibrated)"));
+  o.head.push_back("baseline (\"dense\"): " + analysis::baseline_label(a.config));
+  if (decode)
+    o.head.push_back(fmt::format(
+        "decode step: discrete-event simulation (as simulate forward), routing {}{}, seed {}; launch row = launches, "
+        "GPU waits on the host and routed-count syncs",
+        des_routing_name(step.routing), step.cuda_graph ? ", CUDA graphs" : "", step.seed));
   if (p.expected_error)
     o.head.push_back(fmt::format(
         "expected error: median {:.1f}%, p90 {:.1f}% (|predicted - measured| of {} blocks this calibration never saw, "
@@ -244,6 +274,8 @@ int cmd_predict(const std::vector<std::string>& args) {
       "format", po::value<std::string>()->default_value("table"), "table | json | csv | markdown");
   add_workload_options(options);
   add_routing_overrides(options);
+  add_baseline_option(options);
+  add_step_options(options);
   po::positional_options_description positional;
   positional.add("model", 1);
   po::variables_map vm;
@@ -253,8 +285,17 @@ int cmd_predict(const std::vector<std::string>& args) {
   const sim::hardware_spec hw = sim::load_hardware(resolve_config(vm["hardware"].as<std::string>(), "hardware"));
   const sim::model_spec model = load_model_arg(vm["model"].as<std::string>(), vm);
   const sim::workload w = workload_from(vm, hw.kind == "gpu" ? sim::dtype::bf16 : sim::dtype::fp32);
-  const analysis::analysis_result a = analysis::analyze({model, w, hw}, analysis::scenario{});
-  print(output_of(a, hw.name), format, std::cout);
+  analysis::scenario scenario;
+  const analysis::timeline_request step = step_options_from(vm);
+  if (w.mode == sim::run_mode::decode) {
+    scenario.timeline = step;
+  } else {
+    for (const char* k : {"graph", "decode-routing", "pad-capacity", "seed"})
+      if (vm.count(k) && !vm[k].defaulted())
+        throw input_error("", std::string("--") + k, "applies to --mode decode only");
+  }
+  const analysis::analysis_result a = analysis::analyze({model, w, hw, baseline_from(vm)}, scenario);
+  print(output_of(a, hw.name, step), format, std::cout);
   return exit_ok;
 }
 

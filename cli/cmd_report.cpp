@@ -33,11 +33,15 @@ const char* const k_usage =
     "usage: modsim report [MODEL...] [--hardware HW] [--measurements CSV] [--calibration HW_CAL] [--out DIR]\n"
     "                     [--batch B] [--seq S] [--mode forward|train] [--dtype T] [--no-serving] [--requests N]\n"
     "                     [--rate R] [--no-profile] [--fresh-profile] [--no-charts] [--threads N]\n"
+    "                     [--baseline MODEL] [--no-sampling]\n"
     "\n"
     "The cost report of MODEL (the first one; others are compared in a table) on HW: FLOPs per\n"
     "forward pass vs dense by op class, the capacity x schedule sweep with its Pareto front, MoDE\n"
     "staged/integrated vs MoE vs dense, where the FLOP-to-time gap goes, serving (TTFT, TPOT,\n"
-    "throughput, KV cache) dense vs MoD from the simulator, and predicted vs measured blocks.\n"
+    "throughput, KV cache) dense vs MoD from the simulator, decoding with the faster routing (sync or\n"
+    "pad) at its typical cell, the sampling map (MoD / baseline decode step time over batch x context,\n"
+    "as `modsim sampling`: where MoD reaches 1.5x and why), and predicted vs measured blocks.\n"
+    "--baseline MODEL compares with a matched-quality dense model instead of MODEL without routing.\n"
     "Writes DIR/report.md, DIR/report.html (self-contained), DIR/tables/*.csv, DIR/charts/*.svg;\n"
     "every file goes to a temporary name first, so a failed run leaves the previous report intact.\n"
     "\n"
@@ -77,10 +81,11 @@ int cmd_report(const std::vector<std::string>& args) {
       "seed", po::value<std::uint64_t>()->default_value(1), "serving: seed")(
       "no-profile", po::bool_switch(), "defaults only: no CPU profile (no validation section)")(
       "fresh-profile", po::bool_switch(), "defaults only: measure again even when DIR/measurements-cpu.csv exists")(
-      "no-charts", po::bool_switch(), "tables only")("threads", po::value<unsigned>()->default_value(0),
-                                                     "sweep threads (0 = all hardware threads)");
+      "no-charts", po::bool_switch(), "tables only")("no-sampling", po::bool_switch(), "skip the sampling map")(
+      "threads", po::value<unsigned>()->default_value(0), "sweep threads (0 = all hardware threads)");
   add_workload_options(options);
   add_routing_overrides(options);
+  add_baseline_option(options);
   po::positional_options_description positional;
   positional.add("models", -1);
   po::variables_map vm;
@@ -98,6 +103,8 @@ int cmd_report(const std::vector<std::string>& args) {
   if (in.load.mode == sim::run_mode::decode)
     throw input_error("", "--mode", "the report describes forward or train passes (serving covers decode)");
   in.serving = !vm["no-serving"].as<bool>();
+  in.sampling = !vm["no-sampling"].as<bool>();
+  in.baseline = baseline_from(vm);
   in.scenario.requests = vm["requests"].as<std::int64_t>();
   if (in.scenario.requests < 1) throw input_error("", "--requests", "must be >= 1");
   in.scenario.rate_per_s = vm["rate"].as<double>();

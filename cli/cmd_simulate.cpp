@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <unistd.h>
@@ -42,8 +43,8 @@ const char* const k_usage =
     "       modsim simulate serve MODEL --hardware HW [--rate R --requests N | --arrivals FILE.csv] [--seed N]\n"
     "                               [--prompt-tokens D] [--output-tokens D] [--max-seqs N]\n"
     "                               [--max-batched-tokens N] [--chunked-prefill N] [--kv-budget BYTES]\n"
-    "                               [--graph] [--decode-routing sync|pad] [--per-request FILE.csv]\n"
-    "                               [--trace FILE.json] [--format table|json|csv|markdown]\n"
+    "                               [--graph] [--decode-routing sync|pad] [--pad-capacity C] [--baseline MODEL]\n"
+    "                               [--per-request FILE.csv] [--trace FILE.json] [--format table|json|csv|markdown]\n"
     "\n"
     "Discrete-event simulation of MODEL on HW with the cost model's op times. `forward` simulates one\n"
     "step as a host thread enqueuing kernels (host_enqueue_s each) and a GPU stream running them\n"
@@ -51,42 +52,24 @@ const char* const k_usage =
     "--graph = CUDA graphs (one launch per step, split at host syncs). --mode decode draws each\n"
     "sequence's routing at each routed layer (probability = capacity, --seed); --decode-routing sync\n"
     "reads the routed count back to the host before sizing the routed block, pad sizes it to\n"
-    "--pad-capacity of the batch with no sync (wasted FLOPs). `serve` simulates requests arriving\n"
+    "--pad-capacity of the batch with no sync (wasted FLOPs; default: the layer's capacity + 3 sigma\n"
+    "of the binomial routed count, min(1, c + 3 sqrt(c(1-c)/B)), rounded up to whole rows). The decode\n"
+    "step time is the one `modsim predict --mode decode` prints. `serve` simulates requests arriving\n"
     "(Poisson --rate/--requests, or --arrivals CSV with arrival_s,prompt_tokens,output_tokens),\n"
     "continuous batching, a paged KV cache of device memory minus weights (or --kv-budget) with\n"
-    "preemption by recompute. Token distributions: N, uniform:A:B, exp:MEAN. The dense baseline serves the same\n"
-    "requests beside the model (JSON: \"dense\"). Same seed, same output.";
+    "preemption by recompute. Token distributions: N, uniform:A:B, exp:MEAN. The dense baseline (--baseline\n"
+    "MODEL, default MODEL without routing) serves the same requests beside the model (JSON: \"dense\",\n"
+    "\"baseline\"). Same seed, same output.";
 
 std::string num(double x) { return fmt::format("{}", x); }
-
-des::decode_routing parse_routing(const std::string& text) {
-  if (auto r = find_decode_routing(text)) return *r;
-  throw input_error("", "--decode-routing", "unknown mode '" + text + "' (expected sync or pad)");
-}
-
-double pad_capacity_of(const po::variables_map& vm) {
-  const double c = vm["pad-capacity"].as<double>();
-  if (!(c > 0 && c <= 1)) throw input_error("", "--pad-capacity", "must be in (0, 1]");
-  return c;
-}
-
-std::uint64_t seed_of(const po::variables_map& vm) {
-  const std::int64_t s = vm["seed"].as<std::int64_t>();
-  if (s < 0) throw input_error("", "--seed", "must be >= 0");
-  return static_cast<std::uint64_t>(s);
-}
 
 void add_common_options(po::options_description& o) {
   o.add_options()("what", po::value<std::string>()->required(), "forward | serve")(
       "model", po::value<std::string>()->required(), "model JSON, HF config.json or shipped model name")(
       "hardware", po::value<std::string>()->required(), "hardware JSON (or a shipped name: cpu, h100-sxm, h200)")(
-      "graph", po::bool_switch(), "CUDA-graph mode: one launch per step (split at host syncs)")(
-      "decode-routing", po::value<std::string>()->default_value("sync"), "MoD decode: sync | pad")(
-      "pad-capacity", po::value<double>()->default_value(1.0),
-      "pad mode: routed block sized to this fraction of the decode batch (tokens beyond it are dropped)")(
-      "seed", po::value<std::int64_t>()->default_value(1), "seed of every random draw")(
       "trace", po::value<std::string>(), "write Chrome trace-event JSON (Perfetto, chrome://tracing) here")(
       "format", po::value<std::string>()->default_value("table"), "table | json | csv | markdown");
+  add_step_options(o);
 }
 
 // ---- forward -----------------------------------------------------------------------------
@@ -221,12 +204,8 @@ int simulate_forward(const po::variables_map& vm, output_format format) {
 
   analysis::scenario scenario;
   scenario.prediction = false;
-  analysis::timeline_request& q = scenario.timeline.emplace();
-  q.cuda_graph = vm["graph"].as<bool>();
-  q.routing = parse_routing(vm["decode-routing"].as<std::string>());
-  q.pad_capacity = pad_capacity_of(vm);
-  q.seed = seed_of(vm);
-  const analysis::analysis_result a = analysis::analyze({model, w, hw}, scenario);
+  const analysis::timeline_request& q = scenario.timeline.emplace(step_options_from(vm));
+  const analysis::analysis_result a = analysis::analyze({model, w, hw, std::nullopt}, scenario);
 
   const forward_run r{model.name, hw.name, a.cost_label, w, q, &*a.timeline, a.decode_decisions, a.decode_routed};
   if (vm.count("trace")) {
@@ -425,14 +404,15 @@ int simulate_serve(const po::variables_map& vm, output_format format) {
   c.hardware = hw.name;
   c.type = w.type;
   des::serve_options& o = c.opt;
-  o.seed = seed_of(vm);
+  const analysis::timeline_request step = step_options_from(vm);
+  o.seed = step.seed;
   o.max_seqs = positive(vm, "max-seqs", 1);
   o.max_batched_tokens = positive(vm, "max-batched-tokens", 1);
   o.chunked_prefill = positive(vm, "chunked-prefill", 0);
   o.block_tokens = positive(vm, "block-tokens", 1);
-  o.routing = parse_routing(vm["decode-routing"].as<std::string>());
-  o.pad_capacity = pad_capacity_of(vm);
-  o.cuda_graph = vm["graph"].as<bool>();
+  o.routing = step.routing;
+  o.pad_capacity = step.pad_capacity;
+  o.cuda_graph = step.cuda_graph;
   if (vm.count("kv-budget")) {
     o.kv_budget_bytes = vm["kv-budget"].as<double>();
     if (!(o.kv_budget_bytes > 0)) throw input_error("", "--kv-budget", "must be > 0 bytes");
@@ -443,6 +423,9 @@ int simulate_serve(const po::variables_map& vm, output_format format) {
   analysis::scenario scenario;
   scenario.prediction = false;
   analysis::serving_request& q = scenario.serving.emplace();
+  // Without --decode-routing: the routing that is faster at the scenario's typical decode cell
+  // (the sampling map's), as the report and the explorer serve.
+  q.fastest_routing = vm["decode-routing"].defaulted();
   des::serving_scenario& sc = q.scenario;
   sc.seed = o.seed;
   sc.options = o;
@@ -465,9 +448,11 @@ int simulate_serve(const po::variables_map& vm, output_format format) {
   }
   des::serve_trace trace(fmt::format("modsim simulate serve: {} on {}", model.name, hw.name));
   if (vm.count("trace")) q.observers.push_back(&trace);
-  const analysis::analysis_result a = analysis::analyze({model, w, hw}, scenario);
+  const analysis::configuration config{model, w, hw, baseline_from(vm)};
+  const analysis::analysis_result a = analysis::analyze(config, scenario);
   const des::serving_comparison& cmp = *a.serving;
   c.cost_label = a.cost_label;
+  c.opt.routing = cmp.scenario.options.routing;
   if (!q.arrivals)
     c.source = fmt::format(
         "{} Poisson arrivals at {:.2f}/s{}, prompt {}, output {}", cmp.scenario.requests, cmp.scenario.rate_per_s,
@@ -476,7 +461,26 @@ int simulate_serve(const po::variables_map& vm, output_format format) {
   if (vm.count("trace")) sim::write_file_atomically(vm["trace"].as<std::string>(), trace.json());
   if (vm.count("per-request"))
     sim::write_file_atomically(vm["per-request"].as<std::string>(), per_request_csv(cmp.model.requests));
-  print(serve_output(c, cmp), format, std::cout);
+  output out = serve_output(c, cmp);
+  out.json.as_object()["baseline"] = baseline_json(config);
+  if (a.serving_routing) {
+    const analysis::routing_choice& ch = *a.serving_routing;
+    out.json.as_object()["decode_routing_choice"] =
+        json::object{{"chosen", std::string(modsim::to_string(ch.routing))},
+                     {"step_s", ch.step_s},
+                     {"other", std::string(modsim::to_string(ch.other))},
+                     {"other_step_s", ch.other_step_s},
+                     {"batch", ch.batch},
+                     {"context", ch.context},
+                     {"source", ch.measured ? "measured" : "predicted (sampling map)"}};
+    out.head.push_back(
+        fmt::format("decode routing {}: the faster at batch {}, context {} ({} step {:.3f} ms vs {} {:.3f} ms, {})",
+                    modsim::to_string(ch.routing), ch.batch, ch.context, modsim::to_string(ch.routing), ch.step_s * 1e3,
+                    modsim::to_string(ch.other), ch.other_step_s * 1e3, ch.measured ? "measured" : "predicted"));
+  }
+  if (config.baseline)
+    out.head[1] = "beside it, the baseline " + analysis::baseline_label(config) + " served the same requests";
+  print(out, format, std::cout);
   return exit_ok;
 }
 
@@ -509,6 +513,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
       "block-tokens", po::value<std::int64_t>()->default_value(16), "tokens per paged KV block")(
       "kv-budget", po::value<double>(), "KV cache budget in bytes (default: device memory - weights)")(
       "per-request", po::value<std::string>(), "write one CSV row per request here");
+  add_baseline_option(serve);
   options.add(fwd).add(serve);
   add_routing_overrides(options);
   po::positional_options_description positional;
@@ -519,7 +524,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
   const output_format format = parse_format(vm["format"].as<std::string>());
   const std::string what = vm["what"].as<std::string>();
   if (what == "forward") {
-    for (const char* k : {"rate", "requests", "arrivals", "per-request", "kv-budget"}) {
+    for (const char* k : {"rate", "requests", "arrivals", "per-request", "kv-budget", "baseline"}) {
       if (vm.count(k)) throw input_error("", std::string("--") + k, "is a `simulate serve` option");
     }
     return simulate_forward(vm, format);

@@ -29,7 +29,8 @@ const char* const k_usage =
     "The design space around MODEL: every variant (dense, mod, moe, mode_staged, mode_integrated)\n"
     "at every capacity and schedule, its exact matmul FLOPs (modsim flops) and predicted time\n"
     "(modsim predict) on HW, evaluated in parallel. Ratios are against the dense point (MODEL\n"
-    "without routing or MoE). The Pareto front minimises --pareto-axes (default matmul_flops,time_s;\n"
+    "without routing or MoE), or --baseline MODEL (a matched-quality dense model). The Pareto front minimises "
+    "--pareto-axes (default matmul_flops,time_s;\n"
     "also other_flops, bytes, params). Schedules: every_other, all, every_nth:N, none, or a layer\n"
     "list written with '+' (1+3+5). One CSV row per point goes to --out; stdout gets a table\n"
     "(or JSON / the CSV).";
@@ -171,6 +172,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
       "out", po::value<std::string>(), "the CSV to write (required)")(
       "format", po::value<std::string>()->default_value("table"), "stdout: table | json | csv | markdown");
   add_workload_options(options);
+  add_baseline_option(options);
   po::positional_options_description positional;
   positional.add("model", 1);
   po::variables_map vm;
@@ -193,14 +195,17 @@ int cmd_sweep(const std::vector<std::string>& args) {
   scenario.sweep->x_axis = sim::parse_sweep_axis(axes[0], "--pareto-axes");
   scenario.sweep->y_axis = sim::parse_sweep_axis(axes[1], "--pareto-axes");
   const sim::workload w = workload_from(vm, hw.kind == "cpu" ? sim::dtype::fp32 : sim::dtype::bf16);
-  const analysis::analysis_result a = analysis::analyze({model, w, hw}, scenario);
+  const analysis::configuration config{model, w, hw, baseline_from(vm)};
+  const analysis::analysis_result a = analysis::analyze(config, scenario);
   const sim::sweep_result& r = a.sweep->result;
   std::string csv = sim::sweep_csv(r);
   const std::string out_path = vm["out"].as<std::string>();
   sim::write_file_atomically(out_path, csv);
 
-  print(output_of(*a.sweep, fmt::format("{} ({})", hw.name, a.cost_label), out_path, std::move(csv)), format,
-        std::cout);
+  output out = output_of(*a.sweep, fmt::format("{} ({})", hw.name, a.cost_label), out_path, std::move(csv));
+  out.json.as_object()["baseline"] = baseline_json(config);
+  out.head.push_back("baseline (\"dense\" in the ratios): " + analysis::baseline_label(config));
+  print(out, format, std::cout);
   std::cerr << fmt::format("sweep: {} points, {} on the Pareto front, written to {}\n", r.points.size(),
                            std::count_if(r.points.begin(), r.points.end(), [](const auto& p) { return p.pareto; }),
                            out_path);

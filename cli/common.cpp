@@ -64,6 +64,55 @@ sim::workload workload_from(const po::variables_map& vm, sim::dtype default_dtyp
   return w;
 }
 
+const char* const pad_capacity_help =
+    "pad mode: the routed block is sized to this fraction of the decode batch (tokens beyond it are dropped); "
+    "default: the layer's capacity c plus 3 sigma of the binomial routed count, min(1, c + 3 sqrt(c(1-c)/B)) of "
+    "the batch B, rounded up to whole rows";
+
+void add_step_options(po::options_description& options) {
+  options.add_options()("graph", po::bool_switch(), "CUDA-graph mode: one launch per step (split at host syncs)")(
+      "decode-routing", po::value<std::string>()->default_value("sync"), "MoD decode: sync | pad")(
+      "pad-capacity", po::value<double>(), pad_capacity_help)("seed", po::value<std::int64_t>()->default_value(1),
+                                                              "seed of every random draw (decode routing)");
+}
+
+analysis::timeline_request step_options_from(const po::variables_map& vm) {
+  analysis::timeline_request q;
+  q.cuda_graph = vm.count("graph") && vm["graph"].as<bool>();
+  if (vm.count("decode-routing")) {
+    const std::string text = vm["decode-routing"].as<std::string>();
+    const auto r = find_decode_routing(text);
+    if (!r) throw input_error("", "--decode-routing", "unknown mode '" + text + "' (expected sync or pad)");
+    q.routing = *r;
+  }
+  if (vm.count("pad-capacity")) {
+    const double c = vm["pad-capacity"].as<double>();
+    if (!(c > 0 && c <= 1)) throw input_error("", "--pad-capacity", "must be in (0, 1]");
+    q.pad_capacity = c;
+  }
+  if (vm.count("seed")) {
+    const std::int64_t s = vm["seed"].as<std::int64_t>();
+    if (s < 0) throw input_error("", "--seed", "must be >= 0");
+    q.seed = static_cast<std::uint64_t>(s);
+  }
+  return q;
+}
+
+void add_baseline_option(po::options_description& options) {
+  options.add_options()("baseline", po::value<std::string>(),
+                        "the dense baseline to compare with (a model file or shipped name, e.g. dense-220m: the "
+                        "paper's matched-quality baseline); default: MODEL with its routing removed");
+}
+
+std::optional<sim::model_spec> baseline_from(const po::variables_map& vm) {
+  if (!vm.count("baseline")) return std::nullopt;
+  return sim::load_model(resolve_config(vm["baseline"].as<std::string>(), "models"));
+}
+
+boost::json::object baseline_json(const analysis::configuration& c) {
+  return {{"name", analysis::baseline_label(c)}, {"routing_removed", !c.baseline.has_value()}};
+}
+
 std::string resolve_config(const std::string& name, const char* kind) { return sim::resolve_config(name, kind); }
 
 sim::model_spec load_model_arg(const std::string& model, const po::variables_map& vm) {

@@ -9,6 +9,9 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
+#include "analysis/analysis.hpp"
 #include "cli/printer.hpp"
 #include "sim/spec.hpp"
 
@@ -45,6 +48,19 @@ boost::json::object workload_json(const sim::workload& w);
 // overrides from `vm`, re-validating the result.
 sim::model_spec load_model_arg(const std::string& model, const po::variables_map& vm);
 
+// How one step runs (simulate forward, predict --mode decode): --graph, --decode-routing sync|pad,
+// --pad-capacity C (default: sim::des::pad_rows' rule), --seed N.
+void add_step_options(po::options_description& options);
+analysis::timeline_request step_options_from(const po::variables_map& vm);
+// The text of --pad-capacity's default rule (the --help of every command that takes it).
+extern const char* const pad_capacity_help;
+
+// --baseline MODEL: the dense model every "vs dense" compares with (default: MODEL without routing).
+void add_baseline_option(po::options_description& options);
+std::optional<sim::model_spec> baseline_from(const po::variables_map& vm);
+// {"name", "routing_removed"}: which baseline a command's JSON compared with.
+boost::json::object baseline_json(const analysis::configuration& c);
+
 // Finds a shipped config by bare name: NAME -> <configs>/<kind>/NAME.json when NAME is not an
 // existing path. <configs> is $MODSIM_CONFIGS, else the source tree's configs/ folder.
 std::string resolve_config(const std::string& name, const char* kind);
@@ -62,5 +78,6 @@ int cmd_validate(const std::vector<std::string>& args);
 int cmd_sweep(const std::vector<std::string>& args);
 int cmd_report(const std::vector<std::string>& args);
 int cmd_simulate(const std::vector<std::string>& args);
+int cmd_sampling(const std::vector<std::string>& args);
 
 }  // namespace modsim::cli

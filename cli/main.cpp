@@ -28,6 +28,9 @@ const std::map<std::string, command>& commands() {
        {modsim::cli::cmd_sweep, "the design space (capacities x schedules x variants), in parallel, Pareto front"}},
       {"simulate",
        {modsim::cli::cmd_simulate, "discrete-event simulation: forward-pass timelines, MoD serving, Chrome traces"}},
+      {"sampling",
+       {modsim::cli::cmd_sampling,
+        "the sampling map: MoD / baseline decode step time over batch x context, sync vs pad, and why"}},
       {"report", {modsim::cli::cmd_report, "the cost report: Markdown, self-contained HTML, CSV, SVG charts"}},
   };
   return table;

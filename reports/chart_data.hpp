@@ -95,4 +95,20 @@ struct diagonal_input {
   std::vector<diagonal_point> points;
 };
 
+// --- Sampling: a ratio against a log₂ x axis, one line per series (e.g. the MoD / baseline ----
+// decode step ratio vs batch, one line per context), measured points, a target line. -------
+struct ratio_line {
+  std::string name;                               // legend entry, e.g. "context 2048"
+  std::vector<std::pair<double, double>> points;  // (x > 0, ratio), ascending x
+};
+struct ratio_chart_input {
+  std::string title;
+  std::string x_label = "decode batch (sequences)";
+  std::string y_label = "decode step time, MoD / baseline";
+  std::vector<ratio_line> lines;
+  std::vector<ratio_line> measured;  // drawn as points, no line
+  double target_ratio = 0;           // > 0: a dashed line, named target_name
+  std::string target_name;
+};
+
 }  // namespace modsim::reports

@@ -442,6 +442,70 @@ QChart* make_diagonal_chart(const diagonal_input& in) {
   return chart;
 }
 
+QChart* make_ratio_chart(const ratio_chart_input& in) {
+  double x_lo = 1e300, x_hi = 0, y_hi = 0;
+  auto scan = [&](const std::vector<ratio_line>& ls) {
+    for (const auto& l : ls)
+      for (const auto& [x, y] : l.points)
+        if (usable_positive(x) && usable(y)) {
+          x_lo = std::min(x_lo, x);
+          x_hi = std::max(x_hi, x);
+          y_hi = std::max(y_hi, y);
+        }
+  };
+  scan(in.lines);
+  scan(in.measured);
+  if (!(x_hi > 0)) return empty_chart(in.title);
+  auto* chart = new QChart();
+  chart->setTitle(qs(in.title));
+  apply_style(chart);
+  if (!(x_hi > x_lo)) x_hi = x_lo * 2;
+  auto* x = new QLogValueAxis();
+  x->setBase(2.0);
+  x->setRange(x_lo, x_hi);
+  x->setLabelFormat("%g");
+  x->setMinorTickCount(0);
+  style_axis(x, in.x_label);
+  QValueAxis* y = value_axis(in.y_label, 0.0, std::max({y_hi, in.target_ratio, 1.0}) * 1.08);
+  chart->addAxis(x, Qt::AlignBottom);
+  chart->addAxis(y, Qt::AlignLeft);
+  auto flat = [&](double level, const std::string& name, const QColor& c) {
+    auto* line = new QLineSeries();
+    line->setName(qs(name));
+    QPen pen(c);
+    pen.setWidthF(1.4);
+    pen.setStyle(Qt::DashLine);
+    line->setPen(pen);
+    line->append(x_lo, level);
+    line->append(x_hi, level);
+    attach(chart, line, x, y);
+  };
+  flat(1.0, "1.0 (no faster)", QColor(0x99, 0x99, 0x99));
+  if (in.target_ratio > 0) flat(in.target_ratio, in.target_name, k_highlight);
+  for (std::size_t i = 0; i < in.lines.size(); ++i) {
+    auto* line = new QLineSeries();
+    line->setName(qs(in.lines[i].name));
+    QPen pen(colour(i));
+    pen.setWidthF(2.0);
+    line->setPen(pen);
+    line->setPointsVisible(true);
+    for (const auto& [px, py] : in.lines[i].points)
+      if (usable_positive(px) && usable(py)) line->append(px, py);
+    attach(chart, line, x, y);
+  }
+  for (std::size_t i = 0; i < in.measured.size(); ++i) {
+    auto* pts = new QScatterSeries();
+    pts->setName(qs(in.measured[i].name));
+    pts->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
+    pts->setMarkerSize(10.0);
+    pts->setColor(colour(in.lines.size() + i));
+    for (const auto& [px, py] : in.measured[i].points)
+      if (usable_positive(px) && usable(py)) pts->append(px, py);
+    attach(chart, pts, x, y);
+  }
+  return chart;
+}
+
 namespace {
 
 // Lays `chart` out at `size` in a private scene and paints it; the chart leaves the scene

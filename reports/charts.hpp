@@ -40,6 +40,10 @@ QChart* make_latency_chart(const latency_chart_input& in);
 // Measured vs predicted on log-log axes with the y = x line (and ±25% guides).
 QChart* make_diagonal_chart(const diagonal_input& in);
 
+// Ratio lines over a log₂ x axis (the sampling map: MoD / baseline step ratio vs batch, one
+// line per context), measured points as markers, the target and 1.0 as dashed lines.
+QChart* make_ratio_chart(const ratio_chart_input& in);
+
 // Applies modsim's look (fonts, colours, margins, legend at the bottom). The builders call it.
 void apply_style(QChart* chart);
 

@@ -16,8 +16,9 @@
 namespace modsim::reports {
 
 const std::vector<std::string>& section_ids() {
-  static const std::vector<std::string> ids = {"verdict", "configuration", "flops",      "sweep",  "variants", "time",
-                                               "gap",     "serving",       "validation", "models", "method"};
+  static const std::vector<std::string> ids = {"verdict",  "configuration", "flops",  "sweep",
+                                               "variants", "time",          "gap",    "serving",
+                                               "sampling", "validation",    "models", "method"};
   return ids;
 }
 
@@ -41,14 +42,18 @@ report_data build_report(const report_input& in, const progress_fn& progress) {
   // The subject: every part; the other models: FLOPs and predicted time (the models table).
   for (std::size_t i = 0; i < in.models.size(); ++i) {
     const sim::model_spec& m = in.models[i];
-    const analysis::configuration config{m, in.load, in.hardware};
+    const analysis::configuration config{m, in.load, in.hardware, in.baseline};
     analysis::scenario s;
     if (i == 0) {
       s.sweep = analysis::sweep_request{};
       s.sweep->space = in.space;
       s.sweep->threads = in.threads;
       s.variants = true;
-      if (in.serving && m.routing) s.serving.emplace().scenario = in.scenario;
+      if (in.serving && m.routing) {
+        s.serving.emplace().scenario = in.scenario;
+        s.serving->fastest_routing = true;
+      }
+      if (in.sampling && m.routing) s.sampling = in.sampling_request;
       s.validation = in.validation;
     }
     if (progress) progress("report: " + m.name);
@@ -69,6 +74,16 @@ report_data build_report(const report_input& in, const progress_fn& progress) {
         sv.runs.push_back(std::move(r.serving->model));
         d.serving = std::move(sv);
       }
+      d.baseline_label = analysis::baseline_label(config);
+      d.baseline_routing_removed = !config.baseline;
+      d.serving_routing = r.serving_routing;
+      if (!in.sampling)
+        d.sampling_missing = "not computed (--no-sampling)";
+      else if (!m.routing)
+        d.sampling_missing = "the model has no MoD routing: its decode step is the baseline's";
+      else if (!r.sampling)
+        d.sampling_missing = r.sampling_missing;
+      d.sampling = std::move(r.sampling);
       d.validation = std::move(r.validation);
       d.validation_missing = r.validation_missing.empty() && !d.validation
                                  ? "no measurements given (modsim report --measurements CSV, from modsim profile)"

@@ -52,6 +52,11 @@ struct report_input {
   analysis::validation_request validation;
   std::string command_line;  // how the report was made (shown)
   unsigned threads = 0;      // sweep threads (0 = all)
+  // The baseline every "vs dense" compares with (--baseline); empty = the model without routing.
+  std::optional<sim::model_spec> baseline;
+  // The sampling map (decode step ratio over batch × context) of the subject when it routes.
+  bool sampling = true;
+  analysis::sampling_request sampling_request;
 };
 
 using analysis::validation_section;
@@ -89,6 +94,12 @@ struct report_data {
   std::string serving_missing;  // why there is no serving section
   std::optional<validation_section> validation;
   std::string validation_missing;
+  std::string baseline_label;  // "dense-220m" or "<model> without routing"
+  bool baseline_routing_removed = true;
+  std::optional<analysis::sampling_map> sampling;
+  std::string sampling_missing;  // why there is no sampling section
+  // The decode routing the serving section used (the faster at its typical cell) and the other's step time.
+  std::optional<analysis::routing_choice> serving_routing;
 };
 
 // Computes the report. Throws modsim::error(bad_input) for no model or an invalid workload.

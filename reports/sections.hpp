@@ -22,6 +22,7 @@ section variants_section(const report_data& d, document& doc);
 section time_section(const report_data& d, document& doc);
 section gap_section(const report_data& d, document& doc);
 section serving_section_of(const report_data& d, document& doc);
+section sampling_section_of(const report_data& d, document& doc);
 section validation_section_of(const report_data& d, document& doc);
 section models_section(const report_data& d);
 section method_section(const report_data& d);

@@ -87,6 +87,21 @@ section verdict_section(const report_data& d) {
         static_cast<double>(a.kv_peak_bytes) / 1e6, static_cast<double>(b.kv_peak_bytes) / 1e6,
         ratio_or_dash(b.kv_peak_bytes, a.kv_peak_bytes)));
   }
+  if (d.sampling) {
+    const analysis::sampling_map& map = *d.sampling;
+    std::string line =
+        fmt::format("**Sampling** (decode step vs {}, simulated; the paper claims 1.5x): ", map.baseline_name);
+    for (std::size_t i = 0; i < map.strategies.size(); ++i) {
+      const analysis::sampling_strategy_map& sm = map.strategies[i];
+      const analysis::sampling_cell& top = sm.cells[static_cast<std::size_t>(sm.best)];
+      line += fmt::format("{}{} reaches {:g}x in {} of {} cells (best {:.2f}x at batch {}, context {})", i ? "; " : "",
+                          sm.strategy.name(), map.target_speedup, sm.reached, sm.cells.size(), top.speedup(), top.batch,
+                          top.context);
+    }
+    if (d.serving_routing)
+      line += fmt::format("; serving decodes with {}", sim::des::to_string(d.serving_routing->routing));
+    items.push_back(line + " (see Sampling).");
+  }
   if (d.validation) {
     const auto& v = *d.validation;
     const bool same = v.hardware == d.hardware.name;
@@ -177,6 +192,9 @@ section method_section(const report_data& d) {
       "device queue (`sim/kernel_model.hpp`); on a CPU, per-op efficiency curves (`sim/cost.hpp`). A prediction, not "
       "a measurement: the calibration's cross-validated error is its expected error band.",
       "Serving: the discrete-event simulator (`sim/des/`) runs every step's kernels on a host queue and a GPU stream.",
+      "Sampling: each cell is one decode step through the same simulator (`analysis::decode_step_time`, the step of "
+      "`modsim predict --mode decode` and `modsim simulate forward --mode decode`), averaged over routing draws; "
+      "reproduce it with `modsim sampling MODEL --hardware HW [--baseline MODEL]`.",
       "Generated " + d.generated + (d.command_line.empty() ? std::string() : " by `" + d.command_line + "`") + ".",
   }));
   return s;

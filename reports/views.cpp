@@ -129,4 +129,29 @@ diagonal_input validation_chart(const validation_section& v) {
   return in;
 }
 
+ratio_chart_input sampling_chart(const analysis::sampling_map& m, std::size_t strategy) {
+  ratio_chart_input in;
+  if (strategy >= m.strategies.size()) return in;
+  const analysis::sampling_strategy_map& sm = m.strategies[strategy];
+  in.title = fmt::format("{} decode step: {} / {}", sm.strategy.name(), m.model_name, m.baseline_name);
+  in.target_ratio = 1.0 / m.target_speedup;
+  in.target_name = fmt::format("{:g}x faster (ratio {:.3f})", m.target_speedup, in.target_ratio);
+  const std::size_t nc = m.contexts.size();
+  const std::size_t stride = nc > 5 ? 2 : 1;
+  for (std::size_t c = (nc - 1) % stride; c < nc; c += stride) {
+    ratio_line line;
+    line.name = fmt::format("context {}", m.contexts[c]);
+    for (std::size_t b = 0; b < m.batches.size(); ++b)
+      line.points.emplace_back(static_cast<double>(m.batches[b]), sm.cells[b * nc + c].ratio());
+    in.lines.push_back(std::move(line));
+  }
+  ratio_line measured;
+  measured.name = "measured";
+  for (const analysis::sampling_measurement& q : m.measured)
+    if (q.routing == sm.strategy.routing && q.baseline_s > 0)
+      measured.points.emplace_back(static_cast<double>(q.batch), q.model_s / q.baseline_s);
+  if (!measured.points.empty()) in.measured.push_back(std::move(measured));
+  return in;
+}
+
 }  // namespace modsim::reports

@@ -33,6 +33,11 @@ latency_chart_input latency_chart(const serving_section& s, bool ttft);
 // Measured vs predicted blocks with the error summary in the title.
 diagonal_input validation_chart(const validation_section& v);
 
+// The sampling map's strategy `strategy`: MoD / baseline decode step ratio vs batch, one line
+// per context (every other context when there are more than five), the measured cells of that
+// routing as points, the target ratio as a line. The report and the explorer draw it.
+ratio_chart_input sampling_chart(const analysis::sampling_map& m, std::size_t strategy);
+
 // The class names of sim::op_classes() in words for legends ("attn_core" → "attention core").
 std::string class_label(const std::string& op_class);
 

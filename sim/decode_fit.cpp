@@ -86,15 +86,13 @@ des::device_model decode_device_model(const cost_model& model, dtype t) {
   const decode_fit* fit = cal ? cal->decode_for(t) : nullptr;
   if (!fit) return base;
   const decode_fit d = *fit;
-  base.time_of = [d](const op_cost& c, const op_shape&) {
-    op_time r;
-    r.op = c.op;
+  base.time_of = [d, roofline = base.time_of](const op_cost& c, const op_shape& s) {
+    // The roofline's fields (roofline, compute and memory terms) as the cost model gives
+    // them; the time from the decode fit.
+    op_time r = roofline(c, s);
     const double per_byte = is_attention(c.op) ? d.kv_s_per_byte : d.weight_s_per_byte;
     r.time_s = per_byte * static_cast<double>(c.bytes) + d.s_per_matmul_flop * static_cast<double>(c.matmul_flops) +
                d.s_per_other_flop * static_cast<double>(c.other_flops);
-    r.matmul_flops = c.matmul_flops;
-    r.other_flops = c.other_flops;
-    r.bytes = c.bytes;
     r.kernels = 1;  // one launch per op, as the fit counted them
     r.calibrated = true;
     r.calibrated_as = "decode";

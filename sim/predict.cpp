@@ -157,7 +157,20 @@ gap_decomposition decompose_gap(const model_time& mod, const model_time& dense) 
   return g;
 }
 
+void compare_with_baseline(prediction& p) {
+  const double fm = double(p.model.matmul_flops) + double(p.model.other_flops);
+  const double fd = double(p.dense.matmul_flops) + double(p.dense.other_flops);
+  p.flop_ratio = fd > 0 ? fm / fd : 1.0;
+  p.matmul_flop_ratio = p.dense.matmul_flops > 0 ? double(p.model.matmul_flops) / double(p.dense.matmul_flops) : 1.0;
+  p.time_ratio = p.dense.total_s > 0 ? p.model.total_s / p.dense.total_s : 1.0;
+  p.gap = decompose_gap(p.model, p.dense);
+}
+
 prediction predict(const model_spec& model, const workload& w, const cost_model& cost) {
+  return predict(model, dense_baseline(model), w, cost);
+}
+
+prediction predict(const model_spec& model, const model_spec& baseline, const workload& w, const cost_model& cost) {
   prediction p;
   p.model_name = model.name;
   p.load = w;
@@ -165,13 +178,8 @@ prediction predict(const model_spec& model, const workload& w, const cost_model&
   p.calibrated = cost.calibrated();
   p.launch_s = cost.launch_s();
   p.model = time_model(model, w, cost);
-  p.dense = time_model(dense_baseline(model), w, cost);
-  const double fm = double(p.model.matmul_flops) + double(p.model.other_flops);
-  const double fd = double(p.dense.matmul_flops) + double(p.dense.other_flops);
-  p.flop_ratio = fd > 0 ? fm / fd : 1.0;
-  p.matmul_flop_ratio = p.dense.matmul_flops > 0 ? double(p.model.matmul_flops) / double(p.dense.matmul_flops) : 1.0;
-  p.time_ratio = p.dense.total_s > 0 ? p.model.total_s / p.dense.total_s : 1.0;
-  p.gap = decompose_gap(p.model, p.dense);
+  p.dense = time_model(baseline, w, cost);
+  compare_with_baseline(p);
   if (const calibration* cal = cost.calibration(); cal && cal->cross_validation)
     p.expected_error = *cal->cross_validation;
   if (p.model.timed_as_dtype || p.dense.timed_as_dtype)

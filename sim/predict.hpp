@@ -112,7 +112,7 @@ struct prediction {
   double launch_s = 0;
 
   model_time model;  // the model as given
-  model_time dense;  // dense_baseline(model), same workload
+  model_time dense;  // the baseline (dense_baseline(model) unless given), same workload
 
   double flop_ratio = 1;         // (matmul + other) model / dense
   double matmul_flop_ratio = 1;  // matmul only (the paper's count)
@@ -135,8 +135,13 @@ struct prediction {
 // an invalid workload (see evaluate_flops).
 model_time time_model(const model_spec& m, const workload& w, const cost_model& cost);
 
-// The prediction of `m` under `w` and its comparison with the dense baseline.
+// The prediction of `m` under `w` and its comparison with the dense baseline (dense_baseline(m),
+// or `baseline`: a matched-quality dense model).
 prediction predict(const model_spec& m, const workload& w, const cost_model& cost);
+prediction predict(const model_spec& m, const model_spec& baseline, const workload& w, const cost_model& cost);
+
+// Fills the ratios and the gap decomposition from p.model and p.dense (after either changed).
+void compare_with_baseline(prediction& p);
 
 // The decomposition of (T_mod/T_dense − F_mod/F_dense) (see above); exposed for tests.
 gap_decomposition decompose_gap(const model_time& mod, const model_time& dense);

@@ -6,6 +6,7 @@
 // the computation or the image failed); it works with QT_QPA_PLATFORM=offscreen.
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QFileInfo>
 #include <QTimer>
 #include <cstdio>
 
@@ -43,7 +44,11 @@ int main(int argc, char** argv) {
   const QCommandLineOption measurements(QStringLiteral("measurements"),
                                         QStringLiteral("Measurements CSV for the Validation tab."),
                                         QStringLiteral("CSV"));
-  parser.addOptions({screenshot, tab, size, hardware, mode, measurements});
+  const QCommandLineOption baseline(
+      QStringLiteral("baseline"),
+      QStringLiteral("Dense baseline model (file or shipped name, e.g. dense-220m); default: MODEL without routing."),
+      QStringLiteral("MODEL"));
+  parser.addOptions({screenshot, tab, size, hardware, mode, measurements, baseline});
   parser.process(app);
 
   auto fail = [](const QString& message, int code) {
@@ -82,6 +87,11 @@ int main(int argc, char** argv) {
       return fail(QStringLiteral("--mode: unknown mode '%1' (expected train, prefill or decode)").arg(m), 2);
   }
   if (parser.isSet(measurements)) session->setMeasurementsFile(parser.value(measurements));
+  if (parser.isSet(baseline)) {
+    const QString path = modsim::gui::resolveConfig(parser.value(baseline), QStringLiteral("models"));
+    if (!QFileInfo::exists(path)) return fail(QStringLiteral("--baseline: no model file '%1'").arg(path), 2);
+    session->setBaseline(QFileInfo(path).absoluteFilePath());
+  }
   window.setCurrentTab(parser.value(tab));
   window.resize(width, height);
   window.show();

@@ -7,6 +7,7 @@
 
 #include "reports/chart_data.hpp"
 #include "reports/charts.hpp"
+#include "reports/views.hpp"
 
 namespace modsim::gui {
 
@@ -96,6 +97,11 @@ QChart* makeValidationChart(const ValidationModel& model, const QString& title) 
     in.points.push_back({row.op + " " + row.shape, row.op, row.measuredS, row.predictedS});
   }
   return reports::make_diagonal_chart(in);
+}
+
+QChart* makeSamplingChart(const SamplingModel& model) {
+  if (!model.available()) return reports::make_ratio_chart(reports::ratio_chart_input{});
+  return reports::make_ratio_chart(reports::sampling_chart(model.map(), static_cast<std::size_t>(model.strategy())));
 }
 
 }  // namespace modsim::gui

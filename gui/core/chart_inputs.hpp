@@ -14,6 +14,7 @@ class SweepModel;
 class LayerTimesModel;
 class GapModel;
 class ServingModel;
+class SamplingModel;
 class ValidationModel;
 
 // New charts, drawn by the report's chart builders (caller owns; never null).
@@ -22,6 +23,8 @@ QChart* makeLayerTimeChart(const LayerTimesModel& model, const QString& title);
 QChart* makeGapChart(const GapModel& model, const QString& title);
 QChart* makeLatencyChart(const ServingModel& model, const QString& title);
 QChart* makeValidationChart(const ValidationModel& model, const QString& title);
+// The sampling map's shown strategy: MoD / baseline step ratio vs batch, one line per context.
+QChart* makeSamplingChart(const SamplingModel& model);
 
 // Gives `chart` to `view` and deletes the chart it showed before.
 void replaceChart(QChartView* view, QChart* chart);

@@ -29,7 +29,7 @@ std::vector<double> perClass(const sim::layer_prediction& layer, const std::vect
 }
 
 analysis::configuration configurationOf(const ExplorerConfig& config) {
-  return analysis::configuration{config.model, config.load, config.hardware};
+  return analysis::configuration{config.model, config.load, config.hardware, config.baseline};
 }
 
 // The explorer's validation: the chosen measurements file (an uncalibrated hardware file is
@@ -54,6 +54,7 @@ PredictionResult predictionOf(const analysis::analysis_result& r) {
   out.opClasses = displayClasses();
   out.costLabel = p.cost_label;
   out.hardwareName = r.config.hardware->name;
+  if (r.config.baseline) out.baselineName = analysis::baseline_label(r.config);
   if (p.expected_error) {
     out.expectedP90Pct = p.expected_error->p90_abs_pct_error;
     out.expectedMedianPct = p.expected_error->median_abs_pct_error;
@@ -177,18 +178,43 @@ ServingStats statsOf(const sim::des::serving_run& r) {
   return s;
 }
 
-ServingResult servingOf(const sim::des::serving_comparison& c) {
+std::string routingText(const analysis::routing_choice& c) {
+  char text[256];
+  std::snprintf(text, sizeof text, "%s, %.3f ms per step at batch %lld, context %lld (%s %.3f ms, %s)",
+                std::string(modsim::to_string(c.routing)).c_str(), c.step_s * 1e3, static_cast<long long>(c.batch),
+                static_cast<long long>(c.context), std::string(modsim::to_string(c.other)).c_str(),
+                c.other_step_s * 1e3, c.measured ? "measured" : "predicted");
+  return text;
+}
+
+ServingResult servingOf(const sim::des::serving_comparison& c, const std::optional<analysis::routing_choice>& r) {
   ServingResult out;
-  char text[512];
+  char text[768];
   std::snprintf(text, sizeof text,
                 "%lld requests, Poisson arrivals at %.1f req/s (70%% of what the dense model sustains), prompts %s "
                 "tokens, outputs %s tokens, seed %llu; continuous batching, paged KV cache, MoD decode routed by the "
-                "causal predictor (synchronising) — as `modsim report` and `modsim simulate serve`.",
+                "causal predictor (%s) — as `modsim report` and `modsim simulate serve`.",
                 static_cast<long long>(c.scenario.requests), c.scenario.rate_per_s, c.scenario.prompt.c_str(),
-                c.scenario.output.c_str(), static_cast<unsigned long long>(c.scenario.seed));
+                c.scenario.output.c_str(), static_cast<unsigned long long>(c.scenario.seed),
+                r ? ("the faster routing: " + routingText(*r)).c_str()
+                  : std::string(modsim::to_string(c.scenario.options.routing)).c_str());
   out.scenario = text;
   out.dense = statsOf(c.dense);
   out.current = statsOf(c.model);
+  out.available = true;
+  return out;
+}
+
+SamplingResult samplingOf(const analysis::analysis_result& r) {
+  SamplingResult out;
+  if (!r.sampling) {
+    out.unavailable = r.sampling_missing.empty()
+                          ? std::string("The model has no MoD routing: its decode step is the baseline's.")
+                          : r.sampling_missing;
+    return out;
+  }
+  out.map = *r.sampling;
+  if (r.serving_routing) out.servingRouting = routingText(*r.serving_routing);
   out.available = true;
   return out;
 }
@@ -278,7 +304,16 @@ ServingResult computeServing(const ExplorerConfig& config) {
   analysis::scenario s;
   s.prediction = false;
   s.serving = analysis::serving_request{};
-  return servingOf(*analyzeOnly(config, s).serving);
+  s.serving->fastest_routing = true;
+  const analysis::analysis_result a = analyzeOnly(config, s);
+  return servingOf(*a.serving, a.serving_routing);
+}
+
+SamplingResult computeSampling(const ExplorerConfig& config) {
+  analysis::scenario s;
+  s.prediction = false;
+  if (config.model.routing) s.sampling = analysis::sampling_request{};
+  return samplingOf(analyzeOnly(config, s));
 }
 
 ValidationResult computeValidation(const ExplorerConfig& config) {
@@ -298,7 +333,11 @@ ComputeResult computeAll(const ExplorerConfig& config, const ComputeControl& con
     s.parts_may_fail = true;
     s.timeline = analysis::timeline_request{};
     if (config.sweepEnabled) s.sweep = analysis::sweep_request{};
-    if (config.servingEnabled) s.serving = analysis::serving_request{};
+    if (config.model.routing) s.sampling = analysis::sampling_request{};
+    if (config.servingEnabled) {
+      s.serving = analysis::serving_request{};
+      s.serving->fastest_routing = true;
+    }
     try {
       s.validation = validationRequestOf(config);
     } catch (const modsim::error& e) {
@@ -317,8 +356,9 @@ ComputeResult computeAll(const ExplorerConfig& config, const ComputeControl& con
     else
       r.sweep.unavailable = config.sweepEnabled ? a.sweep_missing : "The design-space sweep is switched off.";
     r.validation = validationOf(a, config);
+    r.sampling = samplingOf(a);
     if (a.serving)
-      r.serving = servingOf(*a.serving);
+      r.serving = servingOf(*a.serving, a.serving_routing);
     else
       r.serving.unavailable = config.servingEnabled ? a.serving_missing : "The serving simulation is switched off.";
   } catch (const analysis::cancelled&) {

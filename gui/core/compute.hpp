@@ -32,6 +32,7 @@ SweepResult computeSweep(const ExplorerConfig& config, const std::optional<sim::
                          const ComputeControl& control = {});
 TimelineResult computeTimeline(const ExplorerConfig& config);
 ServingResult computeServing(const ExplorerConfig& config);
+SamplingResult computeSampling(const ExplorerConfig& config);
 ValidationResult computeValidation(const ExplorerConfig& config);
 
 }  // namespace modsim::gui

@@ -3,6 +3,7 @@
 // (explorer_session.hpp) owns the current one and hands copies to the worker.
 #include <QString>
 #include <QStringList>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ struct ExplorerConfig {
   sim::model_spec model;
   sim::workload load;  // batch, seq_len, run mode, dtype
   sim::hardware_spec hardware;
+  // The dense baseline every "vs dense" compares with; empty = the model without routing.
+  std::optional<sim::model_spec> baseline;
+  QString baselinePath;      // the baseline's file (empty with no baseline)
   QString measurementsPath;  // measurements CSV for the Validation tab; empty = none chosen
   bool sweepEnabled = true;  // the design-space sweep (the benchmark and tests may switch it off)
   bool servingEnabled = true;

@@ -58,6 +58,7 @@ ExplorerSession::ExplorerSession(QObject* parent)
       m_sweep(new SweepModel(this)),
       m_timeline(new TimelineModel(this)),
       m_serving(new ServingModel(this)),
+      m_sampling(new SamplingModel(this)),
       m_validation(new ValidationModel(this)),
       m_worker(new ComputeWorker(this)) {
   m_config.model = builtinModel();
@@ -82,6 +83,7 @@ ExplorerSession::ExplorerSession(QObject* parent)
   m_draft = m_config;
   scheduleFromModel(m_config.model);
   m_schedule->setSeqLen(m_config.load.seq_len);
+  m_schedule->setWorkload(m_config.load.mode == sim::run_mode::decode, m_config.load.batch);
 
   connect(m_schedule, &ScheduleModel::scheduleEdited, this, &ExplorerSession::applyScheduleToDraft);
   connect(m_schedule, &ScheduleModel::editRejected, this, [this](const QString& message) {
@@ -147,6 +149,7 @@ bool ExplorerSession::commitDraft() {
   m_config = m_draft;
   m_modified = true;
   m_schedule->setSeqLen(m_config.load.seq_len);
+  m_schedule->setWorkload(m_config.load.mode == sim::run_mode::decode, m_config.load.batch);
   emit configChanged();
   m_worker->request(m_config);
   return true;
@@ -162,6 +165,7 @@ void ExplorerSession::onResult(const ComputeResultPtr& result) {
   m_sweep->setResult(result);
   m_timeline->setResult(result);
   m_serving->setResult(result);
+  m_sampling->setResult(result);
   m_validation->setResult(result);
   emit resultApplied(result);
 }
@@ -271,6 +275,22 @@ void ExplorerSession::setBatch(qint64 batch) {
 
 void ExplorerSession::setDtype(sim::dtype type) {
   m_draft.load.type = type;
+  commitDraft();
+}
+
+void ExplorerSession::setBaseline(const QString& path) {
+  if (path.isEmpty()) {
+    m_draft.baseline.reset();
+    m_draft.baselinePath.clear();
+  } else {
+    try {
+      m_draft.baseline = sim::load_model(path.toStdString());
+      m_draft.baselinePath = path;
+    } catch (const modsim::error& e) {
+      emit validationChanged(QStringLiteral("baseline"), splitError(qs(e.what())).reason);
+      return;
+    }
+  }
   commitDraft();
 }
 

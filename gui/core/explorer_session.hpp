@@ -39,6 +39,7 @@ class ExplorerSession : public QObject {
   SweepModel* sweepModel() const { return m_sweep; }
   TimelineModel* timelineModel() const { return m_timeline; }
   ServingModel* servingModel() const { return m_serving; }
+  SamplingModel* samplingModel() const { return m_sampling; }
   ValidationModel* validationModel() const { return m_validation; }
   ComputeWorker* worker() const { return m_worker; }
 
@@ -57,6 +58,9 @@ class ExplorerSession : public QObject {
   void setBatch(qint64 batch);
   void setDtype(sim::dtype type);
   void setMode(ExplorerMode mode);
+  // The dense baseline every "vs dense" compares with: a model file, or empty for the model
+  // without routing. A file that does not load is refused (validationChanged "baseline").
+  void setBaseline(const QString& path);
   // variant: "none", "moe", "staged", "integrated".
   void setVariant(const QString& variant, int experts, int topK, int noopExperts, double capacityFactor);
   void setSweepEnabled(bool enabled);
@@ -99,6 +103,7 @@ class ExplorerSession : public QObject {
   SweepModel* m_sweep;
   TimelineModel* m_timeline;
   ServingModel* m_serving;
+  SamplingModel* m_sampling;
   ValidationModel* m_validation;
   ComputeWorker* m_worker;
 };

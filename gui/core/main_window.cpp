@@ -72,12 +72,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), m_session(new Exp
   m_designSpace = new DesignSpacePage(m_session->sweepModel(), m_tabs);
   m_layers = new LayersPage(m_session->layerTimesModel(), m_session->gapModel(), m_tabs);
   m_timeline = new TimelinePage(m_session->timelineModel(), m_tabs);
-  m_serving = new ServingPage(m_session->servingModel(), m_tabs);
+  m_serving = new ServingPage(m_session->servingModel(), m_session->samplingModel(), m_tabs);
   m_validation = new ValidationPage(m_session->validationModel(), m_tabs);
   m_tabs->addTab(m_designSpace, tr("Design space"));
   m_tabs->addTab(m_layers, tr("Layers"));
   m_tabs->addTab(m_timeline, tr("Timeline"));
-  m_tabs->addTab(m_serving, tr("Serving"));
+  m_tabs->addTab(m_serving, tr("Serving / sampling"));
   m_tabs->addTab(m_validation, tr("Validation"));
   rl->addWidget(m_banner);
   rl->addWidget(m_headline);
@@ -228,7 +228,8 @@ void MainWindow::buildMenus() {
   quit->setShortcut(QKeySequence::Quit);
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
-  const QStringList titles = {tr("Design space"), tr("Layers"), tr("Timeline"), tr("Serving"), tr("Validation")};
+  const QStringList titles = {tr("Design space"), tr("Layers"), tr("Timeline"), tr("Serving / sampling"),
+                              tr("Validation")};
   for (int i = 0; i < titles.size(); ++i) {
     QAction* a = view->addAction(titles[i], this, [this, i] { m_tabs->setCurrentIndex(i); });
     a->setShortcut(QKeySequence(Qt::CTRL | Qt::Key(Qt::Key_1 + i)));

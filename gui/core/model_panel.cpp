@@ -1,6 +1,7 @@
 #include "gui/core/model_panel.hpp"
 
 #include <QComboBox>
+#include <QDir>
 #include <QDoubleSpinBox>
 #include <QFileInfo>
 #include <QFormLayout>
@@ -16,7 +17,10 @@
 #include <QTableView>
 #include <QVBoxLayout>
 
+#include "core/error.hpp"
+#include "gui/core/explorer_config.hpp"
 #include "gui/core/explorer_session.hpp"
+#include "sim/config.hpp"
 #include "sim/cost.hpp"
 
 namespace modsim::gui {
@@ -118,6 +122,24 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
   m_dtype = new QComboBox(loadBox);
   m_dtype->addItems({QStringLiteral("fp32"), QStringLiteral("bf16"), QStringLiteral("fp16")});
   lf->addRow(tr("dtype"), m_dtype);
+  m_baseline = new QComboBox(loadBox);
+  m_baseline->addItem(tr("the model without routing"), QString());
+  for (const QFileInfo& f : QDir(configsDir() + QStringLiteral("/models"))
+                                .entryInfoList({QStringLiteral("*.json")}, QDir::Files, QDir::Name)) {
+    try {
+      const sim::model_spec m = sim::load_model(f.absoluteFilePath().toStdString());
+      if (!m.routing && !m.mode) m_baseline->addItem(f.completeBaseName(), f.absoluteFilePath());
+    } catch (const modsim::error&) {
+      // not offered
+    }
+  }
+  m_baseline->setToolTip(
+      tr("The dense baseline every \"vs dense\" compares with: the model with its routing removed, or a "
+         "matched-quality dense model (the paper's sampling speed-up is against one)"));
+  lf->addRow(tr("Baseline"), m_baseline);
+  addErrorRow(lf, QStringLiteral("baseline"));
+  connect(m_baseline, &QComboBox::activated, this,
+          [this](int i) { m_session->setBaseline(m_baseline->itemData(i).toString()); });
   connect(m_mode, &QComboBox::currentIndexChanged, this,
           [this](int) { m_session->setMode(ExplorerMode(m_mode->currentData().toInt())); });
   connect(m_seq, &QSpinBox::valueChanged, this, [this](int v) { m_session->setSeqLen(v); });
@@ -388,6 +410,11 @@ void ModelPanel::refresh() {
     m_topK->setEnabled(m.mode.has_value());
     m_capacityFactor->setEnabled(m.mode.has_value());
     m_noop->setEnabled(m.mode && m.mode->variant == sim::mode_variant::integrated);
+  }
+  {
+    const QSignalBlocker b(m_baseline);
+    const int i = m_baseline->findData(m_session->config().baselinePath);
+    m_baseline->setCurrentIndex(i >= 0 ? i : 0);
   }
   {
     const QSignalBlocker b(m_hardware);

@@ -62,6 +62,7 @@ class ModelPanel : public QWidget {
   QSpinBox* m_noop;
   QDoubleSpinBox* m_capacityFactor;
   QComboBox* m_hardware;
+  QComboBox* m_baseline;  // "routing removed", then the shipped dense models
   QPushButton* m_addHardware;
   QLabel* m_hardwareInfo;
   QHash<QString, QLabel*> m_errors;  // by key (or group: "routing", "mode", "hardware", "model")

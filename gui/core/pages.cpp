@@ -1,6 +1,7 @@
 #include "gui/core/pages.hpp"
 
 #include <QCheckBox>
+#include <QComboBox>
 #include <QFileDialog>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -312,29 +313,70 @@ void TimelinePage::rebuild() {
 
 // ---------------------------------------------------------------------------------------------
 
-ServingPage::ServingPage(ServingModel* model, QWidget* parent)
+ServingPage::ServingPage(ServingModel* model, SamplingModel* sampling, QWidget* parent)
     : QWidget(parent),
       m_model(model),
+      m_sampling(sampling),
       m_view(makeChartView(this)),
       m_table(makeTable(model, this)),
-      m_scenario(new QLabel(this)) {
+      m_scenario(new QLabel(this)),
+      m_samplingView(makeChartView(this)),
+      m_samplingTable(makeTable(sampling, this)),
+      m_strategy(new QComboBox(this)),
+      m_verdict(new QLabel(this)) {
   m_scenario->setWordWrap(true);
-  auto* content = new QWidget(this);
-  auto* cl = new QVBoxLayout(content);
-  cl->setContentsMargins(0, 0, 0, 0);
-  cl->addWidget(m_scenario);
-  auto* split = new QSplitter(Qt::Vertical, content);
-  split->addWidget(m_view);
-  split->addWidget(m_table);
-  split->setStretchFactor(0, 3);
-  split->setStretchFactor(1, 2);
-  cl->addWidget(split, 1);
+  m_scenario->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  m_verdict->setWordWrap(true);
+  m_verdict->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  m_verdict->setTextFormat(Qt::RichText);
+  m_samplingTable->horizontalHeader()->setStretchLastSection(false);
+  m_samplingTable->verticalHeader()->setDefaultSectionSize(20);
+  m_strategy->setToolTip(
+      tr("Decode strategy: sync reads the routed count back to the host before each routed block; pad sizes the "
+         "block to the capacity + 3 sigma of the batch with no sync; +graphs runs the step as CUDA graphs"));
+
+  // Left: serving under load; right: the sampling map.
+  auto* servingSide = new QWidget(this);
+  auto* sl = new QVBoxLayout(servingSide);
+  sl->setContentsMargins(0, 0, 0, 0);
+  sl->addWidget(m_scenario);
+  auto* servingSplit = new QSplitter(Qt::Vertical, servingSide);
+  servingSplit->addWidget(m_view);
+  servingSplit->addWidget(m_table);
+  servingSplit->setStretchFactor(0, 3);
+  servingSplit->setStretchFactor(1, 2);
+  sl->addWidget(servingSplit, 1);
   m_table->horizontalHeader()->setStretchLastSection(false);
+
+  auto* samplingSide = new QWidget(this);
+  auto* ml = new QVBoxLayout(samplingSide);
+  ml->setContentsMargins(0, 0, 0, 0);
+  auto* top = new QHBoxLayout;
+  top->addWidget(new QLabel(tr("<b>Sampling map</b>: decode step time, MoD / baseline — strategy"), samplingSide));
+  top->addWidget(m_strategy);
+  top->addStretch(1);
+  ml->addLayout(top);
+  auto* samplingSplit = new QSplitter(Qt::Vertical, samplingSide);
+  samplingSplit->addWidget(m_samplingView);
+  samplingSplit->addWidget(m_samplingTable);
+  samplingSplit->setStretchFactor(0, 3);
+  samplingSplit->setStretchFactor(1, 2);
+  ml->addWidget(samplingSplit, 1);
+  ml->addWidget(m_verdict);
+
+  auto* split = new QSplitter(Qt::Horizontal, this);
+  split->addWidget(new AvailabilityStack(servingSide, model, this));
+  split->addWidget(new AvailabilityStack(samplingSide, sampling, this));
+  split->setStretchFactor(0, 1);
+  split->setStretchFactor(1, 1);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(6, 6, 6, 6);
-  layout->addWidget(new AvailabilityStack(content, model, this));
+  layout->addWidget(split, 1);
   connect(model, &QAbstractItemModel::modelReset, this, &ServingPage::rebuild);
+  connect(sampling, &QAbstractItemModel::modelReset, this, &ServingPage::rebuildSampling);
+  connect(m_strategy, &QComboBox::activated, this, [this](int i) { m_sampling->setStrategy(i); });
   rebuild();
+  rebuildSampling();
 }
 
 void ServingPage::rebuild() {
@@ -343,6 +385,30 @@ void ServingPage::rebuild() {
           .arg(m_model->scenario()));
   m_table->resizeColumnsToContents();
   replaceChart(m_view, makeLatencyChart(*m_model, tr("Serving latency: TTFT and TPOT, dense vs current")));
+}
+
+void ServingPage::rebuildSampling() {
+  const QStringList names = m_sampling->strategyNames();
+  QStringList current;
+  for (int i = 0; i < m_strategy->count(); ++i) current << m_strategy->itemText(i);
+  if (current != names) {
+    m_strategy->clear();
+    m_strategy->addItems(names);
+  }
+  m_strategy->setCurrentIndex(m_sampling->strategy());
+  const analysis::sampling_map& m = m_sampling->map();
+  QString verdict = tr("Target %1x (ratio ≤ %2); cell letter = what decides it: <b>K</b> KV reads, <b>W</b> weight "
+                       "reads, <b>P</b> predictor/routing, <b>E</b> norms/activations, <b>S</b> sync round trips, "
+                       "<b>L</b> launches/host. Mean of %3 routing draws; baseline: %4.")
+                        .arg(m.target_speedup)
+                        .arg(m.target_speedup > 0 ? 1.0 / m.target_speedup : 0.0, 0, 'f', 3)
+                        .arg(m.draws)
+                        .arg(QString::fromStdString(m.baseline_name).toHtmlEscaped());
+  for (const std::string& v : m.verdict)
+    verdict += QStringLiteral("<br>• ") + QString::fromStdString(v).toHtmlEscaped();
+  m_verdict->setText(verdict);
+  m_samplingTable->resizeColumnsToContents();
+  replaceChart(m_samplingView, makeSamplingChart(*m_sampling));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@
 #include <QWidget>
 
 class QChartView;
+class QComboBox;
 class QLabel;
 class QTableView;
 class QCheckBox;
@@ -21,6 +22,7 @@ class LayerTimesModel;
 class GapModel;
 class TimelineModel;
 class ServingModel;
+class SamplingModel;
 class ValidationModel;
 class GanttView;
 
@@ -98,15 +100,24 @@ class TimelinePage : public QWidget {
 class ServingPage : public QWidget {
   Q_OBJECT
  public:
-  explicit ServingPage(ServingModel* model, QWidget* parent = nullptr);
+  // Serving (dense vs current under one load) beside the sampling map (MoD / baseline decode step
+  // time over batch × context, for the strategy chosen in the combo box).
+  ServingPage(ServingModel* model, SamplingModel* sampling, QWidget* parent = nullptr);
   QChartView* chartView() const { return m_view; }
+  QChartView* samplingView() const { return m_samplingView; }
 
  private:
   void rebuild();
+  void rebuildSampling();
   ServingModel* m_model;
+  SamplingModel* m_sampling;
   QChartView* m_view;
   QTableView* m_table;
   QLabel* m_scenario;
+  QChartView* m_samplingView;
+  QTableView* m_samplingTable;
+  QComboBox* m_strategy;
+  QLabel* m_verdict;
 };
 
 class ValidationPage : public QWidget {

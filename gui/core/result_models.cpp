@@ -1,5 +1,6 @@
 #include "gui/core/result_models.hpp"
 
+#include <QColor>
 #include <QFont>
 #include <cmath>
 
@@ -147,10 +148,12 @@ QString SummaryModel::headline() const {
   const PredictionResult& p = m_prediction;
   // A calibrated prediction carries its expected error: the p90 of its cross-validation.
   const QString band = p.expectedP90Pct > 0 ? tr(" ±%1% (p90)").arg(p.expectedP90Pct, 0, 'f', 1) : QString();
-  return tr("%1 · %2 on %3:  <b>%4</b>%9 predicted (dense %5, <b>%6</b>)  ·  FLOPs %7 of dense  ·  %8")
+  const QString dense = p.baselineName.empty() ? tr("dense") : qs(p.baselineName).toHtmlEscaped();
+  return tr("%1 · %2 on %3:  <b>%4</b>%9 predicted (%10 %5, <b>%6</b>)  ·  FLOPs %7 of dense  ·  %8")
       .arg(m_modeName, m_modelName.toHtmlEscaped(), qs(p.hardwareName).toHtmlEscaped(), formatSeconds(p.totalS),
            formatSeconds(p.denseTotalS), formatRatio(p.totalS, p.denseTotalS),
-           formatRatio(double(p.matmulFlops), double(p.denseMatmulFlops)), qs(p.costLabel).toHtmlEscaped(), band);
+           formatRatio(double(p.matmulFlops), double(p.denseMatmulFlops)), qs(p.costLabel).toHtmlEscaped(), band)
+      .arg(dense);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -618,6 +621,104 @@ void ServingModel::setResult(const ComputeResultPtr& result) {
   setAvailability(m_serving.available, qs(m_serving.unavailable));
   endResetModel();
 }
+
+// ---------------------------------------------------------------------------------------------
+// SamplingModel
+
+int SamplingModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() || !m_sampling.available ? 0 : static_cast<int>(m_sampling.map.batches.size());
+}
+int SamplingModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() || !m_sampling.available ? 0 : 1 + static_cast<int>(m_sampling.map.contexts.size());
+}
+
+QVariant SamplingModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || !checkIndex(index, kValidIndex)) return {};
+  const analysis::sampling_map& m = m_sampling.map;
+  const auto b = static_cast<std::size_t>(index.row());
+  if (index.column() == 0) {
+    if (role == Qt::DisplayRole) return QString::number(m.batches[b]);
+    if (role == ValueRole) return double(m.batches[b]);
+    return {};
+  }
+  const analysis::sampling_cell& c =
+      m.cell(static_cast<std::size_t>(m_strategy), b, static_cast<std::size_t>(index.column() - 1));
+  static const char* letters = "KWPESL";
+  switch (role) {
+    case Qt::DisplayRole:
+      return QStringLiteral("%1 %2%3")
+          .arg(c.ratio(), 0, 'f', 3)
+          .arg(QChar(letters[static_cast<int>(c.dominant)]))
+          .arg(c.reaches ? QStringLiteral(" ✓") : QString());
+    case ValueRole:
+      return c.ratio();
+    case Qt::TextAlignmentRole:
+      return rightAligned();
+    case Qt::BackgroundRole:
+      return c.reaches ? QColor(0xD4, 0xEF, 0xD4) : c.ratio() < 1 ? QColor(0xEE, 0xF4, 0xFB) : QColor(0xFB, 0xEC, 0xEC);
+    case Qt::ToolTipRole: {
+      QString t = tr("batch %1, context %2: MoD %3 vs baseline %4 per step (%5x); decided by %6\n")
+                      .arg(c.batch)
+                      .arg(c.context)
+                      .arg(formatSeconds(c.model_s), formatSeconds(c.baseline_s))
+                      .arg(c.speedup(), 0, 'f', 2)
+                      .arg(QString::fromUtf8(analysis::describe(c.dominant)));
+      for (analysis::decode_component k : analysis::decode_components)
+        t += QStringLiteral("\n%1: %2 vs %3")
+                 .arg(QString::fromUtf8(analysis::describe(k)), formatSeconds(part_of(c.model, k)),
+                      formatSeconds(part_of(c.baseline, k)));
+      return t;
+    }
+    default:
+      return {};
+  }
+}
+
+QVariant SamplingModel::headerData(int section, Qt::Orientation o, int role) const {
+  if (o != Qt::Horizontal || role != Qt::DisplayRole) return ResultModel::headerData(section, o, role);
+  if (section == 0) return tr("batch ↓ context →");
+  const auto c = static_cast<std::size_t>(section - 1);
+  if (c < m_sampling.map.contexts.size()) return QString::number(m_sampling.map.contexts[c]);
+  return {};
+}
+
+void SamplingModel::setResult(const ComputeResultPtr& result) {
+  beginResetModel();
+  if (result && result->error.empty())
+    m_sampling = result->sampling;
+  else {
+    m_sampling = SamplingResult{};
+    if (result) m_sampling.unavailable = result->error;
+  }
+  m_strategy = 0;
+  const auto& ss = m_sampling.map.strategies;
+  for (std::size_t i = 1; i < ss.size(); ++i)
+    if (ss[i].reached > ss[static_cast<std::size_t>(m_strategy)].reached) m_strategy = static_cast<int>(i);
+  if (m_sampling.available && ss.empty()) m_sampling.available = false;
+  setAvailability(m_sampling.available, qs(m_sampling.unavailable));
+  endResetModel();
+}
+
+void SamplingModel::setStrategy(int strategy) {
+  if (strategy < 0 || strategy >= static_cast<int>(m_sampling.map.strategies.size()) || strategy == m_strategy) return;
+  beginResetModel();
+  m_strategy = strategy;
+  endResetModel();
+}
+
+QStringList SamplingModel::strategyNames() const {
+  QStringList out;
+  for (const auto& s : m_sampling.map.strategies) out << qs(s.strategy.name());
+  return out;
+}
+
+QString SamplingModel::verdict() const {
+  QStringList lines;
+  for (const std::string& v : m_sampling.map.verdict) lines << qs(v);
+  return lines.join(QStringLiteral("\n"));
+}
+
+QString SamplingModel::servingRouting() const { return qs(m_sampling.servingRouting); }
 
 // ---------------------------------------------------------------------------------------------
 // ValidationModel

@@ -172,6 +172,32 @@ class ServingModel : public ResultModel {
   ServingResult m_serving;
 };
 
+// The sampling map of one decode strategy: rows are decode batches, columns the batch then one per
+// context; a cell shows the MoD / baseline step ratio and the letter of the component that decides
+// it (ValueRole: the ratio; ToolTipRole: both breakdowns). The strategy shown is the one with the
+// most cells at the target (the first on a tie) until setStrategy().
+class SamplingModel : public ResultModel {
+  Q_OBJECT
+ public:
+  using ResultModel::ResultModel;
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
+  void setResult(const ComputeResultPtr& result) override;
+
+  const analysis::sampling_map& map() const { return m_sampling.map; }
+  int strategy() const { return m_strategy; }
+  void setStrategy(int strategy);  // resets the model
+  QStringList strategyNames() const;
+  QString verdict() const;         // the map's verdict, one line per strategy
+  QString servingRouting() const;  // the routing the serving simulation chose, or empty
+
+ private:
+  SamplingResult m_sampling;
+  int m_strategy = 0;
+};
+
 // Measured vs predicted, one row per measured block.
 class ValidationModel : public ResultModel {
   Q_OBJECT

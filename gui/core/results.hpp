@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/sampling.hpp"
 #include "sim/spec.hpp"
 
 namespace modsim::gui {
@@ -45,6 +46,7 @@ struct PredictionResult {
   std::int64_t params = 0;
   std::string costLabel;  // "datasheet roofline ..." or "calibrated on ..."
   std::string hardwareName;
+  std::string baselineName;  // a chosen dense baseline (--baseline); empty = the model without routing
   // The calibration's cross-validated error (percent, p90 and median); 0 = none recorded.
   double expectedP90Pct = 0;
   double expectedMedianPct = 0;
@@ -113,6 +115,16 @@ struct ServingResult {
   ServingStats current;
 };
 
+// The sampling map (analysis/sampling.hpp): MoD / baseline decode step time over batch × context
+// per decode strategy, and the decode routing the serving simulation chose from it.
+struct SamplingResult {
+  bool available = false;
+  std::string unavailable;
+  analysis::sampling_map map;
+  std::string
+      servingRouting;  // "pad: 0.61 ms per step at batch 64, context 512 (sync 0.72 ms, predicted)"; may be empty
+};
+
 struct ValidationRow {
   std::string op;     // block_dense, block_mod, layer_mode
   std::string shape;  // "B=1 S=2048 d=1024 c=0.125", for people
@@ -147,6 +159,7 @@ struct ComputeResult {
   SweepResult sweep;
   TimelineResult timeline;
   ServingResult serving;
+  SamplingResult sampling;
   ValidationResult validation;
   double computeMs = 0;  // wall-clock of the computation
 };

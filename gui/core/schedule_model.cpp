@@ -1,5 +1,7 @@
 #include "gui/core/schedule_model.hpp"
 
+#include <algorithm>
+
 #include "sim/spec.hpp"
 
 namespace modsim::gui {
@@ -35,8 +37,17 @@ QVariant ScheduleModel::data(const QModelIndex& index, int role) const {
     case TokensColumn:
       if (role == Qt::DisplayRole) {
         const qint64 k = layer ? sim::routed_tokens(*layer, m_seqLen) : m_seqLen;
+        if (m_decode) {
+          const double routed = layer ? *layer * static_cast<double>(m_batch) : static_cast<double>(m_batch);
+          return QStringLiteral("%1 of %2 · KV %3").arg(routed, 0, 'g', 4).arg(m_batch).arg(k + 1);
+        }
         return QStringLiteral("%1 / %2").arg(k).arg(m_seqLen);
       }
+      if (role == Qt::ToolTipRole)
+        return m_decode ? tr("Decode step: expected tokens the block computes per step (capacity × batch) of the "
+                             "batch, and the KV entries each reads at this layer (its cache holds k of the context, "
+                             "plus the new token)")
+                        : tr("Tokens the block computes per sequence (k) of the sequence (S)");
       if (role == Qt::TextAlignmentRole) return int(Qt::AlignRight | Qt::AlignVCenter);
       break;
     default:
@@ -98,7 +109,7 @@ QVariant ScheduleModel::headerData(int section, Qt::Orientation orientation, int
     case CapacityColumn:
       return tr("Capacity");
     case TokensColumn:
-      return tr("k / S");
+      return m_decode ? tr("routed / B · KV") : tr("k / S");
     default:
       return {};
   }
@@ -118,6 +129,15 @@ void ScheduleModel::setLayers(std::vector<std::optional<double>> layers) {
 void ScheduleModel::setSeqLen(qint64 seqLen) {
   if (seqLen == m_seqLen) return;
   m_seqLen = seqLen;
+  if (!m_layers.empty()) emit dataChanged(index(0, TokensColumn), index(rowCount() - 1, TokensColumn));
+}
+
+void ScheduleModel::setWorkload(bool decode, qint64 batch) {
+  if (decode == m_decode && batch == m_batch) return;
+  const bool header = decode != m_decode;
+  m_decode = decode;
+  m_batch = std::max<qint64>(1, batch);
+  if (header) emit headerDataChanged(Qt::Horizontal, TokensColumn, TokensColumn);
   if (!m_layers.empty()) emit dataChanged(index(0, TokensColumn), index(rowCount() - 1, TokensColumn));
 }
 

@@ -27,6 +27,11 @@ class ScheduleModel : public QAbstractTableModel {
   void setLayers(std::vector<std::optional<double>> layers);
   // Sequence length, for the "k of S" column only.
   void setSeqLen(qint64 seqLen);
+  // The workload the Tokens column describes: prefill/training (k of S tokens per sequence) or,
+  // when `decode`, one decode step of `batch` sequences over a cached context of seqLen: the
+  // expected routed tokens per step (capacity · B) and the KV entries each routed token reads
+  // (routed_tokens(capacity, S) + 1; S + 1 at a dense layer).
+  void setWorkload(bool decode, qint64 batch);
 
   // Presets: "none", "all", "every_other", "every_nth" (with n), all at `capacity`.
   void applyPreset(const QString& preset, int n, double capacity);
@@ -39,6 +44,8 @@ class ScheduleModel : public QAbstractTableModel {
  private:
   std::vector<std::optional<double>> m_layers;
   qint64 m_seqLen = 2048;
+  bool m_decode = false;
+  qint64 m_batch = 1;
   double m_lastCapacity = 0.125;  // given to a layer switched to routed
 };
 

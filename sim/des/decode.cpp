@@ -9,9 +9,7 @@ namespace modsim::sim::des {
 
 double default_pad_capacity(double capacity, std::int64_t batch) {
   if (batch < 1) throw input_error("", "--batch", "must be >= 1");
-  const double b = static_cast<double>(batch);
-  const double c = std::clamp(capacity, 0.0, 1.0);
-  return std::min(1.0, (c * b + 3.0 * std::sqrt(b * c * (1.0 - c))) / b);
+  return static_cast<double>(pad_rows(std::nullopt, capacity, batch)) / static_cast<double>(batch);
 }
 
 model_spec decode_layer_model(int d_model, int n_heads, int n_kv_heads, int d_ff, mlp_kind mlp, bool routed,

@@ -16,9 +16,9 @@
 
 namespace modsim::sim::des {
 
-// The padded block's default capacity: the expected routed count capacity·B plus three
-// standard deviations of its binomial spread, sqrt(B·capacity·(1 − capacity)), as a
-// fraction of B, at most 1. A step then drops a routed token with probability about 0.1 %.
+// The padded block's default capacity as a fraction of the batch: pad_rows' default rule
+// (sim/des/step.hpp: the expected routed count plus three standard deviations, whole rows) / B,
+// so that routed_tokens(it, B) gives those rows back. What the profiler records in its CSV.
 double default_pad_capacity(double capacity, std::int64_t batch);
 
 struct decode_case {

@@ -55,6 +55,9 @@ struct kernel {
   std::int64_t other_flops = 0;
   std::int64_t bytes = 0;
   std::int64_t wasted_matmul_flops = 0;  // spent on padding slots (decode in padding mode)
+  double roofline_s = 0;                 // the cost model's datasheet roofline of the op (op_time::roofline_s)
+  bool memory_bound = false;             // op_time::memory_bound() or no matmul FLOPs
+  bool calibrated = false;               // timed by a learnt curve (op_time::calibrated)
 };
 
 // "routing", "norm", ... (sim::op_class_of), or "sync" for d2h_sync_op.

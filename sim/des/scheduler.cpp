@@ -84,9 +84,9 @@ void scheduler::admit_waiting(std::int64_t& tokens_left, double now) {
 
 std::int64_t scheduler::drop_over_padding() {
   if (m_o.routing != decode_routing::pad || m_decode_seqs == 0) return 0;
-  const std::int64_t slots = routed_tokens(m_o.pad_capacity, m_decode_seqs);
   std::int64_t dropped = 0;
   for (std::size_t j = 0; j < m_routed_capacity.size(); ++j) {
+    const std::int64_t slots = pad_rows(m_o.pad_capacity, m_routed_capacity[j], m_decode_seqs);
     std::int64_t taken = 0;
     for (std::size_t idx : m_batch) {
       seq_state& s = m_seqs[idx];

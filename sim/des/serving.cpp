@@ -27,7 +27,7 @@ const serve_options& validated(const serve_options& o) {
     throw input_error("", "--kv-budget",
                       "the KV budget must be > 0 bytes (is the model larger than the device memory?)");
   if (!(o.watermark >= 0 && o.watermark < 1)) throw input_error("", "--watermark", "must be in [0, 1)");
-  if (!(o.pad_capacity > 0 && o.pad_capacity <= 1)) throw input_error("", "--pad-capacity", "must be in (0, 1]");
+  check_pad_capacity(o.pad_capacity);
   return o;
 }
 
@@ -202,7 +202,7 @@ class server {
         }
       }
       if (m_o.routing == decode_routing::pad && decode_seqs > 0) {
-        L.pad_slots = routed_tokens(m_o.pad_capacity, decode_seqs);
+        L.pad_slots = pad_rows(m_o.pad_capacity, info.capacity, decode_seqs);
         L.pad_keys = (cached_sum + decode_seqs / 2) / decode_seqs + 1;
       }
       ++j;

@@ -32,6 +32,7 @@
 //    (keeping `watermark` of the blocks free, unless nothing runs) remain; without chunked
 //    prefill a prompt is admitted only whole.
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -58,7 +59,9 @@ struct serve_options {
   double kv_budget_bytes = 0;  // > 0 (default_kv_budget_bytes for the contract's budget)
   double watermark = 0.01;     // fraction of the blocks admission leaves free
   decode_routing routing = decode_routing::sync;
-  double pad_capacity = 1.0;  // padding mode: kernel rows = routed_tokens(pad_capacity, decode seqs)
+  // Padding mode: a routed layer's kernel rows = pad_rows(pad_capacity, its capacity, decode
+  // seqs) (step.hpp); empty = the default rule (expected count + 3 sigma).
+  std::optional<double> pad_capacity;
   bool cuda_graph = false;
   std::uint64_t seed = 0;  // the routing draws
 };

@@ -101,6 +101,9 @@ kernel step_builder::make(const op_cost& c, const op_shape& s, modsim::op id, in
   k.matmul_flops = c.matmul_flops;
   k.other_flops = c.other_flops;
   k.bytes = c.bytes;
+  k.roofline_s = t.roofline_s;
+  k.memory_bound = t.memory_bound() || c.matmul_flops == 0;
+  k.calibrated = t.calibrated;
   return k;
 }
 
@@ -124,7 +127,15 @@ kernel step_builder::token_op(modsim::op id, std::int64_t T, int layer) const {
     s.noop_experts = noop;
     const op_cost c = cost_of(id, s);
     const op_time t = m_dev.time_of(c, s);
-    *e = timed{t.time_s, t.kernels, c.matmul_flops, c.other_flops, c.bytes, true};
+    *e = timed{t.time_s,
+               t.kernels,
+               c.matmul_flops,
+               c.other_flops,
+               c.bytes,
+               t.roofline_s,
+               t.memory_bound() || c.matmul_flops == 0,
+               t.calibrated,
+               true};
   }
   kernel k;
   k.op = to_string(id);
@@ -135,6 +146,9 @@ kernel step_builder::token_op(modsim::op id, std::int64_t T, int layer) const {
   k.matmul_flops = e->matmul;
   k.other_flops = e->other;
   k.bytes = e->bytes;
+  k.roofline_s = e->roofline_s;
+  k.memory_bound = e->memory_bound;
+  k.calibrated = e->calibrated;
   return k;
 }
 
@@ -297,8 +311,23 @@ std::vector<kernel> step_builder::forward(const workload& w) const {
   return out;
 }
 
+std::int64_t pad_rows(std::optional<double> pad_capacity, double capacity, std::int64_t batch) {
+  if (batch <= 0) return 0;
+  if (pad_capacity) return routed_tokens(*pad_capacity, batch);
+  const double c = std::clamp(capacity, 0.0, 1.0);
+  const double b = static_cast<double>(batch);
+  const double rows = std::ceil(c * b + 3.0 * std::sqrt(b * c * (1.0 - c)) - 1e-9);
+  return std::clamp<std::int64_t>(static_cast<std::int64_t>(rows), 1, batch);
+}
+
+void check_pad_capacity(std::optional<double> pad_capacity) {
+  if (pad_capacity && !(*pad_capacity > 0 && *pad_capacity <= 1))
+    throw input_error("", "--pad-capacity", "must be in (0, 1]");
+}
+
 step_load decode_load(const step_builder& b, std::int64_t batch, std::int64_t context, decode_routing routing,
-                      double pad_capacity, rng& r, std::vector<std::int64_t>* routed, std::int64_t* decisions) {
+                      std::optional<double> pad_capacity, rng& r, std::vector<std::int64_t>* routed,
+                      std::int64_t* decisions) {
   if (batch < 1) throw input_error("", "--batch", "must be >= 1");
   if (context < 0) throw input_error("", "--seq", "must be >= 0");
   step_load load;
@@ -319,7 +348,7 @@ step_load decode_load(const step_builder& b, std::int64_t batch, std::int64_t co
       for (std::int64_t j = 0; j < batch; ++j) m += r.bernoulli(info.capacity) ? 1 : 0;
       if (decisions) *decisions += batch;
       if (routing == decode_routing::pad) {
-        l.pad_slots = routed_tokens(pad_capacity, batch);
+        l.pad_slots = pad_rows(pad_capacity, info.capacity, batch);
         l.pad_keys = cached + 1;
         m = std::min(m, l.pad_slots);  // tokens beyond the padded size are dropped
       }

@@ -19,6 +19,7 @@
 // Attention follows the FLOP convention: q queries over L keys cost as an (q × L) square.
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <unordered_map>
 #include <vector>
@@ -108,6 +109,8 @@ class step_builder {
     double time_s = 0;
     int kernels = 1;
     std::int64_t matmul = 0, other = 0, bytes = 0;
+    double roofline_s = 0;
+    bool memory_bound = false, calibrated = false;
     bool set = false;
   };
   struct memo_key {
@@ -137,14 +140,26 @@ class step_builder {
   mutable std::unordered_map<memo_key, timed, memo_hash> m_sparse;
 };
 
+// Rows a routed layer's block is sized to in padding mode, for `batch` decode tokens at a layer
+// of capacity `capacity`. With a pad capacity: routed_tokens(*pad_capacity, batch). Without one
+// (the default everywhere): the expected routed count plus three standard deviations of the
+// binomial routed count, rounded up to whole rows, at least 1 and at most the batch,
+//   min(B, max(1, ceil(c·B + 3·sqrt(B·c·(1 − c))))),
+// i.e. a pad capacity of min(1, c + 3·sqrt(c(1 − c)/B)): a token is dropped only when more than
+// about 3 sigma of the batch route (at most ~0.15 % of steps at a layer, normal approximation).
+std::int64_t pad_rows(std::optional<double> pad_capacity, double capacity, std::int64_t batch);
+
+// Throws modsim::error(bad_input) naming --pad-capacity unless it is empty or in (0, 1].
+void check_pad_capacity(std::optional<double> pad_capacity);
+
 // The load of one decode step of `batch` sequences each with `context` cached tokens (routed
 // layers hold routed_tokens(capacity, context) of them, as after a top-k prefill). Each
 // sequence's token routes at each routed layer with probability = capacity (drawn from `r`);
-// in padding mode the block is sized to routed_tokens(pad_capacity, batch) rows and tokens
+// in padding mode the block is sized to pad_rows(pad_capacity, capacity, batch) rows and tokens
 // beyond that are dropped. `routed` (if not null) receives the routed count per layer
 // (after drops) and `decisions` the routing decisions made.
 step_load decode_load(const step_builder& b, std::int64_t batch, std::int64_t context, decode_routing routing,
-                      double pad_capacity, rng& r, std::vector<std::int64_t>* routed = nullptr,
+                      std::optional<double> pad_capacity, rng& r, std::vector<std::int64_t>* routed = nullptr,
                       std::int64_t* decisions = nullptr);
 
 }  // namespace modsim::sim::des

@@ -180,3 +180,61 @@ TEST(Cli, CrossValidationNeedsTwoFoldsAndEnoughShapes) {
   EXPECT_NE(r.err.find("--cv"), std::string::npos) << r.err;
   EXPECT_EQ(lines(r.err), 1) << r.err;
 }
+
+// One decode path: `predict --mode decode` prints the step `simulate forward --mode decode`
+// simulates (the same routing draws, syncs and launches), for both routings.
+TEST(Cli, PredictDecodeTotalIsSimulateForwardDecodeStep) {
+  for (const char* routing : {"sync", "pad"}) {
+    const std::string common =
+        std::string(" mod-220m --hardware h100-sxm --mode decode --batch 8 --seq 2048 --decode-routing ") + routing +
+        " --format json";
+    const result p = modsim("predict" + common);
+    const result s = modsim("simulate forward" + common);
+    ASSERT_EQ(p.code, 0) << p.err;
+    ASSERT_EQ(s.code, 0) << s.err;
+    const boost::json::object pj = boost::json::parse(p.out).as_object();
+    const boost::json::object sj = boost::json::parse(s.out).as_object();
+    EXPECT_EQ(pj.at("total_s").as_double(), sj.at("step_s").as_double()) << routing;
+    for (const char* key : {"total_s", "dense_total_s", "layers", "lm_head", "overhead_s"})
+      EXPECT_TRUE(pj.contains(key)) << key;
+    EXPECT_EQ(pj.at("baseline").at("routing_removed").as_bool(), true);
+  }
+}
+
+TEST(Cli, PredictNamesTheBaselineItComparedWith) {
+  const result r = modsim("predict mod-220m --hardware h100-sxm --baseline dense-220m --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const boost::json::object j = boost::json::parse(r.out).as_object();
+  EXPECT_EQ(j.at("baseline").at("name").as_string(), "dense-220m");
+  EXPECT_EQ(j.at("baseline").at("routing_removed").as_bool(), false);
+  EXPECT_EQ(modsim("predict mod-220m --hardware h100-sxm --baseline no-such-model").code, 2);
+  EXPECT_EQ(modsim("predict mod-220m --hardware h100-sxm --graph").code, 2);  // decode only
+}
+
+TEST(Cli, SamplingMapJsonHasEveryCellAndRefusesBadAxes) {
+  const result r = modsim(
+      "sampling mod-220m --hardware h100-sxm --baseline dense-220m --batches 1,8 --contexts 256,4096 --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const boost::json::object j = boost::json::parse(r.out).as_object();
+  EXPECT_EQ(j.at("baseline").at("name").as_string(), "dense-220m");
+  const auto& strategies = j.at("strategies").as_array();
+  ASSERT_EQ(strategies.size(), 3u);  // sync, pad, pad+graphs on a GPU
+  for (const auto& s : strategies) {
+    const auto& cells = s.at("cells").as_array();
+    ASSERT_EQ(cells.size(), 4u);
+    for (const auto& c : cells) {
+      const double ratio = c.at("ratio").as_double();
+      EXPECT_DOUBLE_EQ(ratio, c.at("model_s").as_double() / c.at("baseline_s").as_double());
+      EXPECT_EQ(c.at("reaches_target").as_bool(), ratio <= 1 / 1.5);
+      double sum = 0;
+      for (const auto& [k, v] : c.at("model_breakdown_s").as_object()) sum += v.as_double();
+      EXPECT_NEAR(sum, c.at("model_s").as_double(), 1e-12);
+    }
+  }
+  EXPECT_EQ(j.at("verdict").as_array().size(), 3u);
+  EXPECT_EQ(modsim("sampling mod-220m --hardware h100-sxm --batches 0,8").code, 2);
+  EXPECT_EQ(modsim("sampling mod-220m --hardware h100-sxm --contexts x").code, 2);
+  EXPECT_EQ(modsim("sampling mod-220m --hardware h100-sxm --target 1").code, 2);
+  EXPECT_EQ(modsim("sampling mod-220m --hardware h100-sxm --pad-capacity 2").code, 2);
+  EXPECT_EQ(modsim("sampling mod-220m").code, 2);
+}

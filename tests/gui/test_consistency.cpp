@@ -148,6 +148,39 @@ TEST_P(OneAnalysis, CliReportAndExplorerAgreeOnFlopsTimeAndServing) {
   ASSERT_NE(gui_point, gui_sweep.points.end());
   EXPECT_EQ(gui_point->matmulFlops, point_flops);
   EXPECT_EQ(gui_point->timeS, cli_total);
+
+  // The sampling map: every cell's step times, the same in the three; the serving routing the
+  // report and the explorer chose from it is the one `simulate serve` names.
+  const printed sampling = cli_json("sampling " + name + " --hardware " + hw_name);
+  const modsim::gui::SamplingResult gui_sampling = modsim::gui::computeSampling(config);
+  ASSERT_TRUE(gui_sampling.available);
+  ASSERT_TRUE(report.sampling.has_value());
+  const json::array& strategies = sampling.parsed.at("strategies").as_array();
+  ASSERT_EQ(strategies.size(), report.sampling->strategies.size());
+  ASSERT_EQ(strategies.size(), gui_sampling.map.strategies.size());
+  for (std::size_t s = 0; s < strategies.size(); ++s) {
+    const json::array& cells = strategies[s].at("cells").as_array();
+    ASSERT_EQ(cells.size(), report.sampling->strategies[s].cells.size());
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      const double model_s = cells[i].at("model_s").as_double(), baseline_s = cells[i].at("baseline_s").as_double();
+      EXPECT_DOUBLE_EQ(report.sampling->strategies[s].cells[i].model_s, model_s);
+      EXPECT_DOUBLE_EQ(gui_sampling.map.strategies[s].cells[i].model_s, model_s);
+      EXPECT_DOUBLE_EQ(report.sampling->strategies[s].cells[i].baseline_s, baseline_s);
+      EXPECT_DOUBLE_EQ(gui_sampling.map.strategies[s].cells[i].baseline_s, baseline_s);
+    }
+  }
+  ASSERT_TRUE(report.serving_routing.has_value());
+  EXPECT_EQ(std::string(serve.parsed.at("decode_routing").as_string()),
+            std::string(modsim::to_string(report.serving_routing->routing)));
+
+  // One decode step: predict --mode decode and the explorer's decode headline.
+  const printed decode = cli_json("predict " + name + " --hardware " + hw_name + " --mode decode --batch 8 --seq 2048");
+  modsim::gui::ExplorerConfig decode_config = config;
+  decode_config.load.mode = modsim::sim::run_mode::decode;
+  decode_config.load.batch = 8;
+  const modsim::gui::PredictionResult gui_decode = modsim::gui::computePrediction(decode_config);
+  EXPECT_EQ(gui_decode.totalS, decode.number("total_s"));
+  EXPECT_EQ(gui_decode.denseTotalS, decode.number("dense_total_s"));
 }
 
 INSTANTIATE_TEST_SUITE_P(ShippedModels, OneAnalysis, ::testing::Values("mod-220m", "mod-60m", "mode-staged-220m"));

@@ -74,6 +74,23 @@ TEST(ScheduleModel, PassesModelTesterThroughPresetsAndEdits) {
   EXPECT_EQ(model.rowCount(), 4);
 }
 
+TEST(ScheduleModel, InDecodeShowsRoutedTokensPerStepAndKvEntries) {
+  ScheduleModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  model.setLayers({std::nullopt, 0.125});
+  model.setSeqLen(2048);
+  const QModelIndex dense = model.index(0, ScheduleModel::TokensColumn),
+                    routed = model.index(1, ScheduleModel::TokensColumn);
+  EXPECT_EQ(routed.data().toString(), QStringLiteral("256 / 2048"));  // prefill: k of S
+  model.setWorkload(true, 8);
+  // Decode, batch 8: 0.125 · 8 = 1 token routed per step, reading ⌈0.125 · 2048⌉ + 1 = 257 KV
+  // entries; the dense layer all 8, over 2048 + 1.
+  EXPECT_EQ(routed.data().toString(), QStringLiteral("1 of 8 · KV 257"));
+  EXPECT_EQ(dense.data().toString(), QStringLiteral("8 of 8 · KV 2049"));
+  EXPECT_EQ(model.headerData(ScheduleModel::TokensColumn, Qt::Horizontal).toString(),
+            QStringLiteral("routed / B · KV"));
+}
+
 TEST(ScheduleModel, EveryOtherPresetRoutesOddLayers) {
   ScheduleModel model;
   model.setLayers(std::vector<std::optional<double>>(16));
@@ -148,6 +165,20 @@ TEST(ResultModels, TimelinePassesModelTester) {
 TEST(ResultModels, ServingPassesModelTester) {
   ServingModel m;
   exerciseResultModel(m);
+}
+TEST(ResultModels, SamplingPassesModelTester) {
+  SamplingModel m;
+  exerciseResultModel(m);
+  // mod-220m: 9 batches × (the batch column + 8 contexts); the strategies of a GPU.
+  EXPECT_EQ(m.rowCount(), 9);
+  EXPECT_EQ(m.columnCount(), 9);
+  EXPECT_EQ(m.strategyNames(),
+            (QStringList{QStringLiteral("sync"), QStringLiteral("pad"), QStringLiteral("pad+graphs")}));
+  // A cell's value is its ratio, model over baseline step time.
+  const auto& cell = m.map().cell(static_cast<std::size_t>(m.strategy()), 3, 2);
+  EXPECT_DOUBLE_EQ(m.index(3, 3).data(ValueRole).toDouble(), cell.model_s / cell.baseline_s);
+  m.setStrategy(0);
+  EXPECT_EQ(m.strategy(), 0);
 }
 TEST(ResultModels, ValidationPassesModelTester) {
   ValidationModel m;

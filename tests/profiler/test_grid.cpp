@@ -217,9 +217,9 @@ TEST(Grid, DecodeOpsCrossRoutingAndSkipWhatHasNoRoutedLayer) {
       ++mod;
       EXPECT_EQ(p.predictor_hidden, 256);  // the default, capped at d_model = 256
       if (p.decode_routing == "pad") {
-        // Three standard deviations over capacity·B: B = 8, c = 1/8: (1 + 3·sqrt(7/8))/8.
+        // Three standard deviations over capacity·B, in whole rows.
         if (p.shape.batch == 8 && p.shape.capacity == 0.125) {
-          EXPECT_NEAR(p.pad_capacity, (1.0 + 3.0 * std::sqrt(0.875)) / 8.0, 1e-12);
+          EXPECT_DOUBLE_EQ(p.pad_capacity, 4.0 / 8.0);  // 1 + 3·sqrt(7/8) = 3.8 → 4 rows of 8
         }
         // B = 1: the padded block is the whole batch.
         if (p.shape.batch == 1) {

@@ -136,8 +136,12 @@ TEST(Report, EverySectionIsPresentInHtmlAndMarkdown) {
   for (const char* text : {"TTFT p50", "TPOT p50", "throughput", "KV cache peak", "median |error|", "★", "mode_staged",
                            "mode_integrated", "moe", "GEMM efficiency", "kernel launches"})
     EXPECT_NE(html.find(text), std::string::npos) << text;
-  for (const char* name : {"tables/flops_by_class.csv", "tables/sweep.csv", "tables/variants.csv", "tables/gap.csv",
-                           "tables/time_per_layer.csv", "tables/serving.csv", "tables/validation.csv"})
+  // The sampling section: its verdict and the map's table.
+  for (const char* text : {"Sampling", "reaches 1.5x", "batch ↓ context →"})
+    EXPECT_NE(html.find(text), std::string::npos) << text;
+  for (const char* name :
+       {"tables/flops_by_class.csv", "tables/sweep.csv", "tables/variants.csv", "tables/gap.csv",
+        "tables/time_per_layer.csv", "tables/serving.csv", "tables/sampling.csv", "tables/validation.csv"})
     EXPECT_FALSE(file(name).empty()) << name;
 }
 

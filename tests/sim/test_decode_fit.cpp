@@ -118,10 +118,12 @@ TEST(DecodeFit, RecoversAKnownLawAndTheExecutorAddsItUp) {
 
 TEST(DecodeCase, ForcedLoadAndPadDefaultByHand) {
   // B = 8 at capacity 1/8: expected 1 routed token, sd sqrt(8·(1/8)·(7/8)) = 0.935; three of
-  // them above: (1 + 2.806)/8 = 0.4758 of the batch (4 rows).
+  // them above: 1 + 2.806 = 3.8, rounded up to 4 rows, 4/8 of the batch.
   const double pc = des::default_pad_capacity(0.125, 8);
-  EXPECT_NEAR(pc, (1.0 + 3.0 * std::sqrt(0.875)) / 8.0, 1e-12);
+  EXPECT_DOUBLE_EQ(pc, 0.5);
   EXPECT_EQ(routed_tokens(pc, 8), 4);
+  // B = 64 at 1/8: 8 + 3·sqrt(7) = 15.9 → 16 rows.
+  EXPECT_DOUBLE_EQ(des::default_pad_capacity(0.125, 64), 16.0 / 64.0);
   EXPECT_DOUBLE_EQ(des::default_pad_capacity(1.0, 64), 1.0);
   EXPECT_DOUBLE_EQ(des::default_pad_capacity(0.5, 1), 1.0);  // 0.5 + 1.5 > 1
   // A routed layer at capacity 1/4 over context 100: 25 cached keys; 3 forced tokens of B 8 in

@@ -1,0 +1,374 @@
+#include "analysis/sampling.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <atomic>
+#include <future>
+#include <thread>
+
+#include "core/error.hpp"
+#include "sim/decode_fit.hpp"
+
+namespace modsim::analysis {
+
+const char* to_string(decode_component c) {
+  switch (c) {
+    case decode_component::kv_read:
+      return "kv_read";
+    case decode_component::weight_read:
+      return "weight_read";
+    case decode_component::predictor:
+      return "predictor";
+    case decode_component::elementwise:
+      return "elementwise";
+    case decode_component::sync:
+      return "sync";
+    case decode_component::launch_host:
+      return "launch_host";
+  }
+  return "?";
+}
+
+const char* describe(decode_component c) {
+  switch (c) {
+    case decode_component::kv_read:
+      return "KV reads (attention)";
+    case decode_component::weight_read:
+      return "weight reads (projections, MLP, LM head)";
+    case decode_component::predictor:
+      return "predictor and routing (gather, scatter)";
+    case decode_component::elementwise:
+      return "norms and activations";
+    case decode_component::sync:
+      return "routed-count sync round trips";
+    case decode_component::launch_host:
+      return "launches and host (GPU waiting on the host)";
+  }
+  return "?";
+}
+
+double part_of(const decode_breakdown& b, decode_component c) {
+  switch (c) {
+    case decode_component::kv_read:
+      return b.kv_read_s;
+    case decode_component::weight_read:
+      return b.weight_read_s;
+    case decode_component::predictor:
+      return b.predictor_s;
+    case decode_component::elementwise:
+      return b.elementwise_s;
+    case decode_component::sync:
+      return b.sync_s;
+    case decode_component::launch_host:
+      return b.launch_host_s;
+  }
+  return 0;
+}
+
+namespace {
+
+namespace des = sim::des;
+
+double& slot_of(decode_breakdown& b, const des::kernel& k) {
+  const std::string_view cls = des::kernel_class(k);
+  if (cls == "attn_core") return b.kv_read_s;
+  if (cls == "routing") return b.predictor_s;
+  if (cls == "norm" || k.op == "mlp_act") return b.elementwise_s;
+  return b.weight_read_s;  // attn_proj, mlp, moe, lm_head
+}
+
+decode_breakdown& operator+=(decode_breakdown& a, const decode_breakdown& b) {
+  a.kv_read_s += b.kv_read_s;
+  a.weight_read_s += b.weight_read_s;
+  a.predictor_s += b.predictor_s;
+  a.elementwise_s += b.elementwise_s;
+  a.sync_s += b.sync_s;
+  a.launch_host_s += b.launch_host_s;
+  return a;
+}
+
+decode_breakdown scaled(decode_breakdown b, double f) {
+  b.kv_read_s *= f;
+  b.weight_read_s *= f;
+  b.predictor_s *= f;
+  b.elementwise_s *= f;
+  b.sync_s *= f;
+  b.launch_host_s *= f;
+  return b;
+}
+
+bool has_routed_layers(const des::step_builder& b) {
+  return std::any_of(b.layers().begin(), b.layers().end(), [](const des::layer_info& l) { return l.mod_routed; });
+}
+
+}  // namespace
+
+decode_step decode_step_time(const des::step_builder& b, std::int64_t batch, std::int64_t context,
+                             const decode_step_options& o) {
+  des::check_pad_capacity(o.pad_capacity);
+  decode_step out;
+  des::rng rng(o.seed);
+  std::vector<std::int64_t> routed;
+  const des::step_load load =
+      des::decode_load(b, batch, context, o.routing, o.pad_capacity, rng, &routed, &out.decisions);
+  for (std::size_t i = 0; i < routed.size(); ++i)
+    if (b.layers()[i].mod_routed) out.routed += routed[i];
+  std::vector<des::kernel> kernels = b.step(load, o.routing);
+
+  // The breakdown: device time by component, then what the syncs add (the same kernels without
+  // the round trips) and what launches and the host add over the device time.
+  decode_breakdown& br = out.breakdown;
+  std::vector<des::kernel> no_sync;
+  no_sync.reserve(kernels.size());
+  double device_s = 0;
+  for (const des::kernel& k : kernels) {
+    if (k.op == des::d2h_sync_op) continue;
+    slot_of(br, k) += k.device_s;
+    device_s += k.device_s;
+    no_sync.push_back(k);
+  }
+  des::exec_options eo;
+  eo.cuda_graph = o.cuda_graph;
+  eo.record_spans = o.record_spans;
+  const bool syncs = no_sync.size() != kernels.size();
+  des::exec_options quiet = eo;
+  quiet.record_spans = false;
+  quiet.by_class = false;
+  const double no_sync_s = syncs ? des::simulate_execution(std::move(no_sync), b.device(), quiet).summary.step_s : 0.0;
+  out.timeline = des::simulate_execution(std::move(kernels), b.device(), eo);
+  const double step_s = out.timeline.summary.step_s;
+  const double base_s = syncs ? no_sync_s : step_s;
+  br.sync_s = step_s - base_s;
+  br.launch_host_s = base_s - device_s;
+  return out;
+}
+
+decode_step decode_step_time(const sim::model_spec& model, const sim::cost_model& cost, sim::dtype t,
+                             std::int64_t batch, std::int64_t context, const decode_step_options& o) {
+  const des::step_builder b(model, t, sim::decode_device_model(cost, t));
+  return decode_step_time(b, batch, context, o);
+}
+
+std::string decode_strategy::name() const {
+  return std::string(modsim::to_string(routing)) + (cuda_graph ? "+graphs" : "");
+}
+
+namespace {
+
+void check_axis(const std::vector<std::int64_t>& v, const char* key, std::int64_t min) {
+  if (v.empty()) throw input_error("", key, "needs at least one value");
+  for (std::int64_t x : v)
+    if (x < min) throw input_error("", key, fmt::format("{} is out of range (must be >= {})", x, min));
+}
+
+// The mean step of `draws` routing draws (one when the model routes nowhere: nothing is drawn).
+struct mean_step {
+  double step_s = 0;
+  decode_breakdown breakdown;
+};
+mean_step mean_decode_step(const des::step_builder& b, std::int64_t batch, std::int64_t context,
+                           const decode_strategy& s, const sampling_request& r) {
+  const int draws = has_routed_layers(b) ? r.draws : 1;
+  mean_step m;
+  for (int d = 0; d < draws; ++d) {
+    decode_step_options o;
+    o.routing = s.routing;
+    o.pad_capacity = r.pad_capacity;
+    o.cuda_graph = s.cuda_graph;
+    o.seed = r.seed + static_cast<std::uint64_t>(d);
+    const decode_step st = decode_step_time(b, batch, context, o);
+    m.step_s += st.step_s();
+    m.breakdown += st.breakdown;
+  }
+  m.step_s /= draws;
+  m.breakdown = scaled(m.breakdown, 1.0 / draws);
+  return m;
+}
+
+// "batch >= 64" when `v` is every batch of `all` from some one on, else the list.
+std::string batch_list(const std::vector<std::int64_t>& v, const std::vector<std::int64_t>& all) {
+  if (!v.empty() && v.size() < all.size() && std::equal(v.rbegin(), v.rend(), all.rbegin()))
+    return "batch >= " + std::to_string(v.front());
+  if (v.size() == all.size()) return "every batch";
+  std::string s = "batch ";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s;
+}
+
+// One line per strategy: where the target is reached (for each context, the smallest batch
+// reaching it), the best cell and the component deciding most cells.
+std::string verdict_of(const sampling_map& m, const sampling_strategy_map& s) {
+  const std::size_t nc = m.contexts.size();
+  const std::size_t total = s.cells.size();
+  std::array<int, 6> deciding{};
+  for (const sampling_cell& c : s.cells)
+    if (c.reaches == (s.reached > 0)) ++deciding[static_cast<std::size_t>(c.dominant)];
+  const auto most =
+      static_cast<decode_component>(std::max_element(deciding.begin(), deciding.end()) - deciding.begin());
+  const sampling_cell& best = s.cells[static_cast<std::size_t>(s.best)];
+  std::string line = fmt::format("{}: ", s.strategy.name());
+  if (s.reached == 0) {
+    line += fmt::format(
+        "MoD never reaches {:g}x in the {} cells (best {:.2f}x, ratio {:.3f}, at batch {}, context {}); what keeps it "
+        "above 1/{:g} of the baseline in most cells: {}",
+        m.target_speedup, total, best.speedup(), best.ratio(), best.batch, best.context, m.target_speedup,
+        describe(most));
+    return line;
+  }
+  std::vector<std::string> where;
+  for (std::size_t c = 0; c < nc; ++c) {
+    std::vector<std::int64_t> batches;
+    for (std::size_t b = 0; b < m.batches.size(); ++b)
+      if (s.cells[b * nc + c].reaches) batches.push_back(m.batches[b]);
+    if (!batches.empty()) where.push_back(fmt::format("context {}: {}", m.contexts[c], batch_list(batches, m.batches)));
+  }
+  line += fmt::format("MoD reaches {:g}x in {} of {} cells (", m.target_speedup, s.reached, total);
+  for (std::size_t i = 0; i < where.size(); ++i) line += (i ? "; " : "") + where[i];
+  line += fmt::format("); best {:.2f}x (ratio {:.3f}) at batch {}, context {}; the saving comes mostly from {}",
+                      best.speedup(), best.ratio(), best.batch, best.context, describe(most));
+  return line;
+}
+
+}  // namespace
+
+sampling_map make_sampling_map(const sim::model_spec& model, const sim::model_spec& baseline, bool routing_removed,
+                               const sim::cost_model& cost, sim::dtype t, const sampling_request& r) {
+  return make_sampling_map(model, baseline, routing_removed, sim::decode_device_model(cost, t), cost.hardware().name,
+                           cost.hardware().kind == "gpu", t, r);
+}
+
+sampling_map make_sampling_map(const sim::model_spec& model, const sim::model_spec& baseline, bool routing_removed,
+                               const des::device_model& dev, const std::string& hardware_name, bool gpu, sim::dtype t,
+                               const sampling_request& r) {
+  check_axis(r.batches, "batches", 1);
+  check_axis(r.contexts, "contexts", 0);
+  if (r.draws < 1) throw input_error("", "draws", "must be >= 1");
+  if (!(r.target_speedup > 1)) throw input_error("", "--target", "the target speed-up must be > 1");
+  des::check_pad_capacity(r.pad_capacity);
+
+  sampling_map m;
+  m.model_name = model.name;
+  m.baseline_name = baseline.name;
+  m.baseline_is_routing_removed = routing_removed;
+  m.hardware_name = hardware_name;
+  m.type = t;
+  m.target_speedup = r.target_speedup;
+  m.draws = r.draws;
+  m.pad_capacity = r.pad_capacity;
+  m.batches = r.batches;
+  m.contexts = r.contexts;
+  m.measured = r.measured;
+  std::vector<decode_strategy> strategies = r.strategies;
+  if (strategies.empty()) {
+    strategies = {{decode_routing::sync, false}, {decode_routing::pad, false}};
+    if (gpu) strategies.push_back({decode_routing::pad, true});
+  }
+  const std::size_t nb = r.batches.size(), nc = r.contexts.size();
+  for (const decode_strategy& s : strategies) {
+    sampling_strategy_map sm;
+    sm.strategy = s;
+    sm.cells.resize(nb * nc);
+    m.strategies.push_back(std::move(sm));
+  }
+
+  // Rows of the grid (one batch, every context, every strategy) on worker threads, each with
+  // step builders of its own (they memoise op times and are not shared between threads).
+  unsigned threads = r.threads > 0 ? r.threads : std::max(1u, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(std::min<std::size_t>(threads, nb));
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    const des::step_builder bm(model, t, dev);
+    const des::step_builder bb(baseline, t, dev);
+    for (std::size_t bi = next++; bi < nb; bi = next++) {
+      for (std::size_t ci = 0; ci < nc; ++ci) {
+        for (sampling_strategy_map& sm : m.strategies) {
+          sampling_cell& cell = sm.cells[bi * nc + ci];
+          cell.batch = r.batches[bi];
+          cell.context = r.contexts[ci];
+          const mean_step a = mean_decode_step(bm, cell.batch, cell.context, sm.strategy, r);
+          const mean_step z = mean_decode_step(bb, cell.batch, cell.context, sm.strategy, r);
+          cell.model_s = a.step_s;
+          cell.baseline_s = z.step_s;
+          cell.model = a.breakdown;
+          cell.baseline = z.breakdown;
+          cell.reaches = cell.model_s * r.target_speedup <= cell.baseline_s;
+          bool first = true;
+          for (decode_component c : decode_components) {
+            const double excess = part_of(cell.model, c) - part_of(cell.baseline, c) / r.target_speedup;
+            if (first || (cell.reaches ? excess < cell.dominant_s : excess > cell.dominant_s)) {
+              cell.dominant = c;
+              cell.dominant_s = excess;
+              first = false;
+            }
+          }
+        }
+      }
+    }
+  };
+  std::vector<std::future<void>> pool;
+  for (unsigned i = 1; i < threads; ++i) pool.push_back(std::async(std::launch::async, work));
+  work();
+  for (auto& f : pool) f.get();
+
+  for (sampling_strategy_map& sm : m.strategies) {
+    for (std::size_t i = 0; i < sm.cells.size(); ++i) {
+      if (sm.cells[i].reaches) ++sm.reached;
+      if (sm.best < 0 || sm.cells[i].speedup() > sm.cells[static_cast<std::size_t>(sm.best)].speedup())
+        sm.best = static_cast<int>(i);
+    }
+    m.verdict.push_back(verdict_of(m, sm));
+  }
+  return m;
+}
+
+routing_choice choose_decode_routing(const sampling_map& map, std::int64_t batch, std::int64_t context, bool cuda_graph,
+                                     const std::vector<sampling_measurement>& measured) {
+  if (map.batches.empty() || map.contexts.empty()) throw runtime_error("choose_decode_routing: an empty map");
+  auto nearest = [](const std::vector<std::int64_t>& v, std::int64_t x) {
+    // Nearest on a log scale (the axes are powers of two).
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < v.size(); ++i)
+      if (std::abs(std::log(double(std::max<std::int64_t>(v[i], 1)) / double(std::max<std::int64_t>(x, 1)))) <
+          std::abs(std::log(double(std::max<std::int64_t>(v[best], 1)) / double(std::max<std::int64_t>(x, 1)))))
+        best = i;
+    return best;
+  };
+  const std::size_t bi = nearest(map.batches, batch), ci = nearest(map.contexts, context);
+  routing_choice out;
+  out.batch = map.batches[bi];
+  out.context = map.contexts[ci];
+  double sync_s = -1, pad_s = -1;
+  for (const sampling_measurement& q : measured) {
+    if (q.batch != out.batch || q.context != out.context || !(q.model_s > 0)) continue;
+    (q.routing == decode_routing::sync ? sync_s : pad_s) = q.model_s;
+  }
+  out.measured = sync_s > 0 && pad_s > 0;
+  if (!out.measured) {
+    sync_s = pad_s = -1;
+    for (std::size_t s = 0; s < map.strategies.size(); ++s) {
+      const decode_strategy& st = map.strategies[s].strategy;
+      const double t = map.cell(s, bi, ci).model_s;
+      if (st.routing == decode_routing::sync && (sync_s < 0 || st.cuda_graph == cuda_graph)) sync_s = t;
+      if (st.routing == decode_routing::pad && (pad_s < 0 || st.cuda_graph == cuda_graph)) pad_s = t;
+    }
+  }
+  if (sync_s < 0 || pad_s < 0) {
+    out.routing = sync_s < 0 ? decode_routing::pad : decode_routing::sync;
+    out.other = out.routing == decode_routing::sync ? decode_routing::pad : decode_routing::sync;
+    out.step_s = std::max(sync_s, pad_s);
+    out.other_step_s = 0;
+    return out;
+  }
+  const bool pad = pad_s < sync_s;
+  out.routing = pad ? decode_routing::pad : decode_routing::sync;
+  out.other = pad ? decode_routing::sync : decode_routing::pad;
+  out.step_s = pad ? pad_s : sync_s;
+  out.other_step_s = pad ? sync_s : pad_s;
+  return out;
+}
+
+}  // namespace modsim::analysis

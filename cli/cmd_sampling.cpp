@@ -1,0 +1,263 @@
+// `modsim sampling MODEL --hardware HW`: the sampling map (analysis/sampling.hpp) — the MoD /
+// baseline decode step-time ratio over batch × context for each decode strategy, the component
+// that decides each cell, and where MoD reaches the target speed-up (the paper's 1.5×).
+#include <fmt/format.h>
+
+#include <boost/json.hpp>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "analysis/analysis.hpp"
+#include "cli/common.hpp"
+#include "cli/printer.hpp"
+#include "core/error.hpp"
+#include "sim/config.hpp"
+
+namespace modsim::cli {
+namespace {
+
+namespace json = boost::json;
+
+const char* const k_usage =
+    "usage: modsim sampling MODEL --hardware HW [--baseline MODEL] [--batches B,..] [--contexts S,..]\n"
+    "                       [--pad-capacity C] [--draws N] [--seed N] [--target X] [--dtype fp32|bf16|fp16]\n"
+    "                       [--threads N] [--capacity C] [--schedule S] [--format table|json|csv|markdown]\n"
+    "\n"
+    "The sampling map: MODEL's decode step time over its baseline's (--baseline MODEL, e.g. dense-220m,\n"
+    "the kind of matched-quality dense model the paper's sampling speed-up is against; default MODEL without\n"
+    "routing) on HW, over a grid of batch x cached context, for each decode strategy: sync (the routed\n"
+    "count read back to the host before each routed block), pad (blocks padded to --pad-capacity of\n"
+    "the batch, default the capacity + 3 sigma of the routed count, no sync) and, on a GPU, pad + CUDA\n"
+    "graphs. Each step is the discrete-event step of `modsim simulate forward --mode decode`, averaged\n"
+    "over --draws routing draws (seeds --seed, --seed + 1, ...). Each cell names the component that\n"
+    "decides whether MoD reaches --target (default 1.5x: ratio <= 1/1.5): of KV reads (attention),\n"
+    "weight reads (projections, MLP, LM head), predictor/routing, norms/activations, sync round trips\n"
+    "and launches/host, the one with the largest model_i - baseline_i/target (the smallest when the\n"
+    "target is reached). Table: ratio and the deciding component's letter per cell; CSV: one row per\n"
+    "(strategy, batch, context) with both breakdowns; JSON: the whole map and the verdict.";
+
+std::vector<std::int64_t> parse_list(const std::string& text, const char* key) {
+  std::vector<std::int64_t> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      std::size_t used = 0;
+      const long long v = std::stoll(item, &used);
+      if (used != item.size()) throw std::invalid_argument(item);
+      out.push_back(v);
+    } catch (const std::exception&) {
+      throw input_error("", key, "'" + item + "' is not an integer (expected a comma-separated list)");
+    }
+  }
+  if (out.empty()) throw input_error("", key, "needs at least one value");
+  return out;
+}
+
+char letter(analysis::decode_component c) {
+  switch (c) {
+    case analysis::decode_component::kv_read:
+      return 'K';
+    case analysis::decode_component::weight_read:
+      return 'W';
+    case analysis::decode_component::predictor:
+      return 'P';
+    case analysis::decode_component::elementwise:
+      return 'E';
+    case analysis::decode_component::sync:
+      return 'S';
+    case analysis::decode_component::launch_host:
+      return 'L';
+  }
+  return '?';
+}
+
+json::object breakdown_json(const analysis::decode_breakdown& b) {
+  json::object o;
+  for (analysis::decode_component c : analysis::decode_components) o[analysis::to_string(c)] = part_of(b, c);
+  return o;
+}
+
+boost::json::value sampling_json(const analysis::sampling_map& m) {
+  json::object root;
+  root["model"] = m.model_name;
+  root["baseline"] = json::object{{"name", m.baseline_name}, {"routing_removed", m.baseline_is_routing_removed}};
+  root["hardware"] = m.hardware_name;
+  root["dtype"] = sim::to_string(m.type);
+  root["target_speedup"] = m.target_speedup;
+  root["target_ratio"] = 1.0 / m.target_speedup;
+  root["draws"] = m.draws;
+  if (m.pad_capacity)
+    root["pad_capacity"] = *m.pad_capacity;
+  else
+    root["pad_capacity"] = "default: min(1, c + 3 sqrt(c(1-c)/B)) of the batch, rounded up to whole rows";
+  json::array batches, contexts;
+  for (auto b : m.batches) batches.emplace_back(b);
+  for (auto c : m.contexts) contexts.emplace_back(c);
+  root["batches"] = std::move(batches);
+  root["contexts"] = std::move(contexts);
+  json::array strategies;
+  for (const analysis::sampling_strategy_map& s : m.strategies) {
+    json::object so;
+    so["strategy"] = s.strategy.name();
+    so["decode_routing"] = std::string(modsim::to_string(s.strategy.routing));
+    so["graph"] = s.strategy.cuda_graph;
+    so["cells_reaching_target"] = s.reached;
+    json::array cells;
+    for (const analysis::sampling_cell& c : s.cells) {
+      json::object co;
+      co["batch"] = c.batch;
+      co["context"] = c.context;
+      co["model_s"] = c.model_s;
+      co["baseline_s"] = c.baseline_s;
+      co["ratio"] = c.ratio();
+      co["speedup"] = c.speedup();
+      co["reaches_target"] = c.reaches;
+      co["deciding"] = analysis::to_string(c.dominant);
+      co["deciding_s"] = c.dominant_s;
+      co["model_breakdown_s"] = breakdown_json(c.model);
+      co["baseline_breakdown_s"] = breakdown_json(c.baseline);
+      cells.push_back(std::move(co));
+    }
+    so["cells"] = std::move(cells);
+    if (s.best >= 0) {
+      const analysis::sampling_cell& b = s.cells[static_cast<std::size_t>(s.best)];
+      so["best"] = json::object{{"batch", b.batch}, {"context", b.context}, {"speedup", b.speedup()}};
+    }
+    strategies.push_back(std::move(so));
+  }
+  root["strategies"] = std::move(strategies);
+  json::array verdict;
+  for (const std::string& v : m.verdict) verdict.emplace_back(v);
+  root["verdict"] = std::move(verdict);
+  json::array measured;
+  for (const analysis::sampling_measurement& q : m.measured)
+    measured.push_back(json::object{{"batch", q.batch},
+                                    {"context", q.context},
+                                    {"decode_routing", std::string(modsim::to_string(q.routing))},
+                                    {"model_s", q.model_s},
+                                    {"baseline_s", q.baseline_s}});
+  root["measured"] = std::move(measured);
+  return root;
+}
+
+output sampling_output(const analysis::sampling_map& m, const std::string& cost_label) {
+  output o;
+  o.json = sampling_json(m);
+  o.head.push_back(fmt::format("{} vs {} on {} ({}), {}: decode step time ratio (MoD / baseline; <= {:.3f} is {:g}x)",
+                               m.model_name, m.baseline_name, m.hardware_name, cost_label, sim::to_string(m.type),
+                               1.0 / m.target_speedup, m.target_speedup));
+  o.head.push_back(fmt::format(
+      "mean of {} routing draws per cell; * = reaches {:g}x; the letter is the component that decides: K KV reads, W "
+      "weight reads, P predictor/routing, E norms/activations, S sync round trips, L launches/host",
+      m.draws, m.target_speedup));
+  for (const analysis::sampling_strategy_map& s : m.strategies) {
+    table t;
+    t.columns = {s.strategy.name() + " batch \\ context"};
+    for (auto c : m.contexts) t.columns.push_back(std::to_string(c));
+    t.left_columns = 1;
+    for (std::size_t b = 0; b < m.batches.size(); ++b) {
+      std::vector<cell> row{integer(m.batches[b])};
+      for (std::size_t c = 0; c < m.contexts.size(); ++c) {
+        const analysis::sampling_cell& x = s.cells[b * m.contexts.size() + c];
+        row.push_back(fmt::format("{:.3f}{}{}", x.ratio(), x.reaches ? "*" : " ", letter(x.dominant)));
+      }
+      t.rows.push_back(std::move(row));
+    }
+    o.tables.push_back(std::move(t));
+  }
+  table csv;
+  csv.people = false;
+  csv.csv = true;
+  csv.columns = {"strategy", "batch", "context", "model_s", "baseline_s", "ratio", "reaches_target", "deciding"};
+  for (analysis::decode_component c : analysis::decode_components)
+    csv.columns.push_back(std::string("model_") + analysis::to_string(c) + "_s");
+  for (analysis::decode_component c : analysis::decode_components)
+    csv.columns.push_back(std::string("baseline_") + analysis::to_string(c) + "_s");
+  for (const analysis::sampling_strategy_map& s : m.strategies) {
+    for (const analysis::sampling_cell& x : s.cells) {
+      std::vector<cell> row{s.strategy.name(),
+                            integer(x.batch),
+                            integer(x.context),
+                            number(x.model_s, "{}"),
+                            number(x.baseline_s, "{}"),
+                            number(x.ratio(), "{}"),
+                            x.reaches ? "true" : "false",
+                            analysis::to_string(x.dominant)};
+      for (analysis::decode_component c : analysis::decode_components) row.push_back(number(part_of(x.model, c), "{}"));
+      for (analysis::decode_component c : analysis::decode_components)
+        row.push_back(number(part_of(x.baseline, c), "{}"));
+      csv.rows.push_back(std::move(row));
+    }
+  }
+  o.tables.push_back(std::move(csv));
+  for (const std::string& v : m.verdict) o.tail.push_back(v);
+  return o;
+}
+
+}  // namespace
+
+int cmd_sampling(const std::vector<std::string>& args) {
+  po::options_description options("modsim sampling options");
+  const analysis::sampling_request defaults;
+  auto list_text = [](const std::vector<std::int64_t>& v) {
+    std::string s;
+    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+    return s;
+  };
+  options.add_options()("model", po::value<std::string>()->required(),
+                        "model JSON, HF config.json or shipped model name")(
+      "hardware", po::value<std::string>()->required(), "hardware JSON (or a shipped name: cpu, h100-sxm, h200)")(
+      "batches", po::value<std::string>()->default_value(list_text(defaults.batches)), "decode batches (sequences)")(
+      "contexts", po::value<std::string>()->default_value(list_text(defaults.contexts)),
+      "cached context lengths (tokens per sequence)")("pad-capacity", po::value<double>(), pad_capacity_help)(
+      "draws", po::value<int>()->default_value(defaults.draws), "routing draws averaged per cell")(
+      "seed", po::value<std::int64_t>()->default_value(1), "seed of the first draw")(
+      "target", po::value<double>()->default_value(defaults.target_speedup), "the speed-up to reach (> 1)")(
+      "dtype", po::value<std::string>(), "fp32 | bf16 | fp16 (default bf16 on GPU hardware, fp32 on a CPU)")(
+      "threads", po::value<int>()->default_value(0), "worker threads (0 = all)")(
+      "format", po::value<std::string>()->default_value("table"), "table | json | csv | markdown");
+  add_baseline_option(options);
+  add_routing_overrides(options);
+  po::positional_options_description positional;
+  positional.add("model", 1);
+  po::variables_map vm;
+  if (!parse_args(args, options, positional, vm, k_usage)) return exit_ok;
+
+  const output_format format = parse_format(vm["format"].as<std::string>());
+  const sim::hardware_spec hw = sim::load_hardware(resolve_config(vm["hardware"].as<std::string>(), "hardware"));
+  const sim::model_spec model = load_model_arg(vm["model"].as<std::string>(), vm);
+  sim::workload w;
+  w.mode = sim::run_mode::decode;
+  w.type = hw.kind == "gpu" ? sim::dtype::bf16 : sim::dtype::fp32;
+  if (vm.count("dtype")) w.type = sim::parse_dtype(vm["dtype"].as<std::string>(), "", "--dtype");
+
+  analysis::sampling_request r;
+  r.batches = parse_list(vm["batches"].as<std::string>(), "--batches");
+  r.contexts = parse_list(vm["contexts"].as<std::string>(), "--contexts");
+  for (auto b : r.batches)
+    if (b < 1) throw input_error("", "--batches", fmt::format("{} is out of range (must be >= 1)", b));
+  for (auto c : r.contexts)
+    if (c < 1) throw input_error("", "--contexts", fmt::format("{} is out of range (must be >= 1)", c));
+  const analysis::timeline_request step = step_options_from(vm);
+  r.pad_capacity = step.pad_capacity;
+  r.seed = step.seed;
+  r.draws = vm["draws"].as<int>();
+  if (r.draws < 1) throw input_error("", "--draws", "must be >= 1");
+  r.target_speedup = vm["target"].as<double>();
+  if (!(r.target_speedup > 1)) throw input_error("", "--target", "must be > 1 (a speed-up)");
+  const int threads = vm["threads"].as<int>();
+  if (threads < 0) throw input_error("", "--threads", "must be >= 0");
+  r.threads = static_cast<unsigned>(threads);
+
+  analysis::scenario scenario;
+  scenario.prediction = false;
+  scenario.sampling = r;
+  const analysis::analysis_result a = analysis::analyze({model, w, hw, baseline_from(vm)}, scenario);
+  print(sampling_output(*a.sampling, a.cost_label), format, std::cout);
+  return exit_ok;
+}
+
+}  // namespace modsim::cli
