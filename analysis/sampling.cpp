@@ -6,6 +6,8 @@
 #include <array>
 #include <cmath>
 #include <cstdlib>
+#include <map>
+#include <tuple>
 #include <atomic>
 #include <future>
 #include <thread>
@@ -368,6 +370,68 @@ routing_choice choose_decode_routing(const sampling_map& map, std::int64_t batch
   out.other = pad ? decode_routing::sync : decode_routing::pad;
   out.step_s = pad ? pad_s : sync_s;
   out.other_step_s = pad ? sync_s : pad_s;
+  return out;
+}
+
+namespace {
+
+// Whether two models have the same shape as decode steps see it.
+bool same_decode_shape(const sim::model_spec& a, const sim::model_spec& b) {
+  const auto kv = [](const sim::model_spec& m) { return m.n_kv_heads > 0 ? m.n_kv_heads : m.n_heads; };
+  if (a.d_model != b.d_model || a.n_layers != b.n_layers || a.n_heads != b.n_heads || kv(a) != kv(b) ||
+      a.d_ff != b.d_ff || a.vocab_size != b.vocab_size || a.mlp != b.mlp || a.mode.has_value() != b.mode.has_value())
+    return false;
+  const std::vector<sim::layer_plan> pa = sim::plan_layers(a), pb = sim::plan_layers(b);
+  for (std::size_t i = 0; i < pa.size(); ++i)
+    if (pa[i].routed != pb[i].routed || (pa[i].routed && std::abs(pa[i].capacity - pb[i].capacity) > 1e-12))
+      return false;
+  return true;
+}
+
+bool routes(const sim::model_spec& m) {
+  for (const sim::layer_plan& l : sim::plan_layers(m))
+    if (l.routed) return true;
+  return false;
+}
+
+}  // namespace
+
+std::vector<sampling_measurement> measured_cells(const std::vector<sim::measured_point>& rows,
+                                                 const sim::model_spec& model, const sim::model_spec& baseline) {
+  struct key {
+    std::int64_t batch, context;
+    int routing;
+    bool operator<(const key& o) const {
+      return std::tie(batch, context, routing) < std::tie(o.batch, o.context, o.routing);
+    }
+  };
+  const bool baseline_routes = routes(baseline);
+  std::map<key, double> model_s, baseline_s;
+  for (const sim::measured_point& p : rows) {
+    if (p.op != "decode_step" || !p.model || !(p.median_s > 0)) continue;
+    const decode_routing r =
+        p.decode_routing == "sync" || p.decode_routing.empty() ? decode_routing::sync : decode_routing::pad;
+    const key k{p.batch, p.seq_len, static_cast<int>(r)};
+    if (same_decode_shape(*p.model, model)) model_s.emplace(k, p.median_s);
+    if (same_decode_shape(*p.model, baseline)) baseline_s.emplace(k, p.median_s);
+  }
+  std::vector<sampling_measurement> out;
+  for (const auto& [k, s] : model_s) {
+    auto it = baseline_s.find(k);
+    if (it == baseline_s.end() && !baseline_routes) {
+      // A baseline that routes nothing: any of its rows at this batch and context.
+      for (int r : {0, 1})
+        if (auto j = baseline_s.find(key{k.batch, k.context, r}); j != baseline_s.end()) it = j;
+    }
+    if (it == baseline_s.end()) continue;
+    sampling_measurement m;
+    m.batch = k.batch;
+    m.context = k.context;
+    m.routing = static_cast<decode_routing>(k.routing);
+    m.model_s = s;
+    m.baseline_s = it->second;
+    out.push_back(m);
+  }
   return out;
 }
 

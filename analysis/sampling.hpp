@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/types.hpp"
+#include "sim/calibration_sample.hpp"
 #include "sim/cost.hpp"
 #include "sim/des/execution.hpp"
 #include "sim/des/step.hpp"
@@ -87,6 +88,16 @@ struct sampling_measurement {
   decode_routing routing = decode_routing::sync;
   double model_s = 0, baseline_s = 0;
 };
+
+// The measured cells of `model` against `baseline` among measured rows: decode_step rows at one
+// (batch, seq_len = context, routing) of a model shaped as `model` and of one shaped as
+// `baseline` (the same dimensions, layers, vocabulary, MLP and routing; names are not compared,
+// so a measured dense-60m stands for mod-60m with its routing removed). A baseline without
+// routed layers pairs with every routing of the model's rows (it routes nothing); a graph row
+// counts as pad. Rows of other ops or models are ignored; a cell measured twice keeps the
+// first row.
+std::vector<sampling_measurement> measured_cells(const std::vector<sim::measured_point>& rows,
+                                                 const sim::model_spec& model, const sim::model_spec& baseline);
 
 struct sampling_request {
   std::vector<std::int64_t> batches = {1, 2, 4, 8, 16, 32, 64, 128, 256};

@@ -123,6 +123,7 @@ int cmd_report(const std::vector<std::string>& args) {
     val.from = analysis::validation_request::source::measurements;
     val.label = vm["measurements"].as<std::string>();
     val.points = profiler::read_measured_points(val.label);
+    in.decode_rows = val.points;  // decode_step pairs are overlaid on the sampling map
     if (val.points.empty()) throw input_error(val.label, "", "no measurement rows");
     if (vm.count("calibration")) {
       val.hardware = sim::load_hardware(resolve_config(vm["calibration"].as<std::string>(), "hardware"));

@@ -11,6 +11,7 @@
 
 #include "analysis/analysis.hpp"
 #include "cli/common.hpp"
+#include "profiler/measurements.hpp"
 #include "cli/printer.hpp"
 #include "core/error.hpp"
 #include "sim/config.hpp"
@@ -218,7 +219,10 @@ int cmd_sampling(const std::vector<std::string>& args) {
       "target", po::value<double>()->default_value(defaults.target_speedup), "the speed-up to reach (> 1)")(
       "dtype", po::value<std::string>(), "fp32 | bf16 | fp16 (default bf16 on GPU hardware, fp32 on a CPU)")(
       "threads", po::value<int>()->default_value(0), "worker threads (0 = all)")(
-      "format", po::value<std::string>()->default_value("table"), "table | json | csv | markdown");
+      "measurements", po::value<std::vector<std::string>>()->composing(),
+      "measurements CSV(s) (modsim profile): decode_step rows of MODEL and of its baseline at one batch, context "
+      "and routing are overlaid as measured cells")("format", po::value<std::string>()->default_value("table"),
+                                                    "table | json | csv | markdown");
   add_baseline_option(options);
   add_routing_overrides(options);
   po::positional_options_description positional;
@@ -252,10 +256,23 @@ int cmd_sampling(const std::vector<std::string>& args) {
   if (threads < 0) throw input_error("", "--threads", "must be >= 0");
   r.threads = static_cast<unsigned>(threads);
 
+  const std::optional<sim::model_spec> baseline = baseline_from(vm);
+  if (vm.count("measurements")) {
+    std::vector<sim::measured_point> rows;
+    for (const std::string& f : vm["measurements"].as<std::vector<std::string>>()) {
+      const std::vector<sim::measured_point> p = profiler::read_measured_points(f);
+      rows.insert(rows.end(), p.begin(), p.end());
+    }
+    r.measured = analysis::measured_cells(rows, model, baseline ? *baseline : sim::dense_baseline(model));
+    if (r.measured.empty())
+      std::cerr << "sampling: no decode_step rows of " << model.name << " and its baseline at a common batch, "
+                << "context and routing in the measurements\n";
+  }
+
   analysis::scenario scenario;
   scenario.prediction = false;
   scenario.sampling = r;
-  const analysis::analysis_result a = analysis::analyze({model, w, hw, baseline_from(vm)}, scenario);
+  const analysis::analysis_result a = analysis::analyze({model, w, hw, baseline}, scenario);
   print(sampling_output(*a.sampling, a.cost_label), format, std::cout);
   return exit_ok;
 }

@@ -451,7 +451,7 @@ grid preset(std::string_view name, std::string_view backend) {
   if (name == "decode") {
     // KV-cached decode steps (DESIGN.md "Decode measurements"): one dense and one routed
     // layer over batches, cached contexts and widths, both routing strategies (and CUDA
-    // graphs on a GPU); decode_step of the models given with --model. About 5 minutes on a
+    // graphs on a GPU); decode_step of the models given with --model. About 7 minutes on a
     // 2-core CPU (fp32, with mod-60m and dense-60m); on a GPU (bf16) about 220 points with
     // caches of at most 256K tokens per layer, meant to take under 5 minutes on an H100 (not
     // yet run on one).
@@ -469,7 +469,7 @@ grid preset(std::string_view name, std::string_view backend) {
       g.max_cached_tokens = 262144;
     } else {
       g.dtypes = {kernels::dtype::fp32};
-      g.batch = {1, 4, 16};
+      g.batch = {1, 2, 4, 8, 16};
       g.seq_len = {256, 2048};
       g.d_model = {512, 1024};
       g.d_ff = {2048, 4096};

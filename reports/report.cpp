@@ -53,7 +53,11 @@ report_data build_report(const report_input& in, const progress_fn& progress) {
         s.serving.emplace().scenario = in.scenario;
         s.serving->fastest_routing = true;
       }
-      if (in.sampling && m.routing) s.sampling = in.sampling_request;
+      if (in.sampling && m.routing) {
+        s.sampling = in.sampling_request;
+        s.sampling->measured =
+            analysis::measured_cells(in.decode_rows, m, in.baseline ? *in.baseline : sim::dense_baseline(m));
+      }
       s.validation = in.validation;
     }
     if (progress) progress("report: " + m.name);

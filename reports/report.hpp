@@ -57,6 +57,9 @@ struct report_input {
   // The sampling map (decode step ratio over batch × context) of the subject when it routes.
   bool sampling = true;
   analysis::sampling_request sampling_request;
+  // Measured rows whose decode_step pairs (the subject and its baseline) are overlaid on the
+  // sampling map (analysis::measured_cells); may be empty.
+  std::vector<sim::measured_point> decode_rows;
 };
 
 using analysis::validation_section;

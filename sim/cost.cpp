@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "sim/least_squares.hpp"
 #include "core/op_table.hpp"
 #include "sim/config.hpp"
 #include "sim/json_reader.hpp"
@@ -46,6 +47,14 @@ const efficiency_curve* calibration::curve(std::string_view op, dtype t) const {
   for (const auto& c : curves)
     if (c.op == op && c.type == t) return &c;
   return nullptr;
+}
+
+double calibration::weight_rate(const decode_fit& d, double rows) {
+  if (d.weight_log2_rows.empty()) return 0.0;
+  const std::vector<double> h = hats(d.weight_log2_rows, std::log2(std::max(1.0, rows)));
+  double w = 0;
+  for (std::size_t k = 0; k < h.size(); ++k) w += h[k] * d.weight_s_per_byte[k];
+  return w;
 }
 
 const decode_fit* calibration::decode_for(dtype t) const {
@@ -284,7 +293,16 @@ calibration parse_calibration(std::string_view json_text, const std::string& fil
       const auto parsed = find_dtype(t);
       if (!parsed) throw input_error(file, f.key_path("dtype"), "unknown dtype '" + t + "'");
       x.type = *parsed;
-      x.weight_s_per_byte = f.get_number("weight_s_per_byte", 0.0);
+      const json::array& knots = f.get_array("weight_knots");
+      if (knots.empty()) throw input_error(file, f.key_path("weight_knots"), "needs at least one knot");
+      for (std::size_t k = 0; k < knots.size(); ++k) {
+        reader kr(knots[k], file, f.key_path("weight_knots") + "[" + std::to_string(k) + "]");
+        x.weight_log2_rows.push_back(kr.get_number("log2_rows", 0.0));
+        x.weight_s_per_byte.push_back(kr.get_number("s_per_byte", 0.0));
+        kr.finish();
+        if (k > 0 && !(x.weight_log2_rows[k] > x.weight_log2_rows[k - 1]))
+          throw input_error(file, f.key_path("weight_knots"), "knots must ascend in log2_rows");
+      }
       x.kv_s_per_byte = f.get_number("kv_s_per_byte", 0.0);
       x.s_per_matmul_flop = f.get_number("s_per_matmul_flop", 0.0);
       x.s_per_other_flop = f.get_number("s_per_other_flop", 0.0);
@@ -380,7 +398,10 @@ std::string calibration_to_json(const calibration& c) {
     for (const decode_fit& x : c.decode) {
       json::object f;
       f["dtype"] = to_string(x.type);
-      f["weight_s_per_byte"] = x.weight_s_per_byte;
+      json::array knots;
+      for (std::size_t k = 0; k < x.weight_log2_rows.size(); ++k)
+        knots.push_back(json::object{{"log2_rows", x.weight_log2_rows[k]}, {"s_per_byte", x.weight_s_per_byte[k]}});
+      f["weight_knots"] = std::move(knots);
       f["kv_s_per_byte"] = x.kv_s_per_byte;
       f["s_per_matmul_flop"] = x.s_per_matmul_flop;
       f["s_per_other_flop"] = x.s_per_other_flop;

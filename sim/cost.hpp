@@ -99,13 +99,15 @@ struct cross_validation_summary {
 
 // The decode step's own fit (sim/decode_fit.hpp), fitted on decode rows (decode_dense,
 // decode_mod, decode_step) of one dtype: a decode kernel takes
-//   weight_s_per_byte · bytes (projections, MLP, norms, predictor, LM head: weights and
-//   activations) or kv_s_per_byte · bytes (attention: the KV cache) + s_per_matmul_flop ·
-//   matmul FLOPs + s_per_other_flop · other FLOPs,
+//   w(rows) · bytes (projections, MLP, norms, predictor, LM head: weights and activations,
+//   w piecewise linear in log2 of the rows the kernel computes, between `weight_log2_rows`
+//   knots, clamped beyond) or kv_s_per_byte · bytes (attention: the KV cache)
+//   + s_per_matmul_flop · matmul FLOPs + s_per_other_flop · other FLOPs,
 // plus kernel_s per kernel and sync_s per routed-count read-back.
 struct decode_fit {
   dtype type = dtype::fp32;
-  double weight_s_per_byte = 0;
+  std::vector<double> weight_log2_rows;   // knots, ascending
+  std::vector<double> weight_s_per_byte;  // w at each knot
   double kv_s_per_byte = 0;
   double s_per_matmul_flop = 0;
   double s_per_other_flop = 0;
@@ -155,6 +157,8 @@ struct calibration {
 
   const efficiency_curve* curve(std::string_view op, dtype t) const;
   const decode_fit* decode_for(dtype t) const;
+  // w(rows) of a decode fit (seconds per weight byte at `rows` rows).
+  static double weight_rate(const decode_fit& d, double rows);
   bool kernel_model_fitted_on(dtype t) const;
 };
 

@@ -1,5 +1,6 @@
 #include "sim/decode_fit.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -15,6 +16,12 @@ bool is_attention(std::string_view op) { return op == "attn_scores" || op == "at
 
 }  // namespace
 
+double decode_features::weight_bytes() const {
+  double b = 0;
+  for (const auto& [bytes, rows] : weight) b += bytes;
+  return b;
+}
+
 decode_features features_of_decode(const calibration_sample& s) {
   if (!s.decode_row) throw input_error(s.where, "op", "'" + s.op + "' is not a decode row");
   const des::decode_case c = des::decode_case_of(*s.decode_row);
@@ -28,12 +35,33 @@ decode_features features_of_decode(const calibration_sample& s) {
       f.syncs += 1;
       continue;
     }
-    (is_attention(k.op) ? f.kv_bytes : f.weight_bytes) += static_cast<double>(k.bytes);
+    if (is_attention(k.op))
+      f.kv_bytes += static_cast<double>(k.bytes);
+    else
+      f.weight.push_back({static_cast<double>(k.bytes), static_cast<double>(std::max<std::int64_t>(1, k.tokens))});
     f.matmul_flops += static_cast<double>(k.matmul_flops);
     f.other_flops += static_cast<double>(k.other_flops);
   }
   return f;
 }
+
+namespace {
+
+// Knots in log2(rows): the distinct row counts of the data, thinned to at most `max` at
+// quantiles (the ends kept).
+std::vector<double> row_knots(std::vector<double> log2_rows, std::size_t max) {
+  std::sort(log2_rows.begin(), log2_rows.end());
+  log2_rows.erase(std::unique(log2_rows.begin(), log2_rows.end()), log2_rows.end());
+  if (log2_rows.size() <= max) return log2_rows;
+  std::vector<double> k;
+  for (std::size_t i = 0; i < max; ++i)
+    k.push_back(
+        log2_rows[static_cast<std::size_t>(std::llround(double(i) * double(log2_rows.size() - 1) / double(max - 1)))]);
+  k.erase(std::unique(k.begin(), k.end()), k.end());
+  return k;
+}
+
+}  // namespace
 
 std::vector<decode_fit> fit_decode(const std::vector<calibration_sample>& samples, std::vector<std::string>& keys) {
   std::map<int, std::vector<const calibration_sample*>> by_type;
@@ -41,32 +69,45 @@ std::vector<decode_fit> fit_decode(const std::vector<calibration_sample>& sample
     if (s.is_decode() && s.measured_s > 0) by_type[static_cast<int>(s.type)].push_back(&s);
   std::vector<decode_fit> out;
   for (const auto& [type, rows] : by_type) {
-    matrix A;
-    std::vector<double> b;
     std::vector<decode_features> fs;
+    std::vector<double> log2_rows;
     for (const calibration_sample* s : rows) {
-      const decode_features f = features_of_decode(*s);
-      const double m = s->measured_s;
-      A.push_back(
-          {f.weight_bytes / m, f.kv_bytes / m, f.matmul_flops / m, f.other_flops / m, f.kernels / m, f.syncs / m});
-      b.push_back(1.0);
-      fs.push_back(f);
+      fs.push_back(features_of_decode(*s));
+      for (const auto& [bytes, r] : fs.back().weight) log2_rows.push_back(std::log2(r));
       keys.push_back(s->key);
     }
-    // Relative least squares (columns scaled inside the solver), then the rows off by more
-    // than three times the median error are down-weighted once (a disturbed sample).
-    std::vector<double> x = nonnegative_least_squares(A, b);
+    const std::vector<double> knots = row_knots(log2_rows, 6);
+    const std::size_t K = knots.size();
+    // Columns: w at each knot, then kv, matmul, other, kernels, syncs; rows relative to the
+    // measured time.
+    matrix A;
+    std::vector<double> b;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const decode_features& f = fs[i];
+      const double m = rows[i]->measured_s;
+      std::vector<double> a(K + 5, 0.0);
+      for (const auto& [bytes, r] : f.weight) {
+        const std::vector<double> h = hats(knots, std::log2(r));
+        for (std::size_t k = 0; k < K; ++k) a[k] += h[k] * bytes / m;
+      }
+      a[K] = f.kv_bytes / m;
+      a[K + 1] = f.matmul_flops / m;
+      a[K + 2] = f.other_flops / m;
+      a[K + 3] = f.kernels / m;
+      a[K + 4] = f.syncs / m;
+      A.push_back(std::move(a));
+      b.push_back(1.0);
+    }
+    const std::vector<double> x = nonnegative_least_squares(A, b);
     decode_fit d;
     d.type = static_cast<dtype>(type);
-    auto assign = [&](const std::vector<double>& v) {
-      d.weight_s_per_byte = v[0];
-      d.kv_s_per_byte = v[1];
-      d.s_per_matmul_flop = v[2];
-      d.s_per_other_flop = v[3];
-      d.kernel_s = v[4];
-      d.sync_s = v[5];
-    };
-    assign(x);
+    d.weight_log2_rows = knots;
+    d.weight_s_per_byte.assign(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(K));
+    d.kv_s_per_byte = x[K];
+    d.s_per_matmul_flop = x[K + 1];
+    d.s_per_other_flop = x[K + 2];
+    d.kernel_s = x[K + 3];
+    d.sync_s = x[K + 4];
     double ss = 0;
     for (std::size_t i = 0; i < A.size(); ++i) {
       double p = 0;
@@ -90,7 +131,8 @@ des::device_model decode_device_model(const cost_model& model, dtype t) {
     // The roofline's fields (roofline, compute and memory terms) as the cost model gives
     // them; the time from the decode fit.
     op_time r = roofline(c, s);
-    const double per_byte = is_attention(c.op) ? d.kv_s_per_byte : d.weight_s_per_byte;
+    const double rows = static_cast<double>(std::max<std::int64_t>(1, s.batch * s.tokens));
+    const double per_byte = is_attention(c.op) ? d.kv_s_per_byte : calibration::weight_rate(d, rows);
     r.time_s = per_byte * static_cast<double>(c.bytes) + d.s_per_matmul_flop * static_cast<double>(c.matmul_flops) +
                d.s_per_other_flop * static_cast<double>(c.other_flops);
     r.kernels = 1;  // one launch per op, as the fit counted them

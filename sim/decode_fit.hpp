@@ -5,9 +5,13 @@
 // the routed count's read-back, which the per-op curves (fitted on prefill-sized ops) do not
 // see. Each row's kernels come from the simulator's decode step (sim/des/decode.hpp); the fit
 // is a non-negative least-squares problem on relative errors:
-//   1 ≈ (a_w·weight_bytes + a_kv·kv_bytes + a_f·matmul_flops + a_o·other_flops
+//   1 ≈ (Σ_weight kernels w(rows)·bytes + a_kv·kv_bytes + a_f·matmul_flops + a_o·other_flops
 //        + a_k·kernels + a_s·syncs) / measured
+// with w piecewise linear in log2(rows) between knots at the distinct row counts of the data
+// (at most 6, at quantiles; clamped beyond): a few rows stream a weight matrix at memory
+// speed, more rows add work per byte, and not in proportion.
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "sim/calibration_sample.hpp"
@@ -16,9 +20,12 @@
 
 namespace modsim::sim {
 
-// What a decode row's kernels add up to (the fit's columns).
+// What a decode row's kernels add up to (the fit's columns): the bytes of its weight kernels
+// with the rows each computes, its KV (attention) bytes, FLOPs, kernels and read-backs.
 struct decode_features {
-  double weight_bytes = 0, kv_bytes = 0, matmul_flops = 0, other_flops = 0, kernels = 0, syncs = 0;
+  std::vector<std::pair<double, double>> weight;  // (bytes, rows) per weight kernel
+  double kv_bytes = 0, matmul_flops = 0, other_flops = 0, kernels = 0, syncs = 0;
+  double weight_bytes() const;
 };
 // The features of decode sample `s` (its kernels at zero time). Throws bad_input for a
 // sample that is not a decode row.

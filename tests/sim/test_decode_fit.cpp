@@ -62,7 +62,8 @@ TEST(DecodeFit, FeaturesOfADenseLayerCountedByHand) {
   EXPECT_EQ(f.kernels, 10.0);
   EXPECT_EQ(f.syncs, 0.0);
   // The weights are read once: at least 4·(d·3d + d·d + 2·d·2d) bytes outside attention.
-  EXPECT_GE(f.weight_bytes, 4.0 * (32 * 96 + 32 * 32 + 2 * 32 * 64));
+  EXPECT_GE(f.weight_bytes(), 4.0 * (32 * 96 + 32 * 32 + 2 * 32 * 64));
+  for (const auto& [bytes, rows] : f.weight) EXPECT_EQ(rows, 2.0);  // every weight kernel computes B = 2 rows
   // A routed layer in sync mode adds the predictor, the read-back (launched as a kernel),
   // gather and scatter.
   const decode_features r = features_of_decode(sample_of(decode_row("decode_mod", 8, 64, 32, 0.25, "sync", 1e-3)));
@@ -73,8 +74,10 @@ TEST(DecodeFit, FeaturesOfADenseLayerCountedByHand) {
 }
 
 TEST(DecodeFit, RecoversAKnownLawAndTheExecutorAddsItUp) {
-  // Rows whose times follow a known law exactly: 1 ns per weight byte, 2 ns per KV byte, 5 µs
-  // per kernel, 40 µs per read-back, no FLOP terms.
+  // Rows whose times follow a known law exactly: weight bytes at w(rows) = 1 ns · (1 + log2 rows / 2)
+  // per byte (linear in log2 rows: the knots' hats recover it), 2 ns per KV byte, 5 µs per kernel,
+  // 40 µs per read-back, no FLOP terms.
+  auto law_w = [](double rows) { return 1e-9 * (1.0 + 0.5 * std::log2(rows)); };
   std::vector<calibration_sample> samples;
   for (std::int64_t b : {1, 4, 16})
     for (std::int64_t ctx : {64, 512})
@@ -84,7 +87,9 @@ TEST(DecodeFit, RecoversAKnownLawAndTheExecutorAddsItUp) {
             if (std::string(op) == "decode_dense" && std::string(routing) == "pad") continue;
             calibration_sample s = sample_of(decode_row(op, b, ctx, d, 0.5, routing, 1.0));
             const decode_features f = features_of_decode(s);
-            s.measured_s = 1e-9 * f.weight_bytes + 2e-9 * f.kv_bytes + 5e-6 * f.kernels + 40e-6 * f.syncs;
+            double w = 0;
+            for (const auto& [bytes, rows] : f.weight) w += law_w(rows) * bytes;
+            s.measured_s = w + 2e-9 * f.kv_bytes + 5e-6 * f.kernels + 40e-6 * f.syncs;
             samples.push_back(s);
           }
   std::vector<std::string> keys;
@@ -93,7 +98,11 @@ TEST(DecodeFit, RecoversAKnownLawAndTheExecutorAddsItUp) {
   const decode_fit& d = fits[0];
   EXPECT_EQ(d.rows, static_cast<int>(samples.size()));
   EXPECT_EQ(keys.size(), samples.size());
-  EXPECT_NEAR(d.weight_s_per_byte, 1e-9, 1e-12);
+  ASSERT_FALSE(d.weight_log2_rows.empty());
+  EXPECT_EQ(d.weight_log2_rows.front(), 0.0);  // the smallest kernels compute one row (B = 1)
+  for (std::size_t k = 0; k < d.weight_log2_rows.size(); ++k)
+    EXPECT_NEAR(d.weight_s_per_byte[k], law_w(std::exp2(d.weight_log2_rows[k])), 1e-12) << k;
+  EXPECT_NEAR(calibration::weight_rate(d, 3.0), law_w(3.0), 1e-12);  // between knots
   EXPECT_NEAR(d.kv_s_per_byte, 2e-9, 1e-12);
   EXPECT_NEAR(d.kernel_s, 5e-6, 1e-9);
   EXPECT_NEAR(d.sync_s, 40e-6, 1e-8);
