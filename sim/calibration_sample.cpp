@@ -111,8 +111,8 @@ kernel_row kernel_row_of(const calibration_sample& s) {
 block_prediction predict_sample(const calibration_sample& s, const cost_model& model) {
   block_prediction b;
   if (s.is_decode()) {
-    const des::timeline t =
-        des::decode_timeline(des::decode_case_of(*s.decode_row), s.type, decode_device_model(model, s.type));
+    const des::decode_case c = des::decode_case_of(*s.decode_row);
+    const des::timeline t = des::decode_timeline(c, s.type, decode_device_model(model, s.type, c.lm_head));
     for (const des::kernel& k : t.kernels) b.ops_s += k.device_s;
     b.kernels = t.summary.launches;
     b.total_s = t.summary.step_s;

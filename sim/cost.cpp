@@ -308,6 +308,7 @@ calibration parse_calibration(std::string_view json_text, const std::string& fil
       x.s_per_other_flop = f.get_number("s_per_other_flop", 0.0);
       x.kernel_s = f.get_number("kernel_s", 0.0);
       x.sync_s = f.get_number("sync_s", 0.0);
+      if (f.find("model_s_per_byte") != nullptr) x.model_s_per_byte = f.get_number("model_s_per_byte", 0.0);
       x.rows = f.get_int("rows", 0, std::numeric_limits<int>::max());
       x.rms_rel_error = f.get_number("rms_rel_error", 0.0);
       f.finish();
@@ -407,6 +408,7 @@ std::string calibration_to_json(const calibration& c) {
       f["s_per_other_flop"] = x.s_per_other_flop;
       f["kernel_s"] = x.kernel_s;
       f["sync_s"] = x.sync_s;
+      f["model_s_per_byte"] = x.model_s_per_byte;
       f["rows"] = x.rows;
       f["rms_rel_error"] = x.rms_rel_error;
       d.push_back(std::move(f));

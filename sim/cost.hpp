@@ -101,9 +101,12 @@ struct cross_validation_summary {
 // decode_mod, decode_step) of one dtype: a decode kernel takes
 //   w(rows) · bytes (projections, MLP, norms, predictor, LM head: weights and activations,
 //   w piecewise linear in log2 of the rows the kernel computes, between `weight_log2_rows`
-//   knots, clamped beyond) or kv_s_per_byte · bytes (attention: the KV cache)
-//   + s_per_matmul_flop · matmul FLOPs + s_per_other_flop · other FLOPs,
-// plus kernel_s per kernel and sync_s per routed-count read-back.
+//   knots, clamped beyond; a weight kernel's FLOPs grow with its rows, so w carries them) or
+//   kv_s_per_byte · bytes + s_per_matmul_flop · matmul FLOPs + s_per_other_flop · other FLOPs
+//   (attention: the KV cache, work growing with the keys),
+// plus kernel_s per kernel and sync_s per routed-count read-back; in a whole model's step
+// (its layers back to back, then the LM head) every kernel also pays model_s_per_byte · bytes:
+// what a step streaming the whole model costs beyond its layers timed alone.
 struct decode_fit {
   dtype type = dtype::fp32;
   std::vector<double> weight_log2_rows;   // knots, ascending
@@ -113,6 +116,7 @@ struct decode_fit {
   double s_per_other_flop = 0;
   double kernel_s = 0;
   double sync_s = 0;
+  double model_s_per_byte = 0;
   int rows = 0;
   double rms_rel_error = 0;
 };

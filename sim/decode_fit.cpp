@@ -29,6 +29,7 @@ decode_features features_of_decode(const calibration_sample& s) {
   zero.time_of = [](const op_cost&, const op_shape&) { return op_time{}; };
   const des::step_builder b(c.model, s.type, zero);
   decode_features f;
+  f.whole_model = c.lm_head;
   for (const des::kernel& k : b.step(des::forced_decode_load(b, c), c.routing)) {
     f.kernels += k.launches;  // the read-back is launched like a kernel
     if (k.host_waits) {
@@ -39,24 +40,28 @@ decode_features features_of_decode(const calibration_sample& s) {
       f.kv_bytes += static_cast<double>(k.bytes);
     else
       f.weight.push_back({static_cast<double>(k.bytes), static_cast<double>(std::max<std::int64_t>(1, k.tokens))});
-    f.matmul_flops += static_cast<double>(k.matmul_flops);
-    f.other_flops += static_cast<double>(k.other_flops);
+    // A weight kernel's FLOPs grow with its rows: w(rows) carries them. The FLOP columns are
+    // the attention kernels' (their work grows with the keys, not the rows).
+    if (is_attention(k.op)) {
+      f.matmul_flops += static_cast<double>(k.matmul_flops);
+      f.other_flops += static_cast<double>(k.other_flops);
+    }
   }
   return f;
 }
 
 namespace {
 
-// Knots in log2(rows): the distinct row counts of the data, thinned to at most `max` at
-// quantiles (the ends kept).
-std::vector<double> row_knots(std::vector<double> log2_rows, std::size_t max) {
-  std::sort(log2_rows.begin(), log2_rows.end());
-  log2_rows.erase(std::unique(log2_rows.begin(), log2_rows.end()), log2_rows.end());
-  if (log2_rows.size() <= max) return log2_rows;
+// Knots in log2(rows): every power of two from the smallest to the largest row count of the
+// data (the ends rounded outwards), at most `max` of them (then every other one, and so on).
+std::vector<double> row_knots(const std::vector<double>& log2_rows, std::size_t max) {
+  if (log2_rows.empty()) return {0.0};
+  const auto [lo, hi] = std::minmax_element(log2_rows.begin(), log2_rows.end());
+  const double first = std::floor(*lo + 1e-9), last = std::ceil(*hi - 1e-9);
+  double step = 1;
+  while ((last - first) / step + 1 > static_cast<double>(max)) step *= 2;
   std::vector<double> k;
-  for (std::size_t i = 0; i < max; ++i)
-    k.push_back(
-        log2_rows[static_cast<std::size_t>(std::llround(double(i) * double(log2_rows.size() - 1) / double(max - 1)))]);
+  for (double x = first; x < last + step - 1e-9; x += step) k.push_back(std::min(x, last));
   k.erase(std::unique(k.begin(), k.end()), k.end());
   return k;
 }
@@ -76,7 +81,7 @@ std::vector<decode_fit> fit_decode(const std::vector<calibration_sample>& sample
       for (const auto& [bytes, r] : fs.back().weight) log2_rows.push_back(std::log2(r));
       keys.push_back(s->key);
     }
-    const std::vector<double> knots = row_knots(log2_rows, 6);
+    const std::vector<double> knots = row_knots(log2_rows, 9);
     const std::size_t K = knots.size();
     // Columns: w at each knot, then kv, matmul, other, kernels, syncs; rows relative to the
     // measured time.
@@ -85,7 +90,7 @@ std::vector<decode_fit> fit_decode(const std::vector<calibration_sample>& sample
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const decode_features& f = fs[i];
       const double m = rows[i]->measured_s;
-      std::vector<double> a(K + 5, 0.0);
+      std::vector<double> a(K + 6, 0.0);
       for (const auto& [bytes, r] : f.weight) {
         const std::vector<double> h = hats(knots, std::log2(r));
         for (std::size_t k = 0; k < K; ++k) a[k] += h[k] * bytes / m;
@@ -95,6 +100,7 @@ std::vector<decode_fit> fit_decode(const std::vector<calibration_sample>& sample
       a[K + 2] = f.other_flops / m;
       a[K + 3] = f.kernels / m;
       a[K + 4] = f.syncs / m;
+      a[K + 5] = f.whole_model ? (f.weight_bytes() + f.kv_bytes) / m : 0.0;
       A.push_back(std::move(a));
       b.push_back(1.0);
     }
@@ -108,6 +114,7 @@ std::vector<decode_fit> fit_decode(const std::vector<calibration_sample>& sample
     d.s_per_other_flop = x[K + 2];
     d.kernel_s = x[K + 3];
     d.sync_s = x[K + 4];
+    d.model_s_per_byte = x[K + 5];
     double ss = 0;
     for (std::size_t i = 0; i < A.size(); ++i) {
       double p = 0;
@@ -121,20 +128,23 @@ std::vector<decode_fit> fit_decode(const std::vector<calibration_sample>& sample
   return out;
 }
 
-des::device_model decode_device_model(const cost_model& model, dtype t) {
+des::device_model decode_device_model(const cost_model& model, dtype t, bool whole_model) {
   des::device_model base = des::device_model_of(model, t);
   const calibration* cal = model.calibration();
   const decode_fit* fit = cal ? cal->decode_for(t) : nullptr;
   if (!fit) return base;
   const decode_fit d = *fit;
-  base.time_of = [d, roofline = base.time_of](const op_cost& c, const op_shape& s) {
+  const double model_per_byte = whole_model ? d.model_s_per_byte : 0.0;
+  base.time_of = [d, model_per_byte, roofline = base.time_of](const op_cost& c, const op_shape& s) {
     // The roofline's fields (roofline, compute and memory terms) as the cost model gives
     // them; the time from the decode fit.
     op_time r = roofline(c, s);
     const double rows = static_cast<double>(std::max<std::int64_t>(1, s.batch * s.tokens));
-    const double per_byte = is_attention(c.op) ? d.kv_s_per_byte : calibration::weight_rate(d, rows);
-    r.time_s = per_byte * static_cast<double>(c.bytes) + d.s_per_matmul_flop * static_cast<double>(c.matmul_flops) +
-               d.s_per_other_flop * static_cast<double>(c.other_flops);
+    const double per_byte = (is_attention(c.op) ? d.kv_s_per_byte : calibration::weight_rate(d, rows)) + model_per_byte;
+    r.time_s = per_byte * static_cast<double>(c.bytes);
+    if (is_attention(c.op))
+      r.time_s += d.s_per_matmul_flop * static_cast<double>(c.matmul_flops) +
+                  d.s_per_other_flop * static_cast<double>(c.other_flops);
     r.kernels = 1;  // one launch per op, as the fit counted them
     r.calibrated = true;
     r.calibrated_as = "decode";

@@ -6,7 +6,7 @@
 // (median of repeats, steady clock around step) and the achieved read bandwidth as a share of
 // the copy bandwidth, for the MoD model (forced round(capacity·B) routed tokens per routed
 // layer, sync routing) and its dense baseline. A program that prints figures, not a test.
-//   modsim-bench-decode [--batch B] [--context L] [--threads N] [--repeats R] [MODEL...]
+//   modsim-bench-decode [--batch B] [--context L] [--page-tokens P] [--threads N] [--repeats R] [MODEL...]
 // MODEL: a name under configs/models/ or a path (default: mod-60m mod-220m).
 #include <algorithm>
 #include <chrono>
@@ -49,8 +49,9 @@ double copy_bandwidth(int threads) {
   return 2.0 * static_cast<double>(n) / best;
 }
 
-kernels::decode_shape shape_of(const sim::model_spec& m, i64 batch, i64 context) {
+kernels::decode_shape shape_of(const sim::model_spec& m, i64 batch, i64 context, i64 page_tokens) {
   kernels::decode_shape s;
+  s.page_tokens = page_tokens;
   s.batch = batch;
   s.max_context = context + 1;
   s.d_model = m.d_model;
@@ -70,8 +71,8 @@ struct result {
   i64 bytes = 0;
 };
 
-result time_step(const sim::model_spec& m, i64 batch, i64 context, int threads, int repeats) {
-  const kernels::decode_shape s = shape_of(m, batch, context);
+result time_step(const sim::model_spec& m, i64 batch, i64 context, i64 page_tokens, int threads, int repeats) {
+  const kernels::decode_shape s = shape_of(m, batch, context, page_tokens);
   auto st = kernels::make_cpu_decode(s, kernels::make_decode_weights(s, 1), threads);
   double capacity = 1.0;
   for (const sim::layer_plan& l : sim::plan_layers(m))
@@ -96,7 +97,7 @@ result time_step(const sim::model_spec& m, i64 batch, i64 context, int threads, 
 }
 
 int run(int argc, char** argv) {
-  i64 batch = 8, context = 2048;
+  i64 batch = 8, context = 2048, page_tokens = 16;
   int threads = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
   int repeats = 7;
   std::vector<std::string> models;
@@ -110,30 +111,35 @@ int run(int argc, char** argv) {
       batch = std::stoll(value());
     } else if (a == "--context") {
       context = std::stoll(value());
+    } else if (a == "--page-tokens") {
+      page_tokens = std::stoll(value());
     } else if (a == "--threads") {
       threads = std::stoi(value());
     } else if (a == "--repeats") {
       repeats = std::stoi(value());
     } else if (a == "--help" || a == "-h") {
-      std::printf("usage: modsim-bench-decode [--batch B] [--context L] [--threads N] [--repeats R] [MODEL...]\n");
+      std::printf(
+          "usage: modsim-bench-decode [--batch B] [--context L] [--page-tokens P] [--threads N] [--repeats R] "
+          "[MODEL...]\n");
       return 0;
     } else {
       models.push_back(a);
     }
   }
-  if (batch < 1 || context < 1 || threads < 1 || repeats < 1)
-    throw input_error("", "arguments", "batch, context, threads and repeats must be >= 1");
+  if (batch < 1 || context < 1 || page_tokens < 1 || threads < 1 || repeats < 1)
+    throw input_error("", "arguments", "batch, context, page tokens, threads and repeats must be >= 1");
   if (models.empty()) models = {"mod-60m", "mod-220m"};
   const double copy = copy_bandwidth(threads);
   std::printf("copy bandwidth (memcpy, %d threads, read + write): %.1f GB/s\n", threads, copy / 1e9);
-  std::printf("decode step, B = %lld, context = %lld, fp32, %d threads\n", static_cast<long long>(batch),
-              static_cast<long long>(context), threads);
+  std::printf("decode step, B = %lld, context = %lld, %lld-token KV pages, fp32, %d threads\n",
+              static_cast<long long>(batch), static_cast<long long>(context), static_cast<long long>(page_tokens),
+              threads);
   std::printf("%-22s %10s %10s %10s %8s\n", "model", "step ms", "MB read", "GB/s", "of copy");
   for (const std::string& name : models) {
     const sim::model_spec m = sim::load_model(sim::resolve_config(name, "models"));
     const std::vector<sim::model_spec> pair = {m, sim::dense_baseline(m)};
     for (std::size_t k = 0; k < pair.size(); ++k) {
-      const result r = time_step(pair[k], batch, context, threads, repeats);
+      const result r = time_step(pair[k], batch, context, page_tokens, threads, repeats);
       const double bw = static_cast<double>(r.bytes) / r.step_s;
       const std::string label = k == 0 ? m.name : m.name + " (dense)";
       std::printf("%-22s %10.3f %10.1f %10.1f %7.0f%%\n", label.c_str(), r.step_s * 1e3,
