@@ -80,6 +80,21 @@ std::string to_str(const json::value& v, const std::string& file, const std::str
   return std::string(v.as_string());
 }
 
+// A block shape from the grid's axes (kv = 0: MHA; d_head = d / heads).
+kernels::block_shape shape_of(std::int64_t batch, std::int64_t seq, std::int64_t d, std::int64_t heads, std::int64_t kv,
+                              std::int64_t d_ff, kernels::mlp_kind mlp) {
+  kernels::block_shape sh;
+  sh.batch = batch;
+  sh.seq_len = seq;
+  sh.d_model = d;
+  sh.n_heads = heads;
+  sh.n_kv_heads = kv > 0 ? kv : heads;
+  sh.d_head = heads > 0 ? d / heads : 0;
+  sh.d_ff = d_ff;
+  sh.mlp = mlp;
+  return sh;
+}
+
 // Why decode point `p` cannot be measured, or "".
 std::string decode_invalid_reason(const point& p) {
   if (p.decode_routing != "sync" && p.decode_routing != "pad" && p.decode_routing != "graph")
@@ -184,16 +199,8 @@ void expand_decode(const grid& g, expansion& out) {
                             p.type = t;
                             p.decode_routing = r;
                             p.pad_capacity = o == op::decode_mod ? g.pad_capacity[pi] : 0;
-                            kernels::block_shape& sh = p.shape;
-                            sh.batch = b;
-                            sh.seq_len = ctx;
-                            sh.d_model = d;
-                            sh.n_heads = h;
-                            sh.n_kv_heads = kv > 0 ? kv : h;
-                            sh.d_head = h > 0 ? d / h : 0;
-                            sh.d_ff = f;
-                            sh.mlp = mlp;
-                            sh.capacity = o == op::decode_mod ? g.capacity[ci] : 1.0;
+                            p.shape = shape_of(b, ctx, d, h, kv, f, mlp);
+                            p.shape.capacity = o == op::decode_mod ? g.capacity[ci] : 1.0;
                             p.predictor_hidden =
                                 o == op::decode_mod ? (ph > 0 ? ph : std::min<std::int64_t>(256, d)) : 0;
                             add(std::move(p));
@@ -238,15 +245,8 @@ expansion expand(const grid& g) {
                               point p;
                               p.op = o;
                               p.type = t;
+                              p.shape = shape_of(b, s, d, h, kv, f, mlp);
                               kernels::block_shape& sh = p.shape;
-                              sh.batch = b;
-                              sh.seq_len = s;
-                              sh.d_model = d;
-                              sh.n_heads = h;
-                              sh.n_kv_heads = kv > 0 ? kv : h;
-                              sh.d_head = h > 0 ? d / h : 0;
-                              sh.d_ff = f;
-                              sh.mlp = mlp;
                               sh.capacity = depends_on_capacity(o) ? g.capacity[ci] : 1.0;
                               if (moe) {
                                 sh.variant = variant;
