@@ -42,8 +42,7 @@ validation_section make_validation(const std::vector<sim::measured_point>& point
   std::vector<sim::calibration_sample> singles, blocks;
   std::set<std::string> other_devices;  // the calibration's GPU model, another driver, clock or library
   for (const sim::measured_point& p : points) {
-    const bool block = p.op == "block_dense" || p.op == "block_mod" || p.op == "layer_mode" || p.op == "decode_dense" ||
-                       p.op == "decode_mod" || p.op == "decode_step";
+    const bool block = sim::scored_whole(p.op);
     const bool same_model = !given || sim::same_device_model(p.device, given->device);
     if (!block) {
       if (p.backend != expected_backend || !same_model) continue;
@@ -223,9 +222,7 @@ std::optional<validation_section> validation_for_hardware(const sim::hardware_sp
   if (!hw.calibration_json.empty()) return make_cv_validation(points, hw, 5, label);
   std::vector<sim::measured_point> blocks;
   for (const auto& p : points)
-    if (p.op == "block_dense" || p.op == "block_mod" || p.op == "layer_mode" || p.op == "decode_dense" ||
-        p.op == "decode_mod" || p.op == "decode_step")
-      blocks.push_back(p);
+    if (sim::scored_whole(p.op)) blocks.push_back(p);
   return make_validation(blocks, hw, validation_options{}, label);
 }
 

@@ -462,16 +462,12 @@ void fill_costs(const point& p, measurement_row& row) {
   if (kernels::is_decode(p.op)) {
     // The simulator's kernels of this step (FLOPs and bytes do not depend on the times).
     const sim::des::decode_case c = sim::des::decode_case_of(decode_measured_point(p));
-    sim::des::device_model zero;
-    zero.time_of = [](const sim::op_cost&, const sim::op_shape&) { return sim::op_time{}; };
-    const sim::des::step_builder b(c.model, p.type, zero);
+    sim::op_cost cost;
+    sim::des::decode_kernels(c, p.type, &cost);
     row.tokens = c.batch;
-    row.matmul_flops = row.other_flops = row.bytes = 0;
-    for (const sim::des::kernel& kn : b.step(sim::des::forced_decode_load(b, c), c.routing)) {
-      row.matmul_flops += kn.matmul_flops;
-      row.other_flops += kn.other_flops;
-      row.bytes += kn.bytes;
-    }
+    row.matmul_flops = cost.matmul_flops;
+    row.other_flops = cost.other_flops;
+    row.bytes = cost.bytes;
     return;
   }
   const kernels::block_shape& k = p.shape;

@@ -14,6 +14,16 @@
 
 namespace modsim::sim {
 
+bool calibration_sample::is_decode() const {
+  const auto o = find_op(op);
+  return o && modsim::is_decode(*o);
+}
+
+bool scored_whole(std::string_view op) {
+  const auto o = find_op(op);
+  return o && (modsim::is_block(*o) || modsim::is_decode(*o));
+}
+
 calibration_sample sample_of(const measured_point& p) {
   auto bad = [&](const std::string& key, const std::string& reason) { return input_error(p.where, key, reason); };
   if (p.batch < 1) throw bad("batch", "must be >= 1");
@@ -60,17 +70,8 @@ calibration_sample sample_of(const measured_point& p) {
   try {
     if (s.is_decode()) {
       s.decode_row = std::make_shared<const measured_point>(p);
-      // The step's kernels at zero time: its FLOPs and bytes.
-      const des::decode_case c = des::decode_case_of(p);
-      des::device_model zero;
-      zero.time_of = [](const op_cost&, const op_shape&) { return op_time{}; };
-      const des::step_builder b(c.model, p.type, zero);
+      des::decode_kernels(des::decode_case_of(p), p.type, &s.cost);
       s.cost.op = p.op;
-      for (const des::kernel& k : b.step(des::forced_decode_load(b, c), c.routing)) {
-        s.cost.matmul_flops += k.matmul_flops;
-        s.cost.other_flops += k.other_flops;
-        s.cost.bytes += k.bytes;
-      }
       x.tokens = 1;
     } else if (s.is_block()) {
       if (p.op == "block_dense") x.tokens = p.seq_len;

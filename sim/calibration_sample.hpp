@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "sim/cost.hpp"
 #include "sim/flops.hpp"
@@ -47,6 +48,10 @@ struct measured_point {
   std::shared_ptr<const model_spec> model;  // decode_step: that model, loaded
 };
 
+// Whether rows of op `op` are scored as a whole (a block or a decode step: the op table's
+// block and decode roles), not fitted as one op.
+bool scored_whole(std::string_view op);
+
 // A measured op or block with its shape and FLOP/byte costs per sim/flops.
 struct calibration_sample {
   std::string op;
@@ -64,10 +69,11 @@ struct calibration_sample {
   std::shared_ptr<const measured_point> decode_row;
 
   bool is_block() const { return op == "block_dense" || op == "block_mod" || op == "layer_mode"; }
-  bool is_decode() const { return op == "decode_dense" || op == "decode_mod" || op == "decode_step"; }
+  bool is_decode() const;
   // A row scored as a whole (a block or a decode step), not fitted as one op.
-  bool is_whole() const { return is_block() || is_decode(); }
+  bool is_whole() const { return scored_whole(op); }
 };
+
 
 // The sample of a measured row: its op_shape the way the profiler ran it (tokens = k for
 // single ops at capacity < 1 except in an integrated layer), its costs from sim/flops.

@@ -6,13 +6,15 @@
 
 #include "core/error.hpp"
 #include "sim/des/decode.hpp"
+#include "sim/flops.hpp"
 #include "sim/least_squares.hpp"
 
 namespace modsim::sim {
 
 namespace {
 
-bool is_attention(std::string_view op) { return op == "attn_scores" || op == "attn_softmax" || op == "attn_values"; }
+// The attention kernels (the op table's attention-core class): they read the KV cache.
+bool is_attention(std::string_view op) { return std::string_view(op_class_of(op)) == "attn_core"; }
 
 }  // namespace
 
@@ -25,26 +27,22 @@ double decode_features::weight_bytes() const {
 decode_features features_of_decode(const calibration_sample& s) {
   if (!s.decode_row) throw input_error(s.where, "op", "'" + s.op + "' is not a decode row");
   const des::decode_case c = des::decode_case_of(*s.decode_row);
-  des::device_model zero;
-  zero.time_of = [](const op_cost&, const op_shape&) { return op_time{}; };
-  const des::step_builder b(c.model, s.type, zero);
   decode_features f;
   f.whole_model = c.lm_head;
-  for (const des::kernel& k : b.step(des::forced_decode_load(b, c), c.routing)) {
+  for (const des::kernel& k : des::decode_kernels(c, s.type)) {
     f.kernels += k.launches;  // the read-back is launched like a kernel
     if (k.host_waits) {
       f.syncs += 1;
       continue;
     }
-    if (is_attention(k.op))
-      f.kv_bytes += static_cast<double>(k.bytes);
-    else
-      f.weight.push_back({static_cast<double>(k.bytes), static_cast<double>(std::max<std::int64_t>(1, k.tokens))});
     // A weight kernel's FLOPs grow with its rows: w(rows) carries them. The FLOP columns are
     // the attention kernels' (their work grows with the keys, not the rows).
     if (is_attention(k.op)) {
+      f.kv_bytes += static_cast<double>(k.bytes);
       f.matmul_flops += static_cast<double>(k.matmul_flops);
       f.other_flops += static_cast<double>(k.other_flops);
+    } else {
+      f.weight.push_back({static_cast<double>(k.bytes), static_cast<double>(std::max<std::int64_t>(1, k.tokens))});
     }
   }
   return f;

@@ -87,6 +87,22 @@ decode_case decode_case_of(const measured_point& p) {
   return c;
 }
 
+std::vector<kernel> decode_kernels(const decode_case& c, dtype t, op_cost* cost) {
+  device_model untimed;
+  untimed.time_of = [](const op_cost&, const op_shape&) { return op_time{}; };
+  const step_builder b(c.model, t, untimed);
+  std::vector<kernel> ks = b.step(forced_decode_load(b, c), c.routing);
+  if (cost) {
+    *cost = op_cost{};
+    for (const kernel& k : ks) {
+      cost->matmul_flops += k.matmul_flops;
+      cost->other_flops += k.other_flops;
+      cost->bytes += k.bytes;
+    }
+  }
+  return ks;
+}
+
 timeline decode_timeline(const decode_case& c, dtype t, const device_model& dev) {
   if (c.cuda_graph && c.routing == decode_routing::sync)
     throw input_error("", "decode_routing", "a CUDA graph cannot hold sync routing (it reads the routed count back)");

@@ -49,6 +49,11 @@ step_load forced_decode_load(const step_builder& b, const decode_case& c);
 // p.where for another op or a decode_step row without its model.
 decode_case decode_case_of(const measured_point& p);
 
+// The kernels of `c` at dtype `t` untimed (device_s 0): what they compute and read (FLOPs,
+// bytes, rows, launches, read-backs), which do not depend on the device. `cost` (if not null)
+// receives their sum, op `c`'s name left empty.
+std::vector<kernel> decode_kernels(const decode_case& c, dtype t, op_cost* cost = nullptr);
+
 // The kernels and the timeline of `c` at dtype `t` under `dev`.
 timeline decode_timeline(const decode_case& c, dtype t, const device_model& dev);
 
