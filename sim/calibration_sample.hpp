@@ -74,7 +74,6 @@ struct calibration_sample {
   bool is_whole() const { return scored_whole(op); }
 };
 
-
 // The sample of a measured row: its op_shape the way the profiler ran it (tokens = k for
 // single ops at capacity < 1 except in an integrated layer), its costs from sim/flops.
 // Throws modsim::error(bad_input) naming `p.where` for an unknown op or an invalid shape.
