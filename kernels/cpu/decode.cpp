@@ -1,7 +1,7 @@
-// The CPU decode step (kernels/decode.hpp): fp32, OpenBLAS for the projections (the B rows
-// of a step against each weight matrix), the thread pool for norms, attention over the paged
-// caches, the predictor's decisions, gather and scatter.
-#include <cblas.h>
+// The CPU decode step (kernels/decode.hpp): fp32; the projections as packed-panel products
+// (vec_math.hpp: the B rows of a step against each weight matrix, streamed once); the thread
+// pool for norms, attention over the paged caches, the predictor's decisions, gather and
+// scatter.
 
 #include <algorithm>
 #include <cmath>
@@ -90,20 +90,25 @@ decode_weights make_decode_weights(const decode_shape& s, std::uint64_t seed) {
 namespace cpu {
 namespace {
 
-int i32(std::int64_t v) { return static_cast<int>(v); }
-
-// C[m×n] = A[m×k]·B[k×n] + beta·C, row-major (beta 0 or 1). A decode step's few rows take
-// the skinny product (B streamed once, split by columns over the pool); more rows OpenBLAS.
-void gemm(thread_pool& pool, std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float beta,
-          float* c) {
+// C[m×n] = A[m×k]·B[k×n] + beta·C (beta 0 or 1), A and C row-major, B packed into column
+// panels (pack_panels). The panels are split evenly over the pool, one contiguous run per
+// participant, so a width that is not a multiple of the thread count's panels loses at most
+// one panel of balance.
+void gemm(thread_pool& pool, std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* packed_b,
+          float beta, float* c) {
   if (m == 0) return;
-  if (m <= skinny_max_rows) {
-    const std::int64_t grain = std::max<std::int64_t>(256, (n / (4 * pool.size()) + 255) / 256 * 256);
-    pool.parallel_for(n, grain, [&](std::int64_t j0, std::int64_t j1) { skinny_gemm(a, b, c, m, k, n, j0, j1, beta); });
-    return;
-  }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, i32(m), i32(n), i32(k), 1.0f, a, i32(k), b, i32(n), beta, c,
-              i32(n));
+  const std::int64_t panels = (n + panel_cols - 1) / panel_cols;
+  const std::int64_t grain = (panels + pool.size() - 1) / pool.size();
+  pool.parallel_for(panels, grain,
+                    [&](std::int64_t p0, std::int64_t p1) { panel_gemm(a, packed_b, c, m, k, n, p0, p1, beta); });
+}
+
+// Replaces row-major w[k×n] by its packed panels.
+void pack_in_place(std::vector<float>& w, std::int64_t k, std::int64_t n) {
+  if (w.empty()) return;
+  std::vector<float> packed(static_cast<std::size_t>(packed_size(k, n)));
+  pack_panels(w.data(), k, n, packed.data());
+  w.swap(packed);
 }
 
 void check_size(const std::vector<float>& v, std::int64_t n, const std::string& what) {
@@ -113,11 +118,16 @@ void check_size(const std::vector<float>& v, std::int64_t n, const std::string& 
   }
 }
 
+// A step dispatches its products and loops back to back; workers poll this long after each
+// before sleeping (thread_pool.hpp).
+constexpr int pool_spin_us = 200;
+
 class cpu_decode final : public decode_state {
  public:
   cpu_decode(const decode_shape& shape, const decode_weights& weights, int threads)
-      : decode_state(shape), m_w(weights), m_threads(threads), m_pool(threads) {
+      : decode_state(shape), m_w(weights), m_pool(threads, pool_spin_us) {
     check_weights();
+    pack_weights();
     const decode_shape& s = this->shape();
     const std::int64_t B = s.batch, d = s.d_model;
     const std::int64_t pages = B * s.pages_per_sequence();
@@ -254,7 +264,6 @@ class cpu_decode final : public decode_state {
         }
       }
     }
-    if (openblas_get_num_threads() != m_threads) openblas_set_num_threads(m_threads);
     std::size_t routed_index = 0;
     for (std::size_t l = 0; l < m_layers.size(); ++l) {
       if (s.layers[l].routed) {
@@ -295,6 +304,23 @@ class cpu_decode final : public decode_state {
     std::vector<std::int32_t> table;   // [B][pages_per_sequence]
     std::vector<std::int64_t> length;  // [B]
   };
+
+  // Every matrix a product reads, packed once (the copy in m_w is replaced, not doubled).
+  void pack_weights() {
+    const decode_shape& s = shape();
+    const std::int64_t d = s.d_model, dq = s.d_q(), dkv = s.d_kv(), f = s.d_ff, h = s.predictor_hidden;
+    for (decode_layer_weights& w : m_w.layers) {
+      pack_in_place(w.w_q, d, dq);
+      pack_in_place(w.w_k, d, dkv);
+      pack_in_place(w.w_v, d, dkv);
+      pack_in_place(w.w_o, dq, d);
+      pack_in_place(w.w_up, d, f);
+      pack_in_place(w.w_gate, d, f);
+      pack_in_place(w.w_down, f, d);
+      pack_in_place(w.pred_w1, d, h);
+    }
+    pack_in_place(m_w.w_vocab, d, s.vocab);
+  }
 
   void check_weights() const {
     const decode_shape& s = shape();
@@ -520,8 +546,7 @@ class cpu_decode final : public decode_state {
     }
   }
 
-  decode_weights m_w;
-  int m_threads;
+  decode_weights m_w;  // the products' matrices packed (pack_weights)
   thread_pool m_pool;
   std::vector<layer_cache> m_layers;
   std::vector<float> m_x, m_in, m_norm, m_q, m_k, m_v, m_attn, m_h, m_hidden, m_gate, m_y;

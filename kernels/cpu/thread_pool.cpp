@@ -1,10 +1,11 @@
 #include "kernels/cpu/thread_pool.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 namespace modsim::kernels::cpu {
 
-thread_pool::thread_pool(int threads) {
+thread_pool::thread_pool(int threads, int spin_us) : m_spin_us(std::max(0, spin_us)) {
   const int workers = std::max(1, threads) - 1;
   m_workers.reserve(static_cast<std::size_t>(workers));
   for (int i = 0; i < workers; ++i) m_workers.emplace_back([this] { work_loop(); });
@@ -64,6 +65,14 @@ void thread_pool::dispatch(std::int64_t n, std::int64_t grain, chunk_fn fn, void
 void thread_pool::work_loop() {
   std::uint64_t seen = 0;
   for (;;) {
+    if (m_spin_us > 0) {
+      // Poll the claim word (it carries the current job's generation) until a new job shows
+      // or the spin time is up; then sleep as usual.
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(m_spin_us);
+      for (int i = 0; (m_claim.load(std::memory_order_acquire) >> index_bits) == seen; ++i) {
+        if (i % 64 == 63 && std::chrono::steady_clock::now() > until) break;
+      }
+    }
     job j;
     {
       std::unique_lock lock(m_mutex);

@@ -4,7 +4,9 @@
 // backend never runs a parallel loop and a BLAS call at the same time. The caller works on
 // the job too and returns when all blocks are done, without waiting for a helper that has
 // not woken up yet (on a loaded machine it may not get a core soon). parallel_for does not
-// allocate.
+// allocate. A pool that runs jobs back to back (the decode step: a dozen short products and
+// loops per layer) can let its workers spin for a while after each job before they sleep,
+// since a condition-variable wake-up can cost more than such a job.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -18,7 +20,8 @@ namespace modsim::kernels::cpu {
 class thread_pool {
  public:
   // `threads` participants in all, the calling thread included (>= 1).
-  explicit thread_pool(int threads);
+  // `spin_us`: how long a worker polls for the next job before sleeping (0: it sleeps at once).
+  explicit thread_pool(int threads, int spin_us = 0);
   ~thread_pool();
   thread_pool(const thread_pool&) = delete;
   thread_pool& operator=(const thread_pool&) = delete;
@@ -59,6 +62,7 @@ class thread_pool {
   std::condition_variable m_start;
   job m_job;  // guarded by m_mutex
   bool m_stop = false;
+  int m_spin_us = 0;
   std::atomic<std::uint64_t> m_claim{0};
   std::atomic<std::int64_t> m_completed{0};
 };

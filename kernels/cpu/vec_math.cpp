@@ -98,45 +98,171 @@ void axpy(float g, const float* v, float* out, std::int64_t d) {
   for (std::int64_t i = 0; i < d; ++i) out[i] += g * v[i];
 }
 
-MODSIM_VECTORIZE
-void skinny_gemm(const float* a, const float* b, float* c, std::int64_t m, std::int64_t k, std::int64_t n,
-                 std::int64_t n_begin, std::int64_t n_end, float beta) {
-  // Columns in blocks whose m accumulator rows stay in L1 while B's rows stream past.
-  constexpr std::int64_t block = 256;
-  alignas(64) float acc[skinny_max_rows][block];
-  for (std::int64_t j0 = n_begin; j0 < n_end; j0 += block) {
-    const std::int64_t w = n_end - j0 < block ? n_end - j0 : block;
-    for (std::int64_t i = 0; i < m; ++i)
-      for (std::int64_t j = 0; j < w; ++j) acc[i][j] = beta != 0.0f ? c[i * n + j0 + j] : 0.0f;
-    std::int64_t kk = 0;
-    // Four rows of B at a time: each accumulator row is loaded and stored once per four.
-    for (; kk + 4 <= k; kk += 4) {
-      const float* b0 = b + kk * n + j0;
-      const float* b1 = b0 + n;
-      const float* b2 = b1 + n;
-      const float* b3 = b2 + n;
-      for (std::int64_t i = 0; i < m; ++i) {
-        const float a0 = a[i * k + kk], a1 = a[i * k + kk + 1], a2 = a[i * k + kk + 2], a3 = a[i * k + kk + 3];
-        float* row = acc[i];
-        for (std::int64_t j = 0; j < w; ++j) row[j] += a0 * b0[j] + a1 * b1[j] + a2 * b2[j] + a3 * b3[j];
-      }
+std::int64_t packed_size(std::int64_t k, std::int64_t n) { return (n + panel_cols - 1) / panel_cols * k * panel_cols; }
+
+void pack_panels(const float* b, std::int64_t k, std::int64_t n, float* out) {
+  for (std::int64_t j0 = 0; j0 < n; j0 += panel_cols) {
+    const std::int64_t w = n - j0 < panel_cols ? n - j0 : panel_cols;
+    for (std::int64_t r = 0; r < k; ++r) {
+      std::memcpy(out, b + r * n + j0, static_cast<std::size_t>(w) * sizeof(float));
+      std::memset(out + w, 0, static_cast<std::size_t>(panel_cols - w) * sizeof(float));
+      out += panel_cols;
     }
-    for (; kk < k; ++kk) {
-      const float* b0 = b + kk * n + j0;
-      for (std::int64_t i = 0; i < m; ++i) {
-        const float a0 = a[i * k + kk];
-        float* row = acc[i];
-        for (std::int64_t j = 0; j < w; ++j) row[j] += a0 * b0[j];
-      }
-    }
-    for (std::int64_t i = 0; i < m; ++i)
-      for (std::int64_t j = 0; j < w; ++j) c[i * n + j0 + j] = acc[i][j];
   }
 }
+
+namespace {
+
+// The default clone passes 64-byte vectors differently from the AVX-512 one; they never cross
+// a call (every helper taking or returning one is always_inline), so GCC's ABI note is moot.
+#pragma GCC diagnostic ignored "-Wpsabi"
+// Sixteen floats as one vector (one AVX-512 register; two AVX2 or four SSE registers on the
+// other clones). Loads and stores go through memcpy, so no alignment is assumed.
+using v16 = float __attribute__((vector_size(64)));
+[[gnu::always_inline]] inline v16 load16(const float* p) {
+  v16 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+[[gnu::always_inline]] inline void store16(float* p, v16 v) { std::memcpy(p, &v, sizeof v); }
+[[gnu::always_inline]] inline float sum16(v16 v) {
+  float s = 0.0f;
+  for (int i = 0; i < 16; ++i) s += v[i];
+  return s;
+}
+
+// How far ahead of its reads a panel stream prefetches, in floats (2 KiB).
+constexpr std::int64_t prefetch_floats = 512;
+
+// M rows of A against one packed panel (panel_cols = 32 columns, two vectors per row).
+template <int M>
+[[gnu::always_inline]] inline void panel_rows(const float* a, const float* bp, float* c, std::int64_t k, std::int64_t n,
+                                              std::int64_t cols, float beta) {
+  v16 acc0[M], acc1[M];
+#pragma GCC unroll 8
+  for (int i = 0; i < M; ++i) acc0[i] = acc1[i] = v16{};
+  for (std::int64_t kk = 0; kk < k; ++kk, bp += panel_cols) {
+    __builtin_prefetch(bp + prefetch_floats);
+    __builtin_prefetch(bp + prefetch_floats + 16);
+    const v16 b0 = load16(bp), b1 = load16(bp + 16);
+#pragma GCC unroll 8
+    for (int i = 0; i < M; ++i) {
+      const float ai = a[i * k + kk];
+      acc0[i] += ai * b0;
+      acc1[i] += ai * b1;
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < M; ++i) {
+    float* ci = c + i * n;
+    if (cols == panel_cols && beta == 0.0f) {
+      store16(ci, acc0[i]);
+      store16(ci + 16, acc1[i]);
+    } else {
+      alignas(64) float row[panel_cols];
+      store16(row, acc0[i]);
+      store16(row + 16, acc1[i]);
+      for (std::int64_t j = 0; j < cols; ++j) ci[j] = beta != 0.0f ? ci[j] + row[j] : row[j];
+    }
+  }
+}
+
+}  // namespace
+
+MODSIM_VECTORIZE
+void panel_gemm(const float* a, const float* packed_b, float* c, std::int64_t m, std::int64_t k, std::int64_t n,
+                std::int64_t panel_begin, std::int64_t panel_end, float beta) {
+  for (std::int64_t p = panel_begin; p < panel_end; ++p) {
+    const float* bp = packed_b + p * k * panel_cols;
+    const std::int64_t j0 = p * panel_cols, cols = n - j0 < panel_cols ? n - j0 : panel_cols;
+    for (std::int64_t i0 = 0; i0 < m; i0 += 8) {
+      const float* ai = a + i0 * k;
+      float* ci = c + i0 * n + j0;
+      switch (m - i0 < 8 ? m - i0 : 8) {
+        case 1:
+          panel_rows<1>(ai, bp, ci, k, n, cols, beta);
+          break;
+        case 2:
+          panel_rows<2>(ai, bp, ci, k, n, cols, beta);
+          break;
+        case 3:
+          panel_rows<3>(ai, bp, ci, k, n, cols, beta);
+          break;
+        case 4:
+          panel_rows<4>(ai, bp, ci, k, n, cols, beta);
+          break;
+        case 5:
+          panel_rows<5>(ai, bp, ci, k, n, cols, beta);
+          break;
+        case 6:
+          panel_rows<6>(ai, bp, ci, k, n, cols, beta);
+          break;
+        case 7:
+          panel_rows<7>(ai, bp, ci, k, n, cols, beta);
+          break;
+        default:
+          panel_rows<8>(ai, bp, ci, k, n, cols, beta);
+          break;
+      }
+    }
+  }
+}
+
+namespace {
+
+// decode_scores for d_head = 16·C: each key's C vectors loaded once for the group's heads.
+template <int C>
+[[gnu::always_inline]] inline void scores_fixed(const float* q, const float* k, float* scores, std::int64_t n,
+                                                std::int64_t group, std::int64_t score_stride, float scale) {
+  for (std::int64_t t = 0; t < n; ++t) {
+    const float* kt = k + t * 16 * C;
+    v16 kv[C];
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) kv[c] = load16(kt + 16 * c);
+    for (std::int64_t h = 0; h < group; ++h) {
+      const float* qh = q + h * 16 * C;
+      v16 acc = load16(qh) * kv[0];
+#pragma GCC unroll 16
+      for (int c = 1; c < C; ++c) acc += load16(qh + 16 * c) * kv[c];
+      scores[h * score_stride + t] = sum16(acc) * scale;
+    }
+  }
+}
+
+// decode_values for d_head = 16·C: each head's output row stays in registers over the run.
+template <int C>
+[[gnu::always_inline]] inline void values_fixed(const float* p, const float* v, float* out, std::int64_t n,
+                                                std::int64_t group, std::int64_t p_stride) {
+  for (std::int64_t h = 0; h < group; ++h) {
+    float* oh = out + h * 16 * C;
+    const float* ph = p + h * p_stride;
+    v16 acc[C];
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) acc[c] = load16(oh + 16 * c);
+    for (std::int64_t t = 0; t < n; ++t) {
+      const float w = ph[t];
+      const float* vt = v + t * 16 * C;
+#pragma GCC unroll 16
+      for (int c = 0; c < C; ++c) acc[c] += w * load16(vt + 16 * c);
+    }
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) store16(oh + 16 * c, acc[c]);
+  }
+}
+
+}  // namespace
 
 MODSIM_VECTORIZE
 void decode_scores(const float* q, const float* k, float* scores, std::int64_t n, std::int64_t dh, std::int64_t group,
                    std::int64_t score_stride, float scale) {
+  switch (dh) {
+    case 64:
+      return scores_fixed<4>(q, k, scores, n, group, score_stride, scale);
+    case 128:
+      return scores_fixed<8>(q, k, scores, n, group, score_stride, scale);
+    default:
+      break;
+  }
   for (std::int64_t t = 0; t < n; ++t) {
     const float* kt = k + t * dh;
     for (std::int64_t h = 0; h < group; ++h) {
@@ -151,6 +277,14 @@ void decode_scores(const float* q, const float* k, float* scores, std::int64_t n
 MODSIM_VECTORIZE
 void decode_values(const float* p, const float* v, float* out, std::int64_t n, std::int64_t dh, std::int64_t group,
                    std::int64_t p_stride) {
+  switch (dh) {
+    case 64:
+      return values_fixed<4>(p, v, out, n, group, p_stride);
+    case 128:
+      return values_fixed<8>(p, v, out, n, group, p_stride);
+    default:
+      break;
+  }
   for (std::int64_t t = 0; t < n; ++t) {
     const float* vt = v + t * dh;
     for (std::int64_t h = 0; h < group; ++h) {

@@ -40,14 +40,22 @@ float dot(const float* a, const float* b, std::int64_t d);
 // out += g·v, length d.
 void axpy(float g, const float* v, float* out, std::int64_t d);
 
-// A skinny matrix product for decode, where a few rows meet a large weight matrix:
-// C[m×n] = A[m×k]·B[k×n] + beta·C for columns [n_begin, n_end) of C, row-major, m ≤
-// skinny_max_rows. Each row of B is read once per block of columns and used for all m rows, so
-// the product streams B at memory bandwidth (a general GEMM packs B for larger m). beta is 0
-// (C is only written) or 1.
-inline constexpr std::int64_t skinny_max_rows = 16;
-void skinny_gemm(const float* a, const float* b, float* c, std::int64_t m, std::int64_t k, std::int64_t n,
-                 std::int64_t n_begin, std::int64_t n_end, float beta);
+// A matrix product for decode, where a few rows meet a large weight matrix. The weights are
+// packed once into column panels of panel_cols columns (pack_panels: panel p holds columns
+// [p·panel_cols, (p+1)·panel_cols) as k rows of panel_cols contiguous floats, the last panel
+// zero-padded), so each thread streams whole panels front to back, prefetching ahead, while
+// up to 8 rows of A stay in registers per pass (more rows: further passes over the panel,
+// then from L2). A row-major B read by columns would jump a row's length at every step and
+// defeat the hardware prefetcher; a packed panel is one sequential stream.
+inline constexpr std::int64_t panel_cols = 32;
+// Floats a packed k×n matrix takes: ceil(n / panel_cols) panels of k·panel_cols.
+std::int64_t packed_size(std::int64_t k, std::int64_t n);
+// Packs row-major B[k×n] into `out` (packed_size(k, n) floats).
+void pack_panels(const float* b, std::int64_t k, std::int64_t n, float* out);
+// C[m×n] = A[m×k]·B + beta·C for the columns of panels [panel_begin, panel_end), A and C
+// row-major, B packed by pack_panels. beta is 0 (C is only written) or 1.
+void panel_gemm(const float* a, const float* packed_b, float* c, std::int64_t m, std::int64_t k, std::int64_t n,
+                std::int64_t panel_begin, std::int64_t panel_end, float beta);
 
 // Decode attention over one run of n cached keys (one KV head, d_head = dh, keys row after
 // row): for each of the `group` query heads h sharing that KV head,

@@ -215,11 +215,31 @@ INSTANTIATE_TEST_SUITE_P(Shapes, DecodeStep,
                          ::testing::Values(step_case{"mha_gelu", tiny(mlp_kind::gelu, 4)},
                                            step_case{"gqa_swiglu", tiny(mlp_kind::swiglu, 2)},
                                            step_case{"mqa_gelu", tiny(mlp_kind::gelu, 1)},
-                                           // More rows than the skinny product takes: OpenBLAS.
+                                           // More rows than one pass of the panel product takes.
                                            step_case{"batch20_gelu",
                                                      [] {
                                                        decode_shape s = tiny(mlp_kind::gelu, 2);
                                                        s.batch = 20;
+                                                       return s;
+                                                     }()},
+                                           // Heads of 64 and 128 take the attention kernels'
+                                           // fixed-width paths; widths not a multiple of the
+                                           // panel width leave a partial last panel.
+                                           step_case{"head64_gqa_swiglu",
+                                                     [] {
+                                                       decode_shape s = tiny(mlp_kind::swiglu, 2);
+                                                       s.d_model = 72;
+                                                       s.d_head = 64;
+                                                       s.d_ff = 100;
+                                                       s.batch = 9;
+                                                       return s;
+                                                     }()},
+                                           step_case{"head128_mha_gelu",
+                                                     [] {
+                                                       decode_shape s = tiny(mlp_kind::gelu, 2);
+                                                       s.n_heads = 2;
+                                                       s.d_model = 48;
+                                                       s.d_head = 128;
                                                        return s;
                                                      }()}),
                          [](const auto& param_info) { return std::string(param_info.param.name); });

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "kernels/cpu/thread_pool.hpp"
@@ -27,10 +29,25 @@ TEST(ThreadPool, ParallelForVisitsEveryItemExactlyOnce) {
 }
 
 TEST(ThreadPool, RunsManySmallJobsBackToBack) {
-  thread_pool pool(3);
+  // Sleeping workers, and workers that poll for the next job before they sleep.
+  for (int spin_us : {0, 200}) {
+    thread_pool pool(3, spin_us);
+    std::atomic<std::int64_t> total{0};
+    for (int job = 0; job < 2000; ++job) {
+      pool.parallel_for(8, 1, [&](std::int64_t b, std::int64_t e) { total += e - b; });
+    }
+    EXPECT_EQ(total.load(), 16000) << "spin " << spin_us << " us";
+  }
+}
+
+TEST(ThreadPool, SpinningWorkersStillTakeAJobAfterSleeping) {
+  thread_pool pool(2, 50);
   std::atomic<std::int64_t> total{0};
-  for (int job = 0; job < 2000; ++job) pool.parallel_for(8, 1, [&](std::int64_t b, std::int64_t e) { total += e - b; });
-  EXPECT_EQ(total.load(), 16000);
+  for (int job = 0; job < 3; ++job) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // past the spin: the worker sleeps
+    pool.parallel_for(100, 1, [&](std::int64_t b, std::int64_t e) { total += e - b; });
+  }
+  EXPECT_EQ(total.load(), 300);
 }
 
 }  // namespace
