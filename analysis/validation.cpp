@@ -172,6 +172,33 @@ validation_section make_cv_validation(const std::vector<sim::measured_point>& po
   return v;
 }
 
+value_cv_section make_value_cv(const std::vector<sim::measured_point>& points, const sim::hardware_spec& hw,
+                               const std::vector<sim::cv_axis>& axes, const std::string& measurements_label) {
+  value_cv_section v;
+  v.measurements_file = measurements_label;
+  v.hardware = hw.name;
+  v.rows = static_cast<int>(points.size());
+  const std::string expected_backend = hw.kind == "gpu" ? "cuda" : "cpu";
+  std::vector<sim::calibration_sample> samples;
+  bool any_block = false;
+  for (const sim::measured_point& p : points) {
+    if (p.backend != expected_backend)
+      throw input_error(p.where, "backend",
+                        "measured on backend '" + p.backend + "' but " + hw.name + " is " + hw.kind + " hardware");
+    if (v.device.empty()) v.device = p.device;
+    samples.push_back(sim::sample_of(p));
+    any_block = any_block || samples.back().is_whole();
+  }
+  if (!any_block)
+    throw input_error(measurements_label, "op", "no block rows (block_dense, block_mod, layer_mode) to validate on");
+  if (!hw.calibration_json.empty())
+    v.notes.push_back("the calibration block of " + hw.name + " was ignored: each held-out value is fitted anew");
+  sim::hardware_spec plain = hw;
+  plain.calibration_json.clear();
+  for (const sim::cv_axis a : axes) v.axes.push_back(sim::cross_validate_by(plain, samples, a));
+  return v;
+}
+
 std::vector<std::string> calibration_measurements(const sim::hardware_spec& hw, std::string* why_not) {
   namespace fs = std::filesystem;
   auto fail = [&](const std::string& why) {

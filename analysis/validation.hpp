@@ -66,6 +66,21 @@ validation_section make_validation(const std::vector<sim::measured_point>& point
 validation_section make_cv_validation(const std::vector<sim::measured_point>& points, const sim::hardware_spec& hw,
                                       int folds, const std::string& measurements_label);
 
+// Leave-one-value-out along each of `axes` (sim::cross_validate_by), from the datasheet
+// numbers of `hw` as make_cv_validation does: for each axis, every value's rows predicted by a
+// calibration that never saw that value. Throws modsim::error(bad_input) for rows of another
+// backend, no block row, or an axis with fewer than two values.
+struct value_cv_section {
+  std::string measurements_file;
+  std::string device;
+  std::string hardware;
+  int rows = 0;
+  std::vector<sim::value_cv_result> axes;
+  std::vector<std::string> notes;
+};
+value_cv_section make_value_cv(const std::vector<sim::measured_point>& points, const sim::hardware_spec& hw,
+                               const std::vector<sim::cv_axis>& axes, const std::string& measurements_label);
+
 // The measurements files behind `hw`'s calibration, or — for an uncalibrated file NAME.json —
 // behind NAME-calibrated.json beside it: the files its `calibration.measurements` names,
 // found as written or relative to the checkout the hardware file lives in. Empty when there is

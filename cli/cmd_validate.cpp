@@ -3,7 +3,9 @@
 // against the measurement. Blocks the calibration itself used are skipped (and counted).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
+#include <cmath>
 #include <iostream>
 #include <iterator>
 #include <optional>
@@ -17,6 +19,7 @@
 #include "cli/printer.hpp"
 #include "sim/config.hpp"
 #include "sim/cost.hpp"
+#include "sim/validation.hpp"
 #include "core/error.hpp"
 
 namespace modsim::cli {
@@ -28,11 +31,19 @@ const char* const k_usage =
     "usage: modsim validate --measurements CSV [CSV...] --hardware HW_CAL [--max-error PCT] [--format "
     "table|json|csv|markdown]\n"
     "       modsim validate --measurements CSV [CSV...] --hardware HW --cv K [--max-error PCT] [--format ...]\n"
+    "       modsim validate --measurements CSV [CSV...] --hardware HW --cv-by AXIS [--cv-by AXIS...] [--max-error "
+    "PCT]\n"
     "\n"
     "--cv K cross-validates instead: the rows are grouped by shape (a block and every op row of\n"
     "its shape in one group), the groups dealt into K folds, and each fold's blocks and ops are\n"
     "predicted by a calibration fitted on the other folds only (from HW's datasheet numbers; a\n"
     "calibration block in HW is ignored). Per-op errors are printed beside the block errors.\n"
+    "\n"
+    "--cv-by AXIS leaves one value out along AXIS (d_model, d_ff, n_heads, seq_len, batch,\n"
+    "capacity, tokens = batch x tokens per sequence; repeat or separate with commas): for each\n"
+    "value, every row with that value (blocks and ops) is predicted by a calibration fitted on\n"
+    "the other values' rows only. Values below or above all the others are extrapolations\n"
+    "(\"outside\", with how far in factors of two); the rest interpolations (\"inside\").\n"
     "\n"
     "Predicts every measured block (block_dense, block_mod, layer_mode rows) from its ops with the\n"
     "cost model of HW_CAL (a hardware file calibrated by `modsim calibrate`; an uncalibrated one\n"
@@ -209,6 +220,104 @@ int cross_validate(const std::vector<std::string>& files, const std::string& hw_
   return verdict(o, v, max_error, format);
 }
 
+// "outside ×2" / "inside": where a held-out value lies against the values the fit saw.
+std::string placement(const sim::held_out_value& h) {
+  return h.extrapolated ? fmt::format("outside x{:.3g}", std::exp2(h.distance)) : std::string("inside");
+}
+
+int cross_validate_by(const std::vector<std::string>& files, const std::string& hw_path,
+                      const std::vector<sim::cv_axis>& axes, std::optional<double> max_error, output_format format) {
+  const sim::hardware_spec hw = sim::load_hardware(hw_path);
+  std::string label;
+  const std::vector<sim::measured_point> points = read_all(files, label);
+  std::cerr << fmt::format("modsim validate: leaving one value out along {} axis(es) over {} rows ...\n", axes.size(),
+                           points.size());
+  const analysis::value_cv_section cv = analysis::make_value_cv(points, hw, axes, label);
+
+  // The pooled blocks decide --max-error and the top-level summary.
+  analysis::validation_section pooled;
+  for (const auto& a : cv.axes) pooled.points.insert(pooled.points.end(), a.blocks.begin(), a.blocks.end());
+  pooled.summary = sim::summarize(pooled.points);
+  pooled.notes = cv.notes;
+
+  output o;
+  json::object root = summary_json(pooled.summary);
+  root["cost_model"] = "calibrated (leave one value out)";
+  if (max_error) {
+    root["max_error"] = *max_error;
+    root["passed"] = !fails(pooled, max_error);
+  }
+  json::array pts;
+  json::object by_axis;
+  for (const sim::value_cv_result& a : cv.axes) {
+    const std::string axis(sim::to_string(a.axis));
+    std::vector<sim::validation_point> inside, outside;
+    json::array values;
+    table t = summary_table(axis + " left out, one value at a time");
+    t.columns = {"value", "where", "blocks", "median |e|", "p90 |e|", "max |e|", "mean e", "ops median |e|"};
+    t.left_columns = 2;
+    for (const sim::held_out_value& h : a.values) {
+      (h.extrapolated ? outside : inside)
+          .insert((h.extrapolated ? outside : inside).end(), h.blocks.begin(), h.blocks.end());
+      const sim::validation_summary b = sim::summarize(h.blocks), op = sim::summarize(h.ops);
+      json::object jv;
+      jv["value"] = h.value;
+      jv["extrapolated"] = h.extrapolated;
+      jv["distance_log2"] = h.distance;
+      jv["blocks"] = summary_json(b);
+      jv["ops"] = summary_json(op);
+      if (!h.not_fitted.empty()) jv["not_fitted"] = h.not_fitted;
+      values.push_back(std::move(jv));
+      if (!h.not_fitted.empty()) {
+        o.tail.push_back(fmt::format("note: {} = {:g}: no calibration could be fitted without it ({})", axis, h.value,
+                                     h.not_fitted));
+        continue;
+      }
+      const auto stat = [](const sim::validation_summary& x, double v, const char* f) {
+        return x.points > 0 ? number(v, f) : cell{"-"};
+      };
+      t.rows.push_back({fmt::format("{:g}", h.value), placement(h), integer(b.points),
+                        stat(b, b.median_abs_pct_error, "{:.1f}%"), stat(b, b.p90_abs_pct_error, "{:.1f}%"),
+                        stat(b, b.max_abs_pct_error, "{:.1f}%"), stat(b, b.mean_pct_error, "{:+.1f}%"),
+                        stat(op, op.median_abs_pct_error, "{:.1f}%")});
+      for (const auto& p : h.blocks) {
+        point_json(pts, p);
+        pts.back().as_object()["held_out"] = fmt::format("{}={:g}", axis, h.value);
+      }
+    }
+    const sim::validation_summary all = sim::summarize(a.blocks), in = sim::summarize(inside),
+                                  out = sim::summarize(outside), ops = sim::summarize(a.ops);
+    auto total = [&](const std::string& name, const sim::validation_summary& v) {
+      if (v.points == 0) {
+        t.rows.push_back({name, "", integer(0), "-", "-", "-", "-", ""});
+        return;
+      }
+      t.rows.push_back({name, "", integer(v.points), number(v.median_abs_pct_error, "{:.1f}%"),
+                        number(v.p90_abs_pct_error, "{:.1f}%"), number(v.max_abs_pct_error, "{:.1f}%"),
+                        number(v.mean_pct_error, "{:+.1f}%"), ""});
+    };
+    total("inside", in);
+    total("outside", out);
+    total("all", all);
+    o.tables.push_back(std::move(t));
+    json::object ja = summary_json(all);
+    ja["inside"] = summary_json(in);
+    ja["outside"] = summary_json(out);
+    ja["ops"] = summary_json(ops);
+    ja["values"] = std::move(values);
+    by_axis[axis] = std::move(ja);
+  }
+  root["per_point"] = std::move(pts);
+  root["cv_by"] = std::move(by_axis);
+  root["notes"] = notes_json(pooled);
+  o.json = std::move(root);
+  o.head.push_back(
+      fmt::format("leave one value out on {} ({} rows): each value predicted by a calibration fitted "
+                  "without it, from the datasheet numbers",
+                  hw.name, cv.rows));
+  return verdict(o, pooled, max_error, format);
+}
+
 }  // namespace
 
 int cmd_validate(const std::vector<std::string>& args) {
@@ -218,6 +327,8 @@ int cmd_validate(const std::vector<std::string>& args) {
                                                                     "calibrated hardware JSON")(
       "max-error", po::value<double>(), "exit 1 when the median absolute error (percent) exceeds this")(
       "cv", po::value<int>(), "K-fold cross-validation grouped by shape (K >= 2)")(
+      "cv-by", po::value<std::vector<std::string>>()->composing(),
+      "leave one value out along an axis (d_model, d_ff, n_heads, seq_len, batch, capacity, tokens)")(
       "format", po::value<std::string>()->default_value("table"), "table | json | csv | markdown");
   po::positional_options_description positional;
   po::variables_map vm;
@@ -230,6 +341,22 @@ int cmd_validate(const std::vector<std::string>& args) {
   }
 
   const std::string hw_path = resolve_config(vm["hardware"].as<std::string>(), "hardware");
+  if (vm.count("cv-by")) {
+    if (vm.count("cv")) throw input_error("", "--cv-by", "is a run of its own: give --cv or --cv-by, not both");
+    std::vector<sim::cv_axis> axes;
+    for (const std::string& arg : vm["cv-by"].as<std::vector<std::string>>()) {
+      std::size_t start = 0;
+      while (start <= arg.size()) {
+        const std::size_t comma = std::min(arg.find(',', start), arg.size());
+        const std::string name = arg.substr(start, comma - start);
+        const std::optional<sim::cv_axis> a = sim::find_cv_axis(name);
+        if (!a) throw input_error("", "--cv-by", "unknown axis '" + name + "' (one of " + sim::cv_axis_names() + ")");
+        if (std::find(axes.begin(), axes.end(), *a) == axes.end()) axes.push_back(*a);
+        start = comma + 1;
+      }
+    }
+    return cross_validate_by(vm["measurements"].as<std::vector<std::string>>(), hw_path, axes, max_error, format);
+  }
   if (vm.count("cv"))
     return cross_validate(vm["measurements"].as<std::vector<std::string>>(), hw_path, vm["cv"].as<int>(), max_error,
                           format);

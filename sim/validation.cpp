@@ -105,4 +105,93 @@ cross_validation_result cross_validate(const hardware_spec& hw, const std::vecto
   return out;
 }
 
+namespace {
+
+constexpr std::pair<cv_axis, std::string_view> k_axes[] = {
+    {cv_axis::d_model, "d_model"}, {cv_axis::d_ff, "d_ff"},   {cv_axis::n_heads, "n_heads"},
+    {cv_axis::seq_len, "seq_len"}, {cv_axis::batch, "batch"}, {cv_axis::capacity, "capacity"},
+    {cv_axis::tokens, "tokens"},
+};
+
+}  // namespace
+
+std::string_view to_string(cv_axis a) {
+  for (const auto& [axis, name] : k_axes)
+    if (axis == a) return name;
+  return "?";
+}
+
+std::optional<cv_axis> find_cv_axis(std::string_view name) {
+  for (const auto& [axis, n] : k_axes)
+    if (n == name) return axis;
+  return std::nullopt;
+}
+
+std::string cv_axis_names() {
+  std::string out;
+  for (const auto& [axis, name] : k_axes) out += (out.empty() ? "" : ", ") + std::string(name);
+  return out;
+}
+
+double axis_value(const calibration_sample& s, cv_axis a) {
+  const op_shape& x = s.shape;
+  switch (a) {
+    case cv_axis::d_model:
+      return static_cast<double>(x.d_model);
+    case cv_axis::d_ff:
+      return static_cast<double>(x.d_ff);
+    case cv_axis::n_heads:
+      return static_cast<double>(x.n_heads);
+    case cv_axis::seq_len:
+      return static_cast<double>(x.seq_len);
+    case cv_axis::batch:
+      return static_cast<double>(x.batch);
+    case cv_axis::capacity:
+      return s.capacity;
+    case cv_axis::tokens:
+      return static_cast<double>(x.batch) * static_cast<double>(x.tokens);
+  }
+  return 0;
+}
+
+value_cv_result cross_validate_by(const hardware_spec& hw, const std::vector<calibration_sample>& samples, cv_axis axis,
+                                  const fit_options& options) {
+  std::vector<double> values;
+  for (const auto& s : samples) values.push_back(axis_value(s, axis));
+  std::vector<double> distinct = values;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  if (distinct.size() < 2)
+    throw input_error("", "--cv-by",
+                      std::string(to_string(axis)) + " takes " + std::to_string(distinct.size()) +
+                          " value(s) in the measurements; leaving one out needs at least 2");
+  hardware_spec plain = hw;
+  plain.calibration_json.clear();
+  value_cv_result out;
+  out.axis = axis;
+  for (std::size_t v = 0; v < distinct.size(); ++v) {
+    held_out_value h;
+    h.value = distinct[v];
+    h.extrapolated = v == 0 || v + 1 == distinct.size();
+    if (h.extrapolated) {
+      const double nearest = v == 0 ? distinct[1] : distinct[v - 1];
+      h.distance = h.value > 0 && nearest > 0 ? std::abs(std::log2(h.value / nearest)) : 0.0;
+    }
+    std::vector<calibration_sample> train, test;
+    for (std::size_t i = 0; i < samples.size(); ++i) (values[i] == h.value ? test : train).push_back(samples[i]);
+    try {
+      const calibration c =
+          fit_calibration(plain, train, {}, "leave " + std::string(to_string(axis)) + " out", options);
+      const cost_model model = with_calibration(plain, c);
+      for (const auto& s : test) (s.is_whole() ? h.blocks : h.ops).push_back(validate_sample(s, model));
+    } catch (const error& e) {
+      h.not_fitted = e.what();
+    }
+    out.blocks.insert(out.blocks.end(), h.blocks.begin(), h.blocks.end());
+    out.ops.insert(out.ops.end(), h.ops.begin(), h.ops.end());
+    out.values.push_back(std::move(h));
+  }
+  return out;
+}
+
 }  // namespace modsim::sim

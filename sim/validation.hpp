@@ -1,7 +1,10 @@
 #pragma once
 // Validation of a calibrated cost model: measured samples (blocks, ops) against their
-// prediction, the statistics of the percentage errors, and cross-validation grouped by shape.
+// prediction, the statistics of the percentage errors, cross-validation grouped by shape, and
+// leave-one-value-out along one axis (how the model does outside the values it saw).
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/calibration_sample.hpp"
@@ -61,5 +64,42 @@ struct cross_validation_result {
 // and whatever fit_calibration throws for a fold.
 cross_validation_result cross_validate(const hardware_spec& hw, const std::vector<calibration_sample>& samples,
                                        int folds, const fit_options& options = {});
+
+// ------------------------------------------------------------------------------------------
+// Leave one value out along an axis.
+// ------------------------------------------------------------------------------------------
+// For each distinct value v of the axis among the rows, every row whose value is v (blocks
+// and ops alike) is predicted by a calibration fitted on the rows whose value is not v. A
+// value below the smallest or above the largest of the others is an extrapolation; one
+// between them an interpolation. So the errors say how the model does at a width, a context,
+// a capacity... it never saw, and whether it was asked to reach past what it saw.
+
+enum class cv_axis { d_model, d_ff, n_heads, seq_len, batch, capacity, tokens };
+std::string_view to_string(cv_axis a);
+// Accepts the names to_string gives; nullopt otherwise.
+std::optional<cv_axis> find_cv_axis(std::string_view name);
+// Every axis's name, for messages ("d_model, d_ff, ...").
+std::string cv_axis_names();
+// The sample's value along `a`: its shape's field; capacity as measured (1 for dense rows);
+// tokens = batch × the tokens per sequence the row processes (shape.tokens: k at a routed op).
+double axis_value(const calibration_sample& s, cv_axis a);
+
+struct held_out_value {
+  double value = 0;
+  bool extrapolated = false;  // outside [min, max] of the other values
+  double distance = 0;        // |log2(value / nearest other value)|: how far (0 when interpolated)
+  std::string not_fitted;     // why no calibration could be fitted without it (rows unscored)
+  std::vector<validation_point> blocks, ops;
+};
+
+struct value_cv_result {
+  cv_axis axis = cv_axis::d_model;
+  std::vector<held_out_value> values;         // ascending
+  std::vector<validation_point> blocks, ops;  // all values' points together
+};
+
+// Throws modsim::error(bad_input) when the rows hold fewer than two values of the axis.
+value_cv_result cross_validate_by(const hardware_spec& hw, const std::vector<calibration_sample>& samples, cv_axis axis,
+                                  const fit_options& options = {});
 
 }  // namespace modsim::sim

@@ -181,6 +181,39 @@ TEST(Cli, CrossValidationNeedsTwoFoldsAndEnoughShapes) {
   EXPECT_EQ(lines(r.err), 1) << r.err;
 }
 
+// Leave one value out along d_model on the committed H100 rows: every block row is scored once
+// per axis, under the value it was held out with, and the widths below and above all the
+// others are marked as extrapolations (values read off the file's d_model column: 1024 and
+// 2048 carry blocks; 3072 and 5120 only the decode-like op rows).
+TEST(Cli, LeaveOneValueOutMarksExtrapolationsAndRefusesBadAxes) {
+  const std::string files =
+      "validate --measurements reports/measurements/h100-sxm-2026-11-23-full.csv "
+      "reports/measurements/h100-sxm-2026-11-23-decode.csv --hardware h100-sxm ";
+  result r = modsim(files + "--cv-by d_model --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const boost::json::object j = boost::json::parse(r.out).as_object();
+  EXPECT_EQ(j.at("points").as_int64(), 16 + 63 + 125);
+  const auto& values = j.at("cv_by").at("d_model").at("values").as_array();
+  ASSERT_EQ(values.size(), 4u);
+  const double widths[] = {1024, 2048, 3072, 5120};
+  const bool outside[] = {true, false, false, true};
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(values[i].at("value").to_number<double>(), widths[i]);
+    EXPECT_EQ(values[i].at("extrapolated").as_bool(), outside[i]);
+  }
+  for (const auto& p : j.at("per_point").as_array()) {
+    const std::string held(p.at("held_out").as_string());
+    EXPECT_EQ(held, "d_model=" + std::to_string(p.at("d_model").to_number<std::int64_t>()));
+  }
+  r = modsim(files + "--cv-by width");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--cv-by"), std::string::npos) << r.err;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  r = modsim(files + "--cv-by d_model --cv 5");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+}
+
 // One decode path: `predict --mode decode` prints the step `simulate forward --mode decode`
 // simulates (the same routing draws, syncs and launches), for both routings.
 TEST(Cli, PredictDecodeTotalIsSimulateForwardDecodeStep) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "sim/cost.hpp"
 #include "core/error.hpp"
 #include "sim/kernel_fit.hpp"
+#include "sim/validation.hpp"
 
 namespace modsim::sim {
 namespace {
@@ -373,6 +375,54 @@ TEST(CrossValidation, AFoldNeverSeesTheShapeItPredicts) {
   }
   EXPECT_FALSE(cv.ops.empty());
   EXPECT_THROW(cross_validate(hw, samples, 3), modsim::error);  // 2 shapes cannot fill 3 folds
+}
+
+TEST(CrossValidationByValue, EachWidthIsPredictedByAFitThatNeverSawIt) {
+  const hardware_spec hw = round_gpu();
+  const kernel_params truth = known_truth(hw);
+  // Widths 256 and 512 run on the true machine; 1024 on one twice as slow. (seq, d) pairs.
+  std::vector<calibration_sample> samples = synthetic_samples(hw, truth, {{256, 256}, {256, 512}}, 1.0);
+  const std::vector<calibration_sample> slow = synthetic_samples(hw, truth, {{256, 1024}}, 2.0);
+  samples.insert(samples.end(), slow.begin(), slow.end());
+  const value_cv_result cv = cross_validate_by(hw, samples, cv_axis::d_model);
+  ASSERT_EQ(cv.values.size(), 3u);
+  const double want_values[] = {256, 512, 1024};
+  const bool want_outside[] = {true, false, true};
+  std::size_t blocks = 0;
+  for (std::size_t i = 0; i < 3; ++i) {
+    const held_out_value& h = cv.values[i];
+    EXPECT_EQ(h.value, want_values[i]);
+    EXPECT_EQ(h.extrapolated, want_outside[i]) << h.value;
+    EXPECT_DOUBLE_EQ(h.distance, want_outside[i] ? 1.0 : 0.0) << h.value;  // one factor of 2 past its neighbour
+    EXPECT_TRUE(h.not_fitted.empty()) << h.not_fitted;
+    ASSERT_EQ(h.blocks.size(), 2u) << h.value;  // block_mod and block_dense at that width
+    for (const auto& p : h.blocks) EXPECT_EQ(p.sample.shape.d_model, h.value);
+    for (const auto& p : h.ops) EXPECT_EQ(p.sample.shape.d_model, h.value);
+    blocks += h.blocks.size();
+  }
+  EXPECT_EQ(blocks, cv.blocks.size());
+  // 1024, fitted on the true machine's rows only, is predicted about twice too fast (-50 %); a
+  // fit that had seen it would be near 0.
+  for (const auto& p : cv.values[2].blocks) EXPECT_LT(p.error_pct, -35.0);
+}
+
+TEST(CrossValidationByValue, NamesAxesAndRefusesASingleValue) {
+  for (const char* name : {"d_model", "d_ff", "n_heads", "seq_len", "batch", "capacity", "tokens"}) {
+    const std::optional<cv_axis> a = find_cv_axis(name);
+    ASSERT_TRUE(a.has_value()) << name;
+    EXPECT_EQ(to_string(*a), name);
+  }
+  EXPECT_FALSE(find_cv_axis("width").has_value());
+  const hardware_spec hw = round_gpu();
+  const std::vector<calibration_sample> samples = synthetic_samples(hw, known_truth(hw), {{256, 256}});
+  // tokens = batch (2) x the tokens per sequence the row processes (256, or k = 64 at c = 0.25).
+  for (const auto& s : samples) {
+    if (s.op == "block_dense") {
+      EXPECT_EQ(axis_value(s, cv_axis::tokens), 512.0);
+      EXPECT_EQ(axis_value(s, cv_axis::capacity), 1.0);
+    }
+  }
+  EXPECT_THROW(cross_validate_by(hw, samples, cv_axis::d_model), modsim::error);  // one width only
 }
 
 TEST(KernelCalibration, RoundTripsThroughJsonAndTimesFp16WithTheBf16Fit) {
