@@ -131,11 +131,17 @@ validation_section make_validation(const std::vector<sim::measured_point>& point
   }
   v.points = sim::validate_blocks(scored, model);
   v.summary = sim::summarize(v.points);
+  // The band a prediction with this calibration prints for each point (none without a
+  // cross-validation in the calibration).
+  if (cal) {
+    for (auto& p : v.points)
+      if (const auto b = sim::band_for(*cal, sim::values_of(p.sample), p.predicted_s)) p.band_pct = b->p90_pct;
+  }
   return v;
 }
 
 validation_section make_cv_validation(const std::vector<sim::measured_point>& points, const sim::hardware_spec& hw,
-                                      int folds, const std::string& measurements_label) {
+                                      int folds, const std::string& measurements_label, bool bands) {
   validation_section v;
   v.measurements_file = measurements_label;
   v.hardware = hw.name;
@@ -154,7 +160,7 @@ validation_section make_cv_validation(const std::vector<sim::measured_point>& po
   plain.calibration_json.clear();
   if (!hw.calibration_json.empty())
     v.notes.push_back("the calibration block of " + hw.name + " was ignored: each fold is fitted anew");
-  const sim::cross_validation_result cv = sim::cross_validate(plain, samples, folds);
+  const sim::cross_validation_result cv = sim::cross_validate(plain, samples, folds, {}, bands);
   if (cv.blocks.empty())
     throw input_error(measurements_label, "op", "no block rows (block_dense, block_mod, layer_mode) to validate on");
   v.folds = folds;
@@ -173,7 +179,8 @@ validation_section make_cv_validation(const std::vector<sim::measured_point>& po
 }
 
 value_cv_section make_value_cv(const std::vector<sim::measured_point>& points, const sim::hardware_spec& hw,
-                               const std::vector<sim::cv_axis>& axes, const std::string& measurements_label) {
+                               const std::vector<sim::cv_axis>& axes, const std::string& measurements_label,
+                               bool bands) {
   value_cv_section v;
   v.measurements_file = measurements_label;
   v.hardware = hw.name;
@@ -195,7 +202,7 @@ value_cv_section make_value_cv(const std::vector<sim::measured_point>& points, c
     v.notes.push_back("the calibration block of " + hw.name + " was ignored: each held-out value is fitted anew");
   sim::hardware_spec plain = hw;
   plain.calibration_json.clear();
-  for (const sim::cv_axis a : axes) v.axes.push_back(sim::cross_validate_by(plain, samples, a));
+  for (const sim::cv_axis a : axes) v.axes.push_back(sim::cross_validate_by(plain, samples, a, {}, bands));
   return v;
 }
 

@@ -63,8 +63,11 @@ validation_section make_validation(const std::vector<sim::measured_point>& point
 // Cross-validates the calibration method of `hw` (its datasheet numbers; a calibration block
 // is ignored) on `points`: `folds` folds by shape (sim::cross_validate), every block predicted
 // by a fit that never saw its shape. Throws modsim::error(bad_input) as cross_validate does.
+// With `bands`, each point also carries the band its fold's calibration would print
+// (sim::cross_validate with bands: about 25 more fits per fold, tens of seconds on the H100
+// data); the report and the explorer leave it off.
 validation_section make_cv_validation(const std::vector<sim::measured_point>& points, const sim::hardware_spec& hw,
-                                      int folds, const std::string& measurements_label);
+                                      int folds, const std::string& measurements_label, bool bands = false);
 
 // Leave-one-value-out along each of `axes` (sim::cross_validate_by), from the datasheet
 // numbers of `hw` as make_cv_validation does: for each axis, every value's rows predicted by a
@@ -79,7 +82,8 @@ struct value_cv_section {
   std::vector<std::string> notes;
 };
 value_cv_section make_value_cv(const std::vector<sim::measured_point>& points, const sim::hardware_spec& hw,
-                               const std::vector<sim::cv_axis>& axes, const std::string& measurements_label);
+                               const std::vector<sim::cv_axis>& axes, const std::string& measurements_label,
+                               bool bands = false);
 
 // The measurements files behind `hw`'s calibration, or — for an uncalibrated file NAME.json —
 // behind NAME-calibrated.json beside it: the files its `calibration.measurements` names,

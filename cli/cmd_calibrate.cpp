@@ -16,6 +16,7 @@
 #include "cli/common.hpp"
 #include "cli/printer.hpp"
 #include "sim/config.hpp"
+#include "sim/validation.hpp"
 #include "core/error.hpp"
 
 namespace modsim::cli {
@@ -173,6 +174,9 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     std::cerr << fmt::format("modsim calibrate: {}-fold cross-validation by shape for the expected error ...\n", folds);
     try {
       cal.cross_validation = sim::cross_validate(hw, samples, folds, fo).summary();
+      std::cerr << "modsim calibrate: leaving one value out along each axis for the bands outside the measured "
+                   "range ...\n";
+      cal.coverage = sim::estimate_coverage(hw, samples, fo);
     } catch (const error& e) {
       // Too few shapes to hold some out: the calibration stands, without an error band.
       std::cerr << "modsim calibrate: no cross-validation: " << e.what() << "\n";

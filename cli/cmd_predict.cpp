@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <boost/json.hpp>
+#include <cmath>
 #include <iostream>
 #include <map>
 #include <string>
@@ -103,10 +104,29 @@ json::value prediction_json(const sim::prediction& p, const std::string& hw_name
     ee["blocks"] = e.blocks;
     ee["folds"] = e.folds;
     ee["method"] = "cross-validation grouped by shape: blocks predicted by calibrations that never saw their shape";
+    const double b = p.band ? p.band->p90_pct : e.p90_abs_pct_error;
     json::array band;
-    band.emplace_back(p.total_s() * (1 - e.p90_abs_pct_error / 100));
-    band.emplace_back(p.total_s() * (1 + e.p90_abs_pct_error / 100));
+    band.emplace_back(p.total_s() * (1 - b / 100));
+    band.emplace_back(p.total_s() * (1 + b / 100));
     ee["total_s_p90_band"] = std::move(band);
+    ee["band_pct"] = b;
+    if (p.band) {
+      ee["inside_measured_range"] = p.band->inside();
+      json::array out;
+      for (const auto& a : p.band->outside) {
+        json::object ao;
+        ao["axis"] = a.axis;
+        ao["value"] = a.value;
+        ao["min"] = a.min;
+        ao["max"] = a.max;
+        ao["factor"] = std::exp2(a.distance);
+        ao["band_pct"] = a.band_pct;
+        ao["extrapolation_measured"] = a.measured;
+        out.push_back(std::move(ao));
+      }
+      ee["outside"] = std::move(out);
+      ee["band"] = p.band->text();
+    }
     root["expected_error"] = std::move(ee);
   }
   json::array layers;
@@ -171,12 +191,14 @@ output output_of(const analysis::analysis_result& a, const std::string& hw_name,
         "decode step: discrete-event simulation (as simulate forward), routing {}{}, seed {}; launch row = launches, "
         "GPU waits on the host and routed-count syncs",
         des_routing_name(step.routing), step.cuda_graph ? ", CUDA graphs" : "", step.seed));
-  if (p.expected_error)
+  if (p.expected_error) {
     o.head.push_back(fmt::format(
         "expected error: median {:.1f}%, p90 {:.1f}% (|predicted - measured| of {} blocks this calibration never saw, "
         "{}-fold cross-validation by shape)",
         p.expected_error->median_abs_pct_error, p.expected_error->p90_abs_pct_error, p.expected_error->blocks,
         p.expected_error->folds));
+    if (p.band) o.head.push_back("this prediction: " + p.band->text());
+  }
   o.head.push_back(fmt::format(
       "times are predicted device time; launch overhead (gaps between kernels, host-bound stalls; {:.2f} us per "
       "launch) shown separately",
@@ -198,7 +220,7 @@ output output_of(const analysis::analysis_result& a, const std::string& hw_name,
   layers.rows.push_back(
       {"total", "", "", "", ms_cell(p.total_s()), ms_cell(p.dense_total_s()), fmt::format("{:.3f}", p.time_ratio), ""});
   if (p.expected_error) {
-    const double band = p.expected_error->p90_abs_pct_error / 100;
+    const double band = (p.band ? p.band->p90_pct : p.expected_error->p90_abs_pct_error) / 100;
     layers.rows.push_back({"p90 band", "", "", "", ms(p.total_s() * (1 - band)) + "-" + ms(p.total_s() * (1 + band)),
                            ms(p.dense_total_s() * (1 - band)) + "-" + ms(p.dense_total_s() * (1 + band)), "", ""});
   }

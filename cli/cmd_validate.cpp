@@ -45,6 +45,11 @@ const char* const k_usage =
     "the other values' rows only. Values below or above all the others are extrapolations\n"
     "(\"outside\", with how far in factors of two); the rest interpolations (\"inside\").\n"
     "\n"
+    "Every scored point carries band_pct, the p90 band the calibration that predicted it prints\n"
+    "for it (for --cv and --cv-by, each fold's calibration is itself cross-validated on its\n"
+    "training rows for that: --no-bands skips it), and the output says how often |error| stayed\n"
+    "within its band and how wide the bands were against the errors.\n"
+    "\n"
     "Predicts every measured block (block_dense, block_mod, layer_mode rows) from its ops with the\n"
     "cost model of HW_CAL (a hardware file calibrated by `modsim calibrate`; an uncalibrated one\n"
     "validates the datasheet roofline) and compares with the measured median. Errors are in\n"
@@ -73,6 +78,7 @@ void point_json(json::array& out, const sim::validation_point& p) {
   o["predicted_s"] = p.predicted_s;
   o["overhead_s"] = p.overhead_s;
   o["error_pct"] = p.error_pct;
+  if (p.band_pct) o["band_pct"] = *p.band_pct;
   o["row"] = p.sample.where;
   out.push_back(std::move(o));
 }
@@ -85,6 +91,58 @@ json::object summary_json(const sim::validation_summary& s) {
   o["max_abs_pct_error"] = s.max_abs_pct_error;
   o["mean_pct_error"] = s.mean_pct_error;
   return o;
+}
+
+// How the bands of the points (validation_point::band_pct) held: the share of points whose
+// |error| is within their band, and the median band against the median |error|. Nullopt when
+// no point has a band.
+struct band_check {
+  int points = 0;
+  double covered_pct = 0;
+  double median_band_pct = 0;
+  double median_abs_error_pct = 0;
+};
+std::optional<band_check> check_bands(const std::vector<const sim::validation_point*>& points) {
+  std::vector<double> bands, errors;
+  int covered = 0;
+  for (const auto* p : points) {
+    if (!p->band_pct) continue;
+    bands.push_back(*p->band_pct);
+    errors.push_back(std::abs(p->error_pct));
+    if (std::abs(p->error_pct) <= *p->band_pct) ++covered;
+  }
+  if (bands.empty()) return std::nullopt;
+  band_check b;
+  b.points = static_cast<int>(bands.size());
+  b.covered_pct = 100.0 * covered / b.points;
+  b.median_band_pct = sim::summarize_errors(bands).median_abs_pct_error;
+  b.median_abs_error_pct = sim::summarize_errors(errors).median_abs_pct_error;
+  return b;
+}
+
+std::optional<band_check> check_bands(const std::vector<sim::validation_point>& points) {
+  std::vector<const sim::validation_point*> ptrs;
+  for (const auto& p : points) ptrs.push_back(&p);
+  return check_bands(ptrs);
+}
+
+json::value band_json(const std::optional<band_check>& b) {
+  if (!b) return nullptr;
+  json::object o;
+  o["points"] = b->points;
+  o["covered_pct"] = b->covered_pct;
+  o["median_band_pct"] = b->median_band_pct;
+  o["median_abs_pct_error"] = b->median_abs_error_pct;
+  return o;
+}
+
+std::string band_line(const std::optional<band_check>& b) {
+  if (!b) return "error bands: none (the calibration was not cross-validated, or --no-bands)";
+  return fmt::format(
+      "error bands: |error| within the printed p90 band for {:.0f}% of {} blocks; median band {:.1f}%, {:.1f}x the "
+      "median |error| ({:.1f}%)",
+      b->covered_pct, b->points, b->median_band_pct,
+      b->median_abs_error_pct > 0 ? b->median_band_pct / b->median_abs_error_pct : 0.0, b->median_abs_error_pct);
 }
 
 // The notes and the --max-error verdict under the tables, the output printed, the verdict on
@@ -168,6 +226,7 @@ json::object validation_json(const analysis::validation_section& v, std::optiona
   json::array pts;
   for (const auto& p : v.points) point_json(pts, p);
   root["per_point"] = std::move(pts);
+  root["band"] = band_json(check_bands(v.points));
   root["ops"] = ops_json(v);
   root["notes"] = notes_json(v);
   return root;
@@ -185,13 +244,13 @@ std::vector<sim::measured_point> read_all(const std::vector<std::string>& files,
 }
 
 int cross_validate(const std::vector<std::string>& files, const std::string& hw_path, int folds,
-                   std::optional<double> max_error, output_format format) {
+                   std::optional<double> max_error, output_format format, bool bands) {
   if (folds < 2) throw input_error("", "--cv", "needs at least 2 folds, got " + std::to_string(folds));
   const sim::hardware_spec hw = sim::load_hardware(hw_path);
   std::string label;
   const std::vector<sim::measured_point> points = read_all(files, label);
   std::cerr << fmt::format("modsim validate: {}-fold cross-validation over {} rows ...\n", folds, points.size());
-  const analysis::validation_section v = analysis::make_cv_validation(points, hw, folds, label);
+  const analysis::validation_section v = analysis::make_cv_validation(points, hw, folds, label, bands);
 
   output o;
   {
@@ -217,6 +276,7 @@ int cross_validate(const std::vector<std::string>& files, const std::string& hw_
     t.rows.push_back(summary_row("  " + name, sum));
   o.tables.push_back(std::move(t));
   o.tables.push_back(points_table({&v.points, &v.op_points}, false));
+  o.tail.push_back(band_line(check_bands(v.points)) + " (each fold's band from its own training rows)");
   return verdict(o, v, max_error, format);
 }
 
@@ -226,13 +286,14 @@ std::string placement(const sim::held_out_value& h) {
 }
 
 int cross_validate_by(const std::vector<std::string>& files, const std::string& hw_path,
-                      const std::vector<sim::cv_axis>& axes, std::optional<double> max_error, output_format format) {
+                      const std::vector<sim::cv_axis>& axes, std::optional<double> max_error, output_format format,
+                      bool bands) {
   const sim::hardware_spec hw = sim::load_hardware(hw_path);
   std::string label;
   const std::vector<sim::measured_point> points = read_all(files, label);
   std::cerr << fmt::format("modsim validate: leaving one value out along {} axis(es) over {} rows ...\n", axes.size(),
                            points.size());
-  const analysis::value_cv_section cv = analysis::make_value_cv(points, hw, axes, label);
+  const analysis::value_cv_section cv = analysis::make_value_cv(points, hw, axes, label, bands);
 
   // The pooled blocks decide --max-error and the top-level summary.
   analysis::validation_section pooled;
@@ -305,8 +366,13 @@ int cross_validate_by(const std::vector<std::string>& files, const std::string& 
     ja["outside"] = summary_json(out);
     ja["ops"] = summary_json(ops);
     ja["values"] = std::move(values);
+    const std::optional<band_check> bc = check_bands(a.blocks);
+    ja["band"] = band_json(bc);
+    o.tail.push_back(axis + ": " + band_line(bc));
     by_axis[axis] = std::move(ja);
   }
+  o.tail.push_back("all axes: " + band_line(check_bands(pooled.points)) +
+                   " (each held-out value's band from its fit's own training rows)");
   root["per_point"] = std::move(pts);
   root["cv_by"] = std::move(by_axis);
   root["notes"] = notes_json(pooled);
@@ -329,6 +395,7 @@ int cmd_validate(const std::vector<std::string>& args) {
       "cv", po::value<int>(), "K-fold cross-validation grouped by shape (K >= 2)")(
       "cv-by", po::value<std::vector<std::string>>()->composing(),
       "leave one value out along an axis (d_model, d_ff, n_heads, seq_len, batch, capacity, tokens)")(
+      "no-bands", po::bool_switch(), "--cv/--cv-by: skip each fit's own band estimate (about 10x faster)")(
       "format", po::value<std::string>()->default_value("table"), "table | json | csv | markdown");
   po::positional_options_description positional;
   po::variables_map vm;
@@ -355,11 +422,12 @@ int cmd_validate(const std::vector<std::string>& args) {
         start = comma + 1;
       }
     }
-    return cross_validate_by(vm["measurements"].as<std::vector<std::string>>(), hw_path, axes, max_error, format);
+    return cross_validate_by(vm["measurements"].as<std::vector<std::string>>(), hw_path, axes, max_error, format,
+                             !vm["no-bands"].as<bool>());
   }
   if (vm.count("cv"))
     return cross_validate(vm["measurements"].as<std::vector<std::string>>(), hw_path, vm["cv"].as<int>(), max_error,
-                          format);
+                          format, !vm["no-bands"].as<bool>());
   std::string label;
   const std::vector<sim::measured_point> points = read_all(vm["measurements"].as<std::vector<std::string>>(), label);
   analysis::validation_options vo;
@@ -376,12 +444,14 @@ int cmd_validate(const std::vector<std::string>& args) {
   }
   o.head.push_back(fmt::format("cost model: {}", v.cost_label));
   table blocks_t;
-  blocks_t.columns = {"block", "shape", "measured ms", "predicted ms", "error"};
+  blocks_t.columns = {"block", "shape", "measured ms", "predicted ms", "error", "band"};
   blocks_t.left_columns = 2;
   for (const auto& p : v.points)
     blocks_t.rows.push_back({p.sample.op, shape_text(p.sample), fmt::format("{:.4f}", p.sample.measured_s * 1e3),
-                             fmt::format("{:.4f}", p.predicted_s * 1e3), fmt::format("{:+.1f}%", p.error_pct)});
+                             fmt::format("{:.4f}", p.predicted_s * 1e3), fmt::format("{:+.1f}%", p.error_pct),
+                             p.band_pct ? fmt::format("±{:.1f}%", *p.band_pct) : std::string("-")});
   o.tables.push_back(std::move(blocks_t));
+  if (!v.ops_only) o.tail.push_back(band_line(check_bands(v.points)));
   table all = summary_table("");
   all.rows.push_back(summary_row(v.ops_only ? "ops" : "blocks", v.summary));
   if (!v.op_points.empty()) {

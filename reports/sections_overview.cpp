@@ -19,6 +19,12 @@
 
 namespace modsim::reports::detail {
 
+// A validation of a calibration (cross-validated, or a calibrated model scored), not of the
+// datasheet roofline.
+static bool v_calibrated(const analysis::validation_section& v) {
+  return v.folds > 0 || v.cost_label.rfind("calibrated", 0) == 0;
+}
+
 section verdict_section(const report_data& d) {
   section s{"verdict", "Verdict", "Verdict", {}};
   const model_result& m = subject(d);
@@ -34,9 +40,11 @@ section verdict_section(const report_data& d) {
     cards.items.push_back(ratio_or_dash(b.tpot_s.p50, a.tpot_s.p50) + "\x1F" + "serving TPOT p50 vs dense");
     cards.items.push_back(ratio_or_dash(b.kv_peak_bytes, a.kv_peak_bytes) + "\x1F" + "KV cache peak vs dense");
   }
-  if (d.validation)
+  if (d.validation && (p.calibrated || !v_calibrated(*d.validation)))
     cards.items.push_back(fmt::format("{:.1f}%", d.validation->summary.median_abs_pct_error) + "\x1F" +
                           "median |error| vs measured");
+  else if (d.validation)
+    cards.items.push_back(std::string("uncalibrated") + "\x1F" + "datasheet roofline: no measured error");
   s.blocks.push_back(cards);
 
   std::vector<std::string> items;
@@ -44,10 +52,7 @@ section verdict_section(const report_data& d) {
       "**{} ({})**: {} the matmul FLOPs and {} the predicted wall-clock of its dense baseline on {}, {} ({} → {} "
       "ms{}).",
       model_label(m.model), routing_short(m.model), times(mm_ratio), times(p.time_ratio), hw_phrase(d),
-      workload_text(d.load), ms(p.dense.total_s), ms(p.model.total_s),
-      p.expected_error ? fmt::format(", each ±{:.1f}% at p90 by the calibration's cross-validation",
-                                     p.expected_error->p90_abs_pct_error)
-                       : std::string()));
+      workload_text(d.load), ms(p.dense.total_s), ms(p.model.total_s), p.band ? ", " + p.band->text() : std::string()));
   // The gap in words: the two largest terms.
   std::vector<std::pair<double, std::string>> terms;
   for (const auto& t : gap_terms()) terms.emplace_back(p.gap.*(t.field), t.label);
@@ -102,7 +107,16 @@ section verdict_section(const report_data& d) {
       line += fmt::format("; serving decodes with {}", sim::des::to_string(d.serving_routing->routing));
     items.push_back(line + " (see Sampling).");
   }
-  if (d.validation) {
+  if (d.validation && !p.calibrated && v_calibrated(*d.validation)) {
+    // The prediction is the datasheet roofline; the validation found belongs to the
+    // calibration beside the hardware file, which this report does not predict with.
+    const auto& v = *d.validation;
+    items.push_back(fmt::format(
+        "**Trust**: this report predicts with the uncalibrated datasheet roofline of {}, which no measurement here "
+        "checks; the calibration beside it ({}), which it does not use, is off by {:.1f}% (median |error|), {:.1f}% "
+        "at p90 on {} measured blocks. Choose the calibrated hardware file to predict with it.",
+        d.hardware.name, v.hardware, v.summary.median_abs_pct_error, v.summary.p90_abs_pct_error, v.summary.points));
+  } else if (d.validation) {
     const auto& v = *d.validation;
     const bool same = v.hardware == d.hardware.name;
     const std::string other =

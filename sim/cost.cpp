@@ -43,6 +43,12 @@ bool calibration::kernel_model_fitted_on(dtype t) const {
   return kernels && std::find(kernel_dtypes.begin(), kernel_dtypes.end(), t) != kernel_dtypes.end();
 }
 
+double cross_validation_summary::p90_at(double predicted_s) const {
+  for (const auto& [upper, p90] : p90_by_time)
+    if (predicted_s <= upper) return p90;
+  return p90_by_time.empty() ? p90_abs_pct_error : p90_by_time.back().second;
+}
+
 const efficiency_curve* calibration::curve(std::string_view op, dtype t) const {
   for (const auto& c : curves)
     if (c.op == op && c.type == t) return &c;
@@ -217,6 +223,15 @@ cross_validation_summary parse_cv(const json::value& v, const std::string& file,
   c.ops = r.get_int("ops", 0, std::numeric_limits<int>::max());
   c.op_median_abs_pct_error = r.get_number("op_median_abs_pct_error", 0.0);
   c.op_p90_abs_pct_error = r.get_number("op_p90_abs_pct_error", 0.0);
+  if (const json::value* by = r.find("by_time")) {
+    const std::string at = r.key_path("by_time");
+    if (!by->is_array()) throw input_error(file, at, "expected an array of [upper_s, p90]");
+    for (const json::value& e : by->as_array()) {
+      if (!e.is_array() || e.as_array().size() != 2 || !e.as_array()[0].is_number() || !e.as_array()[1].is_number())
+        throw input_error(file, at, "expected an array of [upper_s, p90]");
+      c.p90_by_time.emplace_back(e.as_array()[0].to_number<double>(), e.as_array()[1].to_number<double>());
+    }
+  }
   r.finish();
   return c;
 }
@@ -231,6 +246,36 @@ json::object cv_json(const cross_validation_summary& c) {
   o["ops"] = c.ops;
   o["op_median_abs_pct_error"] = c.op_median_abs_pct_error;
   o["op_p90_abs_pct_error"] = c.op_p90_abs_pct_error;
+  if (!c.p90_by_time.empty()) {
+    json::array by;
+    for (const auto& [upper, p90] : c.p90_by_time) by.push_back(json::array{upper, p90});
+    o["by_time"] = std::move(by);
+  }
+  return o;
+}
+
+axis_coverage parse_coverage(const json::value& v, const std::string& file, const std::string& path) {
+  reader r(v, file, path);
+  axis_coverage c;
+  c.axis = r.get_string("axis");
+  c.min = r.get_number("min", 0.0);
+  c.max = r.get_number("max", 0.0);
+  c.blocks = r.get_int("blocks", 0, std::numeric_limits<int>::max());
+  c.p90_abs_pct_error = r.get_number("p90_abs_pct_error", 0.0);
+  c.max_distance = r.get_number("max_distance", 0.0);
+  r.finish();
+  if (c.max < c.min) throw input_error(file, path + ".max", "is below min");
+  return c;
+}
+
+json::object coverage_json(const axis_coverage& c) {
+  json::object o;
+  o["axis"] = c.axis;
+  o["min"] = c.min;
+  o["max"] = c.max;
+  o["blocks"] = c.blocks;
+  o["p90_abs_pct_error"] = c.p90_abs_pct_error;
+  o["max_distance"] = c.max_distance;
   return o;
 }
 
@@ -284,6 +329,12 @@ calibration parse_calibration(std::string_view json_text, const std::string& fil
     c.attention = parse_attention_impl(r.get_string("attention"), r.key_path("attention"));
   if (const json::value* cv = r.find("cross_validation"))
     c.cross_validation = parse_cv(*cv, file, r.key_path("cross_validation"));
+  if (const json::value* cov = r.find("coverage")) {
+    if (!cov->is_array()) throw input_error(file, r.key_path("coverage"), "expected an array");
+    for (std::size_t i = 0; i < cov->as_array().size(); ++i)
+      c.coverage.push_back(
+          parse_coverage(cov->as_array()[i], file, r.key_path("coverage") + "[" + std::to_string(i) + "]"));
+  }
   if (const json::value* d = r.find("decode")) {
     if (!d->is_array()) throw input_error(file, r.key_path("decode"), "expected an array");
     for (std::size_t i = 0; i < d->as_array().size(); ++i) {
@@ -394,6 +445,11 @@ std::string calibration_to_json(const calibration& c) {
   if (c.kernels) o["kernels"] = kernels_json(*c.kernels, c.kernel_dtypes);
   if (c.kernels || c.attention != attention_impl::unfused) o["attention"] = to_string(c.attention);
   if (c.cross_validation) o["cross_validation"] = cv_json(*c.cross_validation);
+  if (!c.coverage.empty()) {
+    json::array cov;
+    for (const axis_coverage& a : c.coverage) cov.push_back(coverage_json(a));
+    o["coverage"] = std::move(cov);
+  }
   if (!c.decode.empty()) {
     json::array d;
     for (const decode_fit& x : c.decode) {

@@ -95,6 +95,30 @@ struct cross_validation_summary {
   int ops = 0;  // op rows predicted
   double op_median_abs_pct_error = 0;
   double op_p90_abs_pct_error = 0;
+  // p90 |error| by predicted time: the blocks sorted by predicted time and split into
+  // terciles (with 30 blocks or more), each (the largest predicted seconds in it, its p90).
+  // Short blocks are harder to predict (launches and small kernels dominate). JSON "by_time"
+  // [[upper_s, p90], ...]; absent in summaries written before it.
+  std::vector<std::pair<double, double>> p90_by_time;
+  // The p90 of the tercile `predicted_s` falls in (the first below it, the last above it),
+  // else the p90 of all blocks.
+  double p90_at(double predicted_s) const;
+};
+
+// Where a calibration's rows lie along one axis (sim/validation.hpp cv_axis), and how the
+// model did past the ends of what it saw: leave-one-value-out along the axis
+// (cross_validate_by), the blocks of the values below or above all the others. Recorded by
+// `modsim calibrate` (JSON key "coverage"), so that a prediction outside the range gets the
+// band of that situation (sim/validation.hpp band_for).
+struct axis_coverage {
+  std::string axis;         // cv_axis name: d_model, d_ff, n_heads, seq_len, batch, capacity, tokens
+  double min = 0, max = 0;  // the calibration rows' values along it
+  // Held-out block rows at the lowest or highest value that carries blocks, fitted on rows
+  // that still hold blocks (0: no extrapolation measured along this axis), and the p90 of
+  // their |error|.
+  int blocks = 0;
+  double p90_abs_pct_error = 0;
+  double max_distance = 0;  // log2 of how far past its neighbour the farthest held-out value lay
 };
 
 // The decode step's own fit (sim/decode_fit.hpp), fitted on decode rows (decode_dense,
@@ -154,6 +178,7 @@ struct calibration {
   // absent in calibrations written before it: unfused.
   attention_impl attention = attention_impl::unfused;
   std::optional<cross_validation_summary> cross_validation;
+  std::vector<axis_coverage> coverage;  // empty in calibrations written before it
   // The decode fits (JSON key "decode"), one per dtype, and the keys of the decode rows they
   // used (validation must not score them); absent in calibrations written before them.
   std::vector<decode_fit> decode;

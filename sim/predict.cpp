@@ -214,8 +214,32 @@ prediction predict(const model_spec& model, const model_spec& baseline, const wo
       for (const auto& o : stand_ins) s += (s.empty() ? "" : ", ") + o;
       p.notes.push_back("never measured, timed with a stand-in op's curve: " + s);
     }
+    if (p.expected_error && !roofline_ops.empty()) {
+      p.expected_error.reset();
+      p.notes.push_back(
+          "no error band: the calibration's cross-validation covers its calibrated ops, not the datasheet "
+          "roofline the ops above fell back to");
+    } else if (p.expected_error) {
+      p.band = band_for(*cost.calibration(), values_of(model, w),
+                        p.model.layers.empty() ? p.total_s() : p.total_s() / double(p.model.layers.size()));
+    }
   }
   return p;
+}
+
+axis_values values_of(const model_spec& m, const workload& w) {
+  const bool decode = w.mode == run_mode::decode;
+  axis_values v = {{cv_axis::d_model, double(m.d_model)},
+                   {cv_axis::d_ff, double(m.d_ff)},
+                   {cv_axis::n_heads, double(m.n_heads)},
+                   {cv_axis::seq_len, double(w.seq_len)},
+                   {cv_axis::batch, double(w.batch)}};
+  for (const layer_plan& l : plan_layers(m)) {
+    v.emplace_back(cv_axis::capacity, l.capacity);
+    const std::int64_t per_sequence = decode ? 1 : l.routed ? routed_tokens(l.capacity, w.seq_len) : w.seq_len;
+    v.emplace_back(cv_axis::tokens, double(w.batch) * double(per_sequence));
+  }
+  return v;
 }
 
 }  // namespace modsim::sim

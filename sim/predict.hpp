@@ -48,6 +48,7 @@
 #include "sim/cost.hpp"
 #include "sim/flops.hpp"
 #include "sim/spec.hpp"
+#include "sim/validation.hpp"
 
 namespace modsim::sim {
 
@@ -122,6 +123,11 @@ struct prediction {
   // prediction of a block it never saw was from the measurement. Absent when uncalibrated or
   // not cross-validated.
   std::optional<cross_validation_summary> expected_error;
+  // The band of this prediction (sim/validation.hpp band_for): from where its shapes stand
+  // against the calibration's rows, inside their range or outside along some axes. Absent with
+  // expected_error, and when some op fell back to the datasheet roofline (the calibration's
+  // validation says nothing of those).
+  std::optional<error_band> band;
   // Ops predicted with the datasheet roofline although the model is calibrated (never
   // measured, no stand-in), and other remarks.
   std::vector<std::string> notes;
@@ -145,5 +151,10 @@ void compare_with_baseline(prediction& p);
 
 // The decomposition of (T_mod/T_dense − F_mod/F_dense) (see above); exposed for tests.
 gap_decomposition decompose_gap(const model_time& mod, const model_time& dense);
+
+// The values of a model under a workload along the band's axes (sim/validation.hpp): its
+// width, FFN, heads, sequence (context in decode) and batch, each layer's capacity and the
+// tokens it processes (batch × routed or all tokens per sequence; batch in decode).
+axis_values values_of(const model_spec& m, const workload& w);
 
 }  // namespace modsim::sim

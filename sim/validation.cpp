@@ -1,6 +1,8 @@
 // Validation and cross-validation of a calibrated cost model (sim/validation.hpp).
 #include "sim/validation.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -70,11 +72,50 @@ cross_validation_summary cross_validation_result::summary() const {
   c.ops = o.points;
   c.op_median_abs_pct_error = o.median_abs_pct_error;
   c.op_p90_abs_pct_error = o.p90_abs_pct_error;
+  if (blocks.size() >= 30) {
+    std::vector<const validation_point*> by_time;
+    for (const auto& p : blocks) by_time.push_back(&p);
+    std::sort(by_time.begin(), by_time.end(),
+              [](const auto* x, const auto* y) { return x->predicted_s < y->predicted_s; });
+    const std::size_t n = by_time.size();
+    for (std::size_t t = 0; t < 3; ++t) {
+      std::vector<double> e;
+      for (std::size_t i = t * n / 3; i < (t + 1) * n / 3; ++i) e.push_back(by_time[i]->error_pct);
+      c.p90_by_time.emplace_back(by_time[(t + 1) * n / 3 - 1]->predicted_s, summarize_errors(e).p90_abs_pct_error);
+    }
+  }
   return c;
 }
 
+namespace {
+
+// Gives calibration `c`, fitted on `train`, the band estimates `modsim calibrate` records (a
+// shape cross-validation and the coverage), from `train` alone. A training set too small to
+// cross-validate leaves `c` without a band.
+void add_bands(calibration& c, const hardware_spec& plain, const std::vector<calibration_sample>& train,
+               const fit_options& options) {
+  std::vector<std::string> groups;
+  for (const auto& s : train) groups.push_back(shape_group_of(s));
+  std::sort(groups.begin(), groups.end());
+  const auto distinct = static_cast<int>(std::unique(groups.begin(), groups.end()) - groups.begin());
+  if (distinct < 2) return;
+  try {
+    c.cross_validation = cross_validate(plain, train, std::min(5, distinct), options).summary();
+    c.coverage = estimate_coverage(plain, train, options);
+  } catch (const error&) {
+    c.cross_validation.reset();
+    c.coverage.clear();
+  }
+}
+
+void set_band(validation_point& p, const calibration& c) {
+  if (const std::optional<error_band> b = band_for(c, values_of(p.sample), p.predicted_s)) p.band_pct = b->p90_pct;
+}
+
+}  // namespace
+
 cross_validation_result cross_validate(const hardware_spec& hw, const std::vector<calibration_sample>& samples,
-                                       int folds, const fit_options& options) {
+                                       int folds, const fit_options& options, bool bands) {
   if (folds < 2) throw input_error("", "--cv", "needs at least 2 folds, got " + std::to_string(folds));
   std::vector<std::string> groups;
   for (const auto& s : samples) groups.push_back(shape_group_of(s));
@@ -98,9 +139,14 @@ cross_validation_result cross_validate(const hardware_spec& hw, const std::vecto
     std::vector<calibration_sample> train, test;
     for (std::size_t i = 0; i < samples.size(); ++i) (fold_of[i] == f ? test : train).push_back(samples[i]);
     if (test.empty()) continue;
-    const calibration c = fit_calibration(plain, train, {}, "cross-validation fold " + std::to_string(f + 1), options);
+    calibration c = fit_calibration(plain, train, {}, "cross-validation fold " + std::to_string(f + 1), options);
     const cost_model model = with_calibration(plain, c);
-    for (const auto& s : test) (s.is_whole() ? out.blocks : out.ops).push_back(validate_sample(s, model));
+    if (bands) add_bands(c, plain, train, options);
+    for (const auto& s : test) {
+      validation_point p = validate_sample(s, model);
+      if (bands) set_band(p, c);
+      (s.is_whole() ? out.blocks : out.ops).push_back(std::move(p));
+    }
   }
   return out;
 }
@@ -155,7 +201,7 @@ double axis_value(const calibration_sample& s, cv_axis a) {
 }
 
 value_cv_result cross_validate_by(const hardware_spec& hw, const std::vector<calibration_sample>& samples, cv_axis axis,
-                                  const fit_options& options) {
+                                  const fit_options& options, bool bands) {
   std::vector<double> values;
   for (const auto& s : samples) values.push_back(axis_value(s, axis));
   std::vector<double> distinct = values;
@@ -180,10 +226,14 @@ value_cv_result cross_validate_by(const hardware_spec& hw, const std::vector<cal
     std::vector<calibration_sample> train, test;
     for (std::size_t i = 0; i < samples.size(); ++i) (values[i] == h.value ? test : train).push_back(samples[i]);
     try {
-      const calibration c =
-          fit_calibration(plain, train, {}, "leave " + std::string(to_string(axis)) + " out", options);
+      calibration c = fit_calibration(plain, train, {}, "leave " + std::string(to_string(axis)) + " out", options);
       const cost_model model = with_calibration(plain, c);
-      for (const auto& s : test) (s.is_whole() ? h.blocks : h.ops).push_back(validate_sample(s, model));
+      if (bands) add_bands(c, plain, train, options);
+      for (const auto& s : test) {
+        validation_point p = validate_sample(s, model);
+        if (bands) set_band(p, c);
+        (s.is_whole() ? h.blocks : h.ops).push_back(std::move(p));
+      }
     } catch (const error& e) {
       h.not_fitted = e.what();
     }
@@ -192,6 +242,113 @@ value_cv_result cross_validate_by(const hardware_spec& hw, const std::vector<cal
     out.values.push_back(std::move(h));
   }
   return out;
+}
+
+std::vector<axis_coverage> estimate_coverage(const hardware_spec& hw, const std::vector<calibration_sample>& samples,
+                                             const fit_options& options) {
+  std::vector<axis_coverage> out;
+  if (samples.empty()) return out;
+  hardware_spec plain = hw;
+  plain.calibration_json.clear();
+  for (const auto& [axis, name] : k_axes) {
+    axis_coverage c;
+    c.axis = std::string(name);
+    c.min = c.max = axis_value(samples.front(), axis);
+    std::vector<double> with_blocks;  // the values that carry block rows
+    for (const auto& s : samples) {
+      const double v = axis_value(s, axis);
+      c.min = std::min(c.min, v);
+      c.max = std::max(c.max, v);
+      if (s.is_whole()) with_blocks.push_back(v);
+    }
+    std::sort(with_blocks.begin(), with_blocks.end());
+    with_blocks.erase(std::unique(with_blocks.begin(), with_blocks.end()), with_blocks.end());
+    // Only the ends need a fit: the lowest and the highest value that carry blocks, each
+    // predicted by a fit on the rest, which must still hold blocks (two values at least).
+    if (with_blocks.size() >= 2) {
+      std::vector<double> errors;
+      for (const double held : {with_blocks.front(), with_blocks.back()}) {
+        const double nearest = held == with_blocks.front() ? with_blocks[1] : with_blocks[with_blocks.size() - 2];
+        std::vector<calibration_sample> train, test;
+        for (const auto& s : samples) (axis_value(s, axis) == held ? test : train).push_back(s);
+        try {
+          const calibration fit = fit_calibration(plain, train, {}, "coverage " + c.axis, options);
+          const cost_model model = with_calibration(plain, fit);
+          for (const auto& s : test)
+            if (s.is_whole()) errors.push_back(validate_sample(s, model).error_pct);
+        } catch (const error&) {
+          continue;  // no fit without it: no extrapolation measured from this end
+        }
+        if (held > 0 && nearest > 0) c.max_distance = std::max(c.max_distance, std::abs(std::log2(held / nearest)));
+      }
+      const validation_summary v = summarize_errors(errors);
+      c.blocks = v.points;
+      c.p90_abs_pct_error = v.p90_abs_pct_error;
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+axis_values values_of(const calibration_sample& s) {
+  axis_values v;
+  for (const auto& [axis, name] : k_axes) v.emplace_back(axis, axis_value(s, axis));
+  return v;
+}
+
+std::string error_band::text() const {
+  const auto pct = [](double x) { return x < 10 ? fmt::format("{:.1f} %", x) : fmt::format("{:.0f} %", x); };
+  if (inside()) return "±" + pct(p90_pct) + " at p90 (inside the calibration's measured range)";
+  std::string where;
+  for (const outside_axis& o : outside) {
+    where += where.empty() ? "" : ", ";
+    where += fmt::format("{} {:g} {} {:g} (×{:.3g}{})", o.axis, o.value, o.value > o.max ? ">" : "<",
+                         o.value > o.max ? o.max : o.min, std::exp2(o.distance),
+                         o.measured ? "" : "; no extrapolation along it was measured");
+  }
+  return "±" + pct(p90_pct) + " at p90 (outside the measured range: " + where + ")";
+}
+
+std::string error_band::short_text() const {
+  const std::string pct = p90_pct < 10 ? fmt::format("{:.1f} %", p90_pct) : fmt::format("{:.0f} %", p90_pct);
+  if (inside()) return "±" + pct + " p90, inside the measured range";
+  std::string where;
+  for (const outside_axis& o : outside)
+    where += (where.empty() ? "" : ", ") + fmt::format("{} ×{:.3g}", o.axis, std::exp2(o.distance));
+  return "±" + pct + " p90, outside the measured range (" + where + ")";
+}
+
+std::optional<error_band> band_for(const calibration& c, const axis_values& values, double predicted_s) {
+  if (!c.cross_validation) return std::nullopt;
+  const cross_validation_summary& cv = *c.cross_validation;
+  // Inside: the shape cross-validation's p90 of blocks predicted to take about as long.
+  const double inside = predicted_s > 0 ? cv.p90_at(predicted_s) : cv.p90_abs_pct_error;
+  error_band b;
+  b.p90_pct = inside;
+  double widest = 1.0;
+  for (const axis_coverage& a : c.coverage) {
+    const std::optional<cv_axis> axis = find_cv_axis(a.axis);
+    if (!axis) continue;
+    // The farthest of the prediction's values outside the range along this axis.
+    error_band::outside_axis worst;
+    for (const auto& [ax, v] : values) {
+      if (ax != *axis || v <= 0 || a.min <= 0) continue;
+      const double d = v > a.max ? std::log2(v / a.max) : v < a.min ? std::log2(a.min / v) : 0.0;
+      // A value within 1 % of the range is inside (capacities such as 1/8 print rounded).
+      if (d > std::log2(1.01) && d > worst.distance) worst = {a.axis, v, a.min, a.max, d, 0.0, a.blocks > 0};
+    }
+    if (worst.axis.empty()) continue;
+    // How much worse than the cross-validation the fits that had to reach past their data
+    // along this axis did, stretched when this prediction reaches farther than they did.
+    const double ratio = a.blocks > 0 && cv.p90_abs_pct_error > 0 ? a.p90_abs_pct_error / cv.p90_abs_pct_error : 1.0;
+    const double reach = a.max_distance > 0 ? a.max_distance : 1.0;
+    const double factor = std::max(1.0, ratio) * std::max(1.0, worst.distance / reach);
+    worst.band_pct = inside * factor;
+    widest = std::max(widest, factor);
+    b.outside.push_back(std::move(worst));
+  }
+  b.p90_pct = inside * widest;
+  return b;
 }
 
 }  // namespace modsim::sim

@@ -20,6 +20,8 @@ struct validation_point {
   double ops_s = 0;       // Σ predicted op times (without launch overhead)
   double overhead_s = 0;  // kernels × launch_s
   double error_pct = 0;   // 100 · (predicted − measured) / measured
+  // The p90 band the calibration that predicted it gives this point (band_for), when known.
+  std::optional<double> band_pct;
 };
 
 struct validation_summary {
@@ -62,8 +64,12 @@ struct cross_validation_result {
 
 // Throws modsim::error(bad_input) when folds < 2 or there are fewer shape groups than folds,
 // and whatever fit_calibration throws for a fold.
+// With `bands`, each fold's calibration is itself cross-validated by shape (up to 5 folds) and
+// given its coverage (estimate_coverage) on its own training rows, so every held-out point
+// carries the band that calibration would print for it (validation_point::band_pct): the
+// band is checked against errors it never saw. Costs about 25 more fits per fold.
 cross_validation_result cross_validate(const hardware_spec& hw, const std::vector<calibration_sample>& samples,
-                                       int folds, const fit_options& options = {});
+                                       int folds, const fit_options& options = {}, bool bands = false);
 
 // ------------------------------------------------------------------------------------------
 // Leave one value out along an axis.
@@ -99,7 +105,58 @@ struct value_cv_result {
 };
 
 // Throws modsim::error(bad_input) when the rows hold fewer than two values of the axis.
+// `bands` as for cross_validate.
 value_cv_result cross_validate_by(const hardware_spec& hw, const std::vector<calibration_sample>& samples, cv_axis axis,
-                                  const fit_options& options = {});
+                                  const fit_options& options = {}, bool bands = false);
+
+// ------------------------------------------------------------------------------------------
+// The band a prediction carries, from where it stands against the calibration's rows.
+// ------------------------------------------------------------------------------------------
+// Inside the calibration's measured range on every axis, the band is the p90 of the shape
+// cross-validation (blocks of shapes the fit never saw, their values within what it saw) among
+// blocks predicted to take about as long (terciles of predicted time: short blocks, where
+// launches and small kernels weigh, miss by more). Outside
+// along an axis, that band grows by how much worse the fits that had to reach past their
+// data along the axis did (the p90 of the lowest and the highest block-bearing value, each
+// held out, against the cross-validation's p90; never less than 1), stretched in proportion
+// when the prediction lies farther out, in factors of two, than those held-out values did.
+// An axis where no such extrapolation could be measured widens the band by the distance alone
+// (as if one factor of two had been measured at no loss), and the band says it was not
+// measured. Several axes outside: the widest.
+
+// The calibration rows' range along every axis and, where two or more values carry blocks,
+// the extrapolation errors of its two ends (the lowest and the highest block-bearing value,
+// each predicted by a fit without it): at most two fits per axis.
+std::vector<axis_coverage> estimate_coverage(const hardware_spec& hw, const std::vector<calibration_sample>& samples,
+                                             const fit_options& options = {});
+
+struct error_band {
+  double p90_pct = 0;  // |predicted − measured| / measured at p90, percent
+  struct outside_axis {
+    std::string axis;
+    double value = 0, min = 0, max = 0;  // the prediction's value and the calibration's range
+    double distance = 0;                 // log2 factor past the range
+    double band_pct = 0;                 // the band this axis alone gives
+    bool measured = true;                // an extrapolation along this axis was measured
+  };
+  std::vector<outside_axis> outside;  // empty: inside the measured range on every axis
+  bool inside() const { return outside.empty(); }
+  // "±6.4 % at p90 (inside the calibration's measured range)" or
+  // "±14 % at p90 (outside the measured range: d_model 8192 > 4096 (×2))".
+  std::string text() const;
+  // The same in a few words for a headline: "±6.4 % p90, inside the measured range" or
+  // "±14 % p90, outside the measured range (d_model ×2)".
+  std::string short_text() const;
+};
+
+// The values of a prediction or a row along the axes, each axis as many values as it has
+// (a model's routed and dense layers, say).
+using axis_values = std::vector<std::pair<cv_axis, double>>;
+axis_values values_of(const calibration_sample& s);
+
+// The band of a prediction at `values` with calibration `c`, for a block (or a layer)
+// predicted to take `predicted_s` (0: the p90 of all blocks); nullopt when `c` was not
+// cross-validated (no band to give).
+std::optional<error_band> band_for(const calibration& c, const axis_values& values, double predicted_s);
 
 }  // namespace modsim::sim

@@ -56,8 +56,9 @@ PredictionResult predictionOf(const analysis::analysis_result& r) {
   out.hardwareName = r.config.hardware->name;
   if (r.config.baseline) out.baselineName = analysis::baseline_label(r.config);
   if (p.expected_error) {
-    out.expectedP90Pct = p.expected_error->p90_abs_pct_error;
+    out.expectedP90Pct = p.band ? p.band->p90_pct : p.expected_error->p90_abs_pct_error;
     out.expectedMedianPct = p.expected_error->median_abs_pct_error;
+    if (p.band) out.bandText = p.band->short_text();
   }
   for (std::size_t i = 0; i < p.model.layers.size(); ++i) {
     const sim::layer_prediction& cur = p.model.layers[i];

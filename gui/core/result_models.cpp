@@ -146,8 +146,11 @@ QString SummaryModel::headline() const {
   if (!m_error.isEmpty()) return tr("Cannot compute: %1").arg(m_error);
   if (!m_hasResult) return tr("Computing…");
   const PredictionResult& p = m_prediction;
-  // A calibrated prediction carries its expected error: the p90 of its cross-validation.
-  const QString band = p.expectedP90Pct > 0 ? tr(" ±%1% (p90)").arg(p.expectedP90Pct, 0, 'f', 1) : QString();
+  // A calibrated prediction carries its band: from the calibration's validation, inside its
+  // measured range or outside it along some axes (sim::error_band).
+  const QString band = !p.bandText.empty()    ? QStringLiteral(" (%1)").arg(qs(p.bandText).toHtmlEscaped())
+                       : p.expectedP90Pct > 0 ? tr(" ±%1% (p90)").arg(p.expectedP90Pct, 0, 'f', 1)
+                                              : QString();
   const QString dense = p.baselineName.empty() ? tr("dense") : qs(p.baselineName).toHtmlEscaped();
   return tr("%1 · %2 on %3:  <b>%4</b>%9 predicted (%10 %5, <b>%6</b>)  ·  FLOPs %7 of dense  ·  %8")
       .arg(m_modeName, m_modelName.toHtmlEscaped(), qs(p.hardwareName).toHtmlEscaped(), formatSeconds(p.totalS),

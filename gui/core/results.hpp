@@ -50,6 +50,8 @@ struct PredictionResult {
   // The calibration's cross-validated error (percent, p90 and median); 0 = none recorded.
   double expectedP90Pct = 0;
   double expectedMedianPct = 0;
+  // The band where this prediction stands (sim::error_band::short_text); empty without one.
+  std::string bandText;
   double flopRatio = 1;            // (matmul + other) FLOPs, current / dense
   double timeRatio = 1;            // totalS / denseTotalS
   std::vector<GapTerm> gap;        // empty when the predictor gives no decomposition
