@@ -100,7 +100,12 @@ validation_section make_validation(const std::vector<sim::measured_point>& point
     scored.push_back(std::move(b));
   }
   if (options.score_ops) {
-    for (const auto& s : singles) v.op_points.push_back(sim::validate_sample(s, model));
+    for (const auto& s : singles) {
+      v.op_points.push_back(sim::validate_sample(s, model));
+      sim::validation_point& p = v.op_points.back();
+      if (cal)
+        if (const auto b = sim::band_for(*cal, sim::values_of(p.sample), p.predicted_s)) p.band_pct = b->p90_pct;
+    }
     v.op_summary = sim::summarize(v.op_points);
   }
   if (v.skipped_blocks > 0)

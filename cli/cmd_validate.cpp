@@ -78,7 +78,12 @@ void point_json(json::array& out, const sim::validation_point& p) {
   o["predicted_s"] = p.predicted_s;
   o["overhead_s"] = p.overhead_s;
   o["error_pct"] = p.error_pct;
-  if (p.band_pct) o["band_pct"] = *p.band_pct;
+  // Always present (contract): null where the model that predicted the row prints no band (an
+  // uncalibrated or never cross-validated model, or --no-bands).
+  if (p.band_pct)
+    o["band_pct"] = *p.band_pct;
+  else
+    o["band_pct"] = nullptr;
   o["row"] = p.sample.where;
   out.push_back(std::move(o));
 }
