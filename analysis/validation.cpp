@@ -43,7 +43,7 @@ validation_section make_validation(const std::vector<sim::measured_point>& point
   std::set<std::string> other_devices;  // the calibration's GPU model, another driver, clock or library
   for (const sim::measured_point& p : points) {
     const bool block = sim::scored_whole(p.op);
-    const bool same_model = !given || sim::same_device_model(p.device, given->device);
+    const bool same_model = !given || sim::same_machine_kind(p.device, given->device);
     if (!block) {
       if (p.backend != expected_backend || !same_model) continue;
     } else if (p.backend != expected_backend) {
@@ -116,8 +116,8 @@ validation_section make_validation(const std::vector<sim::measured_point>& point
     v.notes.push_back("no decode fit for dtype " + d +
                       ": decode rows predicted with the op curves (fitted on prefill-sized ops) or the roofline");
   for (const auto& d : other_devices)
-    v.notes.push_back("measured on '" + d +
-                      "': the calibration's device model, with other clocks, driver or libraries");
+    v.notes.push_back("measured on '" + d + "', calibrated on '" + given->device +
+                      "': the same kind of device with other clocks, driver, threads or libraries");
 
   if (scored.empty()) {
     if (options.ops_only_fallback && v.skipped_blocks == 0 && !v.op_points.empty()) {

@@ -222,6 +222,13 @@ bool same_device_model(std::string_view a, std::string_view b) {
   return false;
 }
 
+bool same_machine_kind(std::string_view a, std::string_view b) {
+  if (same_device_model(a, b)) return true;
+  if (!model_tokens(a).empty() || !model_tokens(b).empty()) return false;
+  const std::string_view name_a = a.substr(0, a.find(',')), name_b = b.substr(0, b.find(','));
+  return !name_a.empty() && name_a == name_b;
+}
+
 std::string utc_now_iso8601() {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm tm{};

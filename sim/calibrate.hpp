@@ -56,6 +56,12 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<calibrati
 // SXM5, ..."): a driver, clock or library version apart is the same machine kind, another model
 // is not.
 bool same_device_model(std::string_view a, std::string_view b);
+// The same machine kind, for validation: same_device_model, or two CPU device columns (no GPU
+// model in either) naming one processor before their first comma ("Intel(R) Xeon(R)
+// Processor, 1 threads, OpenBLAS ... Prescott" and "..., 2 threads, OpenBLAS ... SkylakeX"):
+// another thread count or BLAS build on the same kind of CPU, which a calibration may be
+// checked against with a note, never fitted together with.
+bool same_machine_kind(std::string_view a, std::string_view b);
 
 // The current UTC time, ISO 8601 ("2025-01-31T12:00:00Z").
 std::string utc_now_iso8601();

@@ -340,5 +340,14 @@ TEST(Calibrate, DevicesOfOneGpuModelMatchAcrossDriversButNotAcrossModels) {
   EXPECT_TRUE(same_device_model("AMD EPYC, 1 threads, OpenBLAS", "AMD EPYC, 1 threads, OpenBLAS"));
 }
 
+TEST(Calibrate, ValidationTakesTheSameCpuOnOtherThreadsOrBlasButNotAnotherCpu) {
+  const std::string xeon1 = "Intel(R) Xeon(R) Processor, 1 threads, OpenBLAS 0.3.21 Prescott MAX_THREADS=64";
+  EXPECT_TRUE(same_machine_kind(xeon1, "Intel(R) Xeon(R) Processor, 2 threads, OpenBLAS 0.3.26 SkylakeX"));
+  EXPECT_FALSE(same_machine_kind(xeon1, "AMD EPYC 7B13, 1 threads, OpenBLAS 0.3.21 Zen"));
+  EXPECT_FALSE(same_machine_kind(xeon1, "NVIDIA H100 80GB HBM3, sm_90"));
+  EXPECT_TRUE(same_machine_kind("NVIDIA H100 80GB HBM3, driver 13.0", "NVIDIA H100 SXM5"));
+  EXPECT_FALSE(same_machine_kind(",", ", 2 threads"));  // no processor name: nothing to match
+}
+
 }  // namespace
 }  // namespace modsim::sim
