@@ -3,6 +3,7 @@
 // measured blocks) and writes a copy of the hardware file with a `calibration` block.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cmath>
 #include <filesystem>
@@ -77,13 +78,27 @@ void curves_output(const sim::calibration& c, output& o) {
   t.columns = {"op", "dtype", "samples", "fixed us", "eff (small)", "eff (large)", "rms err"};
   t.left_columns = 2;
   t.csv = true;
+  std::vector<std::string> above_one;
   for (const auto& cv : c.curves) {
     auto eff = [](double g) { return g > 0 ? number(1.0 / g, "{:.3f}") : cell("inf"); };
     t.rows.push_back({cv.op, sim::to_string(cv.type), integer(cv.samples), number(cv.fixed_s * 1e6, "{:.2f}"),
                       eff(cv.inv_efficiency.front()), eff(cv.inv_efficiency.back()),
                       number(100 * cv.rms_rel_error, "{:.1f}%")});
+    double best = 0;
+    for (double g : cv.inv_efficiency)
+      if (g > 0) best = std::max(best, 1.0 / g);
+    if (best > 1.0) above_one.push_back(fmt::format("{} {:.2f}", cv.op, best));
   }
   o.tables.push_back(std::move(t));
+  if (!above_one.empty()) {
+    std::string list;
+    for (const auto& a : above_one) list += (list.empty() ? "" : ", ") + a;
+    o.tail.push_back(fmt::format(
+        "note: efficiencies above 1 ({}): these ops ran faster than the hardware file's roofline, whose bandwidth "
+        "({:.1f} GB/s) or peaks this machine exceeds for them (caches hold their bytes, or the datasheet figure is "
+        "low); the curves absorb it, but the roofline is not this machine's ceiling",
+        list, c.memory_bandwidth_bytes_s / 1e9));
+  }
   o.tail.push_back(fmt::format(
       "launch overhead: {:.2f} us per kernel; inside a layer ops refetch their bytes at {} ({})", c.launch_s * 1e6,
       c.in_layer_s_per_byte > 0 ? fmt::format("{:.1f} GB/s", 1e-9 / c.in_layer_s_per_byte) : std::string("no cost"),
