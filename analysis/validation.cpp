@@ -127,6 +127,15 @@ validation_section make_validation(const std::vector<sim::measured_point>& point
       v.notes.push_back("no block rows: the points are the single-op rows, predicted as the profiler measured them");
       return v;
     }
+    if (v.skipped_blocks > 0 && options.cv_when_all_used) {
+      validation_section cv = make_cv_validation(points, hw, 5, measurements_file, options.cv_bands);
+      cv.notes.insert(cv.notes.begin(),
+                      fmt::format("all {} block rows were used by the calibration of {}, so none is held out: "
+                                  "its method is cross-validated on them instead (5 folds by shape, each fitted "
+                                  "anew); validate on other blocks to check the calibration itself",
+                                  v.skipped_blocks, hw_label));
+      return cv;
+    }
     if (v.skipped_blocks > 0)
       throw input_error(measurements_file, "op",
                         fmt::format("all {} block rows were used by the calibration of {}; validate on held-out blocks",

@@ -49,6 +49,11 @@ struct validation_options {
   // With no block row to score (and none skipped), score the single-op rows instead of
   // failing (needs score_ops).
   bool ops_only_fallback = false;
+  // When the calibration of `hw` used every block row given (validating a calibration on its
+  // own data), cross-validate its method on those rows instead (make_cv_validation, 5 folds by
+  // shape, bands included), with a note, rather than failing.
+  bool cv_when_all_used = false;
+  bool cv_bands = true;  // ... with each fold's band (make_cv_validation's `bands`)
 };
 
 // Validates the block rows of `points` (block_dense, block_mod, layer_mode) against the cost

@@ -400,7 +400,8 @@ int cmd_validate(const std::vector<std::string>& args) {
       "cv", po::value<int>(), "K-fold cross-validation grouped by shape (K >= 2)")(
       "cv-by", po::value<std::vector<std::string>>()->composing(),
       "leave one value out along an axis (d_model, d_ff, n_heads, seq_len, batch, capacity, tokens)")(
-      "no-bands", po::bool_switch(), "--cv/--cv-by: skip each fit's own band estimate (about 10x faster)")(
+      "no-bands", po::bool_switch(),
+      "cross-validating (--cv, --cv-by, or a calibration on its own rows): skip each fold's own band estimate")(
       "format", po::value<std::string>()->default_value("table"), "table | json | csv | markdown");
   po::positional_options_description positional;
   po::variables_map vm;
@@ -438,6 +439,8 @@ int cmd_validate(const std::vector<std::string>& args) {
   analysis::validation_options vo;
   vo.score_ops = true;
   vo.ops_only_fallback = true;
+  vo.cv_when_all_used = true;
+  vo.cv_bands = !vm["no-bands"].as<bool>();
   const analysis::validation_section v = analysis::make_validation(points, sim::load_hardware(hw_path), vo, label);
 
   output o;

@@ -263,6 +263,21 @@ TEST(Cli, ErrorBandsHoldOnH100ValuesLeftOut) {
   EXPECT_LE(0.5 * (bands[n / 2 - 1] + bands[n / 2]), 2.5 * 0.5 * (errors[n / 2 - 1] + errors[n / 2]));
 }
 
+// Validating a calibration on the very rows it was fitted on has nothing held out: validate
+// says so and cross-validates the method on those rows instead of stopping.
+TEST(Cli, ValidatingACalibrationOnItsOwnRowsCrossValidatesInstead) {
+  const result r = modsim(
+      "validate --measurements reports/measurements/cpu-xeon-2core-2026-11-24-calibration.csv --hardware "
+      "cpu-calibrated --no-bands --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const boost::json::object j = boost::json::parse(r.out).as_object();
+  EXPECT_EQ(j.at("points").as_int64(), 48);  // the grid's 48 blocks (configs/grids/calibration-cpu.json)
+  bool said = false;
+  for (const auto& n : j.at("notes").as_array())
+    said = said || std::string(n.as_string()).find("none is held out") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
 // One decode path: `predict --mode decode` prints the step `simulate forward --mode decode`
 // simulates (the same routing draws, syncs and launches), for both routings.
 TEST(Cli, PredictDecodeTotalIsSimulateForwardDecodeStep) {
