@@ -81,6 +81,20 @@ std::string to_str(const json::value& v, const std::string& file, const std::str
 }
 
 // A block shape from the grid's axes (kv = 0: MHA; d_head = d / heads).
+// The layer shapes the grid crosses with its other axes, for one value of its mlp axis: its
+// "shapes" list (whose entries carry their own mlp; taken once, for the first mlp value only),
+// or the product of d_model, n_heads, n_kv_heads and d_ff in that nesting order.
+std::vector<grid::layer_dims> dims_of(const grid& g, kernels::mlp_kind mlp) {
+  if (!g.shapes.empty()) return mlp == g.mlp.front() ? g.shapes : std::vector<grid::layer_dims>{};
+  std::vector<grid::layer_dims> out;
+  const std::vector<std::int64_t> no_kv = {0};
+  for (auto d : g.d_model)
+    for (auto h : g.n_heads)
+      for (auto kv : g.n_kv_heads.empty() ? no_kv : g.n_kv_heads)
+        for (auto f : g.d_ff) out.push_back({d, h, kv, f, mlp, {}});
+  return out;
+}
+
 kernels::block_shape shape_of(std::int64_t batch, std::int64_t seq, std::int64_t d, std::int64_t heads, std::int64_t kv,
                               std::int64_t d_ff, kernels::mlp_kind mlp) {
   kernels::block_shape sh;
@@ -179,32 +193,30 @@ void expand_decode(const grid& g, expansion& out) {
                 }
         continue;
       }
-      const std::vector<std::int64_t> no_kv = {0};
-      for (auto mlp : g.mlp)
+      for (auto mlp_axis : g.mlp)
         for (auto b : g.batch)
           for (auto ctx : g.seq_len)
-            for (auto d : g.d_model)
-              for (auto h : g.n_heads)
-                for (auto kv : g.n_kv_heads.empty() ? no_kv : g.n_kv_heads)
-                  for (auto f : g.d_ff)
-                    for (std::size_t ci = 0; ci < g.capacity.size(); ++ci)
-                      for (const std::string& r : g.decode_routing)
-                        for (std::size_t pi = 0; pi < g.pad_capacity.size(); ++pi)
-                          for (std::size_t hi = 0; hi < g.predictor_hidden.size(); ++hi) {
-                            // decode_dense: once per shape (no capacity, padding or predictor).
-                            if (o == op::decode_dense && (ci | pi | hi) != 0) continue;
-                            const std::int64_t ph = g.predictor_hidden[hi];
-                            point p;
-                            p.op = o;
-                            p.type = t;
-                            p.decode_routing = r;
-                            p.pad_capacity = o == op::decode_mod ? g.pad_capacity[pi] : 0;
-                            p.shape = shape_of(b, ctx, d, h, kv, f, mlp);
-                            p.shape.capacity = o == op::decode_mod ? g.capacity[ci] : 1.0;
-                            p.predictor_hidden =
-                                o == op::decode_mod ? (ph > 0 ? ph : std::min<std::int64_t>(256, d)) : 0;
-                            add(std::move(p));
-                          }
+            for (const grid::layer_dims& dims : dims_of(g, mlp_axis)) {
+              const auto d = dims.d_model, h = dims.n_heads, kv = dims.n_kv_heads, f = dims.d_ff;
+              const auto mlp = dims.mlp;
+              for (std::size_t ci = 0; ci < g.capacity.size(); ++ci)
+                for (const std::string& r : g.decode_routing)
+                  for (std::size_t pi = 0; pi < g.pad_capacity.size(); ++pi)
+                    for (std::size_t hi = 0; hi < g.predictor_hidden.size(); ++hi) {
+                      // decode_dense: once per shape (no capacity, padding or predictor).
+                      if (o == op::decode_dense && (ci | pi | hi) != 0) continue;
+                      const std::int64_t ph = g.predictor_hidden[hi];
+                      point p;
+                      p.op = o;
+                      p.type = t;
+                      p.decode_routing = r;
+                      p.pad_capacity = o == op::decode_mod ? g.pad_capacity[pi] : 0;
+                      p.shape = shape_of(b, ctx, d, h, kv, f, mlp);
+                      p.shape.capacity = o == op::decode_mod ? g.capacity[ci] : 1.0;
+                      p.predictor_hidden = o == op::decode_mod ? (ph > 0 ? ph : std::min<std::int64_t>(256, d)) : 0;
+                      add(std::move(p));
+                    }
+            }
     }
 }
 
@@ -217,50 +229,49 @@ std::int64_t decode_routed_count(const point& p) {
 
 expansion expand(const grid& g) {
   expansion out;
-  const std::vector<std::int64_t> no_kv = {0};
   bool any_moe = false;
   for (kernels::op o : g.ops) any_moe |= is_moe_op(o);
   // Shapes outside, ops inside: consecutive points share a workspace.
   for (kernels::dtype t : g.dtypes)
-    for (auto mlp : g.mlp)
+    for (auto mlp_axis : g.mlp)
       for (auto b : g.batch)
         for (auto s : g.seq_len)
-          for (auto d : g.d_model)
-            for (auto h : g.n_heads)
-              for (auto kv : g.n_kv_heads.empty() ? no_kv : g.n_kv_heads)
-                for (auto f : g.d_ff)
-                  for (std::size_t ci = 0; ci < g.capacity.size(); ++ci)
-                    for (std::size_t vi = 0; vi < (any_moe ? g.variants.size() : 1); ++vi)
-                      for (std::size_t ei = 0; ei < (any_moe ? g.experts.size() : 1); ++ei)
-                        for (std::size_t ni = 0; ni < (any_moe ? g.noop_experts.size() : 1); ++ni)
-                          for (std::size_t fi = 0; fi < (any_moe ? g.capacity_factor.size() : 1); ++fi)
-                            for (kernels::op o : g.ops) {
-                              if (kernels::is_decode(o)) continue;  // below
-                              const bool moe = is_moe_op(o);
-                              // Each op once per distinct shape it depends on.
-                              if (!depends_on_capacity(o) && ci > 0) continue;
-                              if (!moe && (vi | ei | ni | fi) != 0) continue;
-                              const auto variant = moe ? g.variants[vi] : kernels::mode_variant::none;
-                              if (moe && variant != kernels::mode_variant::integrated && ni > 0) continue;
-                              point p;
-                              p.op = o;
-                              p.type = t;
-                              p.shape = shape_of(b, s, d, h, kv, f, mlp);
-                              kernels::block_shape& sh = p.shape;
-                              sh.capacity = depends_on_capacity(o) ? g.capacity[ci] : 1.0;
-                              if (moe) {
-                                sh.variant = variant;
-                                sh.experts = g.experts[ei];
-                                sh.noop_experts = variant == kernels::mode_variant::integrated ? g.noop_experts[ni] : 0;
-                                sh.capacity_factor = g.capacity_factor[fi];
-                                sh.top_k = 1;
-                              }
-                              std::string why = invalid_reason(p);
-                              if (why.empty())
-                                out.points.push_back(p);
-                              else
-                                out.skipped.push_back({p, why});
-                            }
+          for (const grid::layer_dims& dims : dims_of(g, mlp_axis)) {
+            const auto d = dims.d_model, h = dims.n_heads, kv = dims.n_kv_heads, f = dims.d_ff;
+            const auto mlp = dims.mlp;
+            for (std::size_t ci = 0; ci < g.capacity.size(); ++ci)
+              for (std::size_t vi = 0; vi < (any_moe ? g.variants.size() : 1); ++vi)
+                for (std::size_t ei = 0; ei < (any_moe ? g.experts.size() : 1); ++ei)
+                  for (std::size_t ni = 0; ni < (any_moe ? g.noop_experts.size() : 1); ++ni)
+                    for (std::size_t fi = 0; fi < (any_moe ? g.capacity_factor.size() : 1); ++fi)
+                      for (kernels::op o : g.ops) {
+                        if (kernels::is_decode(o)) continue;  // below
+                        const bool moe = is_moe_op(o);
+                        // Each op once per distinct shape it depends on.
+                        if (!depends_on_capacity(o) && ci > 0) continue;
+                        if (!moe && (vi | ei | ni | fi) != 0) continue;
+                        const auto variant = moe ? g.variants[vi] : kernels::mode_variant::none;
+                        if (moe && variant != kernels::mode_variant::integrated && ni > 0) continue;
+                        point p;
+                        p.op = o;
+                        p.type = t;
+                        p.shape = shape_of(b, s, d, h, kv, f, mlp);
+                        kernels::block_shape& sh = p.shape;
+                        sh.capacity = depends_on_capacity(o) ? g.capacity[ci] : 1.0;
+                        if (moe) {
+                          sh.variant = variant;
+                          sh.experts = g.experts[ei];
+                          sh.noop_experts = variant == kernels::mode_variant::integrated ? g.noop_experts[ni] : 0;
+                          sh.capacity_factor = g.capacity_factor[fi];
+                          sh.top_k = 1;
+                        }
+                        std::string why = invalid_reason(p);
+                        if (why.empty())
+                          out.points.push_back(p);
+                        else
+                          out.skipped.push_back({p, why});
+                      }
+          }
   expand_decode(g, out);
   return out;
 }
@@ -293,7 +304,8 @@ grid parse_grid(std::string_view json_text, const std::string& file) {
                                 "decode_routing",
                                 "predictor_hidden",
                                 "pad_capacity",
-                                "model"};
+                                "model",
+                                "shapes"};
   for (const auto& kv : obj) {
     bool ok = false;
     for (const char* k : known) ok |= kv.key() == k;
@@ -326,12 +338,51 @@ grid parse_grid(std::string_view json_text, const std::string& file) {
   g.n_heads = axis<std::int64_t>(obj, file, "n_heads", positive, {});
   g.n_kv_heads = axis<std::int64_t>(obj, file, "n_kv_heads", positive, {});
   g.d_ff = axis<std::int64_t>(obj, file, "d_ff", positive, {});
+  if (const json::value* sv = obj.if_contains("shapes")) {
+    for (const char* k : {"d_model", "n_heads", "n_kv_heads", "d_ff", "mlp"})
+      if (obj.contains(k))
+        throw input_error(file, k, "give either \"shapes\" or the d_model, n_heads, n_kv_heads, d_ff and mlp axes");
+    if (!sv->is_array() || sv->as_array().empty())
+      throw input_error(file, "shapes", "expected a non-empty array of {d_model, n_heads, d_ff, ...} objects");
+    for (std::size_t i = 0; i < sv->as_array().size(); ++i) {
+      const std::string at = "shapes[" + std::to_string(i) + "]";
+      const json::value& e = sv->as_array()[i];
+      if (!e.is_object()) throw input_error(file, at, "expected an object");
+      grid::layer_dims dims;
+      for (const auto& kv : e.as_object()) {
+        const std::string k(kv.key());
+        const std::string p = at + "." + k;
+        if (k == "d_model")
+          dims.d_model = to_positive_int(kv.value(), file, p);
+        else if (k == "n_heads")
+          dims.n_heads = to_positive_int(kv.value(), file, p);
+        else if (k == "n_kv_heads")
+          dims.n_kv_heads = to_positive_int(kv.value(), file, p);
+        else if (k == "d_ff")
+          dims.d_ff = to_positive_int(kv.value(), file, p);
+        else if (k == "mlp") {
+          const std::string name = to_str(kv.value(), file, p);
+          const auto m = modsim::find_mlp_kind(name);
+          if (!m) throw input_error(file, p, "unknown mlp '" + name + "' (expected gelu or swiglu)");
+          dims.mlp = *m;
+        } else if (k == "from")
+          dims.from = to_str(kv.value(), file, p);
+        else
+          throw input_error(file, p, "unknown key (d_model, n_heads, n_kv_heads, d_ff, mlp, from)");
+      }
+      for (auto [k, val] :
+           {std::pair{"d_model", dims.d_model}, std::pair{"n_heads", dims.n_heads}, std::pair{"d_ff", dims.d_ff}})
+        if (val == 0) throw input_error(file, at + "." + k, "missing required key");
+      g.shapes.push_back(std::move(dims));
+    }
+  }
   // decode_step alone takes its shape from its models: only seq_len (the context) is needed.
   bool only_models = true;
   for (kernels::op o : g.ops) only_models &= o == kernels::op::decode_step;
   for (auto [key, vec] : {std::pair{"seq_len", &g.seq_len}, std::pair{"d_model", &g.d_model},
                           std::pair{"n_heads", &g.n_heads}, std::pair{"d_ff", &g.d_ff}})
-    if (vec->empty() && !(only_models && std::string_view(key) != "seq_len"))
+    if (vec->empty() && !(only_models && std::string_view(key) != "seq_len") &&
+        !(!g.shapes.empty() && std::string_view(key) != "seq_len"))
       throw input_error(file, key, "missing required key");
   g.capacity = axis<double>(obj, file, "capacity",
                             [&](const json::value& x, const std::string& p) {

@@ -25,6 +25,15 @@ struct grid {
   std::vector<std::int64_t> d_ff;
   std::vector<double> capacity;
   std::vector<kernels::mlp_kind> mlp;
+  // A list of layer shapes instead of the product of d_model, n_heads, n_kv_heads, d_ff and
+  // mlp (grid key "shapes": the dimensions of released models, say); each is crossed with the
+  // other axes. Empty: the product.
+  struct layer_dims {
+    std::int64_t d_model = 0, n_heads = 0, n_kv_heads = 0, d_ff = 0;  // n_kv_heads 0 = n_heads
+    kernels::mlp_kind mlp = kernels::mlp_kind::gelu;
+    std::string from;  // where the shape comes from (documentation only)
+  };
+  std::vector<layer_dims> shapes;
   // layer_mode only (MoDE); ignored by the other ops.
   std::vector<kernels::mode_variant> variants;  // staged, integrated
   std::vector<int> experts;

@@ -109,6 +109,53 @@ TEST(Grid, BadGridFilesAreOneLineErrors) {
             "g.json: seq_len[0]: expected a positive integer, got -8");
 }
 
+TEST(Grid, AShapesListReplacesTheProductOfTheShapeAxes) {
+  grid g = parse_grid(R"({"ops": ["block_dense", "block_mod"], "batch": [1, 3], "seq_len": [200],
+                          "capacity": [0.3, 0.6],
+                          "shapes": [{"d_model": 576, "n_heads": 9, "n_kv_heads": 3, "d_ff": 1536, "mlp": "swiglu",
+                                      "from": "a GQA model"},
+                                     {"d_model": 768, "n_heads": 12, "d_ff": 3072}]})",
+                      "g.json");
+  ASSERT_EQ(g.shapes.size(), 2u);
+  const expansion ex = expand(g);
+  // 2 shapes × 2 batches × (block_dense once + block_mod at 2 capacities), all valid.
+  ASSERT_EQ(ex.points.size(), 12u);
+  EXPECT_TRUE(ex.skipped.empty());
+  int gqa = 0;
+  for (const point& p : ex.points) {
+    if (p.shape.d_model == 576) {
+      ++gqa;
+      EXPECT_EQ(p.shape.n_heads, 9);
+      EXPECT_EQ(p.shape.n_kv_heads, 3);
+      EXPECT_EQ(p.shape.d_head, 64);
+      EXPECT_EQ(p.shape.d_ff, 1536);
+      EXPECT_EQ(p.shape.mlp, kernels::mlp_kind::swiglu);
+    } else {
+      EXPECT_EQ(p.shape.d_model, 768);
+      EXPECT_EQ(p.shape.n_kv_heads, 12);  // MHA when not given
+      EXPECT_EQ(p.shape.mlp, kernels::mlp_kind::gelu);
+    }
+  }
+  EXPECT_EQ(gqa, 6);
+  auto message = [](const char* text) {
+    try {
+      parse_grid(text, "g.json");
+    } catch (const error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message(R"({"ops": ["block_dense"], "seq_len": [8], "d_model": [8], "shapes": [{"d_model": 8}]})"),
+            "g.json: d_model: give either \"shapes\" or the d_model, n_heads, n_kv_heads, d_ff and mlp axes");
+  EXPECT_EQ(message(R"({"ops": ["block_dense"], "seq_len": [8], "shapes": [{"d_model": 8, "n_heads": 1}]})"),
+            "g.json: shapes[0].d_ff: missing required key");
+  EXPECT_EQ(message(R"({"ops": ["block_dense"], "seq_len": [8], "shapes": [{"d_model": 8, "n_heads": 1, "d_ff": 8,
+                                                                              "width": 3}]})"),
+            "g.json: shapes[0].width: unknown key (d_model, n_heads, n_kv_heads, d_ff, mlp, from)");
+  EXPECT_EQ(message(R"({"ops": ["block_dense"], "seq_len": [8], "shapes": []})"),
+            "g.json: shapes: expected a non-empty array of {d_model, n_heads, d_ff, ...} objects");
+}
+
 TEST(Grid, PresetsAreValidAndNonEmpty) {
   for (const char* backend : {"cpu", "cuda"})
     for (const char* name : {"quick", "full", "decode"}) {
