@@ -324,7 +324,6 @@ std::optional<error_band> band_for(const calibration& c, const axis_values& valu
   // Inside: the shape cross-validation's p90 of blocks predicted to take about as long.
   const double inside = predicted_s > 0 ? cv.p90_at(predicted_s) : cv.p90_abs_pct_error;
   error_band b;
-  b.p90_pct = inside;
   double widest = 1.0;
   for (const axis_coverage& a : c.coverage) {
     const std::optional<cv_axis> axis = find_cv_axis(a.axis);

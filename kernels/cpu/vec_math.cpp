@@ -167,6 +167,16 @@ template <int M>
   }
 }
 
+// panel_rows<r> for a run-time r in [1, M], each instantiation inlined into the caller's clone.
+template <int M>
+[[gnu::always_inline]] inline void rows_of(std::int64_t r, const float* a, const float* bp, float* c, std::int64_t k,
+                                           std::int64_t n, std::int64_t cols, float beta) {
+  if constexpr (M > 1) {
+    if (r < M) return rows_of<M - 1>(r, a, bp, c, k, n, cols, beta);
+  }
+  panel_rows<M>(a, bp, c, k, n, cols, beta);
+}
+
 }  // namespace
 
 MODSIM_VECTORIZE
@@ -178,32 +188,7 @@ void panel_gemm(const float* a, const float* packed_b, float* c, std::int64_t m,
     for (std::int64_t i0 = 0; i0 < m; i0 += 8) {
       const float* ai = a + i0 * k;
       float* ci = c + i0 * n + j0;
-      switch (m - i0 < 8 ? m - i0 : 8) {
-        case 1:
-          panel_rows<1>(ai, bp, ci, k, n, cols, beta);
-          break;
-        case 2:
-          panel_rows<2>(ai, bp, ci, k, n, cols, beta);
-          break;
-        case 3:
-          panel_rows<3>(ai, bp, ci, k, n, cols, beta);
-          break;
-        case 4:
-          panel_rows<4>(ai, bp, ci, k, n, cols, beta);
-          break;
-        case 5:
-          panel_rows<5>(ai, bp, ci, k, n, cols, beta);
-          break;
-        case 6:
-          panel_rows<6>(ai, bp, ci, k, n, cols, beta);
-          break;
-        case 7:
-          panel_rows<7>(ai, bp, ci, k, n, cols, beta);
-          break;
-        default:
-          panel_rows<8>(ai, bp, ci, k, n, cols, beta);
-          break;
-      }
+      rows_of<8>(m - i0 < 8 ? m - i0 : 8, ai, bp, ci, k, n, cols, beta);
     }
   }
 }

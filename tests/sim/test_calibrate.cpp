@@ -12,21 +12,12 @@
 
 #include "sim/config.hpp"
 #include "core/error.hpp"
+#include "round_cpu.hpp"
 
 namespace modsim::sim {
 namespace {
 
-hardware_spec round_cpu() {
-  hardware_spec h;
-  h.name = "round";
-  h.kind = "cpu";
-  h.peak_matmul_flops = {100e9, 100e9, 100e9};
-  h.peak_vector_flops = {10e9, 10e9, 10e9};
-  h.memory_bandwidth_bytes_s = 10e9;
-  h.sm_count = 2;
-  h.kernel_launch_s = 1e-6;
-  return h;
-}
+using test::round_cpu;
 
 // The law: g(x) = 3 − 0.5·(x + 6) for x = log10(roofline) in [−6, −2] (efficiency 1/3 at
 // 1 µs of roofline work rising to 1 at 10 ms), constant beyond; fixed cost 20 µs.

@@ -9,21 +9,12 @@
 #include "sim/calibrate.hpp"
 #include "sim/decode_fit.hpp"
 #include "sim/des/decode.hpp"
+#include "round_cpu.hpp"
 
 namespace modsim::sim {
 namespace {
 
-hardware_spec round_cpu() {
-  hardware_spec h;
-  h.name = "round";
-  h.kind = "cpu";
-  h.peak_matmul_flops = {100e9, 100e9, 100e9};
-  h.peak_vector_flops = {10e9, 10e9, 10e9};
-  h.memory_bandwidth_bytes_s = 10e9;
-  h.sm_count = 2;
-  h.kernel_launch_s = 1e-6;
-  return h;
-}
+using test::round_cpu;
 
 measured_point decode_row(const std::string& op, std::int64_t batch, std::int64_t context, int d, double capacity,
                           const std::string& routing, double seconds) {

@@ -11,24 +11,14 @@
 #include "sim/calibrate.hpp"
 #include "sim/config.hpp"
 #include "core/error.hpp"
+#include "round_cpu.hpp"
 
 namespace modsim::sim {
 namespace {
 
 const std::string k_configs = std::string(MODSIM_SOURCE_DIR) + "/configs";
 
-// 100 GFLOP/s matmul, 10 GFLOP/s vector, 10 GB/s, 1 µs per kernel.
-hardware_spec round_cpu() {
-  hardware_spec h;
-  h.name = "round";
-  h.kind = "cpu";
-  h.peak_matmul_flops = {100e9, 100e9, 100e9};
-  h.peak_vector_flops = {10e9, 10e9, 10e9};
-  h.memory_bandwidth_bytes_s = 10e9;
-  h.sm_count = 2;
-  h.kernel_launch_s = 1e-6;
-  return h;
-}
+using test::round_cpu;
 
 // d=64, H=4 (dh=16), F=256, V=100, gelu, one layer.
 model_spec tiny(int layers = 1) {
