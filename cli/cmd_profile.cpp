@@ -87,7 +87,11 @@ int cmd_profile(const std::vector<std::string>& args) {
       "warm, every op of it timed on the block's own timeline: a row for the block and one per op)")(
       "threads", po::value<int>()->default_value(0), "CPU threads (0 = all hardware threads)")(
       "seed", po::value<std::uint64_t>()->default_value(1), "seed for the random weights and inputs")(
-      "max-time", po::value<double>(), "seconds of samples per point at most (default 0.5 quick, 2 full)")(
+      "max-time", po::value<double>(),
+      "a cap per point, not on the whole run: a point stops taking samples once its timed samples add up to S "
+      "seconds (after the minimum number of samples; warm-up and setup not counted) even if not yet precise; the run "
+      "takes "
+      "about points x S at most (default S = 0.5 quick, 2 full)")(
       "dry-run", po::bool_switch(), "list the points (and skipped ones with their reason), measure nothing")(
       "attention", po::value<std::string>()->default_value("unfused"),
       "unfused (attn_scores → attn_softmax → attn_values, the n×n scores in memory; the default) | fused (one "

@@ -61,12 +61,17 @@ const char* const k_usage =
     "MODEL, default MODEL without routing) serves the same requests beside the model (JSON: \"dense\",\n"
     "\"baseline\"). Same seed, same output.";
 
+const char* const k_short_usage =
+    "usage: modsim simulate forward|serve MODEL --hardware HW [options]   (modsim simulate --help for the options)";
+
 std::string num(double x) { return fmt::format("{}", x); }
 
 void add_common_options(po::options_description& o) {
-  o.add_options()("what", po::value<std::string>()->required(), "forward | serve")(
-      "model", po::value<std::string>()->required(), "model JSON, HF config.json or shipped model name")(
-      "hardware", po::value<std::string>()->required(), "hardware JSON (or a shipped name: cpu, h100-sxm, h200)")(
+  // what, model and hardware are required, checked in that order after parsing (so that a missing
+  // subcommand is reported as such, not as a missing --model).
+  o.add_options()("what", po::value<std::string>(), "forward | serve")(
+      "model", po::value<std::string>(), "model JSON, HF config.json or shipped model name")(
+      "hardware", po::value<std::string>(), "hardware JSON (or a shipped name: cpu, h100-sxm, h200)")(
       "trace", po::value<std::string>(), "write Chrome trace-event JSON (Perfetto, chrome://tracing) here")(
       "format", po::value<std::string>()->default_value("table"), "table | json | csv | markdown");
   add_step_options(o);
@@ -521,8 +526,15 @@ int cmd_simulate(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!parse_args(args, options, positional, vm, k_usage)) return exit_ok;
 
+  const std::string what = vm.count("what") ? vm["what"].as<std::string>() : std::string();
+  if (what != "forward" && what != "serve")
+    throw input_error("", "",
+                      (what.empty() ? std::string("simulate needs a subcommand")
+                                    : "simulate needs a subcommand before the model (got '" + what + "')") +
+                          ": forward or serve\n" + k_short_usage);
+  if (!vm.count("model")) throw input_error("", "", "simulate " + what + " needs a MODEL\n" + k_short_usage);
+  if (!vm.count("hardware")) throw input_error("", "--hardware", std::string("is required\n") + k_short_usage);
   const output_format format = parse_format(vm["format"].as<std::string>());
-  const std::string what = vm["what"].as<std::string>();
   if (what == "forward") {
     for (const char* k : {"rate", "requests", "arrivals", "per-request", "kv-budget", "baseline"}) {
       if (vm.count(k)) throw input_error("", std::string("--") + k, "is a `simulate serve` option");
@@ -535,7 +547,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
     }
     return simulate_serve(vm, format);
   }
-  throw input_error("", "simulate", "unknown simulation '" + what + "' (expected forward or serve)");
+  return exit_bad_input;  // unreachable: `what` was checked above
 }
 
 }  // namespace modsim::cli

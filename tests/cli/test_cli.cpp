@@ -335,3 +335,54 @@ TEST(Cli, SamplingMapJsonHasEveryCellAndRefusesBadAxes) {
   EXPECT_EQ(modsim("sampling mod-220m --hardware h100-sxm --pad-capacity 2").code, 2);
   EXPECT_EQ(modsim("sampling mod-220m").code, 2);
 }
+
+TEST(Cli, SimulateWithoutASubcommandSaysSoWithAUsageLine) {
+  for (const std::string args : {"simulate mod-220m --hardware h100-sxm", "simulate", "simulate --hardware h100-sxm"}) {
+    SCOPED_TRACE(args);
+    const result r = modsim(args);
+    EXPECT_EQ(r.code, 2);  // bad usage
+    EXPECT_NE(r.err.find("simulate needs a subcommand"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("forward or serve"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("\nusage: modsim simulate forward|serve MODEL --hardware HW"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("'--model' is required"), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty());
+  }
+  const result no_model = modsim("simulate forward --hardware h100-sxm");
+  EXPECT_EQ(no_model.code, 2);
+  EXPECT_NE(no_model.err.find("simulate forward needs a MODEL"), std::string::npos) << no_model.err;
+  const result no_hw = modsim("simulate serve mod-60m");
+  EXPECT_EQ(no_hw.code, 2);
+  EXPECT_NE(no_hw.err.find("--hardware: is required"), std::string::npos) << no_hw.err;
+}
+
+TEST(Cli, AnUnknownModelNameListsTheShippedNames) {
+  const result r = modsim("predict nosuch --hardware h100-sxm");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.rfind("modsim predict: error: nosuch: no such file, and no shipped model of that name", 0), 0u)
+      << r.err;
+  EXPECT_EQ(lines(r.err), 1);
+  // Every shipped model file's bare name, and the HuggingFace configs by path.
+  for (const auto& e : std::filesystem::directory_iterator(std::string(MODSIM_SOURCE_DIR) + "/configs/models"))
+    EXPECT_NE(r.err.find(" " + e.path().stem().string()), std::string::npos) << e.path();
+  EXPECT_NE(r.err.find("configs/hf/llama-3-8b.json"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("cannot open file"), std::string::npos);
+  // An unknown hardware name lists the shipped hardware files the same way.
+  const result hw = modsim("predict mod-60m --hardware nosuch");
+  EXPECT_EQ(hw.code, 2);
+  EXPECT_NE(hw.err.find("no shipped hardware of that name; shipped: "), std::string::npos) << hw.err;
+  EXPECT_NE(hw.err.find("h100-sxm"), std::string::npos) << hw.err;
+}
+
+TEST(Cli, ProfileHelpSaysMaxTimeCapsEachPoint) {
+  const result r = modsim("profile --help");
+  EXPECT_EQ(r.code, 0);
+  const auto at = r.out.find("--max-time");
+  ASSERT_NE(at, std::string::npos);
+  std::string text = r.out.substr(at, 400);
+  std::string flat;  // the help's line breaks and indentation as single spaces
+  for (char c : text) {
+    const char d = c == '\n' ? ' ' : c;
+    if (!(d == ' ' && !flat.empty() && flat.back() == ' ')) flat += d;
+  }
+  EXPECT_NE(flat.find("a cap per point, not on the whole run"), std::string::npos) << flat;
+}
