@@ -76,11 +76,13 @@ sweep_section sweep_around(const configuration& c, const sim::cost_model& cost, 
   o.y_axis = r.y_axis;
   sweep_section out;
   out.result = sim::run_sweep(c.model, space, time_of, o);
-  if (c.baseline) {
-    // Ratios against the given baseline instead of the space's dense point.
+  if (c.baseline || c.model.mode) {
+    // Ratios against the baseline every other figure uses (a given one, or for an MoE model
+    // the MoE without routing) instead of the space's dense-MLP point.
+    const sim::model_spec baseline = baseline_of(c);
     sim::sweep_result& res = out.result;
-    res.dense_time_s = sim::time_model(*c.baseline, c.load, cost).total_s;
-    res.dense_matmul_flops = sim::evaluate_flops(*c.baseline, c.load).totals.matmul_flops;
+    res.dense_time_s = sim::time_model(baseline, c.load, cost).total_s;
+    res.dense_matmul_flops = sim::evaluate_flops(baseline, c.load).totals.matmul_flops;
     for (sim::sweep_point& p : res.points) {
       p.flops_ratio = res.dense_matmul_flops > 0 ? double(p.matmul_flops) / double(res.dense_matmul_flops) : 0.0;
       p.time_ratio = res.dense_time_s > 0 ? p.time_s / res.dense_time_s : 0.0;
@@ -305,6 +307,8 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
   if (c.hardware) {
     cost.emplace(*c.hardware);
     r.cost_label = cost->label();
+    r.memory = sim::footprint_of(c.model, c.load);
+    r.memory_verdict = sim::memory_verdict(*r.memory, c.hardware->memory_bytes);
   }
   auto cost_of = [&](const char* what) -> const sim::cost_model& {
     if (!cost) (void)hardware_of(c, what);
@@ -324,6 +328,7 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
         p.dense = decode_model_time(baseline, cm, c.load, o, p.dense);
         sim::compare_with_baseline(p);
       }
+      if (!r.memory_verdict.empty()) r.prediction->notes.push_back("memory: " + r.memory_verdict);
       r.time_classes = sim::roll_up(*r.prediction);
     });
     check(ctl);

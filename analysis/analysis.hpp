@@ -25,6 +25,7 @@
 
 #include "analysis/sampling.hpp"
 #include "analysis/validation.hpp"
+#include "sim/memory.hpp"
 #include "sim/des/comparison.hpp"
 #include "sim/des/execution.hpp"
 #include "sim/des/serving.hpp"
@@ -144,6 +145,10 @@ struct analysis_result {
   // flops: the model and its dense baseline, and their class roll-up.
   sim::flops_report flops, dense_flops;
   std::vector<sim::class_rollup> flop_classes;
+  // What the step keeps in device memory (with hardware), and the sentence saying it does not
+  // fit in the hardware's memory_bytes (empty when it fits).
+  std::optional<sim::memory_footprint> memory;
+  std::string memory_verdict;
   // prediction (with its class roll-up, times included).
   std::optional<sim::prediction> prediction;
   std::vector<sim::class_rollup> time_classes;

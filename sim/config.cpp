@@ -120,7 +120,7 @@ model_spec parse_modsim_model(object_reader& r) {
   model_spec m;
   m.source_file = r.file();
   m.name = r.get_string("name");
-  r.opt_string("notes");
+  m.notes = r.opt_string("notes").value_or("");
   m.d_model = r.get_int("d_model", 1, 1 << 24);
   m.n_layers = r.get_int("n_layers", 1, 100000);
   m.n_heads = r.get_int("n_heads", 1, 1 << 16);

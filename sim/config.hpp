@@ -14,6 +14,14 @@ namespace modsim::sim {
 model_spec load_model(const std::string& path);
 model_spec parse_model(std::string_view json_text, const std::string& file);
 
+// The model as a modsim model file that load_model() reads back to an equal spec (notes
+// included), one member per line as configs/models/*.json are written: the schedule as a preset
+// name when one matches and every routed layer has the same capacity, else layer_capacities
+// (null for a dense layer) on one line. Ends with a newline.
+std::string model_to_json(const model_spec& model);
+// Writes model_to_json(model) to `path` atomically (sim/io.hpp). Throws modsim::error.
+void save_model(const model_spec& model, const std::string& path);
+
 hardware_spec load_hardware(const std::string& path);
 hardware_spec parse_hardware(std::string_view json_text, const std::string& file);
 

@@ -51,7 +51,7 @@ std::string csv_field(std::string_view s) {
 
 namespace {
 
-void write_pretty(std::ostream& out, const json::value& v, int indent) {
+void write_pretty(std::ostream& out, const json::value& v, int indent, const pretty_options& opt) {
   const std::string pad(indent, ' ');
   switch (v.kind()) {
     case json::kind::object: {
@@ -61,7 +61,7 @@ void write_pretty(std::ostream& out, const json::value& v, int indent) {
         return;
       }
       // Small objects of scalars on one line (knots, rates).
-      bool flat = o.size() <= 4;
+      bool flat = o.size() <= opt.flat_object_max;
       for (const auto& kv : o)
         if (kv.value().is_structured() || (kv.value().is_string() && kv.value().as_string().size() > 40)) flat = false;
       if (flat) {
@@ -71,7 +71,7 @@ void write_pretty(std::ostream& out, const json::value& v, int indent) {
           if (!first) out << ", ";
           first = false;
           out << json::serialize(json::value(kv.key())) << ": ";
-          write_pretty(out, kv.value(), indent);
+          write_pretty(out, kv.value(), indent, opt);
         }
         out << " }";
         return;
@@ -82,7 +82,7 @@ void write_pretty(std::ostream& out, const json::value& v, int indent) {
         if (!first) out << ",\n";
         first = false;
         out << pad << "  " << json::serialize(json::value(kv.key())) << ": ";
-        write_pretty(out, kv.value(), indent + 2);
+        write_pretty(out, kv.value(), indent + 2, opt);
       }
       out << "\n" << pad << "}";
       return;
@@ -93,10 +93,22 @@ void write_pretty(std::ostream& out, const json::value& v, int indent) {
         out << "[]";
         return;
       }
+      bool scalars = opt.flat_scalar_arrays;
+      for (const auto& x : a)
+        if (x.is_structured()) scalars = false;
+      if (scalars) {
+        out << "[";
+        for (std::size_t i = 0; i < a.size(); ++i) {
+          if (i) out << ", ";
+          write_pretty(out, a[i], indent, opt);
+        }
+        out << "]";
+        return;
+      }
       out << "[\n";
       for (std::size_t i = 0; i < a.size(); ++i) {
         out << pad << "  ";
-        write_pretty(out, a[i], indent + 2);
+        write_pretty(out, a[i], indent + 2, opt);
         out << (i + 1 < a.size() ? ",\n" : "\n");
       }
       out << pad << "]";
@@ -122,9 +134,9 @@ void write_pretty(std::ostream& out, const json::value& v, int indent) {
 
 }  // namespace
 
-std::string pretty_json(const boost::json::value& v) {
+std::string pretty_json(const boost::json::value& v, const pretty_options& options) {
   std::ostringstream out;
-  write_pretty(out, v, 0);
+  write_pretty(out, v, 0, options);
   return out.str();
 }
 

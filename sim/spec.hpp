@@ -60,6 +60,7 @@ struct mode_spec {
 struct model_spec {
   std::string name;
   std::string source_file;  // where it was read from; empty for built-in specs
+  std::string notes;        // free text for people (the model file's "notes"), kept on save
   int d_model = 0;
   int n_layers = 0;
   int n_heads = 0;

@@ -56,6 +56,10 @@ const char* display_name(sweep_variant v) {
   return "?";
 }
 
+int noop_experts_for(int experts, double capacity) {
+  return std::max(1, static_cast<int>(std::lround(double(experts) * (1.0 - capacity) / capacity)));
+}
+
 sweep_variant variant_of(const model_spec& model) {
   if (!model.mode) return model.routing ? sweep_variant::mod : sweep_variant::dense;
   switch (model.mode->variant) {
@@ -210,8 +214,7 @@ std::vector<sweep_point> enumerate_space(const model_spec& base, const sweep_spa
           case sweep_variant::mode_integrated: {
             p.model.mode = moe_settings(base);
             p.model.mode->variant = mode_variant::integrated;
-            const double e = p.model.mode->experts;
-            p.noop_experts = std::max(1, static_cast<int>(std::lround(e * (1.0 - c) / c)));
+            p.noop_experts = noop_experts_for(p.model.mode->experts, c);
             p.model.mode->noop_experts = p.noop_experts;
             p.description = fmt::format("MoDE integrated c={} {} ({}+{} no-op)", capacity_text(c), p.schedule,
                                         p.model.mode->experts, p.noop_experts);

@@ -33,6 +33,10 @@ const char* to_string(sweep_variant v);
 const char* display_name(sweep_variant v);
 // The variant a configuration is: dense, MoD (routing, no MoE), or its MoE / MoDE variant.
 sweep_variant variant_of(const model_spec& model);
+
+// The no-op experts that give MoDE integrated a capacity c with `experts` real ones: a token
+// reaches a real expert with probability E/(E+N), so N = round(E·(1−c)/c), at least 1.
+int noop_experts_for(int experts, double capacity);
 // "dense", "mod", "moe", "mode_staged" (or "staged"), "mode_integrated" (or "integrated").
 // Throws modsim::error(bad_input) naming `key` otherwise.
 sweep_variant parse_sweep_variant(std::string_view text, const std::string& key);

@@ -1,0 +1,81 @@
+#include "sim/memory.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "sim/flops.hpp"
+
+namespace modsim::sim {
+
+memory_footprint footprint_of(const model_spec& m, const workload& w) {
+  memory_footprint fp;
+  const double e = dtype_bytes(w.type);
+  const double P = static_cast<double>(parameter_count(m));
+  const double B = static_cast<double>(w.batch), S = static_cast<double>(w.seq_len);
+  const double d = m.d_model, dkv = m.d_kv(), H = m.n_heads;
+  double F = m.mlp == mlp_kind::swiglu ? 2.0 * m.d_ff : double(m.d_ff);
+  if (m.mode) F *= m.mode->top_k;
+  const bool decode = w.mode == run_mode::decode;
+  const bool train = w.mode == run_mode::train;
+
+  fp.weights = P * e;
+  if (train) fp.training_state = P * e + 2.0 * P * 4.0;
+
+  double largest = 0, sum = 0;
+  for (const layer_plan& l : plan_layers(m)) {
+    // MoD routing shrinks the block's tokens; the integrated and moe variants do not.
+    const bool mod = l.routed && !(m.mode && m.mode->variant != mode_variant::staged);
+    const double cached = mod ? double(routed_tokens(l.capacity, w.seq_len)) : S;
+    double tokens = 0, keys = 0;
+    if (decode) {
+      fp.kv_cache += B * (cached + 1) * 2 * dkv * e;
+      tokens = 1;
+      keys = cached + 1;
+    } else {
+      tokens = cached;
+      keys = cached;
+    }
+    const double scores = B * H * tokens * keys * e;
+    const double layer = B * tokens * (3 * d + 2 * dkv + F) * e + scores;
+    if (layer > largest) {
+      largest = layer;
+      fp.scores = scores;
+    }
+    sum += layer;
+  }
+  fp.logits = B * (decode ? 1.0 : S) * m.vocab_size * e;
+  fp.activations = (train ? sum : largest) + fp.logits;
+  return fp;
+}
+
+std::string format_bytes(double bytes) {
+  static const char* units[] = {"B", "kB", "MB", "GB", "TB", "PB", "EB", "ZB", "YB"};
+  int u = 0;
+  double v = bytes;
+  while (std::abs(v) >= 1000 && u < 8) v /= 1000, ++u;
+  char out[64];
+  if (u == 0 || std::abs(v) >= 100)
+    std::snprintf(out, sizeof out, "%.0f %s", v, units[u]);
+  else
+    std::snprintf(out, sizeof out, "%.3g %s", v, units[u]);
+  return out;
+}
+
+std::string memory_verdict(const memory_footprint& fp, double memory_bytes) {
+  if (memory_bytes <= 0 || fp.total() <= memory_bytes) return {};
+  struct part {
+    const char* what;
+    double bytes;
+  };
+  const part parts[] = {
+      {"the weights", fp.weights},         {"the gradients and optimizer moments", fp.training_state},
+      {"the KV cache", fp.kv_cache},       {"the attention scores of one layer (B·H·S² unfused)", fp.scores},
+      {"the LM head's logits", fp.logits}, {"the other activations", fp.activations - fp.scores - fp.logits}};
+  const part* big = std::max_element(std::begin(parts), std::end(parts),
+                                     [](const part& a, const part& b) { return a.bytes < b.bytes; });
+  return "does not fit in " + format_bytes(memory_bytes) + ": needs at least " + format_bytes(fp.total()) +
+         ", of which " + big->what + " take " + format_bytes(big->bytes);
+}
+
+}  // namespace modsim::sim
