@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
   modsim::gui::MainWindow window;
   modsim::gui::ExplorerSession* session = window.session();
   const bool shot = parser.isSet(screenshot);
+  window.setRememberFiles(!shot);  // a screenshot run leaves the recent files and folders alone
   if (!parser.positionalArguments().isEmpty()) {
     const QString path = modsim::gui::resolveConfig(parser.positionalArguments().first(), QStringLiteral("models"));
     if (!window.openModelFile(path) && shot) return fail(window.errorText().section(QLatin1Char('\n'), 1), 2);

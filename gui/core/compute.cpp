@@ -28,6 +28,14 @@ std::vector<double> perClass(const sim::layer_prediction& layer, const std::vect
   return out;
 }
 
+// The baseline every ratio compares with, when it is not plain "dense": a chosen model, or
+// for an MoE model the same MoE without MoD routing (analysis::baseline_of).
+std::string baselineNameOf(const analysis::configuration& c) {
+  if (c.baseline) return analysis::baseline_label(c);
+  if (c.model.mode) return "MoE without MoD";
+  return {};
+}
+
 analysis::configuration configurationOf(const ExplorerConfig& config) {
   return analysis::configuration{config.model, config.load, config.hardware, config.baseline};
 }
@@ -54,7 +62,10 @@ PredictionResult predictionOf(const analysis::analysis_result& r) {
   out.opClasses = displayClasses();
   out.costLabel = p.cost_label;
   out.hardwareName = r.config.hardware->name;
-  if (r.config.baseline) out.baselineName = analysis::baseline_label(r.config);
+  // The baseline every ratio compares with: a chosen dense model, or for an MoE model the MoE
+  // without routing (the design space's ratios use the same one); plain "dense" otherwise.
+  out.baselineName = baselineNameOf(r.config);
+  out.memoryVerdict = r.memory_verdict;
   if (p.expected_error) {
     out.expectedP90Pct = p.band ? p.band->p90_pct : p.expected_error->p90_abs_pct_error;
     out.expectedMedianPct = p.expected_error->median_abs_pct_error;
@@ -98,9 +109,10 @@ PredictionResult predictionOf(const analysis::analysis_result& r) {
   return out;
 }
 
-SweepResult sweepOf(const analysis::sweep_section& s) {
+SweepResult sweepOf(const analysis::sweep_section& s, const analysis::configuration& c) {
   SweepResult out;
   out.available = true;
+  out.baselineName = baselineNameOf(c);
   out.denseTimeS = s.result.dense_time_s;
   out.denseMatmulFlops = s.result.dense_matmul_flops;
   out.points.reserve(s.result.points.size());
@@ -248,6 +260,7 @@ ValidationResult validationOf(const analysis::analysis_result& r, const Explorer
     const sim::op_shape& s = v.sample.shape;
     row.shape = "B=" + std::to_string(s.batch) + " S=" + std::to_string(s.seq_len) + " d=" + std::to_string(s.d_model) +
                 " " + sim::to_string(v.sample.type);
+    if (v.sample.op == "layer_mode") row.shape += std::string(" MoDE ") + sim::to_string(v.sample.variant);
     if (v.sample.op != "block_dense") {
       char c[32];
       std::snprintf(c, sizeof c, " c=%g", v.sample.capacity);
@@ -291,7 +304,8 @@ SweepResult computeSweep(const ExplorerConfig& config, const std::optional<sim::
   s.prediction = false;
   s.sweep = analysis::sweep_request{};
   s.sweep->space = space;
-  return sweepOf(*analyzeOnly(config, s, controlOf(control)).sweep);
+  const analysis::analysis_result a = analyzeOnly(config, s, controlOf(control));
+  return sweepOf(*a.sweep, a.config);
 }
 
 TimelineResult computeTimeline(const ExplorerConfig& config) {
@@ -353,7 +367,7 @@ ComputeResult computeAll(const ExplorerConfig& config, const ComputeControl& con
     else
       r.timeline.unavailable = a.timeline_missing;
     if (a.sweep)
-      r.sweep = sweepOf(*a.sweep);
+      r.sweep = sweepOf(*a.sweep, a.config);
     else
       r.sweep.unavailable = config.sweepEnabled ? a.sweep_missing : "The design-space sweep is switched off.";
     r.validation = validationOf(a, config);

@@ -4,7 +4,6 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QRegularExpression>
-#include <boost/json.hpp>
 
 #include "sim/config.hpp"
 #include "core/error.hpp"
@@ -81,73 +80,6 @@ QStringList hardwareFiles(const QStringList& extra) {
     if (!out.contains(abs)) out << abs;
   }
   return out;
-}
-
-std::string modelToJson(const sim::model_spec& m) {
-  namespace json = boost::json;
-  json::object o;
-  o["name"] = m.name;
-  o["d_model"] = m.d_model;
-  o["n_layers"] = m.n_layers;
-  o["n_heads"] = m.n_heads;
-  o["n_kv_heads"] = m.n_kv_heads;
-  if (m.n_heads > 0 && (m.d_model % m.n_heads != 0 || m.d_head != m.d_model / m.n_heads)) o["d_head"] = m.d_head;
-  o["d_ff"] = m.d_ff;
-  o["vocab_size"] = m.vocab_size;
-  o["mlp"] = sim::to_string(m.mlp);
-  if (m.routing) {
-    const sim::routing_spec& r = *m.routing;
-    const std::vector<sim::layer_plan> plan = sim::plan_layers(m);
-    std::vector<bool> routed;
-    bool uniform = true;
-    double capacity = r.capacity;
-    bool first = true;
-    for (const sim::layer_plan& l : plan) {
-      routed.push_back(l.routed);
-      if (!l.routed) continue;
-      if (first)
-        capacity = l.capacity, first = false;
-      else if (l.capacity != capacity)
-        uniform = false;
-    }
-    json::object ro;
-    const std::string preset = sim::schedule_preset(routed);
-    ro["capacity"] = capacity;
-    if (uniform && !preset.empty()) {
-      ro["schedule"] = preset;
-    } else {
-      json::array caps;
-      for (const sim::layer_plan& l : plan) {
-        if (l.routed)
-          caps.emplace_back(l.capacity);
-        else
-          caps.emplace_back(nullptr);
-      }
-      ro["layer_capacities"] = std::move(caps);
-    }
-    ro["inference"] = r.inference == sim::inference_routing::predictor ? "predictor" : "router";
-    if (r.predictor_hidden > 0) ro["predictor_hidden"] = r.predictor_hidden;
-    o["routing"] = std::move(ro);
-  }
-  if (m.mode) {
-    const sim::mode_spec& mo = *m.mode;
-    json::object mj;
-    mj["variant"] = sim::to_string(mo.variant);
-    mj["experts"] = mo.experts;
-    mj["top_k"] = mo.top_k;
-    mj["capacity_factor"] = mo.capacity_factor;
-    if (mo.noop_experts > 0) mj["noop_experts"] = mo.noop_experts;
-    o["mode"] = std::move(mj);
-  }
-  // One key per line: readable in a diff and in an editor.
-  std::string out = "{\n";
-  bool first = true;
-  for (const auto& kv : o) {
-    if (!first) out += ",\n";
-    first = false;
-    out += "  " + json::serialize(json::value(kv.key())) + ": " + json::serialize(kv.value());
-  }
-  return out + "\n}\n";
 }
 
 ErrorParts splitError(const QString& message, const QString& file) {

@@ -41,11 +41,6 @@ QString resolveConfig(const QString& nameOrPath, const QString& kind);
 // then `extra` (files the user added), without duplicates; absolute paths.
 QStringList hardwareFiles(const QStringList& extra = {});
 
-// The model as a modsim model file (configs/models/*.json); load_model() reads it back to an
-// equal spec. The schedule is written as a preset name when one matches, else as
-// layer_capacities.
-std::string modelToJson(const sim::model_spec& model);
-
 // The key path of a modsim::error message ("FILE: KEY: reason" or "KEY: reason") and its
 // reason; key is empty when the message names none.
 struct ErrorParts {

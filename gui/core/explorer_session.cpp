@@ -5,6 +5,9 @@
 
 #include "sim/config.hpp"
 #include "sim/cost.hpp"
+#include "sim/flops.hpp"
+#include "sim/sweep.hpp"
+#include "analysis/analysis.hpp"
 #include "core/error.hpp"
 
 namespace modsim::gui {
@@ -135,11 +138,29 @@ void ExplorerSession::applyScheduleToDraft() {
   commitDraft();
 }
 
+// The FLOP, byte and parameter counts are exact 64-bit integers: a workload whose counts do
+// not fit is refused at the field that makes it so, with the product that overflows.
+void ExplorerSession::checkCounts(const ExplorerConfig& c, const QString& lastWorkloadKey) {
+  try {
+    (void)sim::evaluate_flops(c.model, c.load);
+  } catch (const modsim::error&) {
+    const double tokens = double(c.load.batch) * double(c.load.seq_len);
+    throw input_error("", lastWorkloadKey.isEmpty() ? "batch" : lastWorkloadKey.toStdString(),
+                      QStringLiteral("batch × sequence = %L1 × %L2 = %3 tokens: a FLOP or byte count of this step "
+                                     "does not fit in 64 bits")
+                          .arg(c.load.batch)
+                          .arg(c.load.seq_len)
+                          .arg(tokens, 0, 'g', 3)
+                          .toStdString());
+  }
+}
+
 bool ExplorerSession::commitDraft() {
   try {
     validateEditedModel(m_draft.model);
     if (m_draft.load.batch < 1) throw input_error("", "batch", "must be >= 1");
     if (m_draft.load.seq_len < 1) throw input_error("", "seq_len", "must be >= 1");
+    checkCounts(m_draft, m_lastWorkloadKey);
   } catch (const modsim::error& e) {
     const ErrorParts parts = splitError(qs(e.what()));
     emit validationChanged(parts.key.isEmpty() ? QStringLiteral("model") : parts.key, parts.reason);
@@ -147,7 +168,7 @@ bool ExplorerSession::commitDraft() {
   }
   emit validationChanged({}, {});
   m_config = m_draft;
-  m_modified = true;
+  m_modified = sim::model_to_json(m_config.model) != m_savedJson;
   m_schedule->setSeqLen(m_config.load.seq_len);
   m_schedule->setWorkload(m_config.load.mode == sim::run_mode::decode, m_config.load.batch);
   emit configChanged();
@@ -180,21 +201,27 @@ bool ExplorerSession::loadModelFile(const QString& path, QString* error) {
   }
   m_modelPath = path;
   setModel(m);
-  m_modified = false;
+  markSaved();
+  emit configChanged();
   return true;
 }
 
 bool ExplorerSession::saveModelFile(const QString& path, QString* error) {
-  QSaveFile file(path);
-  const std::string text = modelToJson(m_config.model);
-  if (!file.open(QIODevice::WriteOnly) || file.write(text.data(), qint64(text.size())) != qint64(text.size()) ||
-      !file.commit()) {
-    if (error) *error = QStringLiteral("%1: cannot write: %2").arg(path, file.errorString());
+  try {
+    sim::save_model(m_config.model, path.toStdString());
+  } catch (const modsim::error& e) {
+    if (error) *error = qs(e.what());
     return false;
   }
   m_modelPath = path;
-  m_modified = false;
+  markSaved();
+  emit configChanged();
   return true;
+}
+
+void ExplorerSession::markSaved() {
+  m_savedJson = sim::model_to_json(m_config.model);
+  m_modified = false;
 }
 
 bool ExplorerSession::loadHardwareFile(const QString& path, QString* error) {
@@ -203,7 +230,14 @@ bool ExplorerSession::loadHardwareFile(const QString& path, QString* error) {
     const sim::cost_model check(hw);  // a malformed calibration block throws here
     const bool kindChanged = hw.kind != m_config.hardware.kind;
     m_draft.hardware = std::move(hw);
-    if (kindChanged) m_draft.load.type = m_draft.hardware.kind == "cpu" ? sim::dtype::fp32 : sim::dtype::bf16;
+    if (kindChanged) {
+      const sim::dtype before = m_draft.load.type;
+      m_draft.load.type = m_draft.hardware.kind == "cpu" ? sim::dtype::fp32 : sim::dtype::bf16;
+      if (before != m_draft.load.type)
+        m_dtypeNotice =
+            tr("dtype %1 → %2: the default on %3 hardware")
+                .arg(qs(sim::to_string(before)), qs(sim::to_string(m_draft.load.type)), qs(m_draft.hardware.kind));
+    }
   } catch (const modsim::error& e) {
     if (error) *error = qs(e.what());
     return false;
@@ -230,6 +264,11 @@ void ExplorerSession::setModel(const sim::model_spec& model) {
 }
 
 void ExplorerSession::setDimension(const QString& key, int value) {
+  if (value < 1) {
+    // Refused before the draft changes: a model of 0 layers or heads has no schedule to keep.
+    emit validationChanged(key, tr("must be >= 1, got %1; the last valid value is still used").arg(value));
+    return;
+  }
   sim::model_spec& m = m_draft.model;
   if (key == QStringLiteral("d_model"))
     m.d_model = value;
@@ -265,16 +304,19 @@ void ExplorerSession::setMlp(sim::mlp_kind mlp) {
 
 void ExplorerSession::setSeqLen(qint64 seqLen) {
   m_draft.load.seq_len = seqLen;
+  m_lastWorkloadKey = QStringLiteral("seq_len");
   commitDraft();
 }
 
 void ExplorerSession::setBatch(qint64 batch) {
   m_draft.load.batch = batch;
+  m_lastWorkloadKey = QStringLiteral("batch");
   commitDraft();
 }
 
 void ExplorerSession::setDtype(sim::dtype type) {
   m_draft.load.type = type;
+  m_dtypeNotice.clear();
   commitDraft();
 }
 
@@ -311,7 +353,9 @@ void ExplorerSession::setVariant(const QString& variant, int experts, int topK, 
                                                          : sim::mode_variant::integrated;
     mode.experts = experts;
     mode.top_k = topK;
-    mode.noop_experts = mode.variant == sim::mode_variant::integrated ? noopExperts : 0;
+    mode.noop_experts = 0;
+    if (mode.variant == sim::mode_variant::integrated)
+      mode.noop_experts = noopExperts >= 1 ? noopExperts : sim::noop_experts_for(experts, analysis::capacity_of(m));
     mode.capacity_factor = capacityFactor;
     m.mode = mode;
   }

@@ -29,7 +29,12 @@ class ExplorerSession : public QObject {
   // The file the model came from (empty for an edited or built-in one) and whether it was
   // edited since it was loaded or saved.
   QString modelPath() const { return m_modelPath; }
+  // Modified: the model differs from the one last loaded or saved (the workload and the
+  // hardware are not part of a model file).
   bool isModified() const { return m_modified; }
+  // A setting the session changed on its own with the last edit, for people (e.g. the dtype
+  // following a hardware of another kind); empty when none.
+  QString dtypeNotice() const { return m_dtypeNotice; }
   ComputeResultPtr lastResult() const { return m_lastResult; }
 
   ScheduleModel* scheduleModel() const { return m_schedule; }
@@ -87,12 +92,17 @@ class ExplorerSession : public QObject {
   void scheduleFromModel(const sim::model_spec& model);
   // Validates the draft; when valid it becomes the configuration and is computed.
   bool commitDraft();
+  static void checkCounts(const ExplorerConfig& config, const QString& lastWorkloadKey);
+  void markSaved();
   void onResult(const ComputeResultPtr& result);
 
   ExplorerConfig m_config;
   ExplorerConfig m_draft;
   QString m_modelPath;
   bool m_modified = false;
+  std::string m_savedJson;  // sim::model_to_json of the model last loaded or saved
+  QString m_dtypeNotice;
+  QString m_lastWorkloadKey;  // batch or seq_len, whichever was edited last
   bool m_headDerived = true;
   ComputeResultPtr m_lastResult;
 

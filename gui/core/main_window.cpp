@@ -3,9 +3,14 @@
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QDate>
 #include <QDir>
+#include <QImage>
+#include <QtCharts/QChartView>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFontMetrics>
+#include <QFrame>
 #include <QFutureWatcher>
 #include <QHBoxLayout>
 #include <QKeySequence>
@@ -37,6 +42,7 @@ namespace {
 constexpr int kMaxRecent = 8;
 const char* kRecentKey = "recentFiles";
 const char* kHardwareKey = "extraHardwareFiles";
+const char* kLastFolderKey = "lastFolder";
 }  // namespace
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), m_session(new ExplorerSession(this)) {
@@ -55,14 +61,27 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), m_session(new Exp
   auto* right = new QWidget(this);
   auto* rl = new QVBoxLayout(right);
   rl->setContentsMargins(4, 4, 4, 0);
-  m_banner = new QLabel(right);
+  // The error banner: the message and a close button; F5 (recompute) and a successful file
+  // operation dismiss it too.
+  m_bannerFrame = new QFrame(right);
+  m_bannerFrame->setObjectName(QStringLiteral("errorBanner"));
+  m_bannerFrame->setStyleSheet(
+      QStringLiteral("QFrame#errorBanner { background: #fdecea; border: 1px solid #f5c2c0; border-radius: 4px; }"
+                     "QFrame#errorBanner QLabel { color: #8a1c1c; padding: 4px; }"));
+  auto* bannerLayout = new QHBoxLayout(m_bannerFrame);
+  bannerLayout->setContentsMargins(4, 2, 2, 2);
+  m_banner = new QLabel(m_bannerFrame);
   m_banner->setWordWrap(true);
   m_banner->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  m_banner->setStyleSheet(QStringLiteral(
-      "QLabel { background: #fdecea; color: #8a1c1c; border: 1px solid #f5c2c0; border-radius: 4px; padding: 6px; }"));
-  m_banner->setVisible(false);
-  m_banner->setToolTip(tr("Click to dismiss"));
-  m_banner->installEventFilter(this);
+  m_bannerClose = new QToolButton(m_bannerFrame);
+  m_bannerClose->setText(QStringLiteral("✕"));
+  m_bannerClose->setAutoRaise(true);
+  m_bannerClose->setToolTip(tr("Dismiss"));
+  m_bannerClose->setAccessibleName(tr("Dismiss the error"));
+  connect(m_bannerClose, &QToolButton::clicked, this, &MainWindow::clearError);
+  bannerLayout->addWidget(m_banner, 1);
+  bannerLayout->addWidget(m_bannerClose, 0, Qt::AlignTop);
+  m_bannerFrame->setVisible(false);
   m_headline = new QLabel(tr("Computing…"), right);
   m_headline->setWordWrap(true);
   m_headline->setTextFormat(Qt::RichText);
@@ -79,7 +98,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), m_session(new Exp
   m_tabs->addTab(m_timeline, tr("Timeline"));
   m_tabs->addTab(m_serving, tr("Serving / sampling"));
   m_tabs->addTab(m_validation, tr("Validation"));
-  rl->addWidget(m_banner);
+  rl->addWidget(m_bannerFrame);
   rl->addWidget(m_headline);
   rl->addWidget(m_tabs, 1);
 
@@ -111,11 +130,23 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), m_session(new Exp
   });
   connect(worker, &ComputeWorker::progressChanged, m_progress, &QProgressBar::setValue);
   connect(m_session, &ExplorerSession::resultApplied, this, [this](const ComputeResultPtr& r) {
-    m_headline->setText(m_session->summaryModel()->headline());
-    m_status->setText(
-        tr("computed in %1 ms · %2 design points").arg(r->computeMs, 0, 'f', 0).arg(r->sweep.points.size()));
+    updateHeadline();
+    if (!r->error.empty())
+      m_status->setText(tr("not computed: %1").arg(QString::fromStdString(r->error)));
+    else
+      m_status->setText(
+          tr("computed in %1 ms · %2 design points").arg(r->computeMs, 0, 'f', 0).arg(r->sweep.points.size()));
   });
   connect(m_session, &ExplorerSession::configChanged, this, &MainWindow::updateTitle);
+  connect(m_session, &ExplorerSession::configChanged, this, [this] {
+    if (!m_session->dtypeNotice().isEmpty()) statusBar()->showMessage(m_session->dtypeNotice(), 8000);
+  });
+  // While an edit is refused the results shown are those of the last valid configuration:
+  // the headline says so until the error is fixed.
+  connect(m_session, &ExplorerSession::validationChanged, this, [this](const QString& key, const QString& message) {
+    m_staleReason = message.isEmpty() ? QString() : (key.isEmpty() ? message : key + QStringLiteral(": ") + message);
+    updateHeadline();
+  });
   connect(m_designSpace, &DesignSpacePage::adoptRequested, this, [this](int row) {
     m_session->adoptSweepPoint(row);
     statusBar()->showMessage(tr("Adopted the configuration of the design point"), 4000);
@@ -158,68 +189,111 @@ bool MainWindow::setCurrentTab(const QString& name) {
   return true;
 }
 
-QString MainWindow::errorText() const { return m_banner->isHidden() ? QString() : m_banner->text(); }
+QString MainWindow::errorText() const { return m_bannerFrame->isHidden() ? QString() : m_banner->text(); }
 
 void MainWindow::showError(const QString& message) {
   m_banner->setText(message);
-  m_banner->setVisible(true);
+  m_bannerFrame->setVisible(true);
 }
 
 void MainWindow::clearError() {
   m_banner->clear();
-  m_banner->setVisible(false);
+  m_bannerFrame->setVisible(false);
 }
 
-bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
-  if (watched == m_banner && event->type() == QEvent::MouseButtonRelease) {
-    clearError();
-    return true;
+void MainWindow::updateHeadline() {
+  const QString headline = m_session->summaryModel()->headline();
+  if (m_staleReason.isEmpty() || !m_session->lastResult()) {
+    m_headline->setText(headline);
+    return;
   }
-  return QMainWindow::eventFilter(watched, event);
+  m_headline->setText(tr("<span style='color:#b00020'><b>Stale</b>: the edit was refused (%1); the figures below "
+                         "are those of the last valid configuration.</span><br>%2")
+                          .arg(m_staleReason.toHtmlEscaped(), headline));
+}
+
+bool MainWindow::isStale() const { return !m_staleReason.isEmpty(); }
+
+QString MainWindow::lastFolder(const QString& fallback) const {
+  const QString dir = QSettings().value(QLatin1String(kLastFolderKey)).toString();
+  return !dir.isEmpty() && QFileInfo(dir).isDir() ? dir : fallback;
+}
+
+void MainWindow::rememberFolder(const QString& path) {
+  const QFileInfo info(path);
+  QSettings().setValue(QLatin1String(kLastFolderKey), info.isDir() ? info.absoluteFilePath() : info.absolutePath());
+}
+
+bool MainWindow::confirmDiscard(const QString& action) {
+  if (!m_session->isModified()) return true;
+  QMessageBox box(QMessageBox::Warning, tr("Unsaved changes"),
+                  tr("The model %1 has unsaved changes.").arg(QString::fromStdString(m_session->config().model.name)),
+                  QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, this);
+  box.setInformativeText(tr("Save them before you %1?").arg(action));
+  box.setDefaultButton(QMessageBox::Save);
+  box.setObjectName(QStringLiteral("unsavedChangesPrompt"));
+  switch (box.exec()) {
+    case QMessageBox::Save:
+      return saveModel();
+    case QMessageBox::Discard:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool MainWindow::saveModel() {
+  const QString path = m_session->modelPath();
+  // Shipped files and imported HF configs are not overwritten: those go through Save as.
+  if (path.isEmpty() || QFileInfo(path).fileName() == QStringLiteral("config.json") || path.startsWith(configsDir()))
+    return saveModelFileAs();
+  return saveModelFile(path);
 }
 
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   QAction* open = file->addAction(tr("&Open model…"), this, [this] {
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open model"), configsDir() + QStringLiteral("/models"),
-                                                      tr("Model files (*.json);;All files (*)"));
+    if (!confirmDiscard(tr("open another model"))) return;
+    const QString path =
+        QFileDialog::getOpenFileName(this, tr("Open model"), lastFolder(configsDir() + QStringLiteral("/models")),
+                                     tr("Model files (*.json);;All files (*)"));
     if (!path.isEmpty()) openModelFile(path);
   });
   open->setShortcut(QKeySequence::Open);
   QAction* import = file->addAction(tr("&Import HuggingFace config.json…"), this, [this] {
-    const QString path = QFileDialog::getOpenFileName(
-        this, tr("Import HuggingFace config"), configsDir() + QStringLiteral("/hf"), tr("HuggingFace config (*.json)"));
+    if (!confirmDiscard(tr("import another model"))) return;
+    const QString path = QFileDialog::getOpenFileName(this, tr("Import HuggingFace config"),
+                                                      lastFolder(configsDir() + QStringLiteral("/hf")),
+                                                      tr("HuggingFace config (*.json)"));
     if (!path.isEmpty()) openModelFile(path);
   });
   import->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_I));
   m_recentMenu = file->addMenu(tr("Open &recent"));
   updateRecentMenu();
   file->addSeparator();
-  QAction* save = file->addAction(tr("&Save model"), this, [this] {
-    const QString path = m_session->modelPath();
-    if (path.isEmpty() || QFileInfo(path).fileName() == QStringLiteral("config.json") || path.startsWith(configsDir()))
-      saveModelFileAs();
-    else
-      saveModelFile(path);
-  });
+  QAction* save = file->addAction(tr("&Save model"), this, [this] { saveModel(); });
   save->setShortcut(QKeySequence::Save);
-  QAction* saveAs = file->addAction(tr("Save model &as…"), this, &MainWindow::saveModelFileAs);
-  saveAs->setShortcut(QKeySequence::SaveAs);
+  m_saveAsAction = file->addAction(tr("Save model &as…"), this, [this] { saveModelFileAs(); });
+  // The platform's Save As key where it has one (GNOME, KDE), and Ctrl+Shift+S everywhere.
+  QList<QKeySequence> saveAsKeys = QKeySequence::keyBindings(QKeySequence::SaveAs);
+  const QKeySequence ctrlShiftS(Qt::CTRL | Qt::SHIFT | Qt::Key_S);
+  if (!saveAsKeys.contains(ctrlShiftS)) saveAsKeys.append(ctrlShiftS);
+  m_saveAsAction->setShortcuts(saveAsKeys);
   file->addSeparator();
   QAction* exportPng = file->addAction(tr("&Export view as PNG…"), this, [this] {
-    const QString path =
-        QFileDialog::getSaveFileName(this, tr("Export view"), QStringLiteral("modsim-view.png"), tr("PNG (*.png)"));
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Export view"), lastFolder(QDir::homePath()) + QStringLiteral("/modsim-view.png"), tr("PNG (*.png)"));
     if (!path.isEmpty()) exportCurrentView(path);
   });
   exportPng->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
   QAction* exportSvg = file->addAction(tr("Export view as S&VG…"), this, [this] {
-    const QString path =
-        QFileDialog::getSaveFileName(this, tr("Export view"), QStringLiteral("modsim-view.svg"), tr("SVG (*.svg)"));
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Export view"), lastFolder(QDir::homePath()) + QStringLiteral("/modsim-view.svg"), tr("SVG (*.svg)"));
     if (!path.isEmpty()) exportCurrentView(path);
   });
   exportSvg->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E));
   m_reportAction = file->addAction(tr("Export &report…"), this, [this] {
-    const QString dir = QFileDialog::getExistingDirectory(this, tr("Report folder"));
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Report folder"), lastFolder(QDir::homePath()));
     if (!dir.isEmpty()) exportReport(dir);
   });
   m_reportAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
@@ -235,7 +309,10 @@ void MainWindow::buildMenus() {
     a->setShortcut(QKeySequence(Qt::CTRL | Qt::Key(Qt::Key_1 + i)));
   }
   view->addSeparator();
-  QAction* recompute = view->addAction(tr("Recompute"), m_session, &ExplorerSession::recompute);
+  QAction* recompute = view->addAction(tr("Recompute"), this, [this] {
+    clearError();
+    m_session->recompute();
+  });
   recompute->setShortcut(QKeySequence::Refresh);
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
@@ -251,14 +328,22 @@ void MainWindow::updateRecentMenu() {
   const QStringList recent = QSettings().value(QLatin1String(kRecentKey)).toStringList();
   for (int i = 0; i < recent.size(); ++i) {
     const QString path = recent[i];
-    QAction* a = m_recentMenu->addAction(QStringLiteral("&%1 %2").arg(i + 1).arg(QFileInfo(path).fileName()), this,
-                                         [this, path] { openModelFile(path); });
+    // The name, then the folder it is in (two files of one name stay apart).
+    const QFileInfo info(path);
+    const QString folder = QFontMetrics(m_recentMenu->font())
+                               .elidedText(QDir::toNativeSeparators(info.absolutePath()), Qt::ElideMiddle, 420);
+    QAction* a = m_recentMenu->addAction(QStringLiteral("&%1 %2 — %3").arg(i + 1).arg(info.fileName(), folder), this,
+                                         [this, path] {
+                                           if (confirmDiscard(tr("open another model"))) openModelFile(path);
+                                         });
     a->setToolTip(path);
   }
   m_recentMenu->setEnabled(!recent.isEmpty());
 }
 
 void MainWindow::addRecentFile(const QString& path) {
+  if (!m_rememberFiles) return;
+  rememberFolder(path);
   QSettings settings;
   QStringList recent = settings.value(QLatin1String(kRecentKey)).toStringList();
   const QString abs = QFileInfo(path).absoluteFilePath();
@@ -312,32 +397,87 @@ bool MainWindow::saveModelFile(const QString& path) {
   return true;
 }
 
-void MainWindow::saveModelFileAs() {
-  const QString suggested = QString::fromStdString(m_session->config().model.name) + QStringLiteral(".json");
+bool MainWindow::saveModelFileAs() {
+  const QString suggested = lastFolder(QDir::homePath()) + QLatin1Char('/') +
+                            QString::fromStdString(m_session->config().model.name) + QStringLiteral(".json");
   const QString path = QFileDialog::getSaveFileName(this, tr("Save model"), suggested, tr("Model files (*.json)"));
-  if (!path.isEmpty()) saveModelFile(path);
+  return !path.isEmpty() && saveModelFile(path);
+}
+
+QString MainWindow::exportCaption() const {
+  const ExplorerConfig& c = m_session->config();
+  return tr("%1 · %2 · %3, batch %4, sequence %5, %6 · %7 · modsim-gui %8")
+      .arg(QString::fromStdString(c.model.name), QString::fromStdString(c.hardware.name),
+           displayName(explorerModeOf(c.load.mode)))
+      .arg(c.load.batch)
+      .arg(c.load.seq_len)
+      .arg(QString::fromLatin1(sim::to_string(c.load.type)), m_tabs->tabText(m_tabs->currentIndex()),
+           QDate::currentDate().toString(Qt::ISODate));
+}
+
+void MainWindow::paintExport(QPainter& painter, QWidget* page, const QSize& size) const {
+  // The charts of the page (without the tables and controls beside them), stacked, under a
+  // caption naming the model, hardware and workload; a page without charts as it is.
+  QList<QWidget*> parts;
+  for (QChartView* v : page->findChildren<QChartView*>())
+    if (v->isVisible() && v->chart()) parts << v;
+  if (parts.isEmpty()) parts << page;
+  const int caption = exportCaptionHeight();
+  painter.fillRect(QRect(QPoint(0, 0), size), Qt::white);
+  QFont f = painter.font();
+  f.setPointSizeF(9.5);
+  painter.setFont(f);
+  painter.setPen(QColor(0x33, 0x33, 0x33));
+  painter.drawText(QRect(8, 0, size.width() - 16, caption), Qt::AlignVCenter | Qt::AlignLeft | Qt::TextWordWrap,
+                   exportCaption());
+  int y = caption;
+  for (QWidget* w : parts) {
+    w->render(&painter, QPoint(0, y), QRegion(), QWidget::DrawChildren);
+    y += w->height();
+  }
+}
+
+int MainWindow::exportCaptionHeight() { return 28; }
+
+QSize MainWindow::exportSize(QWidget* page) const {
+  int width = 0, height = exportCaptionHeight();
+  bool any = false;
+  for (QChartView* v : page->findChildren<QChartView*>())
+    if (v->isVisible() && v->chart()) width = std::max(width, v->width()), height += v->height(), any = true;
+  if (!any) width = page->width(), height += page->height();
+  return {std::max(width, 200), height};
 }
 
 bool MainWindow::exportCurrentView(const QString& path) {
   QWidget* page = m_tabs->currentWidget();
+  const QSize size = exportSize(page);
   if (path.endsWith(QStringLiteral(".svg"), Qt::CaseInsensitive)) {
     QSvgGenerator svg;
     svg.setFileName(path);
-    svg.setSize(page->size());
-    svg.setViewBox(QRect(QPoint(0, 0), page->size()));
+    svg.setSize(size);
+    svg.setViewBox(QRect(QPoint(0, 0), size));
     svg.setTitle(m_tabs->tabText(m_tabs->currentIndex()));
-    svg.setDescription(QStringLiteral("modsim-gui"));
+    svg.setDescription(exportCaption());
     QPainter painter;
     if (!painter.begin(&svg)) {
       showError(tr("%1: cannot write the SVG").arg(path));
       return false;
     }
-    page->render(&painter);
+    paintExport(painter, page, size);
     painter.end();
-  } else if (!page->grab().save(path)) {
-    showError(tr("%1: cannot write the image").arg(path));
-    return false;
+  } else {
+    const qreal dpr = devicePixelRatioF();
+    QImage image(size * dpr, QImage::Format_ARGB32_Premultiplied);
+    image.setDevicePixelRatio(dpr);
+    QPainter painter(&image);
+    paintExport(painter, page, size);
+    painter.end();
+    if (!image.save(path)) {
+      showError(tr("%1: cannot write the image").arg(path));
+      return false;
+    }
   }
+  rememberFolder(path);
   statusBar()->showMessage(tr("Exported %1").arg(path), 4000);
   return true;
 }
@@ -392,6 +532,10 @@ bool MainWindow::exportReport(const QString& dir) {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+  if (!confirmDiscard(tr("quit"))) {
+    event->ignore();
+    return;
+  }
   m_session->worker()->cancel();
   event->accept();
 }

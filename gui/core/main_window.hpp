@@ -3,6 +3,7 @@
 // result tabs on the right, files and exports in the menus. It wires the session, the panel
 // and the pages together and owns no data.
 #include <QMainWindow>
+#include <QSize>
 #include <QStringList>
 
 class QLabel;
@@ -10,6 +11,9 @@ class QProgressBar;
 class QTabWidget;
 class QMenu;
 class QAction;
+class QFrame;
+class QPainter;
+class QToolButton;
 
 namespace modsim::gui {
 
@@ -43,8 +47,18 @@ class MainWindow : public QMainWindow {
   bool openModelFile(const QString& path);
   bool openHardwareFile(const QString& path);
   bool saveModelFile(const QString& path);
+  // Asks Save / Discard / Cancel when the model has unsaved changes (`action`: "quit", ...);
+  // true when the caller may go on (saved, discarded, or nothing to save).
+  bool confirmDiscard(const QString& action);
+  // Whether the figures shown belong to an earlier configuration (an edit was refused).
+  bool isStale() const;
+  // Files opened or saved join the recent list (off for --screenshot runs).
+  void setRememberFiles(bool on) { m_rememberFiles = on; }
+  QAction* saveAsAction() const { return m_saveAsAction; }
   // Exports the current tab as PNG or SVG (by the file's extension).
   bool exportCurrentView(const QString& path);
+  // The line an exported image carries: model, hardware, workload, tab, date.
+  QString exportCaption() const;
   // Writes the whole state as a report into `dir` (reports/report.hpp).
   bool exportReport(const QString& dir);
 
@@ -58,19 +72,30 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* event) override;
-  bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
   void buildMenus();
   void updateRecentMenu();
   void addRecentFile(const QString& path);
   void updateTitle();
-  void saveModelFileAs();
+  bool saveModelFileAs();
+  bool saveModel();
+  void updateHeadline();
+  void paintExport(QPainter& painter, QWidget* page, const QSize& size) const;
+  QSize exportSize(QWidget* page) const;
+  static int exportCaptionHeight();
+  QString lastFolder(const QString& fallback) const;
+  void rememberFolder(const QString& path);
   QStringList extraHardwareFiles() const;
 
   ExplorerSession* m_session;
   ModelPanel* m_panel;
+  QFrame* m_bannerFrame;
   QLabel* m_banner;
+  QToolButton* m_bannerClose;
+  QString m_staleReason;
+  bool m_rememberFiles = true;
+  QAction* m_saveAsAction = nullptr;
   QLabel* m_headline;
   QTabWidget* m_tabs;
   DesignSpacePage* m_designSpace;

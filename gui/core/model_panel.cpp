@@ -10,6 +10,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QMap>
 #include <QPushButton>
 #include <QSignalBlocker>
 #include <QSpinBox>
@@ -22,6 +23,7 @@
 #include "gui/core/explorer_session.hpp"
 #include "sim/config.hpp"
 #include "sim/cost.hpp"
+#include "sim/sweep.hpp"
 
 namespace modsim::gui {
 namespace {
@@ -33,7 +35,7 @@ class CapacityDelegate : public QStyledItemDelegate {
   QWidget* createEditor(QWidget* parent, const QStyleOptionViewItem&, const QModelIndex&) const override {
     auto* spin = new QDoubleSpinBox(parent);
     spin->setDecimals(4);
-    spin->setRange(0.0001, 1.0);
+    spin->setRange(0.0, 1.0);  // 0 is refused with a message, not clamped
     spin->setSingleStep(0.03125);
     spin->setFrame(false);
     return spin;
@@ -71,9 +73,10 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
     const char* label;
     int lo, hi, step;
   };
-  const Dim dims[] = {{"d_model", "d_model", 1, 1 << 20, 64}, {"n_layers", "Layers", 1, 1000, 1},
-                      {"n_heads", "Heads", 1, 4096, 1},       {"n_kv_heads", "KV heads", 1, 4096, 1},
-                      {"d_ff", "d_ff", 1, 1 << 22, 256},      {"vocab_size", "Vocab", 1, 1 << 24, 1000}};
+  // The editors accept 0 so that a 0 is refused with a message instead of snapping back.
+  const Dim dims[] = {{"d_model", "d_model", 0, 1 << 20, 64}, {"n_layers", "Layers", 0, 1000, 1},
+                      {"n_heads", "Heads", 0, 4096, 1},       {"n_kv_heads", "KV heads", 0, 4096, 1},
+                      {"d_ff", "d_ff", 0, 1 << 22, 256},      {"vocab_size", "Vocab", 0, 1 << 24, 1000}};
   // Two editors per row, each row followed by a row for the errors of its two fields.
   auto* grid = new QGridLayout;
   grid->setHorizontalSpacing(6);
@@ -122,6 +125,8 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
   m_dtype = new QComboBox(loadBox);
   m_dtype->addItems({QStringLiteral("fp32"), QStringLiteral("bf16"), QStringLiteral("fp16")});
   lf->addRow(tr("dtype"), m_dtype);
+  m_dtypeNote = makeNoteLabel(loadBox);
+  lf->addRow(m_dtypeNote);
   m_baseline = new QComboBox(loadBox);
   m_baseline->addItem(tr("the model without routing"), QString());
   for (const QFileInfo& f : QDir(configsDir() + QStringLiteral("/models"))
@@ -163,7 +168,7 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
   m_nth->setPrefix(QStringLiteral("n = "));
   m_capacity = new QDoubleSpinBox(schedBox);
   m_capacity->setDecimals(4);
-  m_capacity->setRange(0.0001, 1.0);
+  m_capacity->setRange(0.0, 1.0);  // 0 is refused with a message, not clamped
   m_capacity->setSingleStep(0.03125);
   m_capacity->setKeyboardTracking(false);
   m_capacity->setPrefix(QStringLiteral("c = "));
@@ -173,12 +178,17 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
   presetRow->addWidget(m_nth, 1);
   presetRow->addWidget(m_capacity, 1);
   sl->addLayout(presetRow);
+  m_scheduleNote = makeNoteLabel(schedBox);
+  sl->addWidget(m_scheduleNote);
   m_scheduleView = new QTableView(schedBox);
   m_scheduleView->setModel(session->scheduleModel());
   m_scheduleView->setItemDelegateForColumn(ScheduleModel::CapacityColumn, new CapacityDelegate(m_scheduleView));
   m_scheduleView->verticalHeader()->setVisible(false);
   m_scheduleView->verticalHeader()->setDefaultSectionSize(20);
   m_scheduleView->horizontalHeader()->setStretchLastSection(true);
+  // Columns sized by their contents on every reset (a preset, a loaded model), never collapsed.
+  for (int c : {ScheduleModel::LayerColumn, ScheduleModel::RoutedColumn, ScheduleModel::CapacityColumn})
+    m_scheduleView->horizontalHeader()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
   m_scheduleView->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed |
                                   QAbstractItemView::AnyKeyPressed | QAbstractItemView::SelectedClicked);
   m_scheduleView->setAlternatingRowColors(true);
@@ -187,11 +197,28 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
   auto* schedErrors = new QFormLayout;
   addErrorRow(schedErrors, QStringLiteral("routing"));
   sl->addLayout(schedErrors);
-  connect(m_preset, &QComboBox::activated, this, [this](int) { applyPreset(); });
+  connect(m_preset, &QComboBox::activated, this, [this](int) {
+    m_presetChoice = m_preset->currentData().toString();
+    // every_nth with n = 2 is every other layer: start from the first n that differs.
+    if (m_presetChoice == QStringLiteral("every_nth") && m_nth->value() == 2 && m_nth->maximum() >= 3) {
+      const QSignalBlocker b(m_nth);
+      m_nth->setValue(3);
+    }
+    applyPreset();
+  });
   connect(m_nth, &QSpinBox::valueChanged, this, [this](int) {
     if (m_preset->currentData().toString() == QStringLiteral("every_nth")) applyPreset();
   });
-  connect(m_capacity, &QDoubleSpinBox::valueChanged, this, [this](double) { applyPreset(); });
+  connect(m_capacity, &QDoubleSpinBox::valueChanged, this, [this](double c) {
+    // Integrated MoDE: the capacity is the share of tokens that reach a real expert, so it
+    // sets the no-op experts (sim::noop_experts_for).
+    if (m_variant->currentData().toString() == QStringLiteral("integrated") && c > 0 && c <= 1) {
+      const QSignalBlocker b(m_noop);
+      m_noop->setValue(sim::noop_experts_for(m_experts->value(), c));
+      applyVariant();
+    }
+    applyPreset();
+  });
   layout->addWidget(schedBox, 1);
 
   // --- MoDE variant ---------------------------------------------------------------------------
@@ -206,7 +233,10 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
   vf->addRow(tr("Variant"), m_variant);
   m_experts = spinBox(1, 1 << 12, 1, variantBox);
   m_topK = spinBox(1, 64, 1, variantBox);
-  m_noop = spinBox(0, 1 << 12, 1, variantBox);
+  m_noop = spinBox(1, 1 << 12, 1, variantBox);
+  m_noop->setToolTip(
+      tr("Integrated MoDE: no-op experts beside the real ones; a token routed to one skips the MLP. E real and N "
+         "no-op experts let E/(E+N) of the tokens compute, so the capacity c sets N = E(1-c)/c"));
   m_capacityFactor = new QDoubleSpinBox(variantBox);
   m_capacityFactor->setRange(0, 16);
   m_capacityFactor->setDecimals(2);
@@ -226,10 +256,32 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
   vgrid->addWidget(new QLabel(tr("Cap. factor"), variantBox), 1, 2);
   vgrid->addWidget(m_capacityFactor, 1, 3);
   vf->addRow(vgrid);
+  m_variantNote = makeNoteLabel(variantBox);
+  vf->addRow(m_variantNote);
   addErrorRow(vf, QStringLiteral("mode"));
-  connect(m_variant, &QComboBox::currentIndexChanged, this, [this](int) { applyVariant(); });
-  for (QSpinBox* s : {m_experts, m_topK, m_noop})
-    connect(s, &QSpinBox::valueChanged, this, [this](int) { applyVariant(); });
+  connect(m_variant, &QComboBox::currentIndexChanged, this, [this](int) {
+    if (m_variant->currentData().toString() == QStringLiteral("integrated")) {
+      const QSignalBlocker b(m_noop);
+      m_noop->setValue(
+          sim::noop_experts_for(m_experts->value(), m_capacity->value() > 0 ? m_capacity->value() : 0.125));
+    }
+    applyVariant();
+  });
+  connect(m_experts, &QSpinBox::valueChanged, this, [this](int) {
+    if (m_variant->currentData().toString() == QStringLiteral("integrated") && m_capacity->value() > 0) {
+      const QSignalBlocker b(m_noop);
+      m_noop->setValue(sim::noop_experts_for(m_experts->value(), m_capacity->value()));
+    }
+    applyVariant();
+  });
+  connect(m_topK, &QSpinBox::valueChanged, this, [this](int) { applyVariant(); });
+  connect(m_noop, &QSpinBox::valueChanged, this, [this](int n) {
+    // The no-op experts edited directly: the routed layers' capacity follows, E/(E+N).
+    applyVariant();
+    const QSignalBlocker b(m_capacity);
+    m_capacity->setValue(double(m_experts->value()) / double(m_experts->value() + n));
+    applyPreset();
+  });
   connect(m_capacityFactor, &QDoubleSpinBox::valueChanged, this, [this](double) { applyVariant(); });
   layout->addWidget(variantBox);
 
@@ -271,6 +323,27 @@ QLabel* ModelPanel::makeErrorLabel(const QString& key) {
   return label;
 }
 
+QLabel* ModelPanel::makeNoteLabel(QWidget* parent) {
+  auto* label = new QLabel(parent);
+  label->setWordWrap(true);
+  label->setStyleSheet(QStringLiteral("QLabel { color: #555; font-size: 9pt; }"));
+  label->setVisible(false);
+  return label;
+}
+
+QString ModelPanel::noteText(const QString& which) const {
+  const QLabel* l = which == QStringLiteral("schedule")  ? m_scheduleNote
+                    : which == QStringLiteral("variant") ? m_variantNote
+                    : which == QStringLiteral("dtype")   ? m_dtypeNote
+                                                         : nullptr;
+  return l && !l->isHidden() ? l->text() : QString();
+}
+
+void ModelPanel::setNote(QLabel* label, const QString& text) {
+  label->setText(text);
+  label->setVisible(!text.isEmpty());
+}
+
 QLabel* ModelPanel::addErrorRow(QFormLayout* form, const QString& key) {
   QLabel* label = makeErrorLabel(key);
   form->addRow(label);
@@ -296,6 +369,8 @@ void ModelPanel::showValidation(const QString& key, const QString& message) {
       target = QStringLiteral("mode");
     else if (key == QStringLiteral("d_head"))
       target = QStringLiteral("n_heads");
+    else if (key == QStringLiteral("workload"))
+      target = QStringLiteral("batch");
     else
       target = QStringLiteral("model");
   }
@@ -376,10 +451,15 @@ void ModelPanel::refresh() {
     std::vector<bool> routed;
     double cap = m.routing ? m.routing->capacity : 0.125;
     bool first = true;
+    QMap<double, int> byCapacity;  // routed layers per capacity
     for (const auto& l : m_session->scheduleModel()->layers()) {
       routed.push_back(l.has_value());
-      if (l && first) cap = *l, first = false;
+      if (!l) continue;
+      if (first) cap = *l, first = false;
+      ++byCapacity[*l];
     }
+    const int layers = int(routed.size());
+    m_nth->setMaximum(std::max(2, layers));
     const std::string preset = sim::schedule_preset(routed);
     QString key = QStringLiteral("custom");
     if (preset.rfind("every_nth:", 0) == 0) {
@@ -388,9 +468,24 @@ void ModelPanel::refresh() {
     } else if (!preset.empty()) {
       key = qs(preset);
     }
+    // The user's own choice stands while the layers are what it routes: every n-th with n = 2
+    // routes what every other does, and stays every n-th.
+    if (m_presetChoice == QStringLiteral("every_nth") && key == QStringLiteral("every_other") && m_nth->value() == 2)
+      key = m_presetChoice;
+    if (byCapacity.size() > 1) key = QStringLiteral("custom");
     m_preset->setCurrentIndex(m_preset->findData(key));
     m_nth->setEnabled(key == QStringLiteral("every_nth"));
     m_capacity->setValue(cap);
+    QString note;
+    if (byCapacity.size() > 1) {
+      QStringList parts;
+      for (auto it = byCapacity.cbegin(); it != byCapacity.cend(); ++it)
+        parts << (it.value() == 1 ? tr("1 layer at %1").arg(it.key(), 0, 'g', 4)
+                                  : tr("%1 layers at %2").arg(it.value()).arg(it.key(), 0, 'g', 4));
+      note =
+          tr("Mixed capacities: %1. Changing c sets every routed layer to it.").arg(parts.join(QStringLiteral(", ")));
+    }
+    setNote(m_scheduleNote, note);
   }
   {
     const QSignalBlocker b1(m_variant), b2(m_experts), b3(m_topK), b4(m_noop), b5(m_capacityFactor);
@@ -409,8 +504,22 @@ void ModelPanel::refresh() {
     m_experts->setEnabled(m.mode.has_value());
     m_topK->setEnabled(m.mode.has_value());
     m_capacityFactor->setEnabled(m.mode.has_value());
-    m_noop->setEnabled(m.mode && m.mode->variant == sim::mode_variant::integrated);
+    const bool integrated = m.mode && m.mode->variant == sim::mode_variant::integrated;
+    m_noop->setEnabled(integrated);
+    QString note;
+    if (integrated)
+      note = tr("Integrated: at the routed layers a token skips the MLP when it is routed to one of the %1 no-op "
+                "experts, so %2 of %3 experts compute: capacity %4 (the capacity c sets the no-op experts, "
+                "N = E(1-c)/c). Attention runs on every token.")
+                 .arg(mode.noop_experts)
+                 .arg(mode.experts)
+                 .arg(mode.experts + mode.noop_experts)
+                 .arg(double(mode.experts) / double(mode.experts + mode.noop_experts), 0, 'g', 3);
+    else if (m.mode && m.mode->variant == sim::mode_variant::moe && m.routing)
+      note = tr("MoE only: the schedule and capacity are not used (no MoD routing).");
+    setNote(m_variantNote, note);
   }
+  setNote(m_dtypeNote, m_session->dtypeNotice());
   {
     const QSignalBlocker b(m_baseline);
     const int i = m_baseline->findData(m_session->config().baselinePath);

@@ -29,6 +29,14 @@ class ModelPanel : public QWidget {
   // Hardware files offered (absolute paths); `extra` are added by the user (QSettings).
   void setHardwareFiles(const QStringList& files);
   QSpinBox* dimensionEditor(const QString& key) const { return m_dims.value(key); }
+  QComboBox* presetEditor() const { return m_preset; }
+  QSpinBox* nthEditor() const { return m_nth; }
+  QDoubleSpinBox* capacityEditor() const { return m_capacity; }
+  QComboBox* variantEditor() const { return m_variant; }
+  QSpinBox* noopEditor() const { return m_noop; }
+  // A note the panel shows for people: "schedule" (mixed capacities), "variant" (what the
+  // MoDE variant does with the capacity), "dtype" (changed with the hardware); empty when none.
+  QString noteText(const QString& which) const;
 
  signals:
   void addHardwareRequested();
@@ -41,6 +49,8 @@ class ModelPanel : public QWidget {
  private:
   QLabel* makeErrorLabel(const QString& key);
   QLabel* addErrorRow(QFormLayout* form, const QString& key);
+  QLabel* makeNoteLabel(QWidget* parent);
+  static void setNote(QLabel* label, const QString& text);
   void applyVariant();
   void applyPreset();
 
@@ -65,6 +75,10 @@ class ModelPanel : public QWidget {
   QComboBox* m_baseline;  // "routing removed", then the shipped dense models
   QPushButton* m_addHardware;
   QLabel* m_hardwareInfo;
+  QLabel* m_scheduleNote;
+  QLabel* m_variantNote;
+  QLabel* m_dtypeNote;
+  QString m_presetChoice;            // the preset last picked by the user
   QHash<QString, QLabel*> m_errors;  // by key (or group: "routing", "mode", "hardware", "model")
 };
 

@@ -5,17 +5,22 @@
 #include <QFileDialog>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QHash>
 #include <QLabel>
+#include <QMouseEvent>
 #include <QPushButton>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QTableView>
 #include <QToolTip>
 #include <QVBoxLayout>
+#include <QtCharts/QAbstractBarSeries>
+#include <QtCharts/QBarSet>
 #include <QtCharts/QChart>
 #include <QtCharts/QChartView>
 #include <QtCharts/QScatterSeries>
 #include <QtCharts/QValueAxis>
+#include <cmath>
 #include <limits>
 
 #include "gui/core/chart_inputs.hpp"
@@ -136,6 +141,9 @@ DesignSpacePage::DesignSpacePage(SweepModel* model, QWidget* parent)
   layout->setContentsMargins(6, 6, 6, 6);
   layout->addWidget(new AvailabilityStack(content, model, this));
 
+  m_view->setMouseTracking(true);
+  m_view->viewport()->setMouseTracking(true);
+  m_view->viewport()->installEventFilter(this);
   connect(model, &QAbstractItemModel::modelReset, this, &DesignSpacePage::rebuild);
   connect(m_frontOnly, &QCheckBox::toggled, this,
           [this](bool on) { static_cast<SweepProxy*>(m_proxy)->setFrontOnly(on); });
@@ -146,35 +154,44 @@ DesignSpacePage::DesignSpacePage(SweepModel* model, QWidget* parent)
 
 void DesignSpacePage::rebuild() {
   QChart* chart = makeDesignSpaceChart(*m_model, tr("Design space: predicted wall-clock vs matmul FLOPs"));
-  for (QAbstractSeries* s : chart->series()) {
-    if (auto* scatter = qobject_cast<QScatterSeries*>(s)) {
-      connect(scatter, &QXYSeries::clicked, this, &DesignSpacePage::onPointClicked);
-      connect(scatter, &QXYSeries::hovered, this, &DesignSpacePage::onHovered);
-    }
+  // Hover and click are found from the pointer's pixel position over every marker, so that the
+  // Pareto line and the current point's star drawn above them do not hide points.
+  m_markers.clear();
+  QHash<QString, QScatterSeries*> byName;
+  for (QAbstractSeries* s : chart->series())
+    if (auto* scatter = qobject_cast<QScatterSeries*>(s); scatter && !byName.contains(scatter->name()))
+      byName.insert(scatter->name(), scatter);
+  QHash<QString, int> next;
+  for (int r = 0; r < m_model->rowCount(); ++r) {
+    const QString group = QString::fromStdString(m_model->point(r).variant);
+    QScatterSeries* series = byName.value(group.isEmpty() ? QStringLiteral("points") : group);
+    const int i = next[group]++;
+    m_markers.append({series && i < series->count() ? series : nullptr, i});
   }
   replaceChart(m_view, chart);
   m_table->resizeColumnsToContents();
 }
 
-int DesignSpacePage::rowAt(const QPointF& value) const {
-  QChart* chart = m_view->chart();
-  if (!chart || m_model->rowCount() == 0) return -1;
-  // Compare in pixels when the chart is laid out, else in value units scaled by the ranges.
-  double xRange = 1, yRange = 1;
-  const auto axesX = chart->axes(Qt::Horizontal), axesY = chart->axes(Qt::Vertical);
-  if (!axesX.isEmpty() && !axesY.isEmpty()) {
-    if (auto* ax = qobject_cast<QValueAxis*>(axesX.first())) xRange = std::max(1e-12, ax->max() - ax->min());
-    if (auto* ay = qobject_cast<QValueAxis*>(axesY.first())) yRange = std::max(1e-12, ay->max() - ay->min());
-  }
+QPoint DesignSpacePage::pixelOf(int row) const {
+  if (row < 0 || row >= m_markers.size() || !m_markers[row].first || !m_view->chart()) return {-1, -1};
+  QScatterSeries* series = m_markers[row].first;
+  const QPointF inChart = m_view->chart()->mapToPosition(series->at(m_markers[row].second), series);
+  return m_view->mapFromScene(m_view->chart()->mapToScene(inChart));
+}
+
+int DesignSpacePage::rowAtPixel(const QPoint& pos, double radius) const {
   int best = -1;
-  double bestD = std::numeric_limits<double>::infinity();
-  for (int r = 0; r < m_model->rowCount(); ++r) {
-    const SweepPoint& p = m_model->point(r);
-    const double dx = (double(p.matmulFlops) / 1e9 - value.x()) / xRange;
-    const double dy = (p.timeS * 1e3 - value.y()) / yRange;
+  double bestD = radius * radius;
+  for (int r = 0; r < m_markers.size(); ++r) {
+    const QPoint p = pixelOf(r);
+    if (p.x() < 0) continue;
+    const double dx = p.x() - pos.x(), dy = p.y() - pos.y();
     const double d = dx * dx + dy * dy;
-    // Among coincident points prefer the one on the front.
-    if (d < bestD - 1e-12 || (std::abs(d - bestD) <= 1e-12 && p.pareto && best >= 0 && !m_model->point(best).pareto)) {
+    // Among coincident points prefer the current one, then one on the front.
+    const bool better = d < bestD - 1e-9 ||
+                        (best >= 0 && std::abs(d - bestD) <= 1e-9 &&
+                         (m_model->point(r).current || (m_model->point(r).pareto && !m_model->point(best).current)));
+    if (d <= radius * radius && better) {
       bestD = d;
       best = r;
     }
@@ -182,21 +199,38 @@ int DesignSpacePage::rowAt(const QPointF& value) const {
   return best;
 }
 
-void DesignSpacePage::onPointClicked(const QPointF& value) {
-  const int row = rowAt(value);
+void DesignSpacePage::clickAt(const QPoint& pos) {
+  const int row = rowAtPixel(pos);
   if (row >= 0) emit adoptRequested(row);
 }
 
-void DesignSpacePage::onHovered(const QPointF& value, bool state) {
-  if (!state) {
+void DesignSpacePage::hoverAt(const QPoint& pos) {
+  const int row = rowAtPixel(pos);
+  if (row < 0) {
+    m_hoverText.clear();
     QToolTip::hideText();
     return;
   }
-  const int row = rowAt(value);
-  if (row < 0) return;
-  const QString text = m_model->index(row, 0).data(Qt::ToolTipRole).toString() +
-                       (m_model->point(row).pareto ? tr("\non the Pareto front") : QString()) + tr("\nclick to adopt");
-  QToolTip::showText(QCursor::pos(), text, m_view);
+  const SweepPoint& p = m_model->point(row);
+  m_hoverText = m_model->index(row, 0).data(Qt::ToolTipRole).toString() +
+                (p.current ? tr("\nthe current configuration") : QString()) +
+                (p.pareto ? tr("\non the Pareto front") : QString()) + (p.current ? QString() : tr("\nclick to adopt"));
+  QToolTip::showText(m_view->viewport()->mapToGlobal(pos), m_hoverText, m_view);
+}
+
+bool DesignSpacePage::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == m_view->viewport()) {
+    if (event->type() == QEvent::MouseMove) {
+      hoverAt(static_cast<QMouseEvent*>(event)->position().toPoint());
+    } else if (event->type() == QEvent::MouseButtonRelease &&
+               static_cast<QMouseEvent*>(event)->button() == Qt::LeftButton) {
+      clickAt(static_cast<QMouseEvent*>(event)->position().toPoint());
+    } else if (event->type() == QEvent::Leave) {
+      m_hoverText.clear();
+      QToolTip::hideText();
+    }
+  }
+  return QWidget::eventFilter(watched, event);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -229,12 +263,46 @@ LayersPage::LayersPage(LayerTimesModel* model, GapModel* gap, QWidget* parent)
 }
 
 void LayersPage::rebuild() {
-  replaceChart(m_view, makeLayerTimeChart(*m_model, tr("Predicted time per layer by op class, dense beside current")));
+  QChart* chart = makeLayerTimeChart(*m_model, tr("Predicted time per layer by op class, dense beside current"));
+  // Hover over a bar segment: its layer, bar (dense or current), op class and time.
+  for (QAbstractSeries* s : chart->series())
+    if (auto* bars = qobject_cast<QAbstractBarSeries*>(s))
+      connect(bars, &QAbstractBarSeries::hovered, this, [this](bool on, int index, QBarSet* set) {
+        if (!on) {
+          m_hoverText.clear();
+          QToolTip::hideText();
+          return;
+        }
+        const int layer = index / 2;
+        const bool dense = index % 2 == 0;
+        const int column = m_model->firstClassColumn() + int(m_model->classNames().indexOf(set->label()));
+        if (layer >= m_model->layerCount() || column < m_model->firstClassColumn()) return;
+        const QModelIndex idx = m_model->index(layer, column);
+        const double seconds = dense ? idx.data(DenseValueRole).toDouble() : idx.data(ValueRole).toDouble();
+        m_hoverText = tr("layer %1, %2: %3 %4")
+                          .arg(layer)
+                          .arg(dense ? tr("dense") : tr("current"), set->label(), formatSeconds(seconds));
+        QToolTip::showText(QCursor::pos(), m_hoverText, m_view);
+      });
+  replaceChart(m_view, chart);
   m_table->resizeColumnsToContents();
 }
 
 void LayersPage::rebuildGap() {
-  replaceChart(m_gapView, makeGapChart(*m_gap, tr("From the FLOP ratio to the time ratio (% of the dense step)")));
+  QChart* chart = makeGapChart(*m_gap, tr("From the FLOP ratio to the time ratio (% of the dense step)"));
+  // Hover over a bar: the term, its value and what it means.
+  for (QAbstractSeries* s : chart->series())
+    if (auto* bars = qobject_cast<QAbstractBarSeries*>(s))
+      connect(bars, &QAbstractBarSeries::hovered, this, [this](bool on, int index, QBarSet*) {
+        if (!on || index < 0 || index >= m_gap->rowCount()) {
+          m_hoverText.clear();
+          QToolTip::hideText();
+          return;
+        }
+        m_hoverText = m_gap->describe(index);
+        QToolTip::showText(QCursor::pos(), m_hoverText, m_gapView);
+      });
+  replaceChart(m_gapView, chart);
 }
 
 // ---------------------------------------------------------------------------------------------

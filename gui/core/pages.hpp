@@ -4,9 +4,13 @@
 // point, choose a file); it holds no data of its own. When its part of the result is not
 // available (a module missing from this build, a failed computation) it says so instead.
 #include <QStackedWidget>
+#include <QPair>
+#include <QPoint>
+#include <QVector>
 #include <QWidget>
 
 class QChartView;
+class QScatterSeries;
 class QComboBox;
 class QLabel;
 class QTableView;
@@ -44,25 +48,39 @@ class DesignSpacePage : public QWidget {
   explicit DesignSpacePage(SweepModel* model, QWidget* parent = nullptr);
   QChartView* chartView() const { return m_view; }
   QTableView* table() const { return m_table; }
-  // The sweep row nearest to a point in the chart's value coordinates (GFLOP, ms); -1 if none.
-  int rowAt(const QPointF& value) const;
+  // Where row `row`'s marker is drawn, in the chart view's viewport coordinates; (-1, -1) when
+  // it is not drawn.
+  QPoint pixelOf(int row) const;
+  // The sweep row whose marker is nearest to `pos` (viewport coordinates) within `radius`
+  // pixels; -1 if none.
+  int rowAtPixel(const QPoint& pos, double radius = 12) const;
+  // The tooltip last shown on hover (empty when the pointer is over no point).
+  QString hoverText() const { return m_hoverText; }
 
  public slots:
-  // A click on the chart at `value` (GFLOP, ms): adopts the nearest configuration.
-  void onPointClicked(const QPointF& value);
+  // A click on the chart at `pos` (viewport coordinates): adopts the nearest configuration.
+  void clickAt(const QPoint& pos);
+  // The pointer at `pos` (viewport coordinates): the nearest point's tooltip, or none.
+  void hoverAt(const QPoint& pos);
 
  signals:
   void adoptRequested(int sweepRow);
 
+ protected:
+  bool eventFilter(QObject* watched, QEvent* event) override;
+
  private:
   void rebuild();
-  void onHovered(const QPointF& value, bool state);
   SweepModel* m_model;
   QChartView* m_view;
   QTableView* m_table;
   QSortFilterProxyModel* m_proxy;
   QCheckBox* m_frontOnly;
   QLabel* m_hint;
+  QString m_hoverText;
+  // Each sweep row's marker: its scatter series and index there (the builder makes one series
+  // per variant, points in row order).
+  QVector<QPair<QScatterSeries*, int>> m_markers;
 };
 
 class LayersPage : public QWidget {
@@ -70,6 +88,9 @@ class LayersPage : public QWidget {
  public:
   LayersPage(LayerTimesModel* model, GapModel* gap, QWidget* parent = nullptr);
   QChartView* chartView() const { return m_view; }
+  QChartView* gapView() const { return m_gapView; }
+  // The tooltip last shown over a bar (empty when none).
+  QString hoverText() const { return m_hoverText; }
 
  private:
   void rebuild();
@@ -79,6 +100,7 @@ class LayersPage : public QWidget {
   QChartView* m_view;
   QChartView* m_gapView;
   QTableView* m_table;
+  QString m_hoverText;
 };
 
 class TimelinePage : public QWidget {

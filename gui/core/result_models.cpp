@@ -121,9 +121,9 @@ QVariant SummaryModel::headerData(int section, Qt::Orientation o, int role) cons
     case CurrentColumn:
       return tr("Current");
     case DenseColumn:
-      return tr("Dense");
+      return m_prediction.baselineName.empty() ? tr("Dense") : tr("Baseline");
     case RatioColumn:
-      return tr("Current / dense");
+      return m_prediction.baselineName.empty() ? tr("Current / dense") : tr("Current / baseline");
     default:
       return {};
   }
@@ -152,11 +152,16 @@ QString SummaryModel::headline() const {
                        : p.expectedP90Pct > 0 ? tr(" ±%1% (p90)").arg(p.expectedP90Pct, 0, 'f', 1)
                                               : QString();
   const QString dense = p.baselineName.empty() ? tr("dense") : qs(p.baselineName).toHtmlEscaped();
-  return tr("%1 · %2 on %3:  <b>%4</b>%9 predicted (%10 %5, <b>%6</b>)  ·  FLOPs %7 of dense  ·  %8")
-      .arg(m_modeName, m_modelName.toHtmlEscaped(), qs(p.hardwareName).toHtmlEscaped(), formatSeconds(p.totalS),
-           formatSeconds(p.denseTotalS), formatRatio(p.totalS, p.denseTotalS),
-           formatRatio(double(p.matmulFlops), double(p.denseMatmulFlops)), qs(p.costLabel).toHtmlEscaped(), band)
-      .arg(dense);
+  QString text =
+      tr("%1 · %2 on %3:  <b>%4</b>%9 predicted (%10 %5, <b>%6</b>)  ·  FLOPs %7 of %10  ·  %8")
+          .arg(m_modeName, m_modelName.toHtmlEscaped(), qs(p.hardwareName).toHtmlEscaped(), formatSeconds(p.totalS),
+               formatSeconds(p.denseTotalS), formatRatio(p.totalS, p.denseTotalS),
+               formatRatio(double(p.matmulFlops), double(p.denseMatmulFlops)), qs(p.costLabel).toHtmlEscaped(), band)
+          .arg(dense);
+  if (!p.memoryVerdict.empty())
+    text += tr("<br><span style='color:#b00020'><b>Memory</b>: this step %1.</span>")
+                .arg(qs(p.memoryVerdict).toHtmlEscaped());
+  return text;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -172,6 +177,12 @@ int LayerTimesModel::columnCount(const QModelIndex& parent) const {
 
 QString LayerTimesModel::className(int c) const {
   return c >= 0 && c < classCount() ? qs(m_prediction.opClasses[static_cast<std::size_t>(c)]) : QString();
+}
+
+QStringList LayerTimesModel::classNames() const {
+  QStringList out;
+  for (int c = 0; c < classCount(); ++c) out << className(c);
+  return out;
 }
 
 QVariant LayerTimesModel::data(const QModelIndex& index, int role) const {
@@ -302,6 +313,27 @@ QVariant GapModel::data(const QModelIndex& index, int role) const {
   return {};
 }
 
+QString GapModel::describe(int row) const {
+  if (row < 0 || row >= rowCount()) return {};
+  const QString term = index(row, TermColumn).data().toString();
+  const QString value = index(row, PercentColumn).data().toString();
+  QString meaning;
+  if (row == 0) {
+    meaning = tr("the FLOP ratio: what the step would take if time followed FLOPs");
+  } else if (row == rowCount() - 1) {
+    meaning = tr("the predicted time ratio, current / dense");
+  } else {
+    const std::string& name = m_prediction.gap[static_cast<std::size_t>(row - 1)].name;
+    meaning = name == "routing"           ? tr("the router, top-k, gather and scatter ops MoD adds")
+              : name == "launch"          ? tr("kernel launches and host enqueue that do not shrink with the tokens")
+              : name == "gemm_efficiency" ? tr("smaller GEMMs run at a lower share of the peak")
+              : name == "attention"       ? tr("attention time that does not follow the FLOPs")
+              : name == "memory_bound"    ? tr("ops bound by memory traffic (weights read whatever the tokens)")
+                                          : QString();
+  }
+  return tr("%1: %2 of the dense step\n%3").arg(term, value, meaning);
+}
+
 QVariant GapModel::headerData(int section, Qt::Orientation o, int role) const {
   if (o != Qt::Horizontal || role != Qt::DisplayRole) return ResultModel::headerData(section, o, role);
   switch (section) {
@@ -332,6 +364,10 @@ int SweepModel::rowCount(const QModelIndex& parent) const {
 }
 int SweepModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
+QString SweepModel::baselineName() const {
+  return m_sweep.baselineName.empty() ? tr("dense") : qs(m_sweep.baselineName);
+}
+
 QString SweepModel::label(int row) const {
   const SweepPoint& p = point(row);
   QString s = qs(p.variant);
@@ -344,7 +380,6 @@ QVariant SweepModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || !checkIndex(index, kValidIndex)) return {};
   const SweepPoint& p = point(index.row());
   const double speedup = p.timeS > 0 ? m_sweep.denseTimeS / p.timeS : 0;
-  const double flopRatio = m_sweep.denseMatmulFlops ? double(p.matmulFlops) / double(m_sweep.denseMatmulFlops) : 0;
   if (role == Qt::DisplayRole) {
     switch (index.column()) {
       case VariantColumn:
@@ -357,10 +392,10 @@ QVariant SweepModel::data(const QModelIndex& index, int role) const {
         return formatFlops(double(p.matmulFlops));
       case TimeColumn:
         return formatSeconds(p.timeS);
-      case SpeedupColumn:
-        return QStringLiteral("%1×").arg(speedup, 0, 'f', 2);
+      case TimeRatioColumn:
+        return formatRatio(p.timeS, m_sweep.denseTimeS);
       case FlopRatioColumn:
-        return QStringLiteral("%1×").arg(flopRatio, 0, 'f', 3);
+        return formatRatio(double(p.matmulFlops), double(m_sweep.denseMatmulFlops));
       case ParetoColumn:
         return p.current ? (p.pareto ? tr("front · current") : tr("current")) : p.pareto ? tr("front") : QString();
       default:
@@ -379,10 +414,10 @@ QVariant SweepModel::data(const QModelIndex& index, int role) const {
         return double(p.matmulFlops);
       case TimeColumn:
         return p.timeS;
-      case SpeedupColumn:
-        return speedup;
+      case TimeRatioColumn:
+        return m_sweep.denseTimeS > 0 ? p.timeS / m_sweep.denseTimeS : 0.0;
       case FlopRatioColumn:
-        return flopRatio;
+        return m_sweep.denseMatmulFlops ? double(p.matmulFlops) / double(m_sweep.denseMatmulFlops) : 0.0;
       case ParetoColumn:
         return p.pareto;
       default:
@@ -390,9 +425,10 @@ QVariant SweepModel::data(const QModelIndex& index, int role) const {
     }
   }
   if (role == Qt::ToolTipRole) {
-    return tr("%1\n%2 matmul FLOPs (%3 of dense)\n%4 predicted (%5× faster than dense)")
-        .arg(label(index.row()), formatFlops(double(p.matmulFlops)), QStringLiteral("%1×").arg(flopRatio, 0, 'f', 3),
-             formatSeconds(p.timeS), QString::number(speedup, 'f', 2));
+    return tr("%1\n%2 matmul FLOPs (%3 of %6)\n%4 predicted (%7 of %6: %5× as fast)")
+        .arg(label(index.row()), formatFlops(double(p.matmulFlops)),
+             formatRatio(double(p.matmulFlops), double(m_sweep.denseMatmulFlops)), formatSeconds(p.timeS),
+             QString::number(speedup, 'f', 2), baselineName(), formatRatio(p.timeS, m_sweep.denseTimeS));
   }
   if (role == Qt::FontRole && p.current) {
     QFont f;
@@ -417,10 +453,10 @@ QVariant SweepModel::headerData(int section, Qt::Orientation o, int role) const 
       return tr("Matmul FLOPs");
     case TimeColumn:
       return tr("Predicted time");
-    case SpeedupColumn:
-      return tr("Speed-up");
+    case TimeRatioColumn:
+      return tr("Time / %1").arg(baselineName());
     case FlopRatioColumn:
-      return tr("FLOPs / dense");
+      return tr("FLOPs / %1").arg(baselineName());
     case ParetoColumn:
       return tr("Pareto");
     default:

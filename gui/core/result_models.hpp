@@ -4,6 +4,7 @@
 // ValueRole the raw number (seconds, FLOPs, bytes), DenseValueRole the dense baseline's.
 // Views and charts read these models and keep nothing of their own.
 #include <QAbstractTableModel>
+#include <QStringList>
 #include <QString>
 
 #include "gui/core/results.hpp"
@@ -76,6 +77,7 @@ class LayerTimesModel : public ResultModel {
   int totalColumn() const { return firstClassColumn() + classCount(); }
   int layerCount() const { return static_cast<int>(m_prediction.layers.size()); }  // rows before the LM head
   QString className(int c) const;
+  QStringList classNames() const;
 
  private:
   PredictionResult m_prediction;
@@ -94,6 +96,8 @@ class GapModel : public ResultModel {
   QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
   void setResult(const ComputeResultPtr& result) override;
   bool isTotal(int row) const { return row == 0 || row == rowCount() - 1; }
+  // For people: the row's term, its value and what it stands for (the chart's tooltip).
+  QString describe(int row) const;
 
  private:
   PredictionResult m_prediction;
@@ -109,7 +113,7 @@ class SweepModel : public ResultModel {
     CapacityColumn,
     FlopsColumn,
     TimeColumn,
-    SpeedupColumn,
+    TimeRatioColumn,  // predicted time / the baseline's (the headline's ratio)
     FlopRatioColumn,
     ParetoColumn,
     ColumnCount
@@ -125,6 +129,8 @@ class SweepModel : public ResultModel {
   const SweepPoint& point(int row) const { return m_sweep.points[static_cast<std::size_t>(row)]; }
   QString label(int row) const;  // "staged · every_other · c=0.125"
   double denseTimeS() const { return m_sweep.denseTimeS; }
+  // What the ratios compare with: "dense", or the named baseline (the headline's).
+  QString baselineName() const;
   std::int64_t denseMatmulFlops() const { return m_sweep.denseMatmulFlops; }
 
  private:

@@ -56,6 +56,9 @@ struct PredictionResult {
   double timeRatio = 1;            // totalS / denseTotalS
   std::vector<GapTerm> gap;        // empty when the predictor gives no decomposition
   std::vector<std::string> notes;  // the predictor's remarks (uncalibrated ops, ...)
+  // "does not fit in 80 GB: ..." when the step's footprint exceeds the hardware's memory
+  // (sim/memory.hpp); empty when it fits.
+  std::string memoryVerdict;
 };
 
 // One configuration of the design-space sweep.
@@ -76,6 +79,7 @@ struct SweepResult {
   std::vector<SweepPoint> points;
   std::int64_t denseMatmulFlops = 0;
   double denseTimeS = 0;
+  std::string baselineName;  // the baseline of the ratios when not plain dense (PredictionResult's)
 };
 
 struct TimelineSpan {

@@ -78,9 +78,15 @@ TEST(Explorer, ChoosingAParetoPointAdoptsItsConfiguration) {
     if (sweep->point(r).pareto && !sweep->point(r).current) row = r;
   ASSERT_GE(row, 0) << "no Pareto point other than the current one";
   const SweepPoint chosen = sweep->point(row);
-  // A click on the chart at the point's position (GFLOP, ms).
+  // A mouse click on the chart where the point is drawn.
+  e.window.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&e.window));
+  DesignSpacePage* page = e.window.designSpacePage();
+  const QPoint at = page->pixelOf(row);
+  ASSERT_GE(at.x(), 0);
+  ASSERT_EQ(page->rowAtPixel(at), row);
   QSignalSpy ready(e.session, &ExplorerSession::resultApplied);
-  e.window.designSpacePage()->onPointClicked(QPointF(double(chosen.matmulFlops) / 1e9, chosen.timeS * 1e3));
+  QTest::mouseClick(page->chartView()->viewport(), Qt::LeftButton, {}, at);
   e.waitForResult(ready);
   const auto adopted = sim::plan_layers(e.session->config().model);
   const auto expected = sim::plan_layers(chosen.model);

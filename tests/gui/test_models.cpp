@@ -307,7 +307,7 @@ TEST(ExplorerConfig, ModelJsonRoundTripsThroughTheParser) {
   m.routing->layer_capacities[2] = 0.25;
   m.routing->layer_capacities[5] = 0.5;
   m.routing->sched = {sim::schedule_kind::list, 0, {2, 5}};
-  const sim::model_spec back = sim::parse_model(modelToJson(m), "roundtrip.json");
+  const sim::model_spec back = sim::parse_model(sim::model_to_json(m), "roundtrip.json");
   const auto a = sim::plan_layers(m), b = sim::plan_layers(back);
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i) {

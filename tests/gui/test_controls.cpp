@@ -1,0 +1,446 @@
+// The explorer's controls as a researcher uses them (issue: every control works, one baseline,
+// no silent refusals, no lost edits), driven through the widgets with QTest on the offscreen
+// platform. Expected values are worked out by hand from the model files.
+#include <gtest/gtest.h>
+
+#include <QAction>
+#include <QApplication>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFile>
+#include <QImage>
+#include <QLabel>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTimer>
+#include <QToolButton>
+#include <QtCharts/QAbstractBarSeries>
+#include <QtCharts/QBarSet>
+#include <QtCharts/QChart>
+#include <QtCharts/QChartView>
+#include <functional>
+
+#include "gui/core/explorer_session.hpp"
+#include "gui/core/main_window.hpp"
+#include "gui/core/model_panel.hpp"
+#include "gui/core/pages.hpp"
+#include "sim/config.hpp"
+
+using namespace modsim;
+using namespace modsim::gui;
+
+namespace {
+
+QString shipped(const char* name) { return QStringLiteral(MODSIM_SOURCE_DIR "/configs/models/%1.json").arg(name); }
+
+struct Window {
+  MainWindow window;
+  ExplorerSession* session = window.session();
+  ModelPanel* panel = window.panel();
+  explicit Window(const char* model = "mod-220m") {
+    window.resize(1400, 900);
+    QSignalSpy ready(session, &ExplorerSession::resultApplied);
+    EXPECT_TRUE(window.openModelFile(shipped(model)));
+    settle(ready);
+  }
+  // Waits for the result of the latest configuration (worker idle).
+  void settle(QSignalSpy& spy) const {
+    if (!QTest::qWaitFor([&] { return spy.count() > 0 && !session->worker()->isBusy(); }, 60000))
+      ADD_FAILURE() << "no result within 60 s";
+  }
+  // Runs `edit`, then waits for its result.
+  void apply(const std::function<void()>& edit) const {
+    QSignalSpy ready(session, &ExplorerSession::resultApplied);
+    edit();
+    settle(ready);
+  }
+  std::vector<int> routedLayers() const {
+    std::vector<int> out;
+    for (const sim::layer_plan& l : sim::plan_layers(session->config().model))
+      if (l.routed) out.push_back(l.index);
+    return out;
+  }
+  QString presetKey() const { return panel->presetEditor()->currentData().toString(); }
+};
+
+// Answers the next modal message box by pressing the button with `role`; records its object name.
+void answerNextMessageBox(QMessageBox::StandardButton button, QString* seen) {
+  QTimer::singleShot(0, [button, seen] {
+    const bool found =
+        QTest::qWaitFor([&] { return qobject_cast<QMessageBox*>(QApplication::activeModalWidget()) != nullptr; }, 5000);
+    if (!found) return;
+    auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+    if (seen) *seen = box->objectName();
+    box->button(button)->click();
+  });
+}
+
+}  // namespace
+
+// --- 1. the "every n-th" schedule ---------------------------------------------------------------
+
+TEST(Controls, EveryNthIsChosenByKeyboardAndKeepsItsN) {
+  Window w;
+  QComboBox* preset = w.panel->presetEditor();
+  ASSERT_EQ(w.presetKey(), QStringLiteral("every_other"));
+  // The next item below "every other" is "every n-th": one Down key on the closed combo.
+  w.apply([&] { QTest::keyClick(preset, Qt::Key_Down); });
+  EXPECT_EQ(w.presetKey(), QStringLiteral("every_nth"));
+  EXPECT_TRUE(w.panel->nthEditor()->isEnabled());
+  EXPECT_EQ(w.panel->nthEditor()->value(), 3);
+  // 16 layers, every 3rd: layers 2, 5, 8, 11, 14.
+  EXPECT_EQ(w.routedLayers(), (std::vector<int>{2, 5, 8, 11, 14}));
+
+  // n = 2 routes what every other does, and the choice stays "every n-th" with n editable.
+  w.apply([&] { w.panel->nthEditor()->setValue(2); });
+  EXPECT_EQ(w.presetKey(), QStringLiteral("every_nth"));
+  EXPECT_TRUE(w.panel->nthEditor()->isEnabled());
+  EXPECT_EQ(w.routedLayers(), (std::vector<int>{1, 3, 5, 7, 9, 11, 13, 15}));
+  // ... so n = 4 can follow: layers 3, 7, 11, 15.
+  w.apply([&] { w.panel->nthEditor()->setValue(4); });
+  EXPECT_EQ(w.presetKey(), QStringLiteral("every_nth"));
+  EXPECT_EQ(w.routedLayers(), (std::vector<int>{3, 7, 11, 15}));
+}
+
+// --- 2. one baseline in the headline and the design-space table ---------------------------------
+
+TEST(Controls, HeadlineAndDesignSpaceTableShareTheBaselineForEveryVariant) {
+  Window w;
+  // mod-220m starts without MoE: each step below changes the variant (and recomputes).
+  for (const char* variant : {"moe", "staged", "integrated", "none"}) {
+    QComboBox* v = w.panel->variantEditor();
+    w.apply([&] { v->setCurrentIndex(v->findData(QString::fromLatin1(variant))); });
+    SweepModel* sweep = w.session->sweepModel();
+    int current = -1;
+    for (int r = 0; r < sweep->rowCount(); ++r)
+      if (sweep->point(r).current) current = r;
+    ASSERT_GE(current, 0) << variant;
+    SummaryModel* summary = w.session->summaryModel();
+    const QString headlineTime =
+        summary->index(SummaryModel::TotalTime, SummaryModel::RatioColumn).data(Qt::DisplayRole).toString();
+    const QString headlineFlops =
+        summary->index(SummaryModel::MatmulFlops, SummaryModel::RatioColumn).data(Qt::DisplayRole).toString();
+    EXPECT_EQ(sweep->index(current, SweepModel::TimeRatioColumn).data().toString(), headlineTime) << variant;
+    EXPECT_EQ(sweep->index(current, SweepModel::FlopRatioColumn).data().toString(), headlineFlops) << variant;
+    // Both figures appear in the headline the user reads.
+    const QString headline = w.window.headlineLabel()->text();
+    EXPECT_TRUE(headline.contains(headlineTime)) << variant << ": " << headline.toStdString();
+    EXPECT_TRUE(headline.contains(headlineFlops)) << variant << ": " << headline.toStdString();
+    // The baseline's own time is the same number in both places.
+    EXPECT_DOUBLE_EQ(sweep->denseTimeS(),
+                     summary->index(SummaryModel::TotalTime, SummaryModel::DenseColumn).data(ValueRole).toDouble())
+        << variant;
+    if (std::string(variant) == "staged" || std::string(variant) == "integrated") {
+      // An MoE model's baseline is the MoE without MoD routing: the sweep's MoE point (same
+      // experts, no routing) is the baseline itself, ratio 1.
+      bool sawMoe = false;
+      for (int r = 0; r < sweep->rowCount(); ++r)
+        if (sweep->point(r).variant == "MoE") {
+          EXPECT_DOUBLE_EQ(sweep->point(r).timeS, sweep->denseTimeS()) << variant;
+          sawMoe = true;
+        }
+      EXPECT_TRUE(sawMoe) << variant;
+      EXPECT_TRUE(headline.contains(QStringLiteral("MoE without MoD"))) << headline.toStdString();
+    }
+  }
+}
+
+// --- 3. the integrated variant's capacity --------------------------------------------------------
+
+TEST(Controls, IntegratedVariantTakesItsNoOpExpertsFromTheCapacity) {
+  Window w;
+  QComboBox* v = w.panel->variantEditor();
+  // mod-220m: capacity 0.125; 8 experts by default: N = 8·(1-0.125)/0.125 = 56 no-op experts.
+  w.apply([&] { v->setCurrentIndex(v->findData(QStringLiteral("integrated"))); });
+  ASSERT_TRUE(w.session->config().model.mode.has_value());
+  EXPECT_EQ(w.session->config().model.mode->variant, sim::mode_variant::integrated);
+  EXPECT_EQ(w.session->config().model.mode->noop_experts, 56);
+  EXPECT_TRUE(w.panel->errorFor(QStringLiteral("mode")).isEmpty()) << w.panel->errorFor("mode").toStdString();
+  EXPECT_TRUE(w.panel->noteText(QStringLiteral("variant")).contains(QStringLiteral("0.125")))
+      << w.panel->noteText("variant").toStdString();
+  // The current design point shows the capacity the panel shows.
+  SweepModel* sweep = w.session->sweepModel();
+  for (int r = 0; r < sweep->rowCount(); ++r)
+    if (sweep->point(r).current) EXPECT_DOUBLE_EQ(sweep->point(r).capacity, 0.125);
+  // 8 no-op experts beside 8 real ones: half the tokens compute, capacity 0.5.
+  w.apply([&] { w.panel->noopEditor()->setValue(8); });
+  EXPECT_EQ(w.session->config().model.mode->noop_experts, 8);
+  EXPECT_DOUBLE_EQ(w.panel->capacityEditor()->value(), 0.5);
+  for (const sim::layer_plan& l : sim::plan_layers(w.session->config().model))
+    if (l.routed) EXPECT_DOUBLE_EQ(l.capacity, 0.5) << l.index;
+}
+
+// --- 4. the unsaved-changes prompt --------------------------------------------------------------
+
+TEST(Controls, EditsAreNotDiscardedWithoutAsking) {
+  Window w;
+  EXPECT_FALSE(w.session->isModified());
+  EXPECT_FALSE(w.window.windowTitle().contains(QStringLiteral(" *")));
+  w.apply([&] { w.panel->dimensionEditor(QStringLiteral("d_ff"))->setValue(2048); });
+  ASSERT_TRUE(w.session->isModified());
+  EXPECT_TRUE(w.window.windowTitle().contains(QStringLiteral(" *")));
+
+  // Quit, answered Cancel: the window stays and so do the edits.
+  w.window.show();
+  QString prompt;
+  answerNextMessageBox(QMessageBox::Cancel, &prompt);
+  EXPECT_FALSE(w.window.close());
+  EXPECT_EQ(prompt, QStringLiteral("unsavedChangesPrompt"));
+  EXPECT_EQ(w.session->config().model.d_ff, 2048);
+  // Opening another model, answered Cancel: nothing is opened.
+  prompt.clear();
+  answerNextMessageBox(QMessageBox::Cancel, &prompt);
+  EXPECT_FALSE(w.window.confirmDiscard(QStringLiteral("open another model")));
+  EXPECT_EQ(prompt, QStringLiteral("unsavedChangesPrompt"));
+  // Discard lets it go on.
+  answerNextMessageBox(QMessageBox::Discard, nullptr);
+  EXPECT_TRUE(w.window.confirmDiscard(QStringLiteral("open another model")));
+
+  // Editing back to the file's value leaves nothing unsaved: no prompt at all.
+  w.apply([&] { w.panel->dimensionEditor(QStringLiteral("d_ff"))->setValue(4096); });
+  EXPECT_FALSE(w.session->isModified());
+  EXPECT_FALSE(w.window.windowTitle().contains(QStringLiteral(" *")));
+  EXPECT_TRUE(w.window.confirmDiscard(QStringLiteral("quit")));
+}
+
+TEST(Controls, SaveAsHasCtrlShiftSEverywhere) {
+  Window w;
+  ASSERT_NE(w.window.saveAsAction(), nullptr);
+  EXPECT_TRUE(w.window.saveAsAction()->shortcuts().contains(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S)));
+  EXPECT_TRUE(w.window.saveAsAction()->shortcuts().contains(QKeySequence(QStringLiteral("Ctrl+Shift+S"))));
+}
+
+// --- 6 and 11. hover on the design space and on the bars -----------------------------------------
+
+TEST(Controls, DesignSpacePointsAndGapBarsShowTooltipsOnHover) {
+  Window w;
+  w.window.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w.window));
+  DesignSpacePage* page = w.window.designSpacePage();
+  SweepModel* sweep = w.session->sweepModel();
+  int row = -1;
+  for (int r = 0; r < sweep->rowCount() && row < 0; ++r)
+    if (!sweep->point(r).current) row = r;
+  ASSERT_GE(row, 0);
+  const QPoint at = page->pixelOf(row);
+  ASSERT_GE(at.x(), 0);
+  QTest::mouseMove(page->chartView()->viewport(), at);
+  QTest::qWait(20);
+  EXPECT_TRUE(page->hoverText().contains(sweep->label(row))) << page->hoverText().toStdString();
+  EXPECT_TRUE(page->hoverText().contains(QStringLiteral("click to adopt")));
+  // Far from every point: no tooltip.
+  QTest::mouseMove(page->chartView()->viewport(), QPoint(2, 2));
+  QTest::qWait(20);
+  EXPECT_TRUE(page->hoverText().isEmpty()) << page->hoverText().toStdString();
+
+  // The waterfall's bars: hovering the first one (the FLOP ratio) names it and its value.
+  ASSERT_TRUE(w.window.setCurrentTab(QStringLiteral("layers")));
+  auto* layers = qobject_cast<LayersPage*>(w.window.tabs()->currentWidget());
+  ASSERT_NE(layers, nullptr);
+  QAbstractBarSeries* bars = nullptr;
+  for (QAbstractSeries* s : layers->gapView()->chart()->series())
+    if ((bars = qobject_cast<QAbstractBarSeries*>(s))) break;
+  ASSERT_NE(bars, nullptr);
+  emit bars->hovered(true, 0, bars->barSets().first());
+  GapModel* gap = w.session->gapModel();
+  EXPECT_TRUE(layers->hoverText().startsWith(QStringLiteral("FLOPs: "))) << layers->hoverText().toStdString();
+  EXPECT_TRUE(layers->hoverText().contains(gap->index(0, GapModel::PercentColumn).data().toString()));
+}
+
+// --- 8. refusals say why, and the figures say they are stale ------------------------------------
+
+TEST(Controls, RefusedEditsSayWhyAndMarkTheResultsStale) {
+  Window w;
+  const double before =
+      w.session->summaryModel()->index(SummaryModel::TotalTime, SummaryModel::CurrentColumn).data(ValueRole).toDouble();
+  // c = 0 in the capacity box.
+  w.panel->capacityEditor()->setValue(0.0);
+  EXPECT_TRUE(w.panel->errorFor(QStringLiteral("routing")).contains(QStringLiteral("(0, 1]")))
+      << w.panel->errorFor("routing").toStdString();
+  EXPECT_EQ(w.panel->capacityEditor()->value(), 0.0);  // kept as typed, not snapped back
+  EXPECT_TRUE(w.window.isStale());
+  EXPECT_TRUE(w.window.headlineLabel()->text().contains(QStringLiteral("Stale")));
+  // The figures are still those of the last valid configuration.
+  EXPECT_DOUBLE_EQ(
+      w.session->summaryModel()->index(SummaryModel::TotalTime, SummaryModel::CurrentColumn).data(ValueRole).toDouble(),
+      before);
+  // A valid capacity clears both.
+  w.apply([&] { w.panel->capacityEditor()->setValue(0.25); });
+  EXPECT_TRUE(w.panel->errorFor(QStringLiteral("routing")).isEmpty());
+  EXPECT_FALSE(w.window.isStale());
+  EXPECT_FALSE(w.window.headlineLabel()->text().contains(QStringLiteral("Stale")));
+
+  // A per-layer capacity of 0 in the schedule table.
+  QAbstractItemModel* schedule = w.panel->scheduleView()->model();
+  EXPECT_FALSE(schedule->setData(schedule->index(1, ScheduleModel::CapacityColumn), 0.0));
+  EXPECT_TRUE(w.panel->errorFor(QStringLiteral("routing")).contains(QStringLiteral("layer_capacities[1]")))
+      << w.panel->errorFor("routing").toStdString();
+  EXPECT_TRUE(w.window.isStale());
+
+  // Layers = 0.
+  w.panel->dimensionEditor(QStringLiteral("n_layers"))->setValue(0);
+  EXPECT_TRUE(w.panel->errorFor(QStringLiteral("n_layers")).contains(QStringLiteral(">= 1")))
+      << w.panel->errorFor("n_layers").toStdString();
+  EXPECT_EQ(w.session->config().model.n_layers, 16);
+  EXPECT_EQ(w.session->scheduleModel()->rowCount(), 16);
+}
+
+TEST(Controls, TheErrorBannerHasACloseButtonAndF5DismissesIt) {
+  Window w;
+  w.window.showError(QStringLiteral("x.json: d_model: must be >= 1"));
+  ASSERT_FALSE(w.window.errorText().isEmpty());
+  QToolButton* dismiss = nullptr;
+  for (QToolButton* b : w.window.findChildren<QToolButton*>())
+    if (b->accessibleName() == QStringLiteral("Dismiss the error")) dismiss = b;
+  ASSERT_NE(dismiss, nullptr);
+  QTest::mouseClick(dismiss, Qt::LeftButton);
+  EXPECT_TRUE(w.window.errorText().isEmpty());
+  // F5 recomputes and dismisses it.
+  w.window.showError(QStringLiteral("again"));
+  QAction* recompute = nullptr;
+  for (QAction* a : w.window.findChildren<QAction*>())
+    if (a->shortcut() == QKeySequence(QKeySequence::Refresh)) recompute = a;
+  ASSERT_NE(recompute, nullptr);
+  w.apply([&] { recompute->trigger(); });
+  EXPECT_TRUE(w.window.errorText().isEmpty());
+}
+
+// --- 9. overflow and memory ----------------------------------------------------------------------
+
+TEST(Controls, AnOverflowingWorkloadIsRefusedAtItsFieldAndTheChartsStay) {
+  Window w;
+  const int points = w.session->sweepModel()->rowCount();
+  ASSERT_GT(points, 0);
+  // batch 999,999 x sequence 1,048,576 = 1.05e12 tokens: the lm_head FLOPs 2·T·d·V overflow.
+  w.session->setSeqLen(1048576);
+  QTest::qWaitFor([&] { return !w.session->worker()->isBusy(); }, 60000);
+  w.session->setBatch(999999);
+  const QString error = w.panel->errorFor(QStringLiteral("batch"));
+  EXPECT_TRUE(error.contains(QStringLiteral("64 bits"))) << error.toStdString();
+  EXPECT_TRUE(error.contains(QStringLiteral("999,999")) || error.contains(QStringLiteral("999999")))
+      << error.toStdString();
+  EXPECT_EQ(w.session->config().load.batch, 1);  // the last valid workload stays
+  EXPECT_GT(w.session->sweepModel()->rowCount(), 0);
+  EXPECT_TRUE(w.window.isStale());
+}
+
+TEST(Controls, AStepThatDoesNotFitInMemorySaysWhatDoesNot) {
+  Window w;
+  // mod-220m prefill at S = 2^20 on an 80 GB H100: a dense layer's attention scores are
+  // B·H·S²·e = 1·16·2^40·2 bytes = 35.2 TB.
+  w.apply([&] { w.session->setSeqLen(1 << 20); });
+  const QString headline = w.window.headlineLabel()->text();
+  EXPECT_TRUE(headline.contains(QStringLiteral("does not fit in 80 GB"))) << headline.toStdString();
+  EXPECT_TRUE(headline.contains(QStringLiteral("attention scores"))) << headline.toStdString();
+  EXPECT_TRUE(headline.contains(QStringLiteral("35.2 TB"))) << headline.toStdString();
+  // At S = 2048 it fits: no word about memory.
+  w.apply([&] { w.session->setSeqLen(2048); });
+  EXPECT_FALSE(w.window.headlineLabel()->text().contains(QStringLiteral("does not fit")));
+}
+
+// --- 10. mixed capacities, 13. the dtype following the hardware ----------------------------------
+
+TEST(Controls, MixedCapacitiesAreNamedNotHidden) {
+  Window w;
+  QAbstractItemModel* schedule = w.panel->scheduleView()->model();
+  w.apply([&] { ASSERT_TRUE(schedule->setData(schedule->index(1, ScheduleModel::CapacityColumn), 0.5)); });
+  EXPECT_EQ(w.presetKey(), QStringLiteral("custom"));
+  const QString note = w.panel->noteText(QStringLiteral("schedule"));
+  // Layer 1 at 0.5, the other seven routed layers (3, 5, ..., 15) at 0.125.
+  EXPECT_TRUE(note.contains(QStringLiteral("1 layer at 0.5"))) << note.toStdString();
+  EXPECT_TRUE(note.contains(QStringLiteral("7 layers at 0.125"))) << note.toStdString();
+}
+
+TEST(Controls, ChoosingCpuHardwareSaysTheDtypeChanged) {
+  Window w;
+  ASSERT_EQ(w.session->config().load.type, sim::dtype::bf16);
+  w.apply([&] {
+    ASSERT_TRUE(w.window.openHardwareFile(QStringLiteral(MODSIM_SOURCE_DIR "/configs/hardware/cpu-calibrated.json")));
+  });
+  EXPECT_EQ(w.session->config().load.type, sim::dtype::fp32);
+  const QString note = w.panel->noteText(QStringLiteral("dtype"));
+  EXPECT_TRUE(note.contains(QStringLiteral("bf16 → fp32"))) << note.toStdString();
+  EXPECT_TRUE(note.contains(QStringLiteral("cpu"))) << note.toStdString();
+}
+
+// --- 12. validation rows of the MoDE variants ----------------------------------------------------
+
+TEST(Controls, ValidationRowsOfTheTwoMoDEVariantsDiffer) {
+  Window w;
+  ValidationModel* v = w.session->validationModel();
+  int staged = 0, integrated = 0;
+  for (int r = 0; r < v->rowCount(); ++r) {
+    const ValidationRow& row = v->row(r);
+    if (row.op != "layer_mode") continue;
+    staged += row.shape.find("MoDE staged") != std::string::npos;
+    integrated += row.shape.find("MoDE integrated") != std::string::npos;
+  }
+  // The H100 calibration's measurements hold layer_mode rows of both variants.
+  EXPECT_GT(staged, 0);
+  EXPECT_GT(integrated, 0);
+}
+
+// --- 14. exports and recent files ----------------------------------------------------------------
+
+TEST(Controls, AnExportedViewIsTheChartUnderACaption) {
+  Window w;
+  w.window.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w.window));
+  const QString caption = w.window.exportCaption();
+  EXPECT_TRUE(caption.contains(QStringLiteral("mod-220m")));
+  EXPECT_TRUE(caption.contains(QString::fromStdString(w.session->config().hardware.name)));
+  EXPECT_TRUE(caption.contains(QStringLiteral("batch 1, sequence 2048")));
+  QTemporaryDir dir;
+  const QString png = dir.filePath(QStringLiteral("view.png"));
+  ASSERT_TRUE(w.window.exportCurrentView(png));
+  const QImage image(png);
+  ASSERT_FALSE(image.isNull());
+  // The design space's chart alone (not its table and check box) plus the caption strip.
+  QChartView* chart = w.window.designSpacePage()->chartView();
+  EXPECT_EQ(image.height(), int((chart->height() + 28) * w.window.devicePixelRatioF()));
+  EXPECT_LT(image.height(), int(w.window.tabs()->currentWidget()->height() * w.window.devicePixelRatioF()));
+}
+
+TEST(Controls, ScreenshotRunsLeaveTheRecentFilesAlone) {
+  QSettings().remove(QStringLiteral("recentFiles"));
+  {
+    MainWindow window;
+    window.setRememberFiles(false);
+    EXPECT_TRUE(window.openModelFile(shipped("mod-60m")));
+  }
+  EXPECT_TRUE(QSettings().value(QStringLiteral("recentFiles")).toStringList().isEmpty());
+  {
+    MainWindow window;
+    EXPECT_TRUE(window.openModelFile(shipped("mod-60m")));
+  }
+  const QStringList recent = QSettings().value(QStringLiteral("recentFiles")).toStringList();
+  ASSERT_EQ(recent.size(), 1);
+  EXPECT_TRUE(recent.first().endsWith(QStringLiteral("configs/models/mod-60m.json")));
+}
+
+// --- 15. saving a model keeps what it had --------------------------------------------------------
+
+TEST(Controls, SavingAModelKeepsItsNotesAndItsLayout) {
+  Window w;
+  QTemporaryDir dir;
+  const QString path = dir.filePath(QStringLiteral("mine.json"));
+  ASSERT_TRUE(w.window.saveModelFile(path));
+  QFile f(path);
+  ASSERT_TRUE(f.open(QIODevice::ReadOnly));
+  const QString text = QString::fromUtf8(f.readAll());
+  // The shipped file's notes and routing block, one member per line, numbers as written there.
+  const sim::model_spec shippedSpec = sim::load_model(shipped("mod-220m").toStdString());
+  EXPECT_TRUE(text.contains(QString::fromStdString("\"notes\": \"" + shippedSpec.notes.substr(0, 40))));
+  EXPECT_TRUE(
+      text.contains(QStringLiteral("\"routing\": {\n    \"capacity\": 0.125,\n    \"schedule\": \"every_other\",")))
+      << text.toStdString();
+  EXPECT_FALSE(text.contains(QStringLiteral("E-1")));
+  const sim::model_spec back = sim::load_model(path.toStdString());
+  EXPECT_EQ(back.notes, shippedSpec.notes);
+}
