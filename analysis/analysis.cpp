@@ -56,10 +56,20 @@ class cancel_observer : public sim::des::serve_observer {
   std::uint64_t m_steps = 0;
 };
 
+sim::model_time decode_model_time(const sim::model_spec& m, const sim::cost_model& cost, const sim::workload& w,
+                                  const decode_step_options& o, const sim::model_time& like);
+
 sweep_section sweep_around(const configuration& c, const sim::cost_model& cost, const sweep_request& r,
-                           const control& ctl, int from_pct, int to_pct) {
+                           const decode_step_options& decode, const control& ctl, int from_pct, int to_pct) {
   const sim::sweep_space space = r.space ? *r.space : default_sweep_space(c.model);
-  const sim::time_function inner = sim::predicted_time(cost);
+  // A decode step is timed as the prediction times it (the discrete-event step, launches and
+  // syncs included), so the current point and the headline are one number.
+  const sim::time_function inner =
+      c.load.mode == sim::run_mode::decode
+          ? sim::time_function([&cost, decode](const sim::model_spec& m, const sim::workload& w) {
+              return decode_model_time(m, cost, w, decode, sim::time_model(m, w, cost)).total_s;
+            })
+          : sim::predicted_time(cost);
   const std::size_t expected = std::max<std::size_t>(1, sim::enumerate_space(c.model, space).size());
   std::atomic<std::size_t> done{0};
   const sim::time_function time_of = [&](const sim::model_spec& m, const sim::workload& w) {
@@ -81,7 +91,7 @@ sweep_section sweep_around(const configuration& c, const sim::cost_model& cost, 
     // the MoE without routing) instead of the space's dense-MLP point.
     const sim::model_spec baseline = baseline_of(c);
     sim::sweep_result& res = out.result;
-    res.dense_time_s = sim::time_model(baseline, c.load, cost).total_s;
+    res.dense_time_s = inner(baseline, c.load);
     res.dense_matmul_flops = sim::evaluate_flops(baseline, c.load).totals.matmul_flops;
     for (sim::sweep_point& p : res.points) {
       p.flops_ratio = res.dense_matmul_flops > 0 ? double(p.matmul_flops) / double(res.dense_matmul_flops) : 0.0;
@@ -90,7 +100,8 @@ sweep_section sweep_around(const configuration& c, const sim::cost_model& cost, 
   }
 
   // The configuration's own point: the one of its variant with its FLOPs and time.
-  const sim::model_time cur = sim::time_model(c.model, c.load, cost);
+  sim::model_time cur = sim::time_model(c.model, c.load, cost);
+  cur.total_s = inner(c.model, c.load);
   const sim::sweep_variant variant = sim::variant_of(c.model);
   auto& points = out.result.points;
   for (std::size_t i = 0; i < points.size(); ++i) {
@@ -348,7 +359,10 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
   }
   if (s.sweep) {
     say(ctl, 10, "sweeping the design space");
-    part(s, r.sweep_missing, [&] { r.sweep = sweep_around(c, cost_of("a sweep"), *s.sweep, ctl, 10, 55); });
+    part(s, r.sweep_missing, [&] {
+      r.sweep = sweep_around(c, cost_of("a sweep"), *s.sweep,
+                             s.timeline ? s.timeline->decode_options() : decode_step_options{}, ctl, 10, 55);
+    });
     check(ctl);
   }
   if (s.variants) {

@@ -444,3 +444,21 @@ TEST(Controls, SavingAModelKeepsItsNotesAndItsLayout) {
   const sim::model_spec back = sim::load_model(path.toStdString());
   EXPECT_EQ(back.notes, shippedSpec.notes);
 }
+
+// --- the researcher's question: sampling at a decode step ---------------------------------------
+
+TEST(Controls, InDecodeTheDesignSpaceTimesTheStepTheHeadlineShows) {
+  Window w("mod-1b");
+  w.apply([&] { w.session->setMode(ExplorerMode::Decode); });
+  SweepModel* sweep = w.session->sweepModel();
+  int current = -1;
+  for (int r = 0; r < sweep->rowCount(); ++r)
+    if (sweep->point(r).current) current = r;
+  ASSERT_GE(current, 0);
+  SummaryModel* summary = w.session->summaryModel();
+  // One decode step, the discrete-event one, in both: the same seconds and the same baseline.
+  EXPECT_DOUBLE_EQ(sweep->point(current).timeS,
+                   summary->index(SummaryModel::TotalTime, SummaryModel::CurrentColumn).data(ValueRole).toDouble());
+  EXPECT_DOUBLE_EQ(sweep->denseTimeS(),
+                   summary->index(SummaryModel::TotalTime, SummaryModel::DenseColumn).data(ValueRole).toDouble());
+}
