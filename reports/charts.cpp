@@ -1067,10 +1067,34 @@ QByteArray render_png(QChart* chart, QSize size, qreal device_pixel_ratio) {
   return bytes;
 }
 
+namespace {
+
+QtMessageHandler g_previous_handler = nullptr;
+
+// Drops exactly Qt's notice that XDG_RUNTIME_DIR is unset (a headless CLI run has none, and Qt
+// falls back to a private folder of its own); every other message goes on as before.
+void quiet_runtime_dir_notice(QtMsgType type, const QMessageLogContext& context, const QString& message) {
+  if (type == QtWarningMsg && message.startsWith(QStringLiteral("QStandardPaths: XDG_RUNTIME_DIR not set"))) return;
+  if (g_previous_handler != nullptr) {
+    g_previous_handler(type, context, message);
+  } else {
+    const QString line = qFormatLogMessage(type, context, message);
+    std::fprintf(stderr, "%s\n", line.toLocal8Bit().constData());
+    std::fflush(stderr);
+  }
+}
+
+}  // namespace
+
 bool ensure_application() {
   if (QCoreApplication::instance() != nullptr)
     return qobject_cast<QApplication*>(QCoreApplication::instance()) != nullptr;
   if (std::getenv("QT_QPA_PLATFORM") == nullptr) ::setenv("QT_QPA_PLATFORM", "offscreen", 0);
+  static const bool handler_installed = [] {
+    g_previous_handler = qInstallMessageHandler(quiet_runtime_dir_notice);
+    return true;
+  }();
+  (void)handler_installed;
   // QApplication keeps references to argc/argv for its lifetime: static storage.
   static int argc = 1;
   static char name[] = "modsim";
