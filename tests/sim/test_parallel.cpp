@@ -1,0 +1,132 @@
+// MoD across GPUs (sim/parallel.hpp): traffic, bubbles and stage splits worked out by hand.
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "sim/flops.hpp"
+#include "sim/parallel.hpp"
+
+using namespace modsim::sim;
+
+namespace {
+
+// The paper's 220M shape: d 1024, 4 layers, 16 heads, d_ff 4096; every other layer routed at
+// c = 0.125 (k = 256 of S = 2048).
+model_spec mod_model() {
+  model_spec m;
+  m.name = "mod";
+  m.d_model = 1024;
+  m.n_layers = 4;
+  m.n_heads = 16;
+  m.n_kv_heads = 16;
+  m.d_head = 64;
+  m.d_ff = 4096;
+  m.vocab_size = 32000;
+  routing_spec r;
+  r.capacity = 0.125;
+  r.sched.kind = schedule_kind::every_other;
+  m.routing = r;
+  return m;
+}
+
+workload prefill() {
+  workload w;
+  w.batch = 1;
+  w.seq_len = 2048;
+  w.type = dtype::bf16;
+  return w;
+}
+
+}  // namespace
+
+TEST(Parallel, TensorParallelAllReducesCarryOnlyTheRoutedTokens) {
+  const std::vector<layer_traffic> t = layer_traffic_of(mod_model(), prefill());
+  ASSERT_EQ(t.size(), 4u);
+  // Dense layer 0: 2048 tokens · 1024 · 2 bytes = 4,194,304; routed layer 1: 256 tokens, 524,288.
+  EXPECT_FALSE(t[0].routed);
+  EXPECT_DOUBLE_EQ(t[0].tp_allreduce_bytes, 4194304);
+  EXPECT_TRUE(t[1].routed);
+  EXPECT_DOUBLE_EQ(t[1].tp_allreduce_bytes, 524288);
+  EXPECT_EQ(t[1].tp_allreduces, 2);
+  EXPECT_DOUBLE_EQ(t[1].ep_all_to_all_bytes, 0);  // no MoE
+  workload train = prefill();
+  train.mode = run_mode::train;
+  EXPECT_EQ(layer_traffic_of(mod_model(), train)[1].tp_allreduces, 4);  // + the backward pass
+}
+
+TEST(Parallel, ExpertParallelAllToAllsMoveOnlyTokensThatReachRealExperts) {
+  model_spec staged = mod_model();
+  staged.mode = mode_spec{mode_variant::staged, 8, 1, 0.0, 0};
+  const std::vector<layer_traffic> s = layer_traffic_of(staged, prefill());
+  // Staged: the routed layer's experts see k = 256 tokens: 256 · 1024 · 2 = 524,288 bytes; a
+  // dense layer all 2048: 4,194,304.
+  EXPECT_DOUBLE_EQ(s[1].ep_all_to_all_bytes, 524288);
+  EXPECT_DOUBLE_EQ(s[0].ep_all_to_all_bytes, 4194304);
+  EXPECT_EQ(s[1].ep_all_to_alls, 2);
+
+  model_spec integrated = mod_model();
+  integrated.mode = mode_spec{mode_variant::integrated, 8, 1, 0.0, 24};
+  const std::vector<layer_traffic> i = layer_traffic_of(integrated, prefill());
+  // Integrated: attention sees all 2048 tokens (the TP all-reduce is not smaller), and 8 of
+  // 8 + 24 experts are real: 2048 · 8/32 = 512 slots · 1024 · 2 = 1,048,576 bytes.
+  EXPECT_DOUBLE_EQ(i[1].tp_allreduce_bytes, 4194304);
+  EXPECT_DOUBLE_EQ(i[1].ep_all_to_all_bytes, 1048576);
+  EXPECT_DOUBLE_EQ(i[0].ep_all_to_all_bytes, 4194304);
+}
+
+TEST(Parallel, DataParallelGradientsDoNotShrinkWithRouting) {
+  workload train = prefill();
+  train.mode = run_mode::train;
+  parallel_spec p;
+  p.tp = 2;
+  p.pp = 2;
+  const double P = double(parameter_count(mod_model()));
+  EXPECT_DOUBLE_EQ(dp_gradient_bytes(mod_model(), train, p), P / 4 * 2);
+  model_spec dense = mod_model();
+  dense.routing.reset();
+  // The dense model has the same weights but the predictor's: MoD saves no gradient bytes
+  // beyond that.
+  EXPECT_GE(dp_gradient_bytes(mod_model(), train, p), dp_gradient_bytes(dense, train, p));
+  EXPECT_DOUBLE_EQ(dp_gradient_bytes(mod_model(), prefill(), p), 0);  // inference: none
+}
+
+TEST(Parallel, OneFOneBBubble) {
+  EXPECT_DOUBLE_EQ(bubble_fraction(4, 12), 3.0 / 15.0);
+  EXPECT_DOUBLE_EQ(bubble_fraction(2, 1), 0.5);
+  EXPECT_DOUBLE_EQ(bubble_fraction(1, 8), 0.0);
+}
+
+TEST(Parallel, StagesOfAnEveryOtherModelBalancedByTime) {
+  // Dense layers 3 ms, routed 1 ms, alternating; the LM head 4 ms on the last stage.
+  const std::vector<double> t = {3, 1, 3, 1, 3, 1, 3, 1};
+  // By layer count: layers 0-3 (8 ms) and 4-7 + head (12 ms).
+  const stage_split naive = naive_split(t, 4, 2);
+  EXPECT_EQ(naive.first_layer, (std::vector<int>{0, 4}));
+  EXPECT_EQ(naive.stage_s, (std::vector<double>{8, 12}));
+  EXPECT_DOUBLE_EQ(naive.imbalance(), 12.0 / 10.0);
+  // By time: layers 0-4 (11 ms) and 5-7 + head (9 ms): the slowest stage 11 ms, not 12.
+  const stage_split balanced = balanced_split(t, 4, 2);
+  EXPECT_EQ(balanced.first_layer, (std::vector<int>{0, 5}));
+  EXPECT_EQ(balanced.stage_s, (std::vector<double>{11, 9}));
+  // Four stages. By count: 4 | 4 | 4 | 3+1+4 = 8. By time the last stage is layer 7 and the
+  // head alone (5: layer 6 would make it 8); layers 0-6 (3,1,3,1,3,1,3) in three stages of at
+  // most 6 would need [3,1] [3,1] [3,1,3] = 7, so 6 cannot be met and 7 can:
+  // [3,1,3] [1,3] [1,3] [1+4].
+  EXPECT_DOUBLE_EQ(balanced_split(t, 4, 4).max_s(), 7);
+  EXPECT_DOUBLE_EQ(naive_split(t, 4, 4).max_s(), 8);
+}
+
+TEST(Parallel, TensorShardDividesHeadsAndTheMlp) {
+  const model_spec s = tp_shard(mod_model(), 4);
+  EXPECT_EQ(s.n_heads, 4);
+  EXPECT_EQ(s.n_kv_heads, 4);
+  EXPECT_EQ(s.d_ff, 1024);
+  EXPECT_EQ(s.vocab_size, 8000);
+  EXPECT_EQ(s.d_model, 1024);
+  EXPECT_EQ(s.d_head, 64);
+  parallel_spec p;
+  p.tp = 3;
+  EXPECT_THROW(validate_parallel(mod_model(), prefill(), p), modsim::error);
+  p.tp = 1;
+  p.ep = 2;  // no MoE
+  EXPECT_THROW(validate_parallel(mod_model(), prefill(), p), modsim::error);
+}
