@@ -3,7 +3,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
+
+#include "reports/views.hpp"
 
 namespace modsim::reports::detail {
 
@@ -21,12 +26,68 @@ std::string exact(double v) { return fmt::format("{}", v); }
 
 std::string model_label(const sim::model_spec& m) { return m.name.empty() ? std::string("model") : m.name; }
 
+namespace {
+
+// A schedule as the report writes it: "every-other" for the paper's default, else its name or
+// layer list.
+std::string schedule_words(const sim::schedule& s) {
+  return s.kind == sim::schedule_kind::every_other ? "every-other" : sim::to_string(s);
+}
+
+// The routed layers of a per-layer capacity list grouped by capacity, in order of first
+// appearance: {(0.25, [0, 4]), (0.5, [2])}.
+std::vector<std::pair<double, std::vector<int>>> capacity_groups(const sim::routing_spec& r) {
+  std::vector<std::pair<double, std::vector<int>>> groups;
+  for (std::size_t i = 0; i < r.layer_capacities.size(); ++i) {
+    if (!r.layer_capacities[i]) continue;
+    const double c = *r.layer_capacities[i];
+    auto it = std::find_if(groups.begin(), groups.end(), [c](const auto& g) { return g.first == c; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {c, {}});
+    it->second.push_back(static_cast<int>(i));
+  }
+  return groups;
+}
+
+std::string layer_list(const std::vector<int>& layers) {
+  std::string out;
+  for (int l : layers) out += (out.empty() ? "" : ",") + std::to_string(l);
+  return "[" + out + "]";
+}
+
+// The routed layers as a schedule: a preset's name when they match one, else the list.
+std::string routed_layers(const sim::routing_spec& r) {
+  std::vector<bool> routed;
+  std::vector<int> list;
+  for (std::size_t i = 0; i < r.layer_capacities.size(); ++i) {
+    routed.push_back(r.layer_capacities[i].has_value());
+    if (routed.back()) list.push_back(static_cast<int>(i));
+  }
+  const std::string preset = sim::schedule_preset(routed);
+  if (preset == "every_other") return "every-other";
+  return preset.empty() || preset == "none" ? layer_list(list) : preset;
+}
+
+}  // namespace
+
 std::string routing_text(const sim::model_spec& m) {
   if (!m.routing) return "none (dense)";
   const auto& r = *m.routing;
-  std::string t = r.layer_capacities.empty() ? fmt::format("capacity {:g} ({:g}%), schedule {}", r.capacity,
-                                                           100 * r.capacity, sim::to_string(r.sched))
-                                             : "per-layer capacities";
+  std::string t;
+  if (r.layer_capacities.empty()) {
+    t = fmt::format("capacity {:g} ({:g}%), schedule {}", r.capacity, 100 * r.capacity, sim::to_string(r.sched));
+  } else {
+    const auto groups = capacity_groups(r);
+    if (groups.size() == 1) {
+      t = fmt::format("capacity {:g} ({:g}%) at layers {}", groups[0].first, 100 * groups[0].first, routed_layers(r));
+    } else {
+      t = "per-layer capacities:";
+      for (std::size_t g = 0; g < groups.size(); ++g) {
+        const std::string list = layer_list(groups[g].second);
+        t += fmt::format("{} {:g}% at layer{} {}", g ? ";" : "", 100 * groups[g].first,
+                         groups[g].second.size() > 1 ? "s" : "", list.substr(1, list.size() - 2));
+      }
+    }
+  }
   t += std::string(", decode routing by the ") +
        (r.inference == sim::inference_routing::predictor ? "causal predictor" : "router");
   return t;
@@ -35,12 +96,19 @@ std::string routing_text(const sim::model_spec& m) {
 std::string routing_short(const sim::model_spec& m) {
   if (!m.routing) return "dense";
   const auto& r = *m.routing;
-  const std::string sched = r.sched.kind == sim::schedule_kind::every_other ? "every-other" : sim::to_string(r.sched);
-  return fmt::format("{:g}% {}", 100 * r.capacity, sched);
+  if (r.layer_capacities.empty()) return fmt::format("{:g}% {}", 100 * r.capacity, schedule_words(r.sched));
+  // Per-layer capacities: each capacity with its layers ("25% [0], 50% [2]"); one capacity is
+  // written as a single one would be ("25% [0,2]", "12.5% every-other").
+  const auto groups = capacity_groups(r);
+  if (groups.size() == 1) return fmt::format("{:g}% {}", 100 * groups[0].first, routed_layers(r));
+  std::string t;
+  for (const auto& [c, layers] : groups)
+    t += fmt::format("{}{:g}% {}", t.empty() ? "" : ", ", 100 * c, layer_list(layers));
+  return t;
 }
 
 std::string workload_text(const sim::workload& w) {
-  return fmt::format("{} pass, batch {}, {} {} tokens, {}", sim::to_string(w.mode), w.batch,
+  return fmt::format("{}, batch {}, {} {} tokens, {}", pass_label(w.mode), w.batch,
                      w.mode == sim::run_mode::decode ? "context" : "sequence", w.seq_len, sim::to_string(w.type));
 }
 

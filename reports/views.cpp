@@ -8,6 +8,18 @@
 
 namespace modsim::reports {
 
+std::string pass_label(sim::run_mode mode) {
+  switch (mode) {
+    case sim::run_mode::train:
+      return "training step";
+    case sim::run_mode::decode:
+      return "decode step";
+    case sim::run_mode::forward:
+      break;
+  }
+  return "forward pass";
+}
+
 std::string class_label(const std::string& c) {
   static const std::map<std::string, std::string> words = {
       {"routing", "routing"}, {"norm", "norms"}, {"attn_proj", "attention proj."}, {"attn_core", "attention core"},
@@ -19,7 +31,7 @@ std::string class_label(const std::string& c) {
 pareto_chart_input sweep_chart(const sim::sweep_result& r, const std::string& hardware) {
   pareto_chart_input in;
   in.title = fmt::format("Predicted wall-clock vs FLOPs, {} configurations on {}", r.points.size(), hardware);
-  in.x_label = "matmul FLOPs per forward pass (GFLOP)";
+  in.x_label = "matmul FLOPs per " + pass_label(r.load.mode) + " (GFLOP)";
   in.y_label = "predicted wall-clock (ms)";
   const int paper = sim::paper_point_index(r);
   for (std::size_t i = 0; i < r.points.size(); ++i) {
@@ -39,9 +51,9 @@ pareto_chart_input sweep_chart(const sim::sweep_result& r, const std::string& ha
 
 bar_chart_input flops_by_class_chart(const model_result& m) {
   bar_chart_input in;
-  in.title = "Matmul FLOPs per forward pass by op class";
+  in.title = "Matmul FLOPs per " + pass_label(m.pred.load.mode) + " by op class";
   in.x_label = "op class";
-  in.y_label = "GFLOP";
+  in.y_label = "matmul FLOPs (GFLOP)";
   bar_set dense{"dense baseline", {}, 7};
   bar_set model{m.model.name.empty() ? "model" : m.model.name, {}, 0};
   for (const auto& c : m.classes) {
@@ -101,7 +113,7 @@ waterfall_input gap_chart(const sim::prediction& p) {
   waterfall_input in;
   in.title = fmt::format("Where the FLOP saving goes: {:.1f}% of the FLOPs → {:.1f}% of the time", 100 * p.flop_ratio,
                          100 * p.time_ratio);
-  in.y_label = "% of the dense forward pass";
+  in.y_label = "% of the dense " + pass_label(p.load.mode);
   in.steps.push_back({"FLOPs", 100 * p.flop_ratio, true});
   in.steps.push_back({"routing", 100 * p.gap.routing, false});
   in.steps.push_back({"launch", 100 * p.gap.launch, false});

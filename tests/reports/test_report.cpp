@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "reports/report.hpp"
+#include "reports/text.hpp"
+#include "reports/views.hpp"
 #include "sim/config.hpp"
 #include "core/error.hpp"
 #include "sim/flops.hpp"
@@ -291,6 +293,77 @@ TEST(Report, AnInterruptedWriteLeavesThePreviousReportIntact) {
   ASSERT_EQ(after.size(), next.size());
   for (const auto& f : next) EXPECT_EQ(after.at(f.name), f.content) << f.name;
   fs::remove_all(dir);
+}
+
+// A two-layer dense model small enough to count by hand: d 64, 4 heads, d_ff 256, vocab 100, at
+// batch 1 × 8 tokens. Forward matmul FLOPs per layer: QKV 3·2·8·64·64 = 196,608, out 2·8·64·64
+// = 65,536, scores and values 2·8²·64 = 8,192 each, MLP up and down 2·2·8·64·256 = 524,288:
+// 802,816; two layers 1,605,632; LM head 2·8·64·100 = 102,400; forward 1,708,032. A training
+// step is 3× that: 5,124,096.
+constexpr std::int64_t k_tiny_train_flops = 3 * (2 * (196608 + 65536 + 8192 + 8192 + 524288) + 102400);
+static_assert(k_tiny_train_flops == 5124096);
+
+sim::model_spec tiny_model() {
+  return sim::parse_model(R"({"name": "tiny", "d_model": 64, "n_layers": 2, "n_heads": 4, "d_ff": 256,
+                              "vocab_size": 100})",
+                          "tiny.json");
+}
+
+TEST(Report, ATrainingStepIsLabelledAsOneNotAsAForwardPass) {
+  report_input in;
+  in.models.push_back(tiny_model());
+  in.hardware = sim::load_hardware(config("hardware/h100-sxm.json"));
+  in.load.batch = 1;
+  in.load.seq_len = 8;
+  in.load.mode = sim::run_mode::train;
+  in.serving = false;
+  in.sampling = false;
+  in.command_line = "test";
+  const report_data d = build_report(in);
+  render_options ro;
+  ro.charts = false;
+  std::string md, csv;
+  for (const auto& f : render_report(d, ro)) {
+    if (f.name == "report.md") md = f.content;
+    if (f.name == "tables/flops_by_class.csv") csv = f.content;
+  }
+  EXPECT_NE(md.find("FLOPs per training step, by op class"), std::string::npos);
+  EXPECT_NE(md.find("3× the forward pass's matmul FLOPs"), std::string::npos);
+  EXPECT_NE(md.find("training step, batch 1, sequence 8 tokens"), std::string::npos);
+  EXPECT_EQ(md.find("per forward pass"), std::string::npos);
+  EXPECT_EQ(md.find("train pass"), std::string::npos);
+  // The numbers under that label are the training step's (3× forward), dense = model here.
+  EXPECT_NE(csv.find(fmt::format("\ntotal,{},{},", k_tiny_train_flops, k_tiny_train_flops)), std::string::npos) << csv;
+  // The charts' labels say the same.
+  EXPECT_EQ(flops_by_class_chart(d.models[0]).title, "Matmul FLOPs per training step by op class");
+  EXPECT_EQ(sweep_chart(d.sweep, "h100").x_label, "matmul FLOPs per training step (GFLOP)");
+  EXPECT_EQ(gap_chart(d.models[0].pred).y_label, "% of the dense training step");
+  EXPECT_EQ(pass_label(sim::run_mode::forward), "forward pass");
+  EXPECT_EQ(pass_label(sim::run_mode::decode), "decode step");
+}
+
+TEST(Report, PerLayerCapacitiesAreAllNamed) {
+  sim::model_spec m = tiny_model();
+  m.n_layers = 4;
+  m.routing = sim::routing_spec{};
+  m.routing->sched.kind = sim::schedule_kind::list;
+  m.routing->sched.layers = {0, 2};
+  m.routing->capacity = 0.25;
+  m.routing->layer_capacities = {0.25, std::nullopt, 0.5, std::nullopt};
+  EXPECT_EQ(detail::routing_short(m), "25% [0], 50% [2]");
+  EXPECT_EQ(detail::routing_text(m),
+            "per-layer capacities: 25% at layer 0; 50% at layer 2, decode routing by the causal predictor");
+  // One capacity at every routed layer reads as a single capacity would.
+  m.routing->layer_capacities = {0.25, std::nullopt, 0.25, std::nullopt};
+  EXPECT_EQ(detail::routing_short(m), "25% [0,2]");
+  EXPECT_EQ(detail::routing_text(m), "capacity 0.25 (25%) at layers [0,2], decode routing by the causal predictor");
+  m.routing->layer_capacities = {std::nullopt, 0.125, std::nullopt, 0.125};  // odd layers: the paper's schedule
+  EXPECT_EQ(detail::routing_short(m), "12.5% every-other");
+  // Without per-layer capacities, as before.
+  m.routing->layer_capacities.clear();
+  m.routing->sched.kind = sim::schedule_kind::every_other;
+  m.routing->capacity = 0.125;
+  EXPECT_EQ(detail::routing_short(m), "12.5% every-other");
 }
 
 TEST(Report, NoModelIsBadInput) {
