@@ -129,10 +129,19 @@ void GanttView::paintEvent(QPaintEvent*) {
       p.setPen(c.darker(140));
       p.drawRect(bar);
     }
-    if (bar.width() > 60 && cls != QStringLiteral("idle")) {
-      p.setPen(Qt::white);
-      p.drawText(bar.adjusted(3, 0, -3, 0), Qt::AlignVCenter | Qt::AlignLeft,
-                 p.fontMetrics().elidedText(QString::fromStdString(s.name), Qt::ElideRight, int(bar.width() - 6)));
+    if (cls != QStringLiteral("idle")) {
+      // The whole name where it fits, else the op alone ("attn_scores" of "attn_scores L0"),
+      // else nothing: a label is never cut (hover shows the span).
+      const QString name = QString::fromStdString(s.name);
+      const QString op = name.section(QLatin1Char(' '), 0, 0);
+      const qreal room = bar.width() - 6;
+      const QString label = p.fontMetrics().horizontalAdvance(name) <= room ? name
+                            : p.fontMetrics().horizontalAdvance(op) <= room ? op
+                                                                            : QString();
+      if (!label.isEmpty()) {
+        p.setPen(Qt::white);
+        p.drawText(bar.adjusted(3, 0, -3, 0), Qt::AlignVCenter | Qt::AlignLeft, label);
+      }
     }
   }
   p.setClipping(false);

@@ -9,6 +9,7 @@
 #include <QLabel>
 #include <QMouseEvent>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QTableView>
@@ -424,13 +425,23 @@ ServingPage::ServingPage(ServingModel* model, SamplingModel* sampling, QWidget* 
   top->addWidget(m_strategy);
   top->addStretch(1);
   ml->addLayout(top);
+  // Chart, table and verdict share the height through a splitter; the verdict scrolls, so a
+  // long one never squeezes the chart below its labels' height.
+  auto* verdictScroll = new QScrollArea(samplingSide);
+  verdictScroll->setWidget(m_verdict);
+  verdictScroll->setWidgetResizable(true);
+  verdictScroll->setFrameShape(QFrame::NoFrame);
+  verdictScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  verdictScroll->setMinimumHeight(60);
   auto* samplingSplit = new QSplitter(Qt::Vertical, samplingSide);
   samplingSplit->addWidget(m_samplingView);
   samplingSplit->addWidget(m_samplingTable);
-  samplingSplit->setStretchFactor(0, 3);
+  samplingSplit->addWidget(verdictScroll);
+  samplingSplit->setStretchFactor(0, 4);
   samplingSplit->setStretchFactor(1, 2);
+  samplingSplit->setStretchFactor(2, 1);
+  samplingSplit->setChildrenCollapsible(false);
   ml->addWidget(samplingSplit, 1);
-  ml->addWidget(m_verdict);
 
   auto* split = new QSplitter(Qt::Horizontal, this);
   split->addWidget(new AvailabilityStack(servingSide, model, this));
@@ -496,8 +507,10 @@ ValidationPage::ValidationPage(ValidationModel* model, QWidget* parent)
   auto* split = new QSplitter(Qt::Horizontal, this);
   split->addWidget(m_view);
   split->addWidget(m_table);
-  split->setStretchFactor(0, 3);
-  split->setStretchFactor(1, 2);
+  split->setStretchFactor(0, 1);
+  split->setStretchFactor(1, 1);
+  split->setSizes({1, 1});
+  m_view->setMinimumWidth(440);  // the log-log axes and their legend need the room
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(6, 6, 6, 6);
   layout->addLayout(top);
