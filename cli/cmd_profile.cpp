@@ -4,6 +4,8 @@
 #include <atomic>
 #include <boost/json.hpp>
 #include <chrono>
+#include <cmath>
+#include <condition_variable>
 #include <csignal>
 #include <ctime>
 #include <filesystem>
@@ -11,6 +13,8 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include "kernels/backend.hpp"
@@ -91,7 +95,10 @@ int cmd_profile(const std::vector<std::string>& args) {
       "a cap per point, not on the whole run: a point stops taking samples once its timed samples add up to S "
       "seconds (after the minimum number of samples; warm-up and setup not counted) even if not yet precise; the run "
       "takes "
-      "about points x S at most (default S = 0.5 quick, 2 full)")(
+      "about points x S at most (default S = 0.5 quick, 2 full); --time-budget caps the whole run")(
+      "time-budget", po::value<double>(),
+      "a cap on the whole run, in seconds: no point starts after S seconds (the one in progress finishes); the CSV "
+      "keeps what was measured, --resume measures the rest; exit 0 (default: no cap)")(
       "dry-run", po::bool_switch(), "list the points (and skipped ones with their reason), measure nothing")(
       "attention", po::value<std::string>()->default_value("unfused"),
       "unfused (attn_scores → attn_softmax → attn_values, the n×n scores in memory; the default) | fused (one "
@@ -107,13 +114,20 @@ int cmd_profile(const std::vector<std::string>& args) {
   if (!parse_args(
           args, opts, pos, vm,
           "usage: modsim profile --backend cpu|cuda [--preset quick|full] [--grid FILE] --out FILE.csv [--resume] "
-          "[--timing isolated|in_block] [--attention unfused|fused] [--shard I/N] [--model MODEL]..."))
+          "[--timing isolated|in_block] [--attention unfused|fused] [--shard I/N] [--model MODEL]... "
+          "[--max-time S per point] [--time-budget S for the run]"))
     return exit_ok;
   if (!vm.count("backend")) throw input_error("", "--backend", "required (cpu or cuda)");
   const std::string backend_name = vm["backend"].as<std::string>();
   if (backend_name != "cpu" && backend_name != "cuda")
     throw input_error("", "--backend", "unknown backend '" + backend_name + "' (expected cpu or cuda)");
   const output_format format = parse_format(vm["format"].as<std::string>());
+  std::optional<double> time_budget_s;
+  if (vm.count("time-budget")) {
+    time_budget_s = vm["time-budget"].as<double>();
+    if (!(*time_budget_s >= 0) || !std::isfinite(*time_budget_s))
+      throw input_error("", "--time-budget", "must be a number of seconds >= 0");
+  }
   const std::string preset_name = vm["preset"].as<std::string>();
   profiler::grid grid = vm.count("grid") ? profiler::load_grid(vm["grid"].as<std::string>())
                                          : profiler::preset(preset_name, backend_name);
@@ -257,11 +271,39 @@ int cmd_profile(const std::vector<std::string>& args) {
 
   g_stop.store(false);
   auto previous = std::signal(SIGINT, on_sigint);
+  // --time-budget: a watchdog asks the runner to stop (as SIGINT does) once the budget is spent.
+  std::atomic<bool> budget_reached{false};
+  std::mutex budget_mutex;
+  std::condition_variable budget_cv;
+  bool run_done = false;
+  std::thread watchdog;
+  if (time_budget_s) {
+    auto stop_at_budget = [&] {
+      if (!g_stop.exchange(true)) budget_reached.store(true);
+    };
+    if (*time_budget_s <= 0) {
+      stop_at_budget();
+    } else {
+      watchdog = std::thread([&] {
+        std::unique_lock<std::mutex> lock(budget_mutex);
+        if (!budget_cv.wait_for(lock, std::chrono::duration<double>(*time_budget_s), [&] { return run_done; }))
+          stop_at_budget();
+      });
+    }
+  }
   profiler::run_result result = profiler::run_points(*be, plan.points, writer, ro);
+  {
+    std::lock_guard<std::mutex> lock(budget_mutex);
+    run_done = true;
+  }
+  budget_cv.notify_all();
+  if (watchdog.joinable()) watchdog.join();
   std::signal(SIGINT, previous);
+  const bool stopped_at_budget = result.interrupted && budget_reached.load();
 
   meta["finished"] = now_iso();
-  meta["status"] = result.interrupted ? "interrupted" : "complete";
+  meta["status"] = stopped_at_budget ? "time_budget" : result.interrupted ? "interrupted" : "complete";
+  if (time_budget_s) meta["time_budget_s"] = *time_budget_s;
   meta["measured_this_run"] = result.measured;
   meta["workspaces_made"] = result.workspaces_made;
   meta["setup_s"] = result.setup_s;
@@ -301,7 +343,8 @@ int cmd_profile(const std::vector<std::string>& args) {
   o.json = boost::json::object{{"device", be->device()},
                                {"measured", result.measured},
                                {"already_present", result.already_present},
-                               {"interrupted", result.interrupted},
+                               {"interrupted", result.interrupted && !stopped_at_budget},
+                               {"time_budget_reached", stopped_at_budget},
                                {"rows", std::move(rows)}};
   // The CSV is the measurements file's own (profiler::csv_header, format_row).
   o.csv = profiler::csv_header() + "\n";
@@ -311,6 +354,12 @@ int cmd_profile(const std::vector<std::string>& args) {
                            result.already_present, out_path, out_path, meta_path);
   std::cerr << fmt::format("profile: {} workspaces made in {:.1f} s, {:.1f} s sampling\n", result.workspaces_made,
                            result.setup_s, result.sampling_s);
+  if (stopped_at_budget) {
+    std::cerr << fmt::format(
+        "profile: stopped at the --time-budget of {:g} s; run again with --resume to measure the remaining points\n",
+        *time_budget_s);
+    return exit_ok;
+  }
   if (result.interrupted) {
     std::cerr << "profile: interrupted; run again with --resume to measure the remaining points\n";
     return exit_interrupted;

@@ -377,7 +377,7 @@ TEST(Cli, AnUnknownModelNameListsTheShippedNames) {
 TEST(Cli, ProfileHelpSaysMaxTimeCapsEachPoint) {
   const result r = modsim("profile --help");
   EXPECT_EQ(r.code, 0);
-  const auto at = r.out.find("--max-time");
+  const auto at = r.out.find("--max-time arg");
   ASSERT_NE(at, std::string::npos);
   std::string text = r.out.substr(at, 400);
   std::string flat;  // the help's line breaks and indentation as single spaces
@@ -386,6 +386,27 @@ TEST(Cli, ProfileHelpSaysMaxTimeCapsEachPoint) {
     if (!(d == ' ' && !flat.empty() && flat.back() == ' ')) flat += d;
   }
   EXPECT_NE(flat.find("a cap per point, not on the whole run"), std::string::npos) << flat;
+  EXPECT_NE(r.out.find("--time-budget"), std::string::npos);
+}
+
+TEST(Cli, ProfileTimeBudgetCapsTheWholeRun) {
+  const auto csv =
+      std::filesystem::temp_directory_path() / ("modsim_cli_budget_" + std::to_string(::getpid()) + ".csv");
+  const auto meta = std::filesystem::path(csv).replace_extension(".meta.json");
+  // A budget of 0 s: no point starts (deterministic, unlike any other budget); a clean stop, exit 0.
+  const result r =
+      modsim("profile --backend cpu --preset quick --time-budget 0 --format json --out '" + csv.string() + "'");
+  EXPECT_EQ(r.code, 0) << r.err;
+  const boost::json::object o = boost::json::parse(r.out).as_object();
+  EXPECT_EQ(o.at("measured").as_int64(), 0);
+  EXPECT_TRUE(o.at("time_budget_reached").as_bool());
+  EXPECT_FALSE(o.at("interrupted").as_bool());
+  EXPECT_NE(r.err.find("stopped at the --time-budget of 0 s; run again with --resume"), std::string::npos) << r.err;
+  EXPECT_NE(slurp(meta.string()).find("\"status\":\"time_budget\""), std::string::npos);
+  std::filesystem::remove(csv);
+  std::filesystem::remove(meta);
+  EXPECT_EQ(modsim("profile --backend cpu --preset quick --time-budget -1 --out '" + csv.string() + "'").code, 2);
+  EXPECT_FALSE(std::filesystem::exists(csv));
 }
 
 TEST(Cli, ReportDrawsItsChartsWithoutQtRuntimeDirNoise) {
