@@ -344,6 +344,22 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
     });
     check(ctl);
   }
+  if (s.parallel) {
+    say(ctl, 4, "parallel split");
+    part(s, r.parallel_missing, [&] {
+      const sim::cost_model& cm = cost_of("a parallel split");
+      parallel_section ps;
+      ps.model = sim::predict_parallel(c.model, c.load, cm, s.parallel->split);
+      ps.baseline = sim::predict_parallel(baseline, c.load, cm, s.parallel->split);
+      ps.gpus = s.parallel->gpus;
+      if (ps.gpus > 0) {
+        ps.best_model = sim::best_splits(c.model, c.load, cm, ps.gpus);
+        ps.best_baseline = sim::best_splits(baseline, c.load, cm, ps.gpus);
+      }
+      r.parallel = std::move(ps);
+    });
+    check(ctl);
+  }
   if (s.timeline) {
     say(ctl, 5, "step timeline");
     part(s, r.timeline_missing, [&] { r.timeline = step_timeline(c, cost_of("a timeline"), *s.timeline, r); });

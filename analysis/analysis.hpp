@@ -26,6 +26,7 @@
 #include "analysis/sampling.hpp"
 #include "analysis/validation.hpp"
 #include "sim/memory.hpp"
+#include "sim/parallel_predict.hpp"
 #include "sim/des/comparison.hpp"
 #include "sim/des/execution.hpp"
 #include "sim/des/serving.hpp"
@@ -104,8 +105,22 @@ struct validation_request {
 };
 
 // What to compute. `flops` is always computed.
+// The model over several GPUs (sim/parallel_predict.hpp): one split, and with `gpus` > 0 every
+// split of that many GPUs ranked.
+struct parallel_request {
+  sim::parallel_spec split;
+  int gpus = 0;
+};
+
+struct parallel_section {
+  sim::parallel_prediction model, baseline;                         // the split, for the model and its baseline
+  std::vector<sim::parallel_prediction> best_model, best_baseline;  // with gpus > 0, fastest first
+  int gpus = 0;
+};
+
 struct scenario {
   bool prediction = true;
+  std::optional<parallel_request> parallel;
   std::optional<sweep_request> sweep;
   bool variants = false;
   // The timeline; in decode mode also how the prediction's step runs (absent: the defaults).
@@ -163,6 +178,8 @@ struct analysis_result {
   std::string timeline_missing;
   std::optional<sampling_map> sampling;
   std::string sampling_missing;
+  std::optional<parallel_section> parallel;
+  std::string parallel_missing;
   // serving: the scenario (rate resolved), the dense baseline's run (when asked for) and the
   // model's, each with its per-request records.
   std::optional<sim::des::serving_comparison> serving;

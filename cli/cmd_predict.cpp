@@ -27,6 +27,7 @@ const char* const k_usage =
     "usage: modsim predict MODEL --hardware HW [--batch B] [--seq S] [--mode forward|train|decode]\n"
     "                      [--dtype fp32|bf16|fp16] [--capacity C] [--schedule S] [--baseline MODEL]\n"
     "                      [--graph] [--decode-routing sync|pad] [--pad-capacity C] [--seed N]\n"
+    "                      [--tp N] [--pp N] [--dp N] [--ep N] [--micro-batches M] [--gpus G]\n"
     "                      [--format table|json|csv|markdown]\n"
     "\n"
     "Predicted device time of MODEL per op, layer and model on HW (a hardware JSON or a shipped\n"
@@ -39,7 +40,15 @@ const char* const k_usage =
     "`modsim sampling` time (routing drawn with --seed; --decode-routing sync includes the routed-count\n"
     "round trips; --graph, --pad-capacity as there): overhead_s is then the step's launches, GPU waits\n"
     "on the host and syncs. --baseline MODEL compares with a matched-quality dense model instead of\n"
-    "MODEL without routing (JSON: \"baseline\").";
+    "MODEL without routing (JSON: \"baseline\").\n"
+    "\n"
+    "Over several GPUs (--tp, --pp, --dp, --ep; JSON \"parallel\"): one step of the split for MODEL and\n"
+    "its baseline: each GPU's tensor-parallel shard timed by the cost model, the TP all-reduces and EP\n"
+    "all-to-alls sized by the tokens a layer really computes (a routed layer's k) and timed by the\n"
+    "hardware's interconnect (modsim comm), pipeline stages balanced by predicted time under a 1F1B\n"
+    "schedule of --micro-batches (default 4 x pp) with its bubble, and in training the data-parallel\n"
+    "gradient all-reduce less the backward pass it overlaps; memory per GPU. --gpus G ranks every\n"
+    "split of G GPUs (tp, pp powers of two, tp within a node).";
 
 json::object op_json(const sim::op_prediction& o) {
   json::object j;
@@ -156,9 +165,109 @@ json::value prediction_json(const sim::prediction& p, const std::string& hw_name
 }
 
 std::string ms(double s) { return fmt::format("{:.4f}", s * 1e3); }
+
 std::string des_routing_name(decode_routing r) { return std::string(modsim::to_string(r)); }
 cell ms_cell(double s) { return cell(ms(s), fmt::format("{}", s)); }
 std::string ratio_text(double a, double b) { return b > 0 ? fmt::format("{:.3f}", a / b) : "-"; }
+
+std::string split_text(const sim::parallel_spec& p) {
+  return fmt::format("tp {} x pp {} x dp {}{}", p.tp, p.pp, p.dp, p.ep > 1 ? fmt::format(" (ep {})", p.ep) : "");
+}
+
+json::object parallel_json(const sim::parallel_prediction& p) {
+  json::object j;
+  j["tp"] = p.split.tp;
+  j["pp"] = p.split.pp;
+  j["dp"] = p.split.dp;
+  j["ep"] = p.split.ep;
+  j["micro_batches"] = p.split.micro_batches;
+  j["gpus"] = p.split.gpus();
+  j["step_s"] = p.step_s;
+  j["compute_s"] = p.compute_s;
+  j["tp_comm_s"] = p.tp_comm_s;
+  j["ep_comm_s"] = p.ep_comm_s;
+  j["pp_send_s"] = p.pp_send_s;
+  j["bubble_s"] = p.bubble_s;
+  j["dp_exposed_s"] = p.dp_exposed_s;
+  j["dp_allreduce_s"] = p.dp_allreduce_s;
+  j["naive_step_s"] = p.naive_step_s;
+  j["tp_bytes_per_step"] = p.tp_bytes_per_step;
+  j["ep_bytes_per_step"] = p.ep_bytes_per_step;
+  j["dp_bytes_per_step"] = p.dp_bytes_per_step;
+  json::array first, stage_s, naive_s;
+  for (int f : p.stages.first_layer) first.emplace_back(f);
+  for (double x : p.stages.stage_s) stage_s.emplace_back(x);
+  for (double x : p.naive_stages.stage_s) naive_s.emplace_back(x);
+  j["stage_first_layer"] = std::move(first);
+  j["stage_s"] = std::move(stage_s);
+  j["naive_stage_s"] = std::move(naive_s);
+  json::object mem;
+  mem["weights_bytes"] = p.memory_per_gpu.weights;
+  mem["training_state_bytes"] = p.memory_per_gpu.training_state;
+  mem["kv_cache_bytes"] = p.memory_per_gpu.kv_cache;
+  mem["activations_bytes"] = p.memory_per_gpu.activations;
+  mem["total_bytes"] = p.memory_per_gpu.total();
+  mem["fits"] = p.memory_verdict.empty();
+  j["memory_per_gpu"] = std::move(mem);
+  json::array notes;
+  for (const auto& n : p.notes) notes.emplace_back(n);
+  j["notes"] = std::move(notes);
+  return j;
+}
+
+void add_parallel(output& o, const analysis::parallel_section& ps) {
+  json::object j;
+  j["model"] = parallel_json(ps.model);
+  j["baseline"] = parallel_json(ps.baseline);
+  if (ps.gpus > 0) {
+    json::array bm, bb;
+    for (const auto& p : ps.best_model) bm.push_back(parallel_json(p));
+    for (const auto& p : ps.best_baseline) bb.push_back(parallel_json(p));
+    j["best_model"] = std::move(bm);
+    j["best_baseline"] = std::move(bb);
+  }
+  o.json.as_object()["parallel"] = std::move(j);
+
+  table t;
+  t.title = fmt::format("over {} GPUs: {}, {} micro-batches (per step, the slowest stage)", ps.model.split.gpus(),
+                        split_text(ps.model.split), ps.model.split.micro_batches);
+  t.columns = {"",           "step ms",   "compute ms",    "TP comm ms",        "EP comm ms",
+               "PP send ms", "bubble ms", "DP exposed ms", "by layer count ms", "memory/GPU GB"};
+  auto row = [&](const char* who, const sim::parallel_prediction& p) {
+    t.rows.push_back({who, ms_cell(p.step_s), ms_cell(p.compute_s), ms_cell(p.tp_comm_s), ms_cell(p.ep_comm_s),
+                      ms_cell(p.pp_send_s), ms_cell(p.bubble_s), ms_cell(p.dp_exposed_s), ms_cell(p.naive_step_s),
+                      number(p.memory_per_gpu.total() / 1e9, "{:.1f}")});
+  };
+  row("model", ps.model);
+  row("baseline", ps.baseline);
+  o.tables.push_back(std::move(t));
+  if (ps.model.split.pp > 1) {
+    table st;
+    st.title = "pipeline stages (one micro-batch; the last with the LM head): balanced by time vs by layer count";
+    st.columns = {"stage", "first layer", "ms", "by count ms"};
+    st.left_columns = 0;
+    for (std::size_t i = 0; i < ps.model.stages.stage_s.size(); ++i)
+      st.rows.push_back({integer(std::int64_t(i)), integer(ps.model.stages.first_layer[i]),
+                         ms_cell(ps.model.stages.stage_s[i]), ms_cell(ps.model.naive_stages.stage_s[i])});
+    o.tables.push_back(std::move(st));
+  }
+  if (ps.gpus > 0) {
+    table b;
+    b.title = fmt::format("every split of {} GPUs: those that fit in memory first, fastest first", ps.gpus);
+    b.columns = {"split", "model step ms", "baseline step ms", "ratio", "memory/GPU GB", "fits"};
+    for (const auto& p : ps.best_model) {
+      double base = 0;
+      for (const auto& q : ps.best_baseline)
+        if (q.split.tp == p.split.tp && q.split.pp == p.split.pp && q.split.dp == p.split.dp) base = q.step_s;
+      b.rows.push_back({split_text(p.split), ms_cell(p.step_s), base > 0 ? ms_cell(base) : cell("-"),
+                        ratio_text(p.step_s, base), number(p.memory_per_gpu.total() / 1e9, "{:.1f}"),
+                        p.memory_verdict.empty() ? "yes" : "no"});
+    }
+    o.tables.push_back(std::move(b));
+  }
+  for (const auto& n : ps.model.notes) o.tail.push_back("parallel: " + n);
+  if (!ps.model.memory_verdict.empty()) o.tail.push_back("parallel: per GPU the step " + ps.model.memory_verdict);
+}
 
 output output_of(const analysis::analysis_result& a, const std::string& hw_name,
                  const analysis::timeline_request& step) {
@@ -298,6 +407,10 @@ int cmd_predict(const std::vector<std::string>& args) {
   add_routing_overrides(options);
   add_baseline_option(options);
   add_step_options(options);
+  options.add_options()("tp", po::value<int>(), "tensor-parallel GPUs")("pp", po::value<int>(), "pipeline stages")(
+      "dp", po::value<int>(), "data-parallel replicas")("ep", po::value<int>(), "expert-parallel GPUs (MoE, MoDE)")(
+      "micro-batches", po::value<int>(), "micro-batches per step with --pp (default 4 x pp)")(
+      "gpus", po::value<int>(), "rank every split of this many GPUs");
   po::positional_options_description positional;
   positional.add("model", 1);
   po::variables_map vm;
@@ -316,8 +429,25 @@ int cmd_predict(const std::vector<std::string>& args) {
       if (vm.count(k) && !vm[k].defaulted())
         throw input_error("", std::string("--") + k, "applies to --mode decode only");
   }
+  if (vm.count("tp") || vm.count("pp") || vm.count("dp") || vm.count("ep") || vm.count("gpus")) {
+    analysis::parallel_request pr;
+    if (vm.count("tp")) pr.split.tp = vm["tp"].as<int>();
+    if (vm.count("pp")) pr.split.pp = vm["pp"].as<int>();
+    if (vm.count("dp")) pr.split.dp = vm["dp"].as<int>();
+    if (vm.count("ep")) pr.split.ep = vm["ep"].as<int>();
+    if (vm.count("micro-batches")) pr.split.micro_batches = vm["micro-batches"].as<int>();
+    if (vm.count("gpus")) {
+      pr.gpus = vm["gpus"].as<int>();
+      if (pr.gpus < 1) throw input_error("", "--gpus", "must be >= 1");
+    }
+    scenario.parallel = pr;
+  } else if (vm.count("micro-batches")) {
+    throw input_error("", "--micro-batches", "applies with --pp only");
+  }
   const analysis::analysis_result a = analysis::analyze({model, w, hw, baseline_from(vm)}, scenario);
-  print(output_of(a, hw.name, step), format, std::cout);
+  output o = output_of(a, hw.name, step);
+  if (a.parallel) add_parallel(o, *a.parallel);
+  print(o, format, std::cout);
   return exit_ok;
 }
 

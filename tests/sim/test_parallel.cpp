@@ -4,6 +4,10 @@
 #include "core/error.hpp"
 #include "sim/flops.hpp"
 #include "sim/parallel.hpp"
+#include "sim/config.hpp"
+#include "sim/cost.hpp"
+#include "sim/parallel_predict.hpp"
+#include "sim/predict.hpp"
 
 using namespace modsim::sim;
 
@@ -129,4 +133,45 @@ TEST(Parallel, TensorShardDividesHeadsAndTheMlp) {
   p.tp = 1;
   p.ep = 2;  // no MoE
   EXPECT_THROW(validate_parallel(mod_model(), prefill(), p), modsim::error);
+}
+
+// --- one step over several GPUs (sim/parallel_predict.hpp) ---------------------------------------
+
+namespace {
+cost_model h100() {
+  return cost_model(load_hardware(std::string(MODSIM_SOURCE_DIR) + "/configs/hardware/h100-sxm.json"));
+}
+}  // namespace
+
+TEST(ParallelPredict, OneGpuIsTheSingleDevicePrediction) {
+  const parallel_prediction p = predict_parallel(mod_model(), prefill(), h100(), parallel_spec{});
+  EXPECT_DOUBLE_EQ(p.step_s, time_model(mod_model(), prefill(), h100()).total_s);
+  EXPECT_DOUBLE_EQ(p.tp_comm_s + p.ep_comm_s + p.bubble_s + p.dp_exposed_s + p.pp_send_s, 0);
+}
+
+TEST(ParallelPredict, TensorParallelMovesTwoAllReducesPerLayerOfTheTokensItComputes) {
+  parallel_spec s;
+  s.tp = 4;
+  const parallel_prediction p = predict_parallel(mod_model(), prefill(), h100(), s);
+  // Two dense layers of 4,194,304 bytes and two routed of 524,288, two all-reduces each:
+  // 2 · 2 · (4,194,304 + 524,288) = 18,874,368 bytes per step.
+  EXPECT_DOUBLE_EQ(p.tp_bytes_per_step, 18874368);
+  EXPECT_GT(p.tp_comm_s, 0);
+  // Four ranks each compute a quarter of the heads and of the MLP: less compute per GPU.
+  EXPECT_LT(p.compute_s, time_model(mod_model(), prefill(), h100()).total_s);
+}
+
+TEST(ParallelPredict, APipelineIdlesForItsBubble) {
+  workload w = prefill();
+  w.batch = 8;
+  parallel_spec s;
+  s.pp = 2;
+  s.micro_batches = 4;
+  const parallel_prediction p = predict_parallel(mod_model(), w, h100(), s);
+  // (m + p − 1) micro-batch slots of the slowest stage, p − 1 of them idle.
+  EXPECT_NEAR(p.bubble_s / (p.step_s - p.dp_exposed_s), bubble_fraction(2, 4), 1e-12);
+  EXPECT_EQ(p.stages.first_layer.size(), 2u);
+  // A batch of 8 does not split into 3 micro-batches.
+  s.micro_batches = 3;
+  EXPECT_THROW(predict_parallel(mod_model(), w, h100(), s), modsim::error);
 }

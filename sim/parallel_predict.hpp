@@ -1,0 +1,58 @@
+#pragma once
+// One step of an MoD model split over tp × pp × dp GPUs (sim/parallel.hpp for what moves): the
+// per-GPU compute of a tensor-parallel shard timed by the cost model, the collectives timed by
+// sim/comm, stages balanced by time and scheduled 1F1B.
+//
+//   per micro-batch, layer l on one GPU:  t_l = compute(shard, micro-batch)
+//                                             + n_TP · all_reduce(tokens·d·e, tp)
+//                                             + n_EP · all_to_all(slots·d·e, ep)
+//   stage s: Σ t_l over its layers (+ the LM head on the last, + the activations' send_recv to
+//   the next stage, B_mb·S·d·e)
+//   step = (m + p − 1) · max_s stage_s        (1F1B: m micro-batches through p stages)
+//        + DP: the gradient all-reduce less the backward pass it overlaps (at least one 25 MB
+//          bucket stays exposed), training only.
+// TP all-reduces sit on the critical path (the next op needs their result); so do EP's
+// all-to-alls. The DP group's GPUs are on different nodes when tp·pp fills a node, so its
+// all-reduce is timed over the inter-node link then.
+#include <string>
+#include <vector>
+
+#include "sim/cost.hpp"
+#include "sim/memory.hpp"
+#include "sim/parallel.hpp"
+
+namespace modsim::sim {
+
+struct parallel_prediction {
+  parallel_spec split;           // as given, micro_batches resolved
+  double step_s = 0;             // the whole step
+  double compute_s = 0;          // m × the slowest stage's compute
+  double tp_comm_s = 0;          // m × the slowest stage's TP all-reduces
+  double ep_comm_s = 0;          // m × the slowest stage's EP all-to-alls
+  double pp_send_s = 0;          // m × the slowest stage's activation send
+  double bubble_s = 0;           // (p − 1) × the slowest stage (1F1B fill and drain)
+  double dp_exposed_s = 0;       // the gradient all-reduce not hidden by the backward pass
+  double dp_allreduce_s = 0;     // the whole gradient all-reduce
+  stage_split stages;            // balanced by time, per micro-batch (compute + communication)
+  stage_split naive_stages;      // by layer count
+  double naive_step_s = 0;       // the step with the naive split
+  double tp_bytes_per_step = 0;  // one GPU's all-reduce buffers summed over the step
+  double ep_bytes_per_step = 0;
+  double dp_bytes_per_step = 0;
+  memory_footprint memory_per_gpu;  // weights, state and KV divided; activations of the stage in flight
+  std::string memory_verdict;       // empty when it fits
+  std::vector<std::string> notes;
+};
+
+// Throws modsim::error(bad_input) for a split that does not fit the model (validate_parallel),
+// a local batch not divisible into micro-batches, or collectives the hardware cannot time
+// (no interconnect).
+parallel_prediction predict_parallel(const model_spec& model, const workload& w, const cost_model& cost,
+                                     const parallel_spec& split);
+
+// Every split of `gpus` GPUs (tp and pp powers of two with tp ≤ gpus per node, dp the rest)
+// that the model allows: those that fit in each GPU's memory first, each group fastest first.
+std::vector<parallel_prediction> best_splits(const model_spec& model, const workload& w, const cost_model& cost,
+                                             int gpus);
+
+}  // namespace modsim::sim
