@@ -903,8 +903,10 @@ QChart* make_diagonal_chart(const diagonal_input& in) {
   QCategoryAxis* y = log_axis(titled_with_unit(y_title, family_of(y_title), u), lo, hi);
   chart->addAxis(x, Qt::AlignBottom);
   chart->addAxis(y, Qt::AlignLeft);
-  // The guides span the widest range the axes may take (they are clipped to the plot).
-  const double lo_log = std::log10(lo) - 3, hi_log = std::log10(hi) + 3;
+  // The guides span the axes' range (the same whatever labels they take; Qt does not clip a
+  // line to the plot area).
+  const auto [range_lo, range_hi] = log_range(lo, hi);
+  const double lo_log = std::log10(range_lo), hi_log = std::log10(range_hi);
   auto at = [&](double seconds) { return std::log10(seconds * 1e3 / u.divisor); };
 
   auto guide = [&](double factor, const char* name, Qt::PenStyle style, const QColor& c) {
@@ -914,8 +916,11 @@ QChart* make_diagonal_chart(const diagonal_input& in) {
     pen.setWidthF(style == Qt::SolidLine ? 1.4 : 1.0);
     pen.setStyle(style);
     line->setPen(pen);
-    line->append(lo_log, lo_log + std::log10(factor));
-    line->append(hi_log, hi_log + std::log10(factor));
+    // y = x + f (log10) within the square [lo, hi]².
+    const double f = std::log10(factor);
+    const double x0 = std::max(lo_log, lo_log - f), x1 = std::min(hi_log, hi_log - f);
+    line->append(x0, x0 + f);
+    line->append(x1, x1 + f);
     attach(chart, line, x, y);
     return line;
   };

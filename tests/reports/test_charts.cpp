@@ -356,6 +356,25 @@ TEST_F(Charts, LogAxesAreLabelledAtOneTwoFiveSteps) {
     EXPECT_NEAR(axis->min(), std::log10(0.2), 1e-12);
     EXPECT_NEAR(axis->max(), std::log10(50.0), 1e-12);
   }
+  // The y = x and ±25% guides stay inside the axes' square (Qt does not clip them): y = x from
+  // 0.2 to 50, y = 1.25x from (0.2, 0.25) to (40, 50), y = 0.8x from (0.25, 0.2) to (50, 40).
+  int guides = 0;
+  for (QAbstractSeries* s : chart->series()) {
+    auto* line = qobject_cast<QLineSeries*>(s);
+    if (line == nullptr || s->type() != QAbstractSeries::SeriesTypeLine) continue;
+    ++guides;
+    ASSERT_EQ(line->count(), 2);
+    for (const QPointF& p : line->points()) {
+      EXPECT_GE(p.x(), std::log10(0.2) - 1e-9);
+      EXPECT_LE(p.x(), std::log10(50.0) + 1e-9);
+      EXPECT_GE(p.y(), std::log10(0.2) - 1e-9);
+      EXPECT_LE(p.y(), std::log10(50.0) + 1e-9);
+    }
+    const double slope_offset = line->at(1).y() - line->at(1).x();
+    if (std::abs(slope_offset - std::log10(1.25)) < 1e-9) EXPECT_NEAR(line->at(1).x(), std::log10(40.0), 1e-9);
+    if (std::abs(slope_offset - std::log10(0.8)) < 1e-9) EXPECT_NEAR(line->at(0).x(), std::log10(0.25), 1e-9);
+  }
+  EXPECT_EQ(guides, 3);
   // From 0.002 ms to 500 ms: 1-2-5 steps would be 17 labels and 1-3 steps 11, so one label
   // per decade (at most ten in the room a chart gets before it is laid out).
   in.points = {{"a", "block_dense", 2e-6, 2e-6}, {"b", "block_dense", 0.5, 0.5}};
