@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "sim/comm.hpp"
 #include "sim/json_reader.hpp"
 
 namespace json = boost::json;
@@ -203,6 +204,68 @@ dtype_rate parse_rates(object_reader& r) {
   return out;
 }
 
+link_spec parse_link(object_reader& r) {
+  link_spec l;
+  l.name = r.get_string("name");
+  l.bytes_s = r.get_positive("bytes_s");
+  l.latency_s = r.get_non_negative("latency_s", 0.0);
+  r.finish();
+  return l;
+}
+
+collective_fit parse_collective_fit(object_reader& r) {
+  collective_fit f;
+  f.collective = r.get_string("collective");
+  if (!find_collective(f.collective))
+    throw input_error(r.file(), r.key_path("collective"),
+                      "unknown collective '" + f.collective + "' (expected " + collective_names() + ")");
+  f.collective = to_string(*find_collective(f.collective));
+  f.link = r.get_string("link");
+  if (!find_link_class(f.link))
+    throw input_error(r.file(), r.key_path("link"),
+                      "unknown link '" + f.link + "' (expected intra_node or inter_node)");
+  f.gpus = r.get_int("gpus", 2, 1 << 24);
+  f.alpha_s = r.get_number("alpha_s", 0.0);
+  f.bus_bytes_s = r.get_positive("bus_bytes_s");
+  f.points = r.get_int("points", 2, 1 << 30);
+  const json::value& lo = r.require("min_bytes");
+  f.min_bytes = r.integer(lo, "min_bytes", 0, std::numeric_limits<std::int64_t>::max());
+  const json::value& hi = r.require("max_bytes");
+  f.max_bytes = r.integer(hi, "max_bytes", f.min_bytes, std::numeric_limits<std::int64_t>::max());
+  f.median_abs_pct_error = r.get_non_negative("median_abs_pct_error", 0.0);
+  f.file = r.opt_string("file").value_or("");
+  r.finish();
+  return f;
+}
+
+interconnect_spec parse_interconnect(object_reader& r) {
+  interconnect_spec ic;
+  const std::string& file = r.file();
+  ic.gpus_per_node = r.get_int("gpus_per_node", 1, 1 << 20);
+  {
+    object_reader lr(r.require("intra_node"), file, r.key_path("intra_node"));
+    ic.intra_node = parse_link(lr);
+  }
+  if (const json::value* v = r.find("inter_node")) {
+    object_reader lr(*v, file, r.key_path("inter_node"));
+    ic.inter_node = parse_link(lr);
+  }
+  ic.source = r.get_string("source");
+  if (const json::value* c = r.find("calibration")) {
+    object_reader cr(*c, file, r.key_path("calibration"));
+    ic.calibration_source = cr.get_string("source");
+    ic.calibration_date = cr.opt_string("date").value_or("");
+    const json::array& fits = cr.get_array("fits");
+    for (std::size_t i = 0; i < fits.size(); ++i) {
+      object_reader fr(fits[i], file, cr.key_path("fits[" + std::to_string(i) + "]"));
+      ic.calibration.push_back(parse_collective_fit(fr));
+    }
+    cr.finish();
+  }
+  r.finish();
+  return ic;
+}
+
 }  // namespace
 
 std::string read_text_file(const std::string& path) {
@@ -343,6 +406,10 @@ hardware_spec parse_hardware(std::string_view json_text, const std::string& file
   h.kernel_launch_s = r.get_non_negative("kernel_launch_s", 0.0);
   h.host_enqueue_s = r.get_non_negative("host_enqueue_s", 0.0);
   h.interconnect_bytes_s = r.get_non_negative("interconnect_bytes_s", 0.0);
+  if (const json::value* ic = r.find("interconnect")) {
+    object_reader ir(*ic, file, "interconnect");
+    h.interconnect = parse_interconnect(ir);
+  }
   r.opt_string("notes");
   if (const json::value* c = r.find("calibration")) {
     if (!c->is_object())

@@ -110,6 +110,41 @@ struct dtype_rate {
   double of(dtype t) const { return t == dtype::fp32 ? fp32 : t == dtype::bf16 ? bf16 : fp16; }
 };
 
+// One class of GPU-to-GPU link (interconnect.intra_node / inter_node of a hardware file):
+// bandwidth per GPU in one direction, and the latency of one message (the alpha of an
+// alpha-beta cost).
+struct link_spec {
+  std::string name;
+  double bytes_s = 0;    // per GPU, unidirectional
+  double latency_s = 0;  // per message
+};
+
+// One collective's time fitted to nccl-tests rows by `modsim comm calibrate`
+// (sim/comm.hpp): time = alpha_s + size x busbw_factor(gpus) / bus_bytes_s.
+struct collective_fit {
+  std::string collective;  // all_reduce | all_gather | reduce_scatter | all_to_all | send_recv
+  std::string link;        // intra_node | inter_node
+  int gpus = 0;            // the GPU count the rows were measured at
+  double alpha_s = 0;
+  double bus_bytes_s = 0;
+  int points = 0;
+  std::int64_t min_bytes = 0, max_bytes = 0;  // the sizes fitted
+  double median_abs_pct_error = 0;            // of the fit on its own rows, percent
+  std::string file;                           // the nccl-tests output it came from
+};
+
+// The optional `interconnect` object of a hardware file.
+struct interconnect_spec {
+  int gpus_per_node = 0;
+  link_spec intra_node;
+  std::optional<link_spec> inter_node;  // absent: one node only
+  std::string source;                   // where the numbers come from
+  // interconnect.calibration (written by `modsim comm calibrate`); empty = none.
+  std::string calibration_source;
+  std::string calibration_date;
+  std::vector<collective_fit> calibration;
+};
+
 struct hardware_spec {
   std::string name;
   std::string source_file;
@@ -125,6 +160,9 @@ struct hardware_spec {
   double host_enqueue_s = 0;        // host-side cost of enqueuing one kernel
   double interconnect_bytes_s = 0;  // 0 = none
   std::string calibration_json;     // the raw `calibration` block (written by `modsim calibrate`), or empty
+  // The `interconnect` object; absent = only interconnect_bytes_s (sim/comm.hpp then takes it
+  // as the intra-node bandwidth).
+  std::optional<interconnect_spec> interconnect;
 };
 
 }  // namespace modsim::sim
