@@ -1,0 +1,68 @@
+#pragma once
+// Fits collectives to nccl-tests' output (sim/nccl_tests.hpp) and writes the fits into a
+// hardware file as `interconnect.calibration` (`modsim comm calibrate`).
+//
+// One fit per (collective, link class): the out-of-place times t_i of rows of size N_i are
+// fitted by t = alpha + x / B with x_i = N_i x busbw_factor(G) ("bus bytes") by least squares on
+// the relative residuals (minimise sum ((alpha + x_i / B - t_i) / t_i)^2, so a 10 us row and a
+// 10 ms row weigh alike), alpha >= 0; B (bus_bytes_s) must come out positive. The link class is
+// inter_node when the run's Rank lines name more than one host, intra_node when they name one;
+// without Rank lines, G > gpus_per_node decides.
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/comm.hpp"
+#include "sim/nccl_tests.hpp"
+#include "sim/spec.hpp"
+
+namespace modsim::sim {
+
+struct comm_fit_options {
+  std::optional<collective> op;  // overrides the table's own
+  int gpus = 0;                  // > 0 overrides the table's own
+  std::int64_t min_bytes = 0;    // rows fitted: min_bytes <= size <= max_bytes
+  std::int64_t max_bytes = std::numeric_limits<std::int64_t>::max();
+  // Rows kept by their index among the rows in range: every `every`-th starting at `offset`
+  // (every = 1: all of them).
+  int every = 1;
+  int offset = 0;
+};
+
+// The line through (x_i, t_i) minimising the relative residuals, alpha >= 0. Returns
+// {alpha, beta} (beta = 1 / bandwidth); beta <= 0 when the times do not grow with x.
+struct line_fit {
+  double alpha = 0, beta = 0;
+};
+line_fit fit_relative_line(const std::vector<double>& x, const std::vector<double>& t);
+
+// The link class the table's rows ran over (see above).
+link_class table_link(const nccl_table& t, const interconnect_spec& ic);
+
+// Fits one table. Throws modsim::error(bad_input) naming the file when the collective or the
+// GPU count is unknown, fewer than two distinct sizes are in range, or the bandwidth is not
+// positive.
+collective_fit fit_nccl_table(const nccl_table& t, const interconnect_spec& ic, const comm_fit_options& o);
+
+// Predicted vs measured, row by row (the prediction from `hw` as `modsim comm` makes it).
+struct comm_check_row {
+  std::int64_t bytes = 0;
+  double measured_s = 0;
+  double predicted_s = 0;
+  double pct_error = 0;  // 100 (predicted - measured) / measured
+};
+std::vector<comm_check_row> check_nccl_table(const nccl_table& t, const hardware_spec& hw, const comm_fit_options& o);
+
+// The median of |pct_error| (0 for none).
+double median_abs_pct_error(const std::vector<comm_check_row>& rows);
+
+// Writes a copy of the hardware file at `hardware_path` with interconnect.calibration set to
+// `fits` (source: `source`, date `date`), the name given a "-calibrated" suffix, to `out_path`
+// (atomically; JSON laid out by sim/io's pretty_json). The file must have an interconnect
+// object. Throws modsim::error.
+void write_comm_calibrated_hardware(const std::string& hardware_path, const std::vector<collective_fit>& fits,
+                                    const std::string& source, const std::string& date, const std::string& out_path);
+
+}  // namespace modsim::sim
