@@ -9,6 +9,10 @@
 #include "cli/common.hpp"
 #include "core/error.hpp"
 
+namespace modsim::cli {
+int cmd_comm(const std::vector<std::string>& args);  // cli/cmd_comm.cpp
+}  // namespace modsim::cli
+
 namespace {
 
 struct command {
@@ -32,6 +36,9 @@ const std::map<std::string, command>& commands() {
        {modsim::cli::cmd_sampling,
         "the sampling map: MoD / baseline decode step time over batch x context, sync vs pad, and why"}},
       {"report", {modsim::cli::cmd_report, "the cost report: Markdown, self-contained HTML, CSV, SVG charts"}},
+      {"comm",
+       {modsim::cli::cmd_comm,
+        "one collective over G GPUs (all_reduce, ...): alpha-beta time, or fitted to nccl-tests (comm calibrate)"}},
   };
   return table;
 }

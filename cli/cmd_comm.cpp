@@ -1,0 +1,328 @@
+// `modsim comm`: the time of one collective over G GPUs (sim/comm.hpp), and its calibration
+// from nccl-tests' output (sim/nccl_tests.hpp, sim/comm_calibrate.hpp):
+//   modsim comm COLLECTIVE --bytes N --gpus G --hardware HW [--algorithm A] [--format F]
+//   modsim comm calibrate --hardware HW --out NEW.json FILE...
+//   modsim comm check --hardware HW FILE...
+#include <fmt/format.h>
+
+#include <boost/json.hpp>
+#include <cstdint>
+#include <filesystem>
+#include <iostream>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "cli/common.hpp"
+#include "cli/printer.hpp"
+#include "core/error.hpp"
+#include "sim/calibrate.hpp"
+#include "sim/comm.hpp"
+#include "sim/comm_calibrate.hpp"
+#include "sim/config.hpp"
+#include "sim/nccl_tests.hpp"
+
+namespace modsim::cli {
+namespace {
+
+namespace json = boost::json;
+
+const char* const k_usage =
+    "usage: modsim comm COLLECTIVE --bytes N --gpus G --hardware HW [--algorithm auto|ring|tree|direct|fitted]\n"
+    "                              [--format table|json|csv|markdown]\n"
+    "       modsim comm calibrate --hardware HW --out NEW.json [--collective C] [--gpus G] [--min-bytes N]\n"
+    "                             [--max-bytes N] [--every K] [--offset I] FILE...\n"
+    "       modsim comm check --hardware HW [--collective C] [--gpus G] [--min-bytes N] [--max-bytes N]\n"
+    "                         [--every K] [--offset I] [--max-error PCT] FILE...\n"
+    "\n"
+    "The time of one collective of N bytes per GPU over G GPUs on HW's interconnect.\n"
+    "COLLECTIVE: all_reduce, all_gather, reduce_scatter, all_to_all, send_recv. N is nccl-tests'\n"
+    "`size`: all_reduce the buffer on each GPU; all_gather the gathered output on each GPU;\n"
+    "reduce_scatter the input on each GPU; all_to_all the send buffer of each GPU; send_recv what\n"
+    "each GPU sends to its neighbour. N takes binary suffixes as nccl-tests' -b/-e: 64K = 65536,\n"
+    "1M = 1048576, 8G = 8589934592. algbw = N / time, busbw = algbw x nccl-tests' factor\n"
+    "(2(G-1)/G all_reduce, (G-1)/G all_gather, reduce_scatter, all_to_all, 1 send_recv).\n"
+    "Algorithms: ring and tree (double binary tree; hierarchical across nodes) for all_reduce,\n"
+    "ring for all_gather and reduce_scatter, direct for all_to_all and send_recv, alpha-beta\n"
+    "costs per link class (intra-node when G <= interconnect.gpus_per_node); auto takes the\n"
+    "fastest, or the line fitted to nccl-tests (`fitted`) when HW has interconnect.calibration.\n"
+    "\n"
+    "calibrate: fits time = alpha + N x busbw factor / bus bandwidth to the out-of-place times of\n"
+    "each nccl-tests output FILE (all_reduce_perf, all_gather_perf, reduce_scatter_perf,\n"
+    "alltoall_perf, sendrecv_perf; one run per file, the collective from its '# Collective test\n"
+    "starting' line, else from the file name, else --collective) and writes HW with\n"
+    "interconnect.calibration to --out. check: predicted vs measured for each row of FILE, and\n"
+    "the median error; exit 1 above --max-error.";
+
+sim::comm_fit_options fit_options_from(const po::variables_map& vm) {
+  sim::comm_fit_options o;
+  if (vm.count("collective")) {
+    const std::string c = vm["collective"].as<std::string>();
+    o.op = sim::find_collective(c);
+    if (!o.op)
+      throw input_error("", "--collective",
+                        "unknown collective '" + c + "' (expected " + sim::collective_names() + ")");
+  }
+  if (vm.count("gpus")) {
+    o.gpus = vm["gpus"].as<int>();
+    if (o.gpus < 2) throw input_error("", "--gpus", "must be >= 2");
+  }
+  if (vm.count("min-bytes")) o.min_bytes = sim::parse_bytes(vm["min-bytes"].as<std::string>(), "--min-bytes");
+  if (vm.count("max-bytes")) o.max_bytes = sim::parse_bytes(vm["max-bytes"].as<std::string>(), "--max-bytes");
+  o.every = vm["every"].as<int>();
+  o.offset = vm["offset"].as<int>();
+  if (o.every < 1) throw input_error("", "--every", "must be >= 1");
+  if (o.offset < 0 || o.offset >= o.every) throw input_error("", "--offset", "must be in [0, --every)");
+  return o;
+}
+
+void add_file_options(po::options_description& options) {
+  options.add_options()("files", po::value<std::vector<std::string>>()->multitoken()->required(),
+                        "nccl-tests output file(s)")("hardware", po::value<std::string>()->required(),
+                                                     "hardware JSON (or a shipped name: h100-sxm, h200)")(
+      "collective", po::value<std::string>(), "the collective of every FILE (when neither its text nor its name says)")(
+      "gpus", po::value<int>(), "the GPU count of every FILE (default: its '# Rank' lines, else nThread x nGpus)")(
+      "min-bytes", po::value<std::string>(), "use rows of at least this size (binary suffixes: 64K, 1M)")(
+      "max-bytes", po::value<std::string>(), "use rows of at most this size")(
+      "every", po::value<int>()->default_value(1), "use every K-th row in range (with --offset: a held-out split)")(
+      "offset", po::value<int>()->default_value(0), "the first row used among every K, in [0, K)")(
+      "format", po::value<std::string>()->default_value("table"), "table | json | csv | markdown");
+}
+
+json::object fit_json(const sim::collective_fit& f) {
+  return {{"collective", f.collective},
+          {"link", f.link},
+          {"gpus", f.gpus},
+          {"alpha_s", f.alpha_s},
+          {"bus_bytes_s", f.bus_bytes_s},
+          {"points", f.points},
+          {"min_bytes", f.min_bytes},
+          {"max_bytes", f.max_bytes},
+          {"median_abs_pct_error", f.median_abs_pct_error},
+          {"file", f.file}};
+}
+
+std::string gbs(double bytes_s) { return fmt::format("{:.2f}", bytes_s / 1e9); }
+std::string us(double s) { return fmt::format("{:.2f}", s * 1e6); }
+
+int run_predict(const std::vector<std::string>& args) {
+  po::options_description options("modsim comm options");
+  options.add_options()("collective", po::value<std::string>()->required(),
+                        "all_reduce | all_gather | reduce_scatter | all_to_all | send_recv")(
+      "bytes", po::value<std::string>()->required(), "N, nccl-tests' size (binary suffixes: 64K, 1M, 8G)")(
+      "gpus", po::value<int>()->required(), "G, the GPUs taking part (>= 2)")(
+      "hardware", po::value<std::string>()->required(), "hardware JSON (or a shipped name: h100-sxm, h200)")(
+      "algorithm", po::value<std::string>()->default_value("auto"), "auto | ring | tree | direct | fitted")(
+      "format", po::value<std::string>()->default_value("table"), "table | json | csv | markdown");
+  po::positional_options_description positional;
+  positional.add("collective", 1);
+  po::variables_map vm;
+  if (!parse_args(args, options, positional, vm, k_usage)) return exit_ok;
+  const output_format format = parse_format(vm["format"].as<std::string>());
+
+  sim::comm_request req;
+  const std::string c = vm["collective"].as<std::string>();
+  const auto op = sim::find_collective(c);
+  if (!op)
+    throw input_error("", "COLLECTIVE", "unknown collective '" + c + "' (expected " + sim::collective_names() + ")");
+  req.op = *op;
+  req.bytes = sim::parse_bytes(vm["bytes"].as<std::string>(), "--bytes");
+  req.gpus = vm["gpus"].as<int>();
+  const std::string a = vm["algorithm"].as<std::string>();
+  if (a != "auto") {
+    req.algorithm = sim::find_comm_algorithm(a);
+    if (!req.algorithm)
+      throw input_error("", "--algorithm",
+                        "unknown algorithm '" + a + "' (expected auto, ring, tree, direct or fitted)");
+  }
+  const sim::hardware_spec hw = sim::load_hardware(resolve_config(vm["hardware"].as<std::string>(), "hardware"));
+  const sim::comm_prediction p = sim::predict_collective(hw, req);
+
+  output o;
+  json::object root;
+  root["collective"] = sim::to_string(p.op);
+  root["bytes"] = p.bytes;
+  root["gpus"] = p.gpus;
+  root["algorithm"] = sim::to_string(p.algorithm);
+  root["time_s"] = p.time_s;
+  root["algbw_bytes_s"] = p.algbw_bytes_s;
+  root["busbw_bytes_s"] = p.busbw_bytes_s;
+  root["link"] = sim::to_string(p.link);
+  root["link_name"] = p.link_name;
+  root["calibrated"] = p.calibrated;
+  root["nodes"] = p.nodes;
+  root["gpus_per_node"] = p.gpus_per_node;
+  root["hardware"] = hw.name;
+  json::array cands;
+  for (const sim::comm_candidate& k : p.analytic)
+    cands.push_back(json::object{{"algorithm", sim::to_string(k.algorithm)}, {"time_s", k.time_s}});
+  root["analytic"] = std::move(cands);
+  root["fit"] = p.fit ? json::value(fit_json(*p.fit)) : json::value(nullptr);
+  json::array notes;
+  for (const std::string& n : p.notes) notes.push_back(json::value(n));
+  root["notes"] = std::move(notes);
+  o.json = std::move(root);
+
+  o.head.push_back(fmt::format("{} of {} bytes per GPU over {} GPUs on {}: {} ({}), {} node(s){}", sim::to_string(p.op),
+                               p.bytes, p.gpus, hw.name, sim::to_string(p.link), p.link_name, p.nodes,
+                               p.gpus_per_node > 0 ? fmt::format(" of {} GPUs", p.gpus_per_node) : std::string()));
+  o.head.push_back(fmt::format("time {} us with {}{}; algbw {} GB/s, busbw {} GB/s", us(p.time_s),
+                               sim::to_string(p.algorithm), p.calibrated ? " (fitted to nccl-tests)" : "",
+                               gbs(p.algbw_bytes_s), gbs(p.busbw_bytes_s)));
+  table t;
+  t.columns = {"algorithm", "time us", "algbw GB/s", "busbw GB/s", "chosen"};
+  const double f = sim::busbw_factor(p.op, p.gpus);
+  auto row = [&](const char* name, double time_s, bool chosen) {
+    const double algbw = time_s > 0 ? static_cast<double>(p.bytes) / time_s : 0.0;
+    t.rows.push_back({name, number(time_s * 1e6, "{:.2f}"), number(algbw / 1e9, "{:.2f}"),
+                      number(algbw * f / 1e9, "{:.2f}"), chosen ? "yes" : ""});
+  };
+  for (const sim::comm_candidate& k : p.analytic)
+    row(sim::to_string(k.algorithm), k.time_s, !p.calibrated && k.algorithm == p.algorithm);
+  if (p.calibrated) row("fitted", p.time_s, true);
+  o.tables.push_back(std::move(t));
+  table csv;
+  csv.people = false;
+  csv.csv = true;
+  csv.columns = {"collective",    "bytes",         "gpus", "algorithm", "time_s",
+                 "algbw_bytes_s", "busbw_bytes_s", "link", "calibrated"};
+  csv.rows.push_back({sim::to_string(p.op), integer(p.bytes), integer(p.gpus), sim::to_string(p.algorithm),
+                      fmt::format("{}", p.time_s), fmt::format("{}", p.algbw_bytes_s),
+                      fmt::format("{}", p.busbw_bytes_s), sim::to_string(p.link), p.calibrated ? "true" : "false"});
+  o.tables.push_back(std::move(csv));
+  if (p.fit)
+    o.tail.push_back(fmt::format("fit: alpha {} us, bus bandwidth {} GB/s, {} rows of {} at {} GPUs",
+                                 us(p.fit->alpha_s), gbs(p.fit->bus_bytes_s), p.fit->points, p.fit->file, p.fit->gpus));
+  for (const std::string& n : p.notes) o.tail.push_back("note: " + n);
+  print(o, format, std::cout);
+  return exit_ok;
+}
+
+int run_calibrate(const std::vector<std::string>& args) {
+  po::options_description options("modsim comm calibrate options");
+  add_file_options(options);
+  options.add_options()("out", po::value<std::string>()->required(), "the hardware JSON to write");
+  po::positional_options_description positional;
+  positional.add("files", -1);
+  po::variables_map vm;
+  if (!parse_args(args, options, positional, vm, k_usage)) return exit_ok;
+  const output_format format = parse_format(vm["format"].as<std::string>());
+  const sim::comm_fit_options fo = fit_options_from(vm);
+  const std::string hw_path = resolve_config(vm["hardware"].as<std::string>(), "hardware");
+  const sim::hardware_spec hw = sim::load_hardware(hw_path);
+  if (!hw.interconnect)
+    throw input_error(hw_path, "interconnect",
+                      "absent: the calibration goes into the interconnect object (gpus_per_node, intra_node, ...)");
+  const std::string out = vm["out"].as<std::string>();
+
+  std::vector<sim::collective_fit> fits;
+  std::string source;
+  namespace fs = std::filesystem;
+  for (const std::string& file : vm["files"].as<std::vector<std::string>>()) {
+    std::error_code ec;
+    if (fs::exists(out, ec) && fs::exists(file, ec) && fs::equivalent(out, file, ec))
+      throw input_error(out, "--out", "is one of the nccl-tests files");
+    const sim::nccl_table t = sim::load_nccl_tests(file);
+    sim::collective_fit f = sim::fit_nccl_table(t, *hw.interconnect, fo);
+    for (const sim::collective_fit& g : fits)
+      if (g.collective == f.collective && g.link == f.link && g.gpus == f.gpus)
+        throw input_error(file, "",
+                          fmt::format("a second {} run over {} at {} GPUs (the first is {}); give one per collective, "
+                                      "link and GPU count",
+                                      f.collective, f.link, f.gpus, g.file));
+    source += (source.empty() ? "" : ", ") + file;
+    fits.push_back(std::move(f));
+  }
+  std::string range;
+  if (fo.min_bytes > 0 || fo.max_bytes < std::numeric_limits<std::int64_t>::max())
+    range = fmt::format(
+        ", sizes {}..{}", fo.min_bytes,
+        fo.max_bytes == std::numeric_limits<std::int64_t>::max() ? std::string("") : std::to_string(fo.max_bytes));
+  if (fo.every > 1) range += fmt::format(", every {} row from {}", fo.every, fo.offset);
+  const std::string date = sim::utc_now_iso8601();
+  sim::write_comm_calibrated_hardware(
+      hw_path, fits,
+      "measured: nccl-tests out-of-place times of " + source + range + ", fitted by modsim comm calibrate", date, out);
+  (void)sim::load_hardware(out);  // what we wrote must load
+
+  output o;
+  json::array arr;
+  for (const auto& f : fits) arr.push_back(fit_json(f));
+  o.json = json::object{{"out", out}, {"date", date}, {"fits", std::move(arr)}};
+  o.head.push_back(
+      fmt::format("wrote {} with {} fit(s): time = alpha + size x busbw factor / bus bandwidth", out, fits.size()));
+  table t;
+  t.columns = {"collective", "link", "gpus", "alpha us", "bus GB/s", "rows", "sizes", "median |error| %", "file"};
+  t.left_columns = 2;
+  t.csv = true;
+  for (const auto& f : fits)
+    t.rows.push_back({f.collective, f.link, integer(f.gpus), number(f.alpha_s * 1e6, "{:.2f}"),
+                      number(f.bus_bytes_s / 1e9, "{:.1f}"), integer(f.points),
+                      fmt::format("{}..{}", f.min_bytes, f.max_bytes), number(f.median_abs_pct_error, "{:.1f}"),
+                      f.file});
+  o.tables.push_back(std::move(t));
+  print(o, format, std::cout);
+  return exit_ok;
+}
+
+int run_check(const std::vector<std::string>& args) {
+  po::options_description options("modsim comm check options");
+  add_file_options(options);
+  options.add_options()("max-error", po::value<double>(), "exit 1 when the median |error| % is above this");
+  po::positional_options_description positional;
+  positional.add("files", -1);
+  po::variables_map vm;
+  if (!parse_args(args, options, positional, vm, k_usage)) return exit_ok;
+  const output_format format = parse_format(vm["format"].as<std::string>());
+  const sim::comm_fit_options fo = fit_options_from(vm);
+  const sim::hardware_spec hw = sim::load_hardware(resolve_config(vm["hardware"].as<std::string>(), "hardware"));
+
+  std::vector<sim::comm_check_row> all;
+  table t;
+  t.columns = {"file", "collective", "gpus", "bytes", "measured us", "predicted us", "error %"};
+  t.csv = true;
+  json::array rows;
+  for (const std::string& file : vm["files"].as<std::vector<std::string>>()) {
+    const sim::nccl_table nt = sim::load_nccl_tests(file);
+    const std::vector<sim::comm_check_row> rs = sim::check_nccl_table(nt, hw, fo);
+    const char* op = sim::to_string(fo.op ? *fo.op : *nt.op);
+    const int gpus = fo.gpus > 0 ? fo.gpus : nt.gpus;
+    for (const auto& r : rs) {
+      t.rows.push_back({file, op, integer(gpus), integer(r.bytes), number(r.measured_s * 1e6, "{:.2f}"),
+                        number(r.predicted_s * 1e6, "{:.2f}"), number(r.pct_error, "{:+.1f}")});
+      rows.push_back(json::object{{"file", file},
+                                  {"collective", op},
+                                  {"gpus", gpus},
+                                  {"bytes", r.bytes},
+                                  {"measured_s", r.measured_s},
+                                  {"predicted_s", r.predicted_s},
+                                  {"pct_error", r.pct_error}});
+      all.push_back(r);
+    }
+  }
+  const double median = sim::median_abs_pct_error(all);
+  output o;
+  o.json = json::object{{"points", static_cast<std::int64_t>(all.size())},
+                        {"median_abs_pct_error", median},
+                        {"hardware", hw.name},
+                        {"rows", std::move(rows)}};
+  o.tables.push_back(std::move(t));
+  o.tail.push_back(fmt::format("{} rows, median |error| {:.1f}%", all.size(), median));
+  print(o, format, std::cout);
+  if (vm.count("max-error") && median > vm["max-error"].as<double>()) return exit_check_failed;
+  return exit_ok;
+}
+
+}  // namespace
+
+int cmd_comm(const std::vector<std::string>& args) {
+  if (args.empty()) {
+    std::cerr << k_usage << "\n";
+    return exit_bad_input;
+  }
+  if (args[0] == "calibrate") return run_calibrate(std::vector<std::string>(args.begin() + 1, args.end()));
+  if (args[0] == "check") return run_check(std::vector<std::string>(args.begin() + 1, args.end()));
+  return run_predict(args);
+}
+
+}  // namespace modsim::cli

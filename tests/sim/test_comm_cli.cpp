@@ -1,0 +1,163 @@
+// `modsim comm` through the binary: the JSON contract, calibrate -> predict round trip, check's
+// exit code, and one-line errors with exit code 2. (tests/cli/CMakeLists.txt lists its sources
+// by name, so this lives with the sim tests: the binary is found next to this test's build
+// folder, build/cli/modsim, and the tests skip when it has not been built.)
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path binary() {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);  // build/tests/sim/modsim_sim_tests
+  if (ec) return {};
+  return self.parent_path().parent_path().parent_path() / "cli" / "modsim";
+}
+
+struct result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+result modsim(const std::string& args) {
+  static int counter = 0;
+  const fs::path dir = fs::temp_directory_path();
+  const std::string tag = std::to_string(::getpid()) + "_" + std::to_string(counter++);
+  const fs::path out = dir / ("modsim_comm_out_" + tag), err = dir / ("modsim_comm_err_" + tag);
+  const std::string cmd = std::string("cd '") + MODSIM_SOURCE_DIR + "' && '" + binary().string() + "' " + args + " >'" +
+                          out.string() + "' 2>'" + err.string() + "'";
+  const int status = std::system(cmd.c_str());
+  result r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  fs::remove(out);
+  fs::remove(err);
+  return r;
+}
+
+int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+
+class CommCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::error_code ec;
+    if (!fs::exists(binary(), ec)) GTEST_SKIP() << "modsim not built at " << binary();
+  }
+};
+
+double num(const boost::json::object& o, const char* key) { return o.at(key).to_number<double>(); }
+
+}  // namespace
+
+// h100-sxm: 8 GPUs per node, NVLink 450 GB/s and 1 us, InfiniBand 50 GB/s and 5 us.
+TEST_F(CommCli, JsonContractAndTheHandWorkedTime) {
+  result r = modsim("comm all_reduce --bytes 1M --gpus 8 --hardware h100-sxm --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const boost::json::object o = boost::json::parse(r.out).as_object();
+  EXPECT_EQ(o.at("collective").as_string(), "all_reduce");
+  EXPECT_EQ(o.at("bytes").to_number<std::int64_t>(), 1048576);
+  EXPECT_EQ(o.at("gpus").to_number<std::int64_t>(), 8);
+  EXPECT_EQ(o.at("link").as_string(), "intra_node");
+  EXPECT_FALSE(o.at("calibrated").as_bool());
+  // tree 2 x 3 x 1 us + 2 x 1048576 / 450e9 = 10.66 us beats ring 14 us + 1.75 x 1048576 / 450e9 = 18.08 us
+  EXPECT_EQ(o.at("algorithm").as_string(), "tree");
+  const double t = 6e-6 + 2.0 * 1048576 / 450e9;
+  EXPECT_NEAR(num(o, "time_s"), t, 1e-15);
+  EXPECT_NEAR(num(o, "algbw_bytes_s"), 1048576 / t, 1e-3);
+  EXPECT_NEAR(num(o, "busbw_bytes_s"), 1.75 * 1048576 / t, 1e-3);
+
+  // 16 GPUs = 2 nodes: the all_gather ring runs at InfiniBand: 15 x 5 us + 15/16 x 65536 / 50e9
+  r = modsim("comm all_gather --bytes 64K --gpus 16 --hardware h100-sxm --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const boost::json::object g = boost::json::parse(r.out).as_object();
+  EXPECT_EQ(g.at("link").as_string(), "inter_node");
+  EXPECT_EQ(g.at("algorithm").as_string(), "ring");
+  EXPECT_NEAR(num(g, "time_s"), 75e-6 + 15.0 / 16 * 65536 / 50e9, 1e-15);
+
+  r = modsim("comm send_recv --bytes 1G --gpus 2 --hardware h200");  // the table
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("direct"), std::string::npos);
+}
+
+TEST_F(CommCli, CalibrateThenPredictUsesTheFit) {
+  const fs::path out = fs::temp_directory_path() / ("modsim-comm-cli-" + std::to_string(::getpid()) + ".json");
+  result r = modsim("comm calibrate --hardware h100-sxm --out '" + out.string() +
+                    "' tests/data/nccl/all_reduce_perf-8gpu.txt --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const boost::json::object c = boost::json::parse(r.out).as_object();
+  ASSERT_EQ(c.at("fits").as_array().size(), 1u);
+  // The file's rows: t = 10 us + 1.75 N / 175 GB/s (tests/data/nccl/README.md).
+  const boost::json::object f = c.at("fits").as_array()[0].as_object();
+  EXPECT_NEAR(num(f, "alpha_s"), 10e-6, 1e-12);
+  EXPECT_NEAR(num(f, "bus_bytes_s") / 175e9, 1.0, 1e-9);
+
+  r = modsim("comm all_reduce --bytes 1M --gpus 8 --hardware '" + out.string() + "' --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const boost::json::object p = boost::json::parse(r.out).as_object();
+  EXPECT_TRUE(p.at("calibrated").as_bool());
+  EXPECT_EQ(p.at("algorithm").as_string(), "fitted");
+  EXPECT_NEAR(num(p, "time_s"), 10e-6 + 1.75 * 1048576 / 175e9, 1e-14);
+
+  // check: the fit reproduces its rows (exit 0 under 1 %); the datasheet model does not (exit 1).
+  r = modsim("comm check --hardware '" + out.string() + "' --max-error 1 tests/data/nccl/all_reduce_perf-8gpu.txt");
+  EXPECT_EQ(r.code, 0) << r.err;
+  r = modsim("comm check --hardware h100-sxm --max-error 1 tests/data/nccl/all_reduce_perf-8gpu.txt");
+  EXPECT_EQ(r.code, 1) << r.err;
+  fs::remove(out);
+}
+
+TEST_F(CommCli, BadInputIsOneLineAndExitTwo) {
+  for (const char* args :
+       {"comm all_reduce --bytes 1.5M --gpus 8 --hardware h100-sxm",
+        "comm broadcast --bytes 1M --gpus 8 --hardware h100-sxm",
+        "comm all_reduce --bytes 1M --gpus 12 --hardware h100-sxm",
+        "comm all_reduce --bytes 1M --gpus 1 --hardware h100-sxm",
+        "comm all_to_all --bytes 1M --gpus 8 --hardware h100-sxm --algorithm tree",
+        "comm all_reduce --bytes 1M --gpus 8 --hardware cpu", "comm all_reduce --bytes 1M --gpus 8", "comm"}) {
+    const result r = modsim(args);
+    EXPECT_EQ(r.code, 2) << args;
+    EXPECT_TRUE(r.out.empty()) << args;
+    if (std::string(args) != "comm") EXPECT_EQ(lines(r.err), 1) << args << ": " << r.err;
+  }
+  EXPECT_NE(modsim("comm all_reduce --bytes 1M --gpus 12 --hardware h100-sxm").err.find("multiple of 8"),
+            std::string::npos);
+
+  // A malformed nccl-tests row: the file and the line.
+  const fs::path bad = fs::temp_directory_path() / ("all_reduce_perf-bad-" + std::to_string(::getpid()) + ".txt");
+  std::ofstream(bad) << "# nThread 1 nGpus 8 minBytes 8 maxBytes 16 step: 2(factor)\n"
+                        "#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n"
+                        "8 2 float sum -1 10.0 0.00 0.00 0 10.0 0.00 0.00 0\n"
+                        "16 4 float sum -1 oops 0.00 0.00 0 10.0 0.00 0.00 0\n";
+  const result r = modsim("comm calibrate --hardware h100-sxm --out /tmp/never.json '" + bad.string() + "'");
+  fs::remove(bad);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "modsim comm: error: " + bad.string() +
+                       ": line 4: out-of-place time 'oops' is not a positive number of microseconds\n");
+}
+
+TEST_F(CommCli, HelpExitsZero) {
+  const result r = modsim("comm --help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("--bytes"), std::string::npos);
+  EXPECT_NE(r.out.find("1M = 1048576"), std::string::npos);
+  EXPECT_EQ(modsim("comm calibrate --help").code, 0);
+}
