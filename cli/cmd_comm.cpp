@@ -84,8 +84,9 @@ void add_file_options(po::options_description& options) {
       "gpus", po::value<int>(), "the GPU count of every FILE (default: its '# Rank' lines, else nThread x nGpus)")(
       "min-bytes", po::value<std::string>(), "use rows of at least this size (binary suffixes: 64K, 1M)")(
       "max-bytes", po::value<std::string>(), "use rows of at most this size")(
-      "every", po::value<int>()->default_value(1), "use every K-th row in range (with --offset: a held-out split)")(
-      "offset", po::value<int>()->default_value(0), "the first row used among every K, in [0, K)")(
+      "every", po::value<int>()->default_value(1),
+      "use every K-th row of each FILE, counted from its first row (with --offset: a held-out split)")(
+      "offset", po::value<int>()->default_value(0), "the first of every K rows used, in [0, K)")(
       "format", po::value<std::string>()->default_value("table"), "table | json | csv | markdown");
 }
 
@@ -238,7 +239,7 @@ int run_calibrate(const std::vector<std::string>& args) {
     range = fmt::format(
         ", sizes {}..{}", fo.min_bytes,
         fo.max_bytes == std::numeric_limits<std::int64_t>::max() ? std::string("") : std::to_string(fo.max_bytes));
-  if (fo.every > 1) range += fmt::format(", every {} row from {}", fo.every, fo.offset);
+  if (fo.every > 1) range += fmt::format(", every {}th row from row {}", fo.every, fo.offset);
   const std::string date = sim::utc_now_iso8601();
   sim::write_comm_calibrated_hardware(
       hw_path, fits,

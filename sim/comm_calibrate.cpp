@@ -48,15 +48,16 @@ link_class table_link(const nccl_table& t, const interconnect_spec& ic) {
 
 namespace {
 
-// The rows in range, thinned by every/offset.
+// Every `every`-th row of the file (counting all its rows from 0) from `offset`, then those in
+// the size range.
 std::vector<const nccl_row*> rows_in_range(const nccl_table& t, const comm_fit_options& o) {
-  std::vector<const nccl_row*> in;
-  for (const nccl_row& r : t.rows)
-    if (r.bytes >= o.min_bytes && r.bytes <= o.max_bytes && r.bytes > 0) in.push_back(&r);
+  const std::size_t every = static_cast<std::size_t>(std::max(1, o.every));
+  const std::size_t offset = static_cast<std::size_t>(std::max(0, o.offset)) % every;
   std::vector<const nccl_row*> out;
-  const int every = std::max(1, o.every);
-  for (std::size_t i = 0; i < in.size(); ++i)
-    if (static_cast<int>(i % static_cast<std::size_t>(every)) == o.offset % every) out.push_back(in[i]);
+  for (std::size_t i = 0; i < t.rows.size(); ++i) {
+    const nccl_row& r = t.rows[i];
+    if (i % every == offset && r.bytes >= o.min_bytes && r.bytes <= o.max_bytes && r.bytes > 0) out.push_back(&r);
+  }
   return out;
 }
 

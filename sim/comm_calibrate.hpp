@@ -25,8 +25,9 @@ struct comm_fit_options {
   int gpus = 0;                  // > 0 overrides the table's own
   std::int64_t min_bytes = 0;    // rows fitted: min_bytes <= size <= max_bytes
   std::int64_t max_bytes = std::numeric_limits<std::int64_t>::max();
-  // Rows kept by their index among the rows in range: every `every`-th starting at `offset`
-  // (every = 1: all of them).
+  // Rows kept by their index in the file (all its rows, counted from 0): every `every`-th
+  // starting at `offset` (every = 1: all of them), so that offset 0 and offset 1 of every 2
+  // split a file in two whatever the size range.
   int every = 1;
   int offset = 0;
 };

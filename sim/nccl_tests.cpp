@@ -81,6 +81,22 @@ std::optional<layout> column_line(const std::vector<std::string>& t) {
   return l;
 }
 
+// The prefix a launcher puts before each line: srun --label's "12: " and Open MPI
+// --tag-output's "[1,0]<stdout>:". Returns the line without it.
+std::string_view strip_launcher_prefix(std::string_view line) {
+  std::size_t i = 0;
+  while (i < line.size() && line[i] == ' ') ++i;
+  std::size_t j = i;
+  while (j < line.size() && std::isdigit(static_cast<unsigned char>(line[j]))) ++j;
+  if (j > i && j < line.size() && line[j] == ':' && (j + 1 == line.size() || line[j + 1] == ' '))
+    return line.substr(j + 1);
+  if (i < line.size() && line[i] == '[') {
+    const std::size_t close = line.find("]<stdout>:", i);
+    if (close != std::string_view::npos) return line.substr(close + 10);
+  }
+  return line;
+}
+
 }  // namespace
 
 std::optional<collective> collective_from_name(std::string_view name) {
@@ -122,6 +138,7 @@ nccl_table parse_nccl_tests(std::string_view text, const std::string& file) {
   while (std::getline(in, line)) {
     ++number;
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    line = std::string(strip_launcher_prefix(line));
     const std::vector<std::string> tok = tokens(line);
     if (tok.empty()) continue;
     if (tok[0][0] == '#') {

@@ -12,7 +12,8 @@
 //
 // Lines starting with '#' are headers; the column-name line says which columns a row has
 // (`redop` and `root` appear or not depending on the collective and the nccl-tests version;
-// older versions call #wrong `error`). A data row starts with a digit; other lines (NCCL's own
+// older versions call #wrong `error`). A launcher's prefix on each line (srun --label's
+// "0: ", Open MPI --tag-output's "[1,0]<stdout>:") is dropped. A data row starts with a digit; other lines (NCCL's own
 // log, "NCCL version ...") are skipped. Times are microseconds, bandwidths GB/s (1e9 B/s).
 // N/A may stand in the #wrong columns and the in-place block. The GPU count is the number of
 // "# Rank" lines, else nThread x nGpus of the header line; the node count the number of

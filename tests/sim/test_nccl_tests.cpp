@@ -120,11 +120,11 @@ TEST(NcclTests, RowSelection) {
   o.max_bytes = 16777216;  // 1024, 65536, 1048576, 16777216
   EXPECT_EQ(fit_nccl_table(t, node_of_8(), o).points, 4);
   o.every = 2;
-  o.offset = 1;  // 65536, 16777216
+  o.offset = 1;  // rows 1, 3, 5 of the file (1024, 1048576, 268435456), then the range: 1024, 1048576
   const collective_fit f = fit_nccl_table(t, node_of_8(), o);
   EXPECT_EQ(f.points, 2);
-  EXPECT_EQ(f.min_bytes, 65536);
-  EXPECT_EQ(f.max_bytes, 16777216);
+  EXPECT_EQ(f.min_bytes, 1024);
+  EXPECT_EQ(f.max_bytes, 1048576);
   o.every = 1;
   o.min_bytes = o.max_bytes = 1024;  // one size: nothing to fit
   try {
@@ -200,6 +200,27 @@ TEST(NcclTests, BadInputNamesFileAndLine) {
   const collective_fit f = fit_nccl_table(t, node_of_8(), o);
   EXPECT_NEAR(f.bus_bytes_s / (1.5 * (1024 - 8) / 10e-6), 1.0, 1e-9);
   EXPECT_EQ(f.link, "intra_node");
+}
+
+// Launchers' prefixes: srun --label ("0: ") and Open MPI --tag-output ("[1,0]<stdout>:").
+TEST(NcclTests, LauncherPrefixesAreDropped) {
+  const nccl_table a = parse_nccl_tests(
+      " 0: #  Rank  0 Group  0 Pid 1 on h1 device  0 [0x18] GPU\n"
+      " 0: #  Rank  1 Group  0 Pid 2 on h2 device  0 [0x18] GPU\n"
+      " 0: #  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n"
+      " 0:        8    2 float sum -1 12.5 0.00 0.00 N/A 12.0 0.00 0.00 N/A\n",
+      "a.txt");
+  EXPECT_EQ(a.gpus, 2);
+  EXPECT_EQ(a.nodes, 2);
+  ASSERT_EQ(a.rows.size(), 1u);
+  EXPECT_DOUBLE_EQ(a.rows[0].time_s, 12.5e-6);
+  const nccl_table b = parse_nccl_tests(
+      "[1,0]<stdout>:#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n"
+      "[1,0]<stdout>:           8             2     float     sum      -1    12.90    0.00    0.00      0    12.87    "
+      "0.00    0.00      0\n",
+      "b.txt");
+  ASSERT_EQ(b.rows.size(), 1u);
+  EXPECT_DOUBLE_EQ(b.rows[0].time_s, 12.90e-6);
 }
 
 TEST(NcclTests, CollectiveFromName) {
