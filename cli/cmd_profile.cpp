@@ -12,9 +12,11 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "kernels/backend.hpp"
@@ -74,6 +76,82 @@ std::string metadata_path(const std::string& csv) {
 
 }  // namespace
 
+namespace {
+
+// `--check`: the grid's points against the rows of measurement files (e.g. the shards of a
+// cluster job array): each point must be in exactly one row of one file.
+namespace json = boost::json;
+
+int check_shards(const profiler::expansion& plan, const std::vector<std::string>& files, output_format format) {
+  std::map<std::string, std::vector<std::string>> where;  // row key -> "FILE:LINE" of each row
+  std::size_t rows = 0;
+  for (const std::string& f : files) {
+    const std::vector<profiler::measurement_row> read = profiler::read_measurements(f);
+    int line = 1;
+    for (const profiler::measurement_row& r : read) {
+      ++line;
+      where[profiler::point_key(profiler::point_of(r))].push_back(f + ":" + std::to_string(line));
+      ++rows;
+    }
+  }
+  std::set<std::string> grid_keys;
+  std::vector<std::string> missing;
+  for (const profiler::point& p : plan.points) {
+    const std::string k = profiler::point_key(p);
+    grid_keys.insert(k);
+    if (!where.contains(k)) missing.push_back(describe(p));
+  }
+  std::vector<std::string> duplicated, foreign;
+  for (const auto& [k, at] : where) {
+    if (at.size() > 1) {
+      std::string list;
+      for (const std::string& a : at) list += (list.empty() ? "" : ", ") + a;
+      duplicated.push_back(k + " (" + list + ")");
+    }
+    // An in_block point also writes one row per op ("KEY|OP"): those belong to it.
+    bool ours = grid_keys.contains(k);
+    if (!ours) {
+      const std::size_t bar = k.rfind('|');
+      ours = bar != std::string::npos && grid_keys.contains(k.substr(0, bar));
+    }
+    if (!ours) foreign.push_back(k + " (" + at.front() + ")");
+  }
+  output o;
+  o.head.push_back(fmt::format("{} points in the grid; {} rows in {} file{}", plan.points.size(), rows, files.size(),
+                               files.size() == 1 ? "" : "s"));
+  o.head.push_back(fmt::format("missing: {}; duplicated: {}; not in the grid: {}", missing.size(), duplicated.size(),
+                               foreign.size()));
+  for (const std::string& m : missing) o.tail.push_back("missing: " + m);
+  for (const std::string& d : duplicated) o.tail.push_back("duplicated: " + d);
+  for (const std::string& f : foreign) o.tail.push_back("not in the grid: " + f);
+  json::object j;
+  j["points"] = plan.points.size();
+  j["rows"] = rows;
+  auto list = [](const std::vector<std::string>& v) {
+    json::array a;
+    for (const std::string& x : v) a.emplace_back(x);
+    return a;
+  };
+  j["missing"] = list(missing);
+  j["duplicated"] = list(duplicated);
+  j["not_in_grid"] = list(foreign);
+  j["complete"] = missing.empty() && duplicated.empty();
+  o.json = std::move(j);
+  table t;
+  t.columns = {"check", "count"};
+  t.rows = {{"points in the grid", integer(std::int64_t(plan.points.size()))},
+            {"rows read", integer(std::int64_t(rows))},
+            {"missing", integer(std::int64_t(missing.size()))},
+            {"duplicated", integer(std::int64_t(duplicated.size()))},
+            {"not in the grid", integer(std::int64_t(foreign.size()))}};
+  t.csv = true;
+  o.tables.push_back(std::move(t));
+  print(o, format, std::cout);
+  return missing.empty() && duplicated.empty() ? exit_ok : exit_check_failed;
+}
+
+}  // namespace
+
 int cmd_profile(const std::vector<std::string>& args) {
   po::options_description opts("modsim profile options");
   opts.add_options()("backend", po::value<std::string>(), "cpu | cuda (required)")(
@@ -100,6 +178,10 @@ int cmd_profile(const std::vector<std::string>& args) {
       "a cap on the whole run, in seconds: no point starts after S seconds (the one in progress finishes); the CSV "
       "keeps what was measured, --resume measures the rest; exit 0 (default: no cap)")(
       "dry-run", po::bool_switch(), "list the points (and skipped ones with their reason), measure nothing")(
+      "check", po::value<std::vector<std::string>>()->multitoken(),
+      "CSV...: measure nothing; say which points of the grid (the same --preset/--grid/--model/--timing/"
+      "--attention, all shards) are missing from these measurement files and which rows are duplicated or not "
+      "in the grid; exit 0 when every point is there exactly once, 1 otherwise")(
       "attention", po::value<std::string>()->default_value("unfused"),
       "unfused (attn_scores → attn_softmax → attn_values, the n×n scores in memory; the default) | fused (one "
       "causal attention kernel through cuDNN's fused SDPA: CUDA backend, bf16, cuDNN found on LD_LIBRARY_PATH; "
@@ -115,7 +197,8 @@ int cmd_profile(const std::vector<std::string>& args) {
           args, opts, pos, vm,
           "usage: modsim profile --backend cpu|cuda [--preset quick|full] [--grid FILE] --out FILE.csv [--resume] "
           "[--timing isolated|in_block] [--attention unfused|fused] [--shard I/N] [--model MODEL]... "
-          "[--max-time S per point] [--time-budget S for the run]"))
+          "[--max-time S per point] [--time-budget S for the run]\n"
+          "       modsim profile --backend cpu|cuda [--preset P|--grid FILE] --check CSV...   (the shards add up?)"))
     return exit_ok;
   if (!vm.count("backend")) throw input_error("", "--backend", "required (cpu or cuda)");
   const std::string backend_name = vm["backend"].as<std::string>();
@@ -156,6 +239,10 @@ int cmd_profile(const std::vector<std::string>& args) {
         kept.push_back(std::move(p));
     }
     plan.points = std::move(kept);
+  }
+  if (vm.count("check")) {
+    if (vm.count("shard")) throw input_error("", "--check", "checks the whole grid: drop --shard");
+    return check_shards(plan, vm["check"].as<std::vector<std::string>>(), format);
   }
   std::pair<int, int> shard{1, 1};
   if (vm.count("shard")) {

@@ -419,3 +419,39 @@ TEST(Cli, ReportDrawsItsChartsWithoutQtRuntimeDirNoise) {
   EXPECT_EQ(r.err.find("XDG_RUNTIME_DIR"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("report: "), std::string::npos);  // its own progress still there
 }
+
+TEST(Cli, ProfileCheckFindsMissingAndDuplicatedPointsAcrossShards) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("modsim_cli_check_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  // Four points (two sequence lengths x two widths) of one cheap op, in two shards.
+  const fs::path grid = dir / "grid.json";
+  std::ofstream(grid) << R"({"ops": ["attn_norm"], "dtype": "fp32", "batch": [1], "seq_len": [8, 16],
+                            "d_model": [32, 64], "n_heads": [2], "d_ff": [64]})";
+  const std::string g = "profile --backend cpu --threads 1 --max-time 0.001 --grid '" + grid.string() + "'";
+  for (int i = 1; i <= 2; ++i)
+    ASSERT_EQ(modsim(g + " --shard " + std::to_string(i) + "/2 --out '" +
+                     (dir / ("s" + std::to_string(i) + ".csv")).string() + "'")
+                  .code,
+              0);
+  const std::string s1 = "'" + (dir / "s1.csv").string() + "'", s2 = "'" + (dir / "s2.csv").string() + "'";
+  // Both shards: every point once.
+  result r = modsim(g + " --check " + s1 + " " + s2 + " --format json");
+  EXPECT_EQ(r.code, 0) << r.err;
+  boost::json::object o = boost::json::parse(r.out).as_object();
+  EXPECT_EQ(o.at("points").as_int64(), 4);
+  EXPECT_EQ(o.at("rows").as_int64(), 4);
+  EXPECT_TRUE(o.at("complete").as_bool());
+  // One shard alone: the other's two points are missing (shards deal whole shapes: two each).
+  r = modsim(g + " --check " + s1 + " --format json");
+  EXPECT_EQ(r.code, 1);
+  o = boost::json::parse(r.out).as_object();
+  EXPECT_EQ(o.at("missing").as_array().size(), 2u);
+  // The same shard twice: its two rows are duplicated.
+  r = modsim(g + " --check " + s1 + " " + s1 + " " + s2 + " --format json");
+  EXPECT_EQ(r.code, 1);
+  o = boost::json::parse(r.out).as_object();
+  EXPECT_EQ(o.at("duplicated").as_array().size(), 2u);
+  EXPECT_EQ(o.at("missing").as_array().size(), 0u);
+  fs::remove_all(dir);
+}
