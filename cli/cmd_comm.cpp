@@ -317,10 +317,11 @@ int run_check(const std::vector<std::string>& args) {
 }  // namespace
 
 int cmd_comm(const std::vector<std::string>& args) {
-  if (args.empty()) {
-    std::cerr << k_usage << "\n";
-    return exit_bad_input;
-  }
+  if (args.empty())
+    throw input_error("", "",
+                      std::string("comm needs a collective (") + sim::collective_names() +
+                          "), calibrate or check\nusage: modsim comm COLLECTIVE --bytes N --gpus G --hardware HW "
+                          "[options]   (modsim comm --help for the options)");
   if (args[0] == "calibrate") return run_calibrate(std::vector<std::string>(args.begin() + 1, args.end()));
   if (args[0] == "check") return run_check(std::vector<std::string>(args.begin() + 1, args.end()));
   return run_predict(args);

@@ -140,6 +140,8 @@ TEST_F(CommCli, BadInputIsOneLineAndExitTwo) {
   }
   EXPECT_NE(modsim("comm all_reduce --bytes 1M --gpus 12 --hardware h100-sxm").err.find("multiple of 8"),
             std::string::npos);
+  // No collective: the error and the usage line, as `modsim simulate` without a subcommand.
+  EXPECT_EQ(modsim("comm").err.rfind("modsim comm: error: comm needs a collective (all_reduce, ", 0), 0u);
 
   // A malformed nccl-tests row: the file and the line.
   const fs::path bad = fs::temp_directory_path() / ("all_reduce_perf-bad-" + std::to_string(::getpid()) + ".txt");
