@@ -21,11 +21,18 @@ struct scatter_point {
   bool pareto = false;     // on the front (joined by a line, in order of flops)
   bool highlight = false;  // drawn as a large star (the paper's point)
 };
+// A horizontal line at a time (e.g. the baseline's step, or the time a target speed-up needs).
+struct time_reference {
+  std::string label;  // legend entry
+  double time_s = 0;
+  bool target = false;  // drawn red (a goal) rather than grey (a reference)
+};
 struct pareto_chart_input {
   std::string title;
   std::string x_label = "matmul FLOPs per forward pass (GFLOP)";
   std::string y_label = "predicted wall-clock (ms)";
   std::vector<scatter_point> points;
+  std::vector<time_reference> references;  // dashed horizontal lines across the plot
 };
 
 // --- Bars: grouped (dense vs MoD per op class) or stacked (time per layer by op class). -----

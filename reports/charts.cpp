@@ -629,10 +629,26 @@ QChart* make_pareto_chart(const pareto_chart_input& in) {
     max_x = std::max(max_x, p->flops / 1e9);
     max_y = std::max(max_y, p->time_s * 1e3);
   }
+  for (const time_reference& r : in.references)
+    if (usable(r.time_s)) max_y = std::max(max_y, r.time_s * 1e3);
   QValueAxis* x = value_axis(in.x_label, 0.0, max_x * 1.06);
   QValueAxis* y = value_axis(in.y_label, 0.0, max_y * 1.08);
   chart->addAxis(x, Qt::AlignBottom);
   chart->addAxis(y, Qt::AlignLeft);
+
+  // Reference times under the points: the baseline, a target.
+  for (const time_reference& r : in.references) {
+    if (!usable(r.time_s)) continue;
+    auto* line = new QLineSeries();
+    line->setName(qs(r.label));
+    QPen pen(r.target ? QColor(0xd6, 0x27, 0x28) : QColor(0x88, 0x88, 0x88));
+    pen.setWidthF(1.4);
+    pen.setStyle(Qt::DashLine);
+    line->setPen(pen);
+    line->append(0.0, r.time_s * 1e3);
+    line->append(max_x * 1.06, r.time_s * 1e3);
+    attach(chart, line, x, y);
+  }
 
   // One series per group, in order of first appearance.
   std::vector<std::string> groups;

@@ -113,6 +113,7 @@ SweepResult sweepOf(const analysis::sweep_section& s, const analysis::configurat
   SweepResult out;
   out.available = true;
   out.baselineName = baselineNameOf(c);
+  out.decode = c.load.mode == sim::run_mode::decode;
   out.denseTimeS = s.result.dense_time_s;
   out.denseMatmulFlops = s.result.dense_matmul_flops;
   out.points.reserve(s.result.points.size());

@@ -129,6 +129,7 @@ class SweepModel : public ResultModel {
   const SweepPoint& point(int row) const { return m_sweep.points[static_cast<std::size_t>(row)]; }
   QString label(int row) const;  // "staged · every_other · c=0.125"
   double denseTimeS() const { return m_sweep.denseTimeS; }
+  bool decode() const { return m_sweep.decode; }
   // What the ratios compare with: "dense", or the named baseline (the headline's).
   QString baselineName() const;
   std::int64_t denseMatmulFlops() const { return m_sweep.denseMatmulFlops; }

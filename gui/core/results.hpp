@@ -80,6 +80,7 @@ struct SweepResult {
   std::int64_t denseMatmulFlops = 0;
   double denseTimeS = 0;
   std::string baselineName;  // the baseline of the ratios when not plain dense (PredictionResult's)
+  bool decode = false;       // the points are decode steps
 };
 
 struct TimelineSpan {

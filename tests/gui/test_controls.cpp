@@ -24,6 +24,7 @@
 #include <QtCharts/QBarSet>
 #include <QtCharts/QChart>
 #include <QtCharts/QChartView>
+#include <QtCharts/QLineSeries>
 #include <functional>
 
 #include "gui/core/explorer_session.hpp"
@@ -461,4 +462,11 @@ TEST(Controls, InDecodeTheDesignSpaceTimesTheStepTheHeadlineShows) {
                    summary->index(SummaryModel::TotalTime, SummaryModel::CurrentColumn).data(ValueRole).toDouble());
   EXPECT_DOUBLE_EQ(sweep->denseTimeS(),
                    summary->index(SummaryModel::TotalTime, SummaryModel::DenseColumn).data(ValueRole).toDouble());
+  // The chart draws the step a 1.5x faster sampling needs: the baseline's step / 1.5 (in ms).
+  QLineSeries* target = nullptr;
+  for (QAbstractSeries* s : w.window.designSpacePage()->chartView()->chart()->series())
+    if (s->name() == QStringLiteral("1.5x faster than the baseline")) target = qobject_cast<QLineSeries*>(s);
+  ASSERT_NE(target, nullptr);
+  ASSERT_GE(target->count(), 1);
+  EXPECT_DOUBLE_EQ(target->at(0).y(), sweep->denseTimeS() / 1.5 * 1e3);
 }
