@@ -1,7 +1,5 @@
 // `modsim comm` through the binary: the JSON contract, calibrate -> predict round trip, check's
-// exit code, and one-line errors with exit code 2. (tests/cli/CMakeLists.txt lists its sources
-// by name, so this lives with the sim tests: the binary is found next to this test's build
-// folder, build/cli/modsim, and the tests skip when it has not been built.)
+// exit code, and one-line errors with exit code 2.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,12 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path binary() {
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);  // build/tests/sim/modsim_sim_tests
-  if (ec) return {};
-  return self.parent_path().parent_path().parent_path() / "cli" / "modsim";
-}
+fs::path binary() { return MODSIM_BINARY; }
 
 struct result {
   int code = -1;
@@ -56,13 +49,7 @@ result modsim(const std::string& args) {
 
 int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
 
-class CommCli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::error_code ec;
-    if (!fs::exists(binary(), ec)) GTEST_SKIP() << "modsim not built at " << binary();
-  }
-};
+class CommCli : public ::testing::Test {};
 
 double num(const boost::json::object& o, const char* key) { return o.at(key).to_number<double>(); }
 
