@@ -28,9 +28,10 @@ const char* const k_usage =
     "\n"
     "The design space around MODEL: every variant (dense, mod, moe, mode_staged, mode_integrated)\n"
     "at every capacity and schedule, its exact matmul FLOPs (modsim flops) and predicted time\n"
-    "(modsim predict) on HW, evaluated in parallel. Ratios are against the dense point (MODEL\n"
-    "without routing or MoE), or --baseline MODEL (a matched-quality dense model). The Pareto front minimises "
-    "--pareto-axes (default matmul_flops,time_s;\n"
+    "(modsim predict; in --mode decode the discrete-event decode step) on HW, evaluated in parallel.\n"
+    "Ratios are against the baseline modsim predict uses: the dense point (MODEL without routing or\n"
+    "MoE), for an MoE model the MoE without MoD, or --baseline MODEL (a matched-quality dense\n"
+    "model). The Pareto front minimises --pareto-axes (default matmul_flops,time_s;\n"
     "also other_flops, bytes, params). Schedules: every_other, all, every_nth:N, none, or a layer\n"
     "list written with '+' (1+3+5). One CSV row per point goes to --out; stdout gets a table\n"
     "(or JSON / the CSV).";

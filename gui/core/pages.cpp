@@ -432,7 +432,7 @@ ServingPage::ServingPage(ServingModel* model, SamplingModel* sampling, QWidget* 
   verdictScroll->setWidgetResizable(true);
   verdictScroll->setFrameShape(QFrame::NoFrame);
   verdictScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  verdictScroll->setMinimumHeight(60);
+  verdictScroll->setMinimumHeight(90);
   auto* samplingSplit = new QSplitter(Qt::Vertical, samplingSide);
   samplingSplit->addWidget(m_samplingView);
   samplingSplit->addWidget(m_samplingTable);
