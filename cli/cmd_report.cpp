@@ -33,14 +33,17 @@ const char* const k_usage =
     "usage: modsim report [MODEL...] [--hardware HW] [--measurements CSV] [--calibration HW_CAL] [--out DIR]\n"
     "                     [--batch B] [--seq S] [--mode forward|train] [--dtype T] [--no-serving] [--requests N]\n"
     "                     [--rate R] [--no-profile] [--fresh-profile] [--no-charts] [--threads N]\n"
-    "                     [--baseline MODEL] [--no-sampling]\n"
+    "                     [--baseline MODEL] [--no-sampling] [--gpus G] [--tp N --pp N --dp N --ep N]\n"
+    "                     [--micro-batches M] [--no-parallel]\n"
     "\n"
     "The cost report of MODEL (the first one; others are compared in a table) on HW: FLOPs per\n"
     "forward pass vs dense by op class, the capacity x schedule sweep with its Pareto front, MoDE\n"
     "staged/integrated vs MoE vs dense, where the FLOP-to-time gap goes, serving (TTFT, TPOT,\n"
     "throughput, KV cache) dense vs MoD from the simulator, decoding with the faster routing (sync or\n"
     "pad) at its typical cell, the sampling map (MoD / baseline decode step time over batch x context,\n"
-    "as `modsim sampling`: where MoD reaches 1.5x and why), and predicted vs measured blocks.\n"
+    "as `modsim sampling`: where MoD reaches 1.5x and why), the step over several GPUs (every split of\n"
+    "--gpus G ranked, default 8 on GPU hardware with an interconnect, as modsim predict --gpus), and\n"
+    "predicted vs measured blocks.\n"
     "--baseline MODEL compares with a matched-quality dense model instead of MODEL without routing.\n"
     "Writes DIR/report.md, DIR/report.html (self-contained), DIR/tables/*.csv, DIR/charts/*.svg;\n"
     "every file goes to a temporary name first, so a failed run leaves the previous report intact.\n"
@@ -82,7 +85,15 @@ int cmd_report(const std::vector<std::string>& args) {
       "no-profile", po::bool_switch(), "defaults only: no CPU profile (no validation section)")(
       "fresh-profile", po::bool_switch(), "defaults only: measure again even when DIR/measurements-cpu.csv exists")(
       "no-charts", po::bool_switch(), "tables only")("no-sampling", po::bool_switch(), "skip the sampling map")(
-      "threads", po::value<unsigned>()->default_value(0), "sweep threads (0 = all hardware threads)");
+      "threads", po::value<unsigned>()->default_value(0), "sweep threads (0 = all hardware threads)")(
+      "gpus", po::value<int>(),
+      "parallelism: rank every split of G GPUs and detail the fastest that fits (default 8 on GPU hardware with an "
+      "interconnect)")("tp", po::value<int>(), "parallelism: tensor-parallel GPUs of the split detailed")(
+      "pp", po::value<int>(), "parallelism: pipeline stages")(
+      "dp", po::value<int>(), "parallelism: data-parallel replicas")("ep", po::value<int>(),
+                                                                     "parallelism: expert-parallel GPUs")(
+      "micro-batches", po::value<int>(), "parallelism: micro-batches per step with --pp (default 4 x pp)")(
+      "no-parallel", po::bool_switch(), "skip the parallelism section");
   add_workload_options(options);
   add_routing_overrides(options);
   add_baseline_option(options);
@@ -111,6 +122,19 @@ int cmd_report(const std::vector<std::string>& args) {
   if (!(in.scenario.rate_per_s >= 0)) throw input_error("", "--rate", "must be >= 0");
   in.scenario.seed = vm["seed"].as<std::uint64_t>();
   in.threads = vm["threads"].as<unsigned>();
+  const bool split_given = vm.count("tp") || vm.count("pp") || vm.count("dp") || vm.count("ep");
+  if (!vm["no-parallel"].as<bool>() &&
+      (split_given || vm.count("gpus") || (in.hardware.kind == "gpu" && in.hardware.interconnect))) {
+    analysis::parallel_request pr;
+    if (vm.count("tp")) pr.split.tp = vm["tp"].as<int>();
+    if (vm.count("pp")) pr.split.pp = vm["pp"].as<int>();
+    if (vm.count("dp")) pr.split.dp = vm["dp"].as<int>();
+    if (vm.count("ep")) pr.split.ep = vm["ep"].as<int>();
+    if (vm.count("micro-batches")) pr.split.micro_batches = vm["micro-batches"].as<int>();
+    pr.gpus = vm.count("gpus") ? vm["gpus"].as<int>() : split_given ? 0 : 8;
+    if (pr.gpus < 0) throw input_error("", "--gpus", "must be >= 1");
+    in.parallel = pr;
+  }
   in.command_line = join_args(args);
 
   // Validation: given measurements, or — for the defaults on a CPU — the held-out split of

@@ -16,9 +16,9 @@
 namespace modsim::reports {
 
 const std::vector<std::string>& section_ids() {
-  static const std::vector<std::string> ids = {"verdict",  "configuration", "flops",  "sweep",
-                                               "variants", "time",          "gap",    "serving",
-                                               "sampling", "validation",    "models", "method"};
+  static const std::vector<std::string> ids = {"verdict",    "configuration", "flops",   "sweep",    "variants",
+                                               "time",       "gap",           "serving", "sampling", "parallel",
+                                               "validation", "models",        "method"};
   return ids;
 }
 
@@ -88,6 +88,29 @@ report_data build_report(const report_input& in, const progress_fn& progress) {
       else if (!r.sampling)
         d.sampling_missing = r.sampling_missing;
       d.sampling = std::move(r.sampling);
+      if (!in.parallel) {
+        d.parallel_missing = "not asked for (modsim report --gpus G, or --tp/--pp/--dp/--ep)";
+      } else {
+        // A split the model or the hardware cannot take is said in the section, not fatal.
+        try {
+          analysis::scenario ps;
+          ps.prediction = false;
+          analysis::parallel_request req = *in.parallel;
+          const bool one_gpu = req.split.gpus() == 1 && req.split.ep == 1;
+          if (one_gpu && req.gpus > 0) {
+            // Rank first, then show the fastest split that fits in detail.
+            ps.parallel = req;
+            const analysis::analysis_result ranked = analysis::analyze(config, ps, ctl);
+            if (!ranked.parallel->best_model.empty()) req.split = ranked.parallel->best_model.front().split;
+            req.split.micro_batches = in.parallel->split.micro_batches;
+          }
+          ps.parallel = req;
+          analysis::analysis_result pr = analysis::analyze(config, ps, ctl);
+          d.parallel = std::move(pr.parallel);
+        } catch (const modsim::error& e) {
+          d.parallel_missing = e.what();
+        }
+      }
       d.validation = std::move(r.validation);
       d.validation_missing = r.validation_missing.empty() && !d.validation
                                  ? "no measurements given (modsim report --measurements CSV, from modsim profile)"

@@ -60,6 +60,10 @@ struct report_input {
   // Measured rows whose decode_step pairs (the subject and its baseline) are overlaid on the
   // sampling map (analysis::measured_cells); may be empty.
   std::vector<sim::measured_point> decode_rows;
+  // The Parallelism section (analysis/analysis.hpp parallel_request): a split, and with gpus > 0
+  // every split of that many GPUs ranked (the section shows the fastest that fits when the split
+  // is one GPU). Empty: the section says it was not asked for.
+  std::optional<analysis::parallel_request> parallel;
 };
 
 using analysis::validation_section;
@@ -103,6 +107,8 @@ struct report_data {
   std::string sampling_missing;  // why there is no sampling section
   // The decode routing the serving section used (the faster at its typical cell) and the other's step time.
   std::optional<analysis::routing_choice> serving_routing;
+  std::optional<analysis::parallel_section> parallel;
+  std::string parallel_missing;  // why there is no parallelism section
 };
 
 // Computes the report. Throws modsim::error(bad_input) for no model or an invalid workload.
@@ -123,7 +129,8 @@ struct render_options {
 bool charts_available();
 
 // The section ids, in order, each an `id` in report.html and a heading in report.md:
-// verdict, configuration, flops, sweep, variants, time, gap, serving, validation, models, method.
+// verdict, configuration, flops, sweep, variants, time, gap, serving, sampling, parallel,
+// validation, models, method.
 const std::vector<std::string>& section_ids();
 
 // report.md, report.html, tables/*.csv and (with charts) charts/*.svg. Charts need a

@@ -23,6 +23,7 @@ section time_section(const report_data& d, document& doc);
 section gap_section(const report_data& d, document& doc);
 section serving_section_of(const report_data& d, document& doc);
 section sampling_section_of(const report_data& d, document& doc);
+section parallel_section_of(const report_data& d, document& doc);
 section validation_section_of(const report_data& d, document& doc);
 section models_section(const report_data& d);
 section method_section(const report_data& d);

@@ -386,5 +386,41 @@ TEST(Report, ValidationNeedsBlockRowsOfTheHardwaresBackend) {
   EXPECT_NEAR(v.points[0].error_pct, 100 * (v.points[0].predicted_s - 1e-3) / 1e-3, 1e-9);
 }
 
+TEST(Report, TheParallelismSectionShowsTheSplitAndRanksTheGpuCount) {
+  report_input in;
+  in.models.push_back(sim::load_model(config("models/mod-220m.json")));
+  in.hardware = sim::load_hardware(config("hardware/h100-sxm.json"));
+  in.load.seq_len = 2048;
+  in.load.batch = 4;
+  in.serving = false;
+  in.sampling = false;
+  in.command_line = "test";
+  analysis::parallel_request pr;
+  pr.split.tp = 2;
+  pr.gpus = 8;
+  in.parallel = pr;
+  const report_data d = build_report(in);
+  ASSERT_TRUE(d.parallel.has_value()) << d.parallel_missing;
+  EXPECT_EQ(d.parallel->model.split.tp, 2);
+  // mod-220m, B 4, S 2048, bf16: 8 dense layers of 4·2048·1024·2 = 16,777,216 bytes and 8 routed
+  // ones of 4·256·1024·2 = 2,097,152, two all-reduces each per step.
+  EXPECT_DOUBLE_EQ(d.parallel->model.tp_bytes_per_step, 2.0 * 8 * (16777216 + 2097152));
+  EXPECT_DOUBLE_EQ(d.parallel->baseline.tp_bytes_per_step, 2.0 * 16 * 16777216);
+  // 8 GPUs: tp x pp x dp with tp, pp in {1, 2, 4, 8} and dp dividing the batch of 4.
+  EXPECT_FALSE(d.parallel->best_model.empty());
+  for (const auto& p : d.parallel->best_model) EXPECT_EQ(p.split.gpus(), 8);
+  const std::vector<report_file> out = render_report(d, render_options{false});
+  bool csv = false, md = false;
+  for (const report_file& f : out) {
+    csv = csv || f.name == "tables/parallel.csv";
+    if (f.name == "report.md") md = f.content.find("## Parallelism") != std::string::npos;
+  }
+  EXPECT_TRUE(csv);
+  EXPECT_TRUE(md);
+  // Without a request the section says how to ask for one.
+  in.parallel.reset();
+  EXPECT_FALSE(build_report(in).parallel.has_value());
+}
+
 }  // namespace
 }  // namespace modsim::reports
