@@ -257,7 +257,7 @@ void relabel(QCategoryAxis* axis, double room, bool horizontal) {
     double need = fm.height() + 8;
     if (horizontal)
       for (const QString& l : labels) need = std::max(need, fm.horizontalAdvance(l) + 8);
-    if (room / (labels.size() + 1) - 12 >= need) break;
+    if (room / double(labels.size() + 1) - 12 >= need) break;
   }
   QStringList current;
   for (const QString& l : axis->categoriesLabels()) current << l;
@@ -541,7 +541,7 @@ void fitted_chart::fit(const QSizeF& size) {
     if (labels.isEmpty()) continue;
     // Qt gives each label the axis length / (categories + 1), less 2 × 5 px of padding; the text
     // item adds 4 px of document margin on each side.
-    const double cell = (horizontal ? plot_w : plot_h) / (labels.size() + 1) - 20;
+    const double cell = (horizontal ? plot_w : plot_h) / double(labels.size() + 1) - 20;
     QStringList fitted;
     double chosen = 6.0;
     for (double pt : {9.5, 8.5, 7.5, 6.5, 6.0}) {

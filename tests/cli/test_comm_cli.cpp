@@ -123,7 +123,9 @@ TEST_F(CommCli, BadInputIsOneLineAndExitTwo) {
     const result r = modsim(args);
     EXPECT_EQ(r.code, 2) << args;
     EXPECT_TRUE(r.out.empty()) << args;
-    if (std::string(args) != "comm") EXPECT_EQ(lines(r.err), 1) << args << ": " << r.err;
+    if (std::string(args) != "comm") {
+      EXPECT_EQ(lines(r.err), 1) << args << ": " << r.err;
+    }
   }
   EXPECT_NE(modsim("comm all_reduce --bytes 1M --gpus 12 --hardware h100-sxm").err.find("multiple of 8"),
             std::string::npos);

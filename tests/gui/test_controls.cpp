@@ -168,13 +168,17 @@ TEST(Controls, IntegratedVariantTakesItsNoOpExpertsFromTheCapacity) {
   // The current design point shows the capacity the panel shows.
   SweepModel* sweep = w.session->sweepModel();
   for (int r = 0; r < sweep->rowCount(); ++r)
-    if (sweep->point(r).current) EXPECT_DOUBLE_EQ(sweep->point(r).capacity, 0.125);
+    if (sweep->point(r).current) {
+      EXPECT_DOUBLE_EQ(sweep->point(r).capacity, 0.125);
+    }
   // 8 no-op experts beside 8 real ones: half the tokens compute, capacity 0.5.
   w.apply([&] { w.panel->noopEditor()->setValue(8); });
   EXPECT_EQ(w.session->config().model.mode->noop_experts, 8);
   EXPECT_DOUBLE_EQ(w.panel->capacityEditor()->value(), 0.5);
   for (const sim::layer_plan& l : sim::plan_layers(w.session->config().model))
-    if (l.routed) EXPECT_DOUBLE_EQ(l.capacity, 0.5) << l.index;
+    if (l.routed) {
+      EXPECT_DOUBLE_EQ(l.capacity, 0.5) << l.index;
+    }
 }
 
 // --- 4. the unsaved-changes prompt --------------------------------------------------------------
@@ -320,7 +324,7 @@ TEST(Controls, AnOverflowingWorkloadIsRefusedAtItsFieldAndTheChartsStay) {
   ASSERT_GT(points, 0);
   // batch 999,999 x sequence 1,048,576 = 1.05e12 tokens: the lm_head FLOPs 2·T·d·V overflow.
   w.session->setSeqLen(1048576);
-  QTest::qWaitFor([&] { return !w.session->worker()->isBusy(); }, 60000);
+  ASSERT_TRUE(QTest::qWaitFor([&] { return !w.session->worker()->isBusy(); }, 60000));
   w.session->setBatch(999999);
   const QString error = w.panel->errorFor(QStringLiteral("batch"));
   EXPECT_TRUE(error.contains(QStringLiteral("64 bits"))) << error.toStdString();

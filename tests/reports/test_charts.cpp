@@ -371,8 +371,12 @@ TEST_F(Charts, LogAxesAreLabelledAtOneTwoFiveSteps) {
       EXPECT_LE(p.y(), std::log10(50.0) + 1e-9);
     }
     const double slope_offset = line->at(1).y() - line->at(1).x();
-    if (std::abs(slope_offset - std::log10(1.25)) < 1e-9) EXPECT_NEAR(line->at(1).x(), std::log10(40.0), 1e-9);
-    if (std::abs(slope_offset - std::log10(0.8)) < 1e-9) EXPECT_NEAR(line->at(0).x(), std::log10(0.25), 1e-9);
+    if (std::abs(slope_offset - std::log10(1.25)) < 1e-9) {
+      EXPECT_NEAR(line->at(1).x(), std::log10(40.0), 1e-9);
+    }
+    if (std::abs(slope_offset - std::log10(0.8)) < 1e-9) {
+      EXPECT_NEAR(line->at(0).x(), std::log10(0.25), 1e-9);
+    }
   }
   EXPECT_EQ(guides, 3);
   // From 0.002 ms to 500 ms: 1-2-5 steps would be 17 labels and 1-3 steps 11, so one label
