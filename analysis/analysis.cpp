@@ -349,13 +349,20 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
     part(s, r.parallel_missing, [&] {
       const sim::cost_model& cm = cost_of("a parallel split");
       parallel_section ps;
-      ps.model = sim::predict_parallel(c.model, c.load, cm, s.parallel->split);
-      ps.baseline = sim::predict_parallel(baseline, c.load, cm, s.parallel->split);
       ps.gpus = s.parallel->gpus;
+      sim::parallel_spec split = s.parallel->split;
       if (ps.gpus > 0) {
         ps.best_model = sim::best_splits(c.model, c.load, cm, ps.gpus);
         ps.best_baseline = sim::best_splits(baseline, c.load, cm, ps.gpus);
+        // No split given: the ranking's first (the fastest that fits) is the one detailed.
+        if (split.gpus() == 1 && split.ep == 1 && !ps.best_model.empty()) {
+          const int m = split.micro_batches;
+          split = ps.best_model.front().split;
+          split.micro_batches = m;
+        }
       }
+      ps.model = sim::predict_parallel(c.model, c.load, cm, split);
+      ps.baseline = sim::predict_parallel(baseline, c.load, cm, split);
       r.parallel = std::move(ps);
     });
     check(ctl);

@@ -106,7 +106,8 @@ struct validation_request {
 
 // What to compute. `flops` is always computed.
 // The model over several GPUs (sim/parallel_predict.hpp): one split, and with `gpus` > 0 every
-// split of that many GPUs ranked.
+// split of that many GPUs ranked; a split of one GPU with `gpus` > 0 details the ranking's first
+// (the fastest that fits in memory).
 struct parallel_request {
   sim::parallel_spec split;
   int gpus = 0;

@@ -95,16 +95,7 @@ report_data build_report(const report_input& in, const progress_fn& progress) {
         try {
           analysis::scenario ps;
           ps.prediction = false;
-          analysis::parallel_request req = *in.parallel;
-          const bool one_gpu = req.split.gpus() == 1 && req.split.ep == 1;
-          if (one_gpu && req.gpus > 0) {
-            // Rank first, then show the fastest split that fits in detail.
-            ps.parallel = req;
-            const analysis::analysis_result ranked = analysis::analyze(config, ps, ctl);
-            if (!ranked.parallel->best_model.empty()) req.split = ranked.parallel->best_model.front().split;
-            req.split.micro_batches = in.parallel->split.micro_batches;
-          }
-          ps.parallel = req;
+          ps.parallel = in.parallel;
           analysis::analysis_result pr = analysis::analyze(config, ps, ctl);
           d.parallel = std::move(pr.parallel);
         } catch (const modsim::error& e) {

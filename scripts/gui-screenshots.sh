@@ -25,5 +25,6 @@ for size in 1600x1000 1280x800; do
   shot gui-serving "$size" mod-220m --tab serving
   shot gui-sampling "$size" mod-220m --mode decode --tab serving --baseline dense-220m
   shot gui-validation "$size" mod-220m --tab validation
+  shot gui-parallel "$size" mod-70b --hardware h100-sxm --tab parallel
   shot gui-question "$size" mod-1b --hardware h200 --mode decode --baseline dense-1b
 done

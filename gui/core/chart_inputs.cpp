@@ -105,6 +105,24 @@ QChart* makeValidationChart(const ValidationModel& model, const QString& title) 
   return reports::make_diagonal_chart(in);
 }
 
+QChart* makeParallelChart(const ParallelModel& model, const QString& title) {
+  reports::bar_chart_input in;
+  in.title = title.toStdString();
+  in.x_label = "split (tp x pp x dp)";
+  in.y_label = "predicted step (ms)";
+  in.stacked = true;
+  in.sets = {{"compute", {}, 0}, {"communication waited for", {}, 3}, {"pipeline bubble", {}, 1}};
+  for (int r = 0; r < model.rowCount(); ++r) {
+    const ParallelRow& p = model.row(r);
+    if (!p.fits) continue;
+    in.categories.push_back(std::to_string(p.tp) + "x" + std::to_string(p.pp) + "x" + std::to_string(p.dp));
+    in.sets[0].values.push_back(p.computeS * 1e3);
+    in.sets[1].values.push_back(p.commS * 1e3);
+    in.sets[2].values.push_back(p.bubbleS * 1e3);
+  }
+  return reports::make_bar_chart(in);
+}
+
 QChart* makeSamplingChart(const SamplingModel& model) {
   if (!model.available()) return reports::make_ratio_chart(reports::ratio_chart_input{});
   return reports::make_ratio_chart(reports::sampling_chart(model.map(), static_cast<std::size_t>(model.strategy())));

@@ -16,6 +16,7 @@ class GapModel;
 class ServingModel;
 class SamplingModel;
 class ValidationModel;
+class ParallelModel;
 
 // New charts, drawn by the report's chart builders (caller owns; never null).
 QChart* makeDesignSpaceChart(const SweepModel& model, const QString& title);
@@ -23,6 +24,8 @@ QChart* makeLayerTimeChart(const LayerTimesModel& model, const QString& title);
 QChart* makeGapChart(const GapModel& model, const QString& title);
 QChart* makeLatencyChart(const ServingModel& model, const QString& title);
 QChart* makeValidationChart(const ValidationModel& model, const QString& title);
+// Per split that fits in memory: the step stacked as compute, communication waited for, bubble.
+QChart* makeParallelChart(const ParallelModel& model, const QString& title);
 // The sampling map's shown strategy: MoD / baseline step ratio vs batch, one line per context.
 QChart* makeSamplingChart(const SamplingModel& model);
 

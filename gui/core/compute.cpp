@@ -233,6 +233,65 @@ SamplingResult samplingOf(const analysis::analysis_result& r) {
   return out;
 }
 
+ParallelRow parallelRowOf(const sim::parallel_prediction& p) {
+  ParallelRow r;
+  r.tp = p.split.tp;
+  r.pp = p.split.pp;
+  r.dp = p.split.dp;
+  r.ep = p.split.ep;
+  r.microBatches = p.split.micro_batches;
+  r.split = "TP " + std::to_string(r.tp) + " × PP " + std::to_string(r.pp) + " × DP " + std::to_string(r.dp) +
+            (r.ep > 1 ? " (EP " + std::to_string(r.ep) + ")" : std::string());
+  r.stepS = p.step_s;
+  r.computeS = p.compute_s;
+  r.commS = p.tp_comm_s + p.ep_comm_s + p.pp_send_s + p.dp_exposed_s;
+  r.bubbleS = p.bubble_s;
+  r.memoryBytes = p.memory_per_gpu.total();
+  r.fits = p.memory_verdict.empty();
+  return r;
+}
+
+bool sameSplit(const sim::parallel_spec& a, const sim::parallel_spec& b) {
+  return a.tp == b.tp && a.pp == b.pp && a.dp == b.dp && a.ep == b.ep;
+}
+
+ParallelResult parallelOf(const analysis::analysis_result& a, const ExplorerConfig& config) {
+  ParallelResult out;
+  out.gpus = config.gpus;
+  if (!a.parallel) {
+    out.unavailable = config.gpus > 1 ? (a.parallel_missing.empty() ? std::string("Not computed.")
+                                                                    : "Not computed: " + a.parallel_missing)
+                                      : std::string("Choose more than one GPU to see the splits.");
+    return out;
+  }
+  const analysis::parallel_section& ps = *a.parallel;
+  out.baselineName = analysis::baseline_label(a.config);
+  out.chosen = parallelRowOf(ps.model);
+  out.chosen.baselineStepS = ps.baseline.step_s;
+  out.chosenBaseline = parallelRowOf(ps.baseline);
+  out.stageFirstLayer = ps.model.stages.first_layer;
+  out.stageS = ps.model.stages.stage_s;
+  out.naiveStageS = ps.model.naive_stages.stage_s;
+  out.notes = ps.model.notes;
+  if (!ps.model.memory_verdict.empty()) out.notes.push_back("per GPU the step " + ps.model.memory_verdict);
+  for (const sim::parallel_prediction& p : ps.best_model) {
+    ParallelRow r = parallelRowOf(p);
+    for (const sim::parallel_prediction& q : ps.best_baseline)
+      if (sameSplit(q.split, p.split)) r.baselineStepS = q.step_s;
+    r.chosen = sameSplit(p.split, ps.model.split);
+    out.rows.push_back(std::move(r));
+  }
+  out.available = true;
+  return out;
+}
+
+std::optional<analysis::parallel_request> parallelRequestOf(const ExplorerConfig& config) {
+  if (config.gpus < 2 || config.hardware.kind != "gpu") return std::nullopt;
+  analysis::parallel_request r;
+  r.gpus = config.gpus;
+  return r;
+}
+
 ValidationResult validationOf(const analysis::analysis_result& r, const ExplorerConfig& config) {
   ValidationResult out;
   if (!r.validation && !config.measurementsPath.isEmpty()) {
@@ -332,6 +391,13 @@ SamplingResult computeSampling(const ExplorerConfig& config) {
   return samplingOf(analyzeOnly(config, s));
 }
 
+ParallelResult computeParallel(const ExplorerConfig& config) {
+  analysis::scenario s;
+  s.prediction = false;
+  s.parallel = parallelRequestOf(config);
+  return parallelOf(analyzeOnly(config, s), config);
+}
+
 ValidationResult computeValidation(const ExplorerConfig& config) {
   analysis::scenario s;
   s.prediction = false;
@@ -350,6 +416,7 @@ ComputeResult computeAll(const ExplorerConfig& config, const ComputeControl& con
     s.timeline = analysis::timeline_request{};
     if (config.sweepEnabled) s.sweep = analysis::sweep_request{};
     if (config.model.routing) s.sampling = analysis::sampling_request{};
+    s.parallel = parallelRequestOf(config);
     if (config.servingEnabled) {
       s.serving = analysis::serving_request{};
       s.serving->fastest_routing = true;
@@ -373,6 +440,9 @@ ComputeResult computeAll(const ExplorerConfig& config, const ComputeControl& con
       r.sweep.unavailable = config.sweepEnabled ? a.sweep_missing : "The design-space sweep is switched off.";
     r.validation = validationOf(a, config);
     r.sampling = samplingOf(a);
+    r.parallel = parallelOf(a, config);
+    if (config.hardware.kind != "gpu")
+      r.parallel.unavailable = "The parallelism tab splits a step over GPUs: choose GPU hardware.";
     if (a.serving)
       r.serving = servingOf(*a.serving, a.serving_routing);
     else

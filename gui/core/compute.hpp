@@ -33,6 +33,7 @@ SweepResult computeSweep(const ExplorerConfig& config, const std::optional<sim::
 TimelineResult computeTimeline(const ExplorerConfig& config);
 ServingResult computeServing(const ExplorerConfig& config);
 SamplingResult computeSampling(const ExplorerConfig& config);
+ParallelResult computeParallel(const ExplorerConfig& config);
 ValidationResult computeValidation(const ExplorerConfig& config);
 
 }  // namespace modsim::gui

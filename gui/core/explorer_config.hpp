@@ -28,6 +28,9 @@ struct ExplorerConfig {
   QString measurementsPath;  // measurements CSV for the Validation tab; empty = none chosen
   bool sweepEnabled = true;  // the design-space sweep (the benchmark and tests may switch it off)
   bool servingEnabled = true;
+  // The Parallelism tab: every split of this many GPUs (GPU hardware with an interconnect); 0 or
+  // 1 = none.
+  int gpus = 8;
 };
 
 // The folder holding models/, hardware/, workloads/: $MODSIM_CONFIGS, else the source tree's

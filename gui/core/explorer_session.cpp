@@ -62,6 +62,7 @@ ExplorerSession::ExplorerSession(QObject* parent)
       m_timeline(new TimelineModel(this)),
       m_serving(new ServingModel(this)),
       m_sampling(new SamplingModel(this)),
+      m_parallel(new ParallelModel(this)),
       m_validation(new ValidationModel(this)),
       m_worker(new ComputeWorker(this)) {
   m_config.model = builtinModel();
@@ -187,6 +188,7 @@ void ExplorerSession::onResult(const ComputeResultPtr& result) {
   m_timeline->setResult(result);
   m_serving->setResult(result);
   m_sampling->setResult(result);
+  m_parallel->setResult(result);
   m_validation->setResult(result);
   emit resultApplied(result);
 }
@@ -364,6 +366,15 @@ void ExplorerSession::setVariant(const QString& variant, int experts, int topK, 
 
 void ExplorerSession::setSweepEnabled(bool enabled) {
   m_draft.sweepEnabled = enabled;
+  commitDraft();
+}
+
+void ExplorerSession::setGpus(int gpus) {
+  if (gpus < 1) {
+    emit validationChanged(QStringLiteral("gpus"), tr("must be >= 1, got %1").arg(gpus));
+    return;
+  }
+  m_draft.gpus = gpus;
   commitDraft();
 }
 

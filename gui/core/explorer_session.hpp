@@ -45,6 +45,7 @@ class ExplorerSession : public QObject {
   TimelineModel* timelineModel() const { return m_timeline; }
   ServingModel* servingModel() const { return m_serving; }
   SamplingModel* samplingModel() const { return m_sampling; }
+  ParallelModel* parallelModel() const { return m_parallel; }
   ValidationModel* validationModel() const { return m_validation; }
   ComputeWorker* worker() const { return m_worker; }
 
@@ -70,6 +71,8 @@ class ExplorerSession : public QObject {
   void setVariant(const QString& variant, int experts, int topK, int noopExperts, double capacityFactor);
   void setSweepEnabled(bool enabled);
   void setServingEnabled(bool enabled);
+  // The GPU count the Parallelism tab splits the step over (every tp × pp × dp of it).
+  void setGpus(int gpus);
 
   // Adopts the configuration of row `row` of the sweep model.
   void adoptSweepPoint(int row);
@@ -114,6 +117,7 @@ class ExplorerSession : public QObject {
   TimelineModel* m_timeline;
   ServingModel* m_serving;
   SamplingModel* m_sampling;
+  ParallelModel* m_parallel;
   ValidationModel* m_validation;
   ComputeWorker* m_worker;
 };

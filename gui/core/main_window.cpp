@@ -93,11 +93,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), m_session(new Exp
   m_timeline = new TimelinePage(m_session->timelineModel(), m_tabs);
   m_serving = new ServingPage(m_session->servingModel(), m_session->samplingModel(), m_tabs);
   m_validation = new ValidationPage(m_session->validationModel(), m_tabs);
+  m_parallel = new ParallelPage(m_session->parallelModel(), m_tabs);
   m_tabs->addTab(m_designSpace, tr("Design space"));
   m_tabs->addTab(m_layers, tr("Layers"));
   m_tabs->addTab(m_timeline, tr("Timeline"));
   m_tabs->addTab(m_serving, tr("Serving / sampling"));
   m_tabs->addTab(m_validation, tr("Validation"));
+  m_tabs->addTab(m_parallel, tr("Parallelism"));
   rl->addWidget(m_bannerFrame);
   rl->addWidget(m_headline);
   rl->addWidget(m_tabs, 1);
@@ -152,6 +154,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), m_session(new Exp
     statusBar()->showMessage(tr("Adopted the configuration of the design point"), 4000);
   });
   connect(m_validation, &ValidationPage::measurementsFileChosen, m_session, &ExplorerSession::setMeasurementsFile);
+  connect(m_parallel, &ParallelPage::gpusChosen, m_session, &ExplorerSession::setGpus);
   connect(m_panel, &ModelPanel::hardwareChosen, this, [this](const QString& path) { openHardwareFile(path); });
   connect(m_panel, &ModelPanel::addHardwareRequested, this, [this] {
     const QString path = QFileDialog::getOpenFileName(
@@ -178,8 +181,8 @@ QStringList MainWindow::extraHardwareFiles() const {
 }
 
 QStringList MainWindow::tabNames() {
-  return {QStringLiteral("design-space"), QStringLiteral("layers"), QStringLiteral("timeline"),
-          QStringLiteral("serving"), QStringLiteral("validation")};
+  return {QStringLiteral("design-space"), QStringLiteral("layers"),     QStringLiteral("timeline"),
+          QStringLiteral("serving"),      QStringLiteral("validation"), QStringLiteral("parallel")};
 }
 
 bool MainWindow::setCurrentTab(const QString& name) {
@@ -302,8 +305,8 @@ void MainWindow::buildMenus() {
   quit->setShortcut(QKeySequence::Quit);
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
-  const QStringList titles = {tr("Design space"), tr("Layers"), tr("Timeline"), tr("Serving / sampling"),
-                              tr("Validation")};
+  const QStringList titles = {tr("Design space"),       tr("Layers"),     tr("Timeline"),
+                              tr("Serving / sampling"), tr("Validation"), tr("Parallelism")};
   for (int i = 0; i < titles.size(); ++i) {
     QAction* a = view->addAction(titles[i], this, [this, i] { m_tabs->setCurrentIndex(i); });
     a->setShortcut(QKeySequence(Qt::CTRL | Qt::Key(Qt::Key_1 + i)));

@@ -24,6 +24,7 @@ class LayersPage;
 class TimelinePage;
 class ServingPage;
 class ValidationPage;
+class ParallelPage;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -103,6 +104,7 @@ class MainWindow : public QMainWindow {
   TimelinePage* m_timeline;
   ServingPage* m_serving;
   ValidationPage* m_validation;
+  ParallelPage* m_parallel;
   QProgressBar* m_progress;
   QLabel* m_status;
   QMenu* m_recentMenu = nullptr;

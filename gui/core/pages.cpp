@@ -9,6 +9,8 @@
 #include <QLabel>
 #include <QMouseEvent>
 #include <QPushButton>
+#include <QSignalBlocker>
+#include <QSpinBox>
 #include <QScrollArea>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
@@ -488,6 +490,62 @@ void ServingPage::rebuildSampling() {
   m_verdict->setText(verdict);
   m_samplingTable->resizeColumnsToContents();
   replaceChart(m_samplingView, makeSamplingChart(*m_sampling));
+}
+
+// ---------------------------------------------------------------------------------------------
+
+ParallelPage::ParallelPage(ParallelModel* model, QWidget* parent)
+    : QWidget(parent),
+      m_model(model),
+      m_view(makeChartView(this)),
+      m_table(makeTable(model, this)),
+      m_gpus(new QSpinBox(this)),
+      m_summary(new QLabel(this)) {
+  m_gpus->setRange(1, 4096);
+  m_gpus->setValue(8);
+  m_gpus->setKeyboardTracking(false);
+  m_gpus->setToolTip(
+      tr("GPUs the step is split over: every tensor × pipeline × data parallel split of them "
+         "(tp and pp powers of two, tp within a node) is ranked"));
+  m_summary->setWordWrap(true);
+  m_summary->setTextFormat(Qt::RichText);
+  m_summary->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  auto* top = new QHBoxLayout;
+  top->addWidget(new QLabel(tr("GPUs"), this));
+  top->addWidget(m_gpus);
+  top->addWidget(new QLabel(tr("— each GPU computes a tensor-parallel shard; a layer's all-reduces carry only the "
+                               "tokens its block computes (a routed layer's k); stages are balanced by time, 1F1B"),
+                            this),
+                 1);
+  auto* content = new QWidget(this);
+  auto* cl = new QVBoxLayout(content);
+  cl->setContentsMargins(0, 0, 0, 0);
+  cl->addWidget(m_summary);
+  auto* split = new QSplitter(Qt::Vertical, content);
+  split->addWidget(m_view);
+  split->addWidget(m_table);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 2);
+  cl->addWidget(split, 1);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(6, 6, 6, 6);
+  layout->addLayout(top);
+  layout->addWidget(new AvailabilityStack(content, model, this), 1);
+  connect(m_gpus, &QSpinBox::valueChanged, this, &ParallelPage::gpusChosen);
+  connect(model, &QAbstractItemModel::modelReset, this, &ParallelPage::rebuild);
+  rebuild();
+}
+
+void ParallelPage::setGpus(int gpus) {
+  const QSignalBlocker block(m_gpus);
+  m_gpus->setValue(gpus);
+}
+
+void ParallelPage::rebuild() {
+  m_summary->setText(m_model->summary());
+  replaceChart(m_view, makeParallelChart(*m_model, tr("The step by split: compute, communication waited for, "
+                                                      "pipeline bubble (splits that fit in memory)")));
+  m_table->resizeColumnsToContents();
 }
 
 // ---------------------------------------------------------------------------------------------

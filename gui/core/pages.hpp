@@ -17,6 +17,7 @@ class QTableView;
 class QCheckBox;
 class QSortFilterProxyModel;
 class QPushButton;
+class QSpinBox;
 
 namespace modsim::gui {
 
@@ -28,6 +29,7 @@ class TimelineModel;
 class ServingModel;
 class SamplingModel;
 class ValidationModel;
+class ParallelModel;
 class GanttView;
 
 // The content, or a message saying why there is none.
@@ -140,6 +142,30 @@ class ServingPage : public QWidget {
   QTableView* m_samplingTable;
   QComboBox* m_strategy;
   QLabel* m_verdict;
+};
+
+class ParallelPage : public QWidget {
+  Q_OBJECT
+ public:
+  // The step over several GPUs: every tp × pp × dp split of the GPU count chosen here, the
+  // fastest that fits detailed (sim/parallel_predict.hpp).
+  explicit ParallelPage(ParallelModel* model, QWidget* parent = nullptr);
+  QChartView* chartView() const { return m_view; }
+  QSpinBox* gpusEditor() const { return m_gpus; }
+
+ signals:
+  void gpusChosen(int gpus);
+
+ public slots:
+  void setGpus(int gpus);
+
+ private:
+  void rebuild();
+  ParallelModel* m_model;
+  QChartView* m_view;
+  QTableView* m_table;
+  QSpinBox* m_gpus;
+  QLabel* m_summary;
 };
 
 class ValidationPage : public QWidget {

@@ -649,6 +649,141 @@ QVariant ServingModel::headerData(int section, Qt::Orientation o, int role) cons
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// ParallelModel
+
+int ParallelModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(m_parallel.rows.size());
+}
+int ParallelModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+QVariant ParallelModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || !checkIndex(index, kValidIndex)) return {};
+  const ParallelRow& r = row(index.row());
+  if (role == Qt::DisplayRole) {
+    switch (index.column()) {
+      case SplitColumn:
+        return qs(r.split);
+      case StepColumn:
+        return formatSeconds(r.stepS);
+      case BaselineColumn:
+        return r.baselineStepS > 0 ? formatSeconds(r.baselineStepS) : QStringLiteral("—");
+      case RatioColumn:
+        return formatRatio(r.stepS, r.baselineStepS);
+      case ComputeColumn:
+        return formatSeconds(r.computeS);
+      case CommColumn:
+        return formatSeconds(r.commS);
+      case BubbleColumn:
+        return formatSeconds(r.bubbleS);
+      case MemoryColumn:
+        return formatBytes(r.memoryBytes);
+      case FitsColumn:
+        return r.fits ? tr("yes") : tr("no");
+      default:
+        return {};
+    }
+  }
+  if (role == ValueRole) {
+    switch (index.column()) {
+      case StepColumn:
+        return r.stepS;
+      case BaselineColumn:
+        return r.baselineStepS;
+      case RatioColumn:
+        return r.baselineStepS > 0 ? r.stepS / r.baselineStepS : 0.0;
+      case ComputeColumn:
+        return r.computeS;
+      case CommColumn:
+        return r.commS;
+      case BubbleColumn:
+        return r.bubbleS;
+      case MemoryColumn:
+        return r.memoryBytes;
+      case FitsColumn:
+        return r.fits;
+      default:
+        return qs(r.split);
+    }
+  }
+  if (role == Qt::FontRole && r.chosen) {
+    QFont f;
+    f.setBold(true);
+    return f;
+  }
+  if (role == Qt::ForegroundRole && !r.fits) return QColor(0x99, 0x99, 0x99);
+  if (role == Qt::ToolTipRole)
+    return tr("%1: step %2 (compute %3, communication waited for %4, pipeline bubble %5); %6 per GPU%7")
+        .arg(qs(r.split), formatSeconds(r.stepS), formatSeconds(r.computeS), formatSeconds(r.commS),
+             formatSeconds(r.bubbleS), formatBytes(r.memoryBytes),
+             r.fits ? QString() : tr(": does not fit in the GPU's memory"));
+  if (role == Qt::TextAlignmentRole && index.column() != SplitColumn && index.column() != FitsColumn)
+    return rightAligned();
+  return {};
+}
+
+QVariant ParallelModel::headerData(int section, Qt::Orientation o, int role) const {
+  if (o != Qt::Horizontal || role != Qt::DisplayRole) return ResultModel::headerData(section, o, role);
+  switch (section) {
+    case SplitColumn:
+      return tr("Split");
+    case StepColumn:
+      return tr("Step");
+    case BaselineColumn:
+      return tr("Baseline step");
+    case RatioColumn:
+      return tr("Step / baseline");
+    case ComputeColumn:
+      return tr("Compute");
+    case CommColumn:
+      return tr("Comm. waited for");
+    case BubbleColumn:
+      return tr("Bubble");
+    case MemoryColumn:
+      return tr("Memory / GPU");
+    case FitsColumn:
+      return tr("Fits");
+    default:
+      return {};
+  }
+}
+
+QString ParallelModel::summary() const {
+  if (!m_parallel.available) return {};
+  const ParallelRow& c = m_parallel.chosen;
+  const ParallelRow& b = m_parallel.chosenBaseline;
+  QString text =
+      tr("<b>%1 on %2</b> (the fastest split that fits): step <b>%3</b> against %4 for %5 (<b>%6</b>) · compute %7, "
+         "communication the next op waits for %8, pipeline bubble %9")
+          .arg(m_modelName.toHtmlEscaped(), qs(c.split), formatSeconds(c.stepS), formatSeconds(b.stepS),
+               qs(m_parallel.baselineName).toHtmlEscaped(), formatRatio(c.stepS, b.stepS), formatSeconds(c.computeS),
+               formatSeconds(c.commS), formatSeconds(c.bubbleS));
+  text += tr(" · %1 per GPU").arg(formatBytes(c.memoryBytes));
+  if (c.pp > 1) {
+    QStringList stages;
+    for (std::size_t i = 0; i < m_parallel.stageS.size(); ++i)
+      stages << tr("%1 from layer %2").arg(formatSeconds(m_parallel.stageS[i])).arg(m_parallel.stageFirstLayer[i]);
+    text += tr("<br>Stages of one micro-batch (%1 micro-batches, balanced by predicted time): %2")
+                .arg(c.microBatches)
+                .arg(stages.join(QStringLiteral(", ")));
+  }
+  for (const std::string& n : m_parallel.notes) text += QStringLiteral("<br>") + qs(n).toHtmlEscaped();
+  return text;
+}
+
+void ParallelModel::setResult(const ComputeResultPtr& result) {
+  beginResetModel();
+  if (result && result->error.empty()) {
+    m_parallel = result->parallel;
+    m_modelName = qs(result->model.name);
+  } else {
+    m_parallel = ParallelResult{};
+    if (result) m_parallel.unavailable = result->error;
+  }
+  setAvailability(m_parallel.available, qs(m_parallel.unavailable));
+  endResetModel();
+}
+
 void ServingModel::setResult(const ComputeResultPtr& result) {
   beginResetModel();
   if (result && result->error.empty())

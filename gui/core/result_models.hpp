@@ -205,6 +205,40 @@ class SamplingModel : public ResultModel {
   int m_strategy = 0;
 };
 
+// Every split of the GPUs, one row each (those that fit in memory first, fastest first); the
+// split detailed is bold.
+class ParallelModel : public ResultModel {
+  Q_OBJECT
+ public:
+  enum Column {
+    SplitColumn,
+    StepColumn,
+    BaselineColumn,
+    RatioColumn,
+    ComputeColumn,
+    CommColumn,
+    BubbleColumn,
+    MemoryColumn,
+    FitsColumn,
+    ColumnCount
+  };
+  using ResultModel::ResultModel;
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
+  void setResult(const ComputeResultPtr& result) override;
+
+  const ParallelResult& result() const { return m_parallel; }
+  const ParallelRow& row(int r) const { return m_parallel.rows[static_cast<std::size_t>(r)]; }
+  // For people: the split detailed, its parts, and the stages.
+  QString summary() const;
+
+ private:
+  ParallelResult m_parallel;
+  QString m_modelName;
+};
+
 // Measured vs predicted, one row per measured block.
 class ValidationModel : public ResultModel {
   Q_OBJECT

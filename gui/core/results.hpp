@@ -157,6 +157,33 @@ struct ValidationResult {
   double opP90AbsPctError = 0;
 };
 
+// One split of the GPUs (sim/parallel_predict.hpp): its step for the model and its baseline.
+struct ParallelRow {
+  std::string split;  // "TP 2 × PP 1 × DP 4"
+  int tp = 1, pp = 1, dp = 1, ep = 1, microBatches = 1;
+  double stepS = 0;
+  double baselineStepS = 0;  // 0 when the baseline cannot take the split
+  double computeS = 0;
+  double commS = 0;  // communication the next op waits for (TP, EP, PP sends, DP exposed)
+  double bubbleS = 0;
+  double memoryBytes = 0;  // per GPU
+  bool fits = true;        // in the hardware's memory
+  bool chosen = false;     // the split detailed (the fastest that fits)
+};
+
+struct ParallelResult {
+  bool available = false;
+  std::string unavailable;
+  int gpus = 0;
+  std::vector<ParallelRow> rows;  // every split of `gpus` GPUs, those that fit first, fastest first
+  ParallelRow chosen;             // the model on the split detailed
+  ParallelRow chosenBaseline;     // its baseline on the same split
+  std::vector<int> stageFirstLayer;
+  std::vector<double> stageS, naiveStageS;  // per stage, one micro-batch
+  std::string baselineName;
+  std::vector<std::string> notes;
+};
+
 struct ComputeResult {
   std::uint64_t generation = 0;
   std::string error;  // non-empty: the computation failed with this message (modsim::error)
@@ -167,6 +194,7 @@ struct ComputeResult {
   TimelineResult timeline;
   ServingResult serving;
   SamplingResult sampling;
+  ParallelResult parallel;
   ValidationResult validation;
   double computeMs = 0;  // wall-clock of the computation
 };

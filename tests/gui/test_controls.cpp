@@ -474,3 +474,37 @@ TEST(Controls, InDecodeTheDesignSpaceTimesTheStepTheHeadlineShows) {
   ASSERT_GE(target->count(), 1);
   EXPECT_DOUBLE_EQ(target->at(0).y(), sweep->denseTimeS() / 1.5 * 1e3);
 }
+
+// --- the step over several GPUs ------------------------------------------------------------------
+
+TEST(Controls, TheParallelismTabRanksEverySplitOfTheGpusChosen) {
+  Window w;
+  ParallelModel* parallel = w.session->parallelModel();
+  ASSERT_TRUE(parallel->available()) << parallel->unavailableReason().toStdString();
+  // 8 GPUs at batch 1: no data parallelism (one sequence), so tp x pp in {8x1, 4x2, 2x4, 1x8}.
+  EXPECT_EQ(parallel->rowCount(), 4);
+  for (int r = 0; r < parallel->rowCount(); ++r) {
+    EXPECT_EQ(parallel->row(r).tp * parallel->row(r).pp * parallel->row(r).dp, 8);
+    EXPECT_EQ(parallel->row(r).dp, 1);
+  }
+  // Four GPUs from the tab's own box: 4x1 and 2x2 and 1x4.
+  ASSERT_TRUE(w.window.setCurrentTab(QStringLiteral("parallel")));
+  auto* page = qobject_cast<ParallelPage*>(w.window.tabs()->currentWidget());
+  ASSERT_NE(page, nullptr);
+  w.apply([&] { page->gpusEditor()->setValue(4); });
+  EXPECT_EQ(w.session->config().gpus, 4);
+  EXPECT_EQ(parallel->rowCount(), 3);
+  int chosen = 0;
+  for (int r = 0; r < parallel->rowCount(); ++r) {
+    EXPECT_EQ(parallel->row(r).tp * parallel->row(r).pp, 4);
+    chosen += parallel->row(r).chosen;
+  }
+  EXPECT_EQ(chosen, 1);
+  // The first row is the one detailed: the fastest that fits, no slower than any other that fits.
+  EXPECT_TRUE(parallel->row(0).chosen);
+  for (int r = 1; r < parallel->rowCount(); ++r)
+    if (parallel->row(r).fits) {
+      EXPECT_LE(parallel->row(0).stepS, parallel->row(r).stepS);
+    }
+  EXPECT_TRUE(parallel->summary().contains(QString::fromStdString(parallel->row(0).split)));
+}
