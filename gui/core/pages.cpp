@@ -248,7 +248,7 @@ LayersPage::LayersPage(LayerTimesModel* model, GapModel* gap, QWidget* parent)
   auto* split = new QSplitter(Qt::Vertical, this);
   split->addWidget(m_view);
   auto* bottom = new QSplitter(Qt::Horizontal, split);
-  m_gapView->setMinimumWidth(560);
+  m_gapView->setMinimumWidth(420);
   bottom->addWidget(m_gapView);
   bottom->addWidget(m_table);
   bottom->setStretchFactor(0, 2);
@@ -423,7 +423,9 @@ ServingPage::ServingPage(ServingModel* model, SamplingModel* sampling, QWidget* 
   auto* ml = new QVBoxLayout(samplingSide);
   ml->setContentsMargins(0, 0, 0, 0);
   auto* top = new QHBoxLayout;
-  top->addWidget(new QLabel(tr("<b>Sampling map</b>: decode step time, MoD / baseline — strategy"), samplingSide));
+  auto* mapTitle = new QLabel(tr("<b>Sampling map</b>, strategy"), samplingSide);
+  mapTitle->setToolTip(tr("Decode step time of the model over its baseline's, over decode batch × cached context"));
+  top->addWidget(mapTitle);
   top->addWidget(m_strategy);
   top->addStretch(1);
   ml->addLayout(top);
@@ -513,10 +515,12 @@ ParallelPage::ParallelPage(ParallelModel* model, QWidget* parent)
   auto* top = new QHBoxLayout;
   top->addWidget(new QLabel(tr("GPUs"), this));
   top->addWidget(m_gpus);
-  top->addWidget(new QLabel(tr("— each GPU computes a tensor-parallel shard; a layer's all-reduces carry only the "
-                               "tokens its block computes (a routed layer's k); stages are balanced by time, 1F1B"),
-                            this),
-                 1);
+  auto* how = new QLabel(tr("— each GPU computes a tensor-parallel shard; a layer's all-reduces carry only the "
+                            "tokens its block computes (a routed layer's k); stages are balanced by time, 1F1B"),
+                         this);
+  how->setWordWrap(true);
+  how->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  top->addWidget(how, 1);
   auto* content = new QWidget(this);
   auto* cl = new QVBoxLayout(content);
   cl->setContentsMargins(0, 0, 0, 0);
