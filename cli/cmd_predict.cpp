@@ -407,10 +407,7 @@ int cmd_predict(const std::vector<std::string>& args) {
   add_routing_overrides(options);
   add_baseline_option(options);
   add_step_options(options);
-  options.add_options()("tp", po::value<int>(), "tensor-parallel GPUs")("pp", po::value<int>(), "pipeline stages")(
-      "dp", po::value<int>(), "data-parallel replicas")("ep", po::value<int>(), "expert-parallel GPUs (MoE, MoDE)")(
-      "micro-batches", po::value<int>(), "micro-batches per step with --pp (default 4 x pp)")(
-      "gpus", po::value<int>(), "rank every split of this many GPUs");
+  add_parallel_options(options);
   po::positional_options_description positional;
   positional.add("model", 1);
   po::variables_map vm;
@@ -429,21 +426,7 @@ int cmd_predict(const std::vector<std::string>& args) {
       if (vm.count(k) && !vm[k].defaulted())
         throw input_error("", std::string("--") + k, "applies to --mode decode only");
   }
-  if (vm.count("tp") || vm.count("pp") || vm.count("dp") || vm.count("ep") || vm.count("gpus")) {
-    analysis::parallel_request pr;
-    if (vm.count("tp")) pr.split.tp = vm["tp"].as<int>();
-    if (vm.count("pp")) pr.split.pp = vm["pp"].as<int>();
-    if (vm.count("dp")) pr.split.dp = vm["dp"].as<int>();
-    if (vm.count("ep")) pr.split.ep = vm["ep"].as<int>();
-    if (vm.count("micro-batches")) pr.split.micro_batches = vm["micro-batches"].as<int>();
-    if (vm.count("gpus")) {
-      pr.gpus = vm["gpus"].as<int>();
-      if (pr.gpus < 1) throw input_error("", "--gpus", "must be >= 1");
-    }
-    scenario.parallel = pr;
-  } else if (vm.count("micro-batches")) {
-    throw input_error("", "--micro-batches", "applies with --pp only");
-  }
+  scenario.parallel = parallel_from(vm);
   const analysis::analysis_result a = analysis::analyze({model, w, hw, baseline_from(vm)}, scenario);
   output o = output_of(a, hw.name, step);
   if (a.parallel) add_parallel(o, *a.parallel);

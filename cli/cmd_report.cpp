@@ -86,14 +86,9 @@ int cmd_report(const std::vector<std::string>& args) {
       "fresh-profile", po::bool_switch(), "defaults only: measure again even when DIR/measurements-cpu.csv exists")(
       "no-charts", po::bool_switch(), "tables only")("no-sampling", po::bool_switch(), "skip the sampling map")(
       "threads", po::value<unsigned>()->default_value(0), "sweep threads (0 = all hardware threads)")(
-      "gpus", po::value<int>(),
-      "parallelism: rank every split of G GPUs and detail the fastest that fits (default 8 on GPU hardware with an "
-      "interconnect)")("tp", po::value<int>(), "parallelism: tensor-parallel GPUs of the split detailed")(
-      "pp", po::value<int>(), "parallelism: pipeline stages")(
-      "dp", po::value<int>(), "parallelism: data-parallel replicas")("ep", po::value<int>(),
-                                                                     "parallelism: expert-parallel GPUs")(
-      "micro-batches", po::value<int>(), "parallelism: micro-batches per step with --pp (default 4 x pp)")(
-      "no-parallel", po::bool_switch(), "skip the parallelism section");
+      "no-parallel", po::bool_switch(),
+      "skip the parallelism section (default: every split of --gpus 8 on GPU hardware with an interconnect)");
+  add_parallel_options(options);
   add_workload_options(options);
   add_routing_overrides(options);
   add_baseline_option(options);
@@ -122,19 +117,8 @@ int cmd_report(const std::vector<std::string>& args) {
   if (!(in.scenario.rate_per_s >= 0)) throw input_error("", "--rate", "must be >= 0");
   in.scenario.seed = vm["seed"].as<std::uint64_t>();
   in.threads = vm["threads"].as<unsigned>();
-  const bool split_given = vm.count("tp") || vm.count("pp") || vm.count("dp") || vm.count("ep");
-  if (!vm["no-parallel"].as<bool>() &&
-      (split_given || vm.count("gpus") || (in.hardware.kind == "gpu" && in.hardware.interconnect))) {
-    analysis::parallel_request pr;
-    if (vm.count("tp")) pr.split.tp = vm["tp"].as<int>();
-    if (vm.count("pp")) pr.split.pp = vm["pp"].as<int>();
-    if (vm.count("dp")) pr.split.dp = vm["dp"].as<int>();
-    if (vm.count("ep")) pr.split.ep = vm["ep"].as<int>();
-    if (vm.count("micro-batches")) pr.split.micro_batches = vm["micro-batches"].as<int>();
-    pr.gpus = vm.count("gpus") ? vm["gpus"].as<int>() : split_given ? 0 : 8;
-    if (pr.gpus < 0) throw input_error("", "--gpus", "must be >= 1");
-    in.parallel = pr;
-  }
+  if (!vm["no-parallel"].as<bool>())
+    in.parallel = parallel_from(vm, in.hardware.kind == "gpu" && in.hardware.interconnect ? 8 : 0);
   in.command_line = join_args(args);
 
   // Validation: given measurements, or — for the defaults on a CPU — the held-out split of

@@ -110,6 +110,30 @@ std::optional<sim::model_spec> baseline_from(const po::variables_map& vm) {
   return sim::load_model(resolve_config(vm["baseline"].as<std::string>(), "models"));
 }
 
+void add_parallel_options(po::options_description& options) {
+  options.add_options()("tp", po::value<int>(), "tensor-parallel GPUs")("pp", po::value<int>(), "pipeline stages")(
+      "dp", po::value<int>(), "data-parallel replicas")("ep", po::value<int>(), "expert-parallel GPUs (MoE, MoDE)")(
+      "micro-batches", po::value<int>(), "micro-batches per step with --pp (default 4 x pp)")(
+      "gpus", po::value<int>(), "rank every split of this many GPUs (and detail the fastest that fits)");
+}
+
+std::optional<analysis::parallel_request> parallel_from(const po::variables_map& vm, int default_gpus) {
+  const bool split = vm.count("tp") || vm.count("pp") || vm.count("dp") || vm.count("ep");
+  if (!split && !vm.count("gpus") && default_gpus <= 0) {
+    if (vm.count("micro-batches")) throw input_error("", "--micro-batches", "applies with --pp only");
+    return std::nullopt;
+  }
+  analysis::parallel_request pr;
+  if (vm.count("tp")) pr.split.tp = vm["tp"].as<int>();
+  if (vm.count("pp")) pr.split.pp = vm["pp"].as<int>();
+  if (vm.count("dp")) pr.split.dp = vm["dp"].as<int>();
+  if (vm.count("ep")) pr.split.ep = vm["ep"].as<int>();
+  if (vm.count("micro-batches")) pr.split.micro_batches = vm["micro-batches"].as<int>();
+  pr.gpus = vm.count("gpus") ? vm["gpus"].as<int>() : split ? 0 : default_gpus;
+  if (vm.count("gpus") && pr.gpus < 1) throw input_error("", "--gpus", "must be >= 1");
+  return pr;
+}
+
 boost::json::object baseline_json(const analysis::configuration& c) {
   return {{"name", analysis::baseline_label(c)}, {"routing_removed", !c.baseline.has_value()}};
 }

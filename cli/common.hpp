@@ -58,6 +58,12 @@ extern const char* const pad_capacity_help;
 // --baseline MODEL: the dense model every "vs dense" compares with (default: MODEL without routing).
 void add_baseline_option(po::options_description& options);
 std::optional<sim::model_spec> baseline_from(const po::variables_map& vm);
+
+// --tp --pp --dp --ep --micro-batches --gpus (predict, report): the step over several GPUs.
+void add_parallel_options(po::options_description& options);
+// The request the flags make; `default_gpus` (> 0) ranks that many GPUs when no flag is given
+// (0: no request then). --micro-batches alone is bad input.
+std::optional<analysis::parallel_request> parallel_from(const po::variables_map& vm, int default_gpus = 0);
 // {"name", "routing_removed"}: which baseline a command's JSON compared with.
 boost::json::object baseline_json(const analysis::configuration& c);
 
