@@ -187,6 +187,15 @@ std::string resolve_config(const std::string& name, const char* kind) {
 sim::model_spec load_model_arg(const std::string& model, const po::variables_map& vm) {
   sim::model_spec m = sim::load_model(resolve_config(model, "models"));
   bool changed = false;
+  // An MoE model without MoD routing ignores a schedule: say so rather than route nothing.
+  if (m.mode && m.mode->variant == sim::mode_variant::moe)
+    for (const char* flag : {"schedule", "capacity"})
+      if (vm.count(flag))
+        throw input_error("", std::string("--") + flag,
+                          m.name +
+                              " is an MoE model without MoD routing (mode.variant moe), which routes no "
+                              "tokens past blocks; give a MoDE model (mode.variant staged or integrated, e.g. "
+                              "mode-staged-220m) to route it");
   if (vm.count("schedule")) {
     if (!m.routing) m.routing = sim::routing_spec{};
     m.routing->layer_capacities.clear();

@@ -12,6 +12,8 @@
 
 #include "reports/document.hpp"
 #include "reports/sections.hpp"
+#include "sim/cost.hpp"
+#include "sim/kernel_model.hpp"
 #include "reports/text.hpp"
 #include "reports/views.hpp"
 #include "sim/flops.hpp"
@@ -167,8 +169,18 @@ section configuration_section(const report_data& d) {
   t.rows.push_back({"peaks", fmt::format("{:.1f} TFLOP/s matmul, {:.1f} TFLOP/s vector ({}), {:.2f} TB/s memory",
                                          h.peak_matmul_flops.of(dt) / 1e12, h.peak_vector_flops.of(dt) / 1e12,
                                          sim::to_string(dt), h.memory_bandwidth_bytes_s / 1e12)});
-  t.rows.push_back({"launch", fmt::format("{:.1f} µs per kernel (device), {:.1f} µs host enqueue",
-                                          h.kernel_launch_s * 1e6, h.host_enqueue_s * 1e6)});
+  // The launch costs the predictions use: the fitted kernel-sequence model's when calibrated,
+  // else the hardware file's.
+  const sim::cost_model cm(h);
+  if (const sim::kernel_params* k = cm.kernel_model())
+    t.rows.push_back(
+        {"launch", fmt::format("{:.2f} µs host enqueue per kernel, {:.2f} µs device gap between kernels "
+                               "(fitted; the file's datasheet values: {:.1f} µs and {:.1f} µs)",
+                               k->host_s * 1e6, k->gap_s * 1e6, h.host_enqueue_s * 1e6, h.kernel_launch_s * 1e6)});
+  else
+    t.rows.push_back(
+        {"launch", fmt::format("{:.2f} µs per kernel (device), {:.2f} µs host enqueue{}", cm.launch_s() * 1e6,
+                               cm.host_enqueue_s() * 1e6, cm.calibration() ? " (fitted)" : "")});
   t.rows.push_back({"cost model", d.cost_label});
   t.rows.push_back({"workload", workload_text(d.load)});
   s.blocks.push_back(table_block(t));

@@ -455,3 +455,15 @@ TEST(Cli, ProfileCheckFindsMissingAndDuplicatedPointsAcrossShards) {
   EXPECT_EQ(o.at("missing").as_array().size(), 0u);
   fs::remove_all(dir);
 }
+
+TEST(Cli, RoutingFlagsOnAnMoeModelWithoutModAreRefused) {
+  // moe-220m and Mixtral route no tokens past blocks: a capacity or schedule would be ignored.
+  for (const char* args : {"flops moe-220m --capacity 0.125", "flops configs/hf/mixtral-8x7b.json --schedule all"}) {
+    const result r = modsim(args);
+    EXPECT_EQ(r.code, 2) << args;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find("MoE model without MoD routing"), std::string::npos) << r.err;
+  }
+  // A MoDE model takes them.
+  EXPECT_EQ(modsim("flops mode-staged-220m --capacity 0.25").code, 0);
+}

@@ -3,6 +3,7 @@
 // leaves the previous report untouched. Passes with and without Qt.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -420,6 +421,23 @@ TEST(Report, TheParallelismSectionShowsTheSplitAndRanksTheGpuCount) {
   // Without a request the section says how to ask for one.
   in.parallel.reset();
   EXPECT_FALSE(build_report(in).parallel.has_value());
+}
+
+TEST(Report, ACalibratedHardwareShowsTheFittedLaunchCostsNotTheDatasheets) {
+  report_input in;
+  in.models.push_back(sim::load_model(config("models/mod-60m.json")));
+  in.hardware = sim::load_hardware(config("hardware/h100-sxm-calibrated.json"));
+  in.serving = false;
+  in.sampling = false;
+  in.command_line = "test";
+  // The fitted host enqueue, read from the file's calibration block.
+  const boost::json::value file = boost::json::parse(sim::read_text_file(config("hardware/h100-sxm-calibrated.json")));
+  const double host_s = file.at("calibration").at("kernels").at("host_s").to_number<double>();
+  std::string md;
+  for (const report_file& f : render_report(build_report(in), render_options{false}))
+    if (f.name == "report.md") md = f.content;
+  EXPECT_NE(md.find(fmt::format("{:.2f} µs host enqueue per kernel", host_s * 1e6)), std::string::npos);
+  EXPECT_NE(md.find("(fitted; the file's datasheet values"), std::string::npos);
 }
 
 }  // namespace
