@@ -65,7 +65,10 @@ sweep_section sweep_around(const configuration& c, const sim::cost_model& cost, 
   // A decode step is timed as the prediction times it (the discrete-event step, launches and
   // syncs included), so the current point and the headline are one number.
   const sim::time_function inner =
-      c.load.mode == sim::run_mode::decode
+      r.split ? sim::time_function([&cost, split = *r.split](const sim::model_spec& m, const sim::workload& w) {
+        return sim::predict_parallel(m, w, cost, split).step_s;
+      })
+      : c.load.mode == sim::run_mode::decode
           ? sim::time_function([&cost, decode](const sim::model_spec& m, const sim::workload& w) {
               return decode_model_time(m, cost, w, decode, sim::time_model(m, w, cost)).total_s;
             })

@@ -61,6 +61,9 @@ struct sweep_request {
   unsigned threads = 0;                   // 0 = all hardware threads
   sim::sweep_axis x_axis = sim::sweep_axis::matmul_flops;
   sim::sweep_axis y_axis = sim::sweep_axis::time_s;
+  // Time every point as one step over these GPUs (sim/parallel_predict.hpp step_s) instead of
+  // one device; a point the split does not fit is infeasible with the reason.
+  std::optional<sim::parallel_spec> split;
 };
 
 // One step through the discrete-event executor (`modsim simulate forward`, the explorer's

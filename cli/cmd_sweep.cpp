@@ -24,6 +24,7 @@ namespace {
 const char* const k_usage =
     "usage: modsim sweep MODEL --hardware HW [--capacities C,..] [--schedules S,..] [--variants V,..]\n"
     "                         [--pareto-axes X,Y] [--threads N] [--batch B] [--seq S] [--mode M] [--dtype T]\n"
+    "                         [--tp N --pp N --dp N --ep N --micro-batches M]\n"
     "                         --out CSV [--format table|json|csv|markdown]\n"
     "\n"
     "The design space around MODEL: every variant (dense, mod, moe, mode_staged, mode_integrated)\n"
@@ -34,7 +35,9 @@ const char* const k_usage =
     "model). The Pareto front minimises --pareto-axes (default matmul_flops,time_s;\n"
     "also other_flops, bytes, params). Schedules: every_other, all, every_nth:N, none, or a layer\n"
     "list written with '+' (1+3+5). One CSV row per point goes to --out; stdout gets a table\n"
-    "(or JSON / the CSV).";
+    "(or JSON / the CSV). With --tp/--pp/--dp/--ep every point is one step over that split of GPUs\n"
+    "(modsim predict --tp ...: TP shards, collectives, 1F1B stages); a point the split does not fit\n"
+    "(heads not divisible, no MoE for --ep) is infeasible with the reason.";
 
 std::vector<std::string> split(const std::string& text, char sep) {
   std::vector<std::string> out;
@@ -174,6 +177,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
       "format", po::value<std::string>()->default_value("table"), "stdout: table | json | csv | markdown");
   add_workload_options(options);
   add_baseline_option(options);
+  add_parallel_options(options);
   po::positional_options_description positional;
   positional.add("model", 1);
   po::variables_map vm;
@@ -195,6 +199,10 @@ int cmd_sweep(const std::vector<std::string>& args) {
   scenario.sweep->threads = vm["threads"].as<unsigned>();
   scenario.sweep->x_axis = sim::parse_sweep_axis(axes[0], "--pareto-axes");
   scenario.sweep->y_axis = sim::parse_sweep_axis(axes[1], "--pareto-axes");
+  if (const auto pr = parallel_from(vm)) {
+    if (pr->gpus > 0) throw input_error("", "--gpus", "sweep times one split: give --tp/--pp/--dp/--ep");
+    scenario.sweep->split = pr->split;
+  }
   const sim::workload w = workload_from(vm, hw.kind == "cpu" ? sim::dtype::fp32 : sim::dtype::bf16);
   const analysis::configuration config{model, w, hw, baseline_from(vm)};
   const analysis::analysis_result a = analysis::analyze(config, scenario);

@@ -467,3 +467,25 @@ TEST(Cli, RoutingFlagsOnAnMoeModelWithoutModAreRefused) {
   // A MoDE model takes them.
   EXPECT_EQ(modsim("flops mode-staged-220m --capacity 0.25").code, 0);
 }
+
+TEST(Cli, SweepOverASplitTimesItsCurrentPointAsPredictDoes) {
+  const auto csv =
+      std::filesystem::temp_directory_path() / ("modsim_cli_sweep_tp_" + std::to_string(::getpid()) + ".csv");
+  const result s = modsim("sweep mod-60m --hardware h100-sxm --tp 2 --format json --out '" + csv.string() + "'");
+  ASSERT_EQ(s.code, 0) << s.err;
+  const boost::json::object sweep = boost::json::parse(s.out).as_object();
+  const boost::json::object& current =
+      sweep.at("points").as_array().at(static_cast<std::size_t>(sweep.at("current_point").as_int64())).as_object();
+  const result p = modsim("predict mod-60m --hardware h100-sxm --tp 2 --format json");
+  ASSERT_EQ(p.code, 0) << p.err;
+  const boost::json::object predict = boost::json::parse(p.out).as_object();
+  // One step over two GPUs, the same number in both commands.
+  EXPECT_DOUBLE_EQ(current.at("time_s").to_number<double>(),
+                   predict.at("parallel").at("model").at("step_s").to_number<double>());
+  // A split the model cannot take is one line of bad input; --gpus is predict's and report's.
+  const result bad = modsim("sweep mod-60m --hardware h100-sxm --tp 3 --out '" + csv.string() + "'");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--tp: n_heads 8 is not divisible by 3"), std::string::npos) << bad.err;
+  EXPECT_EQ(modsim("sweep mod-60m --hardware h100-sxm --gpus 8 --out '" + csv.string() + "'").code, 2);
+  std::filesystem::remove(csv);
+}
