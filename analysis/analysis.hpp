@@ -120,6 +120,13 @@ struct parallel_section {
   sim::parallel_prediction model, baseline;                         // the split, for the model and its baseline
   std::vector<sim::parallel_prediction> best_model, best_baseline;  // with gpus > 0, fastest first
   int gpus = 0;
+
+  // The baseline's step on `split` among best_baseline; 0 when the baseline cannot take it.
+  double baseline_step_s(const sim::parallel_spec& split) const {
+    for (const sim::parallel_prediction& q : best_baseline)
+      if (sim::same_split(q.split, split)) return q.step_s;
+    return 0;
+  }
 };
 
 struct scenario {

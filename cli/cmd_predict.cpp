@@ -170,10 +170,6 @@ std::string des_routing_name(decode_routing r) { return std::string(modsim::to_s
 cell ms_cell(double s) { return cell(ms(s), fmt::format("{}", s)); }
 std::string ratio_text(double a, double b) { return b > 0 ? fmt::format("{:.3f}", a / b) : "-"; }
 
-std::string split_text(const sim::parallel_spec& p) {
-  return fmt::format("tp {} x pp {} x dp {}{}", p.tp, p.pp, p.dp, p.ep > 1 ? fmt::format(" (ep {})", p.ep) : "");
-}
-
 json::object parallel_json(const sim::parallel_prediction& p) {
   json::object j;
   j["tp"] = p.split.tp;
@@ -230,7 +226,7 @@ void add_parallel(output& o, const analysis::parallel_section& ps) {
 
   table t;
   t.title = fmt::format("over {} GPUs: {}, {} micro-batches (per step, the slowest stage)", ps.model.split.gpus(),
-                        split_text(ps.model.split), ps.model.split.micro_batches);
+                        sim::to_string(ps.model.split), ps.model.split.micro_batches);
   t.columns = {"",           "step ms",   "compute ms",    "TP comm ms",        "EP comm ms",
                "PP send ms", "bubble ms", "DP exposed ms", "by layer count ms", "memory/GPU GB"};
   auto row = [&](const char* who, const sim::parallel_prediction& p) {
@@ -256,10 +252,8 @@ void add_parallel(output& o, const analysis::parallel_section& ps) {
     b.title = fmt::format("every split of {} GPUs: those that fit in memory first, fastest first", ps.gpus);
     b.columns = {"split", "model step ms", "baseline step ms", "ratio", "memory/GPU GB", "fits"};
     for (const auto& p : ps.best_model) {
-      double base = 0;
-      for (const auto& q : ps.best_baseline)
-        if (q.split.tp == p.split.tp && q.split.pp == p.split.pp && q.split.dp == p.split.dp) base = q.step_s;
-      b.rows.push_back({split_text(p.split), ms_cell(p.step_s), base > 0 ? ms_cell(base) : cell("-"),
+      const double base = ps.baseline_step_s(p.split);
+      b.rows.push_back({sim::to_string(p.split), ms_cell(p.step_s), base > 0 ? ms_cell(base) : cell("-"),
                         ratio_text(p.step_s, base), number(p.memory_per_gpu.total() / 1e9, "{:.1f}"),
                         p.memory_verdict.empty() ? "yes" : "no"});
     }

@@ -15,19 +15,7 @@
 #endif
 
 namespace modsim::reports::detail {
-namespace {
-
-std::string split_name(const sim::parallel_spec& p) {
-  std::string s = fmt::format("TP {} × PP {} × DP {}", p.tp, p.pp, p.dp);
-  if (p.ep > 1) s += fmt::format(" (EP {})", p.ep);
-  return s;
-}
-
-double exposed_comm_s(const sim::parallel_prediction& p) {
-  return p.tp_comm_s + p.ep_comm_s + p.pp_send_s + p.dp_exposed_s;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 section parallel_section_of(const report_data& d, document& doc) {
   section s{"parallel", "Parallelism: the step over several GPUs (predicted)", "Parallelism", {}};
@@ -44,7 +32,7 @@ section parallel_section_of(const report_data& d, document& doc) {
       "it really computes (a routed layer's k, not S), pipeline stages are balanced by predicted time and run "
       "1F1B, and in training the data-parallel gradient all-reduce (as large as the dense model's: MoD skips "
       "tokens, not weights) overlaps the backward pass. Collectives are `modsim comm`'s on {}'s interconnect.",
-      subject(d).model.name, d.baseline_label, m.split.gpus(), split_name(m.split),
+      subject(d).model.name, d.baseline_label, m.split.gpus(), sim::to_string(m.split),
       m.split.pp > 1 ? fmt::format(", {} micro-batches", m.split.micro_batches) : std::string(), d.hardware.name)));
 
   table t{{"", "step ms", "compute ms", "exposed comm. ms", "bubble ms", "TP all-reduce GB", "memory/GPU GB"},
@@ -52,7 +40,7 @@ section parallel_section_of(const report_data& d, document& doc) {
           {},
           {}};
   auto row = [&](const std::string& who, const sim::parallel_prediction& p) {
-    t.rows.push_back({who, ms(p.step_s), ms(p.compute_s), ms(exposed_comm_s(p)), ms(p.bubble_s),
+    t.rows.push_back({who, ms(p.step_s), ms(p.compute_s), ms(p.exposed_comm_s()), ms(p.bubble_s),
                       fmt::format("{:.2f}", p.tp_bytes_per_step / 1e9),
                       fmt::format("{:.1f}{}", p.memory_per_gpu.total() / 1e9, p.memory_verdict.empty() ? "" : " ✗")});
   };
@@ -60,13 +48,13 @@ section parallel_section_of(const report_data& d, document& doc) {
   row(d.baseline_label, b);
   s.blocks.push_back(table_block(
       std::move(t), fmt::format("{}: the slowest stage's parts over the step; ✗ = does not fit in {} GB per GPU",
-                                split_name(m.split), d.hardware.memory_bytes / 1e9)));
+                                sim::to_string(m.split), d.hardware.memory_bytes / 1e9)));
   s.blocks.push_back(paragraph(fmt::format(
       "{} takes **{} ms** against {} ms for the baseline (**{:.3f}x**); communication the next op waits for is {:.0f}% "
       "of its step ({:.0f}% of the baseline's): the all-reduces shrink with the routed tokens as the compute does.",
       subject(d).model.name, ms(m.step_s), ms(b.step_s), b.step_s > 0 ? m.step_s / b.step_s : 0.0,
-      m.step_s > 0 ? 100 * exposed_comm_s(m) / m.step_s : 0.0,
-      b.step_s > 0 ? 100 * exposed_comm_s(b) / b.step_s : 0.0)));
+      m.step_s > 0 ? 100 * m.exposed_comm_s() / m.step_s : 0.0,
+      b.step_s > 0 ? 100 * b.exposed_comm_s() / b.step_s : 0.0)));
   if (m.split.pp > 1) {
     table st{{"stage", "first layer", "balanced by time ms", "by layer count ms"}, {true, true, true, true}, {}, {}};
     for (std::size_t i = 0; i < m.stages.stage_s.size(); ++i)
@@ -92,21 +80,20 @@ section parallel_section_of(const report_data& d, document& doc) {
     chart.stacked = true;
     chart.sets = {{"compute", {}, 0}, {"exposed communication", {}, 3}, {"pipeline bubble", {}, 1}};
     for (const sim::parallel_prediction& p : ps.best_model) {
-      double base = 0;
-      for (const sim::parallel_prediction& q : ps.best_baseline)
-        if (q.split.tp == p.split.tp && q.split.pp == p.split.pp && q.split.dp == p.split.dp) base = q.step_s;
+      const double base = ps.baseline_step_s(p.split);
       const bool fits = p.memory_verdict.empty();
-      r.rows.push_back({split_name(p.split), ms(p.step_s), base > 0 ? ms(base) : "-",
-                        base > 0 ? fmt::format("{:.3f}", p.step_s / base) : "-", ms(p.compute_s), ms(exposed_comm_s(p)),
-                        ms(p.bubble_s), fmt::format("{:.1f}", p.memory_per_gpu.total() / 1e9), fits ? "yes" : "no"});
+      r.rows.push_back({sim::to_string(p.split), ms(p.step_s), base > 0 ? ms(base) : "-",
+                        base > 0 ? fmt::format("{:.3f}", p.step_s / base) : "-", ms(p.compute_s),
+                        ms(p.exposed_comm_s()), ms(p.bubble_s), fmt::format("{:.1f}", p.memory_per_gpu.total() / 1e9),
+                        fits ? "yes" : "no"});
       if (&p == &ps.best_model.front() && fits) r.emphasised.insert(r.rows.size() - 1);
       csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", p.split.tp, p.split.pp, p.split.dp, p.split.ep,
-                         p.split.micro_batches, p.step_s, base, p.compute_s, exposed_comm_s(p), p.bubble_s,
+                         p.split.micro_batches, p.step_s, base, p.compute_s, p.exposed_comm_s(), p.bubble_s,
                          p.memory_per_gpu.total(), fits ? "true" : "false");
       if (fits) {
         chart.categories.push_back(fmt::format("{}x{}x{}", p.split.tp, p.split.pp, p.split.dp));
         chart.sets[0].values.push_back(p.compute_s * 1e3);
-        chart.sets[1].values.push_back(exposed_comm_s(p) * 1e3);
+        chart.sets[1].values.push_back(p.exposed_comm_s() * 1e3);
         chart.sets[2].values.push_back(p.bubble_s * 1e3);
       }
     }

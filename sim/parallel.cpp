@@ -36,6 +36,16 @@ void validate_parallel(const model_spec& m, const workload& w, const parallel_sp
   if (p.micro_batches < 0) bad("--micro-batches", "must be >= 0");
 }
 
+bool same_split(const parallel_spec& a, const parallel_spec& b) {
+  return a.tp == b.tp && a.pp == b.pp && a.dp == b.dp && a.ep == b.ep;
+}
+
+std::string to_string(const parallel_spec& p) {
+  std::string s = "TP " + std::to_string(p.tp) + " × PP " + std::to_string(p.pp) + " × DP " + std::to_string(p.dp);
+  if (p.ep > 1) s += " (EP " + std::to_string(p.ep) + ")";
+  return s;
+}
+
 model_spec tp_shard(const model_spec& m, int tp) {
   model_spec s = m;
   s.n_heads = m.n_heads / tp;

@@ -24,6 +24,7 @@
 // Pipeline parallel: layers split into contiguous stages; the LM head runs on the last one.
 // A 1F1B schedule of m micro-batches over p stages idles (p − 1)/(m + p − 1) of the step when
 // the stages are equal; a step takes (m + p − 1) × the slowest stage's micro-batch time.
+#include <string>
 #include <vector>
 
 #include "sim/spec.hpp"
@@ -38,6 +39,11 @@ struct parallel_spec {
   int micro_batches = 0;  // per step with pp > 1; 0 = 4·pp (or the local batch when smaller)
   int gpus() const { return tp * pp * dp; }
 };
+
+// The same GPUs doing the same parts (micro-batches aside).
+bool same_split(const parallel_spec& a, const parallel_spec& b);
+// "TP 2 × PP 1 × DP 4", with " (EP 2)" when experts are split.
+std::string to_string(const parallel_spec& p);
 
 // Checks the split against the model and workload; throws modsim::error(bad_input) naming the
 // flag ("--tp: n_heads 16 is not divisible by 3").

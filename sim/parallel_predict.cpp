@@ -84,23 +84,24 @@ parallel_prediction predict_parallel(const model_spec& model, const workload& w,
   const double send_s =
       split.pp > 1 ? (w.mode == run_mode::train ? 2 : 1) * collective_s(hw, collective::send_recv, act_bytes, 2) : 0.0;
 
-  auto step_of = [&](const stage_split& s) {
-    double slowest = 0;
-    for (std::size_t i = 0; i < s.stage_s.size(); ++i)
-      slowest = std::max(slowest, s.stage_s[i] + (i + 1 < s.stage_s.size() ? send_s : 0.0));
-    return std::pair{slowest, (m + split.pp - 1) * slowest};
+  // A stage's micro-batch: its layers, and the send to the next stage (none from the last).
+  auto stage_with_send = [&](const stage_split& s, std::size_t i) {
+    return s.stage_s[i] + (i + 1 < s.stage_s.size() ? send_s : 0.0);
+  };
+  auto slowest_of = [&](const stage_split& s) {
+    std::size_t worst = 0;
+    for (std::size_t i = 1; i < s.stage_s.size(); ++i)
+      if (stage_with_send(s, i) >= stage_with_send(s, worst)) worst = i;
+    return worst;
   };
   out.stages = balanced_split(layer_s, head_s, split.pp);
   out.naive_stages = naive_split(layer_s, head_s, split.pp);
-  const auto [slowest, pipeline_s] = step_of(out.stages);
-  out.naive_step_s = step_of(out.naive_stages).second;
+  const std::size_t worst = slowest_of(out.stages);
+  const double slowest = stage_with_send(out.stages, worst);
+  const double pipeline_s = (m + split.pp - 1) * slowest;
+  out.naive_step_s = (m + split.pp - 1) * stage_with_send(out.naive_stages, slowest_of(out.naive_stages));
 
   // The slowest stage's parts.
-  std::size_t worst = 0;
-  for (std::size_t i = 0; i < out.stages.stage_s.size(); ++i)
-    if (out.stages.stage_s[i] + (i + 1 < out.stages.stage_s.size() ? send_s : 0.0) >=
-        out.stages.stage_s[worst] + (worst + 1 < out.stages.stage_s.size() ? send_s : 0.0))
-      worst = i;
   const int first = out.stages.first_layer[worst];
   const int last =
       worst + 1 < out.stages.first_layer.size() ? out.stages.first_layer[worst + 1] : static_cast<int>(layer_s.size());

@@ -42,6 +42,9 @@ struct parallel_prediction {
   memory_footprint memory_per_gpu;  // weights, state and KV divided; activations of the stage in flight
   std::string memory_verdict;       // empty when it fits
   std::vector<std::string> notes;
+
+  // The communication the next op waits for: TP, EP, the stage send and DP's exposed part.
+  double exposed_comm_s() const { return tp_comm_s + ep_comm_s + pp_send_s + dp_exposed_s; }
 };
 
 // Throws modsim::error(bad_input) for a split that does not fit the model (validate_parallel),

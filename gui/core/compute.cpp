@@ -240,19 +240,14 @@ ParallelRow parallelRowOf(const sim::parallel_prediction& p) {
   r.dp = p.split.dp;
   r.ep = p.split.ep;
   r.microBatches = p.split.micro_batches;
-  r.split = "TP " + std::to_string(r.tp) + " × PP " + std::to_string(r.pp) + " × DP " + std::to_string(r.dp) +
-            (r.ep > 1 ? " (EP " + std::to_string(r.ep) + ")" : std::string());
+  r.split = sim::to_string(p.split);
   r.stepS = p.step_s;
   r.computeS = p.compute_s;
-  r.commS = p.tp_comm_s + p.ep_comm_s + p.pp_send_s + p.dp_exposed_s;
+  r.commS = p.exposed_comm_s();
   r.bubbleS = p.bubble_s;
   r.memoryBytes = p.memory_per_gpu.total();
   r.fits = p.memory_verdict.empty();
   return r;
-}
-
-bool sameSplit(const sim::parallel_spec& a, const sim::parallel_spec& b) {
-  return a.tp == b.tp && a.pp == b.pp && a.dp == b.dp && a.ep == b.ep;
 }
 
 ParallelResult parallelOf(const analysis::analysis_result& a, const ExplorerConfig& config) {
@@ -276,9 +271,8 @@ ParallelResult parallelOf(const analysis::analysis_result& a, const ExplorerConf
   if (!ps.model.memory_verdict.empty()) out.notes.push_back("per GPU the step " + ps.model.memory_verdict);
   for (const sim::parallel_prediction& p : ps.best_model) {
     ParallelRow r = parallelRowOf(p);
-    for (const sim::parallel_prediction& q : ps.best_baseline)
-      if (sameSplit(q.split, p.split)) r.baselineStepS = q.step_s;
-    r.chosen = sameSplit(p.split, ps.model.split);
+    r.baselineStepS = ps.baseline_step_s(p.split);
+    r.chosen = sim::same_split(p.split, ps.model.split);
     out.rows.push_back(std::move(r));
   }
   out.available = true;
