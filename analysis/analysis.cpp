@@ -1,5 +1,7 @@
 #include "analysis/analysis.hpp"
 
+#include "sim/des/parallel_step.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -149,6 +151,20 @@ sweep_section sweep_around(const configuration& c, const sim::cost_model& cost, 
 sim::des::timeline step_timeline(const configuration& c, const sim::cost_model& cost, const timeline_request& r,
                                  analysis_result& out) {
   namespace des = sim::des;
+  if (r.split && (r.split->gpus() > 1 || r.split->ep > 1)) {
+    const des::device_model dev = c.load.mode == sim::run_mode::decode
+                                      ? sim::decode_device_model(cost, c.load.type)
+                                      : des::device_model_of(cost, c.load.type);
+    des::parallel_step_request q;
+    q.split = *r.split;
+    q.cuda_graph = r.cuda_graph;
+    q.routing = r.routing;
+    q.pad_capacity = r.pad_capacity;
+    q.seed = r.seed;
+    des::parallel_step ps = des::build_parallel_step(c.model, c.load, cost, dev, q);
+    out.timeline_parallel = parallel_timeline{ps.split, ps.first_layer, ps.micro_batch, ps.predicted_step_s};
+    return des::simulate_execution(std::move(ps.kernels), dev, ps.options);
+  }
   if (c.load.mode == sim::run_mode::decode) {
     // A decode step is timed with the calibration's decode fit where it has one.
     const des::step_builder b(c.model, c.load.type, sim::decode_device_model(cost, c.load.type));

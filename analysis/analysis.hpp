@@ -74,7 +74,18 @@ struct timeline_request {
   sim::des::decode_routing routing = sim::des::decode_routing::sync;
   std::optional<double> pad_capacity;  // empty: sim::des::pad_rows' default rule
   std::uint64_t seed = 1;              // decode routing draws
+  // The step over several GPUs (sim/des/parallel_step.hpp): the kernels of one data-parallel
+  // replica's pipeline, collectives on streams of their own. Absent or one GPU: one device.
+  std::optional<sim::parallel_spec> split;
   decode_step_options decode_options() const;
+};
+
+// What a timeline over several GPUs ran (analysis_result::timeline_parallel).
+struct parallel_timeline {
+  sim::parallel_spec split;      // micro-batches resolved
+  std::vector<int> first_layer;  // per stage (device)
+  std::int64_t micro_batch = 0;  // sequences per micro-batch
+  double predicted_step_s = 0;   // sim::predict_parallel's closed form of the same split
 };
 
 // The serving pair.
@@ -186,6 +197,7 @@ struct analysis_result {
   std::optional<sim::des::timeline> timeline;
   std::int64_t decode_decisions = 0, decode_routed = 0;  // decode timeline: routing draws
   std::optional<decode_breakdown> decode;                // decode timeline: where the step goes
+  std::optional<parallel_timeline> timeline_parallel;    // a timeline over several GPUs
   std::string timeline_missing;
   std::optional<sampling_map> sampling;
   std::string sampling_missing;

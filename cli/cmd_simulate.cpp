@@ -39,7 +39,8 @@ namespace des = sim::des;
 const char* const k_usage =
     "usage: modsim simulate forward MODEL --hardware HW [--batch B] [--seq S] [--mode forward|train|decode]\n"
     "                               [--dtype D] [--graph] [--decode-routing sync|pad] [--pad-capacity C]\n"
-    "                               [--seed N] [--trace FILE.json] [--format table|json|csv|markdown]\n"
+    "                               [--seed N] [--tp N] [--pp N] [--dp N] [--ep N] [--micro-batches M]\n"
+    "                               [--trace FILE.json] [--format table|json|csv|markdown]\n"
     "       modsim simulate serve MODEL --hardware HW [--rate R --requests N | --arrivals FILE.csv] [--seed N]\n"
     "                               [--prompt-tokens D] [--output-tokens D] [--max-seqs N]\n"
     "                               [--max-batched-tokens N] [--chunked-prefill N] [--kv-budget BYTES]\n"
@@ -54,7 +55,10 @@ const char* const k_usage =
     "reads the routed count back to the host before sizing the routed block, pad sizes it to\n"
     "--pad-capacity of the batch with no sync (wasted FLOPs; default: the layer's capacity + 3 sigma\n"
     "of the binomial routed count, min(1, c + 3 sqrt(c(1-c)/B)), rounded up to whole rows). The decode\n"
-    "step time is the one `modsim predict --mode decode` prints. `serve` simulates requests arriving\n"
+    "step time is the one `modsim predict --mode decode` prints. --tp/--pp/--dp/--ep split the step over\n"
+    "GPUs: each pipeline stage is a GPU with its own host, a compute stream and streams for the layers'\n"
+    "collectives, the stage sends and the gradient buckets; 1F1B micro-batches; the table splits each\n"
+    "GPU's time into compute, exposed communication and idle (bubble). `serve` simulates requests arriving\n"
     "(Poisson --rate/--requests, or --arrivals CSV with arrival_s,prompt_tokens,output_tokens),\n"
     "continuous batching, a paged KV cache of device memory minus weights (or --kv-budget) with\n"
     "preemption by recompute. Token distributions: N, uniform:A:B, exp:MEAN. The dense baseline (--baseline\n"
@@ -85,7 +89,26 @@ struct forward_run {
   analysis::timeline_request request;
   const des::timeline* tl = nullptr;
   std::int64_t decisions = 0, routed = 0;  // decode routing draws
+  const analysis::parallel_timeline* parallel = nullptr;  // a step over several GPUs
+  int n_layers = 0;
 };
+
+json::object device_json(const des::device_summary& d) {
+  return {{"device", d.device},           {"end_s", d.end_s},
+          {"busy_s", d.busy_s},           {"compute_s", d.compute_s},
+          {"comm_s", d.comm_s},           {"exposed_comm_s", d.exposed_comm_s},
+          {"wait_host_s", d.wait_host_s}, {"wait_other_s", d.wait_other_s},
+          {"kernels", d.kernels}};
+}
+
+// "layers 0-7" of stage s.
+std::string stage_layers(const analysis::parallel_timeline& p, std::size_t s, int n_layers) {
+  const int first = p.first_layer[s];
+  const int last = s + 1 < p.first_layer.size() ? p.first_layer[s + 1] - 1 : n_layers - 1;
+  std::string out = first == last ? fmt::format("layer {}", first) : fmt::format("layers {}-{}", first, last);
+  if (s + 1 == p.first_layer.size()) out += " + LM head";
+  return out;
+}
 
 json::object class_json(const des::class_summary& c, double step_s) {
   json::object o;
@@ -128,6 +151,24 @@ json::value forward_json(const forward_run& r) {
   json::array classes;
   for (const des::class_summary& c : s.by_class) classes.push_back(class_json(c, s.step_s));
   root["by_class"] = std::move(classes);
+  if (r.parallel) {
+    const analysis::parallel_timeline& p = *r.parallel;
+    json::array first;
+    for (const int f : p.first_layer) first.push_back(f);
+    root["parallel"] = json::object{{"tp", p.split.tp},
+                                    {"pp", p.split.pp},
+                                    {"dp", p.split.dp},
+                                    {"ep", p.split.ep},
+                                    {"micro_batches", p.split.micro_batches},
+                                    {"micro_batch", p.micro_batch},
+                                    {"stage_first_layer", std::move(first)},
+                                    {"predicted_step_s", p.predicted_step_s}};
+  }
+  if (!s.devices.empty()) {
+    json::array devices;
+    for (const des::device_summary& d : s.devices) devices.push_back(device_json(d));
+    root["devices"] = std::move(devices);
+  }
   return root;
 }
 
@@ -141,6 +182,8 @@ table kernel_table(const des::timeline& tl) {
                "start_s",     "dur_s",    "gpu_wait_before_s",
                "launches",    "tokens",   "matmul_flops",
                "other_flops", "bytes",    "wasted_matmul_flops"};
+  const bool devices = !tl.summary.devices.empty();
+  if (devices) t.columns.push_back("device");
   t.people = false;
   t.csv = true;
   std::vector<double> start(tl.kernels.size(), 0), dur(tl.kernels.size(), 0), wait(tl.kernels.size(), 0);
@@ -160,6 +203,7 @@ table kernel_table(const des::timeline& tl) {
                       num(start[i]), num(dur[i]), num(wait[i]), integer(k.launches), integer(k.tokens),
                       integer(k.matmul_flops), integer(k.other_flops), integer(k.bytes),
                       integer(k.wasted_matmul_flops)});
+    if (devices) t.rows.back().push_back(integer(k.device));
   }
   return t;
 }
@@ -190,7 +234,31 @@ output forward_output(const forward_run& r) {
     summary.rows.push_back(
         {"decode routed", fmt::format("{} of {} decisions ({:.3f})", r.routed, r.decisions,
                                       static_cast<double>(r.routed) / static_cast<double>(r.decisions))});
+  if (r.parallel) {
+    const analysis::parallel_timeline& p = *r.parallel;
+    o.head.push_back(fmt::format("{} GPUs as {}{}; one replica simulated, {} GPU{} (one per stage, each standing for its {} TP rank{})",
+                                 p.split.gpus(), sim::to_string(p.split),
+                                 p.split.pp > 1 ? fmt::format(", {} micro-batches of {} (1F1B)", p.split.micro_batches,
+                                                              p.micro_batch)
+                                                : std::string(),
+                                 p.split.pp, p.split.pp > 1 ? "s" : "", p.split.tp, p.split.tp > 1 ? "s" : ""));
+    if (p.split.pp > 1) {
+      summary.rows[1][0] = fmt::format("GPU busy (mean of {})", p.split.pp);
+      summary.rows[2][0] = fmt::format("GPU waited on host (mean of {})", p.split.pp);
+      summary.rows[6][0] = fmt::format("matmul GFLOP ({} GPUs)", p.split.pp);
+    }
+    summary.rows.push_back({"closed form (modsim predict)", usec(p.predicted_step_s)});
+  }
   o.tables.push_back(std::move(summary));
+  if (!s.devices.empty()) {
+    table g;
+    g.columns = {"GPU", "runs", "compute", "communication", "exposed comm", "idle: bubble, collectives", "idle: host", "busy"};
+    for (const des::device_summary& d : s.devices)
+      g.rows.push_back({integer(d.device), r.parallel ? stage_layers(*r.parallel, static_cast<std::size_t>(d.device), r.n_layers) : "all",
+                        usec(d.compute_s), usec(d.comm_s), usec(d.exposed_comm_s), usec(d.wait_other_s),
+                        usec(d.wait_host_s), fmt::format("{:.1f}%", s.step_s > 0 ? 100.0 * d.busy_s / s.step_s : 0.0)});
+    o.tables.push_back(std::move(g));
+  }
   table classes;
   classes.columns = {"op class", "kernels", "launches", "device", "share", "GPU waited before", "matmul GFLOP"};
   for (const des::class_summary& c : s.by_class)
@@ -209,15 +277,31 @@ int simulate_forward(const po::variables_map& vm, output_format format) {
 
   analysis::scenario scenario;
   scenario.prediction = false;
-  const analysis::timeline_request& q = scenario.timeline.emplace(step_options_from(vm));
+  analysis::timeline_request& q = scenario.timeline.emplace(step_options_from(vm));
+  if (const auto pr = parallel_from(vm)) {
+    if (vm.count("gpus"))
+      throw input_error("", "--gpus", "is a `modsim predict` option (it ranks splits); simulate takes one split");
+    q.split = pr->split;
+  }
   const analysis::analysis_result a = analysis::analyze({model, w, hw, std::nullopt}, scenario);
 
-  const forward_run r{model.name, hw.name, a.cost_label, w, q, &*a.timeline, a.decode_decisions, a.decode_routed};
+  const forward_run r{model.name,
+                      hw.name,
+                      a.cost_label,
+                      w,
+                      q,
+                      &*a.timeline,
+                      a.decode_decisions,
+                      a.decode_routed,
+                      a.timeline_parallel ? &*a.timeline_parallel : nullptr,
+                      model.n_layers};
   if (vm.count("trace")) {
     const std::string title =
         fmt::format("modsim simulate forward: {} on {} ({}, batch {}, {} {})", model.name, hw.name,
                     sim::to_string(w.mode), w.batch, w.mode == sim::run_mode::decode ? "context" : "seq", w.seq_len);
-    sim::write_file_atomically(vm["trace"].as<std::string>(), des::chrome_trace(*a.timeline, title));
+    sim::write_file_atomically(vm["trace"].as<std::string>(),
+                               a.timeline_parallel ? des::chrome_trace_parallel(*a.timeline, title)
+                                                   : des::chrome_trace(*a.timeline, title));
   }
   print(forward_output(r), format, std::cout);
   return exit_ok;
@@ -521,6 +605,9 @@ int cmd_simulate(const std::vector<std::string>& args) {
   add_baseline_option(serve);
   options.add(fwd).add(serve);
   add_routing_overrides(options);
+  po::options_description split("GPUs (forward)");
+  add_parallel_options(split);
+  options.add(split);
   po::positional_options_description positional;
   positional.add("what", 1).add("model", 1);
   po::variables_map vm;
@@ -542,7 +629,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
     return simulate_forward(vm, format);
   }
   if (what == "serve") {
-    for (const char* k : {"batch", "seq", "mode", "workload"}) {
+    for (const char* k : {"batch", "seq", "mode", "workload", "tp", "pp", "dp", "ep", "micro-batches", "gpus"}) {
       if (vm.count(k)) throw input_error("", std::string("--") + k, "is a `simulate forward` option");
     }
     return simulate_serve(vm, format);

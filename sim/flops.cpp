@@ -628,21 +628,20 @@ op_cost sum_costs(const std::vector<op_cost>& list) {
   return op_cost{"", m.v, o.v, b.v};
 }
 
-std::int64_t parameter_count(const model_spec& model) {
+std::vector<std::int64_t> layer_parameter_counts(const model_spec& model) {
   const checked d = model.d_model;
   const checked dq = model.d_q();
   const checked dkv = model.d_kv();
   const checked F = model.d_ff;
-  const checked V = model.vocab_size;
   const checked mats = model.mlp == mlp_kind::swiglu ? 3 : 2;
   const bool has_moe = model.mode.has_value();
   const mode_variant variant = has_moe ? model.mode->variant : mode_variant::staged;
 
-  checked total = V * d + V * d + d;  // embedding, lm head, final norm
+  std::vector<std::int64_t> out;
   for (const layer_plan& plan : plan_layers(model)) {
     const bool routed = plan.routed && !(has_moe && variant == mode_variant::moe);
     const bool mod_routing = routed && !(has_moe && variant == mode_variant::integrated);
-    total = total + d * (dq + 2 * dkv) + dq * d + 2 * d;
+    checked total = d * (dq + 2 * dkv) + dq * d + 2 * d;
     if (has_moe) {
       const checked E = model.mode->experts;
       const checked noop = routed && variant == mode_variant::integrated ? model.mode->noop_experts : 0;
@@ -657,7 +656,20 @@ std::int64_t parameter_count(const model_spec& model) {
         total = total + d * h + h;
       }
     }
+    out.push_back(total.v);
   }
+  return out;
+}
+
+std::int64_t outside_layer_parameter_count(const model_spec& model) {
+  const checked d = model.d_model;
+  const checked V = model.vocab_size;
+  return (V * d + V * d + d).v;  // embedding, lm head, final norm
+}
+
+std::int64_t parameter_count(const model_spec& model) {
+  checked total = outside_layer_parameter_count(model);
+  for (const std::int64_t l : layer_parameter_counts(model)) total = total + checked(l);
   return total.v;
 }
 

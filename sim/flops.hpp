@@ -251,7 +251,10 @@ struct flops_report {
 // that does not fit in int64.
 flops_report evaluate_flops(const model_spec& model, const workload& w);
 
-// The weight count of `model` (see above).
+// The weight count of `model` (see above): outside_layer_parameter_count (embedding, LM head,
+// final norm) plus layer_parameter_counts (per layer, routers and predictors included).
 std::int64_t parameter_count(const model_spec& model);
+std::vector<std::int64_t> layer_parameter_counts(const model_spec& model);
+std::int64_t outside_layer_parameter_count(const model_spec& model);
 
 }  // namespace modsim::sim

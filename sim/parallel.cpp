@@ -56,6 +56,12 @@ model_spec tp_shard(const model_spec& m, int tp) {
   return s;
 }
 
+double expert_slots(const mode_spec& mo, double tokens, int noop_experts) {
+  if (mo.capacity_factor > 0)
+    return mo.experts * std::ceil(mo.capacity_factor * tokens * mo.top_k / (mo.experts + noop_experts));
+  return tokens * mo.top_k * (double(mo.experts) / double(mo.experts + noop_experts));
+}
+
 std::vector<layer_traffic> layer_traffic_of(const model_spec& m, const workload& w) {
   const flops_report f = evaluate_flops(m, w);
   const double e = dtype_bytes(w.type);
@@ -70,13 +76,8 @@ std::vector<layer_traffic> layer_traffic_of(const model_spec& m, const workload&
     t.tp_allreduce_bytes = t.tokens * m.d_model * e;
     t.tp_allreduces = 2 * passes;
     if (m.mode) {
-      const mode_spec& mo = *m.mode;
-      const int noop = l.routed && integrated ? mo.noop_experts : 0;
-      const double share = double(mo.experts) / double(mo.experts + noop);
-      double slots = t.tokens * mo.top_k * share;
-      if (mo.capacity_factor > 0)
-        slots = mo.experts * std::ceil(mo.capacity_factor * t.tokens * mo.top_k / (mo.experts + noop));
-      t.ep_all_to_all_bytes = slots * m.d_model * e;
+      const int noop = l.routed && integrated ? m.mode->noop_experts : 0;
+      t.ep_all_to_all_bytes = expert_slots(*m.mode, t.tokens, noop) * m.d_model * e;
       t.ep_all_to_alls = 2 * passes;
     }
     out.push_back(t);

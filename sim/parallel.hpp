@@ -62,6 +62,11 @@ struct layer_traffic {
   int ep_all_to_alls = 0;          // per step: 2 forward (dispatch, combine), 4 training
 };
 
+// The token-slots of `tokens` tokens that reach real experts (and move in an expert-parallel
+// all-to-all): tokens · top_k · E/(E + N) with N no-op experts, or with a capacity factor f the
+// experts' capacity E · ceil(f · tokens · top_k/(E + N)).
+double expert_slots(const mode_spec& mode, double tokens, int noop_experts);
+
 // Per layer, for the whole batch `w` (divide by dp for one replica's share).
 std::vector<layer_traffic> layer_traffic_of(const model_spec& model, const workload& w);
 

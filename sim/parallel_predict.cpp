@@ -9,11 +9,7 @@
 #include "sim/predict.hpp"
 
 namespace modsim::sim {
-namespace {
-
-constexpr double k_bucket_bytes = 25e6;  // DP gradient bucket (PyTorch DDP's default, 25 MB)
-
-double collective_s(const hardware_spec& hw, collective c, double bytes, int gpus) {
+double collective_seconds(const hardware_spec& hw, collective c, double bytes, int gpus) {
   if (gpus < 2 || bytes <= 0) return 0;
   comm_request r;
   r.op = c;
@@ -22,21 +18,18 @@ double collective_s(const hardware_spec& hw, collective c, double bytes, int gpu
   return predict_collective(hw, r).time_s;
 }
 
-// The DP group: its GPUs are tp·pp apart, so on different nodes once tp·pp fills a node.
-double dp_allreduce_s(const hardware_spec& hw, double bytes, int dp, int gpus_per_stage_group) {
+double dp_allreduce_seconds(const hardware_spec& hw, double bytes, int dp, int gpus_per_replica) {
   if (dp < 2 || bytes <= 0) return 0;
   const interconnect_spec ic = effective_interconnect(hw);
-  if (ic.gpus_per_node > 0 && gpus_per_stage_group >= ic.gpus_per_node && ic.inter_node) {
+  if (ic.gpus_per_node > 0 && gpus_per_replica >= ic.gpus_per_node && ic.inter_node) {
     interconnect_spec across = ic;
     across.gpus_per_node = 1;  // every ring hop leaves the node
     across.calibration.clear();
     return collective_time(collective::all_reduce, comm_algorithm::ring, std::llround(bytes), dp, across,
                            hw.source_file);
   }
-  return collective_s(hw, collective::all_reduce, bytes, dp);
+  return collective_seconds(hw, collective::all_reduce, bytes, dp);
 }
-
-}  // namespace
 
 parallel_prediction predict_parallel(const model_spec& model, const workload& w, const cost_model& cost,
                                      const parallel_spec& split) {
@@ -66,9 +59,9 @@ parallel_prediction predict_parallel(const model_spec& model, const workload& w,
     const double c = mt.layers[i].time_s * overhead_scale;
     const layer_traffic& t = traffic[i];
     const double tp_s =
-        split.tp > 1 ? t.tp_allreduces * collective_s(hw, collective::all_reduce, t.tp_allreduce_bytes, split.tp) : 0.0;
+        split.tp > 1 ? t.tp_allreduces * collective_seconds(hw, collective::all_reduce, t.tp_allreduce_bytes, split.tp) : 0.0;
     const double ep_s =
-        split.ep > 1 ? t.ep_all_to_alls * collective_s(hw, collective::all_to_all, t.ep_all_to_all_bytes, split.ep)
+        split.ep > 1 ? t.ep_all_to_alls * collective_seconds(hw, collective::all_to_all, t.ep_all_to_all_bytes, split.ep)
                      : 0.0;
     compute.push_back(c);
     tp.push_back(tp_s);
@@ -82,7 +75,7 @@ parallel_prediction predict_parallel(const model_spec& model, const workload& w,
   const double act_bytes =
       double(mb.batch) * double(w.mode == run_mode::decode ? 1 : w.seq_len) * model.d_model * dtype_bytes(w.type);
   const double send_s =
-      split.pp > 1 ? (w.mode == run_mode::train ? 2 : 1) * collective_s(hw, collective::send_recv, act_bytes, 2) : 0.0;
+      split.pp > 1 ? (w.mode == run_mode::train ? 2 : 1) * collective_seconds(hw, collective::send_recv, act_bytes, 2) : 0.0;
 
   // A stage's micro-batch: its layers, and the send to the next stage (none from the last).
   auto stage_with_send = [&](const stage_split& s, std::size_t i) {
@@ -117,9 +110,9 @@ parallel_prediction predict_parallel(const model_spec& model, const workload& w,
   // DP: the gradient all-reduce overlaps the backward pass (2/3 of a training step's compute),
   // bucket by bucket; the last bucket is always exposed.
   out.dp_bytes_per_step = dp_gradient_bytes(model, w, split);
-  out.dp_allreduce_s = dp_allreduce_s(hw, out.dp_bytes_per_step, split.dp, split.tp * split.pp);
+  out.dp_allreduce_s = dp_allreduce_seconds(hw, out.dp_bytes_per_step, split.dp, split.tp * split.pp);
   if (out.dp_allreduce_s > 0) {
-    const double bucket = out.dp_allreduce_s * std::min(1.0, k_bucket_bytes / out.dp_bytes_per_step);
+    const double bucket = out.dp_allreduce_s * std::min(1.0, dp_bucket_bytes / out.dp_bytes_per_step);
     out.dp_exposed_s = std::max(bucket, out.dp_allreduce_s - pipeline_s * 2.0 / 3.0);
   }
   out.step_s = pipeline_s + out.dp_exposed_s;

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/comm.hpp"
 #include "sim/cost.hpp"
 #include "sim/memory.hpp"
 #include "sim/parallel.hpp"
@@ -46,6 +47,18 @@ struct parallel_prediction {
   // The communication the next op waits for: TP, EP, the stage send and DP's exposed part.
   double exposed_comm_s() const { return tp_comm_s + ep_comm_s + pp_send_s + dp_exposed_s; }
 };
+
+// A data-parallel gradient bucket (PyTorch DDP's default, 25 MB): buckets all-reduce as the
+// backward pass fills them.
+inline constexpr double dp_bucket_bytes = 25e6;
+
+// The time of collective `c` of `bytes` over `gpus` GPUs of the hardware's interconnect
+// (sim/comm's choice of algorithm); 0 for fewer than 2 GPUs or no bytes.
+double collective_seconds(const hardware_spec& hw, collective c, double bytes, int gpus);
+// The data-parallel gradient all-reduce of `bytes` over `dp` replicas of `gpus_per_replica`
+// GPUs each: over the inter-node link (every ring hop leaves the node) once a replica fills a
+// node, else as collective_seconds.
+double dp_allreduce_seconds(const hardware_spec& hw, double bytes, int dp, int gpus_per_replica);
 
 // Throws modsim::error(bad_input) for a split that does not fit the model (validate_parallel),
 // a local batch not divisible into micro-batches, or collectives the hardware cannot time

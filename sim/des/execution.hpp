@@ -14,6 +14,14 @@
 //    in synchronising mode reads the routed count before it sizes the routed layer's
 //    kernels): the host enqueues nothing more until that kernel has finished. It also ends a
 //    CUDA graph.
+//  - Several GPUs (exec_options::devices, a pipeline's stages): each has its own host thread,
+//    which enqueues that GPU's kernels in list order, and its own streams.
+//  - Dependencies across streams and GPUs (kernel::after, CUDA events): a kernel starts when it
+//    is enqueued, its stream is free and the kernels it names have finished. A stream waiting
+//    on a dependency runs nothing else meanwhile (stream order), the host goes on enqueuing.
+//    Collectives (the comm kernels below) run on streams of their own, so compute that does not
+//    need their result overlaps them; compute that does names them in `after`.
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -27,6 +35,16 @@ namespace modsim::sim::des {
 
 // The op name of the device→host copy of a routed count (class "sync").
 inline constexpr const char* d2h_sync_op = "routed_count_d2h";
+
+// The op names of communication kernels (class "comm"; sim/des/parallel_step.hpp makes them):
+// a tensor-parallel all-reduce, expert-parallel dispatch and combine all-to-alls, a pipeline
+// stage's send of its activations (or, backward, its input gradients) and a data-parallel
+// gradient bucket's all-reduce.
+inline constexpr const char* tp_all_reduce_op = "tp_all_reduce";
+inline constexpr const char* ep_dispatch_op = "ep_dispatch";
+inline constexpr const char* ep_combine_op = "ep_combine";
+inline constexpr const char* pp_send_op = "pp_send";
+inline constexpr const char* dp_all_reduce_op = "dp_all_reduce";
 
 // What the simulator needs from a cost model. time_of gives the device time of one op
 // (launch excluded) and its kernel count; launch_s and host_enqueue_s are per kernel launch.
@@ -47,6 +65,9 @@ struct kernel {
   int layer = -1;           // the layer index; -1 outside the layers (lm_head)
   bool backward = false;    // a training step's backward kernel
   int stream = 0;           // the stream it runs on
+  int device = 0;           // the GPU it runs on, in [0, exec_options::devices)
+  // Kernels (indices in the list) that must have finished before it starts; -1 = none.
+  std::array<std::int32_t, 2> after{-1, -1};
   double device_s = 0;      // device time, launch excluded, seconds
   int launches = 1;         // kernel launches it takes (op_time::kernels)
   bool host_waits = false;  // the host blocks until it has finished (a device→host read)
@@ -60,12 +81,15 @@ struct kernel {
   bool calibrated = false;               // timed by a learnt curve (op_time::calibrated)
 };
 
-// "routing", "norm", ... (sim::op_class_of), or "sync" for d2h_sync_op.
+// "routing", "norm", ... (sim::op_class_of), "comm" for the communication ops, or "sync" for
+// d2h_sync_op.
 const char* kernel_class(const kernel& k);
+bool is_comm(const kernel& k);
 
 struct exec_options {
   bool cuda_graph = false;
   int streams = 1;  // kernels name a stream in [0, streams)
+  int devices = 1;  // ... and a GPU in [0, devices)
   // false: only the summary (serving uses it per step); with one stream the timeline is then
   // computed by its recurrence instead of on the engine (the same numbers, no events).
   bool record_spans = true;
@@ -80,6 +104,7 @@ enum class span_kind {
   idle,       // stream: idle, waiting on the host, before kernel `kernel`
 };
 struct span {
+  int device = 0;  // the GPU whose host or stream it is on
   int track = 0;
   span_kind kind = span_kind::run;
   double start_s = 0;
@@ -97,10 +122,28 @@ struct class_summary {
   std::int64_t wasted_matmul_flops = 0;
 };
 
+// One GPU's share of a step with several GPUs or communication kernels.
+struct device_summary {
+  int device = 0;
+  double end_s = 0;             // its last kernel's end
+  double busy_s = 0;            // at least one of its streams runs a kernel
+  double compute_s = 0;         // a compute kernel (not comm) runs
+  double comm_s = 0;            // a comm kernel runs
+  double exposed_comm_s = 0;    // a comm kernel runs and no compute kernel does
+  double wait_host_s = 0;       // idle before step_s, waiting on its host
+  // Idle waiting on another GPU (pipeline bubble, its drain after end_s included) or on a
+  // collective; busy_s + wait_host_s + wait_other_s = step_s.
+  double wait_other_s = 0;
+  int kernels = 0;
+};
+
 struct exec_summary {
   double step_s = 0;            // from 0 (the host starts) to the last kernel's end
-  double gpu_busy_s = 0;        // time at least one stream runs a kernel
-  double gpu_wait_host_s = 0;   // time no stream runs a kernel before step_s: the GPU waits on the host
+  // One GPU: the time at least one stream runs a kernel; several: the mean over the GPUs.
+  double gpu_busy_s = 0;
+  // Time no stream runs a kernel before step_s because the GPU waits on the host (several
+  // GPUs: the mean over them).
+  double gpu_wait_host_s = 0;
   double host_busy_s = 0;       // the host enqueuing
   double host_sync_wait_s = 0;  // the host blocked on device→host reads
   int kernels = 0;
@@ -108,7 +151,9 @@ struct exec_summary {
   int syncs = 0;     // device→host reads the host waited on
   std::int64_t matmul_flops = 0;
   std::int64_t wasted_matmul_flops = 0;
-  std::vector<class_summary> by_class;  // in sim::op_classes() order, then "sync"; classes present only
+  std::vector<class_summary> by_class;  // in sim::op_classes() order, then "comm", "sync"; classes present only
+  // Per GPU, when there are several or any comm kernel (empty otherwise).
+  std::vector<device_summary> devices;
   double gpu_busy_fraction() const { return step_s > 0 ? gpu_busy_s / step_s : 0.0; }
 };
 
@@ -119,9 +164,10 @@ struct timeline {
   std::uint64_t events = 0;  // engine events it took (0 on the recurrence path)
 };
 
-// Simulates the host enqueuing `kernels` in order and the streams running them, on a
-// des::engine of its own. Throws modsim::error(runtime) for a kernel on a stream outside
-// [0, o.streams) or with a negative time.
+// Simulates each GPU's host enqueuing its `kernels` in order and the streams running them, on a
+// des::engine of its own. Throws modsim::error(runtime) for a kernel on a stream or GPU outside
+// [0, o.streams) × [0, o.devices), with a negative time, or naming in `after` a kernel that is
+// not in the list (or itself); and when kernels never run (a dependency cycle).
 timeline simulate_execution(std::vector<kernel> kernels, const device_model& dev, const exec_options& o);
 
 }  // namespace modsim::sim::des

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 
 namespace modsim::sim::des {
 
@@ -72,6 +73,44 @@ std::string join(const std::vector<std::string>& events) {
 
 }  // namespace
 
+namespace {
+
+// The events of the spans of `tl`; pid_of(device) names the process of a GPU.
+void span_events(const timeline& tl, const std::function<int(int)>& pid_of, std::vector<std::string>& ev) {
+  for (const span& sp : tl.spans) {
+    const int tid = sp.track + 1;
+    const int pid = pid_of(sp.device);
+    const kernel& k = tl.kernels[static_cast<std::size_t>(sp.kernel)];
+    const std::string op = k.backward ? std::string(k.op) + " (bwd)" : std::string(k.op);
+    const std::string where = k.layer >= 0 ? fmt::format("\"layer\":{}", k.layer) : std::string("\"layer\":null");
+    switch (sp.kind) {
+      case span_kind::enqueue:
+        ev.push_back(complete("enqueue " + op, "host", pid, tid, sp.start_s, sp.dur_s, where));
+        break;
+      case span_kind::sync_wait:
+        ev.push_back(complete("sync wait (routed count)", "sync", pid, tid, sp.start_s, sp.dur_s, where));
+        break;
+      case span_kind::idle: {
+        // Idle because the host had not enqueued it yet, or (several GPUs, collectives) because
+        // it waited on another stream or GPU.
+        const bool dep = k.after[0] >= 0 || k.after[1] >= 0;
+        ev.push_back(complete(dep ? "idle (waiting)" : "idle (waiting on host)", "idle", pid, tid, sp.start_s,
+                              sp.dur_s, where + fmt::format(",\"before\":\"{}\"", json_escape(op))));
+        break;
+      }
+      case span_kind::run:
+        ev.push_back(
+            complete(op, kernel_class(k), pid, tid, sp.start_s, sp.dur_s,
+                     where + fmt::format(",\"tokens\":{},\"matmul_flops\":{},\"bytes\":{},\"launches\":{},"
+                                         "\"wasted_matmul_flops\":{}",
+                                         k.tokens, k.matmul_flops, k.bytes, k.launches, k.wasted_matmul_flops)));
+        break;
+    }
+  }
+}
+
+}  // namespace
+
 std::string chrome_trace(const timeline& tl, const std::string& title, int streams) {
   std::vector<std::string> ev;
   ev.push_back(meta("process_name", 1, -1, title));
@@ -82,31 +121,28 @@ std::string chrome_trace(const timeline& tl, const std::string& title, int strea
     ev.push_back(meta("thread_name", 1, 2 + s, "stream " + std::to_string(s)));
     ev.push_back(sort_index(1, 2 + s, 1 + s));
   }
-  for (const span& sp : tl.spans) {
-    const int tid = sp.track + 1;
-    const kernel& k = tl.kernels[static_cast<std::size_t>(sp.kernel)];
-    const std::string op = k.backward ? std::string(k.op) + " (bwd)" : std::string(k.op);
-    const std::string where = k.layer >= 0 ? fmt::format("\"layer\":{}", k.layer) : std::string("\"layer\":null");
-    switch (sp.kind) {
-      case span_kind::enqueue:
-        ev.push_back(complete("enqueue " + op, "host", 1, tid, sp.start_s, sp.dur_s, where));
-        break;
-      case span_kind::sync_wait:
-        ev.push_back(complete("sync wait (routed count)", "sync", 1, tid, sp.start_s, sp.dur_s, where));
-        break;
-      case span_kind::idle:
-        ev.push_back(complete("idle (waiting on host)", "idle", 1, tid, sp.start_s, sp.dur_s,
-                              where + fmt::format(",\"before\":\"{}\"", json_escape(op))));
-        break;
-      case span_kind::run:
-        ev.push_back(
-            complete(op, kernel_class(k), 1, tid, sp.start_s, sp.dur_s,
-                     where + fmt::format(",\"tokens\":{},\"matmul_flops\":{},\"bytes\":{},\"launches\":{},"
-                                         "\"wasted_matmul_flops\":{}",
-                                         k.tokens, k.matmul_flops, k.bytes, k.launches, k.wasted_matmul_flops)));
-        break;
+  span_events(tl, [](int) { return 1; }, ev);
+  return join(ev);
+}
+
+std::string chrome_trace_parallel(const timeline& tl, const std::string& title) {
+  int devices = 1;
+  for (const kernel& k : tl.kernels) devices = std::max(devices, k.device + 1);
+  std::vector<std::string> ev;
+  static const char* const streams[] = {"compute", "TP/EP collectives", "pipeline sends", "DP gradient buckets"};
+  for (int d = 0; d < devices; ++d) {
+    const int pid = 1 + d;
+    ev.push_back(meta("process_name", pid, -1,
+                      devices > 1 ? fmt::format("GPU {} (stage {}) · {}", d, d, title) : "GPU 0 · " + title));
+    ev.push_back(fmt::format(R"({{"name":"process_sort_index","ph":"M","pid":{},"args":{{"sort_index":{}}}}})", pid, d));
+    ev.push_back(meta("thread_name", pid, 1, "host"));
+    ev.push_back(sort_index(pid, 1, 0));
+    for (int s = 0; s < 4; ++s) {
+      ev.push_back(meta("thread_name", pid, 2 + s, streams[s]));
+      ev.push_back(sort_index(pid, 2 + s, 1 + s));
     }
   }
+  span_events(tl, [](int d) { return 1 + d; }, ev);
   return join(ev);
 }
 

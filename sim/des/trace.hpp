@@ -16,6 +16,11 @@ namespace modsim::sim::des {
 // one track per stream (kernels, idle gaps waiting on the host).
 std::string chrome_trace(const timeline& tl, const std::string& title, int streams = 1);
 
+// A step over several GPUs (sim/des/parallel_step.hpp): one process per GPU (pipeline stage),
+// each with a host track and its four streams (compute, TP/EP collectives, pipeline sends, DP
+// gradient buckets), so that the collectives show beside the compute they overlap or hold up.
+std::string chrome_trace_parallel(const timeline& tl, const std::string& title);
+
 // A serving run, gathered as an observer: a "steps" track (one span per step, with its batch
 // in args) and counters (running, waiting, KV blocks) in process 1, and one track per
 // request in process 2 (queued, prefill, decode; a preemption ends a span and queues again).
