@@ -45,7 +45,8 @@ const char* const k_usage =
     "                               [--prompt-tokens D] [--output-tokens D] [--max-seqs N]\n"
     "                               [--max-batched-tokens N] [--chunked-prefill N] [--kv-budget BYTES]\n"
     "                               [--graph] [--decode-routing sync|pad] [--pad-capacity C] [--baseline MODEL]\n"
-    "                               [--per-request FILE.csv] [--trace FILE.json] [--format table|json|csv|markdown]\n"
+    "                               [--tp N] [--pp N] [--ep N] [--per-request FILE.csv] [--trace FILE.json]\n"
+    "                               [--format table|json|csv|markdown]\n"
     "\n"
     "Discrete-event simulation of MODEL on HW with the cost model's op times. `forward` simulates one\n"
     "step as a host thread enqueuing kernels (host_enqueue_s each) and a GPU stream running them\n"
@@ -63,7 +64,8 @@ const char* const k_usage =
     "continuous batching, a paged KV cache of device memory minus weights (or --kv-budget) with\n"
     "preemption by recompute. Token distributions: N, uniform:A:B, exp:MEAN. The dense baseline (--baseline\n"
     "MODEL, default MODEL without routing) serves the same requests beside the model (JSON: \"dense\",\n"
-    "\"baseline\"). Same seed, same output.";
+    "\"baseline\"). --tp/--pp/--ep serve with one replica of that many GPUs (a step's TP all-reduces and\n"
+    "EP all-to-alls on their own stream; with --pp the step passes the stages in turn). Same seed, same output.";
 
 const char* const k_short_usage =
     "usage: modsim simulate forward|serve MODEL --hardware HW [options]   (modsim simulate --help for the options)";
@@ -535,6 +537,7 @@ int simulate_serve(const po::variables_map& vm, output_format format) {
     }
     if (vm.count("requests")) sc.requests = vm["requests"].as<std::int64_t>();
   }
+  if (const auto pr = parallel_from(vm)) sc.split = pr->split;
   des::serve_trace trace(fmt::format("modsim simulate serve: {} on {}", model.name, hw.name));
   if (vm.count("trace")) q.observers.push_back(&trace);
   const analysis::configuration config{model, w, hw, baseline_from(vm)};
@@ -569,6 +572,13 @@ int simulate_serve(const po::variables_map& vm, output_format format) {
   }
   if (config.baseline)
     out.head[1] = "beside it, the baseline " + analysis::baseline_label(config) + " served the same requests";
+  if (sc.split && (sc.split->gpus() > 1 || sc.split->ep > 1)) {
+    out.head.push_back(fmt::format("each served by one replica of {} GPUs, {}{}", sc.split->gpus(),
+                                   sim::to_string(*sc.split),
+                                   sc.split->pp > 1 ? " (a step passes the stages in turn: one batch in flight)" : ""));
+    out.json.as_object()["parallel"] =
+        json::object{{"tp", sc.split->tp}, {"pp", sc.split->pp}, {"dp", sc.split->dp}, {"ep", sc.split->ep}};
+  }
   print(out, format, std::cout);
   return exit_ok;
 }
@@ -605,7 +615,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
   add_baseline_option(serve);
   options.add(fwd).add(serve);
   add_routing_overrides(options);
-  po::options_description split("GPUs (forward)");
+  po::options_description split("GPUs");
   add_parallel_options(split);
   options.add(split);
   po::positional_options_description positional;
@@ -629,7 +639,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
     return simulate_forward(vm, format);
   }
   if (what == "serve") {
-    for (const char* k : {"batch", "seq", "mode", "workload", "tp", "pp", "dp", "ep", "micro-batches", "gpus"}) {
+    for (const char* k : {"batch", "seq", "mode", "workload", "micro-batches", "gpus"}) {
       if (vm.count(k)) throw input_error("", std::string("--") + k, "is a `simulate forward` option");
     }
     return simulate_serve(vm, format);

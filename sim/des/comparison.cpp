@@ -1,4 +1,7 @@
 #include "sim/des/comparison.hpp"
+#include "sim/flops.hpp"
+#include "sim/parallel_predict.hpp"
+#include "sim/des/parallel_step.hpp"
 
 #include <algorithm>
 
@@ -64,10 +67,36 @@ serving_run serve_model(const model_spec& m, const std::string& name, const cost
 serving_run serve_model(const model_spec& m, const std::string& name, const cost_model& cost, dtype t,
                         const serving_scenario& s, std::vector<request> requests,
                         std::span<serve_observer* const> observers) {
-  const step_builder b(m, t, device_model_of(cost, t));
   serve_options o = s.options;
+  std::optional<parallel_serving_step> split;
+  model_spec shard = m;
+  if (s.split && (s.split->gpus() > 1 || s.split->ep > 1)) {
+    const parallel_spec& p = *s.split;
+    if (p.dp > 1)
+      throw input_error("", "--dp",
+                        "serving replicas are independent: simulate one replica (without --dp) at --rate divided by " +
+                            std::to_string(p.dp));
+    // Stages balanced by the predicted time of a typical decode step.
+    workload typical;
+    typical.mode = run_mode::decode;
+    typical.type = t;
+    typical.batch = std::min<std::int64_t>(64, std::max<std::int64_t>(1, o.max_seqs));
+    typical.seq_len = 512;
+    parallel_spec one = p;
+    one.micro_batches = 1;
+    const parallel_prediction pred = predict_parallel(m, typical, cost, one);
+    shard = tp_shard(m, p.tp);
+    split.emplace(m, t, p, pred.stages.first_layer, cost.hardware());
+    o.split = &*split;
+  }
+  const step_builder b(shard, t, device_model_of(cost, t));
   if (o.kv_budget_bytes <= 0) {
-    o.kv_budget_bytes = default_kv_budget_bytes(m, cost.hardware(), t);
+    // One GPU's memory less its weights, for each of the replica's GPUs (a pool of the shard's
+    // KV heads over every layer: pp GPUs each hold 1/pp of the layers).
+    const int pp = s.split ? s.split->pp : 1;
+    o.kv_budget_bytes = split ? std::max(0.0, pp * cost.hardware().memory_bytes -
+                                                  static_cast<double>(parameter_count(shard)) * dtype_bytes(t))
+                              : default_kv_budget_bytes(m, cost.hardware(), t);
     if (!(o.kv_budget_bytes > 0))
       throw input_error(cost.hardware().source_file, "memory_bytes",
                         "the weights of " + m.name + " do not leave room for a KV cache");

@@ -97,6 +97,69 @@ std::vector<kernel> collective_timer::add_layer_collectives(std::vector<kernel> 
   return out;
 }
 
+parallel_serving_step::parallel_serving_step(const model_spec& model, dtype t, const parallel_spec& split,
+                                             std::vector<int> first_layer, const hardware_spec& hw)
+    : m_timer(model, t, split, hw),
+      m_first(std::move(first_layer)),
+      m_token_bytes(double(model.d_model) * static_cast<double>(dtype_bytes(t))) {
+  if (m_first.empty()) m_first.push_back(0);
+}
+
+std::vector<kernel> parallel_serving_step::apply(std::vector<kernel> ks, const std::vector<layer_info>& layers,
+                                                 std::int64_t tokens, exec_options& o) const {
+  o.streams = parallel_streams;
+  o.devices = static_cast<int>(m_first.size());
+  std::vector<kernel> in = m_timer.add_layer_collectives(std::move(ks), layers);
+  if (o.devices == 1) return in;
+  const int p = o.devices;
+  auto stage_of = [&](int layer) {
+    if (layer < 0) return p - 1;
+    return static_cast<int>(std::upper_bound(m_first.begin(), m_first.end(), layer) - m_first.begin()) - 1;
+  };
+  const double bytes = double(tokens) * m_token_bytes;
+  const double send_s = m_timer.send_s(bytes);
+  std::vector<kernel> out;
+  out.reserve(in.size() + static_cast<std::size_t>(p));
+  std::vector<std::int32_t> remap(in.size(), -1);
+  int stage = 0;
+  std::int32_t send = -1;  // the send the next stage's first kernel waits for
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    kernel k = in[i];
+    const int s = std::max(stage, stage_of(k.layer));
+    if (s != stage) {
+      kernel x;
+      x.op = pp_send_op;
+      x.layer = out.empty() ? -1 : out.back().layer;
+      x.stream = send_stream;
+      x.device = stage;
+      x.device_s = send_s;
+      x.launches = 1;
+      x.tokens = tokens;
+      x.bytes = static_cast<std::int64_t>(std::llround(bytes));
+      x.memory_bound = true;
+      x.after[0] = static_cast<std::int32_t>(out.size()) - 1;
+      out.push_back(x);
+      send = static_cast<std::int32_t>(out.size()) - 1;
+      stage = s;
+    }
+    k.device = stage;
+    const std::array<std::int32_t, 2> after = k.after;
+    k.after = {-1, -1};
+    for (const std::int32_t a : after) {
+      if (a < 0) continue;
+      const std::int32_t g = remap[static_cast<std::size_t>(a)];
+      if (out[static_cast<std::size_t>(g)].device == stage) add_dependency(k, g);  // across stages: the send
+    }
+    if (send >= 0) {
+      add_dependency(k, send);
+      send = -1;
+    }
+    remap[i] = static_cast<std::int32_t>(out.size());
+    out.push_back(k);
+  }
+  return out;
+}
+
 std::vector<std::pair<bool, int>> one_f_one_b(int stage, int stages, int micro_batches, bool training) {
   std::vector<std::pair<bool, int>> out;
   if (!training) {

@@ -90,6 +90,27 @@ struct parallel_step {
 parallel_step build_parallel_step(const model_spec& model, const workload& w, const cost_model& cost,
                                   const device_model& dev, const parallel_step_request& r);
 
+// A serving step over tp × pp GPUs (one data-parallel replica): the TP/EP collectives of each
+// layer and, with pp > 1, the step's batch passing through the stages one after another (one
+// batch in flight: pipeline parallelism's latency, not its throughput; each stage's send of
+// the step's tokens · d_model · e bytes on its send stream).
+class parallel_serving_step {
+ public:
+  parallel_serving_step(const model_spec& model, dtype t, const parallel_spec& split, std::vector<int> first_layer,
+                        const hardware_spec& hw);
+  // One GPU's kernels of a step of `tokens` tokens (built on tp_shard(model)) with their
+  // collectives and stages; sets o.devices and o.streams.
+  std::vector<kernel> apply(std::vector<kernel> ks, const std::vector<layer_info>& layers, std::int64_t tokens,
+                            exec_options& o) const;
+  const parallel_spec& split() const { return m_timer.split(); }
+  const std::vector<int>& first_layer() const { return m_first; }
+
+ private:
+  collective_timer m_timer;
+  std::vector<int> m_first;
+  double m_token_bytes;  // d_model · e
+};
+
 // The pipeline's order of one stage's micro-batch passes: (backward?, micro-batch) pairs.
 std::vector<std::pair<bool, int>> one_f_one_b(int stage, int stages, int micro_batches, bool training);
 

@@ -4,6 +4,8 @@
 // (des/execution); observers see every arrival, step and request.
 #include "sim/des/serving.hpp"
 
+#include "sim/des/parallel_step.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -123,7 +125,16 @@ class server {
     eo.cuda_graph = m_o.cuda_graph;
     eo.record_spans = false;
     eo.by_class = false;
-    timeline tl = simulate_execution(m_b.step(m_load, m_o.routing), m_b.device(), eo);
+    std::vector<kernel> ks = m_b.step(m_load, m_o.routing);
+    if (m_o.split) {
+      std::int64_t tokens = 0;  // the step's tokens, as the first layer sees them
+      if (!m_load.layers.empty()) {
+        tokens = m_load.layers[0].decode_tokens;
+        for (const prefill_part& q : m_load.layers[0].prefill) tokens += q.tokens;
+      }
+      ks = m_o.split->apply(std::move(ks), m_b.layers(), tokens, eo);
+    }
+    timeline tl = simulate_execution(std::move(ks), m_b.device(), eo);
     m_exec_events += tl.events;
     step_record rec = record_step(tl.summary.step_s);
     rec.exec = std::move(tl.summary);

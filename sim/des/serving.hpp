@@ -45,6 +45,8 @@
 
 namespace modsim::sim::des {
 
+class parallel_serving_step;
+
 // Requests and their generation: sim/des/arrivals.hpp; the KV budget and block pool:
 // sim/des/kv_block_manager.hpp; percentiles: sim/stats.hpp (des::percentiles stays their name
 // here).
@@ -64,6 +66,9 @@ struct serve_options {
   std::optional<double> pad_capacity;
   bool cuda_graph = false;
   std::uint64_t seed = 0;  // the routing draws
+  // Over several GPUs (sim/des/parallel_step.hpp): each step's kernels get their collectives
+  // and stages from it; null = one GPU. Not owned.
+  const parallel_serving_step* split = nullptr;
 };
 
 struct request_record {

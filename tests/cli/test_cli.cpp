@@ -489,3 +489,51 @@ TEST(Cli, SweepOverASplitTimesItsCurrentPointAsPredictDoes) {
   EXPECT_EQ(modsim("sweep mod-60m --hardware h100-sxm --gpus 8 --out '" + csv.string() + "'").code, 2);
   std::filesystem::remove(csv);
 }
+
+TEST(Cli, SimulateForwardOverGpusShowsEachStageAndItsCollectives) {
+  const auto trace =
+      std::filesystem::temp_directory_path() / ("modsim_cli_sim_tp_" + std::to_string(::getpid()) + ".json");
+  const result r = modsim("simulate forward mod-60m --hardware h100-sxm --batch 8 --seq 512 --tp 2 --pp 2 --format json "
+                          "--trace '" + trace.string() + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const boost::json::object o = boost::json::parse(r.out).as_object();
+  EXPECT_EQ(o.at("parallel").at("pp").as_int64(), 2);
+  EXPECT_EQ(o.at("parallel").at("micro_batches").as_int64(), 8);  // default 4 x pp, at most the batch
+  const boost::json::array& devices = o.at("devices").as_array();
+  ASSERT_EQ(devices.size(), 2u);
+  for (const auto& d : devices) {
+    // Every GPU's step is busy, waiting on its host or waiting on the other stage.
+    const auto& g = d.as_object();
+    EXPECT_NEAR(g.at("busy_s").to_number<double>() + g.at("wait_host_s").to_number<double>() +
+                    g.at("wait_other_s").to_number<double>(),
+                o.at("step_s").to_number<double>(), 1e-9);
+  }
+  const std::string t = slurp(trace.string());
+  EXPECT_NE(t.find("GPU 1 (stage 1)"), std::string::npos);
+  EXPECT_NE(t.find("\"tp_all_reduce\""), std::string::npos);
+  std::filesystem::remove(trace);
+
+  // TP alone, forward: two all-reduces per layer (mod-60m has 14), one kernel row each.
+  const result csv = modsim("simulate forward mod-60m --hardware h100-sxm --batch 2 --seq 256 --tp 2 --format csv");
+  ASSERT_EQ(csv.code, 0) << csv.err;
+  std::size_t all_reduces = 0;
+  for (std::size_t at = csv.out.find(",tp_all_reduce,"); at != std::string::npos;
+       at = csv.out.find(",tp_all_reduce,", at + 1))
+    ++all_reduces;
+  EXPECT_EQ(all_reduces, 28u);
+  // A split the model cannot take, and --gpus (predict's), are one line of bad input.
+  EXPECT_EQ(modsim("simulate forward mod-60m --hardware h100-sxm --tp 3").code, 2);
+  EXPECT_EQ(modsim("simulate forward mod-60m --hardware h100-sxm --gpus 8").code, 2);
+}
+
+TEST(Cli, SimulateServeOverGpus) {
+  const result r = modsim("simulate serve mod-60m --hardware h100-sxm --requests 20 --rate 50 --tp 2 --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const boost::json::object o = boost::json::parse(r.out).as_object();
+  EXPECT_EQ(o.at("parallel").at("tp").as_int64(), 2);
+  EXPECT_EQ(o.at("completed").as_int64(), 20);
+  const result dp = modsim("simulate serve mod-60m --hardware h100-sxm --requests 20 --dp 2");
+  EXPECT_EQ(dp.code, 2);
+  EXPECT_EQ(std::count(dp.err.begin(), dp.err.end(), '\n'), 1) << dp.err;
+  EXPECT_NE(dp.err.find("--dp"), std::string::npos) << dp.err;
+}

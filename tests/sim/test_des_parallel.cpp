@@ -266,6 +266,31 @@ TEST(DesParallel, ExpertParallelMovesOnlyTheSlotsThatReachExperts) {
   EXPECT_EQ(bytes_of(pi.kernels, ep_dispatch_op), (std::vector<std::int64_t>{8192, 2048}));
 }
 
+TEST(DesParallel, AServingStepPassesTheStagesInTurn) {
+  // A decode step of 4 sequences over 2 stages (layers 0-1, 2-3 + LM head): one send of
+  // 4 tokens · 64 · 2 = 512 bytes between them, and with no host or launch cost the step is
+  // every kernel one after the other.
+  const model_spec m = dense(4);
+  const step_builder b(m, dtype::bf16, plain_device());
+  rng draws(1);
+  const std::vector<kernel> ks = b.step(decode_load(b, 4, 100, decode_routing::pad, std::nullopt, draws), decode_routing::pad);
+  parallel_spec sp;
+  sp.pp = 2;
+  const parallel_serving_step ss(m, dtype::bf16, sp, {0, 2}, h100().hardware());
+  exec_options o;
+  o.record_spans = false;
+  const std::vector<kernel> out = ss.apply(ks, b.layers(), 4, o);
+  EXPECT_EQ(o.devices, 2);
+  EXPECT_EQ(bytes_of(out, pp_send_op), (std::vector<std::int64_t>{512}));
+  double sum = 0;
+  for (const kernel& x : out) sum += x.device_s;
+  const timeline t = simulate_execution(out, plain_device(), o);
+  EXPECT_NEAR(t.summary.step_s, sum, 1e-12 * sum);
+  for (const kernel& x : out) {
+    EXPECT_EQ(x.device, x.layer >= 2 || x.layer < 0 ? 1 : 0) << x.op << " layer " << x.layer;
+  }
+}
+
 TEST(DesParallel, ASplitTheModelCannotTakeIsRefused) {
   parallel_step_request r;
   r.split.tp = 3;  // 4 heads
