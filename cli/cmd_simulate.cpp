@@ -64,8 +64,9 @@ const char* const k_usage =
     "continuous batching, a paged KV cache of device memory minus weights (or --kv-budget) with\n"
     "preemption by recompute. Token distributions: N, uniform:A:B, exp:MEAN. The dense baseline (--baseline\n"
     "MODEL, default MODEL without routing) serves the same requests beside the model (JSON: \"dense\",\n"
-    "\"baseline\"). --tp/--pp/--ep serve with one replica of that many GPUs (a step's TP all-reduces and\n"
-    "EP all-to-alls on their own stream; with --pp the step passes the stages in turn). Same seed, same output.";
+    "\"baseline\"). --tp/--pp/--ep serve on that many GPUs (a step's TP all-reduces and EP all-to-alls on\n"
+    "their own stream; with --pp the step passes the stages in turn); --dp N dispatches the requests\n"
+    "round-robin to N such replicas. Same seed, same output.";
 
 const char* const k_short_usage =
     "usage: modsim simulate forward|serve MODEL --hardware HW [options]   (modsim simulate --help for the options)";
@@ -573,8 +574,7 @@ int simulate_serve(const po::variables_map& vm, output_format format) {
   if (config.baseline)
     out.head[1] = "beside it, the baseline " + analysis::baseline_label(config) + " served the same requests";
   if (sc.split && (sc.split->gpus() > 1 || sc.split->ep > 1)) {
-    out.head.push_back(fmt::format("each served by one replica of {} GPUs, {}{}", sc.split->gpus(),
-                                   sim::to_string(*sc.split),
+    out.head.push_back(fmt::format("each served on {} GPUs, {}{}", sc.split->gpus(), sim::to_string(*sc.split),
                                    sc.split->pp > 1 ? " (a step passes the stages in turn: one batch in flight)" : ""));
     out.json.as_object()["parallel"] =
         json::object{{"tp", sc.split->tp}, {"pp", sc.split->pp}, {"dp", sc.split->dp}, {"ep", sc.split->ep}};

@@ -70,17 +70,14 @@ serving_run serve_model(const model_spec& m, const std::string& name, const cost
   serve_options o = s.options;
   std::optional<parallel_serving_step> split;
   model_spec shard = m;
-  if (s.split && (s.split->gpus() > 1 || s.split->ep > 1)) {
+  const int replicas = s.split ? s.split->dp : 1;
+  if (s.split && (s.split->tp > 1 || s.split->pp > 1 || s.split->ep > 1)) {
     const parallel_spec& p = *s.split;
-    if (p.dp > 1)
-      throw input_error("", "--dp",
-                        "serving replicas are independent: simulate one replica (without --dp) at --rate divided by " +
-                            std::to_string(p.dp));
     // Stages balanced by the predicted time of a typical decode step.
     workload typical;
     typical.mode = run_mode::decode;
     typical.type = t;
-    typical.batch = std::min<std::int64_t>(64, std::max<std::int64_t>(1, o.max_seqs));
+    typical.batch = p.dp * std::min<std::int64_t>(64, std::max<std::int64_t>(1, o.max_seqs));
     typical.seq_len = 512;
     parallel_spec one = p;
     one.micro_batches = 1;
@@ -88,6 +85,11 @@ serving_run serve_model(const model_spec& m, const std::string& name, const cost
     shard = tp_shard(m, p.tp);
     split.emplace(m, t, p, pred.stages.first_layer, cost.hardware());
     o.split = &*split;
+  } else if (s.split) {
+    workload typical;
+    typical.batch = s.split->dp;
+    typical.seq_len = 1;
+    validate_parallel(m, typical, *s.split);
   }
   const step_builder b(shard, t, device_model_of(cost, t));
   if (o.kv_budget_bytes <= 0) {
@@ -102,7 +104,7 @@ serving_run serve_model(const model_spec& m, const std::string& name, const cost
                         "the weights of " + m.name + " do not leave room for a KV cache");
   }
   o.seed = s.seed;
-  serve_result res = simulate_serving(b, std::move(requests), o, observers);
+  serve_result res = simulate_replicas(b, std::move(requests), o, replicas, observers);
   serving_run run;
   run.name = name;
   run.summary = res.summary;

@@ -24,10 +24,9 @@ struct serving_scenario {
   std::string output = "uniform:16:256";
   std::uint64_t seed = 1;  // arrivals and routing draws
   serve_options options;   // kv_budget_bytes 0 = the contract's default budget for the model
-  // Serve one data-parallel replica of tp × pp GPUs (sim/des/parallel_step.hpp's
-  // parallel_serving_step; stages balanced by predicted decode time); the default KV budget is
-  // then the replica's memory less its weights. dp > 1 is refused: replicas serve independent
-  // shares of the requests.
+  // Serve with dp data-parallel replicas (simulate_replicas: round-robin dispatch) of tp × pp
+  // GPUs each (sim/des/parallel_step.hpp's parallel_serving_step; stages balanced by predicted
+  // decode time); the default KV budget is then a replica's memory less its weights.
   std::optional<parallel_spec> split;
 };
 

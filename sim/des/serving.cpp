@@ -4,6 +4,8 @@
 // (des/execution); observers see every arrival, step and request.
 #include "sim/des/serving.hpp"
 
+#include <functional>
+
 #include "sim/des/parallel_step.hpp"
 
 #include <algorithm>
@@ -248,6 +250,87 @@ serve_result simulate_serving(const step_builder& builder, std::vector<request> 
   }
   server s(builder, std::move(requests), o, std::move(all));
   return s.run(stats);
+}
+
+namespace {
+
+// Every event of one replica's run, in the order it was emitted, with its time.
+class event_recorder final : public serve_observer {
+ public:
+  explicit event_recorder(int replica) : m_replica(replica) {}
+  void on_arrival(const request& r) override { add(r.arrival_s, [r](serve_observer& o) { o.on_arrival(r); }); }
+  void on_admit(std::int64_t id, double t, bool recompute) override {
+    add(t, [=](serve_observer& o) { o.on_admit(id, t, recompute); });
+  }
+  void on_step(const step_record& s) override {
+    step_record c = s;
+    c.replica = m_replica;
+    add(s.start_s, [c](serve_observer& o) { o.on_step(c); });
+  }
+  void on_first_token(std::int64_t id, double t) override { add(t, [=](serve_observer& o) { o.on_first_token(id, t); }); }
+  void on_resume(std::int64_t id, double t) override { add(t, [=](serve_observer& o) { o.on_resume(id, t); }); }
+  void on_preempt(std::int64_t id, double t) override { add(t, [=](serve_observer& o) { o.on_preempt(id, t); }); }
+  void on_finish(const request_record& r) override { add(r.finish_s, [r](serve_observer& o) { o.on_finish(r); }); }
+
+  struct event {
+    double t;
+    std::function<void(serve_observer&)> replay;
+  };
+  std::vector<event> events;
+
+ private:
+  void add(double t, std::function<void(serve_observer&)> f) { events.push_back({t, std::move(f)}); }
+  int m_replica;
+};
+
+}  // namespace
+
+serve_result simulate_replicas(const step_builder& builder, std::vector<request> requests, const serve_options& o,
+                               int replicas, std::span<serve_observer* const> observers) {
+  if (replicas < 1) throw input_error("", "--dp", "must be >= 1");
+  if (replicas == 1) return simulate_serving(builder, std::move(requests), o, observers);
+  const std::vector<request> ordered = by_arrival(std::move(requests));
+  std::vector<std::vector<request>> parts(static_cast<std::size_t>(replicas));
+  for (std::size_t i = 0; i < ordered.size(); ++i) parts[i % parts.size()].push_back(ordered[i]);
+  std::vector<event_recorder> recorders;
+  for (int r = 0; r < replicas; ++r) recorders.emplace_back(r);
+  serve_result out;
+  std::uint64_t events = 0;
+  for (int r = 0; r < replicas; ++r) {
+    serve_options ro = o;
+    ro.seed = o.seed + static_cast<std::uint64_t>(r);
+    serve_observer* rec[] = {&recorders[static_cast<std::size_t>(r)]};
+    serve_result one = simulate_serving(builder, std::move(parts[static_cast<std::size_t>(r)]), ro, rec);
+    out.summary.kv_block_bytes = one.summary.kv_block_bytes;
+    out.summary.kv_budget_blocks = one.summary.kv_budget_blocks;
+    events += one.summary.events;
+    for (request_record& q : one.requests) out.requests.push_back(std::move(q));
+  }
+  // Replay in time order, each replica's own order kept (a k-way merge of their streams).
+  summary_observer stats;
+  std::vector<serve_observer*> all{&stats};
+  for (serve_observer* ob : observers)
+    if (ob) all.push_back(ob);
+  std::vector<std::size_t> next(recorders.size(), 0);
+  for (;;) {
+    std::size_t best = recorders.size();
+    for (std::size_t r = 0; r < recorders.size(); ++r) {
+      if (next[r] >= recorders[r].events.size()) continue;
+      if (best == recorders.size() || recorders[r].events[next[r]].t < recorders[best].events[next[best]].t) best = r;
+    }
+    if (best == recorders.size()) break;
+    const auto& e = recorders[best].events[next[best]++];
+    for (serve_observer* ob : all) e.replay(*ob);
+  }
+  const std::int64_t block_bytes = out.summary.kv_block_bytes, budget = out.summary.kv_budget_blocks;
+  out.summary = stats.finish(static_cast<std::int64_t>(ordered.size()));
+  out.summary.kv_block_bytes = block_bytes;
+  out.summary.kv_budget_blocks = budget;
+  out.summary.kv_peak_bytes = out.summary.kv_peak_blocks * block_bytes;
+  out.summary.events = events;
+  std::sort(out.requests.begin(), out.requests.end(),
+            [](const request_record& a, const request_record& b) { return a.id < b.id; });
+  return out;
 }
 
 }  // namespace modsim::sim::des

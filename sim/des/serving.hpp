@@ -102,6 +102,7 @@ struct step_record {
   std::int64_t routed_decode = 0;     // decode tokens routed at routed layers (summed over layers)
   std::int64_t decode_decisions = 0;  // decode routing decisions (decode seqs × routed layers)
   std::int64_t dropped = 0;           // padding mode: routed tokens dropped (over the padded size)
+  int replica = 0;                    // the data-parallel replica that ran it (simulate_replicas)
   exec_summary exec;
 };
 
@@ -147,6 +148,15 @@ struct serve_result {
   serve_summary summary;
   std::vector<request_record> requests;  // by id
 };
+
+// Serving by `replicas` independent data-parallel replicas behind a round-robin dispatcher: the
+// requests in arrival order go to replica 0, 1, ..., each replica is simulated as
+// simulate_serving (routing seed o.seed + replica), and their events are merged in time order
+// into one summary and the observers (step records name their replica). Latency percentiles,
+// throughput and requests in system are over all requests; GPU and FLOP totals add up over the
+// replicas; the KV peak is the largest replica's.
+serve_result simulate_replicas(const step_builder& builder, std::vector<request> requests, const serve_options& o,
+                               int replicas, std::span<serve_observer* const> observers = {});
 
 // Simulates serving `requests` (any order; ids unique) with the model and device of
 // `builder`. Throws modsim::error(bad_input) for options out of range, a request that could

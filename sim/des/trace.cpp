@@ -191,8 +191,9 @@ void serve_trace::on_step(const step_record& s) {
   const std::string name = s.prefill_seqs > 0
                                ? fmt::format("step: {} decode + {} prefill", s.decode_seqs, s.prefill_seqs)
                                : fmt::format("step: {} decode", s.decode_seqs);
+  m_replicas = std::max(m_replicas, s.replica + 1);
   m_events.push_back(complete(
-      name, "step", 1, 1, s.start_s, s.dur_s,
+      name, "step", 1, 1 + s.replica, s.start_s, s.dur_s,
       fmt::format("\"step\":{},\"decode_seqs\":{},\"prefill_seqs\":{},\"prefill_tokens\":{},\"routed_decode\":{},"
                   "\"dropped\":{},\"kernels\":{},\"launches\":{},\"gpu_wait_host_us\":{},\"host_sync_wait_us\":{}",
                   s.index, s.decode_seqs, s.prefill_seqs, s.prefill_tokens, s.routed_decode, s.dropped, s.exec.kernels,
@@ -205,7 +206,12 @@ void serve_trace::on_step(const step_record& s) {
 std::string serve_trace::json() const {
   std::vector<std::string> ev;
   ev.push_back(meta("process_name", 1, -1, m_title));
-  ev.push_back(meta("thread_name", 1, 1, "steps (GPU)"));
+  if (m_replicas <= 1) {
+    ev.push_back(meta("thread_name", 1, 1, "steps (GPU)"));
+  } else {
+    for (int r = 0; r < m_replicas; ++r)
+      ev.push_back(meta("thread_name", 1, 1 + r, "steps (replica " + std::to_string(r) + ")"));
+  }
   ev.push_back(meta("process_name", 2, -1, "requests"));
   std::vector<std::int64_t> ids = m_ids;
   std::sort(ids.begin(), ids.end());

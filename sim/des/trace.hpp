@@ -22,7 +22,7 @@ std::string chrome_trace(const timeline& tl, const std::string& title, int strea
 std::string chrome_trace_parallel(const timeline& tl, const std::string& title);
 
 // A serving run, gathered as an observer: a "steps" track (one span per step, with its batch
-// in args) and counters (running, waiting, KV blocks) in process 1, and one track per
+// in args; one per data-parallel replica) and counters (running, waiting, KV blocks) in process 1, and one track per
 // request in process 2 (queued, prefill, decode; a preemption ends a span and queues again).
 class serve_trace final : public serve_observer {
  public:
@@ -48,6 +48,7 @@ class serve_trace final : public serve_observer {
   std::vector<std::string> m_events;  // serialised events, in the order they ended
   std::vector<open_span> m_open;      // by request id (ids may be sparse)
   std::vector<std::int64_t> m_ids;    // requests seen, in arrival order
+  int m_replicas = 1;                 // data-parallel replicas (a steps track each)
 };
 
 // JSON string escaping (quotes not included).

@@ -532,8 +532,14 @@ TEST(Cli, SimulateServeOverGpus) {
   const boost::json::object o = boost::json::parse(r.out).as_object();
   EXPECT_EQ(o.at("parallel").at("tp").as_int64(), 2);
   EXPECT_EQ(o.at("completed").as_int64(), 20);
-  const result dp = modsim("simulate serve mod-60m --hardware h100-sxm --requests 20 --dp 2");
-  EXPECT_EQ(dp.code, 2);
-  EXPECT_EQ(std::count(dp.err.begin(), dp.err.end(), '\n'), 1) << dp.err;
-  EXPECT_NE(dp.err.find("--dp"), std::string::npos) << dp.err;
+  // Two replicas share the requests.
+  const result dp = modsim("simulate serve mod-60m --hardware h100-sxm --requests 20 --rate 50 --dp 2 --format json");
+  ASSERT_EQ(dp.code, 0) << dp.err;
+  const boost::json::object d = boost::json::parse(dp.out).as_object();
+  EXPECT_EQ(d.at("parallel").at("dp").as_int64(), 2);
+  EXPECT_EQ(d.at("completed").as_int64(), 20);
+  const result bad = modsim("simulate serve mod-60m --hardware h100-sxm --requests 20 --dp 0");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+  EXPECT_NE(bad.err.find("--dp"), std::string::npos) << bad.err;
 }

@@ -298,3 +298,55 @@ TEST(DesServing, ModDecodeStepAndKvPeakAreBelowDense) {
 
 }  // namespace
 }  // namespace modsim::sim::des
+
+namespace modsim::sim::des {
+namespace {
+
+TEST(DesServingReplicas, TwoReplicasServeTwoSimultaneousRequestsAsIfEachWereAlone) {
+  // A dense model routes nothing, so a replica's run does not depend on its seed. Two requests
+  // at t = 0: on one GPU they share every step; on two replicas each is alone, as request 0
+  // is when served by itself.
+  model_spec m = test::small_mod(1.0, 2);
+  m.routing.reset();
+  const step_builder b(m, dtype::fp32, test::toy_device());
+  const std::vector<request> two = {{0, 0.0, 64, 8}, {1, 0.0, 64, 8}};
+  const serve_result alone = simulate_serving(b, {two[0]}, options());
+  const serve_result shared = simulate_serving(b, two, options());
+  const serve_result split = simulate_replicas(b, two, options(), 2);
+  ASSERT_EQ(split.requests.size(), 2u);
+  for (const request_record& r : split.requests) {
+    EXPECT_DOUBLE_EQ(r.first_token_s, alone.requests[0].first_token_s) << r.id;
+    EXPECT_DOUBLE_EQ(r.finish_s, alone.requests[0].finish_s) << r.id;
+  }
+  // Sharing one GPU is slower than having one each.
+  EXPECT_GT(shared.requests[1].finish_s, alone.requests[0].finish_s);
+  // The summary is over both: 2 completed, 16 tokens, each replica's steps counted.
+  EXPECT_EQ(split.summary.completed, 2);
+  EXPECT_EQ(split.summary.output_tokens, 16);
+  EXPECT_EQ(split.summary.steps, 2 * alone.summary.steps);
+  EXPECT_DOUBLE_EQ(split.summary.ttft_s.p50, alone.requests[0].ttft_s());
+  // Both requests are in the system from 0 to the common finish: a mean of 2.
+  EXPECT_NEAR(split.summary.mean_in_system, 2.0, 1e-12);
+  EXPECT_THROW(simulate_replicas(b, two, options(), 0), modsim::error);
+}
+
+TEST(DesServingReplicas, RequestsGoRoundRobinInArrivalOrder) {
+  // Four requests 100 s apart (each finishes long before the next arrives): replica 0 takes
+  // the 1st and 3rd, replica 1 the 2nd and 4th; a recorder sees the steps of both, in time order.
+  model_spec m = test::small_mod(1.0, 2);
+  m.routing.reset();
+  const step_builder b(m, dtype::fp32, test::toy_device());
+  struct steps final : serve_observer {
+    std::vector<std::pair<double, int>> seen;
+    void on_step(const step_record& s) override { seen.emplace_back(s.start_s, s.replica); }
+  } rec;
+  serve_observer* obs[] = {&rec};
+  const std::vector<request> four = {{3, 300.0, 16, 2}, {0, 0.0, 16, 2}, {2, 200.0, 16, 2}, {1, 100.0, 16, 2}};
+  (void)simulate_replicas(b, four, options(), 2, obs);
+  ASSERT_FALSE(rec.seen.empty());
+  for (std::size_t i = 1; i < rec.seen.size(); ++i) EXPECT_LE(rec.seen[i - 1].first, rec.seen[i].first);
+  for (const auto& [t, replica] : rec.seen) EXPECT_EQ(replica, static_cast<int>(t / 100.0 + 0.5) % 2) << t;
+}
+
+}  // namespace
+}  // namespace modsim::sim::des
