@@ -59,7 +59,7 @@ json::object op_json(const sim::op_prediction& o) {
   j["matmul_flops"] = o.matmul_flops;
   j["other_flops"] = o.other_flops;
   j["bytes"] = o.bytes;
-  j["kernels"] = o.kernels;
+  j["launches"] = o.kernels;
   j["memory_bound"] = o.memory_bound;
   j["calibrated_as"] = o.calibrated_as;
   return j;
@@ -92,10 +92,10 @@ json::value prediction_json(const sim::prediction& p, const std::string& hw_name
   root["dense_total_s"] = p.dense_total_s();
   root["overhead_s"] = p.overhead_s();
   root["ops_s"] = p.model.ops_s;
-  root["kernels"] = p.model.kernels;
+  root["launches"] = p.model.kernels;
   root["launch_s"] = p.launch_s;
   root["dense_overhead_s"] = p.dense.overhead_s;
-  root["dense_kernels"] = p.dense.kernels;
+  root["dense_launches"] = p.dense.kernels;
   root["flop_ratio"] = p.flop_ratio;
   root["matmul_flop_ratio"] = p.matmul_flop_ratio;
   root["time_ratio"] = p.time_ratio;
@@ -148,7 +148,7 @@ json::value prediction_json(const sim::prediction& p, const std::string& hw_name
     o["tokens"] = l.tokens;
     o["time_s"] = l.time_s;
     o["dense_time_s"] = i < p.dense.layers.size() ? p.dense.layers[i].time_s : 0.0;
-    o["kernels"] = l.kernels;
+    o["launches"] = l.kernels;
     json::array ops;
     for (const auto& op : l.ops) ops.push_back(op_json(op));
     o["ops"] = std::move(ops);
@@ -308,7 +308,7 @@ output output_of(const analysis::analysis_result& a, const std::string& hw_name,
       p.launch_s * 1e6));
 
   table layers;
-  layers.columns = {"layer", "routed", "capacity", "tokens", "time ms", "dense ms", "ratio", "kernels"};
+  layers.columns = {"layer", "routed", "capacity", "tokens", "time ms", "dense ms", "ratio", "launches"};
   layers.left_columns = 0;
   for (std::size_t i = 0; i < p.model.layers.size(); ++i) {
     const auto& l = p.model.layers[i];
@@ -346,7 +346,7 @@ output output_of(const analysis::analysis_result& a, const std::string& hw_name,
   // The CSV: one row per (layer, op) and the lm_head.
   table ops;
   ops.columns = {"layer",      "routed",       "capacity",    "op",    "class",   "time_s",       "dense_time_s",
-                 "roofline_s", "matmul_flops", "other_flops", "bytes", "kernels", "memory_bound", "calibrated_as"};
+                 "roofline_s", "matmul_flops", "other_flops", "bytes", "launches", "memory_bound", "calibrated_as"};
   ops.people = false;
   ops.csv = true;
   auto row = [&](cell layer, bool routed, cell cap, const sim::op_prediction& x, double dense_t) {
@@ -379,7 +379,7 @@ output output_of(const analysis::analysis_result& a, const std::string& hw_name,
   };
   line("routing ops", p.gap.routing, "router/topk/gather/scatter/predictor time beyond their FLOP share");
   line("launch overhead", p.gap.launch,
-       fmt::format("{} kernels vs {} dense: kernel count does not shrink with capacity", p.model.kernels,
+       fmt::format("{} launches vs {} dense: the launch count does not shrink with capacity", p.model.kernels,
                    p.dense.kernels));
   line("GEMM efficiency", p.gap.gemm_efficiency, "matmuls on fewer rows run below their dense efficiency");
   line("attention (capacity^2)", p.gap.attention, "attention FLOPs shrink with capacity^2; its time share decides");

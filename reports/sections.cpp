@@ -13,7 +13,7 @@ const std::vector<gap_term>& gap_terms() {
       {"routing", "routing ops", &sim::gap_decomposition::routing,
        "router, top-k, gather, scatter: time MoD adds that the dense model never spends"},
       {"launch", "kernel launches", &sim::gap_decomposition::launch,
-       "the kernel count does not shrink with capacity, and routing adds kernels"},
+       "the launch count does not shrink with capacity, and routing adds launches"},
       {"gemm_efficiency", "GEMM efficiency", &sim::gap_decomposition::gemm_efficiency,
        "projections, MLP and LM head on k rows run below the efficiency they had on S rows"},
       {"attention", "attention", &sim::gap_decomposition::attention,

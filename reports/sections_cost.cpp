@@ -31,12 +31,12 @@ section flops_section(const report_data& d, document& doc) {
           ? "; a training step is the forward and backward pass, 3× the forward pass's matmul FLOPs (router included)"
           : "",
       ms(m.pred.model.overhead_s), ms(m.pred.dense.overhead_s))));
-  table t{{"op class", "dense GFLOP", "model GFLOP", "FLOPs × dense", "share of model FLOPs", "dense ms", "model ms",
-           "time × dense"},
+  table t{{"op class", "dense matmul GFLOP", "model matmul GFLOP", "matmul FLOPs × dense", "share of model matmul FLOPs",
+           "dense ms", "model ms", "time × dense"},
           {false, true, true, true, true, true, true, true},
           {},
           {}};
-  std::int64_t tm = 0, td = 0;
+  std::int64_t tm = 0, td = 0, om = 0, od = 0;
   double sm = 0, sd = 0;
   for (const auto& c : m.classes) {
     t.rows.push_back({class_label(c.op_class), gflop(c.dense_matmul_flops), gflop(c.matmul_flops),
@@ -46,12 +46,18 @@ section flops_section(const report_data& d, document& doc) {
                       ms(c.dense_time_s), ms(c.time_s), ratio_or_dash(c.time_s, c.dense_time_s)});
     tm += c.matmul_flops;
     td += c.dense_matmul_flops;
+    om += c.other_flops;
+    od += c.dense_other_flops;
     sm += c.time_s;
     sd += c.dense_time_s;
   }
   t.rows.push_back(
       {"total", gflop(td), gflop(tm), ratio_or_dash(tm, td), "100.0%", ms(sd), ms(sm), ratio_or_dash(sm, sd)});
   t.emphasised.insert(t.rows.size() - 1);
+  // The FLOP ratio the rest of the report quotes counts every FLOP (norms, softmax, activations
+  // too): it is this row's, not the matmul total's.
+  t.rows.push_back({"all FLOPs (matmul + other)", gflop(td + od), gflop(tm + om),
+                    ratio_or_dash(static_cast<double>(tm + om), static_cast<double>(td + od)), "", "", "", ""});
   s.blocks.push_back(table_block(t));
   MODSIM_CHART(doc, s, "flops_by_class", "matmul FLOPs by op class, dense vs model",
                make_bar_chart(flops_by_class_chart(m)));
@@ -183,11 +189,11 @@ section time_section(const report_data& d, document& doc) {
                 "where MoD saves, the others cost what they cost in the dense model."));
   MODSIM_CHART(doc, s, "time_per_layer", "predicted time per layer by op class, dense vs model",
                make_layer_time_chart(layer_time_chart(m.pred, model_label(m.model))));
-  table t{{"layer", "routed", "tokens", "dense ms", "model ms", "time × dense", "kernels"},
+  table t{{"layer", "routed", "tokens", "dense ms", "model ms", "time × dense", "launches"},
           {true, false, true, true, true, true, true},
           {},
           {}};
-  std::string csv = "layer,routed,capacity,tokens,dense_time_s,time_s,kernels,dense_kernels\n";
+  std::string csv = "layer,routed,capacity,tokens,dense_time_s,time_s,launches,dense_launches\n";
   for (std::size_t i = 0; i < m.pred.model.layers.size(); ++i) {
     const auto& l = m.pred.model.layers[i];
     const double dense_s = i < m.pred.dense.layers.size() ? m.pred.dense.layers[i].time_s : 0.0;

@@ -2,40 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <boost/json.hpp>
+
 #include <algorithm>
 #include <functional>
 
 namespace modsim::sim::des {
 
 std::string json_escape(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (const char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += fmt::format("\\u{:04x}", static_cast<unsigned>(static_cast<unsigned char>(c)));
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
+  // Boost.JSON's serializer, without the quotes it adds.
+  const std::string quoted = boost::json::serialize(boost::json::string_view(s));
+  return quoted.substr(1, quoted.size() - 2);
 }
 
 namespace {

@@ -117,7 +117,12 @@ TEST(DesTrace, AServeTraceHasOneTrackPerRequestWithItsPhases) {
   EXPECT_EQ(phases[2], (std::vector<std::string>{"queued", "prefill", "decode"}));
 }
 
-TEST(DesTrace, NamesAreEscaped) { EXPECT_EQ(json_escape("a\"b\\c\n"), "a\\\"b\\\\c\\n"); }
+TEST(DesTrace, NamesAreEscaped) {
+  EXPECT_EQ(json_escape("a\"b\\c\n"), "a\\\"b\\\\c\\n");
+  // A control character other than the named ones is \u00XX; UTF-8 passes through.
+  EXPECT_EQ(json_escape(std::string("x\x01y")), "x\\u0001y");
+  EXPECT_EQ(json_escape("µs"), "µs");
+}
 
 }  // namespace
 }  // namespace modsim::sim::des
