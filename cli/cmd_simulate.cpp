@@ -25,6 +25,7 @@
 #include "sim/des/comparison.hpp"
 #include "sim/des/execution.hpp"
 #include "sim/des/serving.hpp"
+#include "sim/des/serving_fields.hpp"
 #include "sim/des/step.hpp"
 #include "sim/des/trace.hpp"
 #include "core/error.hpp"
@@ -312,52 +313,14 @@ int simulate_forward(const po::variables_map& vm, output_format format) {
 
 // ---- serve -------------------------------------------------------------------------------
 
-json::object pct_json(const des::percentiles& p) {
-  json::object o;
-  o["p50"] = p.p50;
-  o["p90"] = p.p90;
-  o["p99"] = p.p99;
-  o["mean"] = p.mean;
-  return o;
-}
-
 struct serve_context {
   std::string model, hardware, cost_label, source;
   sim::dtype type = sim::dtype::bf16;
   des::serve_options opt;
 };
 
-json::object summary_json(const des::serve_summary& s) {
-  json::object root;
-  root["requests"] = s.requests;
-  root["completed"] = s.completed;
-  root["ttft_s"] = pct_json(s.ttft_s);
-  root["tpot_s"] = pct_json(s.tpot_s);
-  root["latency_s"] = pct_json(s.latency_s);
-  root["throughput_tok_s"] = s.throughput_tok_s;
-  root["kv_peak_bytes"] = s.kv_peak_bytes;
-  root["kv_budget_bytes"] = s.kv_budget_blocks * s.kv_block_bytes;
-  root["kv_block_bytes"] = s.kv_block_bytes;
-  root["output_tokens"] = s.output_tokens;
-  root["duration_s"] = s.duration_s;
-  root["steps"] = s.steps;
-  root["preemptions"] = s.preemptions;
-  root["mean_in_system"] = s.mean_in_system;
-  root["mean_decode_batch"] = s.mean_decode_batch;
-  root["decode_routed_fraction"] = s.decode_routed_fraction;
-  root["decode_routing_decisions"] = s.decode_decisions;
-  root["dropped_tokens"] = s.dropped;
-  root["gpu_busy_s"] = s.gpu_busy_s;
-  root["gpu_wait_host_s"] = s.gpu_wait_host_s;
-  root["host_sync_wait_s"] = s.host_sync_wait_s;
-  root["matmul_flops"] = s.matmul_flops;
-  root["wasted_matmul_flops"] = s.wasted_matmul_flops;
-  root["events"] = s.events;
-  return root;
-}
-
 json::value serve_json(const serve_context& c, const des::serving_comparison& cmp) {
-  json::object root = summary_json(cmp.model.summary);
+  json::object root = des::serve_json(cmp.model.summary);
   root["model"] = c.model;
   root["hardware"] = c.hardware;
   root["cost_model"] = c.cost_label;
@@ -367,51 +330,21 @@ json::value serve_json(const serve_context& c, const des::serving_comparison& cm
   root["graph"] = c.opt.cuda_graph;
   root["decode_routing"] = des::to_string(c.opt.routing);
   // The dense baseline served under the same scenario (the report's and the explorer's pair).
-  root["dense"] = summary_json(cmp.dense.summary);
+  root["dense"] = des::serve_json(cmp.dense.summary);
   return root;
 }
 
-// The CSV: metric,value,dense_value.
+// The CSV: metric,value,dense_value (sim/des/serving_fields.hpp's CSV rows).
 table serve_csv(const des::serve_summary& s, const des::serve_summary& d) {
   table t;
   t.columns = {"metric", "value", "dense_value"};
   t.people = false;
   t.csv = true;
-  auto row = [&](std::string k, const std::string& v, const std::string& dv) {
-    t.rows.push_back({std::move(k), v, dv});
-  };
-  auto i = [](std::int64_t v) { return std::to_string(v); };
-  row("requests", i(s.requests), i(d.requests));
-  row("completed", i(s.completed), i(d.completed));
-  for (const auto& [name, p, dp] :
-       {std::tuple<const char*, const des::percentiles*, const des::percentiles*>{"ttft_s", &s.ttft_s, &d.ttft_s},
-        {"tpot_s", &s.tpot_s, &d.tpot_s},
-        {"latency_s", &s.latency_s, &d.latency_s}}) {
-    row(std::string(name) + "_p50", num(p->p50), num(dp->p50));
-    row(std::string(name) + "_p90", num(p->p90), num(dp->p90));
-    row(std::string(name) + "_p99", num(p->p99), num(dp->p99));
-    row(std::string(name) + "_mean", num(p->mean), num(dp->mean));
-  }
-  row("throughput_tok_s", num(s.throughput_tok_s), num(d.throughput_tok_s));
-  row("kv_peak_bytes", i(s.kv_peak_bytes), i(d.kv_peak_bytes));
-  row("kv_budget_bytes", i(s.kv_budget_blocks * s.kv_block_bytes), i(d.kv_budget_blocks * d.kv_block_bytes));
-  row("output_tokens", i(s.output_tokens), i(d.output_tokens));
-  row("duration_s", num(s.duration_s), num(d.duration_s));
-  row("steps", i(s.steps), i(d.steps));
-  row("preemptions", i(s.preemptions), i(d.preemptions));
-  row("mean_in_system", num(s.mean_in_system), num(d.mean_in_system));
-  row("mean_decode_batch", num(s.mean_decode_batch), num(d.mean_decode_batch));
-  row("decode_routed_fraction", num(s.decode_routed_fraction), num(d.decode_routed_fraction));
-  row("dropped_tokens", i(s.dropped), i(d.dropped));
-  row("gpu_busy_s", num(s.gpu_busy_s), num(d.gpu_busy_s));
-  row("gpu_wait_host_s", num(s.gpu_wait_host_s), num(d.gpu_wait_host_s));
-  row("host_sync_wait_s", num(s.host_sync_wait_s), num(d.host_sync_wait_s));
-  row("matmul_flops", i(s.matmul_flops), i(d.matmul_flops));
-  row("wasted_matmul_flops", i(s.wasted_matmul_flops), i(d.wasted_matmul_flops));
+  for (const des::serve_field& f : des::serve_fields())
+    if (f.csv) t.rows.push_back({des::csv_key(f), des::machine_text(f, s), des::machine_text(f, d)});
   return t;
 }
 
-std::string ms(double s) { return fmt::format("{:.2f} ms", s * 1e3); }
 
 output serve_output(const serve_context& c, const des::serving_comparison& cmp) {
   const des::serve_summary& s = cmp.model.summary;
@@ -425,44 +358,13 @@ output serve_output(const serve_context& c, const des::serving_comparison& cmp) 
   auto ratio = [](double a, double b) { return b > 0 ? fmt::format("{:.3f}x", a / b) : std::string("-"); };
   table t;
   t.columns = {"", c.model.empty() ? "model" : c.model, "dense", "vs dense"};
-  auto row = [&](std::string what, std::string v, std::string dv, std::string r) {
-    t.rows.push_back({std::move(what), std::move(v), std::move(dv), std::move(r)});
-  };
-  row("completed", fmt::format("{} of {}", s.completed, s.requests), fmt::format("{} of {}", d.completed, d.requests),
-      "");
-  row("throughput", fmt::format("{:.1f} tok/s", s.throughput_tok_s), fmt::format("{:.1f} tok/s", d.throughput_tok_s),
-      ratio(s.throughput_tok_s, d.throughput_tok_s));
-  for (const auto& [name, p, dp] :
-       {std::tuple<const char*, const des::percentiles*, const des::percentiles*>{"TTFT", &s.ttft_s, &d.ttft_s},
-        {"TPOT", &s.tpot_s, &d.tpot_s},
-        {"latency", &s.latency_s, &d.latency_s}}) {
-    for (const auto& [q, v, dv] : {std::tuple<const char*, double, double>{"p50", p->p50, dp->p50},
-                                   {"p90", p->p90, dp->p90},
-                                   {"p99", p->p99, dp->p99}})
-      row(fmt::format("{} {}", name, q), ms(v), ms(dv), ratio(v, dv));
+  for (const des::serve_field& f : des::serve_fields()) {
+    if (!f.format) continue;
+    t.rows.push_back({f.label, des::people_text(f, s), des::people_text(f, d),
+                      f.compare ? ratio(f.value(s), f.value(d)) : std::string()});
   }
-  row("KV cache peak", fmt::format("{:.3f} GB", static_cast<double>(s.kv_peak_bytes) / 1e9),
-      fmt::format("{:.3f} GB", static_cast<double>(d.kv_peak_bytes) / 1e9),
-      ratio(static_cast<double>(s.kv_peak_bytes), static_cast<double>(d.kv_peak_bytes)));
-  row("KV budget", fmt::format("{:.3f} GB", static_cast<double>(s.kv_budget_blocks * s.kv_block_bytes) / 1e9),
-      fmt::format("{:.3f} GB", static_cast<double>(d.kv_budget_blocks * d.kv_block_bytes) / 1e9), "");
-  row("steps", std::to_string(s.steps), std::to_string(d.steps), "");
-  row("mean decode batch", fmt::format("{:.1f}", s.mean_decode_batch), fmt::format("{:.1f}", d.mean_decode_batch), "");
-  row("preemptions", std::to_string(s.preemptions), std::to_string(d.preemptions), "");
-  row("in system (mean)", fmt::format("{:.2f}", s.mean_in_system), fmt::format("{:.2f}", d.mean_in_system), "");
-  row("GPU busy", fmt::format("{:.3f} s", s.gpu_busy_s), fmt::format("{:.3f} s", d.gpu_busy_s),
-      ratio(s.gpu_busy_s, d.gpu_busy_s));
-  row("GPU waited on host", fmt::format("{:.3f} s", s.gpu_wait_host_s), fmt::format("{:.3f} s", d.gpu_wait_host_s), "");
-  row("host sync waits", fmt::format("{:.3f} s", s.host_sync_wait_s), fmt::format("{:.3f} s", d.host_sync_wait_s), "");
-  row("matmul GFLOP", fmt::format("{:.1f}", static_cast<double>(s.matmul_flops) / 1e9),
-      fmt::format("{:.1f}", static_cast<double>(d.matmul_flops) / 1e9),
-      ratio(static_cast<double>(s.matmul_flops), static_cast<double>(d.matmul_flops)));
   o.tables.push_back(std::move(t));
   o.tables.push_back(serve_csv(s, d));
-  if (s.decode_decisions > 0)
-    o.tail.push_back(fmt::format("decode routed {:.4f} of {} decisions ({} dropped by padding, {:.1f} GFLOP wasted)",
-                                 s.decode_routed_fraction, s.decode_decisions, s.dropped,
-                                 static_cast<double>(s.wasted_matmul_flops) / 1e9));
   return o;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/des/serving_fields.hpp"
 #include "reports/document.hpp"
 #include "reports/sections.hpp"
 #include "reports/text.hpp"
@@ -45,45 +46,26 @@ section serving_section_of(const report_data& d, document& doc) {
   const auto& a = sv.runs[0].summary;
   const auto& b = sv.runs[1].summary;
   table t{{"metric", sv.runs[0].name, sv.runs[1].name, "× dense"}, {false, true, true, true}, {}, {}};
-  auto row = [&](const std::string& name, double x, double y, const std::string& xs, const std::string& ys) {
-    t.rows.push_back({name, xs, ys, ratio_or_dash(y, x)});
-  };
-  auto lat = [&](const std::string& name, double x, double y) { row(name + " (ms)", x, y, ms(x), ms(y)); };
-  lat("TTFT p50", a.ttft_s.p50, b.ttft_s.p50);
-  lat("TTFT p90", a.ttft_s.p90, b.ttft_s.p90);
-  lat("TTFT p99", a.ttft_s.p99, b.ttft_s.p99);
-  lat("TPOT p50", a.tpot_s.p50, b.tpot_s.p50);
-  lat("TPOT p90", a.tpot_s.p90, b.tpot_s.p90);
-  lat("TPOT p99", a.tpot_s.p99, b.tpot_s.p99);
-  lat("latency p50", a.latency_s.p50, b.latency_s.p50);
-  row("throughput (tok/s)", a.throughput_tok_s, b.throughput_tok_s, fmt::format("{:.0f}", a.throughput_tok_s),
-      fmt::format("{:.0f}", b.throughput_tok_s));
-  row("KV cache peak (MB)", static_cast<double>(a.kv_peak_bytes), static_cast<double>(b.kv_peak_bytes),
-      fmt::format("{:.1f}", static_cast<double>(a.kv_peak_bytes) / 1e6),
-      fmt::format("{:.1f}", static_cast<double>(b.kv_peak_bytes) / 1e6));
-  row("mean decode batch", a.mean_decode_batch, b.mean_decode_batch, fmt::format("{:.1f}", a.mean_decode_batch),
-      fmt::format("{:.1f}", b.mean_decode_batch));
-  row("GPU busy", a.gpu_busy_s / std::max(1e-30, a.duration_s), b.gpu_busy_s / std::max(1e-30, b.duration_s),
-      pct(a.gpu_busy_s / std::max(1e-30, a.duration_s)), pct(b.gpu_busy_s / std::max(1e-30, b.duration_s)));
-  row("GPU waiting on the host (s)", a.gpu_wait_host_s, b.gpu_wait_host_s, fmt::format("{:.3f}", a.gpu_wait_host_s),
-      fmt::format("{:.3f}", b.gpu_wait_host_s));
-  t.rows.push_back({"completed / preempted", fmt::format("{} / {}", a.completed, a.preemptions),
-                    fmt::format("{} / {}", b.completed, b.preemptions), ""});
-  t.rows.push_back({"decode tokens routed", "", pct(b.decode_routed_fraction), ""});
+  // The figures `modsim simulate serve` prints, in its words and formats (sim/des/serving_fields.hpp).
+  for (const sim::des::serve_field& f : sim::des::serve_fields()) {
+    if (!f.format) continue;
+    t.rows.push_back({f.label, sim::des::people_text(f, a), sim::des::people_text(f, b),
+                      f.compare ? ratio_or_dash(f.value(b), f.value(a)) : std::string()});
+  }
   s.blocks.push_back(table_block(t));
   MODSIM_CHART(doc, s, "serving_ttft", "time to first token CDF, dense vs MoD",
                make_latency_chart(latency_chart(sv, true)));
   MODSIM_CHART(doc, s, "serving_tpot", "time per output token CDF, dense vs MoD",
                make_latency_chart(latency_chart(sv, false)));
-  std::string csv =
-      "run,requests,completed,ttft_p50_s,ttft_p90_s,ttft_p99_s,tpot_p50_s,tpot_p90_s,tpot_p99_s,throughput_tok_s,"
-      "kv_peak_bytes,preemptions,duration_s\n";
+  std::string csv = "run";
+  for (const sim::des::serve_field& f : sim::des::serve_fields())
+    if (f.csv) csv += "," + sim::des::csv_key(f);
+  csv += "\n";
   for (const auto& r : sv.runs) {
-    const auto& x = r.summary;
-    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(r.name), x.requests, x.completed,
-                       exact(x.ttft_s.p50), exact(x.ttft_s.p90), exact(x.ttft_s.p99), exact(x.tpot_s.p50),
-                       exact(x.tpot_s.p90), exact(x.tpot_s.p99), exact(x.throughput_tok_s), x.kv_peak_bytes,
-                       x.preemptions, exact(x.duration_s));
+    csv += csv_field(r.name);
+    for (const sim::des::serve_field& f : sim::des::serve_fields())
+      if (f.csv) csv += "," + sim::des::machine_text(f, r.summary);
+    csv += "\n";
   }
   doc.csv.push_back({"tables/serving.csv", csv});
   return s;

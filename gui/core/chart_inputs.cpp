@@ -79,7 +79,7 @@ QChart* makeGapChart(const GapModel& model, const QString& title) {
 QChart* makeLatencyChart(const ServingModel& model, const QString& title) {
   reports::latency_chart_input in;
   in.title = title.toStdString();
-  auto add = [&in](const std::string& name, const std::vector<double>& samples, const LatencyStats& q) {
+  auto add = [&in](const std::string& name, const std::vector<double>& samples, const sim::des::percentiles& q) {
     reports::latency_series s;
     s.name = name;
     s.samples_s = samples;
@@ -87,10 +87,10 @@ QChart* makeLatencyChart(const ServingModel& model, const QString& title) {
     if (!s.samples_s.empty() || !s.quantiles_s.empty()) in.series.push_back(std::move(s));
   };
   {
-    add("dense TTFT", model.dense().ttftSamplesS, model.dense().ttft);
-    add("current TTFT", model.current().ttftSamplesS, model.current().ttft);
-    add("dense TPOT", model.dense().tpotSamplesS, model.dense().tpot);
-    add("current TPOT", model.current().tpotSamplesS, model.current().tpot);
+    add("dense TTFT", model.dense().ttftSamplesS, model.dense().summary.ttft_s);
+    add("current TTFT", model.current().ttftSamplesS, model.current().summary.ttft_s);
+    add("dense TPOT", model.dense().tpotSamplesS, model.dense().summary.tpot_s);
+    add("current TPOT", model.current().tpotSamplesS, model.current().summary.tpot_s);
   }
   return reports::make_latency_chart(in);
 }

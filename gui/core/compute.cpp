@@ -181,12 +181,7 @@ TimelineResult timelineOf(const sim::des::timeline& tl) {
 
 ServingStats statsOf(const sim::des::serving_run& r) {
   ServingStats s;
-  s.requests = static_cast<int>(r.summary.requests);
-  s.completed = static_cast<int>(r.summary.completed);
-  s.ttft = {r.summary.ttft_s.p50, r.summary.ttft_s.p90, r.summary.ttft_s.p99};
-  s.tpot = {r.summary.tpot_s.p50, r.summary.tpot_s.p90, r.summary.tpot_s.p99};
-  s.throughputTokS = r.summary.throughput_tok_s;
-  s.kvPeakBytes = r.summary.kv_peak_bytes;
+  s.summary = r.summary;
   s.ttftSamplesS = r.ttft_s;
   s.tpotSamplesS = r.tpot_s;
   return s;

@@ -1,5 +1,7 @@
 #include "gui/core/result_models.hpp"
 
+#include "sim/des/serving_fields.hpp"
+
 #include <QColor>
 #include <QFont>
 #include <cmath>
@@ -563,63 +565,46 @@ void TimelineModel::setResult(const ComputeResultPtr& result) {
 // ---------------------------------------------------------------------------------------------
 // ServingModel
 
+namespace {
+// The figures of the serving table: those people read, in sim/des/serving_fields.hpp's order.
+const std::vector<const sim::des::serve_field*>& servingRows() {
+  static const std::vector<const sim::des::serve_field*> rows = [] {
+    std::vector<const sim::des::serve_field*> out;
+    for (const sim::des::serve_field& f : sim::des::serve_fields())
+      if (f.format) out.push_back(&f);
+    return out;
+  }();
+  return rows;
+}
+}  // namespace
+
+int ServingModel::rowOf(const char* key) {
+  const auto& rows = servingRows();
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (std::string_view(rows[i]->key) == key) return static_cast<int>(i);
+  return -1;
+}
+
 int ServingModel::rowCount(const QModelIndex& parent) const {
-  return parent.isValid() || !m_serving.available ? 0 : RowCount;
+  return parent.isValid() || !m_serving.available ? 0 : static_cast<int>(servingRows().size());
 }
 int ServingModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
 QVariant ServingModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || !checkIndex(index, kValidIndex)) return {};
-  auto value = [&](const ServingStats& s) -> double {
-    switch (index.row()) {
-      case Completed:
-        return s.completed;
-      case TtftP50:
-        return s.ttft.p50;
-      case TtftP90:
-        return s.ttft.p90;
-      case TtftP99:
-        return s.ttft.p99;
-      case TpotP50:
-        return s.tpot.p50;
-      case TpotP90:
-        return s.tpot.p90;
-      case TpotP99:
-        return s.tpot.p99;
-      case Throughput:
-        return s.throughputTokS;
-      case KvPeak:
-        return double(s.kvPeakBytes);
-      default:
-        return 0;
-    }
-  };
-  static const char* names[] = {"Requests completed", "TTFT p50", "TTFT p90",   "TTFT p99",     "TPOT p50",
-                                "TPOT p90",           "TPOT p99", "Throughput", "KV cache peak"};
-  const double dense = value(m_serving.dense);
-  const double cur = value(m_serving.current);
-  auto fmt = [&](double v) -> QString {
-    switch (index.row()) {
-      case Completed:
-        return QString::number(qint64(v));
-      case Throughput:
-        return QStringLiteral("%1 tok/s").arg(v, 0, 'f', 0);
-      case KvPeak:
-        return formatBytes(v);
-      default:
-        return formatSeconds(v);
-    }
-  };
+  const sim::des::serve_field& f = *servingRows()[static_cast<std::size_t>(index.row())];
+  const double dense = f.value(m_serving.dense.summary);
+  const double cur = f.value(m_serving.current.summary);
   if (role == Qt::DisplayRole) {
     switch (index.column()) {
       case MetricColumn:
-        return tr(names[index.row()]);
+        return tr(f.label);
       case DenseColumn:
-        return fmt(dense);
+        return qs(sim::des::people_text(f, m_serving.dense.summary));
       case CurrentColumn:
-        return fmt(cur);
+        return qs(sim::des::people_text(f, m_serving.current.summary));
       case RatioColumn:
-        return formatRatio(cur, dense);
+        return f.compare ? formatRatio(cur, dense) : QString();
       default:
         return {};
     }

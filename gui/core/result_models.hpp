@@ -162,7 +162,7 @@ class TimelineModel : public ResultModel {
 class ServingModel : public ResultModel {
   Q_OBJECT
  public:
-  enum Row { Completed, TtftP50, TtftP90, TtftP99, TpotP50, TpotP90, TpotP99, Throughput, KvPeak, RowCount };
+  // One row per figure people read (sim/des/serving_fields.hpp), in its order.
   enum Column { MetricColumn, DenseColumn, CurrentColumn, RatioColumn, ColumnCount };
   using ResultModel::ResultModel;
   int rowCount(const QModelIndex& parent = {}) const override;
@@ -174,6 +174,8 @@ class ServingModel : public ResultModel {
   const ServingStats& dense() const { return m_serving.dense; }
   const ServingStats& current() const { return m_serving.current; }
   QString scenario() const { return QString::fromStdString(m_serving.scenario); }
+  // The row of the figure with this key ("ttft_s.p50"), -1 when none.
+  static int rowOf(const char* key);
 
  private:
   ServingResult m_serving;

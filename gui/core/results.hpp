@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analysis/sampling.hpp"
+#include "sim/des/serving.hpp"
 #include "sim/spec.hpp"
 
 namespace modsim::gui {
@@ -99,17 +100,10 @@ struct TimelineResult {
   double makespanS = 0;
 };
 
-struct LatencyStats {
-  double p50 = 0, p90 = 0, p99 = 0;  // seconds
-};
-
+// One serving run: its summary (the figures of sim/des/serving_fields.hpp) and the per-request
+// samples behind its latency charts.
 struct ServingStats {
-  int requests = 0;
-  int completed = 0;
-  LatencyStats ttft;
-  LatencyStats tpot;
-  double throughputTokS = 0;
-  std::int64_t kvPeakBytes = 0;
+  sim::des::serve_summary summary;
   std::vector<double> ttftSamplesS;  // one per completed request, when the simulator gives them
   std::vector<double> tpotSamplesS;
 };

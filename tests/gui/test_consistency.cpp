@@ -120,13 +120,13 @@ TEST_P(OneAnalysis, CliReportAndExplorerAgreeOnFlopsTimeAndServing) {
   EXPECT_EQ(report_mod.tpot_s.p50, tpot_p50);
   EXPECT_EQ(report_mod.throughput_tok_s, throughput);
   EXPECT_EQ(report_mod.kv_peak_bytes, kv_peak);
-  EXPECT_EQ(gui_serve.current.ttft.p50, ttft_p50);
-  EXPECT_EQ(gui_serve.current.tpot.p50, tpot_p50);
-  EXPECT_EQ(gui_serve.current.throughputTokS, throughput);
-  EXPECT_EQ(gui_serve.current.kvPeakBytes, kv_peak);
+  EXPECT_EQ(gui_serve.current.summary.ttft_s.p50, ttft_p50);
+  EXPECT_EQ(gui_serve.current.summary.tpot_s.p50, tpot_p50);
+  EXPECT_EQ(gui_serve.current.summary.throughput_tok_s, throughput);
+  EXPECT_EQ(gui_serve.current.summary.kv_peak_bytes, kv_peak);
   // The dense baseline the report and the explorer compare against is the same run, and the
   // one the command line prints beside the model.
-  EXPECT_EQ(gui_serve.dense.ttft.p50, report.serving->runs[0].summary.ttft_s.p50);
+  EXPECT_EQ(gui_serve.dense.summary.ttft_s.p50, report.serving->runs[0].summary.ttft_s.p50);
   EXPECT_EQ(serve.number("p50", "dense\":{\"requests"), report.serving->runs[0].summary.ttft_s.p50);
 
   // The sweep: the configuration's own point (every shipped model is one of the default
