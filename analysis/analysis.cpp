@@ -201,8 +201,8 @@ sim::model_time decode_model_time(const sim::model_spec& m, const sim::cost_mode
   }
   auto prediction_of = [&](const des::kernel& k) {
     sim::op_prediction p;
-    p.op = std::string(k.op);
-    p.op_class = sim::op_class_of(k.op);
+    p.op = sim::op_of_kernel(k.op);
+    p.op_class = sim::op_class_of(p.op);
     p.time_s = k.device_s;
     p.roofline_s = k.roofline_s;
     p.matmul_flops = k.matmul_flops;
@@ -218,7 +218,7 @@ sim::model_time decode_model_time(const sim::model_spec& m, const sim::cost_mode
       for (const sim::op_prediction& q : like.layers[static_cast<std::size_t>(k.layer)].ops)
         if (q.op == p.op) same = &q;
     }
-    p.calibrated_as = !k.calibrated ? "" : same ? same->calibrated_as : p.op;
+    p.calibrated_as = !k.calibrated ? "" : same ? same->calibrated_as : std::string(to_string(p.op));
     out.matmul_flops += p.matmul_flops;
     out.other_flops += p.other_flops;
     out.bytes += p.bytes;
@@ -234,7 +234,7 @@ sim::model_time decode_model_time(const sim::model_spec& m, const sim::cost_mode
     }
     sim::layer_prediction& l = out.layers.at(static_cast<std::size_t>(k.layer));
     sim::op_prediction p = prediction_of(k);
-    if (p.op == "attn_norm") l.tokens = k.tokens;  // the rows the block computes (routed or padded)
+    if (p.op == modsim::op::attn_norm) l.tokens = k.tokens;  // the rows the block computes (routed or padded)
     l.time_s += p.time_s;
     l.kernels += p.kernels;
     l.ops.push_back(std::move(p));

@@ -79,7 +79,7 @@ double& slot_of(decode_breakdown& b, const des::kernel& k) {
   const std::string_view cls = des::kernel_class(k);
   if (cls == "attn_core") return b.kv_read_s;
   if (cls == "routing") return b.predictor_s;
-  if (cls == "norm" || k.op == "mlp_act") return b.elementwise_s;
+  if (cls == "norm" || sim::op_of_kernel(k.op) == modsim::op::mlp_act) return b.elementwise_s;
   return b.weight_read_s;  // attn_proj, mlp, moe, lm_head
 }
 
@@ -408,7 +408,7 @@ std::vector<sampling_measurement> measured_cells(const std::vector<sim::measured
   const bool baseline_routes = routes(baseline);
   std::map<key, double> model_s, baseline_s;
   for (const sim::measured_point& p : rows) {
-    if (p.op != "decode_step" || !p.model || !(p.median_s > 0)) continue;
+    if (p.op != modsim::op::decode_step || !p.model || !(p.median_s > 0)) continue;
     const decode_routing r =
         p.decode_routing == "sync" || p.decode_routing.empty() ? decode_routing::sync : decode_routing::pad;
     const key k{p.batch, p.seq_len, static_cast<int>(r)};

@@ -21,7 +21,8 @@ std::map<std::string, sim::validation_summary> summaries_by_op(const std::vector
                                                                bool timing) {
   std::map<std::string, std::vector<double>> errors;
   for (const auto& p : points)
-    errors[p.sample.op + (timing && p.sample.timing == "in_block" ? " (in block)" : "")].push_back(p.error_pct);
+    errors[std::string(to_string(p.sample.op)) + (timing && p.sample.timing == "in_block" ? " (in block)" : "")]
+        .push_back(p.error_pct);
   std::map<std::string, sim::validation_summary> out;
   for (const auto& [name, e] : errors) out[name] = sim::summarize_errors(e);
   return out;
@@ -94,8 +95,8 @@ validation_section make_validation(const std::vector<sim::measured_point>& point
     }
     if (b.is_decode() && !(cal && cal->decode_for(b.type))) {
       uncalibrated_decode.insert(sim::to_string(b.type));
-    } else if (!b.is_decode() && cal && !model.kernel_model_dtype(b.type) && !cal->curve("qkv_proj", b.type) &&
-               !cal->curve("mlp_up", b.type))
+    } else if (!b.is_decode() && cal && !model.kernel_model_dtype(b.type) &&
+               !cal->curve(modsim::op::qkv_proj, b.type) && !cal->curve(modsim::op::mlp_up, b.type))
       uncalibrated_dtypes.insert(sim::to_string(b.type));
     scored.push_back(std::move(b));
   }

@@ -81,13 +81,13 @@ void curves_output(const sim::calibration& c, output& o) {
   std::vector<std::string> above_one;
   for (const auto& cv : c.curves) {
     auto eff = [](double g) { return g > 0 ? number(1.0 / g, "{:.3f}") : cell("inf"); };
-    t.rows.push_back({cv.op, sim::to_string(cv.type), integer(cv.samples), number(cv.fixed_s * 1e6, "{:.2f}"),
-                      eff(cv.inv_efficiency.front()), eff(cv.inv_efficiency.back()),
+    t.rows.push_back({std::string(modsim::to_string(cv.op)), sim::to_string(cv.type), integer(cv.samples),
+                      number(cv.fixed_s * 1e6, "{:.2f}"), eff(cv.inv_efficiency.front()), eff(cv.inv_efficiency.back()),
                       number(100 * cv.rms_rel_error, "{:.1f}%")});
     double best = 0;
     for (double g : cv.inv_efficiency)
       if (g > 0) best = std::max(best, 1.0 / g);
-    if (best > 1.0) above_one.push_back(fmt::format("{} {:.2f}", cv.op, best));
+    if (best > 1.0) above_one.push_back(fmt::format("{} {:.2f}", modsim::to_string(cv.op), best));
   }
   o.tables.push_back(std::move(t));
   if (!above_one.empty()) {

@@ -34,7 +34,7 @@ double ratio(std::int64_t a, std::int64_t b) { return b == 0 ? 0.0 : static_cast
 
 json::object op_json(const sim::op_cost& c) {
   json::object o;
-  o["op"] = c.op;
+  o["op"] = modsim::to_string(c.op);
   o["class"] = sim::op_class_of(c.op);
   o["matmul_flops"] = c.matmul_flops;
   o["other_flops"] = c.other_flops;
@@ -139,8 +139,8 @@ output output_of(const analysis::analysis_result& a) {
   for (const sim::layer_flops& l : r.layers)
     for (const sim::op_cost& c : l.ops)
       ops.rows.push_back({integer(l.index), l.routed ? "true" : "false", number(l.capacity, "{}"), integer(l.tokens),
-                          c.op, sim::op_class_of(c.op), integer(c.matmul_flops), integer(c.other_flops),
-                          integer(c.bytes)});
+                          std::string(modsim::to_string(c.op)), sim::op_class_of(c.op), integer(c.matmul_flops),
+                          integer(c.other_flops), integer(c.bytes)});
   const std::int64_t head_tokens = r.load.batch * (decode ? 1 : r.load.seq_len);
   ops.rows.push_back({"", "false", "", integer(head_tokens), "lm_head", "lm_head", integer(r.lm_head.matmul_flops),
                       integer(r.lm_head.other_flops), integer(r.lm_head.bytes)});

@@ -52,7 +52,7 @@ const char* const k_usage =
 
 json::object op_json(const sim::op_prediction& o) {
   json::object j;
-  j["op"] = o.op;
+  j["op"] = modsim::to_string(o.op);
   j["class"] = o.op_class;
   j["time_s"] = o.time_s;
   j["roofline_s"] = o.roofline_s;
@@ -350,10 +350,10 @@ output output_of(const analysis::analysis_result& a, const std::string& hw_name,
   ops.people = false;
   ops.csv = true;
   auto row = [&](cell layer, bool routed, cell cap, const sim::op_prediction& x, double dense_t) {
-    ops.rows.push_back({std::move(layer), routed ? "true" : "false", std::move(cap), x.op, x.op_class,
-                        number(x.time_s, "{}"), number(dense_t, "{}"), number(x.roofline_s, "{}"),
-                        integer(x.matmul_flops), integer(x.other_flops), integer(x.bytes), integer(x.kernels),
-                        x.memory_bound ? "true" : "false", x.calibrated_as});
+    ops.rows.push_back({std::move(layer), routed ? "true" : "false", std::move(cap),
+                        std::string(modsim::to_string(x.op)), x.op_class, number(x.time_s, "{}"), number(dense_t, "{}"),
+                        number(x.roofline_s, "{}"), integer(x.matmul_flops), integer(x.other_flops), integer(x.bytes),
+                        integer(x.kernels), x.memory_bound ? "true" : "false", x.calibrated_as});
   };
   for (std::size_t i = 0; i < p.model.layers.size(); ++i) {
     const auto& l = p.model.layers[i];

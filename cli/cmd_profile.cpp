@@ -407,7 +407,8 @@ int cmd_profile(const std::vector<std::string>& args) {
   for (const auto& r : result.rows) {
     const double gflops = r.median_s > 0 ? static_cast<double>(r.matmul_flops + r.other_flops) / r.median_s / 1e9 : 0.0;
     const double gbs = r.median_s > 0 ? static_cast<double>(r.bytes) / r.median_s / 1e9 : 0.0;
-    rows.push_back({{"op", r.op},
+    const std::string op(modsim::to_string(r.op));
+    rows.push_back({{"op", op},
                     {"timing", r.timing},
                     {"batch", r.batch},
                     {"seq_len", r.seq_len},
@@ -421,8 +422,8 @@ int cmd_profile(const std::vector<std::string>& args) {
                     {"samples", r.samples},
                     {"gflop_s", gflops},
                     {"gbyte_s", gbs}});
-    t.rows.push_back({r.op, integer(r.batch), integer(r.seq_len), integer(r.d_model), integer(r.n_heads),
-                      integer(r.d_ff), number(r.capacity, "{:g}"), number(r.median_s * 1e3, "{:.4f}"),
+    t.rows.push_back({op, integer(r.batch), integer(r.seq_len), integer(r.d_model), integer(r.n_heads), integer(r.d_ff),
+                      number(r.capacity, "{:g}"), number(r.median_s * 1e3, "{:.4f}"),
                       fmt::format("{:.1f}%", r.median_s > 0 ? (r.p90_s - r.median_s) / r.median_s * 100 : 0.0),
                       fmt::format("{:.1f}", gflops), fmt::format("{:.1f}", gbs)});
   }

@@ -59,13 +59,13 @@ const char* const k_usage =
 std::string shape_text(const sim::calibration_sample& s) {
   std::string t = fmt::format("B{} S{} d{} h{} ff{}", s.shape.batch, s.shape.seq_len, s.shape.d_model, s.shape.n_heads,
                               s.shape.d_ff);
-  if (s.op != "block_dense") t += fmt::format(" c{:g}", s.capacity);
+  if (s.op != modsim::op::block_dense) t += fmt::format(" c{:g}", s.capacity);
   return t;
 }
 
 void point_json(json::array& out, const sim::validation_point& p) {
   json::object o;
-  o["op"] = p.sample.op;
+  o["op"] = modsim::to_string(p.sample.op);
   o["dtype"] = sim::to_string(p.sample.type);
   o["batch"] = p.sample.shape.batch;
   o["seq_len"] = p.sample.shape.seq_len;
@@ -189,11 +189,12 @@ table points_table(const std::vector<const std::vector<sim::validation_point>*>&
   t.csv = true;
   for (const auto* list : lists)
     for (const auto& p : *list)
-      t.rows.push_back(
-          {p.sample.op, p.sample.timing, sim::to_string(p.sample.type), integer(p.sample.shape.batch),
-           integer(p.sample.shape.seq_len), integer(p.sample.shape.d_model), integer(p.sample.shape.n_heads),
-           integer(p.sample.shape.d_ff), number(p.sample.capacity, "{:g}"), number(p.sample.measured_s, "{:.9g}"),
-           number(p.predicted_s, "{:.9g}"), number(p.overhead_s, "{:.9g}"), number(p.error_pct, "{:.4f}")});
+      t.rows.push_back({std::string(modsim::to_string(p.sample.op)), p.sample.timing, sim::to_string(p.sample.type),
+                        integer(p.sample.shape.batch), integer(p.sample.shape.seq_len), integer(p.sample.shape.d_model),
+                        integer(p.sample.shape.n_heads), integer(p.sample.shape.d_ff),
+                        number(p.sample.capacity, "{:g}"), number(p.sample.measured_s, "{:.9g}"),
+                        number(p.predicted_s, "{:.9g}"), number(p.overhead_s, "{:.9g}"),
+                        number(p.error_pct, "{:.4f}")});
   return t;
 }
 
@@ -455,7 +456,8 @@ int cmd_validate(const std::vector<std::string>& args) {
   blocks_t.columns = {"block", "shape", "measured ms", "predicted ms", "error", "band"};
   blocks_t.left_columns = 2;
   for (const auto& p : v.points)
-    blocks_t.rows.push_back({p.sample.op, shape_text(p.sample), fmt::format("{:.4f}", p.sample.measured_s * 1e3),
+    blocks_t.rows.push_back({std::string(modsim::to_string(p.sample.op)), shape_text(p.sample),
+                             fmt::format("{:.4f}", p.sample.measured_s * 1e3),
                              fmt::format("{:.4f}", p.predicted_s * 1e3), fmt::format("{:+.1f}%", p.error_pct),
                              p.band_pct ? fmt::format("±{:.1f}%", *p.band_pct) : std::string("-")});
   o.tables.push_back(std::move(blocks_t));

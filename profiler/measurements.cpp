@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "profiler/measure.hpp"
@@ -117,7 +118,7 @@ std::string field(const measurement_row& r, std::size_t c) {
     case 1:
       return sim::csv_field(r.device);
     case 2:
-      return r.op;
+      return std::string(modsim::to_string(r.op));
     case 3:
       return r.dtype;
     case 4:
@@ -226,7 +227,10 @@ measurement_row parse_row(const std::string& line, const std::string& file, int 
         r.device = v;
         break;
       case 2:
-        r.op = v;
+        if (const std::optional<modsim::op> o = modsim::find_op(v))
+          r.op = *o;
+        else
+          throw input_error(where, k_columns[c], "unknown op '" + v + "'");
         break;
       case 3:
         r.dtype = v;
@@ -314,9 +318,9 @@ measurement_row parse_row(const std::string& line, const std::string& file, int 
         break;
     }
   }
-  if (const auto o = modsim::find_op(r.op); o && modsim::is_decode(*o)) {
+  if (modsim::is_decode(r.op)) {
     if (r.decode_routing.empty()) r.decode_routing = "sync";
-    if (r.op == "decode_step" && r.model.empty())
+    if (r.op == modsim::op::decode_step && r.model.empty())
       throw input_error(where, "model", "a decode_step row names its model");
   }
   if (r.timing == "in_block" && r.block != "block_dense" && r.block != "block_mod" && r.block != "layer_mode")
@@ -355,7 +359,7 @@ std::vector<measurement_row> read_measurements(const std::string& path, csv_layo
 point point_of(const measurement_row& r) {
   point p;
   p.attention = parse_attention(r.attention);
-  p.op = kernels::parse_op(r.op);
+  p.op = r.op;
   p.type = kernels::parse_dtype(r.dtype);
   kernels::block_shape& s = p.shape;
   s.batch = r.batch;
@@ -416,12 +420,12 @@ std::vector<sim::op_cost> costs_of_block(kernels::op block, const point& p) {
   const sim::op_shape s = op_shape_of(p);
   switch (block) {
     case kernels::op::block_dense:
-      return sim::block_costs("block_dense", s);
+      return sim::block_costs(block, s);
     case kernels::op::block_mod:
-      return sim::block_costs("block_mod", s, k.capacity);
+      return sim::block_costs(block, s, k.capacity);
     case kernels::op::layer_mode:
       return sim::block_costs(
-          "layer_mode", s, k.capacity,
+          block, s, k.capacity,
           k.variant == kernels::mode_variant::integrated ? sim::mode_variant::integrated : sim::mode_variant::staged);
     default:
       break;
@@ -431,16 +435,16 @@ std::vector<sim::op_cost> costs_of_block(kernels::op block, const point& p) {
 
 }  // namespace
 
-std::vector<std::string> block_op_names(const point& p) {
-  std::vector<std::string> names;
-  for (const sim::op_cost& c : costs_of_block(p.block, p)) names.push_back(c.op);
-  return names;
+std::vector<modsim::op> block_ops(const point& p) {
+  std::vector<modsim::op> ops;
+  for (const sim::op_cost& c : costs_of_block(p.block, p)) ops.push_back(c.op);
+  return ops;
 }
 
 sim::measured_point decode_measured_point(const point& p) {
   const kernels::block_shape& k = p.shape;
   sim::measured_point m;
-  m.op = std::string(kernels::to_string(p.op));
+  m.op = p.op;
   m.type = p.type;
   m.batch = k.batch;
   m.seq_len = k.seq_len;
@@ -476,23 +480,23 @@ void fill_costs(const point& p, measurement_row& row) {
   std::int64_t tokens = k.batch * k.block_tokens();
   switch (p.op) {
     case kernels::op::block_dense:
-      c = sim::sum_costs(costs_of_block(p.op, p));
+      c = sim::sum_costs(costs_of_block(p.op, p), p.op);
       tokens = k.batch * k.seq_len;
       break;
     case kernels::op::block_mod:
-      c = sim::sum_costs(costs_of_block(p.op, p));
+      c = sim::sum_costs(costs_of_block(p.op, p), p.op);
       tokens = k.batch * k.routed_tokens();
       break;
     case kernels::op::layer_mode:
-      c = sim::sum_costs(costs_of_block(p.op, p));
+      c = sim::sum_costs(costs_of_block(p.op, p), p.op);
       break;
     case kernels::op::router:
     case kernels::op::topk:
-      c = sim::cost_of(kernels::to_string(p.op), s);
+      c = sim::cost_of(p.op, s);
       tokens = k.batch * k.seq_len;
       break;
     default:
-      c = sim::cost_of(kernels::to_string(p.op), s);
+      c = sim::cost_of(p.op, s);
       break;
   }
   row.tokens = tokens;
@@ -506,7 +510,7 @@ measurement_row make_row(const point& p, const std::string& backend, const std::
   measurement_row r;
   r.backend = backend;
   r.device = device;
-  r.op = std::string(kernels::to_string(p.op));
+  r.op = p.op;
   r.dtype = std::string(kernels::to_string(p.type));
   const kernels::block_shape& s = p.shape;
   r.batch = s.batch;
@@ -620,12 +624,12 @@ std::vector<sim::measured_point> read_measured_points(const std::string& path) {
     p.where = where;
     p.timing = r.timing;
     p.attention = r.attention;
-    if (const auto o = modsim::find_op(r.op); o && modsim::is_decode(*o)) {
+    if (modsim::is_decode(r.op)) {
       p.decode_routing = r.decode_routing.empty() ? "sync" : r.decode_routing;
       p.pad_capacity = r.pad_capacity;
       p.predictor_hidden = static_cast<int>(r.predictor_hidden);
       p.model_name = r.model;
-      if (r.op == "decode_step") {
+      if (r.op == modsim::op::decode_step) {
         auto& m = models[r.model];
         if (!m) {
           try {

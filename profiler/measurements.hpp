@@ -17,7 +17,7 @@ struct measurement_row {
   // Contract columns, in order.
   std::string backend;
   std::string device;
-  std::string op;
+  modsim::op op = modsim::op::router;  // parse_row refuses a name the op table does not have
   std::string dtype;
   std::int64_t batch = 0;
   std::int64_t seq_len = 0;
@@ -99,7 +99,7 @@ sim::measured_point decode_measured_point(const point& p);
 // The names of the ops of block point `p.block` on `p.shape`, as sim::block_costs lists
 // them: the op rows an in_block run writes after the block's own row. Throws bad_input for
 // an invalid block shape.
-std::vector<std::string> block_op_names(const point& p);
+std::vector<modsim::op> block_ops(const point& p);
 
 // Appends rows to a measurements file. Opening checks everything first and never truncates a
 // file the user has: an existing file without `resume` is refused; with `resume` its header

@@ -105,16 +105,16 @@ block_samples sample_in_block(kernels::backend& be, const point& p, kernels::wor
                               std::size_t* dropped) {
   block_samples out;
   out.block = p;
-  out.ops = block_op_names(p);
+  out.ops = block_ops(p);
   out.op_s.resize(out.ops.size());
   std::vector<kernels::backend::op_time> times;
   auto check_ops = [&] {
     bool same = times.size() == out.ops.size();
-    for (std::size_t i = 0; same && i < times.size(); ++i) same = kernels::to_string(times[i].o) == out.ops[i];
+    for (std::size_t i = 0; same && i < times.size(); ++i) same = times[i].o == out.ops[i];
     if (same) return;
     std::string ran, listed;
     for (const auto& t : times) ran += " " + std::string(kernels::to_string(t.o));
-    for (const auto& o : out.ops) listed += " " + o;
+    for (const auto o : out.ops) listed += " " + std::string(kernels::to_string(o));
     throw runtime_error(std::string(be.name()) + " backend: " + std::string(kernels::to_string(p.block)) + " ran ops" +
                         ran + "; sim/flops lists" + listed);
   };
@@ -174,9 +174,9 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
     if (p.timing == timing_mode::in_block) {
       if (!kernels::is_block(p.op) || p.block != p.op)
         throw input_error("", "op", std::string(kernels::to_string(p.op)) + ": in_block points are blocks");
-      for (const std::string& name : block_op_names(p)) {
+      for (const kernels::op op : block_ops(p)) {
         point o = p;
-        o.op = kernels::parse_op(name);
+        o.op = op;
         rows_of_point.push_back(o);
       }
     }

@@ -37,7 +37,7 @@ struct run_options {
 // sample j's op times op_s[0][j], op_s[1][j], ... add up (in this order) to block_s[j].
 struct block_samples {
   point block;                            // the in_block block point
-  std::vector<std::string> ops;           // the block's ops as sim::block_costs lists them
+  std::vector<kernels::op> ops;           // the block's ops as sim::block_costs lists them
   std::vector<double> block_s;            // seconds of each sample of the block
   std::vector<std::vector<double>> op_s;  // op_s[i][j]: seconds of ops[i] in sample j
   sample_stats stats;                     // of block_s, with the stopping rule's verdict

@@ -199,17 +199,18 @@ section validation_section_of(const report_data& d, document& doc) {
   }
   for (const auto& p : v.points) {
     const auto& sh = p.sample.shape;
-    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", p.sample.op, sim::to_string(p.sample.type), sh.batch,
-                       sh.seq_len, sh.d_model, sh.n_heads, sh.d_ff, p.sample.capacity, exact(p.sample.measured_s),
-                       exact(p.predicted_s), exact(p.overhead_s), exact(p.error_pct));
+    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", modsim::to_string(p.sample.op),
+                       sim::to_string(p.sample.type), sh.batch, sh.seq_len, sh.d_model, sh.n_heads, sh.d_ff,
+                       p.sample.capacity, exact(p.sample.measured_s), exact(p.predicted_s), exact(p.overhead_s),
+                       exact(p.error_pct));
   }
   for (const auto* pp : shown) {
     const auto& p = *pp;
     const auto& sh = p.sample.shape;
     t.rows.push_back(
-        {p.sample.op,
+        {std::string(modsim::to_string(p.sample.op)),
          fmt::format("B{} S{} d{} h{} ff{}{}", sh.batch, sh.seq_len, sh.d_model, sh.n_heads, sh.d_ff,
-                     p.sample.op == "block_dense" ? std::string() : fmt::format(" c{:g}", p.sample.capacity)),
+                     p.sample.op == modsim::op::block_dense ? std::string() : fmt::format(" c{:g}", p.sample.capacity)),
          ms(p.sample.measured_s), ms(p.predicted_s), fmt::format("{:+.1f}%", p.error_pct)});
   }
   if (shown.size() < v.points.size())

@@ -137,7 +137,10 @@ diagonal_input validation_chart(const validation_section& v) {
   in.title = fmt::format("Measured vs predicted, {} blocks on {}: median |error| {:.1f}%, p90 {:.1f}%, max {:.1f}%",
                          v.summary.points, v.device.empty() ? v.hardware : v.device, v.summary.median_abs_pct_error,
                          v.summary.p90_abs_pct_error, v.summary.max_abs_pct_error);
-  for (const auto& p : v.points) in.points.push_back({p.sample.op, p.sample.op, p.sample.measured_s, p.predicted_s});
+  for (const auto& p : v.points) {
+    const std::string op(modsim::to_string(p.sample.op));
+    in.points.push_back({op, op, p.sample.measured_s, p.predicted_s});
+  }
   return in;
 }
 

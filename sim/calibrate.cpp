@@ -128,11 +128,12 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<calibrati
   const cost_model roofline(plain);
 
   struct group {
+    modsim::op op = modsim::op::router;
     std::vector<double> roof, quant, meas;
   };
   // An op measured inside its block (timing in_block) is fitted on those rows only: they are
   // what the op costs in a layer, so no in-layer refetch term is fitted on top of them.
-  std::set<std::pair<std::string, int>> in_block_ops;
+  std::set<std::pair<modsim::op, int>> in_block_ops;
   for (const auto& s : samples)
     if (!s.is_whole() && s.timing == "in_block") in_block_ops.insert({s.op, static_cast<int>(s.type)});
   const bool all_in_block = [&] {
@@ -140,13 +141,15 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<calibrati
       if (!s.is_whole() && !in_block_ops.count({s.op, static_cast<int>(s.type)})) return false;
     return !in_block_ops.empty();
   }();
-  std::map<std::pair<std::string, int>, group> groups;
+  // By the op's name and dtype: the curves come out in name order.
+  std::map<std::pair<std::string_view, int>, group> groups;
   for (const auto& s : samples) {
     if (s.is_whole()) continue;
     if (s.timing != "in_block" && in_block_ops.count({s.op, static_cast<int>(s.type)})) continue;
     const op_time t = roofline.time_of(s.cost, s.shape, s.type);
     if (!(t.roofline_s > 0)) continue;
-    group& g = groups[{s.op, static_cast<int>(s.type)}];
+    group& g = groups[{to_string(s.op), static_cast<int>(s.type)}];
+    g.op = s.op;
     g.roof.push_back(t.roofline_s);
     g.quant.push_back(std::max(t.compute_s * t.waves, t.memory_s));
     g.meas.push_back(s.measured_s);
@@ -155,7 +158,7 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<calibrati
   if (groups.empty() && c.decode.empty())
     throw input_error(first.where, "op", "no single-op rows (only blocks): nothing to fit the per-op curves on");
   for (const auto& [key, g] : groups)
-    c.curves.push_back(fit_curve(key.first, static_cast<dtype>(key.second), g.roof, g.meas, options, g.quant));
+    c.curves.push_back(fit_curve(g.op, static_cast<dtype>(key.second), g.roof, g.meas, options, g.quant));
 
   // Launch overhead and in-layer refetch cost from the blocks:
   //   measured_i − ops_i ≈ kernels_i · launch_s + bytes_i · in_layer_s_per_byte

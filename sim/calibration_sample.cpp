@@ -14,15 +14,7 @@
 
 namespace modsim::sim {
 
-bool calibration_sample::is_decode() const {
-  const auto o = find_op(op);
-  return o && modsim::is_decode(*o);
-}
-
-bool scored_whole(std::string_view op) {
-  const auto o = find_op(op);
-  return o && (modsim::is_block(*o) || modsim::is_decode(*o));
-}
+bool scored_whole(modsim::op op) { return modsim::is_block(op) || modsim::is_decode(op); }
 
 calibration_sample sample_of(const measured_point& p) {
   auto bad = [&](const std::string& key, const std::string& reason) { return input_error(p.where, key, reason); };
@@ -74,9 +66,8 @@ calibration_sample sample_of(const measured_point& p) {
       s.cost.op = p.op;
       x.tokens = 1;
     } else if (s.is_block()) {
-      if (p.op == "block_dense") x.tokens = p.seq_len;
-      s.cost = sum_costs(block_costs(p.op, x, p.capacity, s.variant));
-      s.cost.op = p.op;
+      if (p.op == modsim::op::block_dense) x.tokens = p.seq_len;
+      s.cost = sum_costs(block_costs(p.op, x, p.capacity, s.variant), p.op);
     } else {
       s.cost = cost_of(p.op, x);
     }

@@ -17,7 +17,7 @@ namespace modsim::sim {
 
 // One measured row, profiler-independent (the measurements CSV's columns).
 struct measured_point {
-  std::string op;  // an op name, or block_dense / block_mod / layer_mode
+  modsim::op op = modsim::op::router;  // an op, a block or a decode step (the CSV's op column)
   dtype type = dtype::fp32;
   std::int64_t batch = 1;
   std::int64_t seq_len = 1;
@@ -50,11 +50,11 @@ struct measured_point {
 
 // Whether rows of op `op` are scored as a whole (a block or a decode step: the op table's
 // block and decode roles), not fitted as one op.
-bool scored_whole(std::string_view op);
+bool scored_whole(modsim::op op);
 
 // A measured op or block with its shape and FLOP/byte costs per sim/flops.
 struct calibration_sample {
-  std::string op;
+  modsim::op op = modsim::op::router;
   op_shape shape;  // tokens = the block's tokens per sequence (k at a routed op)
   dtype type = dtype::fp32;
   double capacity = 1.0;
@@ -68,8 +68,8 @@ struct calibration_sample {
   // sim::des::decode_case_of turns into the step the simulator times. Null for the others.
   std::shared_ptr<const measured_point> decode_row;
 
-  bool is_block() const { return op == "block_dense" || op == "block_mod" || op == "layer_mode"; }
-  bool is_decode() const;
+  bool is_block() const { return modsim::is_block(op); }
+  bool is_decode() const { return modsim::is_decode(op); }
   // A row scored as a whole (a block or a decode step), not fitted as one op.
   bool is_whole() const { return scored_whole(op); }
 };

@@ -49,7 +49,7 @@ double cross_validation_summary::p90_at(double predicted_s) const {
   return p90_by_time.empty() ? p90_abs_pct_error : p90_by_time.back().second;
 }
 
-const efficiency_curve* calibration::curve(std::string_view op, dtype t) const {
+const efficiency_curve* calibration::curve(modsim::op op, dtype t) const {
   for (const auto& c : curves)
     if (c.op == op && c.type == t) return &c;
   return nullptr;
@@ -69,16 +69,10 @@ const decode_fit* calibration::decode_for(dtype t) const {
   return nullptr;
 }
 
-std::string_view stand_in_of(std::string_view op) {
-  const auto o = find_op(op);
-  if (!o || !info(*o).stand_in) return {};
-  return to_string(*info(*o).stand_in);
-}
+std::optional<modsim::op> stand_in_of(modsim::op op) { return info(op).stand_in; }
 
-int kernels_of(std::string_view op, const hardware_spec& hw) {
-  const auto o = find_op(op);
-  if (!o) return 1;
-  return hw.kind == "gpu" ? info(*o).gpu_kernels : info(*o).cpu_kernels;
+int kernels_of(modsim::op op, const hardware_spec& hw) {
+  return hw.kind == "gpu" ? info(op).gpu_kernels : info(op).cpu_kernels;
 }
 
 // ------------------------------------------------------------------------------------------
@@ -90,11 +84,9 @@ namespace {
 constexpr double tile = 128.0;
 
 template <class N>
-double waves_impl(std::string_view op, const basic_op_shape<N>& s, const hardware_spec& hw) {
+double waves_impl(modsim::op op, const basic_op_shape<N>& s, const hardware_spec& hw) {
   if (hw.kind != "gpu" || hw.sm_count <= 0) return 1.0;
-  const std::optional<modsim::op> o = find_op(op);
-  if (!o) return 1.0;
-  const double t = gemm_output_tiles(*o, s, tile);
+  const double t = gemm_output_tiles(op, s, tile);
   if (t <= 0) return 1.0;
   const double sms = hw.sm_count;
   return std::ceil(t / sms) * sms / t;
@@ -102,10 +94,8 @@ double waves_impl(std::string_view op, const basic_op_shape<N>& s, const hardwar
 
 }  // namespace
 
-double gemm_waves(std::string_view op, const op_shape& s, const hardware_spec& hw) { return waves_impl(op, s, hw); }
-double gemm_waves(std::string_view op, const expected_op_shape& s, const hardware_spec& hw) {
-  return waves_impl(op, s, hw);
-}
+double gemm_waves(modsim::op op, const op_shape& s, const hardware_spec& hw) { return waves_impl(op, s, hw); }
+double gemm_waves(modsim::op op, const expected_op_shape& s, const hardware_spec& hw) { return waves_impl(op, s, hw); }
 
 // ------------------------------------------------------------------------------------------
 // The calibration block
@@ -115,17 +105,17 @@ namespace {
 
 using reader = json_reader;
 
-bool known_op(std::string_view op) {
-  for (auto n : op_names())
-    if (n == op) return true;
-  return false;
+// A curve's op: a kernel or model op of the op table (not a block or a decode step).
+modsim::op curve_op(const std::string& name, const std::string& file, const std::string& key) {
+  const std::optional<modsim::op> o = find_op(name);
+  if (!o || is_block(*o) || is_decode(*o)) throw input_error(file, key, "unknown op '" + name + "'");
+  return *o;
 }
 
 efficiency_curve parse_curve(const json::value& v, const std::string& file, const std::string& path) {
   reader r(v, file, path);
   efficiency_curve c;
-  c.op = r.get_string("op");
-  if (!known_op(c.op)) throw input_error(file, r.key_path("op"), "unknown op '" + c.op + "'");
+  c.op = curve_op(r.get_string("op"), file, r.key_path("op"));
   c.type = parse_dtype(r.get_string("dtype"), file, r.key_path("dtype"));
   c.fixed_s = r.get_number("fixed_s", 0.0);
   c.samples = r.get_int("samples", 0, std::numeric_limits<int>::max());
@@ -281,7 +271,7 @@ json::object coverage_json(const axis_coverage& c) {
 
 json::object curve_json(const efficiency_curve& c) {
   json::object o;
-  o["op"] = c.op;
+  o["op"] = to_string(c.op);
   o["dtype"] = to_string(c.type);
   o["fixed_s"] = c.fixed_s;
   o["samples"] = c.samples;
@@ -380,8 +370,9 @@ calibration parse_calibration(std::string_view json_text, const std::string& fil
     c.curves.push_back(parse_curve(curves[i], file, r.key_path("curves") + "[" + std::to_string(i) + "]"));
     for (std::size_t j = 0; j < i; ++j)
       if (c.curves[j].op == c.curves[i].op && c.curves[j].type == c.curves[i].type)
-        throw input_error(file, r.key_path("curves") + "[" + std::to_string(i) + "]",
-                          "op '" + c.curves[i].op + "' (" + to_string(c.curves[i].type) + ") appears twice");
+        throw input_error(
+            file, r.key_path("curves") + "[" + std::to_string(i) + "]",
+            "op '" + std::string(to_string(c.curves[i].op)) + "' (" + to_string(c.curves[i].type) + ") appears twice");
   }
   {
     reader l(r.require("launch"), file, r.key_path("launch"));
@@ -569,11 +560,12 @@ namespace {
 // FLOPs), nothing under attn_softmax and attn_values. Other ops, CPUs and unfused: `c`.
 template <class Shape>
 op_cost priced_attention(const op_cost& c, const Shape& s, const hardware_spec& hw, attention_impl a) {
-  const bool attention = c.op == "attn_scores" || c.op == "attn_softmax" || c.op == "attn_values";
+  using enum modsim::op;
+  const bool attention = c.op == attn_scores || c.op == attn_softmax || c.op == attn_values;
   if (hw.kind != "gpu" || a != attention_impl::fused || !attention) return c;
   op_cost f;
   f.op = c.op;
-  if (c.op != "attn_scores") return f;
+  if (c.op != attn_scores) return f;
   const kernel_work k = fused_attention_kernel(s);
   f.matmul_flops = std::llround(k.flops);
   const double dh = s.d_head > 0 ? s.d_head : (s.n_heads > 0 ? double(s.d_model) / s.n_heads : 1.0);
@@ -621,7 +613,7 @@ op_time cost_model::time_impl(const op_cost& original, const Shape& s, dtype t) 
       r.isolated_s = p.event_s + sim::sequence_s(cold, p);
       r.kernels = static_cast<int>(ks.size());
       r.calibrated = true;
-      r.calibrated_as = c.op;
+      r.calibrated_as = to_string(c.op);
       r.calibrated_dtype = used;
       r.from_other_dtype = used != t;
       return r;
@@ -631,17 +623,16 @@ op_time cost_model::time_impl(const op_cost& original, const Shape& s, dtype t) 
   dtype used = t;
   if (!curve && fp16_as_bf16 && (curve = m_cal->curve(c.op, dtype::bf16)) != nullptr) used = dtype::bf16;
   if (!curve) {
-    std::string_view alt = stand_in_of(c.op);
-    if (!alt.empty()) {
-      curve = m_cal->curve(alt, t);
-      if (!curve && fp16_as_bf16 && (curve = m_cal->curve(alt, dtype::bf16)) != nullptr) used = dtype::bf16;
+    if (const std::optional<modsim::op> alt = stand_in_of(c.op)) {
+      curve = m_cal->curve(*alt, t);
+      if (!curve && fp16_as_bf16 && (curve = m_cal->curve(*alt, dtype::bf16)) != nullptr) used = dtype::bf16;
     }
   }
   if (curve) {
     r.isolated_s = curve->time_s(r.roofline_s, quantised);
     r.time_s = r.isolated_s + double(c.bytes) * m_cal->in_layer_s_per_byte;
     r.calibrated = true;
-    r.calibrated_as = curve->op;
+    r.calibrated_as = to_string(curve->op);
     r.calibrated_dtype = used;
     r.from_other_dtype = used != t;
   }

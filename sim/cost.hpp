@@ -62,7 +62,7 @@ namespace modsim::sim {
 
 // One learnt efficiency curve (see above).
 struct efficiency_curve {
-  std::string op;  // an op_names() entry
+  modsim::op op = modsim::op::router;  // a kernel or model op (op_names())
   dtype type = dtype::fp32;
   double fixed_s = 0;                  // seconds per call, >= 0
   std::vector<double> log10_work;      // knots: log10 of the roofline seconds, ascending
@@ -184,7 +184,7 @@ struct calibration {
   std::vector<decode_fit> decode;
   std::vector<std::string> decode_keys;
 
-  const efficiency_curve* curve(std::string_view op, dtype t) const;
+  const efficiency_curve* curve(modsim::op op, dtype t) const;
   const decode_fit* decode_for(dtype t) const;
   // w(rows) of a decode fit (seconds per weight byte at `rows` rows).
   static double weight_rate(const decode_fit& d, double rows);
@@ -200,18 +200,18 @@ std::string calibration_to_json(const calibration& c);
 // The op whose curve stands in for `op` when `op` itself was not measured (mlp_norm →
 // attn_norm, mlp_gate → mlp_up, predictor/expert_router → router, experts/lm_head → mlp_up);
 // empty when there is none.
-std::string_view stand_in_of(std::string_view op);
+std::optional<modsim::op> stand_in_of(modsim::op op);
 
 // Kernel launches an op takes (router 1, topk 2 on a GPU (select + sort of the indices) and 1
 // on a CPU, predictor 2, expert_router 2, lm_head 2 (final norm + projection), others 1).
-int kernels_of(std::string_view op, const hardware_spec& hw);
+int kernels_of(modsim::op op, const hardware_spec& hw);
 
 // Wave quantisation q >= 1 of op `op` at shape `s` on `hw` (1 for non-GEMM ops and CPUs).
-double gemm_waves(std::string_view op, const op_shape& s, const hardware_spec& hw);
-double gemm_waves(std::string_view op, const expected_op_shape& s, const hardware_spec& hw);
+double gemm_waves(modsim::op op, const op_shape& s, const hardware_spec& hw);
+double gemm_waves(modsim::op op, const expected_op_shape& s, const hardware_spec& hw);
 
 struct op_time {
-  std::string op;
+  modsim::op op = modsim::op::router;
   double time_s = 0;      // predicted device time (launch overhead excluded)
   double roofline_s = 0;  // the datasheet roofline time of the same op (no wave quantisation)
   double compute_s = 0;   // roofline compute term (matmul/peak + other/peak)

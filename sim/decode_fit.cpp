@@ -14,7 +14,9 @@ namespace modsim::sim {
 namespace {
 
 // The attention kernels (the op table's attention-core class): they read the KV cache.
-bool is_attention(std::string_view op) { return std::string_view(op_class_of(op)) == "attn_core"; }
+bool is_attention(modsim::op op) { return std::string_view(op_class_of(op)) == "attn_core"; }
+// The same for a simulator kernel, named by its op's name (sim/des kernel::op).
+bool is_attention(std::string_view kernel_op) { return std::string_view(op_class_of(kernel_op)) == "attn_core"; }
 
 }  // namespace
 
@@ -25,7 +27,7 @@ double decode_features::weight_bytes() const {
 }
 
 decode_features features_of_decode(const calibration_sample& s) {
-  if (!s.decode_row) throw input_error(s.where, "op", "'" + s.op + "' is not a decode row");
+  if (!s.decode_row) throw input_error(s.where, "op", "'" + std::string(to_string(s.op)) + "' is not a decode row");
   const des::decode_case c = des::decode_case_of(*s.decode_row);
   decode_features f;
   f.whole_model = c.lm_head;

@@ -11,18 +11,19 @@
 
 namespace modsim::sim {
 
-efficiency_curve fit_curve(const std::string& op, dtype type, const std::vector<double>& roofline_s,
+efficiency_curve fit_curve(modsim::op op, dtype type, const std::vector<double>& roofline_s,
                            const std::vector<double>& measured_s, const fit_options& options,
                            const std::vector<double>& quantised_s) {
   if (roofline_s.empty() || roofline_s.size() != measured_s.size() ||
       (!quantised_s.empty() && quantised_s.size() != roofline_s.size()))
-    throw input_error("", op, "fit_curve needs as many roofline as measured times, at least one");
+    throw input_error("", std::string(to_string(op)),
+                      "fit_curve needs as many roofline as measured times, at least one");
   const std::size_t n = roofline_s.size();
   const std::vector<double>& q = quantised_s.empty() ? roofline_s : quantised_s;
   std::vector<double> x(n);
   for (std::size_t i = 0; i < n; ++i) {
     if (!(roofline_s[i] > 0) || !(measured_s[i] > 0))
-      throw input_error("", op, "fit_curve needs positive roofline and measured times");
+      throw input_error("", std::string(to_string(op)), "fit_curve needs positive roofline and measured times");
     x[i] = std::log10(roofline_s[i]);
   }
   // Knots at quantiles of the distinct x (closer than 0.02 decades count as one).

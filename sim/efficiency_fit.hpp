@@ -27,7 +27,7 @@ struct fit_options {
 // (bad_input) when `roofline_s` and `measured_s` differ in size or are empty.
 // `quantised_s` (same size, or empty = roofline_s) is the roofline with GEMM wave
 // quantisation, the term g multiplies.
-efficiency_curve fit_curve(const std::string& op, dtype type, const std::vector<double>& roofline_s,
+efficiency_curve fit_curve(modsim::op op, dtype type, const std::vector<double>& roofline_s,
                            const std::vector<double>& measured_s, const fit_options& options = {},
                            const std::vector<double>& quantised_s = {});
 

@@ -226,8 +226,8 @@ cost<C> f_lm_head(const dims<C>& x) {
 }
 
 template <class C>
-op_cost finish(std::string_view name, const cost<C>& c) {
-  return op_cost{std::string(name), to_int64(c.matmul), to_int64(c.other), to_int64(c.bytes)};
+op_cost finish(modsim::op o, const cost<C>& c) {
+  return op_cost{o, to_int64(c.matmul), to_int64(c.other), to_int64(c.bytes)};
 }
 
 // The ops of the block itself (norms, attention, MLP or MoE), in order.
@@ -397,9 +397,9 @@ op_shape shape_of(const model_spec& model, const workload& w) {
 }
 
 namespace ops {
-#define MODSIM_FLOPS_DEFINE_OP(name, formula)                                    \
-  op_cost name(const op_shape& s) { return finish(#name, formula(dims_of(s))); } \
-  op_cost name(const expected_op_shape& s) { return finish(#name, formula(dims_of(s))); }
+#define MODSIM_FLOPS_DEFINE_OP(name, formula)                                               \
+  op_cost name(const op_shape& s) { return finish(modsim::op::name, formula(dims_of(s))); } \
+  op_cost name(const expected_op_shape& s) { return finish(modsim::op::name, formula(dims_of(s))); }
 MODSIM_FLOPS_DEFINE_OP(router, f_router)
 MODSIM_FLOPS_DEFINE_OP(topk, f_topk)
 MODSIM_FLOPS_DEFINE_OP(gather, f_gather)
@@ -482,12 +482,6 @@ op_cost formula_of(modsim::op o, const Shape& s) {
   }
   throw input_error("", "op", "'" + std::string(to_string(o)) + "' is a whole block (block_costs lists its ops)");
 }
-
-modsim::op model_op(std::string_view name) {
-  const auto o = find_op(name);
-  if (!o || is_block(*o) || is_decode(*o)) throw input_error("", "op", "unknown op '" + std::string(name) + "'");
-  return *o;
-}
 }  // namespace
 
 namespace {
@@ -566,14 +560,17 @@ const std::vector<std::string_view>& op_names() {
   return names;
 }
 
-const char* op_class_of(std::string_view op) {
-  const auto o = find_op(op);
-  if (!o) throw input_error("", "op", "unknown op '" + std::string(op) + "'");
-  return info(*o).op_class.data();  // the table's literals are NUL-terminated
+const char* op_class_of(modsim::op o) {
+  return info(o).op_class.data();  // the table's literals are NUL-terminated
 }
 
-op_cost cost_of(std::string_view op, const op_shape& s) { return formula_of(model_op(op), s); }
-op_cost cost_of(std::string_view op, const expected_op_shape& s) { return formula_of(model_op(op), s); }
+modsim::op op_of_kernel(std::string_view kernel_op) {
+  const auto o = find_op(kernel_op);
+  if (!o) throw input_error("", "op", "unknown op '" + std::string(kernel_op) + "'");
+  return *o;
+}
+
+const char* op_class_of(std::string_view kernel_op) { return op_class_of(op_of_kernel(kernel_op)); }
 op_cost cost_of(modsim::op o, const op_shape& s) { return formula_of(o, s); }
 op_cost cost_of(modsim::op o, const expected_op_shape& s) { return formula_of(o, s); }
 
@@ -589,24 +586,24 @@ std::vector<op_cost> layer_costs(const op_shape& s, layer_kind kind) {
   return out;
 }
 
-op_shape block_op_shape(std::string_view block, const op_shape& s, double capacity, mode_variant variant) {
+op_shape block_op_shape(modsim::op block, const op_shape& s, double capacity, mode_variant variant) {
   op_shape x = s;
   x.context = 0;
   x.tokens = s.seq_len;
-  if (block == "block_mod") {
+  if (block == modsim::op::block_mod) {
     x.tokens = routed_tokens(capacity, s.seq_len);
-  } else if (block == "layer_mode") {
+  } else if (block == modsim::op::layer_mode) {
     if (variant != mode_variant::integrated) x.noop_experts = 0;
     if (variant == mode_variant::staged) x.tokens = routed_tokens(capacity, s.seq_len);
   }
   return x;
 }
 
-std::vector<op_cost> block_costs(std::string_view block, const op_shape& s, double capacity, mode_variant variant) {
+std::vector<op_cost> block_costs(modsim::op block, const op_shape& s, double capacity, mode_variant variant) {
   const op_shape x = block_op_shape(block, s, capacity, variant);
-  if (block == "block_dense") return layer_costs(x, {false, false});
-  if (block == "block_mod") return layer_costs(x, {true, false});
-  if (block == "layer_mode") {
+  if (block == modsim::op::block_dense) return layer_costs(x, {false, false});
+  if (block == modsim::op::block_mod) return layer_costs(x, {true, false});
+  if (block == modsim::op::layer_mode) {
     if (s.experts < 1) throw input_error("", "experts", "layer_mode needs at least one expert");
     switch (variant) {
       case mode_variant::moe:
@@ -618,14 +615,15 @@ std::vector<op_cost> block_costs(std::string_view block, const op_shape& s, doub
         throw input_error("", "variant", "layer_mode needs an MoE variant (moe, staged or integrated)");
     }
   }
-  throw input_error("", "op",
-                    "unknown block '" + std::string(block) + "' (expected block_dense, block_mod or layer_mode)");
+  throw input_error(
+      "", "op",
+      "unknown block '" + std::string(to_string(block)) + "' (expected block_dense, block_mod or layer_mode)");
 }
 
-op_cost sum_costs(const std::vector<op_cost>& list) {
+op_cost sum_costs(const std::vector<op_cost>& list, modsim::op as) {
   checked m, o, b;
   for (const op_cost& c : list) add_to(m, o, b, c);
-  return op_cost{"", m.v, o.v, b.v};
+  return op_cost{as, m.v, o.v, b.v};
 }
 
 std::vector<std::int64_t> layer_parameter_counts(const model_spec& model) {

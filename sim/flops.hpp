@@ -87,7 +87,9 @@ namespace modsim::sim {
 
 // The cost of one op. FLOPs and bytes; for decode the rounded expectation.
 struct op_cost {
-  std::string op;  // an op name (op_names())
+  // The op (a block or a decode step for a sum of ops: sum_costs, des::decode_kernels). A
+  // name is read into it where a file or the command line gives one and printed at output.
+  modsim::op op = modsim::op::router;
   std::int64_t matmul_flops = 0;
   std::int64_t other_flops = 0;
   std::int64_t bytes = 0;
@@ -163,16 +165,19 @@ const std::vector<std::string_view>& op_names();
 // The op's class for summaries: "routing" (router, topk, gather, scatter, predictor),
 // "norm", "attn_proj" (qkv_proj, out_proj), "attn_core" (scores, softmax, values), "mlp",
 // "moe" (expert_router, experts), "lm_head"; "block" for block_dense, block_mod and
-// layer_mode. Throws modsim::error (bad_input) for an unknown name.
-const char* op_class_of(std::string_view op);
+// layer_mode.
+const char* op_class_of(modsim::op o);
+// The op a simulator kernel runs: sim/des kernel::op holds the op's name (or that of the
+// device-to-host read des::d2h_sync_op, which is no op). Throws modsim::error (bad_input) for
+// a name the op table does not have.
+modsim::op op_of_kernel(std::string_view kernel_op);
+// op_class_of(op_of_kernel(kernel_op)).
+const char* op_class_of(std::string_view kernel_op);
 // The classes in display order (the op table's).
 using modsim::op_classes;
 
-// The op named `op` (an op_names() entry) at shape `s`. Throws modsim::error (bad_input)
-// for an unknown name.
-op_cost cost_of(std::string_view op, const op_shape& s);
-op_cost cost_of(std::string_view op, const expected_op_shape& s);
-// The same by enumerator (the op table's `flops` column). Throws for a whole block.
+// Op `o` at shape `s` (the op table's `flops` column). Throws modsim::error (bad_input) for a
+// whole block or a decode step.
 op_cost cost_of(modsim::op o, const op_shape& s);
 op_cost cost_of(modsim::op o, const expected_op_shape& s);
 
@@ -195,19 +200,19 @@ std::vector<op_cost> layer_costs(const op_shape& s, layer_kind kind);
 
 // The shape every op of `block` runs at (tokens = k at a routed block, no-op experts only in
 // an integrated layer): what block_costs evaluates its ops at.
-op_shape block_op_shape(std::string_view block, const op_shape& s, double capacity = 1.0,
+op_shape block_op_shape(modsim::op block, const op_shape& s, double capacity = 1.0,
                         mode_variant variant = mode_variant::staged);
 // The ops of a measured block (the profiler's `op` column) at shape `s` (s.tokens is
-// ignored): "block_dense" = a dense layer over S tokens; "block_mod" = a routed layer at
-// `capacity` (k = routed_tokens(capacity, S)); "layer_mode" = one MoE layer of `variant`
+// ignored): block_dense = a dense layer over S tokens; block_mod = a routed layer at
+// `capacity` (k = routed_tokens(capacity, S)); layer_mode = one MoE layer of `variant`
 // (`moe`: no routing; `staged`: MoD routing at `capacity` + MoE; `integrated`: MoE with
 // s.noop_experts no-op experts over all S tokens). Throws modsim::error (bad_input) for
-// another name, or layer_mode without experts.
-std::vector<op_cost> block_costs(std::string_view block, const op_shape& s, double capacity = 1.0,
+// another op, or layer_mode without experts.
+std::vector<op_cost> block_costs(modsim::op block, const op_shape& s, double capacity = 1.0,
                                  mode_variant variant = mode_variant::staged);
 
-// Sum of a list of ops (the `op` field is left empty).
-op_cost sum_costs(const std::vector<op_cost>& ops);
+// Sum of a list of ops, as the cost of `as` (the block they make up).
+op_cost sum_costs(const std::vector<op_cost>& ops, modsim::op as);
 
 struct layer_flops {
   int index = 0;

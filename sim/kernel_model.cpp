@@ -247,24 +247,17 @@ attention_impl parse_attention_impl(std::string_view name, const std::string& ke
   throw input_error("", key, "unknown attention implementation '" + std::string(name) + "' (unfused or fused)");
 }
 
-namespace {
-modsim::op op_named(std::string_view name) {
-  if (const auto o = find_op(name)) return *o;
-  throw input_error("", "op", "no kernel decomposition for op '" + std::string(name) + "' (not in the op table)");
+std::vector<kernel_work> gpu_kernels(modsim::op op, const op_shape& s, attention_impl attention) {
+  return kernels_impl(op, s, attention);
 }
-}  // namespace
-
-std::vector<kernel_work> gpu_kernels(std::string_view op, const op_shape& s, attention_impl attention) {
-  return kernels_impl(op_named(op), s, attention);
+std::vector<kernel_work> gpu_kernels(modsim::op op, const expected_op_shape& s, attention_impl attention) {
+  return kernels_impl(op, s, attention);
 }
-std::vector<kernel_work> gpu_kernels(std::string_view op, const expected_op_shape& s, attention_impl attention) {
-  return kernels_impl(op_named(op), s, attention);
+std::vector<kernel_work> gpu_kernels(modsim::op op, const op_shape& s) {
+  return kernels_impl(op, s, attention_impl::unfused);
 }
-std::vector<kernel_work> gpu_kernels(std::string_view op, const op_shape& s) {
-  return kernels_impl(op_named(op), s, attention_impl::unfused);
-}
-std::vector<kernel_work> gpu_kernels(std::string_view op, const expected_op_shape& s) {
-  return kernels_impl(op_named(op), s, attention_impl::unfused);
+std::vector<kernel_work> gpu_kernels(modsim::op op, const expected_op_shape& s) {
+  return kernels_impl(op, s, attention_impl::unfused);
 }
 
 kernel_work fused_attention_kernel(const op_shape& s) { return fused_attention_impl(s); }

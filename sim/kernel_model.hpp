@@ -83,12 +83,12 @@ inline constexpr attention_impl default_gpu_attention = attention_impl::fused;
 // elements of s.elem_bytes, with attention run `attention`: fused, attn_scores is the one
 // fused kernel (fused_attention_kernel) and attn_softmax / attn_values launch none, so a
 // block's kernels hold the attention once. The two-argument forms are the unfused kernels
-// (what rows without an attention column measured). Throws modsim::error(bad_input) for an
-// unknown op.
-std::vector<kernel_work> gpu_kernels(std::string_view op, const op_shape& s, attention_impl attention);
-std::vector<kernel_work> gpu_kernels(std::string_view op, const expected_op_shape& s, attention_impl attention);
-std::vector<kernel_work> gpu_kernels(std::string_view op, const op_shape& s);
-std::vector<kernel_work> gpu_kernels(std::string_view op, const expected_op_shape& s);
+// (what rows without an attention column measured). Throws modsim::error(bad_input) for a
+// whole block or a decode step (their kernels are their ops').
+std::vector<kernel_work> gpu_kernels(modsim::op op, const op_shape& s, attention_impl attention);
+std::vector<kernel_work> gpu_kernels(modsim::op op, const expected_op_shape& s, attention_impl attention);
+std::vector<kernel_work> gpu_kernels(modsim::op op, const op_shape& s);
+std::vector<kernel_work> gpu_kernels(modsim::op op, const expected_op_shape& s);
 
 // The fused causal attention kernel of shape `s` (n queries per sequence over L = context or
 // n keys, the queries the last n of the L positions): a batched_gemm with

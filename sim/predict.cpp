@@ -192,12 +192,12 @@ prediction predict(const model_spec& model, const model_spec& baseline, const wo
     p.notes.push_back("uncalibrated: every time is the datasheet roofline of " + cost.hardware().name +
                       " (run modsim calibrate for measured efficiencies)");
   } else {
-    std::set<std::string> roofline_ops, stand_ins;
+    std::set<std::string> roofline_ops, stand_ins;  // by name, so the notes list them alphabetically
     auto scan = [&](const op_prediction& o) {
       if (!o.calibrated)
-        roofline_ops.insert(o.op);
-      else if (o.calibrated_as != o.op)
-        stand_ins.insert(o.op + " (as " + o.calibrated_as + ")");
+        roofline_ops.insert(std::string(to_string(o.op)));
+      else if (o.calibrated_as != to_string(o.op))
+        stand_ins.insert(std::string(to_string(o.op)) + " (as " + o.calibrated_as + ")");
     };
     for (const auto* mt : {&p.model, &p.dense}) {
       for (const auto& l : mt->layers)

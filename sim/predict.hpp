@@ -53,7 +53,7 @@
 namespace modsim::sim {
 
 struct op_prediction {
-  std::string op;
+  modsim::op op = modsim::op::router;
   std::string op_class;  // op_class_of(op)
   double time_s = 0;     // device time, launch excluded
   double roofline_s = 0;

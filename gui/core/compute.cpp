@@ -305,12 +305,12 @@ ValidationResult validationOf(const analysis::analysis_result& r, const Explorer
   const sim::validation_summary& sum = section.summary;
   for (const sim::validation_point& v : points) {
     ValidationRow row;
-    row.op = v.sample.op;
+    row.op = modsim::to_string(v.sample.op);
     const sim::op_shape& s = v.sample.shape;
     row.shape = "B=" + std::to_string(s.batch) + " S=" + std::to_string(s.seq_len) + " d=" + std::to_string(s.d_model) +
                 " " + sim::to_string(v.sample.type);
-    if (v.sample.op == "layer_mode") row.shape += std::string(" MoDE ") + sim::to_string(v.sample.variant);
-    if (v.sample.op != "block_dense") {
+    if (v.sample.op == modsim::op::layer_mode) row.shape += std::string(" MoDE ") + sim::to_string(v.sample.variant);
+    if (v.sample.op != modsim::op::block_dense) {
       char c[32];
       std::snprintf(c, sizeof c, " c=%g", v.sample.capacity);
       row.shape += c;

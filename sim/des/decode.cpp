@@ -66,14 +66,14 @@ step_load forced_decode_load(const step_builder& b, const decode_case& c) {
 
 decode_case decode_case_of(const measured_point& p) {
   decode_case c;
-  if (p.op == "decode_step") {
+  if (p.op == modsim::op::decode_step) {
     if (!p.model) throw input_error(p.where, "model", "decode_step row: model '" + p.model_name + "' is not loaded");
     c.model = *p.model;
-  } else if (p.op == "decode_dense" || p.op == "decode_mod") {
-    c.model = decode_layer_model(p.d_model, p.n_heads, p.n_kv_heads, p.d_ff, p.mlp, p.op == "decode_mod", p.capacity,
-                                 p.predictor_hidden);
+  } else if (p.op == modsim::op::decode_dense || p.op == modsim::op::decode_mod) {
+    c.model = decode_layer_model(p.d_model, p.n_heads, p.n_kv_heads, p.d_ff, p.mlp, p.op == modsim::op::decode_mod,
+                                 p.capacity, p.predictor_hidden);
   } else {
-    throw input_error(p.where, "op", "'" + p.op + "' is not a decode op");
+    throw input_error(p.where, "op", "'" + std::string(to_string(p.op)) + "' is not a decode op");
   }
   c.batch = p.batch;
   c.context = p.seq_len;
@@ -83,7 +83,7 @@ decode_case decode_case_of(const measured_point& p) {
   c.pad_capacity = p.pad_capacity > 0 ? p.pad_capacity : 1.0;
   const double m = std::round(p.capacity * static_cast<double>(p.batch));
   c.routed = std::clamp<std::int64_t>(static_cast<std::int64_t>(m), 0, p.batch);
-  c.lm_head = p.op == "decode_step";
+  c.lm_head = p.op == modsim::op::decode_step;
   return c;
 }
 

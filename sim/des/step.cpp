@@ -83,8 +83,8 @@ step_builder::step_builder(const model_spec& model, dtype t, device_model dev)
     const op_cost c1 = cost_of(attn[i], s);
     s.context = 2;
     const op_cost c2 = cost_of(attn[i], s);
-    m_attn_b[i] = {"", c2.matmul_flops - c1.matmul_flops, c2.other_flops - c1.other_flops, c2.bytes - c1.bytes};
-    m_attn_a[i] = {"", c1.matmul_flops - m_attn_b[i].matmul_flops, c1.other_flops - m_attn_b[i].other_flops,
+    m_attn_b[i] = {attn[i], c2.matmul_flops - c1.matmul_flops, c2.other_flops - c1.other_flops, c2.bytes - c1.bytes};
+    m_attn_a[i] = {attn[i], c1.matmul_flops - m_attn_b[i].matmul_flops, c1.other_flops - m_attn_b[i].other_flops,
                    c1.bytes - m_attn_b[i].bytes};
   }
   m_dense.resize(2 * op_table().size());
@@ -191,7 +191,7 @@ kernel step_builder::attention_op(modsim::op id, const layer_load& l, bool padde
     const std::int64_t rows = l.pad_slots - l.decode_routed;
     add_rows(rows, rows * l.pad_keys);
   }
-  const op_cost total{std::string(to_string(id)), m, o, by};
+  const op_cost total{id, m, o, by};
   // The shape the time model sees: the mean query count and key count per sequence.
   s.batch = std::max<std::int64_t>(parts, 1);
   s.tokens = std::max<std::int64_t>(1, (queries + s.batch / 2) / s.batch);
@@ -300,7 +300,7 @@ std::vector<kernel> step_builder::forward(const workload& w) const {
     if (info.mod_routed) s.tokens = routed_tokens(info.capacity, w.seq_len);
     s.noop_experts = info.noop_experts;
     for (const op_cost& c : layer_costs(s, {info.mod_routed, info.moe})) {
-      out.push_back(make(c, s, parse_op(c.op), info.index, s.batch * s.tokens));
+      out.push_back(make(c, s, c.op, info.index, s.batch * s.tokens));
     }
   }
   out.push_back(make(ops::lm_head(s0), s0, modsim::op::lm_head, -1, s0.batch * s0.seq_len));

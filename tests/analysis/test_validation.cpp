@@ -19,8 +19,8 @@ namespace fs = std::filesystem;
 
 std::string config(const std::string& rel) { return std::string(MODSIM_SOURCE_DIR) + "/configs/" + rel; }
 
-sim::measured_point row(const std::string& op, const std::string& backend, const std::string& device,
-                        const std::string& key, double median_s = 1e-3) {
+sim::measured_point row(modsim::op op, const std::string& backend, const std::string& device, const std::string& key,
+                        double median_s = 1e-3) {
   sim::measured_point p;
   p.op = op;
   p.type = sim::dtype::fp32;
@@ -29,7 +29,7 @@ sim::measured_point row(const std::string& op, const std::string& backend, const
   p.d_model = 256;
   p.n_heads = 8;
   p.d_ff = 1024;
-  p.capacity = op == "block_dense" ? 1.0 : 0.5;
+  p.capacity = op == modsim::op::block_dense ? 1.0 : 0.5;
   p.median_s = median_s;
   p.backend = backend;
   p.device = device;
@@ -38,7 +38,7 @@ sim::measured_point row(const std::string& op, const std::string& backend, const
   return p;
 }
 
-sim::validation_point point(const std::string& op, const std::string& timing, double error_pct) {
+sim::validation_point point(modsim::op op, const std::string& timing, double error_pct) {
   sim::validation_point p;
   p.sample.op = op;
   p.sample.timing = timing;
@@ -47,9 +47,10 @@ sim::validation_point point(const std::string& op, const std::string& timing, do
 }
 
 TEST(Validation, SummariesByOpKeepInBlockTimingApartWhenAsked) {
-  const std::vector<sim::validation_point> pts = {point("mlp_up", "isolated", 1), point("mlp_up", "isolated", -3),
-                                                  point("mlp_up", "isolated", 5), point("mlp_up", "in_block", -2),
-                                                  point("topk", "isolated", 7)};
+  const std::vector<sim::validation_point> pts = {
+      point(modsim::op::mlp_up, "isolated", 1), point(modsim::op::mlp_up, "isolated", -3),
+      point(modsim::op::mlp_up, "isolated", 5), point(modsim::op::mlp_up, "in_block", -2),
+      point(modsim::op::topk, "isolated", 7)};
   const auto apart = summaries_by_op(pts, true);
   ASSERT_EQ(apart.size(), 3u);
   EXPECT_EQ(apart.at("mlp_up").points, 3);
@@ -68,14 +69,15 @@ TEST(Validation, ScoresBlocksAndTheOpRowsOfItsOwnBackendOnly) {
   const sim::hardware_spec cpu = sim::load_hardware(config("hardware/cpu.json"));
   validation_options vo;
   vo.score_ops = true;
-  const validation_section v = make_validation(
-      {row("block_dense", "cpu", "c", "a", 2e-3), row("mlp_up", "cpu", "c", "b"), row("mlp_up", "cuda", "g", "c")}, cpu,
-      vo, "rows.csv");
+  const validation_section v =
+      make_validation({row(modsim::op::block_dense, "cpu", "c", "a", 2e-3), row(modsim::op::mlp_up, "cpu", "c", "b"),
+                       row(modsim::op::mlp_up, "cuda", "g", "c")},
+                      cpu, vo, "rows.csv");
   ASSERT_EQ(v.points.size(), 1u);
-  EXPECT_EQ(v.points[0].sample.op, "block_dense");
+  EXPECT_EQ(v.points[0].sample.op, modsim::op::block_dense);
   EXPECT_NEAR(v.points[0].error_pct, 100 * (v.points[0].predicted_s - 2e-3) / 2e-3, 1e-9);
   ASSERT_EQ(v.op_points.size(), 1u);  // the cuda row is not this hardware's
-  EXPECT_EQ(v.op_points[0].sample.op, "mlp_up");
+  EXPECT_EQ(v.op_points[0].sample.op, modsim::op::mlp_up);
   EXPECT_EQ(v.single_op_rows, 1);
   EXPECT_EQ(v.rows, 3);
   EXPECT_FALSE(v.calibrated);
@@ -86,12 +88,12 @@ TEST(Validation, OpRowsStandInForMissingBlocksOnlyWhenAllowed) {
   const sim::hardware_spec cpu = sim::load_hardware(config("hardware/cpu.json"));
   validation_options vo;
   vo.score_ops = true;
-  EXPECT_THROW(make_validation({row("mlp_up", "cpu", "c", "b")}, cpu, vo, "rows.csv"), modsim::error);
+  EXPECT_THROW(make_validation({row(modsim::op::mlp_up, "cpu", "c", "b")}, cpu, vo, "rows.csv"), modsim::error);
   vo.ops_only_fallback = true;
-  const validation_section v = make_validation({row("mlp_up", "cpu", "c", "b", 4e-4)}, cpu, vo, "rows.csv");
+  const validation_section v = make_validation({row(modsim::op::mlp_up, "cpu", "c", "b", 4e-4)}, cpu, vo, "rows.csv");
   EXPECT_TRUE(v.ops_only);
   ASSERT_EQ(v.points.size(), 1u);
-  EXPECT_EQ(v.points[0].sample.op, "mlp_up");
+  EXPECT_EQ(v.points[0].sample.op, modsim::op::mlp_up);
   EXPECT_NEAR(v.points[0].error_pct, 100 * (v.points[0].predicted_s - 4e-4) / 4e-4, 1e-9);
 }
 
@@ -101,23 +103,23 @@ TEST(Validation, ACalibrationIsNeverScoredOnBlocksItUsedOrOnAnotherDevice) {
   ASSERT_FALSE(c.block_keys.empty());
   // A block the calibration's launch fit used: skipped; none left → refused.
   try {
-    make_validation({row("block_dense", "cpu", c.device, c.block_keys.front())}, cal, {}, "rows.csv");
+    make_validation({row(modsim::op::block_dense, "cpu", c.device, c.block_keys.front())}, cal, {}, "rows.csv");
     FAIL() << "a block the calibration used was scored";
   } catch (const modsim::error& e) {
     EXPECT_NE(std::string(e.what()).find("used by the calibration"), std::string::npos) << e.what();
   }
   // A block from another CPU model: refused, naming the row and the key.
   try {
-    make_validation({row("block_dense", "cpu", "Some Other CPU, 1 threads", "x")}, cal, {}, "rows.csv");
+    make_validation({row(modsim::op::block_dense, "cpu", "Some Other CPU, 1 threads", "x")}, cal, {}, "rows.csv");
     FAIL() << "a block of another device was scored";
   } catch (const modsim::error& e) {
     EXPECT_NE(std::string(e.what()).find("rows.csv:x"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("device"), std::string::npos) << e.what();
   }
   // A held-out block of the calibration's device: scored, and the one used skipped beside it.
-  const validation_section v = make_validation(
-      {row("block_dense", "cpu", c.device, c.block_keys.front()), row("block_dense", "cpu", c.device, "held-out")}, cal,
-      {}, "rows.csv");
+  const validation_section v = make_validation({row(modsim::op::block_dense, "cpu", c.device, c.block_keys.front()),
+                                                row(modsim::op::block_dense, "cpu", c.device, "held-out")},
+                                               cal, {}, "rows.csv");
   EXPECT_TRUE(v.calibrated);
   EXPECT_EQ(v.skipped_blocks, 1);
   ASSERT_EQ(v.points.size(), 1u);

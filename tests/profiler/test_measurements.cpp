@@ -9,8 +9,10 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <type_traits>
 
 #include "profiler/measurements.hpp"
+#include "sim/predict.hpp"
 #include "profiler/runner.hpp"
 #include "core/error.hpp"
 
@@ -95,7 +97,7 @@ TEST(Measurements, RowsRoundTripThroughText) {
   measurement_row r;
   r.backend = "cpu";
   r.device = "Intel(R) Xeon(R), \"2\" threads";  // needs quoting
-  r.op = "block_mod";
+  r.op = modsim::op::block_mod;
   r.dtype = "fp32";
   r.batch = 2;
   r.seq_len = 512;
@@ -114,7 +116,7 @@ TEST(Measurements, RowsRoundTripThroughText) {
   r.mlp = "swiglu";
   measurement_row back = parse_row(format_row(r), "m.csv", 2);
   EXPECT_EQ(back.device, r.device);
-  EXPECT_EQ(back.op, "block_mod");
+  EXPECT_EQ(back.op, modsim::op::block_mod);
   EXPECT_EQ(back.matmul_flops, 123456789012LL);
   EXPECT_DOUBLE_EQ(back.capacity, 0.125);
   EXPECT_DOUBLE_EQ(back.median_s, 1.25e-3);
@@ -124,7 +126,7 @@ TEST(Measurements, RowsRoundTripThroughText) {
   EXPECT_EQ(back.timing, "isolated");
   EXPECT_EQ(back.attention, "unfused");
   EXPECT_EQ(back.block, "");
-  r.op = "qkv_proj";
+  r.op = modsim::op::qkv_proj;
   r.timing = "in_block";
   r.block = "block_mod";
   back = parse_row(format_row(r), "m.csv", 2);
@@ -253,6 +255,42 @@ TEST(Measurements, BadRowsNameFileLineAndColumn) {
   }
 }
 
+// The op is read from its name once, where the CSV (or the calibration file) is read; from
+// there on the rows, samples, costs and predictions carry the enum.
+static_assert(std::is_same_v<decltype(measurement_row::op), modsim::op>);
+static_assert(std::is_same_v<decltype(sim::measured_point::op), modsim::op>);
+static_assert(std::is_same_v<decltype(sim::calibration_sample::op), modsim::op>);
+static_assert(std::is_same_v<decltype(sim::op_cost::op), modsim::op>);
+static_assert(std::is_same_v<decltype(sim::efficiency_curve::op), modsim::op>);
+static_assert(std::is_same_v<decltype(sim::op_time::op), modsim::op>);
+static_assert(std::is_same_v<decltype(sim::op_prediction::op), modsim::op>);
+
+TEST(Measurements, AnUnknownOpIsRefusedWhereTheFileIsRead) {
+  try {
+    parse_row("cpu,dev,block_dence,fp32,1,2,3,4,5,1,1,1,1,1,1,1,1,4,gelu,none,0,0,0,0", "m.csv", 5,
+              parse_header(old_header, "m.csv"));
+    FAIL() << "an unknown op was read";
+  } catch (const error& e) {
+    EXPECT_EQ(std::string(e.what()), "m.csv:5: op: unknown op 'block_dence'");
+  }
+  // Through the reader behind calibrate, validate and the report: one line naming file:line.
+  const std::string path = temp_csv("unknown_op");
+  {
+    std::ofstream out(path);
+    out << old_header << "\n"
+        << "cpu,dev,block_dense,fp32,1,2,3,4,5,1,1,1,1,1,1,1,1,4,gelu,none,0,0,0,0\n"
+        << "cpu,dev,mlp_upp,fp32,1,2,3,4,5,1,1,1,1,1,1,1,1,4,gelu,none,0,0,0,0\n";
+  }
+  try {
+    (void)read_measured_points(path);
+    FAIL() << "an unknown op was read";
+  } catch (const error& e) {
+    EXPECT_EQ(e.kind(), error_kind::bad_input);
+    EXPECT_EQ(std::string(e.what()), path + ":3: op: unknown op 'mlp_upp'");
+  }
+  fs::remove(path);
+}
+
 TEST(Measurements, RowFlopsComeFromTheFlopModel) {
   // qkv_proj at capacity 0.5 of S = 16 (k = 8), B = 2: T = 16 rows, d = 32, d_q = d_kv·... MHA:
   // 2·T·d·(d + 2d) = 2·16·32·96 = 98304 FLOPs (by hand).
@@ -359,13 +397,15 @@ expansion in_block_grid() {
                      timing_mode::in_block);
 }
 
-const std::vector<std::string> dense_ops = {"attn_norm", "qkv_proj", "attn_scores", "attn_softmax", "attn_values",
-                                            "out_proj",  "mlp_norm", "mlp_up",      "mlp_act",      "mlp_down"};
+const std::vector<modsim::op> dense_ops = {modsim::op::attn_norm,    modsim::op::qkv_proj,    modsim::op::attn_scores,
+                                           modsim::op::attn_softmax, modsim::op::attn_values, modsim::op::out_proj,
+                                           modsim::op::mlp_norm,     modsim::op::mlp_up,      modsim::op::mlp_act,
+                                           modsim::op::mlp_down};
 
-std::vector<std::string> mod_ops() {
-  std::vector<std::string> v = {"router", "topk", "gather"};
+std::vector<modsim::op> mod_ops() {
+  std::vector<modsim::op> v = {modsim::op::router, modsim::op::topk, modsim::op::gather};
   v.insert(v.end(), dense_ops.begin(), dense_ops.end());
-  v.push_back("scatter");
+  v.push_back(modsim::op::scatter);
   return v;
 }
 
@@ -390,17 +430,17 @@ TEST(Measurements, InBlockWritesTheBlockThenItsOpsAsSimFlopsListsThem) {
                         [](const block_samples& b) { return b.block.op == kernels::op::block_dense; });
 
   // The rows: each block, then its ops in sim/flops's order, all with the block's shape.
-  std::vector<std::string> expected = {"block_dense"};
+  std::vector<modsim::op> expected = {modsim::op::block_dense};
   expected.insert(expected.end(), dense_ops.begin(), dense_ops.end());
-  expected.push_back("block_mod");
-  for (const std::string& op : mod_ops()) expected.push_back(op);
+  expected.push_back(modsim::op::block_mod);
+  for (const modsim::op op : mod_ops()) expected.push_back(op);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const measurement_row& row = rows[i];
     const bool dense = i <= dense_ops.size();
     EXPECT_EQ(row.op, expected[i]) << i;
-    EXPECT_EQ(row.timing, "in_block") << row.op;
-    EXPECT_EQ(row.attention, "unfused") << row.op;
-    EXPECT_EQ(row.block, dense ? "block_dense" : "block_mod") << row.op;
+    EXPECT_EQ(row.timing, "in_block") << modsim::to_string(row.op);
+    EXPECT_EQ(row.attention, "unfused") << modsim::to_string(row.op);
+    EXPECT_EQ(row.block, dense ? "block_dense" : "block_mod") << modsim::to_string(row.op);
     EXPECT_EQ(row.batch, 1);
     EXPECT_EQ(row.seq_len, 16);
     EXPECT_EQ(row.d_model, 32);
@@ -409,14 +449,14 @@ TEST(Measurements, InBlockWritesTheBlockThenItsOpsAsSimFlopsListsThem) {
     EXPECT_DOUBLE_EQ(row.capacity, dense ? 1.0 : 0.25);
     // tokens as isolated rows count them: all S for the dense block and for router/topk,
     // k = 4 for the routed block and its other ops.
-    const bool all_tokens = dense || row.op == "router" || row.op == "topk";
-    EXPECT_EQ(row.tokens, all_tokens ? 16 : 4) << row.op;
-    EXPECT_EQ(row.samples, 3) << row.op;
+    const bool all_tokens = dense || row.op == modsim::op::router || row.op == modsim::op::topk;
+    EXPECT_EQ(row.tokens, all_tokens ? 16 : 4) << modsim::to_string(row.op);
+    EXPECT_EQ(row.samples, 3) << modsim::to_string(row.op);
   }
   // FLOPs of an op row are those of the same op measured isolated on the block's shape:
   // qkv_proj on k = 4 routed tokens, 2·4·32·(3·32) = 24576 (by hand).
   const measurement_row& qkv_mod = rows[1 + dense_ops.size() + 1 + 4];
-  ASSERT_EQ(qkv_mod.op, "qkv_proj");
+  ASSERT_EQ(qkv_mod.op, modsim::op::qkv_proj);
   EXPECT_EQ(qkv_mod.matmul_flops, 24576);
   // and the op rows of a block add up to its row.
   for (std::size_t first : {std::size_t{0}, 1 + dense_ops.size()}) {
@@ -427,9 +467,9 @@ TEST(Measurements, InBlockWritesTheBlockThenItsOpsAsSimFlopsListsThem) {
       other += rows[i].other_flops;
       bytes += rows[i].bytes;
     }
-    EXPECT_EQ(matmul, rows[first].matmul_flops) << rows[first].op;
-    EXPECT_EQ(other, rows[first].other_flops) << rows[first].op;
-    EXPECT_EQ(bytes, rows[first].bytes) << rows[first].op;
+    EXPECT_EQ(matmul, rows[first].matmul_flops) << modsim::to_string(rows[first].op);
+    EXPECT_EQ(other, rows[first].other_flops) << modsim::to_string(rows[first].op);
+    EXPECT_EQ(bytes, rows[first].bytes) << modsim::to_string(rows[first].op);
   }
 
   // Every sample's op times add up to that sample's block time (same clock readings), and
@@ -451,7 +491,7 @@ TEST(Measurements, InBlockWritesTheBlockThenItsOpsAsSimFlopsListsThem) {
     for (std::size_t i = 0; i < b.ops.size(); ++i) {
       std::vector<double> sorted = b.op_s[i];
       std::sort(sorted.begin(), sorted.end());
-      EXPECT_DOUBLE_EQ(rows[first_row + 1 + i].median_s, sorted[1]) << b.ops[i];
+      EXPECT_DOUBLE_EQ(rows[first_row + 1 + i].median_s, sorted[1]) << modsim::to_string(b.ops[i]);
     }
     std::vector<double> sorted = b.block_s;
     std::sort(sorted.begin(), sorted.end());
@@ -496,7 +536,7 @@ TEST(Measurements, ResumeOfAnInBlockFileSkipsWhatIsPresent) {
     EXPECT_EQ(r.already_present, 1u);
     EXPECT_EQ(r.measured, 1u);
     ASSERT_EQ(r.rows.size(), 1u);
-    EXPECT_EQ(r.rows[0].op, "mlp_down");
+    EXPECT_EQ(r.rows[0].op, modsim::op::mlp_down);
   }
   // Isolated rows of the same shapes are other points, in the same file.
   {

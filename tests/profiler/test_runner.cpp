@@ -281,7 +281,7 @@ TEST(Runner, DecodePointsRunOnTheDecodeFactoryAndWriteTheSimulatorsCosts) {
   for (const measurement_row& r : rows) {
     EXPECT_EQ(r.tokens, 2);
     EXPECT_GT(r.median_s, 0.0);
-    if (r.op == "decode_dense") {
+    if (r.op == modsim::op::decode_dense) {
       // One dense layer, B = 2 new tokens over L = 16 + 1 keys, d 32, d_q = d_kv = 32, d_ff 64 (gelu):
       // 2B·[d(d_q + 2d_kv) + 2·(L+1)·d_q + d_q·d + 2·d·d_ff] = 4·[3072 + 1088 + 1024 + 4096].
       EXPECT_EQ(r.matmul_flops, 4 * (3072 + 1088 + 1024 + 4096));

@@ -28,7 +28,7 @@ namespace fs = std::filesystem;
 
 std::string config(const std::string& rel) { return std::string(MODSIM_SOURCE_DIR) + "/configs/" + rel; }
 
-sim::measured_point block_row(const std::string& op, double capacity, double median_s, const std::string& key) {
+sim::measured_point block_row(modsim::op op, double capacity, double median_s, const std::string& key) {
   sim::measured_point p;
   p.op = op;
   p.type = sim::dtype::fp32;
@@ -56,7 +56,8 @@ const report_data& data() {
     in.scenario.requests = 40;
     in.command_line = "test";
     in.validation.from = analysis::validation_request::source::measurements;
-    in.validation.points = {block_row("block_dense", 1.0, 2e-3, "a"), block_row("block_mod", 0.125, 6e-4, "b")};
+    in.validation.points = {block_row(modsim::op::block_dense, 1.0, 2e-3, "a"),
+                            block_row(modsim::op::block_mod, 0.125, 6e-4, "b")};
     in.validation.hardware = sim::load_hardware(config("hardware/cpu.json"));
     in.validation.calibrate = false;
     in.validation.label = "test.csv";
@@ -376,12 +377,12 @@ TEST(Report, NoModelIsBadInput) {
 TEST(Report, ValidationNeedsBlockRowsOfTheHardwaresBackend) {
   const sim::hardware_spec cpu = sim::load_hardware(config("hardware/cpu.json"));
   const sim::hardware_spec gpu = sim::load_hardware(config("hardware/h100-sxm.json"));
-  EXPECT_THROW(analysis::make_validation({block_row("block_dense", 1.0, 1e-3, "a")}, gpu,
+  EXPECT_THROW(analysis::make_validation({block_row(modsim::op::block_dense, 1.0, 1e-3, "a")}, gpu,
                                          analysis::validation_options{}, "x.csv"),
                modsim::error);
-  sim::measured_point single = block_row("qkv_proj", 1.0, 1e-4, "s");
+  sim::measured_point single = block_row(modsim::op::qkv_proj, 1.0, 1e-4, "s");
   EXPECT_THROW(analysis::make_validation({single}, cpu, analysis::validation_options{}, "x.csv"), modsim::error);
-  const validation_section v = analysis::make_validation({block_row("block_dense", 1.0, 1e-3, "a")}, cpu,
+  const validation_section v = analysis::make_validation({block_row(modsim::op::block_dense, 1.0, 1e-3, "a")}, cpu,
                                                          analysis::validation_options{}, "x.csv");
   ASSERT_EQ(v.points.size(), 1u);
   EXPECT_NEAR(v.points[0].error_pct, 100 * (v.points[0].predicted_s - 1e-3) / 1e-3, 1e-9);

@@ -78,7 +78,7 @@ TEST(ErrorBand, CoverageAndTimeTercilesSurviveTheCalibrationJson) {
   c.device = "d";
   c.backend = "cpu";
   efficiency_curve curve;  // a calibration needs one fitted op to be read back
-  curve.op = "mlp_up";
+  curve.op = modsim::op::mlp_up;
   curve.log10_work = {-5.0, -3.0};
   curve.inv_efficiency = {2.0, 1.5};
   curve.samples = 4;

@@ -27,7 +27,7 @@ hardware_spec round_cpu() {
   return h;
 }
 
-op_cost cost(const char* op, std::int64_t mm, std::int64_t other, std::int64_t bytes) {
+op_cost cost(modsim::op op, std::int64_t mm, std::int64_t other, std::int64_t bytes) {
   return op_cost{op, mm, other, bytes};
 }
 
@@ -38,7 +38,7 @@ calibration one_curve_calibration(const hardware_spec& h) {
   c.backend = "cpu";
   c.sources.push_back({"m.csv", 10, 8});
   efficiency_curve e;
-  e.op = "attn_norm";
+  e.op = modsim::op::attn_norm;
   e.type = dtype::fp32;
   e.fixed_s = 2e-6;
   e.log10_work = {-6, -4};
@@ -63,13 +63,13 @@ TEST(Cost, UncalibratedTimeIsTheDatasheetRoofline) {
   EXPECT_NE(m.label().find("datasheet roofline"), std::string::npos);
   const op_shape s;
   // Compute-bound: 2e9/100e9 + 1e8/10e9 = 0.02 + 0.01 = 0.03 s; memory 1e8/10e9 = 0.01 s.
-  const op_time a = m.time_of(cost("mlp_up", 2'000'000'000, 100'000'000, 100'000'000), s, dtype::fp32);
+  const op_time a = m.time_of(cost(modsim::op::mlp_up, 2'000'000'000, 100'000'000, 100'000'000), s, dtype::fp32);
   EXPECT_NEAR(a.time_s, 0.03, 1e-15);
   EXPECT_NEAR(a.roofline_s, 0.03, 1e-15);
   EXPECT_FALSE(a.memory_bound());
   EXPECT_FALSE(a.calibrated);
   // Memory-bound: 1e6/10e9 = 1e-4 s of compute vs 4e9/10e9 = 0.4 s of traffic.
-  const op_time b = m.time_of(cost("attn_norm", 0, 1'000'000, 4'000'000'000), s, dtype::fp32);
+  const op_time b = m.time_of(cost(modsim::op::attn_norm, 0, 1'000'000, 4'000'000'000), s, dtype::fp32);
   EXPECT_NEAR(b.time_s, 0.4, 1e-15);
   EXPECT_TRUE(b.memory_bound());
   EXPECT_DOUBLE_EQ(m.launch_s(), 3e-6);
@@ -82,21 +82,21 @@ TEST(Cost, RooflineUsesThePeakOfTheDtype) {
   const cost_model m(h);
   const op_shape s;
   // 4e9 matmul FLOPs: fp32 0.08 s, bf16 0.01 s, fp16 0.02 s (memory 0).
-  EXPECT_NEAR(m.time_of(cost("qkv_proj", 4'000'000'000, 0, 0), s, dtype::fp32).time_s, 0.08, 1e-15);
-  EXPECT_NEAR(m.time_of(cost("qkv_proj", 4'000'000'000, 0, 0), s, dtype::bf16).time_s, 0.01, 1e-15);
-  EXPECT_NEAR(m.time_of(cost("qkv_proj", 4'000'000'000, 0, 0), s, dtype::fp16).time_s, 0.02, 1e-15);
+  EXPECT_NEAR(m.time_of(cost(modsim::op::qkv_proj, 4'000'000'000, 0, 0), s, dtype::fp32).time_s, 0.08, 1e-15);
+  EXPECT_NEAR(m.time_of(cost(modsim::op::qkv_proj, 4'000'000'000, 0, 0), s, dtype::bf16).time_s, 0.01, 1e-15);
+  EXPECT_NEAR(m.time_of(cost(modsim::op::qkv_proj, 4'000'000'000, 0, 0), s, dtype::fp16).time_s, 0.02, 1e-15);
 }
 
 TEST(Cost, KernelCountsPerOp) {
   hardware_spec cpu = round_cpu();
   hardware_spec gpu = round_cpu();
   gpu.kind = "gpu";
-  EXPECT_EQ(kernels_of("router", gpu), 1);
-  EXPECT_EQ(kernels_of("topk", gpu), 2);
-  EXPECT_EQ(kernels_of("topk", cpu), 1);
-  EXPECT_EQ(kernels_of("attn_scores", gpu), 1);
-  EXPECT_EQ(kernels_of("lm_head", gpu), 2);
-  EXPECT_EQ(kernels_of("predictor", cpu), 2);
+  EXPECT_EQ(kernels_of(modsim::op::router, gpu), 1);
+  EXPECT_EQ(kernels_of(modsim::op::topk, gpu), 2);
+  EXPECT_EQ(kernels_of(modsim::op::topk, cpu), 1);
+  EXPECT_EQ(kernels_of(modsim::op::attn_scores, gpu), 1);
+  EXPECT_EQ(kernels_of(modsim::op::lm_head, gpu), 2);
+  EXPECT_EQ(kernels_of(modsim::op::predictor, cpu), 2);
 }
 
 TEST(Cost, GemmWaveQuantisationOnAGpu) {
@@ -110,15 +110,15 @@ TEST(Cost, GemmWaveQuantisationOnAGpu) {
   s.n_heads = 1;
   s.d_ff = 128;  // one column tile
   // 133 tiles on 132 SMs: 2 waves = 264 tile slots for 133 tiles.
-  EXPECT_NEAR(gemm_waves("mlp_up", s, gpu), 264.0 / 133.0, 1e-12);
+  EXPECT_NEAR(gemm_waves(modsim::op::mlp_up, s, gpu), 264.0 / 133.0, 1e-12);
   s.tokens = 132 * 128;  // exactly one full wave
-  EXPECT_NEAR(gemm_waves("mlp_up", s, gpu), 1.0, 1e-12);
+  EXPECT_NEAR(gemm_waves(modsim::op::mlp_up, s, gpu), 1.0, 1e-12);
   // Not a GEMM, or a CPU: no quantisation.
-  EXPECT_EQ(gemm_waves("attn_norm", s, gpu), 1.0);
-  EXPECT_EQ(gemm_waves("mlp_up", s, round_cpu()), 1.0);
+  EXPECT_EQ(gemm_waves(modsim::op::attn_norm, s, gpu), 1.0);
+  EXPECT_EQ(gemm_waves(modsim::op::mlp_up, s, round_cpu()), 1.0);
   // The compute term is quantised: 1e9 FLOPs at 100e9 = 0.01 s, x 264/133 after quantisation.
   s.tokens = 133 * 128;
-  const op_time t = cost_model(gpu).time_of(cost("mlp_up", 1'000'000'000, 0, 0), s, dtype::bf16);
+  const op_time t = cost_model(gpu).time_of(cost(modsim::op::mlp_up, 1'000'000'000, 0, 0), s, dtype::bf16);
   EXPECT_NEAR(t.time_s, 0.01 * 264.0 / 133.0, 1e-12);
   EXPECT_NEAR(t.roofline_s, 0.01, 1e-15);
 }
@@ -132,22 +132,22 @@ TEST(Cost, CalibratedTimeIsFixedCostPlusRooflineOverEfficiency) {
   const op_shape s;
   // roofline 1e-5 s (1e5 bytes / 10e9): x = -5, halfway between the knots: g = 3.
   // time = 2e-6 + 3 * 1e-5 = 3.2e-5 s.
-  const op_time t = m.time_of(cost("attn_norm", 0, 0, 100'000), s, dtype::fp32);
+  const op_time t = m.time_of(cost(modsim::op::attn_norm, 0, 0, 100'000), s, dtype::fp32);
   EXPECT_NEAR(t.time_s, 3.2e-5, 1e-15);
   EXPECT_TRUE(t.calibrated);
   EXPECT_EQ(t.calibrated_as, "attn_norm");
   // Beyond the last knot g stays 2: roofline 1e-2 s -> 2e-6 + 2e-2.
-  EXPECT_NEAR(m.time_of(cost("attn_norm", 0, 0, 100'000'000), s, dtype::fp32).time_s, 2e-6 + 2e-2, 1e-15);
+  EXPECT_NEAR(m.time_of(cost(modsim::op::attn_norm, 0, 0, 100'000'000), s, dtype::fp32).time_s, 2e-6 + 2e-2, 1e-15);
   // Below the first knot g stays 4: roofline 1e-8 s -> 2e-6 + 4e-8.
-  EXPECT_NEAR(m.time_of(cost("attn_norm", 0, 0, 100), s, dtype::fp32).time_s, 2e-6 + 4e-8, 1e-18);
+  EXPECT_NEAR(m.time_of(cost(modsim::op::attn_norm, 0, 0, 100), s, dtype::fp32).time_s, 2e-6 + 4e-8, 1e-18);
   // Inside a layer the op fetches its 1e5 bytes again at 1e-11 s/byte (100 GB/s): + 1e-6 s.
   calibration slow = one_curve_calibration(h);
   slow.in_layer_s_per_byte = 1e-11;
-  EXPECT_NEAR(with_calibration(h, slow).time_of(cost("attn_norm", 0, 0, 100'000), s, dtype::fp32).time_s, 3.3e-5,
-              1e-15);
+  EXPECT_NEAR(with_calibration(h, slow).time_of(cost(modsim::op::attn_norm, 0, 0, 100'000), s, dtype::fp32).time_s,
+              3.3e-5, 1e-15);
   // The roofline fallback of an uncalibrated op is not scaled: 1e9/100e9 = 0.01 s.
-  EXPECT_NEAR(with_calibration(h, slow).time_of(cost("mlp_up", 1'000'000'000, 0, 0), s, dtype::fp32).time_s, 0.01,
-              1e-15);
+  EXPECT_NEAR(with_calibration(h, slow).time_of(cost(modsim::op::mlp_up, 1'000'000'000, 0, 0), s, dtype::fp32).time_s,
+              0.01, 1e-15);
 }
 
 TEST(Cost, UnmeasuredOpUsesItsStandInOrTheRoofline) {
@@ -155,15 +155,15 @@ TEST(Cost, UnmeasuredOpUsesItsStandInOrTheRoofline) {
   const cost_model m = with_calibration(h, one_curve_calibration(h));
   const op_shape s;
   // mlp_norm was never measured: attn_norm's curve (same formula) -> 3.2e-5 as above.
-  const op_time n = m.time_of(cost("mlp_norm", 0, 0, 100'000), s, dtype::fp32);
+  const op_time n = m.time_of(cost(modsim::op::mlp_norm, 0, 0, 100'000), s, dtype::fp32);
   EXPECT_NEAR(n.time_s, 3.2e-5, 1e-15);
   EXPECT_EQ(n.calibrated_as, "attn_norm");
   // mlp_up has no curve and its stand-in neither: roofline 1e9/100e9 = 0.01 s.
-  const op_time u = m.time_of(cost("mlp_up", 1'000'000'000, 0, 0), s, dtype::fp32);
+  const op_time u = m.time_of(cost(modsim::op::mlp_up, 1'000'000'000, 0, 0), s, dtype::fp32);
   EXPECT_NEAR(u.time_s, 0.01, 1e-15);
   EXPECT_FALSE(u.calibrated);
   // Another dtype is not calibrated either.
-  EXPECT_FALSE(m.time_of(cost("attn_norm", 0, 0, 100'000), s, dtype::bf16).calibrated);
+  EXPECT_FALSE(m.time_of(cost(modsim::op::attn_norm, 0, 0, 100'000), s, dtype::bf16).calibrated);
 }
 
 TEST(Cost, CalibrationBlockRoundTripsThroughJson) {
@@ -175,7 +175,7 @@ TEST(Cost, CalibrationBlockRoundTripsThroughJson) {
   EXPECT_EQ(back.date, c.date);
   EXPECT_EQ(back.device, c.device);
   ASSERT_EQ(back.curves.size(), 1u);
-  EXPECT_EQ(back.curves[0].op, "attn_norm");
+  EXPECT_EQ(back.curves[0].op, modsim::op::attn_norm);
   EXPECT_EQ(back.curves[0].inv_efficiency, c.curves[0].inv_efficiency);
   EXPECT_EQ(back.curves[0].log10_work, c.curves[0].log10_work);
   EXPECT_DOUBLE_EQ(back.curves[0].fixed_s, 2e-6);

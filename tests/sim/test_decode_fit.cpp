@@ -16,7 +16,7 @@ namespace {
 
 using test::round_cpu;
 
-measured_point decode_row(const std::string& op, std::int64_t batch, std::int64_t context, int d, double capacity,
+measured_point decode_row(modsim::op op, std::int64_t batch, std::int64_t context, int d, double capacity,
                           const std::string& routing, double seconds) {
   measured_point p;
   p.op = op;
@@ -34,14 +34,15 @@ measured_point decode_row(const std::string& op, std::int64_t batch, std::int64_
   p.median_s = seconds;
   p.backend = "cpu";
   p.device = "test cpu";
-  p.key = op + std::to_string(batch) + "|" + std::to_string(context) + "|" + std::to_string(d) + routing;
+  p.key = std::string(modsim::to_string(op)) + std::to_string(batch) + "|" + std::to_string(context) + "|" +
+          std::to_string(d) + routing;
   p.where = "t.csv:1";
   return p;
 }
 
 TEST(DecodeFit, FeaturesOfADenseLayerCountedByHand) {
   // B = 2 tokens over L = 16 + 1 keys, d 32, 4 heads (d_q = d_kv = 32), d_ff 64, gelu, fp32.
-  const calibration_sample s = sample_of(decode_row("decode_dense", 2, 16, 32, 1.0, "sync", 1e-3));
+  const calibration_sample s = sample_of(decode_row(modsim::op::decode_dense, 2, 16, 32, 1.0, "sync", 1e-3));
   const decode_features f = features_of_decode(s);
   // The FLOP columns are the attention kernels' (a weight kernel's FLOPs are carried by its
   // rows): scores and values 2·2B·(L+1)·d_q = 4·2·17·32.
@@ -58,11 +59,12 @@ TEST(DecodeFit, FeaturesOfADenseLayerCountedByHand) {
   for (const auto& [bytes, rows] : f.weight) EXPECT_EQ(rows, 2.0);  // every weight kernel computes B = 2 rows
   // A routed layer in sync mode adds the predictor, the read-back (launched as a kernel),
   // gather and scatter.
-  const decode_features r = features_of_decode(sample_of(decode_row("decode_mod", 8, 64, 32, 0.25, "sync", 1e-3)));
+  const decode_features r =
+      features_of_decode(sample_of(decode_row(modsim::op::decode_mod, 8, 64, 32, 0.25, "sync", 1e-3)));
   EXPECT_EQ(r.kernels, 14.0);
   EXPECT_EQ(r.syncs, 1.0);
   // pad: no read-back.
-  EXPECT_EQ(features_of_decode(sample_of(decode_row("decode_mod", 8, 64, 32, 0.25, "pad", 1e-3))).syncs, 0.0);
+  EXPECT_EQ(features_of_decode(sample_of(decode_row(modsim::op::decode_mod, 8, 64, 32, 0.25, "pad", 1e-3))).syncs, 0.0);
 }
 
 TEST(DecodeFit, RecoversAKnownLawAndTheExecutorAddsItUp) {
@@ -74,9 +76,9 @@ TEST(DecodeFit, RecoversAKnownLawAndTheExecutorAddsItUp) {
   for (std::int64_t b : {1, 4, 16})
     for (std::int64_t ctx : {64, 512})
       for (int d : {32, 64})
-        for (const char* op : {"decode_dense", "decode_mod"})
+        for (const modsim::op op : {modsim::op::decode_dense, modsim::op::decode_mod})
           for (const char* routing : {"sync", "pad"}) {
-            if (std::string(op) == "decode_dense" && std::string(routing) == "pad") continue;
+            if (op == modsim::op::decode_dense && std::string(routing) == "pad") continue;
             calibration_sample s = sample_of(decode_row(op, b, ctx, d, 0.5, routing, 1.0));
             const decode_features f = features_of_decode(s);
             double w = 0;
@@ -129,7 +131,7 @@ TEST(DecodeCase, ForcedLoadAndPadDefaultByHand) {
   EXPECT_DOUBLE_EQ(des::default_pad_capacity(0.5, 1), 1.0);  // 0.5 + 1.5 > 1
   // A routed layer at capacity 1/4 over context 100: 25 cached keys; 3 forced tokens of B 8 in
   // pad mode with 2 rows: 2 enter.
-  const measured_point p = decode_row("decode_mod", 8, 100, 32, 0.375, "pad", 1e-3);
+  const measured_point p = decode_row(modsim::op::decode_mod, 8, 100, 32, 0.375, "pad", 1e-3);
   des::decode_case c = des::decode_case_of(p);
   EXPECT_EQ(c.routed, 3);
   c.model.routing->capacity = 0.25;

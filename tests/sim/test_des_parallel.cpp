@@ -123,7 +123,7 @@ device_model plain_device() {
   const auto inner = d.time_of;
   d.time_of = [inner](const op_cost& c, const op_shape& s) {
     op_time t = inner(c, s);
-    if (c.op == "lm_head") t.time_s = 0;
+    if (c.op == modsim::op::lm_head) t.time_s = 0;
     return t;
   };
   d.launch_s = 0;

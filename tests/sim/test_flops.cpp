@@ -64,20 +64,22 @@ op_shape paper_shape(std::int64_t tokens) {
   return s;
 }
 
-const op_cost& op_named(const layer_flops& layer, const std::string& name) {
-  const auto it = std::find_if(layer.ops.begin(), layer.ops.end(), [&](const op_cost& c) { return c.op == name; });
-  if (it == layer.ops.end()) throw std::runtime_error("no op " + name + " in layer " + std::to_string(layer.index));
+const op_cost& op_named(const layer_flops& layer, modsim::op o) {
+  const auto it = std::find_if(layer.ops.begin(), layer.ops.end(), [&](const op_cost& c) { return c.op == o; });
+  if (it == layer.ops.end())
+    throw std::runtime_error("no op " + std::string(to_string(o)) + " in layer " + std::to_string(layer.index));
   return *it;
 }
+const op_cost& op_named(const layer_flops& layer, const std::string& name) { return op_named(layer, parse_op(name)); }
 
 std::vector<std::string> names_of(const layer_flops& layer) {
   std::vector<std::string> names;
-  for (const op_cost& c : layer.ops) names.push_back(c.op);
+  for (const op_cost& c : layer.ops) names.push_back(std::string(to_string(c.op)));
   return names;
 }
 
 std::ptrdiff_t count_op(const layer_flops& layer, const std::string& name) {
-  return std::count_if(layer.ops.begin(), layer.ops.end(), [&](const op_cost& c) { return c.op == name; });
+  return std::count_if(layer.ops.begin(), layer.ops.end(), [&](const op_cost& c) { return to_string(c.op) == name; });
 }
 
 std::vector<int> routed_indices(const flops_report& r) {
@@ -141,8 +143,8 @@ TEST(Flops, CapacityOneRoutedLayerCostsTheDenseLayerPlusRouting) {
   EXPECT_EQ(r.other_flops, d.other_flops + 32 + 6144);
   EXPECT_EQ(r.bytes, d.bytes + 8576 + 256 + 16768 + 24832);
   for (const op_cost& c : d.ops) {
-    EXPECT_EQ(op_named(r, c.op).matmul_flops, c.matmul_flops) << c.op;
-    EXPECT_EQ(op_named(r, c.op).bytes, c.bytes) << c.op;
+    EXPECT_EQ(op_named(r, c.op).matmul_flops, c.matmul_flops) << modsim::to_string(c.op);
+    EXPECT_EQ(op_named(r, c.op).bytes, c.bytes) << modsim::to_string(c.op);
   }
   EXPECT_EQ(routed_r.totals.dense_matmul_flops, dense_r.totals.matmul_flops);
 }
@@ -339,8 +341,8 @@ TEST(Flops, ExplicitLayerListRoutesExactlyThoseLayers) {
   m.routing = routing_of(schedule_kind::list, 0.5, 0, {0, 3});
   const flops_report r = evaluate_flops(m, load(1, 16));
   EXPECT_EQ(routed_indices(r), (std::vector<int>{0, 3}));
-  EXPECT_EQ(r.layers[3].ops.front().op, "router");
-  EXPECT_EQ(r.layers[1].ops.front().op, "attn_norm");
+  EXPECT_EQ(r.layers[3].ops.front().op, modsim::op::router);
+  EXPECT_EQ(r.layers[1].ops.front().op, modsim::op::attn_norm);
 }
 
 // ---- decode ------------------------------------------------------------------------------
@@ -392,7 +394,7 @@ TEST(Flops, PredictorIsAnMlpFromDModelToHiddenToOne) {
   s.predictor_hidden = 32;
   s.elem_bytes = 2;
   const op_cost c = ops::predictor(s);
-  EXPECT_EQ(c.op, "predictor");
+  EXPECT_EQ(c.op, modsim::op::predictor);
   EXPECT_EQ(c.matmul_flops, 8320);
   EXPECT_EQ(c.other_flops, 68);
   EXPECT_EQ(c.bytes, 4484);
@@ -515,27 +517,26 @@ TEST(Flops, MoeVariantIgnoresTheRoutingSchedule) {
 
 // ---- the per-op API ----------------------------------------------------------------------
 
-TEST(Flops, CostOfDispatchesByOpName) {
+TEST(Flops, CostOfDispatchesByOp) {
   const op_shape s = paper_shape(2048);
-  for (std::string_view name : op_names()) {
-    const op_cost c = cost_of(name, s);
-    EXPECT_EQ(c.op, name);
-  }
+  for (const modsim::op o : modsim::model_ops()) EXPECT_EQ(cost_of(o, s).op, o) << to_string(o);
   // lm_head at B = 1, S = 2048: 2·2048·1024·32000 = 134,217,728,000.
-  EXPECT_EQ(cost_of("lm_head", s).matmul_flops, 134217728000);
-  EXPECT_THROW(cost_of("attention", s), modsim::error);
+  EXPECT_EQ(cost_of(modsim::op::lm_head, s).matmul_flops, 134217728000);
+  // Blocks and decode steps are priced from their ops (block_costs, the simulator's step).
+  EXPECT_THROW(cost_of(modsim::op::block_mod, s), modsim::error);
+  EXPECT_THROW(cost_of(modsim::op::decode_step, s), modsim::error);
 }
 
 TEST(Flops, OpClassesGroupTheOps) {
-  EXPECT_STREQ(op_class_of("router"), "routing");
-  EXPECT_STREQ(op_class_of("predictor"), "routing");
-  EXPECT_STREQ(op_class_of("scatter"), "routing");
-  EXPECT_STREQ(op_class_of("mlp_norm"), "norm");
-  EXPECT_STREQ(op_class_of("out_proj"), "attn_proj");
-  EXPECT_STREQ(op_class_of("attn_softmax"), "attn_core");
-  EXPECT_STREQ(op_class_of("mlp_gate"), "mlp");
-  EXPECT_STREQ(op_class_of("experts"), "moe");
-  EXPECT_STREQ(op_class_of("lm_head"), "lm_head");
+  EXPECT_STREQ(op_class_of(modsim::op::router), "routing");
+  EXPECT_STREQ(op_class_of(modsim::op::predictor), "routing");
+  EXPECT_STREQ(op_class_of(modsim::op::scatter), "routing");
+  EXPECT_STREQ(op_class_of(modsim::op::mlp_norm), "norm");
+  EXPECT_STREQ(op_class_of(modsim::op::out_proj), "attn_proj");
+  EXPECT_STREQ(op_class_of(modsim::op::attn_softmax), "attn_core");
+  EXPECT_STREQ(op_class_of(modsim::op::mlp_gate), "mlp");
+  EXPECT_STREQ(op_class_of(modsim::op::experts), "moe");
+  EXPECT_STREQ(op_class_of(modsim::op::lm_head), "lm_head");
   EXPECT_THROW(op_class_of("softmax"), modsim::error);
 }
 
@@ -543,39 +544,41 @@ TEST(Flops, BlockModAtCapacityOneIsBlockDensePlusRoutingOps) {
   // At S = 2048, B = 1, d = 1024, bf16: the block_mod list is block_dense's with router,
   // topk, gather in front and scatter behind; router 2·2048·1024 = 4,194,304.
   const op_shape s = paper_shape(7);  // tokens is ignored by block_costs
-  const std::vector<op_cost> dense = block_costs("block_dense", s);
-  const std::vector<op_cost> mod = block_costs("block_mod", s, 1.0);
+  const std::vector<op_cost> dense = block_costs(modsim::op::block_dense, s);
+  const std::vector<op_cost> mod = block_costs(modsim::op::block_mod, s, 1.0);
   ASSERT_EQ(mod.size(), dense.size() + 4);
-  EXPECT_EQ(mod[0].op, "router");
+  EXPECT_EQ(mod[0].op, modsim::op::router);
   EXPECT_EQ(mod[0].matmul_flops, 4194304);
-  EXPECT_EQ(mod.back().op, "scatter");
-  EXPECT_EQ(sum_costs(mod).matmul_flops, sum_costs(dense).matmul_flops + 4194304);
+  EXPECT_EQ(mod.back().op, modsim::op::scatter);
+  EXPECT_EQ(sum_costs(mod, modsim::op::block_mod).matmul_flops,
+            sum_costs(dense, modsim::op::block_dense).matmul_flops + 4194304);
+  EXPECT_EQ(sum_costs(mod, modsim::op::block_mod).op, modsim::op::block_mod);
   // At capacity 0.125 the block's attention scores are 2·256²·1024 = 134,217,728.
-  const std::vector<op_cost> mod8 = block_costs("block_mod", s, 0.125);
-  EXPECT_EQ(mod8[5].op, "attn_scores");
+  const std::vector<op_cost> mod8 = block_costs(modsim::op::block_mod, s, 0.125);
+  EXPECT_EQ(mod8[5].op, modsim::op::attn_scores);
   EXPECT_EQ(mod8[5].matmul_flops, 134217728);
-  EXPECT_THROW(block_costs("layer_mode", s), modsim::error);  // no experts in the shape
-  EXPECT_THROW(block_costs("block", s), modsim::error);
+  EXPECT_THROW(block_costs(modsim::op::layer_mode, s), modsim::error);  // no experts in the shape
+  EXPECT_THROW(block_costs(modsim::op::attn_norm, s), modsim::error);   // not a block
 }
 
 TEST(Flops, LayerModeBlockFollowsItsVariant) {
   // E = 8, top_k = 1, dropless, B = 2, S = 16, fp32 (T = 32).
   op_shape s = shape_of(with_mode(mode_variant::moe, 8, 1, 0.0, 0), load(2, 16));
   // moe: no routing, 9 ops, experts M = 32: 32·4·64·256 = 2097152.
-  const std::vector<op_cost> moe = block_costs("layer_mode", s, 0.125, mode_variant::moe);
+  const std::vector<op_cost> moe = block_costs(modsim::op::layer_mode, s, 0.125, mode_variant::moe);
   ASSERT_EQ(moe.size(), 9u);
-  EXPECT_EQ(moe.back().op, "experts");
+  EXPECT_EQ(moe.back().op, modsim::op::experts);
   EXPECT_EQ(moe.back().matmul_flops, 2097152);
   // staged at 0.125: k = 2, T = 4, M = 4: 4·4·64·256 = 262144, between router/topk/gather
   // and scatter.
-  const std::vector<op_cost> staged = block_costs("layer_mode", s, 0.125, mode_variant::staged);
+  const std::vector<op_cost> staged = block_costs(modsim::op::layer_mode, s, 0.125, mode_variant::staged);
   ASSERT_EQ(staged.size(), 13u);
-  EXPECT_EQ(staged.front().op, "router");
-  EXPECT_EQ(staged[11].op, "experts");
+  EXPECT_EQ(staged.front().op, modsim::op::router);
+  EXPECT_EQ(staged[11].op, modsim::op::experts);
   EXPECT_EQ(staged[11].matmul_flops, 262144);
   // integrated with 1 no-op expert: expert_router 2·32·64·9 = 36864, M = ceil(256/9) = 29.
   s.noop_experts = 1;
-  const std::vector<op_cost> integrated = block_costs("layer_mode", s, 0.125, mode_variant::integrated);
+  const std::vector<op_cost> integrated = block_costs(modsim::op::layer_mode, s, 0.125, mode_variant::integrated);
   ASSERT_EQ(integrated.size(), 9u);
   EXPECT_EQ(integrated[7].matmul_flops, 36864);
   EXPECT_EQ(integrated[8].matmul_flops, 29 * 4 * 64 * 256);
@@ -627,7 +630,7 @@ TEST(OpTable, KernelOpsModelOrderAndStandIns) {
   EXPECT_TRUE(is_block(modsim::op::layer_mode));
   EXPECT_EQ(parse_op("block_mod"), modsim::op::block_mod);
   EXPECT_THROW(parse_op("softmax"), modsim::error);
-  EXPECT_THROW(cost_of("block_dense", op_shape{}), modsim::error);
+  EXPECT_THROW(cost_of(modsim::op::block_dense, op_shape{}), modsim::error);
   EXPECT_EQ(static_cast<int>(mode_variant::none), 0);
   EXPECT_EQ(static_cast<int>(mode_variant::staged), 1);
   EXPECT_EQ(static_cast<int>(mode_variant::integrated), 2);

@@ -50,7 +50,7 @@ op_shape small_shape() {
 }
 
 TEST(KernelModel, QkvProjIsThreeGemmsCountedByHand) {
-  const std::vector<kernel_work> k = gpu_kernels("qkv_proj", small_shape());
+  const std::vector<kernel_work> k = gpu_kernels(modsim::op::qkv_proj, small_shape());
   ASSERT_EQ(k.size(), 3u);
   // T = 2·128 = 256 rows; Q: 256×256·256, K and V: 256×128·256.
   EXPECT_EQ(k[0].kind, kernel_kind::gemm);
@@ -66,7 +66,7 @@ TEST(KernelModel, QkvProjIsThreeGemmsCountedByHand) {
 }
 
 TEST(KernelModel, ResidualProjectionsCopyThenAccumulate) {
-  const std::vector<kernel_work> k = gpu_kernels("mlp_down", small_shape());
+  const std::vector<kernel_work> k = gpu_kernels(modsim::op::mlp_down, small_shape());
   ASSERT_EQ(k.size(), 2u);
   EXPECT_EQ(k[0].kind, kernel_kind::copy);
   EXPECT_DOUBLE_EQ(k[0].bytes, 2.0 * 2 * 256 * 256);  // read and write T·d
@@ -78,12 +78,12 @@ TEST(KernelModel, ResidualProjectionsCopyThenAccumulate) {
 
 TEST(KernelModel, AttentionIsOneBatchedGemmPerHeadPairAndASoftmax) {
   const op_shape s = small_shape();
-  const std::vector<kernel_work> scores = gpu_kernels("attn_scores", s);
+  const std::vector<kernel_work> scores = gpu_kernels(modsim::op::attn_scores, s);
   ASSERT_EQ(scores.size(), 1u);
   EXPECT_EQ(scores[0].kind, kernel_kind::batched_gemm);
   EXPECT_DOUBLE_EQ(scores[0].flops, 2.0 * 128 * 128 * 64 * 8);  // B·H = 8 products of 128×128·64
   EXPECT_DOUBLE_EQ(scores[0].tiles, 8);
-  const std::vector<kernel_work> softmax = gpu_kernels("attn_softmax", s);
+  const std::vector<kernel_work> softmax = gpu_kernels(modsim::op::attn_softmax, s);
   ASSERT_EQ(softmax.size(), 1u);
   EXPECT_DOUBLE_EQ(softmax[0].bytes, 2.0 * 2 * 8 * 128 * 128);
 }
@@ -93,24 +93,24 @@ TEST(KernelModel, UnalignedAttentionRunsOneStridedGemmPerHead) {
   // not all start on 16 bytes and the backend loops over the 4 heads.
   op_shape s = small_shape();
   s.tokens = 6;
-  const std::vector<kernel_work> k = gpu_kernels("attn_scores", s);
+  const std::vector<kernel_work> k = gpu_kernels(modsim::op::attn_scores, s);
   ASSERT_EQ(k.size(), 4u);
   double flops = 0;
   for (const kernel_work& w : k) flops += w.flops;
   EXPECT_DOUBLE_EQ(flops, 2.0 * 6 * 6 * 64 * 8);       // the same work as one batched call
   EXPECT_DOUBLE_EQ(k[0].flops, 2.0 * 6 * 6 * 64 * 2);  // B = 2 pairs per head
-  EXPECT_EQ(gpu_kernels("attn_values", s).size(), 4u);
+  EXPECT_EQ(gpu_kernels(modsim::op::attn_values, s).size(), 4u);
   s.tokens = 8;  // 8×8×2 = 128 bytes: aligned again
-  EXPECT_EQ(gpu_kernels("attn_scores", s).size(), 1u);
+  EXPECT_EQ(gpu_kernels(modsim::op::attn_scores, s).size(), 1u);
 }
 
 TEST(KernelModel, FusedAttentionIsOneCausalKernelWithNoScoresInMemory) {
   const op_shape s = small_shape();  // B 2, n = L = 128, H 4, H_kv 2, d_head 64, 2 bytes
   for (const op_shape& shape : {s}) {
-    const std::vector<kernel_work> scores = gpu_kernels("attn_scores", shape, attention_impl::fused);
+    const std::vector<kernel_work> scores = gpu_kernels(modsim::op::attn_scores, shape, attention_impl::fused);
     ASSERT_EQ(scores.size(), 1u);
-    EXPECT_TRUE(gpu_kernels("attn_softmax", shape, attention_impl::fused).empty());
-    EXPECT_TRUE(gpu_kernels("attn_values", shape, attention_impl::fused).empty());
+    EXPECT_TRUE(gpu_kernels(modsim::op::attn_softmax, shape, attention_impl::fused).empty());
+    EXPECT_TRUE(gpu_kernels(modsim::op::attn_values, shape, attention_impl::fused).empty());
     const kernel_work& k = scores[0];
     EXPECT_EQ(k.kind, kernel_kind::batched_gemm);
     // Causal keys: 128·128 − 128·127/2 = 8256 per (sequence, head); two matmuls of d_head 64:
@@ -123,7 +123,7 @@ TEST(KernelModel, FusedAttentionIsOneCausalKernelWithNoScoresInMemory) {
   // Unfused, the same attention moves the 2·4·128·128 scores (2 bytes) five times: written
   // by the scores GEMM, read and written by the softmax, read by the values GEMM.
   double unfused_bytes = 0, unfused_flops = 0;
-  for (const char* op : {"attn_scores", "attn_softmax", "attn_values"})
+  for (const modsim::op op : {modsim::op::attn_scores, modsim::op::attn_softmax, modsim::op::attn_values})
     for (const kernel_work& k : gpu_kernels(op, s, attention_impl::unfused)) {
       unfused_bytes += k.bytes;
       unfused_flops += k.flops;
@@ -131,7 +131,7 @@ TEST(KernelModel, FusedAttentionIsOneCausalKernelWithNoScoresInMemory) {
   EXPECT_DOUBLE_EQ(unfused_bytes, 2.0 * (65536 + 32768 + 131072) * 2 + 2.0 * 2 * 131072);  // 1,441,792
   EXPECT_DOUBLE_EQ(unfused_flops, 33554432.0);
   // The two-argument form is the unfused decomposition (rows without an attention column).
-  EXPECT_EQ(gpu_kernels("attn_softmax", s).size(), 1u);
+  EXPECT_EQ(gpu_kernels(modsim::op::attn_softmax, s).size(), 1u);
   EXPECT_EQ(default_gpu_attention, attention_impl::fused);
 
   // Decode: one query over a cache of 1000 keys sees all of them: 4·2·4·64·1000 FLOPs; Q and O
@@ -143,7 +143,7 @@ TEST(KernelModel, FusedAttentionIsOneCausalKernelWithNoScoresInMemory) {
   EXPECT_DOUBLE_EQ(d.flops, 2048000.0);
   EXPECT_DOUBLE_EQ(d.bytes, 1026048.0);
   EXPECT_DOUBLE_EQ(d.tiles, 8.0);
-  EXPECT_DOUBLE_EQ(gpu_kernels("attn_scores", decode, attention_impl::fused)[0].flops, d.flops);
+  EXPECT_DOUBLE_EQ(gpu_kernels(modsim::op::attn_scores, decode, attention_impl::fused)[0].flops, d.flops);
   // Expected shapes take the same formulas.
   expected_op_shape e;
   e.batch = 2;
@@ -168,7 +168,7 @@ TEST(KernelModel, FusedAttentionTimeIsWorkedByHandAndBeatsTheUnfusedOps) {
   EXPECT_NEAR(kernel_device_s(k, dtype::bf16, p, hw, false),
               2e-6 + std::cbrt(compute * compute * compute + memory * memory * memory), 1e-15);
   double unfused = 0;
-  for (const char* op : {"attn_scores", "attn_softmax", "attn_values"})
+  for (const modsim::op op : {modsim::op::attn_scores, modsim::op::attn_softmax, modsim::op::attn_values})
     for (const kernel_work& u : gpu_kernels(op, s, attention_impl::unfused))
       unfused += kernel_device_s(u, dtype::bf16, p, hw, false);
   EXPECT_LT(kernel_device_s(k, dtype::bf16, p, hw, false), unfused);
@@ -191,7 +191,7 @@ TEST(KernelModel, AttentionImplementationNamesRoundTrip) {
 TEST(CostModel, AnUncalibratedGpuPricesAttentionAsTheFusedKernel) {
   const cost_model gpu(round_gpu());
   const op_shape s = small_shape();
-  const op_time scores = gpu.time_of(cost_of("attn_scores", s), s, dtype::bf16);
+  const op_time scores = gpu.time_of(cost_of(modsim::op::attn_scores, s), s, dtype::bf16);
   // The fused kernel's work (worked by hand in FusedAttentionIsOneCausalKernel...) under
   // attn_scores, with the softmax's five operations per causal score (2·4·8256) as other FLOPs.
   EXPECT_EQ(scores.matmul_flops, 16908288);
@@ -199,15 +199,15 @@ TEST(CostModel, AnUncalibratedGpuPricesAttentionAsTheFusedKernel) {
   EXPECT_EQ(scores.other_flops, 5 * 2 * 4 * 8256);
   // Roofline: max(16,908,288 / 100e12 + 330,240 / 20e12, 393,216 / 1e12) = 0.393216 µs.
   EXPECT_NEAR(scores.roofline_s, 393216.0 / 1e12, 1e-18);
-  for (const char* op : {"attn_softmax", "attn_values"}) {
+  for (const modsim::op op : {modsim::op::attn_softmax, modsim::op::attn_values}) {
     const op_time t = gpu.time_of(cost_of(op, s), s, dtype::bf16);
-    EXPECT_EQ(t.matmul_flops + t.other_flops + t.bytes, 0) << op;
-    EXPECT_EQ(t.time_s, 0.0) << op;
+    EXPECT_EQ(t.matmul_flops + t.other_flops + t.bytes, 0) << to_string(op);
+    EXPECT_EQ(t.time_s, 0.0) << to_string(op);
   }
   // A CPU keeps the unfused ops of sim/flops.
   hardware_spec cpu = round_gpu();
   cpu.kind = "cpu";
-  const op_cost unfused = cost_of("attn_softmax", s);
+  const op_cost unfused = cost_of(modsim::op::attn_softmax, s);
   EXPECT_EQ(cost_model(cpu).time_of(unfused, s, dtype::bf16).bytes, unfused.bytes);
 }
 
@@ -217,8 +217,8 @@ TEST(KernelModel, EveryOpOfTheFlopModelHasKernels) {
   s.capacity_factor = 1.25;
   s.vocab_size = 1000;
   s.predictor_hidden = 64;
-  for (std::string_view op : op_names()) EXPECT_FALSE(gpu_kernels(op, s).empty()) << op;
-  EXPECT_THROW(gpu_kernels("no_such_op", s), modsim::error);
+  for (const modsim::op op : modsim::model_ops()) EXPECT_FALSE(gpu_kernels(op, s).empty()) << to_string(op);
+  EXPECT_THROW(gpu_kernels(modsim::op::block_dense, s), modsim::error);  // a block's kernels are its ops'
 }
 
 TEST(KernelModel, GemmTimeIsFloorPlusSmoothMaxOfComputeAndBandwidth) {
@@ -253,7 +253,7 @@ TEST(KernelModel, TopkWalksEachSequenceSeriallyOneRoundPerSmLoad) {
   p.of(kernel_kind::topk).per_item_s = 1e-9;
   op_shape s = small_shape();
   s.batch = 6;  // 6 sequences on 4 SMs: two rounds
-  const std::vector<kernel_work> k = gpu_kernels("topk", s);
+  const std::vector<kernel_work> k = gpu_kernels(modsim::op::topk, s);
   ASSERT_EQ(k.size(), 1u);
   EXPECT_NEAR(kernel_device_s(k[0], dtype::bf16, p, hw, false), 2e-6 + 1e-9 * 128 * 2, 1e-15);
 }
@@ -291,13 +291,14 @@ std::vector<calibration_sample> synthetic_samples(const hardware_spec& hw, const
       mp.device = "round";
       mp.median_s = 1;  // replaced below
       mp.timing = timing;
-      std::vector<std::string> ops = {"router",      "topk",         "gather",      "attn_norm", "qkv_proj",
-                                      "attn_scores", "attn_softmax", "attn_values", "out_proj",  "mlp_norm",
-                                      "mlp_up",      "mlp_act",      "mlp_down",    "scatter"};
-      ops.push_back(capacity < 1 ? "block_mod" : "block_dense");
-      for (const std::string& op : ops) {
+      using enum modsim::op;
+      std::vector<modsim::op> ops = {router,      topk,     gather,   attn_norm, qkv_proj, attn_scores, attn_softmax,
+                                     attn_values, out_proj, mlp_norm, mlp_up,    mlp_act,  mlp_down,    scatter};
+      ops.push_back(capacity < 1 ? block_mod : block_dense);
+      for (const modsim::op op : ops) {
         mp.op = op;
-        mp.key = op + std::to_string(seq) + "/" + std::to_string(d) + "/" + std::to_string(capacity);
+        mp.key =
+            std::string(to_string(op)) + std::to_string(seq) + "/" + std::to_string(d) + "/" + std::to_string(capacity);
         mp.where = "synthetic:" + std::to_string(++line);
         calibration_sample s = sample_of(mp);
         s.measured_s = scale * predict_row(kernel_row_of(s), truth, hw);
@@ -335,7 +336,8 @@ TEST(KernelFit, RecoversTheParametersThatGeneratedTheRows) {
   // A shape no row had, predicted within 1 %.
   const std::vector<calibration_sample> unseen = synthetic_samples(hw, truth, {{768, 768}});
   const cost_model model = with_calibration(hw, c);
-  for (const auto& s : unseen) EXPECT_NEAR(predict_sample(s, model).total_s / s.measured_s, 1.0, 0.01) << s.op;
+  for (const auto& s : unseen)
+    EXPECT_NEAR(predict_sample(s, model).total_s / s.measured_s, 1.0, 0.01) << modsim::to_string(s.op);
 }
 
 TEST(KernelFit, CalibratesFromOpsTimedInsideTheirBlocksAlone) {
@@ -351,7 +353,7 @@ TEST(KernelFit, CalibratesFromOpsTimedInsideTheirBlocksAlone) {
   EXPECT_NEAR(c.kernels->of(kernel_kind::gemm).compute_efficiency, 0.65, 0.65 * 0.05);
   const cost_model model = with_calibration(hw, c);
   for (const auto& s : synthetic_samples(hw, truth, {{768, 768}}, 1.0, "in_block"))
-    EXPECT_NEAR(predict_sample(s, model).total_s / s.measured_s, 1.0, 0.01) << s.op;
+    EXPECT_NEAR(predict_sample(s, model).total_s / s.measured_s, 1.0, 0.01) << modsim::to_string(s.op);
 }
 
 TEST(CrossValidation, AFoldNeverSeesTheShapeItPredicts) {
@@ -417,7 +419,7 @@ TEST(CrossValidationByValue, NamesAxesAndRefusesASingleValue) {
   const std::vector<calibration_sample> samples = synthetic_samples(hw, known_truth(hw), {{256, 256}});
   // tokens = batch (2) x the tokens per sequence the row processes (256, or k = 64 at c = 0.25).
   for (const auto& s : samples) {
-    if (s.op == "block_dense") {
+    if (s.op == modsim::op::block_dense) {
       EXPECT_EQ(axis_value(s, cv_axis::tokens), 512.0);
       EXPECT_EQ(axis_value(s, cv_axis::capacity), 1.0);
     }
@@ -444,7 +446,7 @@ TEST(KernelCalibration, RoundTripsThroughJsonAndTimesFp16WithTheBf16Fit) {
 
   const cost_model model = with_calibration(hw, c);
   const op_shape s = small_shape();
-  const op_cost cost = cost_of("mlp_up", s);
+  const op_cost cost = cost_of(modsim::op::mlp_up, s);
   const op_time bf = model.time_of(cost, s, dtype::bf16);
   const op_time fp = model.time_of(cost, s, dtype::fp16);
   EXPECT_TRUE(fp.calibrated);
@@ -465,7 +467,7 @@ TEST(KernelCalibration, RecordsTheAttentionItsRowsRanAndPricesAttentionAsIt) {
   calibration c = fit_calibration(hw, synthetic_samples(hw, truth, {{256, 256}, {512, 512}}), {}, "test");
   EXPECT_EQ(c.attention, attention_impl::unfused);  // rows without an attention column
   const op_shape s = small_shape();
-  const op_time unfused = with_calibration(hw, c).time_of(cost_of("attn_softmax", s), s, dtype::bf16);
+  const op_time unfused = with_calibration(hw, c).time_of(cost_of(modsim::op::attn_softmax, s), s, dtype::bf16);
   EXPECT_TRUE(unfused.calibrated);
   EXPECT_EQ(unfused.kernels, 1);
   EXPECT_GT(unfused.time_s, 0.0);
@@ -473,8 +475,8 @@ TEST(KernelCalibration, RecordsTheAttentionItsRowsRanAndPricesAttentionAsIt) {
   const calibration back = parse_calibration(calibration_to_json(c), "x.json");
   EXPECT_EQ(back.attention, attention_impl::fused);
   const cost_model fused = with_calibration(hw, back);
-  EXPECT_EQ(fused.time_of(cost_of("attn_softmax", s), s, dtype::bf16).time_s, 0.0);
-  const op_time scores = fused.time_of(cost_of("attn_scores", s), s, dtype::bf16);
+  EXPECT_EQ(fused.time_of(cost_of(modsim::op::attn_softmax, s), s, dtype::bf16).time_s, 0.0);
+  const op_time scores = fused.time_of(cost_of(modsim::op::attn_scores, s), s, dtype::bf16);
   EXPECT_EQ(scores.kernels, 1);
   EXPECT_NEAR(scores.time_s, kernel_device_s(fused_attention_kernel(s), dtype::bf16, *back.kernels, hw, true), 1e-15);
 }

@@ -56,10 +56,11 @@ TEST(Predict, UncalibratedPredictionIsTheHandComputedRoofline) {
   //   mlp_act      other 8·8·256 = 16384 -> 1.6384e-6; bytes 8·2048 = 16384 -> 1.6384e-6
   //   mlp_down     bytes 4·(2048 + 16384 + 1024)    = 77824 -> 7.7824e-6
   //   lm_head      bytes 4·(512 + 6400 + 800)       = 30848 -> 3.0848e-6
-  const std::vector<std::pair<std::string, double>> expected = {
-      {"attn_norm", 4.352e-7},  {"qkv_proj", 5.7344e-6}, {"attn_scores", 5.12e-7}, {"attn_softmax", 2.048e-7},
-      {"attn_values", 5.12e-7}, {"out_proj", 2.2528e-6}, {"mlp_norm", 4.352e-7},   {"mlp_up", 7.5776e-6},
-      {"mlp_act", 1.6384e-6},   {"mlp_down", 7.7824e-6}};
+  const std::vector<std::pair<modsim::op, double>> expected = {
+      {modsim::op::attn_norm, 4.352e-7},    {modsim::op::qkv_proj, 5.7344e-6},  {modsim::op::attn_scores, 5.12e-7},
+      {modsim::op::attn_softmax, 2.048e-7}, {modsim::op::attn_values, 5.12e-7}, {modsim::op::out_proj, 2.2528e-6},
+      {modsim::op::mlp_norm, 4.352e-7},     {modsim::op::mlp_up, 7.5776e-6},    {modsim::op::mlp_act, 1.6384e-6},
+      {modsim::op::mlp_down, 7.7824e-6}};
   const cost_model cost(round_cpu());
   const prediction p = predict(tiny(), load(1, 8), cost);
   ASSERT_EQ(p.model.layers.size(), 1u);
@@ -68,7 +69,7 @@ TEST(Predict, UncalibratedPredictionIsTheHandComputedRoofline) {
   double sum = 0;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     EXPECT_EQ(ops[i].op, expected[i].first);
-    EXPECT_NEAR(ops[i].time_s, expected[i].second, 1e-18) << ops[i].op;
+    EXPECT_NEAR(ops[i].time_s, expected[i].second, 1e-18) << modsim::to_string(ops[i].op);
     sum += expected[i].second;
   }
   EXPECT_NEAR(p.model.lm_head.time_s, 3.0848e-6, 1e-18);
@@ -106,8 +107,8 @@ TEST(Predict, RoutedLayerRunsTheRoutingOpsAndFewerTokens) {
   EXPECT_FALSE(p.model.layers[0].routed);
   EXPECT_TRUE(p.model.layers[1].routed);
   EXPECT_EQ(p.model.layers[1].tokens, 4);  // k = ceil(0.5 · 8)
-  EXPECT_EQ(p.model.layers[1].ops.front().op, "router");
-  EXPECT_EQ(p.model.layers[1].ops.back().op, "scatter");
+  EXPECT_EQ(p.model.layers[1].ops.front().op, modsim::op::router);
+  EXPECT_EQ(p.model.layers[1].ops.back().op, modsim::op::scatter);
   // Routing adds 4 kernels: 10 + 14 + 2 vs the dense 10 + 10 + 2.
   EXPECT_EQ(p.model.kernels, 26);
   EXPECT_EQ(p.dense.kernels, 22);
@@ -123,7 +124,7 @@ TEST(Predict, GapDecompositionOfAHandMadeCase) {
   //   mlp_up:  ρ_o = 0.5, efficiency (4 − 0.5·5)/10 = 0.15, mix (0.5 − 0.6)(0.5 − 0.4) = −0.01
   //   scores:  ρ_o = 0.25, efficiency (1 − 0.25·5)/10 = −0.025, mix (0.5 − 0.4)(0.25 − 0.4) = −0.015
   //   router:  1/10 − 0 = 0.1
-  auto op = [](const char* name, const char* cls, double t, std::int64_t f) {
+  auto op = [](modsim::op name, const char* cls, double t, std::int64_t f) {
     op_prediction o;
     o.op = name;
     o.op_class = cls;
@@ -133,11 +134,12 @@ TEST(Predict, GapDecompositionOfAHandMadeCase) {
   };
   model_time dense, mod;
   layer_prediction ld, lm;
-  ld.ops = {op("mlp_up", "mlp", 5, 60), op("attn_scores", "attn_core", 5, 40)};
-  lm.ops = {op("router", "routing", 1, 0), op("mlp_up", "mlp", 4, 30), op("attn_scores", "attn_core", 1, 10)};
+  ld.ops = {op(modsim::op::mlp_up, "mlp", 5, 60), op(modsim::op::attn_scores, "attn_core", 5, 40)};
+  lm.ops = {op(modsim::op::router, "routing", 1, 0), op(modsim::op::mlp_up, "mlp", 4, 30),
+            op(modsim::op::attn_scores, "attn_core", 1, 10)};
   dense.layers = {ld};
   mod.layers = {lm};
-  dense.lm_head = op("lm_head", "lm_head", 0, 0);
+  dense.lm_head = op(modsim::op::lm_head, "lm_head", 0, 0);
   mod.lm_head = dense.lm_head;
   dense.matmul_flops = 100;
   mod.matmul_flops = 40;
@@ -180,9 +182,9 @@ TEST(Predict, CalibratedModelPredictsAnUnmeasuredCapacity) {
   c.date = "d";
   c.device = "x";
   c.backend = "cpu";
-  for (std::string_view op : op_names()) {
+  for (const modsim::op op : modsim::model_ops()) {
     efficiency_curve e;
-    e.op = std::string(op);
+    e.op = op;
     e.log10_work = {-9};
     e.inv_efficiency = {2};
     c.curves.push_back(e);
@@ -217,7 +219,7 @@ TEST(Predict, DecodeUsesTheDecodeFlopModel) {
   const flops_report f = evaluate_flops(m, w);
   EXPECT_EQ(p.model.matmul_flops, f.totals.matmul_flops);
   ASSERT_EQ(p.model.layers.size(), f.layers.size());
-  EXPECT_EQ(p.model.layers[1].ops.front().op, "predictor");  // routed layer (every_other)
+  EXPECT_EQ(p.model.layers[1].ops.front().op, modsim::op::predictor);  // routed layer (every_other)
   // One decode step is far cheaper than a 2048-token forward pass.
   EXPECT_LT(p.total_s(), predict(m, load(8, 2048), cost).total_s());
 }
