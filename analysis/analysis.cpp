@@ -152,9 +152,8 @@ sim::des::timeline step_timeline(const configuration& c, const sim::cost_model& 
                                  analysis_result& out) {
   namespace des = sim::des;
   if (r.split && (r.split->gpus() > 1 || r.split->ep > 1)) {
-    const des::device_model dev = c.load.mode == sim::run_mode::decode
-                                      ? sim::decode_device_model(cost, c.load.type)
-                                      : des::device_model_of(cost, c.load.type);
+    const des::device_model dev = c.load.mode == sim::run_mode::decode ? sim::decode_device_model(cost, c.load.type)
+                                                                       : des::device_model_of(cost, c.load.type);
     des::parallel_step_request q;
     q.split = *r.split;
     q.cuda_graph = r.cuda_graph;

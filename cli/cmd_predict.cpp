@@ -345,7 +345,7 @@ output output_of(const analysis::analysis_result& a, const std::string& hw_name,
 
   // The CSV: one row per (layer, op) and the lm_head.
   table ops;
-  ops.columns = {"layer",      "routed",       "capacity",    "op",    "class",   "time_s",       "dense_time_s",
+  ops.columns = {"layer",      "routed",       "capacity",    "op",    "class",    "time_s",       "dense_time_s",
                  "roofline_s", "matmul_flops", "other_flops", "bytes", "launches", "memory_bound", "calibrated_as"};
   ops.people = false;
   ops.csv = true;

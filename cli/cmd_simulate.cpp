@@ -92,7 +92,7 @@ struct forward_run {
   sim::workload load;
   analysis::timeline_request request;
   const des::timeline* tl = nullptr;
-  std::int64_t decisions = 0, routed = 0;  // decode routing draws
+  std::int64_t decisions = 0, routed = 0;                 // decode routing draws
   const analysis::parallel_timeline* parallel = nullptr;  // a step over several GPUs
   int n_layers = 0;
 };
@@ -240,12 +240,12 @@ output forward_output(const forward_run& r) {
                                       static_cast<double>(r.routed) / static_cast<double>(r.decisions))});
   if (r.parallel) {
     const analysis::parallel_timeline& p = *r.parallel;
-    o.head.push_back(fmt::format("{} GPUs as {}{}; one replica simulated, {} GPU{} (one per stage, each standing for its {} TP rank{})",
-                                 p.split.gpus(), sim::to_string(p.split),
-                                 p.split.pp > 1 ? fmt::format(", {} micro-batches of {} (1F1B)", p.split.micro_batches,
-                                                              p.micro_batch)
-                                                : std::string(),
-                                 p.split.pp, p.split.pp > 1 ? "s" : "", p.split.tp, p.split.tp > 1 ? "s" : ""));
+    o.head.push_back(fmt::format(
+        "{} GPUs as {}{}; one replica simulated, {} GPU{} (one per stage, each standing for its {} TP rank{})",
+        p.split.gpus(), sim::to_string(p.split),
+        p.split.pp > 1 ? fmt::format(", {} micro-batches of {} (1F1B)", p.split.micro_batches, p.micro_batch)
+                       : std::string(),
+        p.split.pp, p.split.pp > 1 ? "s" : "", p.split.tp, p.split.tp > 1 ? "s" : ""));
     if (p.split.pp > 1) {
       summary.rows[1][0] = fmt::format("GPU busy (mean of {})", p.split.pp);
       summary.rows[2][0] = fmt::format("GPU waited on host (mean of {})", p.split.pp);
@@ -256,9 +256,11 @@ output forward_output(const forward_run& r) {
   o.tables.push_back(std::move(summary));
   if (!s.devices.empty()) {
     table g;
-    g.columns = {"GPU", "runs", "compute", "communication", "exposed comm", "idle: bubble, collectives", "idle: host", "busy"};
+    g.columns = {"GPU",        "runs", "compute", "communication", "exposed comm", "idle: bubble, collectives",
+                 "idle: host", "busy"};
     for (const des::device_summary& d : s.devices)
-      g.rows.push_back({integer(d.device), r.parallel ? stage_layers(*r.parallel, static_cast<std::size_t>(d.device), r.n_layers) : "all",
+      g.rows.push_back({integer(d.device),
+                        r.parallel ? stage_layers(*r.parallel, static_cast<std::size_t>(d.device), r.n_layers) : "all",
                         usec(d.compute_s), usec(d.comm_s), usec(d.exposed_comm_s), usec(d.wait_other_s),
                         usec(d.wait_host_s), fmt::format("{:.1f}%", s.step_s > 0 ? 100.0 * d.busy_s / s.step_s : 0.0)});
     o.tables.push_back(std::move(g));
@@ -303,9 +305,9 @@ int simulate_forward(const po::variables_map& vm, output_format format) {
     const std::string title =
         fmt::format("modsim simulate forward: {} on {} ({}, batch {}, {} {})", model.name, hw.name,
                     sim::to_string(w.mode), w.batch, w.mode == sim::run_mode::decode ? "context" : "seq", w.seq_len);
-    sim::write_file_atomically(vm["trace"].as<std::string>(),
-                               a.timeline_parallel ? des::chrome_trace_parallel(*a.timeline, title)
-                                                   : des::chrome_trace(*a.timeline, title));
+    sim::write_file_atomically(vm["trace"].as<std::string>(), a.timeline_parallel
+                                                                  ? des::chrome_trace_parallel(*a.timeline, title)
+                                                                  : des::chrome_trace(*a.timeline, title));
   }
   print(forward_output(r), format, std::cout);
   return exit_ok;
@@ -344,7 +346,6 @@ table serve_csv(const des::serve_summary& s, const des::serve_summary& d) {
     if (f.csv) t.rows.push_back({des::csv_key(f), des::machine_text(f, s), des::machine_text(f, d)});
   return t;
 }
-
 
 output serve_output(const serve_context& c, const des::serving_comparison& cmp) {
   const des::serve_summary& s = cmp.model.summary;

@@ -31,8 +31,8 @@ section flops_section(const report_data& d, document& doc) {
           ? "; a training step is the forward and backward pass, 3× the forward pass's matmul FLOPs (router included)"
           : "",
       ms(m.pred.model.overhead_s), ms(m.pred.dense.overhead_s))));
-  table t{{"op class", "dense matmul GFLOP", "model matmul GFLOP", "matmul FLOPs × dense", "share of model matmul FLOPs",
-           "dense ms", "model ms", "time × dense"},
+  table t{{"op class", "dense matmul GFLOP", "model matmul GFLOP", "matmul FLOPs × dense",
+           "share of model matmul FLOPs", "dense ms", "model ms", "time × dense"},
           {false, true, true, true, true, true, true, true},
           {},
           {}};

@@ -230,25 +230,20 @@ op_cost finish(modsim::op o, const cost<C>& c) {
   return op_cost{o, to_int64(c.matmul), to_int64(c.other), to_int64(c.bytes)};
 }
 
-// The ops of the block itself (norms, attention, MLP or MoE), in order.
 template <class Shape>
-void append_block(std::vector<op_cost>& out, const Shape& s, bool moe) {
-  out.push_back(ops::attn_norm(s));
-  out.push_back(ops::qkv_proj(s));
-  out.push_back(ops::attn_scores(s));
-  out.push_back(ops::attn_softmax(s));
-  out.push_back(ops::attn_values(s));
-  out.push_back(ops::out_proj(s));
-  out.push_back(ops::mlp_norm(s));
-  if (moe) {
-    out.push_back(ops::expert_router(s));
-    out.push_back(ops::experts(s));
-    return;
-  }
-  out.push_back(ops::mlp_up(s));
-  if (s.mlp == mlp_kind::swiglu) out.push_back(ops::mlp_gate(s));
-  out.push_back(ops::mlp_act(s));
-  out.push_back(ops::mlp_down(s));
+op_cost formula_of(modsim::op o, const Shape& s);
+
+// The costs of `ids` at shape `s`, in order.
+template <class Shape>
+void append_ops(std::vector<op_cost>& out, const Shape& s, const std::vector<modsim::op>& ids) {
+  for (const modsim::op id : ids) out.push_back(formula_of(id, s));
+}
+
+// layer_ops without the routing decision (router, topk): what a decode step's routed layer
+// runs after its predictor (or router) has decided per token.
+std::vector<modsim::op> after_routing(std::vector<modsim::op> ids) {
+  std::erase_if(ids, [](modsim::op o) { return o == modsim::op::router || o == modsim::op::topk; });
+  return ids;
 }
 
 void add_to(checked& m, checked& o, checked& b, const op_cost& c) {
@@ -299,7 +294,7 @@ evaluation evaluate(const model_spec& model, const workload& w) {
       s.tokens = 1;
       s.seq_len = 1;
       s.context = (checked(w.seq_len) + 1).v;
-      append_block(lf.ops, s, has_moe);
+      append_ops(lf.ops, s, layer_ops({false, has_moe}, s.mlp));
       lf.tokens = w.batch;
       lf.expected_tokens = static_cast<double>(w.batch);
     } else {
@@ -332,9 +327,7 @@ evaluation evaluate(const model_spec& model, const workload& w) {
       x.capacity_factor = s.capacity_factor;
       x.noop_experts = s.noop_experts;
       x.predictor_hidden = s.predictor_hidden;
-      lf.ops.push_back(ops::gather(x));
-      append_block(lf.ops, x, has_moe);
-      lf.ops.push_back(ops::scatter(x));
+      append_ops(lf.ops, x, after_routing(layer_ops({true, has_moe}, s.mlp)));
       lf.expected_tokens = x.batch;
       lf.tokens = std::llround(x.batch);
       lf.expected = x;
@@ -574,15 +567,29 @@ const char* op_class_of(std::string_view kernel_op) { return op_class_of(op_of_k
 op_cost cost_of(modsim::op o, const op_shape& s) { return formula_of(o, s); }
 op_cost cost_of(modsim::op o, const expected_op_shape& s) { return formula_of(o, s); }
 
+std::vector<modsim::op> layer_ops(layer_kind kind, mlp_kind mlp) {
+  using enum modsim::op;
+  std::vector<modsim::op> out;
+  out.reserve(16);
+  auto add = [&out](std::initializer_list<modsim::op> ops) {
+    for (const modsim::op o : ops) out.push_back(o);
+  };
+  if (kind.mod_routing) add({router, topk, gather});
+  add({attn_norm, qkv_proj, attn_scores, attn_softmax, attn_values, out_proj, mlp_norm});
+  if (kind.moe) {
+    add({expert_router, experts});
+  } else {
+    add({mlp_up});
+    if (mlp == mlp_kind::swiglu) add({mlp_gate});
+    add({mlp_act, mlp_down});
+  }
+  if (kind.mod_routing) add({scatter});
+  return out;
+}
+
 std::vector<op_cost> layer_costs(const op_shape& s, layer_kind kind) {
   std::vector<op_cost> out;
-  if (kind.mod_routing) {
-    out.push_back(ops::router(s));
-    out.push_back(ops::topk(s));
-    out.push_back(ops::gather(s));
-  }
-  append_block(out, s, kind.moe);
-  if (kind.mod_routing) out.push_back(ops::scatter(s));
+  append_ops(out, s, layer_ops(kind, s.mlp));
   return out;
 }
 

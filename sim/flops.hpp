@@ -194,6 +194,13 @@ struct layer_kind {
   bool moe = false;          // expert_router + experts instead of the dense MLP
 };
 
+// The ops of one layer in the order they run: the one statement of it. The FLOP model (forward,
+// training and decode), the cost model and the simulator's steps read it. Routed: router,
+// topk, gather, the block, scatter; the block: attention norm, QKV, scores, softmax, values,
+// output projection, MLP norm, then the MLP (up, gate with swiglu, activation, down) or the
+// MoE (expert router, experts).
+std::vector<modsim::op> layer_ops(layer_kind kind, mlp_kind mlp);
+
 // The forward ops of one layer at shape `s`, in order: s.tokens is n (k when routed),
 // s.seq_len is S; the MoE fields of `s` are used when kind.moe.
 std::vector<op_cost> layer_costs(const op_shape& s, layer_kind kind);

@@ -59,10 +59,11 @@ parallel_prediction predict_parallel(const model_spec& model, const workload& w,
     const double c = mt.layers[i].time_s * overhead_scale;
     const layer_traffic& t = traffic[i];
     const double tp_s =
-        split.tp > 1 ? t.tp_allreduces * collective_seconds(hw, collective::all_reduce, t.tp_allreduce_bytes, split.tp) : 0.0;
-    const double ep_s =
-        split.ep > 1 ? t.ep_all_to_alls * collective_seconds(hw, collective::all_to_all, t.ep_all_to_all_bytes, split.ep)
+        split.tp > 1 ? t.tp_allreduces * collective_seconds(hw, collective::all_reduce, t.tp_allreduce_bytes, split.tp)
                      : 0.0;
+    const double ep_s = split.ep > 1 ? t.ep_all_to_alls * collective_seconds(hw, collective::all_to_all,
+                                                                             t.ep_all_to_all_bytes, split.ep)
+                                     : 0.0;
     compute.push_back(c);
     tp.push_back(tp_s);
     ep.push_back(ep_s);
@@ -75,7 +76,8 @@ parallel_prediction predict_parallel(const model_spec& model, const workload& w,
   const double act_bytes =
       double(mb.batch) * double(w.mode == run_mode::decode ? 1 : w.seq_len) * model.d_model * dtype_bytes(w.type);
   const double send_s =
-      split.pp > 1 ? (w.mode == run_mode::train ? 2 : 1) * collective_seconds(hw, collective::send_recv, act_bytes, 2) : 0.0;
+      split.pp > 1 ? (w.mode == run_mode::train ? 2 : 1) * collective_seconds(hw, collective::send_recv, act_bytes, 2)
+                   : 0.0;
 
   // A stage's micro-batch: its layers, and the send to the next stage (none from the last).
   auto stage_with_send = [&](const stage_split& s, std::size_t i) {

@@ -166,8 +166,13 @@ class executor {
         else
           routed_layer(mlp_path::moe);
         return;
-      default:  // the cost model's own ops (predictor, lm_head): no kernel runs them
+      case op::predictor:
+      case op::lm_head:
         throw input_error("", "op", std::string(to_string(o)) + " is an op of the cost model only; no backend runs it");
+      case op::decode_dense:
+      case op::decode_mod:
+      case op::decode_step:
+        throw input_error("", "op", std::string(to_string(o)) + " is a decode step: kernels/decode.hpp runs it");
     }
     throw runtime_error("cuda backend: unknown op " + std::to_string(static_cast<int>(o)));
   }

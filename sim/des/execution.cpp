@@ -205,8 +205,8 @@ class executor {
   std::vector<stream_state> m_streams;  // device · streams + stream
   std::vector<host_state> m_hosts;
   std::vector<gpu_state> m_gpus;
-  std::vector<double> m_launch_cost;  // launch time each kernel pays on its stream
-  std::vector<double> m_wait_before;  // GPU idle right before each kernel started
+  std::vector<double> m_launch_cost;                  // launch time each kernel pays on its stream
+  std::vector<double> m_wait_before;                  // GPU idle right before each kernel started
   std::vector<double> m_enqueued_at, m_start, m_end;  // per kernel; -1 = not yet
   std::vector<std::vector<std::uint32_t>> m_dependents;
 };

@@ -62,10 +62,10 @@ device_model device_model_of(const cost_model& model, dtype t);
 struct kernel {
   // An op name: a view of static storage (an entry of sim::op_names(), or d2h_sync_op).
   std::string_view op;
-  int layer = -1;           // the layer index; -1 outside the layers (lm_head)
-  bool backward = false;    // a training step's backward kernel
-  int stream = 0;           // the stream it runs on
-  int device = 0;           // the GPU it runs on, in [0, exec_options::devices)
+  int layer = -1;         // the layer index; -1 outside the layers (lm_head)
+  bool backward = false;  // a training step's backward kernel
+  int stream = 0;         // the stream it runs on
+  int device = 0;         // the GPU it runs on, in [0, exec_options::devices)
   // Kernels (indices in the list) that must have finished before it starts; -1 = none.
   std::array<std::int32_t, 2> after{-1, -1};
   double device_s = 0;      // device time, launch excluded, seconds
@@ -125,12 +125,12 @@ struct class_summary {
 // One GPU's share of a step with several GPUs or communication kernels.
 struct device_summary {
   int device = 0;
-  double end_s = 0;             // its last kernel's end
-  double busy_s = 0;            // at least one of its streams runs a kernel
-  double compute_s = 0;         // a compute kernel (not comm) runs
-  double comm_s = 0;            // a comm kernel runs
-  double exposed_comm_s = 0;    // a comm kernel runs and no compute kernel does
-  double wait_host_s = 0;       // idle before step_s, waiting on its host
+  double end_s = 0;           // its last kernel's end
+  double busy_s = 0;          // at least one of its streams runs a kernel
+  double compute_s = 0;       // a compute kernel (not comm) runs
+  double comm_s = 0;          // a comm kernel runs
+  double exposed_comm_s = 0;  // a comm kernel runs and no compute kernel does
+  double wait_host_s = 0;     // idle before step_s, waiting on its host
   // Idle waiting on another GPU (pipeline bubble, its drain after end_s included) or on a
   // collective; busy_s + wait_host_s + wait_other_s = step_s.
   double wait_other_s = 0;
@@ -138,7 +138,7 @@ struct device_summary {
 };
 
 struct exec_summary {
-  double step_s = 0;            // from 0 (the host starts) to the last kernel's end
+  double step_s = 0;  // from 0 (the host starts) to the last kernel's end
   // One GPU: the time at least one stream runs a kernel; several: the mean over the GPUs.
   double gpu_busy_s = 0;
   // Time no stream runs a kernel before step_s because the GPU waits on the host (several

@@ -32,7 +32,9 @@ collective_timer::collective_timer(const model_spec& model, dtype t, const paral
                                    const hardware_spec& hw)
     : m_model(model), m_e(static_cast<double>(dtype_bytes(t))), m_split(split), m_hw(&hw) {}
 
-double collective_timer::timed(collective c, double bytes, int gpus) const { return collective_seconds(*m_hw, c, bytes, gpus); }
+double collective_timer::timed(collective c, double bytes, int gpus) const {
+  return collective_seconds(*m_hw, c, bytes, gpus);
+}
 
 double collective_timer::send_s(double bytes) const { return timed(collective::send_recv, bytes, 2); }
 
@@ -218,7 +220,7 @@ parallel_step build_parallel_step(const model_spec& model, const workload& w, co
   const double e = static_cast<double>(dtype_bytes(w.type));
   const std::vector<std::int64_t> layer_params = layer_parameter_counts(shard);
   std::vector<double> outside(static_cast<std::size_t>(p), 0.0);
-  outside[0] += double(shard.vocab_size) * shard.d_model;                           // embedding
+  outside[0] += double(shard.vocab_size) * shard.d_model;                                    // embedding
   outside[static_cast<std::size_t>(p - 1)] += double(shard.vocab_size + 1) * shard.d_model;  // LM head, final norm
 
   const double send_bytes = double(mb.batch) * double(decode ? 1 : w.seq_len) * model.d_model * e;
@@ -308,8 +310,8 @@ parallel_step build_parallel_step(const model_spec& model, const workload& w, co
     }
   }
   for (const fixup& f : fixups) {
-    const std::int32_t from =
-        send[static_cast<std::size_t>(f.dir)][static_cast<std::size_t>(f.stage)][static_cast<std::size_t>(f.micro_batch)];
+    const std::int32_t from = send[static_cast<std::size_t>(f.dir)][static_cast<std::size_t>(f.stage)]
+                                  [static_cast<std::size_t>(f.micro_batch)];
     if (from < 0) throw runtime_error("des::build_parallel_step: a stage's input has no send");
     add_dependency(G[f.kernel], from);
   }

@@ -258,7 +258,9 @@ namespace {
 class event_recorder final : public serve_observer {
  public:
   explicit event_recorder(int replica) : m_replica(replica) {}
-  void on_arrival(const request& r) override { add(r.arrival_s, [r](serve_observer& o) { o.on_arrival(r); }); }
+  void on_arrival(const request& r) override {
+    add(r.arrival_s, [r](serve_observer& o) { o.on_arrival(r); });
+  }
   void on_admit(std::int64_t id, double t, bool recompute) override {
     add(t, [=](serve_observer& o) { o.on_admit(id, t, recompute); });
   }
@@ -267,10 +269,18 @@ class event_recorder final : public serve_observer {
     c.replica = m_replica;
     add(s.start_s, [c](serve_observer& o) { o.on_step(c); });
   }
-  void on_first_token(std::int64_t id, double t) override { add(t, [=](serve_observer& o) { o.on_first_token(id, t); }); }
-  void on_resume(std::int64_t id, double t) override { add(t, [=](serve_observer& o) { o.on_resume(id, t); }); }
-  void on_preempt(std::int64_t id, double t) override { add(t, [=](serve_observer& o) { o.on_preempt(id, t); }); }
-  void on_finish(const request_record& r) override { add(r.finish_s, [r](serve_observer& o) { o.on_finish(r); }); }
+  void on_first_token(std::int64_t id, double t) override {
+    add(t, [=](serve_observer& o) { o.on_first_token(id, t); });
+  }
+  void on_resume(std::int64_t id, double t) override {
+    add(t, [=](serve_observer& o) { o.on_resume(id, t); });
+  }
+  void on_preempt(std::int64_t id, double t) override {
+    add(t, [=](serve_observer& o) { o.on_preempt(id, t); });
+  }
+  void on_finish(const request_record& r) override {
+    add(r.finish_s, [r](serve_observer& o) { o.on_finish(r); });
+  }
 
   struct event {
     double t;

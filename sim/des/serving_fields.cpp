@@ -21,44 +21,77 @@ constexpr serve_field R(const char* key, const char* label, double (*f)(const S&
 }
 
 const std::array k_fields = {
-    C("requests", "requests", [](const S& s) { return s.requests; }, 1, "{:.0f}"),
-    C("completed", "completed", [](const S& s) { return s.completed; }, 1, "{:.0f}"),
-    R("ttft_s.p50", "TTFT p50", [](const S& s) { return s.ttft_s.p50; }, ms, "{:.2f} ms", true),
-    R("ttft_s.p90", "TTFT p90", [](const S& s) { return s.ttft_s.p90; }, ms, "{:.2f} ms", true),
-    R("ttft_s.p99", "TTFT p99", [](const S& s) { return s.ttft_s.p99; }, ms, "{:.2f} ms", true),
-    R("ttft_s.mean", "TTFT mean", [](const S& s) { return s.ttft_s.mean; }, ms, nullptr),
-    R("tpot_s.p50", "TPOT p50", [](const S& s) { return s.tpot_s.p50; }, ms, "{:.2f} ms", true),
-    R("tpot_s.p90", "TPOT p90", [](const S& s) { return s.tpot_s.p90; }, ms, "{:.2f} ms", true),
-    R("tpot_s.p99", "TPOT p99", [](const S& s) { return s.tpot_s.p99; }, ms, "{:.2f} ms", true),
-    R("tpot_s.mean", "TPOT mean", [](const S& s) { return s.tpot_s.mean; }, ms, nullptr),
-    R("latency_s.p50", "latency p50", [](const S& s) { return s.latency_s.p50; }, ms, "{:.2f} ms", true),
-    R("latency_s.p90", "latency p90", [](const S& s) { return s.latency_s.p90; }, ms, "{:.2f} ms", true),
-    R("latency_s.p99", "latency p99", [](const S& s) { return s.latency_s.p99; }, ms, "{:.2f} ms", true),
-    R("latency_s.mean", "latency mean", [](const S& s) { return s.latency_s.mean; }, ms, nullptr),
-    R("throughput_tok_s", "throughput", [](const S& s) { return s.throughput_tok_s; }, 1, "{:.1f} tok/s", true),
-    C("kv_peak_bytes", "KV cache peak", [](const S& s) { return s.kv_peak_bytes; }, gb, "{:.3f} GB", true),
-    C("kv_budget_bytes", "KV budget", [](const S& s) { return s.kv_budget_blocks * s.kv_block_bytes; }, gb,
-      "{:.3f} GB"),
-    C("kv_block_bytes", "KV block", [](const S& s) { return s.kv_block_bytes; }, 1, nullptr, false, false),
-    C("output_tokens", "output tokens", [](const S& s) { return s.output_tokens; }, 1, nullptr),
-    R("duration_s", "duration", [](const S& s) { return s.duration_s; }, 1, nullptr),
-    C("steps", "steps", [](const S& s) { return s.steps; }, 1, "{:.0f}"),
-    C("preemptions", "preemptions", [](const S& s) { return s.preemptions; }, 1, "{:.0f}"),
-    R("mean_in_system", "in system (mean)", [](const S& s) { return s.mean_in_system; }, 1, "{:.2f}"),
-    R("mean_decode_batch", "mean decode batch", [](const S& s) { return s.mean_decode_batch; }, 1, "{:.1f}"),
-    R("decode_routed_fraction", "decode tokens routed", [](const S& s) { return s.decode_routed_fraction; }, 100,
-      "{:.1f}%"),
-    C("decode_routing_decisions", "decode routing decisions", [](const S& s) { return s.decode_decisions; }, 1,
-      nullptr, false, false),
-    C("dropped_tokens", "dropped by padding", [](const S& s) { return s.dropped; }, 1, "{:.0f}"),
-    R("gpu_busy_s", "GPU busy", [](const S& s) { return s.gpu_busy_s; }, 1, "{:.3f} s", true),
-    R("gpu_wait_host_s", "GPU waited on host", [](const S& s) { return s.gpu_wait_host_s; }, 1, "{:.3f} s"),
-    R("host_sync_wait_s", "host sync waits", [](const S& s) { return s.host_sync_wait_s; }, 1, "{:.3f} s"),
-    C("matmul_flops", "matmul GFLOP", [](const S& s) { return s.matmul_flops; }, gb, "{:.1f}", true),
-    C("wasted_matmul_flops", "wasted on padding, GFLOP", [](const S& s) { return s.wasted_matmul_flops; }, gb,
-      "{:.1f}"),
-    C("events", "simulator events", [](const S& s) { return static_cast<std::int64_t>(s.events); }, 1, nullptr,
-      false, false),
+    C(
+        "requests", "requests", [](const S& s) { return s.requests; }, 1, "{:.0f}"),
+    C(
+        "completed", "completed", [](const S& s) { return s.completed; }, 1, "{:.0f}"),
+    R(
+        "ttft_s.p50", "TTFT p50", [](const S& s) { return s.ttft_s.p50; }, ms, "{:.2f} ms", true),
+    R(
+        "ttft_s.p90", "TTFT p90", [](const S& s) { return s.ttft_s.p90; }, ms, "{:.2f} ms", true),
+    R(
+        "ttft_s.p99", "TTFT p99", [](const S& s) { return s.ttft_s.p99; }, ms, "{:.2f} ms", true),
+    R(
+        "ttft_s.mean", "TTFT mean", [](const S& s) { return s.ttft_s.mean; }, ms, nullptr),
+    R(
+        "tpot_s.p50", "TPOT p50", [](const S& s) { return s.tpot_s.p50; }, ms, "{:.2f} ms", true),
+    R(
+        "tpot_s.p90", "TPOT p90", [](const S& s) { return s.tpot_s.p90; }, ms, "{:.2f} ms", true),
+    R(
+        "tpot_s.p99", "TPOT p99", [](const S& s) { return s.tpot_s.p99; }, ms, "{:.2f} ms", true),
+    R(
+        "tpot_s.mean", "TPOT mean", [](const S& s) { return s.tpot_s.mean; }, ms, nullptr),
+    R(
+        "latency_s.p50", "latency p50", [](const S& s) { return s.latency_s.p50; }, ms, "{:.2f} ms", true),
+    R(
+        "latency_s.p90", "latency p90", [](const S& s) { return s.latency_s.p90; }, ms, "{:.2f} ms", true),
+    R(
+        "latency_s.p99", "latency p99", [](const S& s) { return s.latency_s.p99; }, ms, "{:.2f} ms", true),
+    R(
+        "latency_s.mean", "latency mean", [](const S& s) { return s.latency_s.mean; }, ms, nullptr),
+    R(
+        "throughput_tok_s", "throughput", [](const S& s) { return s.throughput_tok_s; }, 1, "{:.1f} tok/s", true),
+    C(
+        "kv_peak_bytes", "KV cache peak", [](const S& s) { return s.kv_peak_bytes; }, gb, "{:.3f} GB", true),
+    C(
+        "kv_budget_bytes", "KV budget", [](const S& s) { return s.kv_budget_blocks * s.kv_block_bytes; }, gb,
+        "{:.3f} GB"),
+    C(
+        "kv_block_bytes", "KV block", [](const S& s) { return s.kv_block_bytes; }, 1, nullptr, false, false),
+    C(
+        "output_tokens", "output tokens", [](const S& s) { return s.output_tokens; }, 1, nullptr),
+    R(
+        "duration_s", "duration", [](const S& s) { return s.duration_s; }, 1, nullptr),
+    C(
+        "steps", "steps", [](const S& s) { return s.steps; }, 1, "{:.0f}"),
+    C(
+        "preemptions", "preemptions", [](const S& s) { return s.preemptions; }, 1, "{:.0f}"),
+    R(
+        "mean_in_system", "in system (mean)", [](const S& s) { return s.mean_in_system; }, 1, "{:.2f}"),
+    R(
+        "mean_decode_batch", "mean decode batch", [](const S& s) { return s.mean_decode_batch; }, 1, "{:.1f}"),
+    R(
+        "decode_routed_fraction", "decode tokens routed", [](const S& s) { return s.decode_routed_fraction; }, 100,
+        "{:.1f}%"),
+    C(
+        "decode_routing_decisions", "decode routing decisions", [](const S& s) { return s.decode_decisions; }, 1,
+        nullptr, false, false),
+    C(
+        "dropped_tokens", "dropped by padding", [](const S& s) { return s.dropped; }, 1, "{:.0f}"),
+    R(
+        "gpu_busy_s", "GPU busy", [](const S& s) { return s.gpu_busy_s; }, 1, "{:.3f} s", true),
+    R(
+        "gpu_wait_host_s", "GPU waited on host", [](const S& s) { return s.gpu_wait_host_s; }, 1, "{:.3f} s"),
+    R(
+        "host_sync_wait_s", "host sync waits", [](const S& s) { return s.host_sync_wait_s; }, 1, "{:.3f} s"),
+    C(
+        "matmul_flops", "matmul GFLOP", [](const S& s) { return s.matmul_flops; }, gb, "{:.1f}", true),
+    C(
+        "wasted_matmul_flops", "wasted on padding, GFLOP", [](const S& s) { return s.wasted_matmul_flops; }, gb,
+        "{:.1f}"),
+    C(
+        "events", "simulator events", [](const S& s) { return static_cast<std::int64_t>(s.events); }, 1, nullptr, false,
+        false),
 };
 
 // serve_summary's size when this list was last matched to it, member by member (x86-64): a

@@ -24,9 +24,7 @@ struct serve_field {
   // The value: a count (machines read an integer) or a real number; exactly one is set.
   std::int64_t (*count)(const serve_summary&);
   double (*real)(const serve_summary&);
-  double value(const serve_summary& s) const {
-    return count ? static_cast<double>(count(s)) : real(s);
-  }
+  double value(const serve_summary& s) const { return count ? static_cast<double>(count(s)) : real(s); }
   // People's tables show value × scale printed with `format` (fmt syntax, e.g. "{:.2f} ms");
   // nullptr: machines only.
   double scale;

@@ -215,33 +215,6 @@ void step_builder::append_layer(std::vector<kernel>& out, const layer_info& info
   const std::int64_t T = sum_k + decode_rows;
   const std::int64_t T_used = sum_k + l.decode_routed;  // rows that are not padding
 
-  if (info.mod_routed) {
-    if (sum_n > 0) {
-      op_shape s = m_base;
-      s.batch = 1;
-      s.seq_len = sum_n;
-      s.tokens = sum_k;
-      out.push_back(make(ops::router(s), s, modsim::op::router, layer, sum_n));
-      out.push_back(make(ops::topk(s), s, modsim::op::topk, layer, sum_n));
-    }
-    if (decode) {
-      const bool by_router = m_model.routing && m_model.routing->inference == inference_routing::router;
-      out.push_back(token_op(by_router ? modsim::op::router : modsim::op::predictor, l.decode_tokens, layer));
-      if (routing == decode_routing::sync) {
-        kernel k;
-        k.op = d2h_sync_op;
-        k.layer = layer;
-        k.device_s = m_dev.d2h_sync_s;
-        k.launches = 1;
-        k.host_waits = true;
-        k.tokens = l.decode_tokens;
-        k.bytes = 4;
-        out.push_back(std::move(k));
-      }
-    }
-    if (T == 0) return;  // no token routed here this step: the host skips the block
-  }
-
   auto token_wise = [&](modsim::op id) {
     kernel k = token_op(id, T, layer);
     if (T_used != T)
@@ -254,25 +227,68 @@ void step_builder::append_layer(std::vector<kernel>& out, const layer_info& info
     k.wasted_matmul_flops = k.matmul_flops - unpadded;
     out.push_back(std::move(k));
   };
+  op_shape prefill = m_base;  // the routing decision over the prefill chunks' n tokens
+  prefill.batch = 1;
+  prefill.seq_len = sum_n;
+  prefill.tokens = sum_k;
 
-  if (info.mod_routed) token_wise(modsim::op::gather);
-  token_wise(modsim::op::attn_norm);
-  token_wise(modsim::op::qkv_proj);
-  attention(modsim::op::attn_scores);
-  attention(modsim::op::attn_softmax);
-  attention(modsim::op::attn_values);
-  token_wise(modsim::op::out_proj);
-  token_wise(modsim::op::mlp_norm);
-  if (info.moe) {
-    token_wise(modsim::op::expert_router);
-    token_wise(modsim::op::experts);
-  } else {
-    token_wise(modsim::op::mlp_up);
-    if (m_model.mlp == mlp_kind::swiglu) token_wise(modsim::op::mlp_gate);
-    token_wise(modsim::op::mlp_act);
-    token_wise(modsim::op::mlp_down);
+  // The layer's ops in sim/flops' order (layer_ops); each runs at this step's shapes.
+  for (const modsim::op id : layer_ops({info.mod_routed, info.moe}, m_model.mlp)) {
+    switch (id) {
+      case modsim::op::router:
+        if (sum_n > 0) out.push_back(make(ops::router(prefill), prefill, id, layer, sum_n));
+        break;
+      case modsim::op::topk:
+        if (sum_n > 0) out.push_back(make(ops::topk(prefill), prefill, id, layer, sum_n));
+        // Decode tokens: the causal predictor (or the router) decides per token; in
+        // synchronising mode the host reads the routed count back before it sizes the block.
+        if (decode) {
+          const bool by_router = m_model.routing && m_model.routing->inference == inference_routing::router;
+          out.push_back(token_op(by_router ? modsim::op::router : modsim::op::predictor, l.decode_tokens, layer));
+          if (routing == decode_routing::sync) {
+            kernel k;
+            k.op = d2h_sync_op;
+            k.layer = layer;
+            k.device_s = m_dev.d2h_sync_s;
+            k.launches = 1;
+            k.host_waits = true;
+            k.tokens = l.decode_tokens;
+            k.bytes = 4;
+            out.push_back(std::move(k));
+          }
+        }
+        if (T == 0) return;  // no token routed here this step: the host skips the block
+        break;
+      case modsim::op::attn_scores:
+      case modsim::op::attn_softmax:
+      case modsim::op::attn_values:
+        attention(id);
+        break;
+      case modsim::op::gather:
+      case modsim::op::attn_norm:
+      case modsim::op::qkv_proj:
+      case modsim::op::out_proj:
+      case modsim::op::mlp_norm:
+      case modsim::op::mlp_up:
+      case modsim::op::mlp_gate:
+      case modsim::op::mlp_act:
+      case modsim::op::mlp_down:
+      case modsim::op::expert_router:
+      case modsim::op::experts:
+      case modsim::op::scatter:
+        token_wise(id);
+        break;
+      case modsim::op::block_dense:
+      case modsim::op::block_mod:
+      case modsim::op::layer_mode:
+      case modsim::op::predictor:
+      case modsim::op::lm_head:
+      case modsim::op::decode_dense:
+      case modsim::op::decode_mod:
+      case modsim::op::decode_step:
+        throw runtime_error("des::step_builder: " + std::string(to_string(id)) + " is not an op inside a layer");
+    }
   }
-  if (info.mod_routed) token_wise(modsim::op::scatter);
 }
 
 std::vector<kernel> step_builder::step(const step_load& load, decode_routing routing) const {

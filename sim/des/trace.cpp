@@ -71,8 +71,8 @@ void span_events(const timeline& tl, const std::function<int(int)>& pid_of, std:
         // Idle because the host had not enqueued it yet, or (several GPUs, collectives) because
         // it waited on another stream or GPU.
         const bool dep = k.after[0] >= 0 || k.after[1] >= 0;
-        ev.push_back(complete(dep ? "idle (waiting)" : "idle (waiting on host)", "idle", pid, tid, sp.start_s,
-                              sp.dur_s, where + fmt::format(",\"before\":\"{}\"", json_escape(op))));
+        ev.push_back(complete(dep ? "idle (waiting)" : "idle (waiting on host)", "idle", pid, tid, sp.start_s, sp.dur_s,
+                              where + fmt::format(",\"before\":\"{}\"", json_escape(op))));
         break;
       }
       case span_kind::run:
@@ -98,7 +98,8 @@ std::string chrome_trace(const timeline& tl, const std::string& title, int strea
     ev.push_back(meta("thread_name", 1, 2 + s, "stream " + std::to_string(s)));
     ev.push_back(sort_index(1, 2 + s, 1 + s));
   }
-  span_events(tl, [](int) { return 1; }, ev);
+  span_events(
+      tl, [](int) { return 1; }, ev);
   return join(ev);
 }
 
@@ -111,7 +112,8 @@ std::string chrome_trace_parallel(const timeline& tl, const std::string& title) 
     const int pid = 1 + d;
     ev.push_back(meta("process_name", pid, -1,
                       devices > 1 ? fmt::format("GPU {} (stage {}) · {}", d, d, title) : "GPU 0 · " + title));
-    ev.push_back(fmt::format(R"({{"name":"process_sort_index","ph":"M","pid":{},"args":{{"sort_index":{}}}}})", pid, d));
+    ev.push_back(
+        fmt::format(R"({{"name":"process_sort_index","ph":"M","pid":{},"args":{{"sort_index":{}}}}})", pid, d));
     ev.push_back(meta("thread_name", pid, 1, "host"));
     ev.push_back(sort_index(pid, 1, 0));
     for (int s = 0; s < 4; ++s) {
@@ -119,7 +121,8 @@ std::string chrome_trace_parallel(const timeline& tl, const std::string& title) 
       ev.push_back(sort_index(pid, 2 + s, 1 + s));
     }
   }
-  span_events(tl, [](int d) { return 1 + d; }, ev);
+  span_events(
+      tl, [](int d) { return 1 + d; }, ev);
   return join(ev);
 }
 

@@ -493,8 +493,10 @@ TEST(Cli, SweepOverASplitTimesItsCurrentPointAsPredictDoes) {
 TEST(Cli, SimulateForwardOverGpusShowsEachStageAndItsCollectives) {
   const auto trace =
       std::filesystem::temp_directory_path() / ("modsim_cli_sim_tp_" + std::to_string(::getpid()) + ".json");
-  const result r = modsim("simulate forward mod-60m --hardware h100-sxm --batch 8 --seq 512 --tp 2 --pp 2 --format json "
-                          "--trace '" + trace.string() + "'");
+  const result r = modsim(
+      "simulate forward mod-60m --hardware h100-sxm --batch 8 --seq 512 --tp 2 --pp 2 --format json "
+      "--trace '" +
+      trace.string() + "'");
   ASSERT_EQ(r.code, 0) << r.err;
   const boost::json::object o = boost::json::parse(r.out).as_object();
   EXPECT_EQ(o.at("parallel").at("pp").as_int64(), 2);

@@ -273,7 +273,8 @@ TEST(DesParallel, AServingStepPassesTheStagesInTurn) {
   const model_spec m = dense(4);
   const step_builder b(m, dtype::bf16, plain_device());
   rng draws(1);
-  const std::vector<kernel> ks = b.step(decode_load(b, 4, 100, decode_routing::pad, std::nullopt, draws), decode_routing::pad);
+  const std::vector<kernel> ks =
+      b.step(decode_load(b, 4, 100, decode_routing::pad, std::nullopt, draws), decode_routing::pad);
   parallel_spec sp;
   sp.pp = 2;
   const parallel_serving_step ss(m, dtype::bf16, sp, {0, 2}, h100().hardware());

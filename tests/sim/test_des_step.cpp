@@ -110,3 +110,46 @@ TEST(DesStep, GraphModeShortensAHostBoundDecodeStep) {
 
 }  // namespace
 }  // namespace modsim::sim::des
+
+namespace modsim::sim::des {
+namespace {
+
+// The order of a layer's ops is stated once (sim::layer_ops); the FLOP model and both of the
+// simulator's step kinds follow it.
+TEST(LayerOps, OneOrderForTheFlopModelAndTheSimulator) {
+  using enum modsim::op;
+  // Written out from the block's definition (seed 002): routing around attention then MLP.
+  const std::vector<modsim::op> routed = {router,      topk,         gather,      attn_norm, qkv_proj,
+                                          attn_scores, attn_softmax, attn_values, out_proj,  mlp_norm,
+                                          mlp_up,      mlp_act,      mlp_down,    scatter};
+  EXPECT_EQ(layer_ops({true, false}, mlp_kind::gelu), routed);
+  EXPECT_EQ(layer_ops({false, true}, mlp_kind::swiglu),
+            (std::vector<modsim::op>{attn_norm, qkv_proj, attn_scores, attn_softmax, attn_values, out_proj, mlp_norm,
+                                     expert_router, experts}));
+  // The FLOP model's layer and the simulator's forward pass and serving step list the same ops.
+  const model_spec m = small_mod(0.25, 2);
+  const step_builder b(m, dtype::fp32, toy_device());
+  workload w;
+  w.batch = 1;
+  w.seq_len = 64;
+  w.type = dtype::fp32;
+  std::vector<modsim::op> forward, serving;
+  for (const kernel& k : b.forward(w))
+    if (k.layer == 1) forward.push_back(parse_op(k.op));
+  step_load load;
+  load.layers.resize(2);
+  for (layer_load& l : load.layers) l.prefill = {{64, 16, 16}};
+  load.layers[0].prefill = {{64, 64, 64}};
+  for (const kernel& k : b.step(load, decode_routing::pad))
+    if (k.layer == 1) serving.push_back(parse_op(k.op));
+  const std::vector<modsim::op> expected = layer_ops({true, false}, m.mlp);
+  EXPECT_EQ(forward, expected);
+  EXPECT_EQ(serving, expected);
+  std::vector<modsim::op> costs;
+  op_shape s = shape_of(m, w);
+  for (const op_cost& c : layer_costs(s, {true, false})) costs.push_back(c.op);
+  EXPECT_EQ(costs, expected);
+}
+
+}  // namespace
+}  // namespace modsim::sim::des
