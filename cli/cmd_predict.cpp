@@ -68,11 +68,7 @@ json::object op_json(const sim::op_prediction& o) {
 json::object gap_json(const sim::prediction& p) {
   json::object g;
   g["time_ratio_minus_flop_ratio"] = p.time_ratio - p.flop_ratio;
-  g["routing"] = p.gap.routing;
-  g["launch"] = p.gap.launch;
-  g["gemm_efficiency"] = p.gap.gemm_efficiency;
-  g["attention"] = p.gap.attention;
-  g["memory_bound"] = p.gap.memory_bound;
+  for (const sim::gap_term& t : sim::gap_terms()) g[t.key] = p.gap.*t.value;
   g["sum"] = p.gap.total();
   json::object by_class;
   for (const auto& [k, v] : p.gap.by_class) by_class[k] = v;
@@ -377,13 +373,10 @@ output output_of(const analysis::analysis_result& a, const std::string& hw_name,
   auto line = [&](const std::string& what, double v, const std::string& why) {
     o.tail.push_back(fmt::format("  {:<30} {:+.4f}  {}", what, v, why));
   };
-  line("routing ops", p.gap.routing, "router/topk/gather/scatter/predictor time beyond their FLOP share");
-  line("launch overhead", p.gap.launch,
-       fmt::format("{} launches vs {} dense: the launch count does not shrink with capacity", p.model.kernels,
-                   p.dense.kernels));
-  line("GEMM efficiency", p.gap.gemm_efficiency, "matmuls on fewer rows run below their dense efficiency");
-  line("attention (capacity^2)", p.gap.attention, "attention FLOPs shrink with capacity^2; its time share decides");
-  line("memory-bound ops", p.gap.memory_bound, "weights read whatever k is; norms and activations");
+  for (const sim::gap_term& t : sim::gap_terms())
+    line(t.label, p.gap.*t.value,
+         fmt::format(fmt::runtime(t.why), fmt::arg("launches", p.model.kernels),
+                     fmt::arg("dense_launches", p.dense.kernels)));
   o.tail.push_back(fmt::format("  {:<30} {:+.4f}", "sum", p.gap.total()));
   for (const auto& n : p.notes) o.tail.push_back("note: " + n);
   return o;

@@ -115,11 +115,7 @@ waterfall_input gap_chart(const sim::prediction& p) {
                          100 * p.time_ratio);
   in.y_label = "% of the dense " + pass_label(p.load.mode);
   in.steps.push_back({"FLOPs", 100 * p.flop_ratio, true});
-  in.steps.push_back({"routing", 100 * p.gap.routing, false});
-  in.steps.push_back({"launch", 100 * p.gap.launch, false});
-  in.steps.push_back({"GEMM eff.", 100 * p.gap.gemm_efficiency, false});
-  in.steps.push_back({"attention", 100 * p.gap.attention, false});
-  in.steps.push_back({"mem-bound", 100 * p.gap.memory_bound, false});
+  for (const sim::gap_term& t : sim::gap_terms()) in.steps.push_back({t.chart, 100 * (p.gap.*t.value), false});
   in.steps.push_back({"time", 100 * p.time_ratio, true});
   return in;
 }

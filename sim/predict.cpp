@@ -157,6 +157,23 @@ gap_decomposition decompose_gap(const model_time& mod, const model_time& dense) 
   return g;
 }
 
+std::span<const gap_term> gap_terms() {
+  static const gap_term terms[] = {
+      {"routing", "routing ops", "routing", "router/topk/gather/scatter/predictor time beyond their FLOP share",
+       &gap_decomposition::routing},
+      {"launch", "launch overhead", "launch",
+       "{launches} launches vs {dense_launches} dense: the launch count does not shrink with capacity",
+       &gap_decomposition::launch},
+      {"gemm_efficiency", "GEMM efficiency", "GEMM eff.", "matmuls on fewer rows run below their dense efficiency",
+       &gap_decomposition::gemm_efficiency},
+      {"attention", "attention (capacity^2)", "attention",
+       "attention FLOPs shrink with capacity^2; its time share decides", &gap_decomposition::attention},
+      {"memory_bound", "memory-bound ops", "mem-bound", "weights read whatever k is; norms and activations",
+       &gap_decomposition::memory_bound},
+  };
+  return terms;
+}
+
 void compare_with_baseline(prediction& p) {
   const double fm = double(p.model.matmul_flops) + double(p.model.other_flops);
   const double fd = double(p.dense.matmul_flops) + double(p.dense.other_flops);

@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,18 @@ struct gap_decomposition {
   std::map<std::string, double> by_class;
   double total() const { return routing + launch + gemm_efficiency + attention + memory_bound; }
 };
+
+// The gap's terms, declared once: `modsim predict`'s JSON and lines, the report's waterfall and
+// the explorer's read them from here.
+struct gap_term {
+  const char* key;    // JSON name ("gemm_efficiency")
+  const char* label;  // for people ("GEMM efficiency")
+  const char* chart;  // a chart's short label ("GEMM eff.")
+  // Why, one line for people; {launches} and {dense_launches} name the launch counts.
+  const char* why;
+  double gap_decomposition::*value;
+};
+std::span<const gap_term> gap_terms();
 
 // The ops and totals of one model (no comparison).
 struct model_time {

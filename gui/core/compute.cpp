@@ -1,5 +1,7 @@
 #include "gui/core/compute.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -100,11 +102,10 @@ PredictionResult predictionOf(const analysis::analysis_result& r) {
   out.params = r.flops.params;
   out.flopRatio = p.flop_ratio;
   out.timeRatio = p.time_ratio;
-  out.gap = {{"routing", p.gap.routing},
-             {"launch", p.gap.launch},
-             {"gemm_efficiency", p.gap.gemm_efficiency},
-             {"attention", p.gap.attention},
-             {"memory_bound", p.gap.memory_bound}};
+  for (const sim::gap_term& t : sim::gap_terms())
+    out.gap.push_back({t.key, p.gap.*t.value, t.chart,
+                       fmt::format(fmt::runtime(t.why), fmt::arg("launches", p.model.kernels),
+                                   fmt::arg("dense_launches", p.dense.kernels))});
   out.notes = p.notes;
   return out;
 }

@@ -290,10 +290,7 @@ QVariant GapModel::data(const QModelIndex& index, int role) const {
     pct = 100 * m_prediction.timeRatio;
   } else {
     const GapTerm& t = m_prediction.gap[static_cast<std::size_t>(r - 1)];
-    name = t.name == "gemm_efficiency" ? tr("GEMM eff.")
-           : t.name == "memory_bound"  ? tr("mem-bound")
-           : t.name == "launch"        ? tr("launches")
-                                       : qs(t.name);
+    name = tr(t.label.c_str());
     pct = 100 * t.fraction;
   }
   if (role == Qt::DisplayRole) {
@@ -325,13 +322,7 @@ QString GapModel::describe(int row) const {
   } else if (row == rowCount() - 1) {
     meaning = tr("the predicted time ratio, current / dense");
   } else {
-    const std::string& name = m_prediction.gap[static_cast<std::size_t>(row - 1)].name;
-    meaning = name == "routing"           ? tr("the router, top-k, gather and scatter ops MoD adds")
-              : name == "launch"          ? tr("kernel launches and host enqueue that do not shrink with the tokens")
-              : name == "gemm_efficiency" ? tr("smaller GEMMs run at a lower share of the peak")
-              : name == "attention"       ? tr("attention time that does not follow the FLOPs")
-              : name == "memory_bound"    ? tr("ops bound by memory traffic (weights read whatever the tokens)")
-                                          : QString();
+    meaning = qs(m_prediction.gap[static_cast<std::size_t>(row - 1)].why);
   }
   return tr("%1: %2 of the dense step\n%3").arg(term, value, meaning);
 }

@@ -27,8 +27,10 @@ struct LayerTiming {
 // One named term of the gap between the time ratio and the FLOP ratio (sim/predict.hpp
 // gap_decomposition), as a fraction of the dense step time: Σ terms = timeRatio − flopRatio.
 struct GapTerm {
-  std::string name;
+  std::string name;  // sim::gap_term::key
   double fraction = 0;
+  std::string label;  // its chart label (sim::gap_term::chart)
+  std::string why;    // what it is, for people (sim::gap_term::why, launch counts filled in)
 };
 
 struct PredictionResult {

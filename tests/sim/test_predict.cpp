@@ -167,6 +167,10 @@ TEST(Predict, GapDecompositionSumsToTheGapForShippedModels) {
         const prediction p = predict(m, w, *c);
         EXPECT_GT(p.total_s(), 0);
         EXPECT_NEAR(p.gap.total(), p.time_ratio - p.flop_ratio, 1e-12) << name << " " << to_string(mode);
+        // The declared terms (what every face prints) cover the gap: none is left out.
+        double terms = 0;
+        for (const gap_term& t : gap_terms()) terms += p.gap.*t.value;
+        EXPECT_NEAR(terms, p.time_ratio - p.flop_ratio, 1e-12) << name;
         double by_class = p.gap.launch;
         for (const auto& [k, v] : p.gap.by_class) by_class += v;
         EXPECT_NEAR(by_class, p.time_ratio - p.flop_ratio, 1e-12) << name;
