@@ -26,6 +26,25 @@ void add_dependency(kernel& k, std::int32_t on) {
 
 bool is(const kernel& k, modsim::op o) { return k.op == modsim::to_string(o); }
 
+// A communication kernel on `stream` of GPU `device` that waits for kernel `after` (the one whose
+// output it moves), moving `bytes` in `seconds`.
+kernel comm_kernel(const char* op, int stream, int device, std::int32_t after, double seconds, double bytes, int layer,
+                   bool backward, std::int64_t tokens) {
+  kernel k;
+  k.op = op;
+  k.layer = layer;
+  k.backward = backward;
+  k.stream = stream;
+  k.device = device;
+  k.device_s = seconds;
+  k.launches = 1;
+  k.tokens = tokens;
+  k.bytes = static_cast<std::int64_t>(std::llround(bytes));
+  k.memory_bound = true;
+  k.after[0] = after;
+  return k;
+}
+
 }  // namespace
 
 collective_timer::collective_timer(const model_spec& model, dtype t, const parallel_spec& split,
@@ -60,19 +79,8 @@ std::vector<kernel> collective_timer::add_layer_collectives(std::vector<kernel> 
   std::int32_t pending = -1;  // the collective the next compute kernel waits for
   auto last = [&] { return static_cast<std::int32_t>(out.size()) - 1; };
   auto push_comm = [&](const char* op, const kernel& src, collective c, double bytes, int gpus) {
-    kernel k;
-    k.op = op;
-    k.layer = src.layer;
-    k.backward = src.backward;
-    k.stream = collective_stream;
-    k.device = src.device;
-    k.device_s = seconds(c, bytes, gpus);
-    k.launches = 1;
-    k.tokens = src.tokens;
-    k.bytes = static_cast<std::int64_t>(std::llround(bytes));
-    k.memory_bound = true;
-    k.after[0] = last();  // the kernel it follows (the one whose output it moves)
-    out.push_back(k);
+    out.push_back(comm_kernel(op, collective_stream, src.device, last(), seconds(c, bytes, gpus), bytes, src.layer,
+                              src.backward, src.tokens));
     pending = last();
   };
   auto slots_bytes = [&](const kernel& k) {
@@ -129,18 +137,8 @@ std::vector<kernel> parallel_serving_step::apply(std::vector<kernel> ks, const s
     kernel k = in[i];
     const int s = std::max(stage, stage_of(k.layer));
     if (s != stage) {
-      kernel x;
-      x.op = pp_send_op;
-      x.layer = out.empty() ? -1 : out.back().layer;
-      x.stream = send_stream;
-      x.device = stage;
-      x.device_s = send_s;
-      x.launches = 1;
-      x.tokens = tokens;
-      x.bytes = static_cast<std::int64_t>(std::llround(bytes));
-      x.memory_bound = true;
-      x.after[0] = static_cast<std::int32_t>(out.size()) - 1;
-      out.push_back(x);
+      out.push_back(comm_kernel(pp_send_op, send_stream, stage, static_cast<std::int32_t>(out.size()) - 1, send_s,
+                                bytes, out.empty() ? -1 : out.back().layer, false, tokens));
       send = static_cast<std::int32_t>(out.size()) - 1;
       stage = s;
     }
@@ -246,18 +244,8 @@ parallel_step build_parallel_step(const model_spec& model, const workload& w, co
       int layer_open = -2;  // the layer whose backward is running (last micro-batch only)
       auto flush_bucket = [&] {
         if (bucket <= 0) return;
-        kernel k;
-        k.op = dp_all_reduce_op;
-        k.layer = G.back().layer;
-        k.backward = true;
-        k.stream = gradient_stream;
-        k.device = s;
-        k.device_s = ct.gradient_allreduce_s(bucket);
-        k.launches = 1;
-        k.bytes = static_cast<std::int64_t>(std::llround(bucket));
-        k.memory_bound = true;
-        k.after[0] = static_cast<std::int32_t>(G.size()) - 1;
-        G.push_back(k);
+        G.push_back(comm_kernel(dp_all_reduce_op, gradient_stream, s, static_cast<std::int32_t>(G.size()) - 1,
+                                ct.gradient_allreduce_s(bucket), bucket, G.back().layer, true, 0));
         bucket = 0;
       };
       for (std::size_t i = 0; i < list.size(); ++i) {
@@ -291,21 +279,10 @@ parallel_step build_parallel_step(const model_spec& model, const workload& w, co
       }
       const int to = bwd ? s - 1 : s + 1;
       if (to >= 0 && to < p) {
-        kernel k;
-        k.op = pp_send_op;
-        k.layer = G.back().layer;
-        k.backward = bwd;
-        k.stream = send_stream;
-        k.device = s;
-        k.device_s = send_s;
-        k.launches = 1;
-        k.tokens = mb.batch * (decode ? 1 : w.seq_len);
-        k.bytes = static_cast<std::int64_t>(std::llround(send_bytes));
-        k.memory_bound = true;
-        k.after[0] = static_cast<std::int32_t>(G.size()) - 1;
         send[bwd ? 1 : 0][static_cast<std::size_t>(s)][static_cast<std::size_t>(j)] =
             static_cast<std::int32_t>(G.size());
-        G.push_back(k);
+        G.push_back(comm_kernel(pp_send_op, send_stream, s, static_cast<std::int32_t>(G.size()) - 1, send_s, send_bytes,
+                                G.back().layer, bwd, mb.batch * (decode ? 1 : w.seq_len)));
       }
     }
   }

@@ -27,6 +27,17 @@ inline model_spec small_mod(double capacity = 0.25, int layers = 2) {
   return m;
 }
 
+// A workload of `batch` sequences of `seq` tokens.
+inline workload workload_of(std::int64_t batch, std::int64_t seq, run_mode mode = run_mode::forward,
+                            dtype type = dtype::bf16) {
+  workload w;
+  w.batch = batch;
+  w.seq_len = seq;
+  w.mode = mode;
+  w.type = type;
+  return w;
+}
+
 // A simple made-up device: 1 TFLOP/s, 1 TB/s, additive; launch 1 us, host 2 us per kernel.
 inline device_model toy_device() {
   device_model d;

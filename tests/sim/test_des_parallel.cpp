@@ -138,12 +138,7 @@ model_spec dense(int layers) {
 }
 
 workload load(std::int64_t batch, std::int64_t seq, run_mode mode = run_mode::forward) {
-  workload w;
-  w.batch = batch;
-  w.seq_len = seq;
-  w.mode = mode;
-  w.type = dtype::bf16;
-  return w;
+  return test::workload_of(batch, seq, mode);
 }
 
 std::vector<std::int64_t> bytes_of(const std::vector<kernel>& ks, const char* op) {

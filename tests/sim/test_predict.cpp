@@ -11,6 +11,7 @@
 #include "sim/calibrate.hpp"
 #include "sim/config.hpp"
 #include "core/error.hpp"
+#include "des_fixtures.hpp"
 #include "round_cpu.hpp"
 
 namespace modsim::sim {
@@ -35,12 +36,7 @@ model_spec tiny(int layers = 1) {
 }
 
 workload load(std::int64_t batch, std::int64_t seq, run_mode mode = run_mode::forward) {
-  workload w;
-  w.batch = batch;
-  w.seq_len = seq;
-  w.mode = mode;
-  w.type = dtype::fp32;
-  return w;
+  return des::test::workload_of(batch, seq, mode, dtype::fp32);
 }
 
 TEST(Predict, UncalibratedPredictionIsTheHandComputedRoofline) {
