@@ -5,36 +5,23 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace modsim::cli {
 
 namespace {
 
-// Display width of UTF-8 text: code points, not bytes (×, –, ≥ in the tables).
-std::size_t width_of(const std::string& s) {
-  std::size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-  return n;
-}
-
-std::string pad(const std::string& s, std::size_t width, bool left) {
-  const std::size_t w = width_of(s);
-  if (w >= width) return s;
-  const std::string fill(width - w, ' ');
-  return left ? s + fill : fill + s;
-}
-
 void print_text_table(const table& t, std::ostream& out) {
   std::vector<std::size_t> widths(t.columns.size(), 0);
-  for (std::size_t c = 0; c < t.columns.size(); ++c) widths[c] = width_of(t.columns[c]);
+  for (std::size_t c = 0; c < t.columns.size(); ++c) widths[c] = text::display_width(t.columns[c]);
   for (const auto& row : t.rows)
     for (std::size_t c = 0; c < row.size() && c < widths.size(); ++c)
-      widths[c] = std::max(widths[c], width_of(row[c].text));
+      widths[c] = std::max(widths[c], text::display_width(row[c].text));
   auto line = [&](auto&& text_of, std::size_t n) {
     std::string s;
     for (std::size_t c = 0; c < n; ++c) {
       if (c > 0) s += "  ";
-      s += pad(text_of(c), widths[c], static_cast<int>(c) < t.left_columns);
+      s += text::pad(text_of(c), widths[c], static_cast<int>(c) >= t.left_columns);
     }
     s.erase(s.find_last_not_of(' ') + 1);
     out << s << "\n";
@@ -46,29 +33,16 @@ void print_text_table(const table& t, std::ostream& out) {
     line([&](std::size_t c) { return row[c].text; }, std::min(row.size(), t.columns.size()));
 }
 
-std::string markdown_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '|') o += '\\';
-    o += c;
-  }
-  return o;
-}
-
 void print_markdown_table(const table& t, std::ostream& out) {
   if (!t.title.empty()) out << "### " << t.title << "\n\n";
-  std::string head = "|", rule = "|";
-  for (std::size_t c = 0; c < t.columns.size(); ++c) {
-    head += " " + markdown_escape(t.columns[c]) + " |";
-    rule += static_cast<int>(c) < t.left_columns ? " :--- |" : " ---: |";
-  }
-  out << head << "\n" << rule << "\n";
+  std::vector<bool> right(t.columns.size());
+  for (std::size_t c = 0; c < right.size(); ++c) right[c] = static_cast<int>(c) >= t.left_columns;
+  std::vector<std::vector<std::string>> rows;
   for (const auto& row : t.rows) {
-    std::string s = "|";
-    for (std::size_t c = 0; c < t.columns.size(); ++c)
-      s += " " + markdown_escape(c < row.size() ? row[c].text : "") + " |";
-    out << s << "\n";
+    rows.emplace_back();
+    for (const cell& x : row) rows.back().push_back(x.text);
   }
+  out << text::markdown_table(t.columns, rows, right);
 }
 
 std::string csv_field(const std::string& s) {

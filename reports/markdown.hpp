@@ -8,14 +8,8 @@
 
 namespace modsim::reports::detail {
 
-// A table cell with '|' escaped.
-std::string md_cell(const std::string& s);
-// Display width of UTF-8 text (code points; good enough for the symbols used here).
-std::size_t text_width(const std::string& s);
-// `s` padded with spaces to `width` (text_width), on the left when `right`.
-std::string pad(const std::string& s, std::size_t width, bool right);
-
-// A pipe table, each line ending in '\n'.
+// A pipe table, each line ending in '\n' (core/text.hpp's markdown_table, the command line's
+// too).
 std::string to_markdown(const table& t);
 
 // The whole document; without `charts` the chart blocks are left out and a note says why.

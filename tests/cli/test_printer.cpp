@@ -50,10 +50,10 @@ TEST(Printer, MarkdownEscapesPipesAndAlignsColumns) {
   EXPECT_EQ(printed(two_by_two(), output_format::markdown),
             "title line  \n"
             "\n"
-            "| name | value |\n"
-            "| :--- | ---: |\n"
-            "| a\\|b | 0.50 |\n"
-            "| long name | 12.3 |\n"
+            "| name      | value |\n"
+            "| :-------- | ----: |\n"
+            "| a\\|b      |  0.50 |\n"
+            "| long name |  12.3 |\n"
             "\n"
             "note: n  \n");
 }

@@ -4,6 +4,8 @@
 // Markdown, the page's structure and the charts' SVG clean-up. Passes with and without Qt.
 #include <gtest/gtest.h>
 
+#include "core/text.hpp"
+
 #include <map>
 #include <string>
 
@@ -35,9 +37,9 @@ TEST(ReportWriters, MarkdownEmphasisedRowIsBoldAndColumnsLeaveRoomForIt) {
 }
 
 TEST(ReportWriters, MarkdownPadsByCodePointsNotBytes) {
-  EXPECT_EQ(text_width("1.5×"), 4u);
-  EXPECT_EQ(pad("–", 3, true), "  –");
-  EXPECT_EQ(pad("ab", 4, false), "ab  ");
+  EXPECT_EQ(text::display_width("1.5×"), 4u);
+  EXPECT_EQ(text::pad("–", 3, true), "  –");
+  EXPECT_EQ(text::pad("ab", 4, false), "ab  ");
   const table t{{"r"}, {true}, {{"0.125×"}}, {}};
   EXPECT_EQ(to_markdown(t),
             "|      r |\n"
