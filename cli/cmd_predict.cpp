@@ -403,7 +403,7 @@ int cmd_predict(const std::vector<std::string>& args) {
   const output_format format = parse_format(vm["format"].as<std::string>());
   const sim::hardware_spec hw = sim::load_hardware(resolve_config(vm["hardware"].as<std::string>(), "hardware"));
   const sim::model_spec model = load_model_arg(vm["model"].as<std::string>(), vm);
-  const sim::workload w = workload_from(vm, hw.kind == "gpu" ? sim::dtype::bf16 : sim::dtype::fp32);
+  const sim::workload w = workload_from(vm, sim::default_dtype(hw));
   analysis::scenario scenario;
   const analysis::timeline_request step = step_options_from(vm);
   if (w.mode == sim::run_mode::decode) {

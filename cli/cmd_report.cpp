@@ -105,7 +105,7 @@ int cmd_report(const std::vector<std::string>& args) {
   for (const auto& name : model_names) in.models.push_back(load_model_arg(name, vm));
   const std::string hw_path = resolve_config(vm["hardware"].as<std::string>(), "hardware");
   in.hardware = sim::load_hardware(hw_path);
-  in.load = workload_from(vm, in.hardware.kind == "cpu" ? sim::dtype::fp32 : sim::dtype::bf16);
+  in.load = workload_from(vm, sim::default_dtype(in.hardware));
   if (in.load.mode == sim::run_mode::decode)
     throw input_error("", "--mode", "the report describes forward or train passes (serving covers decode)");
   in.serving = !vm["no-serving"].as<bool>();

@@ -235,7 +235,7 @@ int cmd_sampling(const std::vector<std::string>& args) {
   const sim::model_spec model = load_model_arg(vm["model"].as<std::string>(), vm);
   sim::workload w;
   w.mode = sim::run_mode::decode;
-  w.type = hw.kind == "gpu" ? sim::dtype::bf16 : sim::dtype::fp32;
+  w.type = sim::default_dtype(hw);
   if (vm.count("dtype")) w.type = sim::parse_dtype(vm["dtype"].as<std::string>(), "", "--dtype");
 
   analysis::sampling_request r;

@@ -231,7 +231,7 @@ output forward_output(const forward_run& r) {
 int simulate_forward(const po::variables_map& vm, output_format format) {
   const sim::hardware_spec hw = sim::load_hardware(resolve_config(vm["hardware"].as<std::string>(), "hardware"));
   const sim::model_spec model = load_model_arg(vm["model"].as<std::string>(), vm);
-  const sim::workload w = workload_from(vm, hw.kind == "gpu" ? sim::dtype::bf16 : sim::dtype::fp32);
+  const sim::workload w = workload_from(vm, sim::default_dtype(hw));
 
   analysis::scenario scenario;
   scenario.prediction = false;

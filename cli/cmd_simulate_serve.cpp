@@ -116,7 +116,7 @@ int simulate_serve(const po::variables_map& vm, output_format format) {
   const sim::hardware_spec hw = sim::load_hardware(resolve_config(vm["hardware"].as<std::string>(), "hardware"));
   const sim::model_spec model = load_model_arg(vm["model"].as<std::string>(), vm);
   sim::workload w;
-  w.type = hw.kind == "gpu" ? sim::dtype::bf16 : sim::dtype::fp32;
+  w.type = sim::default_dtype(hw);
   if (vm.count("dtype")) w.type = sim::parse_dtype(vm["dtype"].as<std::string>(), "", "--dtype");
 
   serve_context c;

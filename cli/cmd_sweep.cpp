@@ -203,7 +203,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
     if (pr->gpus > 0) throw input_error("", "--gpus", "sweep times one split: give --tp/--pp/--dp/--ep");
     scenario.sweep->split = pr->split;
   }
-  const sim::workload w = workload_from(vm, hw.kind == "cpu" ? sim::dtype::fp32 : sim::dtype::bf16);
+  const sim::workload w = workload_from(vm, sim::default_dtype(hw));
   const analysis::configuration config{model, w, hw, baseline_from(vm)};
   const analysis::analysis_result a = analysis::analyze(config, scenario);
   const sim::sweep_result& r = a.sweep->result;

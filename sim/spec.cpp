@@ -100,4 +100,6 @@ std::string schedule_preset(const std::vector<bool>& routed) {
   return {};
 }
 
+dtype default_dtype(const hardware_spec& hw) { return hw.kind == "gpu" ? dtype::bf16 : dtype::fp32; }
+
 }  // namespace modsim::sim

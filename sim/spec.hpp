@@ -165,4 +165,8 @@ struct hardware_spec {
   std::optional<interconnect_spec> interconnect;
 };
 
+// The dtype a step runs in when none is given: bf16 on a GPU, fp32 on a CPU. Every face uses
+// this one rule.
+dtype default_dtype(const hardware_spec& hw);
+
 }  // namespace modsim::sim

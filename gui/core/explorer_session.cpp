@@ -69,7 +69,6 @@ ExplorerSession::ExplorerSession(QObject* parent)
   m_config.load.batch = 1;
   m_config.load.seq_len = 2048;
   m_config.load.mode = sim::run_mode::forward;
-  m_config.load.type = sim::dtype::bf16;
   m_config.hardware = builtinHardware();
   // The H100 calibrated on the committed measurements, else its datasheet file, else the
   // built-in datasheet numbers.
@@ -84,6 +83,7 @@ ExplorerSession::ExplorerSession(QObject* parent)
       // try the next; the hardware editor shows the file's error when chosen
     }
   }
+  m_config.load.type = sim::default_dtype(m_config.hardware);
   m_draft = m_config;
   scheduleFromModel(m_config.model);
   m_schedule->setSeqLen(m_config.load.seq_len);
@@ -234,7 +234,7 @@ bool ExplorerSession::loadHardwareFile(const QString& path, QString* error) {
     m_draft.hardware = std::move(hw);
     if (kindChanged) {
       const sim::dtype before = m_draft.load.type;
-      m_draft.load.type = m_draft.hardware.kind == "cpu" ? sim::dtype::fp32 : sim::dtype::bf16;
+      m_draft.load.type = sim::default_dtype(m_draft.hardware);
       if (before != m_draft.load.type)
         m_dtypeNotice =
             tr("dtype %1 → %2: the default on %3 hardware")

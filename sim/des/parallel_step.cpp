@@ -49,16 +49,16 @@ kernel comm_kernel(const char* op, int stream, int device, std::int32_t after, d
 
 collective_timer::collective_timer(const model_spec& model, dtype t, const parallel_spec& split,
                                    const hardware_spec& hw)
-    : m_model(model), m_e(static_cast<double>(dtype_bytes(t))), m_split(split), m_hw(&hw) {}
+    : m_model(model), m_e(static_cast<double>(dtype_bytes(t))), m_split(split), m_hw(hw) {}
 
 double collective_timer::timed(collective c, double bytes, int gpus) const {
-  return collective_seconds(*m_hw, c, bytes, gpus);
+  return collective_seconds(m_hw, c, bytes, gpus);
 }
 
 double collective_timer::send_s(double bytes) const { return timed(collective::send_recv, bytes, 2); }
 
 double collective_timer::gradient_allreduce_s(double bytes) const {
-  return dp_allreduce_seconds(*m_hw, bytes, m_split.dp, m_split.tp * m_split.pp);
+  return dp_allreduce_seconds(m_hw, bytes, m_split.dp, m_split.tp * m_split.pp);
 }
 
 std::vector<kernel> collective_timer::add_layer_collectives(std::vector<kernel> ks,

@@ -62,7 +62,7 @@ class collective_timer {
   model_spec m_model;
   double m_e;  // bytes per element
   parallel_spec m_split;
-  const hardware_spec* m_hw;
+  hardware_spec m_hw;  // a copy: the timer may outlive the cost model it came from
 };
 
 struct parallel_step_request {

@@ -273,3 +273,16 @@ TEST(Spec, SchedulePresetNamesTheRoutedLayers) {
   EXPECT_EQ(sim::schedule_preset({false, false}), "none");
   EXPECT_EQ(sim::schedule_preset({true, false, false}), "");
 }
+
+namespace modsim::sim {
+namespace {
+
+TEST(Config, DefaultDtypeIsBf16OnAGpuAndFp32OnACpu) {
+  const std::string dir = std::string(MODSIM_SOURCE_DIR) + "/configs/hardware/";
+  EXPECT_EQ(default_dtype(load_hardware(dir + "h100-sxm.json")), dtype::bf16);
+  EXPECT_EQ(default_dtype(load_hardware(dir + "h200.json")), dtype::bf16);
+  EXPECT_EQ(default_dtype(load_hardware(dir + "cpu.json")), dtype::fp32);
+}
+
+}  // namespace
+}  // namespace modsim::sim
