@@ -90,7 +90,8 @@ int check_shards(const profiler::expansion& plan, const std::vector<std::string>
     int line = 1;
     for (const profiler::measurement_row& r : read) {
       ++line;
-      where[profiler::point_key(profiler::point_of(r))].push_back(f + ":" + std::to_string(line));
+      const std::string at = f + ":" + std::to_string(line);
+      where[sim::shape_key(profiler::measured_point_of(r, at))].push_back(at);
       ++rows;
     }
   }
