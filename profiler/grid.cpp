@@ -575,14 +575,6 @@ timing_mode parse_timing(std::string_view name, const std::string& key) {
   throw input_error("", key, "unknown timing '" + std::string(name) + "' (expected isolated or in_block)");
 }
 
-std::string_view to_string(attention_impl a) { return a == attention_impl::fused ? "fused" : "unfused"; }
-
-attention_impl parse_attention(std::string_view name, const std::string& key) {
-  if (name == "unfused") return attention_impl::unfused;
-  if (name == "fused") return attention_impl::fused;
-  throw input_error("", key, "unknown attention '" + std::string(name) + "' (expected unfused or fused)");
-}
-
 expansion with_attention(expansion e, attention_impl a) {
   if (a == attention_impl::unfused) return e;
   expansion out;

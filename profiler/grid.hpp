@@ -64,14 +64,10 @@ struct grid {
 //             row per op of the block.
 enum class timing_mode { isolated, in_block };
 
-// How the blocks of a point run attention (the measurements CSV's `attention` column).
-//   unfused: attn_scores → attn_softmax → attn_values, the n×n scores in memory.
-//   fused:   one fused causal attention kernel (CUDA: cuDNN's fused SDPA, bf16); the single
-//            ops attn_scores/attn_softmax/attn_values have no fused form.
-enum class attention_impl { unfused, fused };
-std::string_view to_string(attention_impl a);
-// Throws modsim::error(bad_input) naming `key` for an unknown name.
-attention_impl parse_attention(std::string_view name, const std::string& key = "attention");
+// How the blocks of a point run attention (core/types.hpp; CUDA's fused form is cuDNN's
+// fused SDPA, bf16).
+using modsim::attention_impl;
+using modsim::parse_attention_impl;
 std::string_view to_string(timing_mode t);
 // Throws modsim::error(bad_input) naming `key` for an unknown name.
 timing_mode parse_timing(std::string_view name, const std::string& key = "timing");

@@ -358,7 +358,7 @@ std::vector<measurement_row> read_measurements(const std::string& path, csv_layo
 
 point point_of(const measurement_row& r) {
   point p;
-  p.attention = parse_attention(r.attention);
+  p.attention = parse_attention_impl(r.attention);
   p.op = r.op;
   p.type = kernels::parse_dtype(r.dtype);
   kernels::block_shape& s = p.shape;

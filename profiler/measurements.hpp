@@ -87,7 +87,8 @@ std::vector<sim::measured_point> read_measured_points(const std::string& path);
 // without loading a decode_step row's model.
 sim::measured_point measured_point_of(const measurement_row& r, const std::string& where);
 
-// The point a row measured (for resume keys and for re-running a shape).
+// The point a row measured (to re-run its shape; a row's key is
+// sim::shape_key(measured_point_of(row, where))).
 point point_of(const measurement_row& r);
 // The row for point `p` measured with `stats` on `backend`/`device`; FLOPs and bytes come
 // from sim/flops (the same functions as `modsim flops`).
