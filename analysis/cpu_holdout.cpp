@@ -87,7 +87,7 @@ std::optional<validation_request> cpu_holdout_validation(const cpu_holdout_check
   validation_request val;
   val.from = validation_request::source::measurements;
   val.label = holdout;
-  val.points = profiler::read_measured_points(holdout);
+  val.points = read_measured_rows({holdout}).points;
   val.hardware = c.cpu;
   val.hardware->calibration_json = sim::calibration_to_json(cal);
   val.calibrate = false;
