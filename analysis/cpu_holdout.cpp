@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "analysis/calibration.hpp"
 #include "core/error.hpp"
 #include "kernels/backend.hpp"
 #include "profiler/measurements.hpp"
@@ -81,18 +82,12 @@ std::optional<validation_request> cpu_holdout_validation(const cpu_holdout_check
       !profile_into(c, holdout, c.holdout_grid, "held-out blocks", profiler::timing_mode::isolated))
     return std::nullopt;
 
-  std::vector<sim::calibration_sample> samples;
-  const std::vector<sim::measured_point> quick_points = profiler::read_measured_points(quick);
-  for (const auto& p : quick_points) samples.push_back(sim::sample_of(p));
-  sim::calibration_source src;
-  src.file = quick;
-  src.rows = static_cast<int>(quick_points.size());
-  const sim::calibration cal = sim::fit_calibration(c.cpu, samples, {src}, sim::utc_now_iso8601(), {});
+  const sim::calibration cal = calibrate_from(c.cpu, read_measured_rows({quick}), {}).calibration;
 
   validation_request val;
   val.from = validation_request::source::measurements;
   val.label = holdout;
-  val.points = profiler::read_measured_points(holdout);
+  val.points = read_measured_rows({holdout}).points;
   val.hardware = c.cpu;
   val.hardware->calibration_json = sim::calibration_to_json(cal);
   val.calibrate = false;

@@ -10,12 +10,32 @@
 #include <optional>
 #include <set>
 
+#include "analysis/calibration.hpp"
 #include "core/error.hpp"
-#include "profiler/measurements.hpp"
 #include "sim/config.hpp"
 #include "sim/cost.hpp"
 
 namespace modsim::analysis {
+namespace {
+
+// Every row of `points` as a sample; `device` takes the first row's device when empty. Throws
+// bad_input naming the row for one measured on another backend than `hw` describes.
+std::vector<sim::calibration_sample> samples_on_backend(const std::vector<sim::measured_point>& points,
+                                                        const sim::hardware_spec& hw, std::string& device) {
+  const std::string expected_backend = hw.kind == "gpu" ? "cuda" : "cpu";
+  std::vector<sim::calibration_sample> samples;
+  samples.reserve(points.size());
+  for (const sim::measured_point& p : points) {
+    if (p.backend != expected_backend)
+      throw input_error(p.where, "backend",
+                        "measured on backend '" + p.backend + "' but " + hw.name + " is " + hw.kind + " hardware");
+    if (device.empty()) device = p.device;
+    samples.push_back(sim::sample_of(p));
+  }
+  return samples;
+}
+
+}  // namespace
 
 std::map<std::string, sim::validation_summary> summaries_by_op(const std::vector<sim::validation_point>& points,
                                                                bool timing) {
@@ -67,11 +87,10 @@ validation_section make_validation(const std::vector<sim::measured_point>& point
   if (options.calibrate && !given && !(singles.empty() && decode_only)) {
     if (singles.empty())
       throw input_error(measurements_file, "op", "no single-op rows to calibrate on (block rows only)");
-    sim::fit_options fo;
-    fo.launch_from_blocks = false;  // the blocks are what we validate on: the fit must not see them
+    calibrate_options co;
+    co.fit.launch_from_blocks = false;  // the blocks are what we validate on: the fit must not see them
     const sim::calibration cal =
-        sim::fit_calibration(hw, singles, {sim::calibration_source{measurements_file, v.rows, v.single_op_rows}},
-                             sim::utc_now_iso8601(), fo);
+        calibrate_from(hw, singles, {sim::calibration_source{measurements_file, v.rows, 0}}, co).calibration;
     model_hw.calibration_json = sim::calibration_to_json(cal);
     v.notes.push_back(
         fmt::format("calibrated in this run on the {} single-op rows; the {} block rows were not seen by the fit",
@@ -161,21 +180,16 @@ validation_section make_cv_validation(const std::vector<sim::measured_point>& po
   v.measurements_file = measurements_label;
   v.hardware = hw.name;
   v.rows = static_cast<int>(points.size());
-  const std::string expected_backend = hw.kind == "gpu" ? "cuda" : "cpu";
-  std::vector<sim::calibration_sample> samples;
-  for (const sim::measured_point& p : points) {
-    if (p.backend != expected_backend)
-      throw input_error(p.where, "backend",
-                        "measured on backend '" + p.backend + "' but " + hw.name + " is " + hw.kind + " hardware");
-    if (v.device.empty()) v.device = p.device;
-    samples.push_back(sim::sample_of(p));
-    if (!samples.back().is_whole()) ++v.single_op_rows;
-  }
-  sim::hardware_spec plain = hw;
-  plain.calibration_json.clear();
+  const std::vector<sim::calibration_sample> samples = samples_on_backend(points, hw, v.device);
+  for (const auto& s : samples)
+    if (!s.is_whole()) ++v.single_op_rows;
   if (!hw.calibration_json.empty())
     v.notes.push_back("the calibration block of " + hw.name + " was ignored: each fold is fitted anew");
-  const sim::cross_validation_result cv = sim::cross_validate(plain, samples, folds, {}, bands);
+  calibrate_options co;
+  co.fit_all = false;
+  co.folds = folds;
+  co.bands = bands;
+  const sim::cross_validation_result cv = *calibrate_from(hw, samples, {}, co).cross_validation;
   if (cv.blocks.empty())
     throw input_error(measurements_label, "op", "no block rows (block_dense, block_mod, layer_mode) to validate on");
   v.folds = folds;
@@ -200,24 +214,16 @@ value_cv_section make_value_cv(const std::vector<sim::measured_point>& points, c
   v.measurements_file = measurements_label;
   v.hardware = hw.name;
   v.rows = static_cast<int>(points.size());
-  const std::string expected_backend = hw.kind == "gpu" ? "cuda" : "cpu";
-  std::vector<sim::calibration_sample> samples;
-  bool any_block = false;
-  for (const sim::measured_point& p : points) {
-    if (p.backend != expected_backend)
-      throw input_error(p.where, "backend",
-                        "measured on backend '" + p.backend + "' but " + hw.name + " is " + hw.kind + " hardware");
-    if (v.device.empty()) v.device = p.device;
-    samples.push_back(sim::sample_of(p));
-    any_block = any_block || samples.back().is_whole();
-  }
-  if (!any_block)
+  const std::vector<sim::calibration_sample> samples = samples_on_backend(points, hw, v.device);
+  if (std::none_of(samples.begin(), samples.end(), [](const auto& s) { return s.is_whole(); }))
     throw input_error(measurements_label, "op", "no block rows (block_dense, block_mod, layer_mode) to validate on");
   if (!hw.calibration_json.empty())
     v.notes.push_back("the calibration block of " + hw.name + " was ignored: each held-out value is fitted anew");
-  sim::hardware_spec plain = hw;
-  plain.calibration_json.clear();
-  for (const sim::cv_axis a : axes) v.axes.push_back(sim::cross_validate_by(plain, samples, a, {}, bands));
+  calibrate_options co;
+  co.fit_all = false;
+  co.leave_out = axes;
+  co.bands = bands;
+  v.axes = calibrate_from(hw, samples, {}, co).left_out;
   return v;
 }
 
@@ -261,13 +267,9 @@ std::vector<std::string> calibration_measurements(const sim::hardware_spec& hw, 
 std::optional<validation_section> validation_for_hardware(const sim::hardware_spec& hw, std::string* why_not) {
   const std::vector<std::string> files = calibration_measurements(hw, why_not);
   if (files.empty()) return std::nullopt;
-  std::vector<sim::measured_point> points;
+  const std::vector<sim::measured_point> points = read_measured_rows(files).points;
   std::string label;
-  for (const auto& f : files) {
-    const std::vector<sim::measured_point> p = profiler::read_measured_points(f);
-    points.insert(points.end(), p.begin(), p.end());
-    label += (label.empty() ? "" : ", ") + std::filesystem::path(f).filename().string();
-  }
+  for (const auto& f : files) label += (label.empty() ? "" : ", ") + std::filesystem::path(f).filename().string();
   if (!hw.calibration_json.empty()) return make_cv_validation(points, hw, 5, label);
   std::vector<sim::measured_point> blocks;
   for (const auto& p : points)

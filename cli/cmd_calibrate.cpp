@@ -11,8 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "profiler/grid.hpp"
-#include "profiler/measurements.hpp"
+#include "analysis/calibration.hpp"
 #include "sim/calibrate.hpp"
 #include "cli/common.hpp"
 #include "cli/printer.hpp"
@@ -153,50 +152,25 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   const sim::hardware_spec hw = sim::load_hardware(hw_path);
   const std::string out = vm["out"].as<std::string>();
 
-  std::vector<sim::calibration_sample> samples;
-  std::vector<sim::calibration_source> sources;
-  for (const std::string& file : vm["measurements"].as<std::vector<std::string>>()) {
+  const std::vector<std::string> files = vm["measurements"].as<std::vector<std::string>>();
+  for (const std::string& file : files) {
     namespace fs = std::filesystem;
     std::error_code ec;
     if (fs::exists(out, ec) && fs::exists(file, ec) && fs::equivalent(out, file, ec))
       throw input_error(out, "--out", "is one of the measurements files");
-    const std::vector<sim::measured_point> points = profiler::read_measured_points(file);
-    sim::calibration_source src;
-    src.file = file;
-    src.rows = static_cast<int>(points.size());
-    for (const auto& p : points) samples.push_back(sim::sample_of(p));
-    sources.push_back(std::move(src));
   }
-  sim::fit_options fo;
-  fo.launch_from_blocks = vm.count("no-launch-fit") == 0;
-  fo.fit_in_layer_bytes = vm.count("launch-only") == 0;
-
-  sim::calibration cal = sim::fit_calibration(hw, samples, std::move(sources), sim::utc_now_iso8601(), fo);
-  // Rows used: single ops of a fitted (op, dtype), blocks when the launch fit used them.
-  for (auto& src : cal.sources) {
-    int used = 0;
-    for (const auto& s : samples) {
-      if (s.where.rfind(src.file + ":", 0) != 0) continue;
-      if (s.is_decode() ? cal.decode_for(s.type) != nullptr
-                        : cal.kernels || (s.is_block() ? cal.launch_blocks > 0 : cal.curve(s.op, s.type) != nullptr))
-        ++used;
-    }
-    src.used_rows = used;
-  }
-  const int folds = vm["cv"].as<int>();
-  if (folds == 1 || folds < 0) throw input_error("", "--cv", "must be 0 (none) or >= 2");
-  if (folds >= 2) {
-    std::cerr << fmt::format("modsim calibrate: {}-fold cross-validation by shape for the expected error ...\n", folds);
-    try {
-      cal.cross_validation = sim::cross_validate(hw, samples, folds, fo).summary();
-      std::cerr << "modsim calibrate: leaving one value out along each axis for the bands outside the measured "
-                   "range ...\n";
-      cal.coverage = sim::estimate_coverage(hw, samples, fo);
-    } catch (const error& e) {
-      // Too few shapes to hold some out: the calibration stands, without an error band.
-      std::cerr << "modsim calibrate: no cross-validation: " << e.what() << "\n";
-    }
-  }
+  analysis::calibrate_options co;
+  co.fit.launch_from_blocks = vm.count("no-launch-fit") == 0;
+  co.fit.fit_in_layer_bytes = vm.count("launch-only") == 0;
+  co.folds = vm["cv"].as<int>();
+  if (co.folds == 1 || co.folds < 0) throw input_error("", "--cv", "must be 0 (none) or >= 2");
+  co.coverage = true;
+  co.cross_validation_optional = true;
+  co.progress = [](const std::string& line) { std::cerr << "modsim calibrate: " << line << "\n"; };
+  analysis::calibrated fitted = analysis::calibrate_from(hw, analysis::read_measured_rows(files), co);
+  if (!fitted.no_cross_validation.empty())
+    std::cerr << "modsim calibrate: no cross-validation: " << fitted.no_cross_validation << "\n";
+  const sim::calibration& cal = fitted.calibration;
   sim::write_calibrated_hardware(hw_path, cal, out);
   // Read it back: what we wrote must load (a check of the writer and the parser together).
   const sim::cost_model check(sim::load_hardware(out));

@@ -90,7 +90,8 @@ int check_shards(const profiler::expansion& plan, const std::vector<std::string>
     int line = 1;
     for (const profiler::measurement_row& r : read) {
       ++line;
-      where[profiler::point_key(profiler::point_of(r))].push_back(f + ":" + std::to_string(line));
+      const std::string at = f + ":" + std::to_string(line);
+      where[sim::shape_key(profiler::measured_point_of(r, at))].push_back(at);
       ++rows;
     }
   }
@@ -220,7 +221,7 @@ int cmd_profile(const std::vector<std::string>& args) {
     grid.models.push_back(std::make_shared<const sim::model_spec>(sim::load_model(resolve_config(m, "models"))));
   const profiler::timing_mode timing = profiler::parse_timing(vm["timing"].as<std::string>(), "--timing");
   const profiler::attention_impl attention =
-      profiler::parse_attention(vm["attention"].as<std::string>(), "--attention");
+      profiler::parse_attention_impl(vm["attention"].as<std::string>(), "--attention");
   if (attention == profiler::attention_impl::fused && backend_name != "cuda")
     throw input_error("", "--attention", "fused attention exists on the cuda backend only");
   if (attention == profiler::attention_impl::fused && timing == profiler::timing_mode::in_block)
@@ -348,7 +349,7 @@ int cmd_profile(const std::vector<std::string>& args) {
                        {"target_rel_error", ro.rule.target_rel_error}};
   meta["timing"] = profiler::to_string(timing);
   if (shard.second > 1) meta["shard"] = std::to_string(shard.first) + "/" + std::to_string(shard.second);
-  meta["attention"] = std::string(profiler::to_string(attention));
+  meta["attention"] = std::string(to_string(attention));
   meta["input_copies"] = ro.input_copies;  // rotated by isolated timing only
   meta["measurements"] = std::filesystem::path(out_path).filename().string();
   meta["started"] = now_iso();

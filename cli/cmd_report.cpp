@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "analysis/calibration.hpp"
 #include "analysis/cpu_holdout.hpp"
 #include "profiler/grid.hpp"
-#include "profiler/measurements.hpp"
 #include "reports/report.hpp"
 #include "cli/common.hpp"
 #include "sim/config.hpp"
@@ -130,7 +130,7 @@ int cmd_report(const std::vector<std::string>& args) {
   if (vm.count("measurements")) {
     val.from = analysis::validation_request::source::measurements;
     val.label = vm["measurements"].as<std::string>();
-    val.points = profiler::read_measured_points(val.label);
+    val.points = analysis::read_measured_rows({val.label}).points;
     in.decode_rows = val.points;  // decode_step pairs are overlaid on the sampling map
     if (val.points.empty()) throw input_error(val.label, "", "no measurement rows");
     if (vm.count("calibration")) {

@@ -7,13 +7,12 @@
 #include <boost/json.hpp>
 #include <cmath>
 #include <iostream>
-#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "analysis/validation.hpp"
-#include "profiler/measurements.hpp"
+#include "analysis/calibration.hpp"
 #include "sim/calibrate.hpp"
 #include "cli/common.hpp"
 #include "cli/printer.hpp"
@@ -240,13 +239,8 @@ json::object validation_json(const analysis::validation_section& v, std::optiona
 
 // Every row of every file, and the files' names joined for messages.
 std::vector<sim::measured_point> read_all(const std::vector<std::string>& files, std::string& label) {
-  std::vector<sim::measured_point> points;
-  for (const std::string& file : files) {
-    std::vector<sim::measured_point> p = profiler::read_measured_points(file);
-    points.insert(points.end(), std::make_move_iterator(p.begin()), std::make_move_iterator(p.end()));
-    label += (label.empty() ? "" : ", ") + file;
-  }
-  return points;
+  for (const std::string& file : files) label += (label.empty() ? "" : ", ") + file;
+  return analysis::read_measured_rows(files).points;
 }
 
 int cross_validate(const std::vector<std::string>& files, const std::string& hw_path, int folds,

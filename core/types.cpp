@@ -36,6 +36,8 @@ const char* to_string(mode_variant v) {
 
 const char* to_string(decode_routing r) { return r == decode_routing::sync ? "sync" : "pad"; }
 
+const char* to_string(attention_impl a) { return a == attention_impl::fused ? "fused" : "unfused"; }
+
 std::optional<dtype> find_dtype(std::string_view name) {
   for (dtype t : {dtype::fp32, dtype::bf16, dtype::fp16})
     if (name == to_string(t)) return t;
@@ -60,9 +62,20 @@ std::optional<decode_routing> find_decode_routing(std::string_view name) {
   return std::nullopt;
 }
 
+std::optional<attention_impl> find_attention_impl(std::string_view name) {
+  for (attention_impl a : {attention_impl::unfused, attention_impl::fused})
+    if (name == to_string(a)) return a;
+  return std::nullopt;
+}
+
 dtype parse_dtype(std::string_view name) {
   if (auto t = find_dtype(name)) return *t;
   throw input_error("", "dtype", "unknown dtype '" + std::string(name) + "' (fp32, bf16, fp16)");
+}
+
+attention_impl parse_attention_impl(std::string_view name, const std::string& key) {
+  if (auto a = find_attention_impl(name)) return *a;
+  throw input_error("", key, "unknown attention '" + std::string(name) + "' (expected unfused or fused)");
 }
 
 int dtype_bytes(dtype t) { return t == dtype::fp32 ? 4 : 2; }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace modsim {
@@ -24,11 +25,19 @@ enum class mode_variant { none, staged, integrated, moe };
 // has a static ceil(pad_capacity·B) rows and no host sync (the whole step can be captured in
 // a CUDA graph); rows beyond the routed count are padding, routed tokens beyond it are dropped.
 enum class decode_routing { sync, pad };
+// How attention runs (the measurements CSV's and a calibration's `attention`).
+//   unfused: attn_scores → attn_softmax → attn_values, the n×n scores written to memory and
+//            read back.
+//   fused:   one causal attention kernel (CUDA: cuDNN's fused SDPA): Q, K, V read once, O
+//            written once, no scores in memory, only the causal part of the square computed;
+//            the single ops attn_scores/attn_softmax/attn_values have no fused form.
+enum class attention_impl { unfused, fused };
 
 const char* to_string(dtype t);
 const char* to_string(mlp_kind m);
 const char* to_string(mode_variant v);
 const char* to_string(decode_routing r);
+const char* to_string(attention_impl a);
 
 // The one name → value mapping of each enum; nullopt for an unknown name. Callers that read
 // a file add the file and key to their error (see core/error.hpp).
@@ -36,8 +45,11 @@ std::optional<dtype> find_dtype(std::string_view name);
 std::optional<mlp_kind> find_mlp_kind(std::string_view name);
 std::optional<mode_variant> find_mode_variant(std::string_view name);
 std::optional<decode_routing> find_decode_routing(std::string_view name);
+std::optional<attention_impl> find_attention_impl(std::string_view name);
 // Throws modsim::error (bad_input) "dtype: unknown dtype 'x' (fp32, bf16, fp16)".
 dtype parse_dtype(std::string_view name);
+// Throws modsim::error (bad_input) naming `key` for a name other than unfused / fused.
+attention_impl parse_attention_impl(std::string_view name, const std::string& key = "attention");
 
 // Bytes per element: fp32 4, bf16 and fp16 2.
 int dtype_bytes(dtype t);

@@ -575,14 +575,6 @@ timing_mode parse_timing(std::string_view name, const std::string& key) {
   throw input_error("", key, "unknown timing '" + std::string(name) + "' (expected isolated or in_block)");
 }
 
-std::string_view to_string(attention_impl a) { return a == attention_impl::fused ? "fused" : "unfused"; }
-
-attention_impl parse_attention(std::string_view name, const std::string& key) {
-  if (name == "unfused") return attention_impl::unfused;
-  if (name == "fused") return attention_impl::fused;
-  throw input_error("", key, "unknown attention '" + std::string(name) + "' (expected unfused or fused)");
-}
-
 expansion with_attention(expansion e, attention_impl a) {
   if (a == attention_impl::unfused) return e;
   expansion out;
@@ -618,35 +610,34 @@ expansion with_timing(expansion e, timing_mode t) {
   return out;
 }
 
-std::string point_key(const point& p) {
-  if (p.timing == timing_mode::in_block) {
-    point block = p;
-    block.op = p.block;
-    block.timing = timing_mode::isolated;
-    block.attention = attention_impl::unfused;
-    std::string k = point_key(block) + "|in_block";
-    if (p.op != p.block) k += "|" + std::string(kernels::to_string(p.op));
-    if (p.attention == attention_impl::fused) k += "|fused";
-    return k;
-  }
-  const kernels::block_shape& s = p.shape;
-  std::ostringstream k;
-  if (kernels::is_decode(p.op)) {
-    k << kernels::to_string(p.op) << '|' << kernels::to_string(p.type) << '|' << s.batch << '|' << s.seq_len << '|'
-      << s.d_model << '|' << s.n_heads << '|' << s.n_kv_heads << '|' << s.d_ff << '|' << fmt_double(s.capacity) << '|'
-      << (s.mlp == kernels::mlp_kind::gelu ? "gelu" : "swiglu") << '|' << p.decode_routing << '|'
-      << fmt_double(p.pad_capacity) << '|' << p.predictor_hidden;
-    if (p.op == kernels::op::decode_step) k << '|' << p.model_name;
-    return k.str();
-  }
-  k << kernels::to_string(p.op) << '|' << kernels::to_string(p.type) << '|' << s.batch << '|' << s.seq_len << '|'
-    << s.d_model << '|' << s.n_heads << '|' << s.n_kv_heads << '|' << s.d_ff << '|' << fmt_double(s.capacity) << '|'
-    << (s.mlp == kernels::mlp_kind::gelu ? "gelu" : "swiglu");
-  if (is_moe_op(p.op))
-    k << '|' << static_cast<int>(s.variant) << '|' << s.experts << '|' << s.noop_experts << '|'
-      << fmt_double(s.capacity_factor);
-  if (p.attention == attention_impl::fused) k << "|fused";
-  return k.str();
+sim::measured_point measured_point_of(const point& p) {
+  const kernels::block_shape& k = p.shape;
+  sim::measured_point m;
+  m.op = p.op;
+  m.type = p.type;
+  m.batch = k.batch;
+  m.seq_len = k.seq_len;
+  m.d_model = static_cast<int>(k.d_model);
+  m.n_heads = static_cast<int>(k.n_heads);
+  m.n_kv_heads = static_cast<int>(k.n_kv_heads);
+  m.d_ff = static_cast<int>(k.d_ff);
+  m.mlp = k.mlp;
+  m.capacity = k.capacity;
+  m.variant = to_string(k.variant);
+  m.experts = k.experts;
+  m.noop_experts = k.noop_experts;
+  m.capacity_factor = k.capacity_factor;
+  m.timing = std::string(to_string(p.timing));
+  m.block = p.block;
+  m.attention = std::string(to_string(p.attention));
+  m.decode_routing = p.decode_routing;
+  m.pad_capacity = p.pad_capacity;
+  m.predictor_hidden = static_cast<int>(p.predictor_hidden);
+  m.model_name = p.model_name;
+  m.model = p.model;
+  return m;
 }
+
+std::string point_key(const point& p) { return sim::shape_key(measured_point_of(p)); }
 
 }  // namespace modsim::profiler

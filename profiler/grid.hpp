@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/backend.hpp"
+#include "sim/calibration_sample.hpp"
 #include "sim/spec.hpp"
 
 namespace modsim::profiler {
@@ -63,14 +64,10 @@ struct grid {
 //             row per op of the block.
 enum class timing_mode { isolated, in_block };
 
-// How the blocks of a point run attention (the measurements CSV's `attention` column).
-//   unfused: attn_scores → attn_softmax → attn_values, the n×n scores in memory.
-//   fused:   one fused causal attention kernel (CUDA: cuDNN's fused SDPA, bf16); the single
-//            ops attn_scores/attn_softmax/attn_values have no fused form.
-enum class attention_impl { unfused, fused };
-std::string_view to_string(attention_impl a);
-// Throws modsim::error(bad_input) naming `key` for an unknown name.
-attention_impl parse_attention(std::string_view name, const std::string& key = "attention");
+// How the blocks of a point run attention (core/types.hpp; CUDA's fused form is cuDNN's
+// fused SDPA, bf16).
+using modsim::attention_impl;
+using modsim::parse_attention_impl;
 std::string_view to_string(timing_mode t);
 // Throws modsim::error(bad_input) naming `key` for an unknown name.
 timing_mode parse_timing(std::string_view name, const std::string& key = "timing");
@@ -146,11 +143,16 @@ grid load_grid(const std::string& path);
 // larger and use bf16 too). Throws bad_input for an unknown name.
 grid preset(std::string_view name, std::string_view backend);
 
-// A stable key that identifies a point's shape in a measurements file (used by --resume).
-// Isolated points keep the keys of files written before timing existed; an in_block point's
-// key is its block's key plus "|in_block" and, for an op row, "|" and the op, so the rows of
-// one block, and the same op in two blocks of one shape, never collide. A fused-attention
-// point's key ends in "|fused" (unfused keys are those of files written before the column).
+// The row a point yields, as the cost model's measured row (no time yet): its shape, timing,
+// block, attention and decode fields (sim::des::decode_case_of reads a decode point this way).
+sim::measured_point measured_point_of(const point& p);
+
+// A stable key that identifies a point's shape in a measurements file (used by --resume):
+// sim::shape_key of measured_point_of(p), the key its row reads back with. Isolated points
+// keep the keys of files written before timing existed; an in_block point's key is its
+// block's key plus "|in_block" and, for an op row, "|" and the op, so the rows of one block,
+// and the same op in two blocks of one shape, never collide. A fused-attention point's key
+// ends in "|fused" (unfused keys are those of files written before the column).
 std::string point_key(const point& p);
 
 }  // namespace modsim::profiler

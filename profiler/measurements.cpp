@@ -358,7 +358,7 @@ std::vector<measurement_row> read_measurements(const std::string& path, csv_layo
 
 point point_of(const measurement_row& r) {
   point p;
-  p.attention = parse_attention(r.attention);
+  p.attention = parse_attention_impl(r.attention);
   p.op = r.op;
   p.type = kernels::parse_dtype(r.dtype);
   kernels::block_shape& s = p.shape;
@@ -441,31 +441,10 @@ std::vector<modsim::op> block_ops(const point& p) {
   return ops;
 }
 
-sim::measured_point decode_measured_point(const point& p) {
-  const kernels::block_shape& k = p.shape;
-  sim::measured_point m;
-  m.op = p.op;
-  m.type = p.type;
-  m.batch = k.batch;
-  m.seq_len = k.seq_len;
-  m.d_model = static_cast<int>(k.d_model);
-  m.n_heads = static_cast<int>(k.n_heads);
-  m.n_kv_heads = static_cast<int>(k.n_kv_heads);
-  m.d_ff = static_cast<int>(k.d_ff);
-  m.mlp = k.mlp;
-  m.capacity = k.capacity;
-  m.decode_routing = p.decode_routing;
-  m.pad_capacity = p.pad_capacity;
-  m.predictor_hidden = static_cast<int>(p.predictor_hidden);
-  m.model_name = p.model_name;
-  m.model = p.model;
-  return m;
-}
-
 void fill_costs(const point& p, measurement_row& row) {
   if (kernels::is_decode(p.op)) {
     // The simulator's kernels of this step (FLOPs and bytes do not depend on the times).
-    const sim::des::decode_case c = sim::des::decode_case_of(decode_measured_point(p));
+    const sim::des::decode_case c = sim::des::decode_case_of(measured_point_of(p));
     sim::op_cost cost;
     sim::des::decode_kernels(c, p.type, &cost);
     row.tokens = c.batch;
@@ -551,7 +530,7 @@ measurement_writer::measurement_writer(const std::string& path, bool resume) : m
   if (exists) {
     std::vector<measurement_row> rows = read_measurements(path, &m_layout);  // checks the header
     for (const auto& r : rows) {
-      m_keys.insert(point_key(point_of(r)));
+      m_keys.insert(sim::shape_key(measured_point_of(r, path)));
       if (m_device.empty()) m_device = r.device;
     }
     m_existing = rows.size();
@@ -590,7 +569,43 @@ void measurement_writer::append(const measurement_row& r) {
   const std::string line = format_row(r, m_layout) + "\n";
   if (std::fwrite(line.data(), 1, line.size(), m_file) != line.size() || std::fflush(m_file) != 0)
     throw runtime_error(m_path + ": write failed: " + std::strerror(errno));
-  m_keys.insert(point_key(point_of(r)));
+  m_keys.insert(sim::shape_key(measured_point_of(r, m_path)));
+}
+
+sim::measured_point measured_point_of(const measurement_row& r, const std::string& where) {
+  sim::measured_point p;
+  p.op = r.op;
+  p.type = sim::parse_dtype(r.dtype, where, "dtype");
+  p.batch = r.batch;
+  p.seq_len = r.seq_len;
+  p.d_model = static_cast<int>(r.d_model);
+  p.n_heads = static_cast<int>(r.n_heads);
+  p.n_kv_heads = static_cast<int>(r.n_kv_heads);
+  p.d_ff = static_cast<int>(r.d_ff);
+  p.mlp = r.mlp == "swiglu" ? sim::mlp_kind::swiglu : sim::mlp_kind::gelu;
+  p.capacity = r.capacity;
+  p.variant = r.variant;
+  p.experts = r.experts;
+  p.noop_experts = r.noop_experts;
+  p.capacity_factor = r.capacity_factor;
+  p.median_s = r.median_s;
+  p.backend = r.backend;
+  p.device = r.device;
+  p.where = where;
+  p.timing = r.timing;
+  p.attention = r.attention;
+  if (r.timing == "in_block") {
+    const std::optional<modsim::op> block = modsim::find_op(r.block);
+    if (!block) throw input_error(where, "block", "unknown block '" + r.block + "'");
+    p.block = *block;
+  }
+  if (modsim::is_decode(r.op)) {
+    p.decode_routing = r.decode_routing.empty() ? "sync" : r.decode_routing;
+    p.pad_capacity = r.pad_capacity;
+    p.predictor_hidden = static_cast<int>(r.predictor_hidden);
+    p.model_name = r.model;
+  }
+  return p;
 }
 
 std::vector<sim::measured_point> read_measured_points(const std::string& path) {
@@ -602,44 +617,18 @@ std::vector<sim::measured_point> read_measured_points(const std::string& path) {
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const measurement_row& r = rows[i];
     const std::string where = path + ":" + std::to_string(i + 2);
-    sim::measured_point p;
-    p.op = r.op;
-    p.type = sim::parse_dtype(r.dtype, where, "dtype");
-    p.batch = r.batch;
-    p.seq_len = r.seq_len;
-    p.d_model = static_cast<int>(r.d_model);
-    p.n_heads = static_cast<int>(r.n_heads);
-    p.n_kv_heads = static_cast<int>(r.n_kv_heads);
-    p.d_ff = static_cast<int>(r.d_ff);
-    p.mlp = r.mlp == "swiglu" ? sim::mlp_kind::swiglu : sim::mlp_kind::gelu;
-    p.capacity = r.capacity;
-    p.variant = r.variant;
-    p.experts = r.experts;
-    p.noop_experts = r.noop_experts;
-    p.capacity_factor = r.capacity_factor;
-    p.median_s = r.median_s;
-    p.backend = r.backend;
-    p.device = r.device;
-    p.key = point_key(point_of(r));
-    p.where = where;
-    p.timing = r.timing;
-    p.attention = r.attention;
-    if (modsim::is_decode(r.op)) {
-      p.decode_routing = r.decode_routing.empty() ? "sync" : r.decode_routing;
-      p.pad_capacity = r.pad_capacity;
-      p.predictor_hidden = static_cast<int>(r.predictor_hidden);
-      p.model_name = r.model;
-      if (r.op == modsim::op::decode_step) {
-        auto& m = models[r.model];
-        if (!m) {
-          try {
-            m = std::make_shared<const sim::model_spec>(sim::load_model(sim::resolve_config(r.model, "models")));
-          } catch (const error& e) {
-            throw input_error(where, "model", "decode_step row: cannot load model '" + r.model + "': " + e.what());
-          }
+    sim::measured_point p = measured_point_of(r, where);
+    p.key = sim::shape_key(p);
+    if (r.op == modsim::op::decode_step) {
+      auto& m = models[r.model];
+      if (!m) {
+        try {
+          m = std::make_shared<const sim::model_spec>(sim::load_model(sim::resolve_config(r.model, "models")));
+        } catch (const error& e) {
+          throw input_error(where, "model", "decode_step row: cannot load model '" + r.model + "': " + e.what());
         }
-        p.model = m;
       }
+      p.model = m;
     }
     out.push_back(std::move(p));
   }

@@ -80,11 +80,15 @@ measurement_row parse_row(const std::string& line, const std::string& file, int 
 std::vector<measurement_row> read_measurements(const std::string& path, csv_layout* layout = nullptr);
 
 // A measurements file as the cost model's measured points (calibrate, validate, the report
-// and the GUI read it this way). Throws bad_input naming file:line for a bad row and for a
-// file with no rows.
+// and the GUI read it this way), each with its key (sim::shape_key) and, for decode_step, its
+// model loaded. Throws bad_input naming file:line for a bad row and for a file with no rows.
 std::vector<sim::measured_point> read_measured_points(const std::string& path);
+// One row as the cost model's measured point (`where` = "FILE:LINE"), without its key and
+// without loading a decode_step row's model.
+sim::measured_point measured_point_of(const measurement_row& r, const std::string& where);
 
-// The point a row measured (for resume keys and for re-running a shape).
+// The point a row measured (to re-run its shape; a row's key is
+// sim::shape_key(measured_point_of(row, where))).
 point point_of(const measurement_row& r);
 // The row for point `p` measured with `stats` on `backend`/`device`; FLOPs and bytes come
 // from sim/flops (the same functions as `modsim flops`).
@@ -94,8 +98,6 @@ measurement_row make_row(const point& p, const std::string& backend, const std::
 // matmul_flops, other_flops, bytes and tokens of point `p` per sim/flops. An in_block op
 // point has the costs and tokens of the same op measured isolated on the block's shape.
 void fill_costs(const point& p, measurement_row& row);
-// A decode point as the cost model's measured row (sim::des::decode_case_of reads it).
-sim::measured_point decode_measured_point(const point& p);
 // The names of the ops of block point `p.block` on `p.shape`, as sim::block_costs lists
 // them: the op rows an in_block run writes after the block's own row. Throws bad_input for
 // an invalid block shape.

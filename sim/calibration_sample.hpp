@@ -34,10 +34,12 @@ struct measured_point {
   double median_s = 0;
   std::string backend;  // cpu | cuda
   std::string device;
-  std::string key;    // a stable identity of the shape (the profiler's point key)
+  std::string key;    // a stable identity of the shape: shape_key(*this), set by the reader
   std::string where;  // "FILE:LINE" for messages
   // isolated (the op alone, cold) | in_block (the op inside its block's run, warm)
   std::string timing = "isolated";
+  // in_block rows: the block whose runs timed the row (the row's own op for the block row)
+  modsim::op block = modsim::op::block_dense;
   // unfused | fused: the attention implementation the attention and block rows ran
   std::string attention = "unfused";
   // Decode rows (decode_dense, decode_mod, decode_step; seq_len = the cached context).
@@ -47,6 +49,16 @@ struct measured_point {
   std::string model_name;                   // decode_step: as the row names it
   std::shared_ptr<const model_spec> model;  // decode_step: that model, loaded
 };
+
+// A stable identity of the row's shape, the measurements file's row key (--resume, --check,
+// the block rows a calibration records): op|dtype|batch|seq_len|d_model|n_heads|n_kv_heads|
+// d_ff|capacity|mlp, then for decode rows |routing|pad_capacity|predictor_hidden (and |model
+// for decode_step); for MoE ops (layer_mode, expert_router, experts) |variant|experts|
+// noop_experts|capacity_factor, the variant as mode_variant's value (none for a name other
+// than staged or integrated); |fused for fused attention. An in_block row's key is its
+// block's (isolated, unfused) plus "|in_block", "|" and the op for an op row, and "|fused".
+// Unfused and isolated rows keep the keys of files written before those columns existed.
+std::string shape_key(const measured_point& p);
 
 // Whether rows of op `op` are scored as a whole (a block or a decode step: the op table's
 // block and decode roles), not fitted as one op.

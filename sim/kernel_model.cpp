@@ -239,14 +239,6 @@ kernel_kind kernel_kind_of(std::string_view name) {
   throw input_error("", "kind", "unknown kernel class '" + std::string(name) + "'");
 }
 
-const char* to_string(attention_impl a) { return a == attention_impl::fused ? "fused" : "unfused"; }
-
-attention_impl parse_attention_impl(std::string_view name, const std::string& key) {
-  if (name == "unfused") return attention_impl::unfused;
-  if (name == "fused") return attention_impl::fused;
-  throw input_error("", key, "unknown attention implementation '" + std::string(name) + "' (unfused or fused)");
-}
-
 std::vector<kernel_work> gpu_kernels(modsim::op op, const op_shape& s, attention_impl attention) {
   return kernels_impl(op, s, attention);
 }

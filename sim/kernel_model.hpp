@@ -66,15 +66,11 @@ struct kernel_work {
   double items = 0;  // serial work items (top-k: positions per SM round; rank/choice: tokens)
 };
 
-// How the CUDA backend runs attention (the measurements CSV's `attention` column).
-//   unfused: attn_scores and attn_values are batched GEMMs over the full n×L square, the
-//            scores written to memory and read back by attn_softmax and attn_values.
-//   fused:   one causal attention kernel (cuDNN's fused SDPA): Q, K, V read once, O written
-//            once, no scores in memory, and only the causal part of the square computed.
-enum class attention_impl { unfused, fused };
-const char* to_string(attention_impl a);
-// Throws modsim::error(bad_input) naming `key` for a name other than unfused / fused.
-attention_impl parse_attention_impl(std::string_view name, const std::string& key = "attention");
+// How the CUDA backend runs attention (core/types.hpp): unfused, attn_scores and attn_values
+// are batched GEMMs over the full n×L square, the scores written to memory and read back by
+// attn_softmax and attn_values; fused, one causal attention kernel.
+using modsim::attention_impl;
+using modsim::parse_attention_impl;
 // What a model predicts when nothing says otherwise: fused (what a fast GPU stack runs); a
 // measurement row or a calibration that says "unfused" selects the unfused kernels.
 inline constexpr attention_impl default_gpu_attention = attention_impl::fused;

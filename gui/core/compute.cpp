@@ -7,8 +7,8 @@
 #include <cstdio>
 
 #include "analysis/analysis.hpp"
+#include "analysis/calibration.hpp"
 #include "core/error.hpp"
-#include "profiler/measurements.hpp"
 #include "sim/des/step.hpp"
 
 namespace modsim::gui {
@@ -52,7 +52,7 @@ analysis::validation_request validationRequestOf(const ExplorerConfig& config) {
   } else {
     v.from = analysis::validation_request::source::measurements;
     v.label = config.measurementsPath.toStdString();
-    v.points = profiler::read_measured_points(v.label);
+    v.points = analysis::read_measured_rows({v.label}).points;
     v.calibrate = true;
   }
   return v;

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <type_traits>
 
@@ -196,6 +197,51 @@ TEST(Measurements, DecodeColumnsRoundTripAndAreChecked) {
                       "m.csv", 6)
                 .decode_routing,
             "");
+}
+
+// The reader keys a row from the row itself (sim::shape_key of the measured point); the
+// profiler keys the point it is about to measure (point_key): a row written for a point must
+// read back with that point's key, or --resume would measure it again and a calibration's
+// block keys would not match the rows validate reads. Literal keys from the documented format.
+TEST(Measurements, ARowReadsBackWithItsPointsKey) {
+  std::vector<point> points = small_grid().points;
+  for (const point& p : with_timing(small_grid(), timing_mode::in_block).points) points.push_back(p);
+  for (const point& p : with_attention(small_grid(), attention_impl::fused).points) points.push_back(p);
+  for (const point& p :
+       expand(parse_grid(R"({"ops": ["layer_mode"], "seq_len": [32], "d_model": [64], "n_heads": [4],
+                            "n_kv_heads": [2], "d_ff": [128], "capacity": [0.5], "variant": ["staged", "integrated"],
+                            "experts": [4], "noop_experts": [1], "capacity_factor": [1.25]})",
+                         "g.json"))
+           .points)
+    points.push_back(p);
+  for (const point& p :
+       expand(parse_grid(R"({"ops": ["decode_dense", "decode_mod"], "batch": [8], "seq_len": [512],
+                            "d_model": [256], "n_heads": [4], "d_ff": [1024], "capacity": [0.5],
+                            "decode_routing": ["sync", "pad"]})",
+                         "g.json"))
+           .points)
+    points.push_back(p);
+  // An op row of an in_block run (the runner writes one per op of the block).
+  point op_row = with_timing(small_grid(), timing_mode::in_block).points.back();
+  ASSERT_EQ(op_row.block, kernels::op::block_mod);
+  op_row.op = kernels::op::qkv_proj;
+  points.push_back(op_row);
+  sample_stats stats;
+  stats.median_s = stats.p10_s = stats.p90_s = 1e-3;
+  stats.samples = 3;
+  std::set<std::string> keys;
+  for (const point& p : points) {
+    const measurement_row r = make_row(p, "cpu", "test cpu", stats);
+    EXPECT_EQ(sim::shape_key(measured_point_of(r, "m.csv:2")), point_key(p));
+    keys.insert(point_key(p));
+  }
+  EXPECT_EQ(keys.size(), points.size());  // no two points share a key
+  for (const char* k : {"qkv_proj|fp32|2|16|32|4|4|64|0.25|gelu", "qkv_proj|fp32|2|16|32|4|4|64|0.25|gelu|fused",
+                        "block_mod|fp32|2|16|32|4|4|64|0.5|gelu|in_block|qkv_proj",
+                        "block_dense|fp32|1|16|32|4|4|64|1|gelu|in_block",
+                        "layer_mode|fp32|1|32|64|4|2|128|0.5|gelu|1|4|0|1.25",
+                        "layer_mode|fp32|1|32|64|4|2|128|0.5|gelu|2|4|1|1.25"})
+    EXPECT_EQ(keys.count(k), 1u) << k;
 }
 
 TEST(Measurements, AFileWithTheOldHeaderReadsAsIsolatedUnfused) {

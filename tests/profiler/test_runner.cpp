@@ -244,9 +244,9 @@ TEST(Runner, FusedAttentionSkipsTheUnfusedOpsAndIsRecordedInRowsKeysAndWorkspace
     EXPECT_EQ(point_of(r).attention, attention_impl::fused);
   }
   fs::remove(path);
-  EXPECT_EQ(parse_attention("unfused"), attention_impl::unfused);
-  EXPECT_EQ(to_string(attention_impl::fused), "fused");
-  EXPECT_THROW(parse_attention("flash"), modsim::error);
+  EXPECT_EQ(parse_attention_impl("unfused"), attention_impl::unfused);
+  EXPECT_STREQ(to_string(attention_impl::fused), "fused");
+  EXPECT_THROW(parse_attention_impl("flash"), modsim::error);
 }
 
 // Decode points run on decode states from the factory, one sample = one uncommitted step with

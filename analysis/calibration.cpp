@@ -1,0 +1,90 @@
+// The calibration pipeline (analysis/calibration.hpp): read, sample, fit, cross-validate.
+#include "analysis/calibration.hpp"
+
+#include <fmt/format.h>
+
+#include <iterator>
+#include <utility>
+
+#include "core/error.hpp"
+#include "profiler/measurements.hpp"
+
+namespace modsim::analysis {
+namespace {
+
+void say(const calibrate_options& o, const std::string& line) {
+  if (o.progress) o.progress(line);
+}
+
+// Whether the fit of `c` used sample `s`: a decode row of a dtype with a decode fit; any other
+// row under the kernel-sequence model; else a block when blocks fitted the launch cost, a
+// single op when its (op, dtype) has a curve.
+bool used_by(const sim::calibration& c, const sim::calibration_sample& s) {
+  if (s.is_decode()) return c.decode_for(s.type) != nullptr;
+  if (c.kernels) return true;
+  return s.is_block() ? c.launch_blocks > 0 : c.curve(s.op, s.type) != nullptr;
+}
+
+// Each source's used rows: the used samples whose FILE:LINE names its file; a lone source
+// (perhaps one label for several files) counts every used sample.
+void count_used_rows(sim::calibration& c, const std::vector<sim::calibration_sample>& samples) {
+  for (auto& src : c.sources) {
+    int used = 0;
+    for (const auto& s : samples) {
+      if (c.sources.size() > 1 && s.where.rfind(src.file + ":", 0) != 0) continue;
+      if (used_by(c, s)) ++used;
+    }
+    src.used_rows = used;
+  }
+}
+
+}  // namespace
+
+measured_rows read_measured_rows(const std::vector<std::string>& files) {
+  measured_rows out;
+  for (const std::string& file : files) {
+    std::vector<sim::measured_point> p = profiler::read_measured_points(file);
+    out.sources.push_back(sim::calibration_source{file, static_cast<int>(p.size()), 0});
+    out.points.insert(out.points.end(), std::make_move_iterator(p.begin()), std::make_move_iterator(p.end()));
+  }
+  return out;
+}
+
+calibrated calibrate_from(const sim::hardware_spec& hw, const std::vector<sim::calibration_sample>& samples,
+                          std::vector<sim::calibration_source> sources, const calibrate_options& options) {
+  calibrated out;
+  if (options.fit_all) {
+    out.calibration = sim::fit_calibration(hw, samples, std::move(sources),
+                                           options.date.empty() ? sim::utc_now_iso8601() : options.date, options.fit);
+    count_used_rows(out.calibration, samples);
+  }
+  if (options.folds != 0) {
+    say(options, fmt::format("{}-fold cross-validation by shape for the expected error ...", options.folds));
+    try {
+      out.cross_validation = sim::cross_validate(hw, samples, options.folds, options.fit, options.bands);
+      if (options.fit_all) {
+        out.calibration.cross_validation = out.cross_validation->summary();
+        if (options.coverage) {
+          say(options, "leaving one value out along each axis for the bands outside the measured range ...");
+          out.calibration.coverage = sim::estimate_coverage(hw, samples, options.fit);
+        }
+      }
+    } catch (const error& e) {
+      if (!options.cross_validation_optional) throw;
+      // Too few shapes to hold some out: the calibration stands, without an error band.
+      out.no_cross_validation = e.what();
+    }
+  }
+  for (const sim::cv_axis a : options.leave_out)
+    out.left_out.push_back(sim::cross_validate_by(hw, samples, a, options.fit, options.bands));
+  return out;
+}
+
+calibrated calibrate_from(const sim::hardware_spec& hw, const measured_rows& rows, const calibrate_options& options) {
+  std::vector<sim::calibration_sample> samples;
+  samples.reserve(rows.points.size());
+  for (const auto& p : rows.points) samples.push_back(sim::sample_of(p));
+  return calibrate_from(hw, samples, rows.sources, options);
+}
+
+}  // namespace modsim::analysis
