@@ -41,7 +41,7 @@ struct calibrate_options {
   // leaves the calibration without a band (calibrated::no_cross_validation says why) instead
   // of throwing.
   bool cross_validation_optional = false;
-  std::string date;  // recorded in the calibration; empty: now (sim::utc_now_iso8601)
+  std::string date;                                  // recorded in the calibration; empty: now (sim::utc_now_iso8601)
   std::function<void(const std::string&)> progress;  // one line before each long step; may be empty
 };
 
@@ -50,8 +50,8 @@ struct calibrated {
   // summary and the coverage when they ran.
   sim::calibration calibration;
   std::optional<sim::cross_validation_result> cross_validation;  // its points, when it ran
-  std::string no_cross_validation;  // why it did not run (cross_validation_optional)
-  std::vector<sim::value_cv_result> left_out;  // one per calibrate_options::leave_out axis
+  std::string no_cross_validation;                               // why it did not run (cross_validation_optional)
+  std::vector<sim::value_cv_result> left_out;                    // one per calibrate_options::leave_out axis
 };
 
 // Fits `hw` (its datasheet numbers) to `samples`, which came from `sources`, and

@@ -50,8 +50,7 @@ std::string shape_key(const measured_point& p) {
   }
   if (p.op == modsim::op::layer_mode || p.op == modsim::op::expert_router || p.op == modsim::op::experts) {
     const std::optional<mode_variant> v = find_mode_variant(p.variant);
-    const mode_variant keyed =
-        v == mode_variant::staged || v == mode_variant::integrated ? *v : mode_variant::none;
+    const mode_variant keyed = v == mode_variant::staged || v == mode_variant::integrated ? *v : mode_variant::none;
     k << '|' << static_cast<int>(keyed) << '|' << p.experts << '|' << p.noop_experts << '|'
       << key_number(p.capacity_factor);
   }

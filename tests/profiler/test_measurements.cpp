@@ -207,19 +207,17 @@ TEST(Measurements, ARowReadsBackWithItsPointsKey) {
   std::vector<point> points = small_grid().points;
   for (const point& p : with_timing(small_grid(), timing_mode::in_block).points) points.push_back(p);
   for (const point& p : with_attention(small_grid(), attention_impl::fused).points) points.push_back(p);
-  for (const point& p :
-       expand(parse_grid(R"({"ops": ["layer_mode"], "seq_len": [32], "d_model": [64], "n_heads": [4],
+  for (const point& p : expand(parse_grid(R"({"ops": ["layer_mode"], "seq_len": [32], "d_model": [64], "n_heads": [4],
                             "n_kv_heads": [2], "d_ff": [128], "capacity": [0.5], "variant": ["staged", "integrated"],
                             "experts": [4], "noop_experts": [1], "capacity_factor": [1.25]})",
-                         "g.json"))
-           .points)
+                                          "g.json"))
+                            .points)
     points.push_back(p);
-  for (const point& p :
-       expand(parse_grid(R"({"ops": ["decode_dense", "decode_mod"], "batch": [8], "seq_len": [512],
+  for (const point& p : expand(parse_grid(R"({"ops": ["decode_dense", "decode_mod"], "batch": [8], "seq_len": [512],
                             "d_model": [256], "n_heads": [4], "d_ff": [1024], "capacity": [0.5],
                             "decode_routing": ["sync", "pad"]})",
-                         "g.json"))
-           .points)
+                                          "g.json"))
+                            .points)
     points.push_back(p);
   // An op row of an in_block run (the runner writes one per op of the block).
   point op_row = with_timing(small_grid(), timing_mode::in_block).points.back();
@@ -236,11 +234,10 @@ TEST(Measurements, ARowReadsBackWithItsPointsKey) {
     keys.insert(point_key(p));
   }
   EXPECT_EQ(keys.size(), points.size());  // no two points share a key
-  for (const char* k : {"qkv_proj|fp32|2|16|32|4|4|64|0.25|gelu", "qkv_proj|fp32|2|16|32|4|4|64|0.25|gelu|fused",
-                        "block_mod|fp32|2|16|32|4|4|64|0.5|gelu|in_block|qkv_proj",
-                        "block_dense|fp32|1|16|32|4|4|64|1|gelu|in_block",
-                        "layer_mode|fp32|1|32|64|4|2|128|0.5|gelu|1|4|0|1.25",
-                        "layer_mode|fp32|1|32|64|4|2|128|0.5|gelu|2|4|1|1.25"})
+  for (const char* k :
+       {"qkv_proj|fp32|2|16|32|4|4|64|0.25|gelu", "qkv_proj|fp32|2|16|32|4|4|64|0.25|gelu|fused",
+        "block_mod|fp32|2|16|32|4|4|64|0.5|gelu|in_block|qkv_proj", "block_dense|fp32|1|16|32|4|4|64|1|gelu|in_block",
+        "layer_mode|fp32|1|32|64|4|2|128|0.5|gelu|1|4|0|1.25", "layer_mode|fp32|1|32|64|4|2|128|0.5|gelu|2|4|1|1.25"})
     EXPECT_EQ(keys.count(k), 1u) << k;
 }
 
