@@ -200,7 +200,7 @@ sim::model_time decode_model_time(const sim::model_spec& m, const sim::cost_mode
   }
   auto prediction_of = [&](const des::kernel& k) {
     sim::op_prediction p;
-    p.op = sim::op_of_kernel(k.op);
+    p.op = *k.op.model_op();
     p.op_class = sim::op_class_of(p.op);
     p.time_s = k.device_s;
     p.roofline_s = k.roofline_s;
@@ -226,7 +226,7 @@ sim::model_time decode_model_time(const sim::model_spec& m, const sim::cost_mode
     return p;
   };
   for (const des::kernel& k : st.timeline.kernels) {
-    if (k.op == des::d2h_sync_op) continue;
+    if (!k.op.model_op()) continue;  // the routed count's read-back
     if (k.layer < 0) {
       out.lm_head = prediction_of(k);
       continue;

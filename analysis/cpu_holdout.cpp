@@ -73,7 +73,8 @@ bool profile_into(const cpu_holdout_check& c, const std::string& csv, const prof
 }  // namespace
 
 std::optional<validation_request> cpu_holdout_validation(const cpu_holdout_check& c) {
-  if (c.cpu.kind != "cpu") throw input_error(c.cpu.source_file, "kind", "the held-out check needs CPU hardware");
+  if (c.cpu.kind != sim::hardware_kind::cpu)
+    throw input_error(c.cpu.source_file, "kind", "the held-out check needs CPU hardware");
   fs::create_directories(c.dir);
   const std::string quick = (fs::path(c.dir) / "measurements-cpu.csv").string();
   const std::string holdout = (fs::path(c.dir) / "measurements-cpu-holdout.csv").string();

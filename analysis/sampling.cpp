@@ -79,7 +79,7 @@ double& slot_of(decode_breakdown& b, const des::kernel& k) {
   const std::string_view cls = des::kernel_class(k);
   if (cls == "attn_core") return b.kv_read_s;
   if (cls == "routing") return b.predictor_s;
-  if (cls == "norm" || sim::op_of_kernel(k.op) == modsim::op::mlp_act) return b.elementwise_s;
+  if (cls == "norm" || k.op == modsim::op::mlp_act) return b.elementwise_s;
   return b.weight_read_s;  // attn_proj, mlp, moe, lm_head
 }
 
@@ -128,7 +128,7 @@ decode_step decode_step_time(const des::step_builder& b, std::int64_t batch, std
   no_sync.reserve(kernels.size());
   double device_s = 0;
   for (const des::kernel& k : kernels) {
-    if (k.op == des::d2h_sync_op) continue;
+    if (!k.op.model_op()) continue;  // the routed count's read-back
     slot_of(br, k) += k.device_s;
     device_s += k.device_s;
     no_sync.push_back(k);
@@ -240,7 +240,7 @@ std::string verdict_of(const sampling_map& m, const sampling_strategy_map& s) {
 sampling_map make_sampling_map(const sim::model_spec& model, const sim::model_spec& baseline, bool routing_removed,
                                const sim::cost_model& cost, sim::dtype t, const sampling_request& r) {
   return make_sampling_map(model, baseline, routing_removed, sim::decode_device_model(cost, t), cost.hardware().name,
-                           cost.hardware().kind == "gpu", t, r);
+                           sim::is_gpu(cost.hardware()), t, r);
 }
 
 sampling_map make_sampling_map(const sim::model_spec& model, const sim::model_spec& baseline, bool routing_removed,

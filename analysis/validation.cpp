@@ -22,13 +22,14 @@ namespace {
 // bad_input naming the row for one measured on another backend than `hw` describes.
 std::vector<sim::calibration_sample> samples_on_backend(const std::vector<sim::measured_point>& points,
                                                         const sim::hardware_spec& hw, std::string& device) {
-  const std::string expected_backend = hw.kind == "gpu" ? "cuda" : "cpu";
+  const std::string expected_backend = sim::backend_of(hw.kind);
   std::vector<sim::calibration_sample> samples;
   samples.reserve(points.size());
   for (const sim::measured_point& p : points) {
     if (p.backend != expected_backend)
-      throw input_error(p.where, "backend",
-                        "measured on backend '" + p.backend + "' but " + hw.name + " is " + hw.kind + " hardware");
+      throw input_error(
+          p.where, "backend",
+          "measured on backend '" + p.backend + "' but " + hw.name + " is " + sim::to_string(hw.kind) + " hardware");
     if (device.empty()) device = p.device;
     samples.push_back(sim::sample_of(p));
   }
@@ -54,7 +55,7 @@ validation_section make_validation(const std::vector<sim::measured_point>& point
   v.measurements_file = measurements_file;
   v.hardware = hw.name;
   v.rows = static_cast<int>(points.size());
-  const std::string expected_backend = hw.kind == "gpu" ? "cuda" : "cpu";
+  const std::string expected_backend = sim::backend_of(hw.kind);
   const std::string hw_label = hw.source_file.empty() ? hw.name : hw.source_file;
   // The calibration `hw` carries, if any: its device decides which rows may be scored.
   std::optional<sim::calibration> given;
@@ -68,8 +69,9 @@ validation_section make_validation(const std::vector<sim::measured_point>& point
     if (!block) {
       if (p.backend != expected_backend || !same_model) continue;
     } else if (p.backend != expected_backend) {
-      throw input_error(p.where, "backend",
-                        "measured on backend '" + p.backend + "' but " + hw_label + " is " + hw.kind + " hardware");
+      throw input_error(
+          p.where, "backend",
+          "measured on backend '" + p.backend + "' but " + hw_label + " is " + sim::to_string(hw.kind) + " hardware");
     } else if (!same_model) {
       throw input_error(
           p.where, "device",

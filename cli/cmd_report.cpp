@@ -118,7 +118,7 @@ int cmd_report(const std::vector<std::string>& args) {
   in.scenario.seed = vm["seed"].as<std::uint64_t>();
   in.threads = vm["threads"].as<unsigned>();
   if (!vm["no-parallel"].as<bool>())
-    in.parallel = parallel_from(vm, in.hardware.kind == "gpu" && in.hardware.interconnect ? 8 : 0);
+    in.parallel = parallel_from(vm, sim::is_gpu(in.hardware) && in.hardware.interconnect ? 8 : 0);
   in.command_line = join_args(args);
 
   // Validation: given measurements, or — for the defaults on a CPU — the held-out split of
@@ -126,7 +126,7 @@ int cmd_report(const std::vector<std::string>& args) {
   // the blocks of configs/grids/holdout-cpu.json, shapes the calibration never saw; else the
   // measurements behind the hardware's calibration.
   analysis::validation_request& val = in.validation;
-  const bool cpu_profile = defaults && !vm["no-profile"].as<bool>() && in.hardware.kind != "gpu";
+  const bool cpu_profile = defaults && !vm["no-profile"].as<bool>() && !sim::is_gpu(in.hardware);
   if (vm.count("measurements")) {
     val.from = analysis::validation_request::source::measurements;
     val.label = vm["measurements"].as<std::string>();

@@ -153,9 +153,9 @@ table kernel_table(const des::timeline& tl) {
   for (std::size_t i = 0; i < tl.kernels.size(); ++i) {
     const des::kernel& k = tl.kernels[i];
     t.rows.push_back({integer(static_cast<std::int64_t>(i)), k.layer >= 0 ? std::to_string(k.layer) : "",
-                      std::string(k.op), des::kernel_class(k), k.backward ? "true" : "false", integer(k.stream),
-                      num(start[i]), num(dur[i]), num(wait[i]), integer(k.launches), integer(k.tokens),
-                      integer(k.matmul_flops), integer(k.other_flops), integer(k.bytes),
+                      std::string(des::to_string(k.op)), des::kernel_class(k), k.backward ? "true" : "false",
+                      integer(k.stream), num(start[i]), num(dur[i]), num(wait[i]), integer(k.launches),
+                      integer(k.tokens), integer(k.matmul_flops), integer(k.other_flops), integer(k.bytes),
                       integer(k.wasted_matmul_flops)});
     if (devices) t.rows.back().push_back(integer(k.device));
   }

@@ -50,7 +50,7 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<calibrati
   const std::string hw_file = hw.source_file.empty() ? hw.name : hw.source_file;
   if (samples.empty()) throw input_error("", "--measurements", "no measured rows to calibrate on");
   const calibration_sample& first = samples.front();
-  const std::string expected_backend = hw.kind == "gpu" ? "cuda" : "cpu";
+  const std::string expected_backend = backend_of(hw.kind);
   for (const auto& s : samples) {
     if (!same_device_model(s.device, first.device))
       throw input_error(s.where, "device",
@@ -58,13 +58,13 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<calibrati
                             s.device + "'); calibrate on one device at a time");
     if (!s.backend.empty() && s.backend != expected_backend)
       throw input_error(s.where, "backend",
-                        "rows from backend '" + s.backend + "' cannot calibrate " + hw.kind + " hardware '" + hw.name +
-                            "' (" + hw_file + ")");
+                        "rows from backend '" + s.backend + "' cannot calibrate " + to_string(hw.kind) + " hardware '" +
+                            hw.name + "' (" + hw_file + ")");
   }
 
   // A GPU hardware file names its model (h100-sxm, h200): rows from another GPU model
   // cannot calibrate it (an H100's efficiencies say little about an H200).
-  if (hw.kind == "gpu") {
+  if (is_gpu(hw)) {
     const std::vector<std::string> on_device = model_tokens(first.device);
     for (const std::string& t : model_tokens(hw.name))
       if (std::find(on_device.begin(), on_device.end(), t) == on_device.end())
@@ -88,7 +88,7 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<calibrati
 
   // A GPU: the kernel-sequence model, fitted on every row (isolated ops, in-block ops and
   // blocks alike).
-  if (hw.kind == "gpu") {
+  if (is_gpu(hw)) {
     std::vector<kernel_row> rows;
     std::vector<std::string> keys;
     int blocks = 0;

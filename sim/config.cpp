@@ -387,9 +387,13 @@ hardware_spec parse_hardware(std::string_view json_text, const std::string& file
   hardware_spec h;
   h.source_file = file;
   h.name = r.get_string("name");
-  h.kind = r.get_string("kind");
-  if (h.kind != "gpu" && h.kind != "cpu")
-    throw input_error(file, "kind", "unknown kind '" + h.kind + "' (expected gpu or cpu)");
+  const std::string kind = r.get_string("kind");
+  if (kind == "gpu")
+    h.kind = hardware_kind::gpu;
+  else if (kind == "cpu")
+    h.kind = hardware_kind::cpu;
+  else
+    throw input_error(file, "kind", "unknown kind '" + kind + "' (expected gpu or cpu)");
   h.source = r.get_string("source");
   {
     object_reader pr(r.require("peak_matmul_flops"), file, "peak_matmul_flops");

@@ -72,7 +72,7 @@ const decode_fit* calibration::decode_for(dtype t) const {
 std::optional<modsim::op> stand_in_of(modsim::op op) { return info(op).stand_in; }
 
 int kernels_of(modsim::op op, const hardware_spec& hw) {
-  return hw.kind == "gpu" ? info(op).gpu_kernels : info(op).cpu_kernels;
+  return is_gpu(hw) ? info(op).gpu_kernels : info(op).cpu_kernels;
 }
 
 // ------------------------------------------------------------------------------------------
@@ -85,7 +85,7 @@ constexpr double tile = 128.0;
 
 template <class N>
 double waves_impl(modsim::op op, const basic_op_shape<N>& s, const hardware_spec& hw) {
-  if (hw.kind != "gpu" || hw.sm_count <= 0) return 1.0;
+  if (!is_gpu(hw) || hw.sm_count <= 0) return 1.0;
   const double t = gemm_output_tiles(op, s, tile);
   if (t <= 0) return 1.0;
   const double sms = hw.sm_count;
@@ -499,7 +499,7 @@ bool same_rate(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(s
 // fp16 on a GPU whose tensor cores run fp16 and bf16 at one rate (the elements have one size):
 // the bf16 calibration times it when it has none of its own.
 bool fp16_runs_as_bf16(const hardware_spec& hw, dtype t) {
-  return t == dtype::fp16 && hw.kind == "gpu" && same_rate(hw.peak_matmul_flops.fp16, hw.peak_matmul_flops.bf16) &&
+  return t == dtype::fp16 && is_gpu(hw) && same_rate(hw.peak_matmul_flops.fp16, hw.peak_matmul_flops.bf16) &&
          same_rate(hw.peak_vector_flops.fp16, hw.peak_vector_flops.bf16);
 }
 
@@ -562,7 +562,7 @@ template <class Shape>
 op_cost priced_attention(const op_cost& c, const Shape& s, const hardware_spec& hw, attention_impl a) {
   using enum modsim::op;
   const bool attention = c.op == attn_scores || c.op == attn_softmax || c.op == attn_values;
-  if (hw.kind != "gpu" || a != attention_impl::fused || !attention) return c;
+  if (!is_gpu(hw) || a != attention_impl::fused || !attention) return c;
   op_cost f;
   f.op = c.op;
   if (c.op != attn_scores) return f;

@@ -15,8 +15,8 @@ namespace {
 
 // The attention kernels (the op table's attention-core class): they read the KV cache.
 bool is_attention(modsim::op op) { return std::string_view(op_class_of(op)) == "attn_core"; }
-// The same for a simulator kernel, named by its op's name (sim/des kernel::op).
-bool is_attention(std::string_view kernel_op) { return std::string_view(op_class_of(kernel_op)) == "attn_core"; }
+// The same for a simulator kernel (the routed count's read-back is none).
+bool is_attention(des::kernel_op k) { return k.model_op() && is_attention(*k.model_op()); }
 
 }  // namespace
 

@@ -167,12 +167,6 @@ const std::vector<std::string_view>& op_names();
 // "moe" (expert_router, experts), "lm_head"; "block" for block_dense, block_mod and
 // layer_mode.
 const char* op_class_of(modsim::op o);
-// The op a simulator kernel runs: sim/des kernel::op holds the op's name (or that of the
-// device-to-host read des::d2h_sync_op, which is no op). Throws modsim::error (bad_input) for
-// a name the op table does not have.
-modsim::op op_of_kernel(std::string_view kernel_op);
-// op_class_of(op_of_kernel(kernel_op)).
-const char* op_class_of(std::string_view kernel_op);
 // The classes in display order (the op table's).
 using modsim::op_classes;
 

@@ -234,13 +234,6 @@ const char* op_class_of(modsim::op o) {
   return info(o).op_class.data();  // the table's literals are NUL-terminated
 }
 
-modsim::op op_of_kernel(std::string_view kernel_op) {
-  const auto o = find_op(kernel_op);
-  if (!o) throw input_error("", "op", "unknown op '" + std::string(kernel_op) + "'");
-  return *o;
-}
-
-const char* op_class_of(std::string_view kernel_op) { return op_class_of(op_of_kernel(kernel_op)); }
 op_cost cost_of(modsim::op o, const op_shape& s) { return formula_of(o, s); }
 op_cost cost_of(modsim::op o, const expected_op_shape& s) { return formula_of(o, s); }
 

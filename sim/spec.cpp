@@ -100,6 +100,26 @@ std::string schedule_preset(const std::vector<bool>& routed) {
   return {};
 }
 
-dtype default_dtype(const hardware_spec& hw) { return hw.kind == "gpu" ? dtype::bf16 : dtype::fp32; }
+dtype default_dtype(const hardware_spec& hw) { return is_gpu(hw) ? dtype::bf16 : dtype::fp32; }
+
+const char* to_string(hardware_kind k) {
+  switch (k) {
+    case hardware_kind::gpu:
+      return "gpu";
+    case hardware_kind::cpu:
+      return "cpu";
+  }
+  return "?";
+}
+
+const char* backend_of(hardware_kind k) {
+  switch (k) {
+    case hardware_kind::gpu:
+      return "cuda";
+    case hardware_kind::cpu:
+      return "cpu";
+  }
+  return "?";
+}
 
 }  // namespace modsim::sim

@@ -145,10 +145,18 @@ struct interconnect_spec {
   std::vector<collective_fit> calibration;
 };
 
+// What a hardware file describes (its "kind": "gpu" or "cpu"): it picks the kernels an op runs
+// as, the default dtype, the backend whose measurements calibrate it, and whether GEMMs pay
+// wave quantisation.
+enum class hardware_kind { gpu, cpu };
+const char* to_string(hardware_kind k);
+// The profiler backend that measures this kind of hardware: "cuda" for a GPU, "cpu" for a CPU.
+const char* backend_of(hardware_kind k);
+
 struct hardware_spec {
   std::string name;
   std::string source_file;
-  std::string kind;              // "gpu" or "cpu"
+  hardware_kind kind = hardware_kind::gpu;
   std::string source;            // provenance of the numbers (datasheet / estimated / measured)
   dtype_rate peak_matmul_flops;  // FLOP/s
   dtype_rate peak_vector_flops;  // FLOP/s
@@ -168,5 +176,6 @@ struct hardware_spec {
 // The dtype a step runs in when none is given: bf16 on a GPU, fp32 on a CPU. Every face uses
 // this one rule.
 dtype default_dtype(const hardware_spec& hw);
+inline bool is_gpu(const hardware_spec& hw) { return hw.kind == hardware_kind::gpu; }
 
 }  // namespace modsim::sim

@@ -152,7 +152,7 @@ TimelineResult timelineOf(const sim::des::timeline& tl) {
     if (s.kernel >= 0 && s.kernel < static_cast<int>(tl.kernels.size())) {
       const des::kernel& k = tl.kernels[static_cast<std::size_t>(s.kernel)];
       const std::string where = k.layer >= 0 ? " L" + std::to_string(k.layer) : std::string();
-      const std::string op(k.op);
+      const std::string op(des::to_string(k.op));
       switch (s.kind) {
         case des::span_kind::enqueue:
           ts.name = "enqueue " + op + where;
@@ -276,7 +276,7 @@ ParallelResult parallelOf(const analysis::analysis_result& a, const ExplorerConf
 }
 
 std::optional<analysis::parallel_request> parallelRequestOf(const ExplorerConfig& config) {
-  if (config.gpus < 2 || config.hardware.kind != "gpu") return std::nullopt;
+  if (config.gpus < 2 || !sim::is_gpu(config.hardware)) return std::nullopt;
   analysis::parallel_request r;
   r.gpus = config.gpus;
   return r;
@@ -431,7 +431,7 @@ ComputeResult computeAll(const ExplorerConfig& config, const ComputeControl& con
     r.validation = validationOf(a, config);
     r.sampling = samplingOf(a);
     r.parallel = parallelOf(a, config);
-    if (config.hardware.kind != "gpu")
+    if (!sim::is_gpu(config.hardware))
       r.parallel.unavailable = "The parallelism tab splits a step over GPUs: choose GPU hardware.";
     if (a.serving)
       r.serving = servingOf(*a.serving, a.serving_routing);

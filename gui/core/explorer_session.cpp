@@ -37,7 +37,7 @@ sim::model_spec builtinModel() {
 sim::hardware_spec builtinHardware() {
   sim::hardware_spec h;
   h.name = "h100-sxm (built-in datasheet)";
-  h.kind = "gpu";
+  h.kind = sim::hardware_kind::gpu;
   h.source = "datasheet";
   h.peak_matmul_flops = {66.9e12, 989.4e12, 989.4e12};
   h.peak_vector_flops = {66.9e12, 133.8e12, 133.8e12};
@@ -236,9 +236,9 @@ bool ExplorerSession::loadHardwareFile(const QString& path, QString* error) {
       const sim::dtype before = m_draft.load.type;
       m_draft.load.type = sim::default_dtype(m_draft.hardware);
       if (before != m_draft.load.type)
-        m_dtypeNotice =
-            tr("dtype %1 → %2: the default on %3 hardware")
-                .arg(qs(sim::to_string(before)), qs(sim::to_string(m_draft.load.type)), qs(m_draft.hardware.kind));
+        m_dtypeNotice = tr("dtype %1 → %2: the default on %3 hardware")
+                            .arg(qs(sim::to_string(before)), qs(sim::to_string(m_draft.load.type)),
+                                 qs(sim::to_string(m_draft.hardware.kind)));
     }
   } catch (const modsim::error& e) {
     if (error) *error = qs(e.what());

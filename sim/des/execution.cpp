@@ -12,16 +12,37 @@
 
 namespace modsim::sim::des {
 
+const char* to_string(step_op s) {
+  switch (s) {
+    case step_op::d2h_sync:
+      return "routed_count_d2h";
+    case step_op::tp_all_reduce:
+      return "tp_all_reduce";
+    case step_op::ep_dispatch:
+      return "ep_dispatch";
+    case step_op::ep_combine:
+      return "ep_combine";
+    case step_op::pp_send:
+      return "pp_send";
+    case step_op::dp_all_reduce:
+      return "dp_all_reduce";
+  }
+  return "?";
+}
+
+std::string_view to_string(kernel_op k) {
+  if (const std::optional<modsim::op> o = k.model_op()) return modsim::to_string(*o);
+  return to_string(*k.step());
+}
+
 bool is_comm(const kernel& k) {
-  for (const char* c : {tp_all_reduce_op, ep_dispatch_op, ep_combine_op, pp_send_op, dp_all_reduce_op})
-    if (k.op == c) return true;
-  return false;
+  const std::optional<step_op> s = k.op.step();
+  return s && *s != step_op::d2h_sync;
 }
 
 const char* kernel_class(const kernel& k) {
-  if (k.op == d2h_sync_op) return "sync";
-  if (is_comm(k)) return "comm";
-  return op_class_of(k.op);
+  if (const std::optional<modsim::op> o = k.op.model_op()) return op_class_of(*o);
+  return k.op == step_op::d2h_sync ? "sync" : "comm";
 }
 
 namespace {
@@ -281,22 +302,23 @@ timeline simulate_execution(std::vector<kernel> kernels, const device_model& dev
   for (std::size_t i = 0; i < kernels.size(); ++i) {
     const kernel& k = kernels[i];
     if (k.stream < 0 || k.stream >= o.streams) {
-      throw runtime_error("des::simulate_execution: kernel " + std::string(k.op) + " names stream " +
+      throw runtime_error("des::simulate_execution: kernel " + std::string(to_string(k.op)) + " names stream " +
                           std::to_string(k.stream) + " of " + std::to_string(o.streams));
     }
     if (k.device < 0 || k.device >= o.devices) {
-      throw runtime_error("des::simulate_execution: kernel " + std::string(k.op) + " names GPU " +
+      throw runtime_error("des::simulate_execution: kernel " + std::string(to_string(k.op)) + " names GPU " +
                           std::to_string(k.device) + " of " + std::to_string(o.devices));
     }
     for (const std::int32_t a : k.after) {
       if (a < -1 || a >= static_cast<std::int64_t>(kernels.size()) || a == static_cast<std::int64_t>(i))
-        throw runtime_error("des::simulate_execution: kernel " + std::to_string(i) + " (" + std::string(k.op) +
-                            ") waits on kernel " + std::to_string(a) + " of " + std::to_string(kernels.size()));
+        throw runtime_error("des::simulate_execution: kernel " + std::to_string(i) + " (" +
+                            std::string(to_string(k.op)) + ") waits on kernel " + std::to_string(a) + " of " +
+                            std::to_string(kernels.size()));
       deps = deps || a >= 0;
     }
     comm = comm || is_comm(k);
     if (!(k.device_s >= 0) || !std::isfinite(k.device_s) || k.launches < 0) {
-      throw runtime_error("des::simulate_execution: kernel " + std::string(k.op) +
+      throw runtime_error("des::simulate_execution: kernel " + std::string(to_string(k.op)) +
                           " has a negative or non-finite time");
     }
   }
@@ -317,7 +339,7 @@ timeline simulate_execution(std::vector<kernel> kernels, const device_model& dev
     for (std::size_t i = 0; i < out.kernels.size(); ++i)
       if (end[i] < 0)
         throw runtime_error("des::simulate_execution: kernel " + std::to_string(i) + " (" +
-                            std::string(out.kernels[i].op) + ") never ran: its dependencies form a cycle");
+                            std::string(to_string(out.kernels[i].op)) + ") never ran: its dependencies form a cycle");
     double wait_host = 0, busy = 0;
     for (int d = 0; d < o.devices; ++d) {
       device_summary g;

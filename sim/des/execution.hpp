@@ -24,6 +24,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,18 +34,36 @@
 
 namespace modsim::sim::des {
 
-// The op name of the device→host copy of a routed count (class "sync").
-inline constexpr const char* d2h_sync_op = "routed_count_d2h";
+// The step's own work beside the model's ops: the device→host copy of a routed count (class
+// "sync"), and the communication of several GPUs (class "comm"; sim/des/parallel_step.hpp makes
+// them): a tensor-parallel all-reduce, expert-parallel dispatch and combine all-to-alls, a
+// pipeline stage's send of its activations (or, backward, its input gradients) and a
+// data-parallel gradient bucket's all-reduce.
+enum class step_op : std::uint8_t { d2h_sync, tp_all_reduce, ep_dispatch, ep_combine, pp_send, dp_all_reduce };
 
-// The op names of communication kernels (class "comm"; sim/des/parallel_step.hpp makes them):
-// a tensor-parallel all-reduce, expert-parallel dispatch and combine all-to-alls, a pipeline
-// stage's send of its activations (or, backward, its input gradients) and a data-parallel
-// gradient bucket's all-reduce.
-inline constexpr const char* tp_all_reduce_op = "tp_all_reduce";
-inline constexpr const char* ep_dispatch_op = "ep_dispatch";
-inline constexpr const char* ep_combine_op = "ep_combine";
-inline constexpr const char* pp_send_op = "pp_send";
-inline constexpr const char* dp_all_reduce_op = "dp_all_reduce";
+// "routed_count_d2h", "tp_all_reduce", "ep_dispatch", "ep_combine", "pp_send", "dp_all_reduce".
+const char* to_string(step_op s);
+
+// What a kernel runs: one of the model's ops or one of the step's own. Compared and switched on
+// as values; printed once, by to_string.
+class kernel_op {
+ public:
+  constexpr kernel_op() = default;
+  constexpr kernel_op(modsim::op o) : m_model(true), m_op(o) {}  // NOLINT: implicit on purpose
+  constexpr kernel_op(step_op s) : m_model(false), m_step(s) {}                  // NOLINT: implicit on purpose
+  // The model op, or nothing for the step's own work.
+  constexpr std::optional<modsim::op> model_op() const { return m_model ? std::optional(m_op) : std::nullopt; }
+  constexpr std::optional<step_op> step() const { return m_model ? std::nullopt : std::optional(m_step); }
+  constexpr bool operator==(const kernel_op& o) const {
+    return m_model == o.m_model && (m_model ? m_op == o.m_op : m_step == o.m_step);
+  }
+
+ private:
+  bool m_model = true;
+  modsim::op m_op = modsim::op::router;
+  step_op m_step = step_op::d2h_sync;
+};
+std::string_view to_string(kernel_op k);
 
 // What the simulator needs from a cost model. time_of gives the device time of one op
 // (launch excluded) and its kernel count; launch_s and host_enqueue_s are per kernel launch.
@@ -60,8 +79,7 @@ struct device_model {
 device_model device_model_of(const cost_model& model, dtype t);
 
 struct kernel {
-  // An op name: a view of static storage (an entry of sim::op_names(), or d2h_sync_op).
-  std::string_view op;
+  kernel_op op;
   int layer = -1;         // the layer index; -1 outside the layers (lm_head)
   bool backward = false;  // a training step's backward kernel
   int stream = 0;         // the stream it runs on
@@ -82,7 +100,7 @@ struct kernel {
 };
 
 // "routing", "norm", ... (sim::op_class_of), "comm" for the communication ops, or "sync" for
-// d2h_sync_op.
+// step_op::d2h_sync.
 const char* kernel_class(const kernel& k);
 bool is_comm(const kernel& k);
 

@@ -21,14 +21,14 @@ void add_dependency(kernel& k, std::int32_t on) {
       return;
     }
   }
-  throw runtime_error("des::parallel_step: kernel " + std::string(k.op) + " waits on more than two kernels");
+  throw runtime_error("des::parallel_step: kernel " + std::string(to_string(k.op)) + " waits on more than two kernels");
 }
 
-bool is(const kernel& k, modsim::op o) { return k.op == modsim::to_string(o); }
+bool is(const kernel& k, modsim::op o) { return k.op == o; }
 
 // A communication kernel on `stream` of GPU `device` that waits for kernel `after` (the one whose
 // output it moves), moving `bytes` in `seconds`.
-kernel comm_kernel(const char* op, int stream, int device, std::int32_t after, double seconds, double bytes, int layer,
+kernel comm_kernel(step_op op, int stream, int device, std::int32_t after, double seconds, double bytes, int layer,
                    bool backward, std::int64_t tokens) {
   kernel k;
   k.op = op;
@@ -78,7 +78,7 @@ std::vector<kernel> collective_timer::add_layer_collectives(std::vector<kernel> 
   std::vector<std::int32_t> remap(ks.size(), -1);
   std::int32_t pending = -1;  // the collective the next compute kernel waits for
   auto last = [&] { return static_cast<std::int32_t>(out.size()) - 1; };
-  auto push_comm = [&](const char* op, const kernel& src, collective c, double bytes, int gpus) {
+  auto push_comm = [&](step_op op, const kernel& src, collective c, double bytes, int gpus) {
     out.push_back(comm_kernel(op, collective_stream, src.device, last(), seconds(c, bytes, gpus), bytes, src.layer,
                               src.backward, src.tokens));
     pending = last();
@@ -90,19 +90,20 @@ std::vector<kernel> collective_timer::add_layer_collectives(std::vector<kernel> 
   for (std::size_t i = 0; i < ks.size(); ++i) {
     kernel k = ks[i];
     const bool experts = is(k, modsim::op::experts);
-    if (ep && experts) push_comm(ep_dispatch_op, k, collective::all_to_all, slots_bytes(k), m_split.ep);
+    if (ep && experts) push_comm(step_op::ep_dispatch, k, collective::all_to_all, slots_bytes(k), m_split.ep);
     for (std::int32_t& a : k.after)
       if (a >= 0) a = remap[static_cast<std::size_t>(a)];
     if (pending >= 0) add_dependency(k, pending);
     pending = -1;
     out.push_back(k);
     remap[i] = last();
-    if (ep && experts) push_comm(ep_combine_op, k, collective::all_to_all, slots_bytes(k), m_split.ep);
+    if (ep && experts) push_comm(step_op::ep_combine, k, collective::all_to_all, slots_bytes(k), m_split.ep);
     // Megatron: row-parallel outputs reduce forward, column-parallel inputs' gradients backward.
     const bool reduce = !k.backward ? is(k, modsim::op::out_proj) || is(k, modsim::op::mlp_down) || experts
                                     : is(k, modsim::op::qkv_proj) || is(k, modsim::op::mlp_up) || experts;
     if (tp && reduce)
-      push_comm(tp_all_reduce_op, k, collective::all_reduce, double(k.tokens) * m_model.d_model * m_e, m_split.tp);
+      push_comm(step_op::tp_all_reduce, k, collective::all_reduce, double(k.tokens) * m_model.d_model * m_e,
+                m_split.tp);
   }
   return out;
 }
@@ -137,7 +138,7 @@ std::vector<kernel> parallel_serving_step::apply(std::vector<kernel> ks, const s
     kernel k = in[i];
     const int s = std::max(stage, stage_of(k.layer));
     if (s != stage) {
-      out.push_back(comm_kernel(pp_send_op, send_stream, stage, static_cast<std::int32_t>(out.size()) - 1, send_s,
+      out.push_back(comm_kernel(step_op::pp_send, send_stream, stage, static_cast<std::int32_t>(out.size()) - 1, send_s,
                                 bytes, out.empty() ? -1 : out.back().layer, false, tokens));
       send = static_cast<std::int32_t>(out.size()) - 1;
       stage = s;
@@ -244,7 +245,7 @@ parallel_step build_parallel_step(const model_spec& model, const workload& w, co
       int layer_open = -2;  // the layer whose backward is running (last micro-batch only)
       auto flush_bucket = [&] {
         if (bucket <= 0) return;
-        G.push_back(comm_kernel(dp_all_reduce_op, gradient_stream, s, static_cast<std::int32_t>(G.size()) - 1,
+        G.push_back(comm_kernel(step_op::dp_all_reduce, gradient_stream, s, static_cast<std::int32_t>(G.size()) - 1,
                                 ct.gradient_allreduce_s(bucket), bucket, G.back().layer, true, 0));
         bucket = 0;
       };
@@ -281,8 +282,8 @@ parallel_step build_parallel_step(const model_spec& model, const workload& w, co
       if (to >= 0 && to < p) {
         send[bwd ? 1 : 0][static_cast<std::size_t>(s)][static_cast<std::size_t>(j)] =
             static_cast<std::int32_t>(G.size());
-        G.push_back(comm_kernel(pp_send_op, send_stream, s, static_cast<std::int32_t>(G.size()) - 1, send_s, send_bytes,
-                                G.back().layer, bwd, mb.batch * (decode ? 1 : w.seq_len)));
+        G.push_back(comm_kernel(step_op::pp_send, send_stream, s, static_cast<std::int32_t>(G.size()) - 1, send_s,
+                                send_bytes, G.back().layer, bwd, mb.batch * (decode ? 1 : w.seq_len)));
       }
     }
   }

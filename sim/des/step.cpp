@@ -93,7 +93,7 @@ step_builder::step_builder(const model_spec& model, dtype t, device_model dev)
 kernel step_builder::make(const op_cost& c, const op_shape& s, modsim::op id, int layer, std::int64_t tokens) const {
   const op_time t = m_dev.time_of(c, s);
   kernel k;
-  k.op = to_string(id);
+  k.op = id;
   k.layer = layer;
   k.device_s = t.time_s;
   k.launches = t.kernels;
@@ -138,7 +138,7 @@ kernel step_builder::token_op(modsim::op id, std::int64_t T, int layer) const {
                true};
   }
   kernel k;
-  k.op = to_string(id);
+  k.op = id;
   k.layer = layer;
   k.device_s = e->time_s;
   k.launches = e->kernels;
@@ -247,7 +247,7 @@ void step_builder::append_layer(std::vector<kernel>& out, const layer_info& info
           out.push_back(token_op(by_router ? modsim::op::router : modsim::op::predictor, l.decode_tokens, layer));
           if (routing == decode_routing::sync) {
             kernel k;
-            k.op = d2h_sync_op;
+            k.op = step_op::d2h_sync;
             k.layer = layer;
             k.device_s = m_dev.d2h_sync_s;
             k.launches = 1;

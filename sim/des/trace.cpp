@@ -58,7 +58,7 @@ void span_events(const timeline& tl, const std::function<int(int)>& pid_of, std:
     const int tid = sp.track + 1;
     const int pid = pid_of(sp.device);
     const kernel& k = tl.kernels[static_cast<std::size_t>(sp.kernel)];
-    const std::string op = k.backward ? std::string(k.op) + " (bwd)" : std::string(k.op);
+    const std::string op = std::string(to_string(k.op)) + (k.backward ? " (bwd)" : "");
     const std::string where = k.layer >= 0 ? fmt::format("\"layer\":{}", k.layer) : std::string("\"layer\":null");
     switch (sp.kind) {
       case span_kind::enqueue:

@@ -8,7 +8,7 @@ namespace modsim::sim::test {
 inline hardware_spec round_cpu() {
   hardware_spec h;
   h.name = "round";
-  h.kind = "cpu";
+  h.kind = hardware_kind::cpu;
   h.peak_matmul_flops = {100e9, 100e9, 100e9};
   h.peak_vector_flops = {10e9, 10e9, 10e9};
   h.memory_bandwidth_bytes_s = 10e9;

@@ -225,7 +225,7 @@ TEST(Calibrate, RefusesMixedDevicesAndAForeignBackend) {
   EXPECT_THROW(fit_calibration(h, samples, {}, "d"), error);
   // A GPU file names its model: H200 rows cannot calibrate an H100.
   hardware_spec h100 = h;
-  h100.kind = "gpu";
+  h100.kind = hardware_kind::gpu;
   h100.name = "h100-sxm";
   samples[0].backend = samples[1].backend = "cuda";
   samples[0].device = samples[1].device = "NVIDIA H200, cuBLAS 12";

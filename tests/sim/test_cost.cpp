@@ -17,7 +17,7 @@ hardware_spec round_cpu() {
   hardware_spec h;
   h.name = "round";
   h.source_file = "round.json";
-  h.kind = "cpu";
+  h.kind = hardware_kind::cpu;
   h.peak_matmul_flops = {100e9, 100e9, 100e9};
   h.peak_vector_flops = {10e9, 10e9, 10e9};
   h.memory_bandwidth_bytes_s = 10e9;
@@ -90,7 +90,7 @@ TEST(Cost, RooflineUsesThePeakOfTheDtype) {
 TEST(Cost, KernelCountsPerOp) {
   hardware_spec cpu = round_cpu();
   hardware_spec gpu = round_cpu();
-  gpu.kind = "gpu";
+  gpu.kind = hardware_kind::gpu;
   EXPECT_EQ(kernels_of(modsim::op::router, gpu), 1);
   EXPECT_EQ(kernels_of(modsim::op::topk, gpu), 2);
   EXPECT_EQ(kernels_of(modsim::op::topk, cpu), 1);
@@ -101,7 +101,7 @@ TEST(Cost, KernelCountsPerOp) {
 
 TEST(Cost, GemmWaveQuantisationOnAGpu) {
   hardware_spec gpu = round_cpu();
-  gpu.kind = "gpu";
+  gpu.kind = hardware_kind::gpu;
   gpu.sm_count = 132;
   op_shape s;
   s.batch = 1;

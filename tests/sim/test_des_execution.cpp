@@ -11,7 +11,7 @@ namespace {
 
 constexpr double us = 1e-6;
 
-kernel k(const char* op, double device_us, bool host_waits = false) {
+kernel k(kernel_op op, double device_us, bool host_waits = false) {
   kernel x;
   x.op = op;
   x.layer = 0;
@@ -27,7 +27,9 @@ device_model dev(double enqueue_us, double launch_us) {
   return d;
 }
 
-std::vector<kernel> three() { return {k("qkv_proj", 10), k("attn_scores", 20), k("mlp_up", 5)}; }
+std::vector<kernel> three() {
+  return {k(modsim::op::qkv_proj, 10), k(modsim::op::attn_scores, 20), k(modsim::op::mlp_up, 5)};
+}
 
 TEST(DesExecution, FastHostKeepsTheStreamBusyAfterTheFirstKernel) {
   // Host 4 per kernel, launch 1: enqueued at 4, 8, 12. Stream: 4-15, 15-36, 36-42.
@@ -79,7 +81,8 @@ TEST(DesExecution, ASyncMakesTheHostWaitAndTheStreamDrain) {
   // predictor 10, d2h 2 (host waits), block 20; host 4, launch 1.
   // predictor: enq 0-4, run 4-15. d2h: enq 4-8, run 15-18; host blocked 8-18.
   // block: enq 18-22, run 22-43. Idle: 4 + (22-18) = 8; sync wait 10.
-  const std::vector<kernel> ks = {k("predictor", 10), k(d2h_sync_op, 2, true), k("qkv_proj", 20)};
+  const std::vector<kernel> ks = {k(modsim::op::predictor, 10), k(step_op::d2h_sync, 2, true),
+                                  k(modsim::op::qkv_proj, 20)};
   const timeline t = simulate_execution(ks, dev(4, 1), {});
   EXPECT_NEAR(t.summary.step_s, 43 * us, 1e-12);
   EXPECT_NEAR(t.summary.gpu_wait_host_s, 8 * us, 1e-12);
@@ -104,7 +107,8 @@ TEST(DesExecution, ASyncSplitsTheCudaGraph) {
   // Graph 2 = {block}: host 17-21, run 21-42. Idle 4 + 4 = 8.
   exec_options o;
   o.cuda_graph = true;
-  const std::vector<kernel> ks = {k("predictor", 10), k(d2h_sync_op, 2, true), k("qkv_proj", 20)};
+  const std::vector<kernel> ks = {k(modsim::op::predictor, 10), k(step_op::d2h_sync, 2, true),
+                                  k(modsim::op::qkv_proj, 20)};
   const timeline t = simulate_execution(ks, dev(4, 1), o);
   EXPECT_NEAR(t.summary.step_s, 42 * us, 1e-12);
   EXPECT_NEAR(t.summary.gpu_wait_host_s, 8 * us, 1e-12);
@@ -118,7 +122,7 @@ TEST(DesExecution, StreamsRunIndependently) {
   // after 1.
   exec_options o;
   o.streams = 2;
-  std::vector<kernel> ks = {k("mlp_up", 10), k("attn_scores", 3), k("mlp_down", 1)};
+  std::vector<kernel> ks = {k(modsim::op::mlp_up, 10), k(modsim::op::attn_scores, 3), k(modsim::op::mlp_down, 1)};
   ks[1].stream = 1;
   const timeline t = simulate_execution(ks, dev(1, 0), o);
   EXPECT_NEAR(t.summary.step_s, 12 * us, 1e-12);
@@ -145,8 +149,8 @@ TEST(DesExecution, TheRecurrencePathGivesTheEngineTimeline) {
     std::vector<kernel> ks;
     const int n = 1 + static_cast<int>(next() * 40);
     for (int i = 0; i < n; ++i) {
-      kernel a = k(next() < 0.1 ? d2h_sync_op : "mlp_up", next() * 20, false);
-      a.host_waits = a.op == d2h_sync_op;
+      kernel a = k(next() < 0.1 ? kernel_op(step_op::d2h_sync) : kernel_op(modsim::op::mlp_up), next() * 20, false);
+      a.host_waits = a.op == step_op::d2h_sync;
       a.launches = next() < 0.2 ? 2 : 1;
       ks.push_back(a);
     }

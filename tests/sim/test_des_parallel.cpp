@@ -22,7 +22,7 @@ namespace {
 
 constexpr double us = 1e-6;
 
-kernel k(const char* op, double device_us, int stream = 0, int device = 0, std::int32_t after = -1) {
+kernel k(kernel_op op, double device_us, int stream = 0, int device = 0, std::int32_t after = -1) {
   kernel x;
   x.op = op;
   x.layer = 0;
@@ -45,7 +45,8 @@ exec_options four_streams(int devices = 1) {
 TEST(DesParallelExecution, ACollectiveOnTheCriticalPathIsExposed) {
   // qkv 0-10; its all-reduce on stream 1 10-15; mlp_up waits for it: 15-25. Nothing overlaps:
   // 10 + 5 + 10 = 25, of which 5 exposed communication.
-  const std::vector<kernel> ks = {k("qkv_proj", 10), k(tp_all_reduce_op, 5, 1, 0, 0), k("mlp_up", 10, 0, 0, 1)};
+  const std::vector<kernel> ks = {k(modsim::op::qkv_proj, 10), k(step_op::tp_all_reduce, 5, 1, 0, 0),
+                                  k(modsim::op::mlp_up, 10, 0, 0, 1)};
   const timeline t = simulate_execution(ks, free_launches(), four_streams());
   EXPECT_NEAR(t.summary.step_s, 25 * us, 1e-15);
   ASSERT_EQ(t.summary.devices.size(), 1u);
@@ -57,7 +58,8 @@ TEST(DesParallelExecution, ACollectiveOnTheCriticalPathIsExposed) {
 TEST(DesParallelExecution, ACollectiveNobodyWaitsForOverlapsCompute) {
   // qkv 0-10; a gradient bucket on stream 3 10-30; mlp_up (no dependency) 10-20. Step 30; the
   // bucket overlaps mlp_up for 10 and is exposed for the other 10.
-  const std::vector<kernel> ks = {k("qkv_proj", 10), k(dp_all_reduce_op, 20, 3, 0, 0), k("mlp_up", 10)};
+  const std::vector<kernel> ks = {k(modsim::op::qkv_proj, 10), k(step_op::dp_all_reduce, 20, 3, 0, 0),
+                                  k(modsim::op::mlp_up, 10)};
   const timeline t = simulate_execution(ks, free_launches(), four_streams());
   EXPECT_NEAR(t.summary.step_s, 30 * us, 1e-15);
   EXPECT_NEAR(t.summary.devices[0].comm_s, 20 * us, 1e-15);
@@ -71,7 +73,8 @@ TEST(DesParallelExecution, AStageWaitsForTheSendAndTheWaitIsNotTheHosts) {
   // GPU 1 idles 0-18: 3 on its host, 15 on GPU 0. GPU 0 idles 0-3 (host) and 18-28 (drain).
   device_model d;
   d.host_enqueue_s = 3 * us;
-  const std::vector<kernel> ks = {k("out_proj", 10), k(pp_send_op, 5, 2, 0, 0), k("qkv_proj", 10, 0, 1, 1)};
+  const std::vector<kernel> ks = {k(modsim::op::out_proj, 10), k(step_op::pp_send, 5, 2, 0, 0),
+                                  k(modsim::op::qkv_proj, 10, 0, 1, 1)};
   const timeline t = simulate_execution(ks, d, four_streams(2));
   EXPECT_NEAR(t.summary.step_s, 28 * us, 1e-15);
   ASSERT_EQ(t.summary.devices.size(), 2u);
@@ -88,11 +91,11 @@ TEST(DesParallelExecution, AStageWaitsForTheSendAndTheWaitIsNotTheHosts) {
 }
 
 TEST(DesParallelExecution, RefusesADependencyCycleAndAnUnknownGpu) {
-  std::vector<kernel> ks = {k("qkv_proj", 1, 0, 0, 1), k(tp_all_reduce_op, 1, 1, 0, 0)};
+  std::vector<kernel> ks = {k(modsim::op::qkv_proj, 1, 0, 0, 1), k(step_op::tp_all_reduce, 1, 1, 0, 0)};
   EXPECT_THROW(simulate_execution(ks, free_launches(), four_streams()), modsim::error);
-  ks = {k("qkv_proj", 1, 0, 2)};
+  ks = {k(modsim::op::qkv_proj, 1, 0, 2)};
   EXPECT_THROW(simulate_execution(ks, free_launches(), four_streams(2)), modsim::error);
-  ks = {k("qkv_proj", 1, 0, 0, 0)};  // itself
+  ks = {k(modsim::op::qkv_proj, 1, 0, 0, 0)};  // itself
   EXPECT_THROW(simulate_execution(ks, free_launches(), four_streams()), modsim::error);
 }
 
@@ -141,7 +144,7 @@ workload load(std::int64_t batch, std::int64_t seq, run_mode mode = run_mode::fo
   return test::workload_of(batch, seq, mode);
 }
 
-std::vector<std::int64_t> bytes_of(const std::vector<kernel>& ks, const char* op) {
+std::vector<std::int64_t> bytes_of(const std::vector<kernel>& ks, kernel_op op) {
   std::vector<std::int64_t> out;
   for (const kernel& x : ks)
     if (x.op == op) out.push_back(x.bytes);
@@ -154,7 +157,7 @@ TEST(DesParallel, TensorParallelAllReducesCarryTheRowsTheBlockComputes) {
   parallel_step_request r;
   r.split.tp = 2;
   const parallel_step ps = build_parallel_step(test::small_mod(0.25, 2), load(1, 64), h100(), plain_device(), r);
-  EXPECT_EQ(bytes_of(ps.kernels, tp_all_reduce_op), (std::vector<std::int64_t>{8192, 8192, 2048, 2048}));
+  EXPECT_EQ(bytes_of(ps.kernels, step_op::tp_all_reduce), (std::vector<std::int64_t>{8192, 8192, 2048, 2048}));
   // Every all-reduce holds up the next compute kernel, and nothing overlaps (no host or
   // launch cost): the step is the sum of every kernel.
   const timeline t = simulate_execution(ps.kernels, plain_device(), ps.options);
@@ -172,7 +175,7 @@ TEST(DesParallel, TrainingAddsTheInputGradientAllReduces) {
   const parallel_step ps =
       build_parallel_step(test::small_mod(0.25, 2), load(1, 64, run_mode::train), h100(), plain_device(), r);
   // Forward as above, then backward (layer 1 first) after the up and QKV projections.
-  EXPECT_EQ(bytes_of(ps.kernels, tp_all_reduce_op),
+  EXPECT_EQ(bytes_of(ps.kernels, step_op::tp_all_reduce),
             (std::vector<std::int64_t>{8192, 8192, 2048, 2048, 2048, 2048, 8192, 8192}));
 }
 
@@ -214,10 +217,10 @@ TEST(DesParallel, ASendOverlapsTheSendersNextMicroBatch) {
   double f = 0, send = 0;
   for (const kernel& x : ps.kernels) {
     if (x.device == 0 && !is_comm(x)) f += x.device_s / 2;
-    if (x.op == pp_send_op) send = x.device_s;
+    if (x.op == step_op::pp_send) send = x.device_s;
   }
   // 32 tokens · d 64 · 2 bytes per micro-batch.
-  EXPECT_EQ(bytes_of(ps.kernels, pp_send_op), (std::vector<std::int64_t>{4096, 4096}));
+  EXPECT_EQ(bytes_of(ps.kernels, step_op::pp_send), (std::vector<std::int64_t>{4096, 4096}));
   ASSERT_GT(send, 0);
   const timeline t = simulate_execution(ps.kernels, plain_device(), ps.options);
   EXPECT_NEAR(t.summary.step_s, 2 * f + send + f, 1e-9 * t.summary.step_s);
@@ -231,7 +234,7 @@ TEST(DesParallel, DataParallelGradientsAllReduceAfterTheBackwardAndTheLastBucket
   parallel_step_request r;
   r.split.dp = 2;
   const parallel_step ps = build_parallel_step(dense(4), load(2, 32, run_mode::train), h100(), plain_device(), r);
-  EXPECT_EQ(bytes_of(ps.kernels, dp_all_reduce_op), (std::vector<std::int64_t>{419968}));
+  EXPECT_EQ(bytes_of(ps.kernels, step_op::dp_all_reduce), (std::vector<std::int64_t>{419968}));
   const timeline t = simulate_execution(ps.kernels, plain_device(), ps.options);
   const double ar = dp_allreduce_seconds(h100().hardware(), 419968, 2, 1);
   EXPECT_NEAR(t.summary.devices[0].exposed_comm_s, ar, 1e-12);
@@ -250,15 +253,15 @@ TEST(DesParallel, ExpertParallelMovesOnlyTheSlotsThatReachExperts) {
   r.split.ep = 2;
   r.split.dp = 2;
   const parallel_step ps = build_parallel_step(m, load(2, 64), h100(), plain_device(), r);
-  EXPECT_EQ(bytes_of(ps.kernels, ep_dispatch_op), (std::vector<std::int64_t>{8192, 2048}));
-  EXPECT_EQ(bytes_of(ps.kernels, ep_combine_op), (std::vector<std::int64_t>{8192, 2048}));
+  EXPECT_EQ(bytes_of(ps.kernels, step_op::ep_dispatch), (std::vector<std::int64_t>{8192, 2048}));
+  EXPECT_EQ(bytes_of(ps.kernels, step_op::ep_combine), (std::vector<std::int64_t>{8192, 2048}));
   // Integrated with 12 no-op experts beside the 4 real ones: a quarter of the routed layer's
   // 64 slots reach real experts (the dense layer has no no-op experts).
   mo.variant = mode_variant::integrated;
   mo.noop_experts = 12;
   m.mode = mo;
   const parallel_step pi = build_parallel_step(m, load(2, 64), h100(), plain_device(), r);
-  EXPECT_EQ(bytes_of(pi.kernels, ep_dispatch_op), (std::vector<std::int64_t>{8192, 2048}));
+  EXPECT_EQ(bytes_of(pi.kernels, step_op::ep_dispatch), (std::vector<std::int64_t>{8192, 2048}));
 }
 
 TEST(DesParallel, AServingStepPassesTheStagesInTurn) {
@@ -277,13 +280,13 @@ TEST(DesParallel, AServingStepPassesTheStagesInTurn) {
   o.record_spans = false;
   const std::vector<kernel> out = ss.apply(ks, b.layers(), 4, o);
   EXPECT_EQ(o.devices, 2);
-  EXPECT_EQ(bytes_of(out, pp_send_op), (std::vector<std::int64_t>{512}));
+  EXPECT_EQ(bytes_of(out, step_op::pp_send), (std::vector<std::int64_t>{512}));
   double sum = 0;
   for (const kernel& x : out) sum += x.device_s;
   const timeline t = simulate_execution(out, plain_device(), o);
   EXPECT_NEAR(t.summary.step_s, sum, 1e-12 * sum);
   for (const kernel& x : out) {
-    EXPECT_EQ(x.device, x.layer >= 2 || x.layer < 0 ? 1 : 0) << x.op << " layer " << x.layer;
+    EXPECT_EQ(x.device, x.layer >= 2 || x.layer < 0 ? 1 : 0) << to_string(x.op) << " layer " << x.layer;
   }
 }
 

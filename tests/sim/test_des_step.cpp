@@ -58,7 +58,7 @@ TEST(DesStep, ADecodeQkvProjectionAtARoutedLayerCoversOnlyRoutedTokens) {
   const std::vector<kernel> ks = b.step(load, decode_routing::sync);
   std::vector<std::int64_t> qkv;
   for (const kernel& k : ks) {
-    if (k.op == "qkv_proj") qkv.push_back(k.matmul_flops);
+    if (k.op == modsim::op::qkv_proj) qkv.push_back(k.matmul_flops);
   }
   ASSERT_EQ(qkv.size(), routed[1] > 0 ? 2u : 1u);
   EXPECT_EQ(qkv[0], 24576 * 40);
@@ -68,10 +68,10 @@ TEST(DesStep, ADecodeQkvProjectionAtARoutedLayerCoversOnlyRoutedTokens) {
   // Attention at the routed layer: each routed token attends over k_ctx + 1 = ceil(2.5) + 1 = 4
   // keys: scores 2 x 4 x dq 64 = 512 FLOPs per routed token.
   for (const kernel& k : ks) {
-    if (k.op == "attn_scores" && k.layer == 1) {
+    if (k.op == modsim::op::attn_scores && k.layer == 1) {
       EXPECT_EQ(k.matmul_flops, 512 * routed[1]);
     }
-    if (k.op == "attn_scores" && k.layer == 0) {
+    if (k.op == modsim::op::attn_scores && k.layer == 0) {
       EXPECT_EQ(k.matmul_flops, 2 * 11 * 64 * 40);
     }
   }
@@ -135,13 +135,13 @@ TEST(LayerOps, OneOrderForTheFlopModelAndTheSimulator) {
   w.type = dtype::fp32;
   std::vector<modsim::op> forward, serving;
   for (const kernel& k : b.forward(w))
-    if (k.layer == 1) forward.push_back(parse_op(k.op));
+    if (k.layer == 1) forward.push_back(*k.op.model_op());
   step_load load;
   load.layers.resize(2);
   for (layer_load& l : load.layers) l.prefill = {{64, 16, 16}};
   load.layers[0].prefill = {{64, 64, 64}};
   for (const kernel& k : b.step(load, decode_routing::pad))
-    if (k.layer == 1) serving.push_back(parse_op(k.op));
+    if (k.layer == 1) serving.push_back(*k.op.model_op());
   const std::vector<modsim::op> expected = layer_ops({true, false}, m.mlp);
   EXPECT_EQ(forward, expected);
   EXPECT_EQ(serving, expected);

@@ -27,7 +27,7 @@ TEST(DesTrace, AForwardTimelineHasNamedHostAndStreamTracksInMicroseconds) {
   // The slow-host timeline of test_des_execution: host 30 us per kernel, launch 1 us,
   // kernels 10, 20, 5 us -> stream runs 30-41, 60-81, 90-96 with idle gaps before each.
   std::vector<kernel> ks(3);
-  const char* names[] = {"qkv_proj", "attn_scores", "mlp_up"};
+  const modsim::op names[] = {modsim::op::qkv_proj, modsim::op::attn_scores, modsim::op::mlp_up};
   const double dur[] = {10, 20, 5};
   for (int i = 0; i < 3; ++i) {
     ks[static_cast<std::size_t>(i)].op = names[i];

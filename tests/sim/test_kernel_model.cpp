@@ -24,7 +24,7 @@ namespace {
 hardware_spec round_gpu() {
   hardware_spec h;
   h.name = "round-gpu";
-  h.kind = "gpu";
+  h.kind = hardware_kind::gpu;
   h.peak_matmul_flops = {10e12, 100e12, 100e12};
   h.peak_vector_flops = {10e12, 20e12, 20e12};
   h.memory_bandwidth_bytes_s = 1e12;
@@ -206,7 +206,7 @@ TEST(CostModel, AnUncalibratedGpuPricesAttentionAsTheFusedKernel) {
   }
   // A CPU keeps the unfused ops of sim/flops.
   hardware_spec cpu = round_gpu();
-  cpu.kind = "cpu";
+  cpu.kind = hardware_kind::cpu;
   const op_cost unfused = cost_of(modsim::op::attn_softmax, s);
   EXPECT_EQ(cost_model(cpu).time_of(unfused, s, dtype::bf16).bytes, unfused.bytes);
 }
