@@ -50,7 +50,7 @@ class kernel_op {
  public:
   constexpr kernel_op() = default;
   constexpr kernel_op(modsim::op o) : m_model(true), m_op(o) {}  // NOLINT: implicit on purpose
-  constexpr kernel_op(step_op s) : m_model(false), m_step(s) {}                  // NOLINT: implicit on purpose
+  constexpr kernel_op(step_op s) : m_model(false), m_step(s) {}  // NOLINT: implicit on purpose
   // The model op, or nothing for the step's own work.
   constexpr std::optional<modsim::op> model_op() const { return m_model ? std::optional(m_op) : std::nullopt; }
   constexpr std::optional<step_op> step() const { return m_model ? std::nullopt : std::optional(m_step); }
