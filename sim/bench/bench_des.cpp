@@ -50,7 +50,7 @@ sim::hardware_spec h100() {
   // configs/hardware/h100-sxm.json (datasheet).
   sim::hardware_spec hw;
   hw.name = "h100-sxm";
-  hw.kind = hardware_kind::gpu;
+  hw.kind = sim::hardware_kind::gpu;
   hw.source = "datasheet";
   hw.peak_matmul_flops = {66.9e12, 989.4e12, 989.4e12};
   hw.peak_vector_flops = {66.9e12, 133.8e12, 133.8e12};
