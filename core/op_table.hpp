@@ -2,14 +2,12 @@
 // The one op table of modsim: every operation of a (MoD / MoDE) transformer layer that the
 // kernels run, the profiler times, the FLOP/byte model counts, the cost model predicts and the
 // simulator schedules. Kernels, sim, the profiler and the simulator read their op lists, names,
-// classes and launch counts from here; the FLOP/byte formula of each op is the `flops` column,
-// defined with the formulas in sim/flops.cpp (a switch over `op` that the compiler checks
-// covers every row).
+// classes and launch counts from here.
 //
-// Adding an op: a row here (and an enumerator), its formula and GEMM output tiles in
-// sim/flops.cpp and its GPU kernel list in sim/kernel_model.cpp (switches the compiler checks),
-// its kernels in kernels/cpu and kernels/cuda. Where it runs inside a layer is sim/flops.cpp's
-// layer_costs.
+// Adding an op: README.md's recipe "Adding an op" lists the files (an enumerator and a row
+// here; each other file holds a switch over `op` with no default, which the compiler checks;
+// tests/sim/test_recipes.cpp checks that the list names every such switch).
+#include <array>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -67,6 +65,52 @@ struct op_info {
   // The op whose calibration stands in for this one when it was never measured.
   std::optional<op> stand_in;
 };
+
+// The table itself, in enum order. Adding an op: its enumerator above and its row here; the
+// static_asserts below stop the build when a row is missing or out of order.
+namespace op_rows_detail {
+using enum op;
+inline constexpr op_role K = op_role::kernel, BLK = op_role::block, M = op_role::model, DEC = op_role::decode;
+inline constexpr std::optional<op> none = std::nullopt;
+
+// id, name, class, role, layer order, CPU launches, GPU launches, stand-in
+inline constexpr std::array op_rows = {
+    op_info{router, "router", "routing", K, 0, 1, 1, none},
+    op_info{topk, "topk", "routing", K, 1, 1, 2, none},
+    op_info{gather, "gather", "routing", K, 2, 1, 1, none},
+    op_info{attn_norm, "attn_norm", "norm", K, 4, 1, 1, mlp_norm},
+    op_info{qkv_proj, "qkv_proj", "attn_proj", K, 5, 1, 1, none},
+    op_info{attn_scores, "attn_scores", "attn_core", K, 6, 1, 1, none},
+    op_info{attn_softmax, "attn_softmax", "attn_core", K, 7, 1, 1, none},
+    op_info{attn_values, "attn_values", "attn_core", K, 8, 1, 1, none},
+    op_info{out_proj, "out_proj", "attn_proj", K, 9, 1, 1, none},
+    op_info{mlp_norm, "mlp_norm", "norm", K, 10, 1, 1, attn_norm},
+    op_info{mlp_up, "mlp_up", "mlp", K, 11, 1, 1, none},
+    op_info{mlp_gate, "mlp_gate", "mlp", K, 12, 1, 1, mlp_up},
+    op_info{mlp_act, "mlp_act", "mlp", K, 13, 1, 1, none},
+    op_info{mlp_down, "mlp_down", "mlp", K, 14, 1, 1, none},
+    op_info{scatter, "scatter", "routing", K, 17, 1, 1, none},
+    op_info{block_dense, "block_dense", "block", BLK, -1, 1, 1, none},
+    op_info{block_mod, "block_mod", "block", BLK, -1, 1, 1, none},
+    op_info{layer_mode, "layer_mode", "block", BLK, -1, 1, 1, none},
+    op_info{expert_router, "expert_router", "moe", K, 15, 2, 2, router},
+    op_info{experts, "experts", "moe", K, 16, 1, 1, mlp_up},
+    op_info{predictor, "predictor", "routing", M, 3, 2, 2, router},
+    op_info{lm_head, "lm_head", "lm_head", M, 18, 2, 2, mlp_up},
+    op_info{decode_dense, "decode_dense", "decode", DEC, -1, 1, 1, none},
+    op_info{decode_mod, "decode_mod", "decode", DEC, -1, 1, 1, none},
+    op_info{decode_step, "decode_step", "decode", DEC, -1, 1, 1, none},
+};
+
+constexpr bool rows_in_enum_order() {
+  for (std::size_t i = 0; i < op_rows.size(); ++i)
+    if (static_cast<std::size_t>(op_rows[i].id) != i) return false;
+  return true;
+}
+static_assert(rows_in_enum_order(), "op_table: one row per op, in enum order");
+static_assert(op_rows.back().id == decode_step, "op_table: every op has a row");
+}  // namespace op_rows_detail
+using op_rows_detail::op_rows;
 
 // Every row, indexed by the enum.
 std::span<const op_info> op_table();
