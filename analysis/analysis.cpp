@@ -70,7 +70,7 @@ sweep_section sweep_around(const configuration& c, const sim::cost_model& cost, 
       r.split ? sim::time_function([&cost, split = *r.split](const sim::model_spec& m, const sim::workload& w) {
         return sim::predict_parallel(m, w, cost, split).step_s;
       })
-      : c.load.mode == sim::run_mode::decode
+      : c.load.run == sim::run_mode::decode
           ? sim::time_function([&cost, decode](const sim::model_spec& m, const sim::workload& w) {
               return decode_model_time(m, cost, w, decode, sim::time_model(m, w, cost)).total_s;
             })
@@ -91,7 +91,7 @@ sweep_section sweep_around(const configuration& c, const sim::cost_model& cost, 
   o.y_axis = r.y_axis;
   sweep_section out;
   out.result = sim::run_sweep(c.model, space, time_of, o);
-  if (c.baseline || c.model.mode) {
+  if (c.baseline || c.model.moe) {
     // Ratios against the baseline every other figure uses (a given one, or for an MoE model
     // the MoE without routing) instead of the space's dense-MLP point.
     const sim::model_spec baseline = baseline_of(c);
@@ -152,8 +152,8 @@ sim::des::timeline step_timeline(const configuration& c, const sim::cost_model& 
                                  analysis_result& out) {
   namespace des = sim::des;
   if (r.split && (r.split->gpus() > 1 || r.split->ep > 1)) {
-    const des::device_model dev = c.load.mode == sim::run_mode::decode ? sim::decode_device_model(cost, c.load.type)
-                                                                       : des::device_model_of(cost, c.load.type);
+    const des::device_model dev = c.load.run == sim::run_mode::decode ? sim::decode_device_model(cost, c.load.type)
+                                                                      : des::device_model_of(cost, c.load.type);
     des::parallel_step_request q;
     q.split = *r.split;
     q.cuda_graph = r.cuda_graph;
@@ -164,7 +164,7 @@ sim::des::timeline step_timeline(const configuration& c, const sim::cost_model& 
     out.timeline_parallel = parallel_timeline{ps.split, ps.first_layer, ps.micro_batch, ps.predicted_step_s};
     return des::simulate_execution(std::move(ps.kernels), dev, ps.options);
   }
-  if (c.load.mode == sim::run_mode::decode) {
+  if (c.load.run == sim::run_mode::decode) {
     // A decode step is timed with the calibration's decode fit where it has one.
     const des::step_builder b(c.model, c.load.type, sim::decode_device_model(cost, c.load.type));
     decode_step_options o = r.decode_options();
@@ -349,7 +349,7 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
     part(s, r.prediction_missing, [&] {
       const sim::cost_model& cm = cost_of("a prediction");
       r.prediction = sim::predict(c.model, baseline, c.load, cm);
-      if (c.load.mode == sim::run_mode::decode) {
+      if (c.load.run == sim::run_mode::decode) {
         // One decode path: the discrete-event step (syncs and launches included).
         const decode_step_options o = s.timeline ? s.timeline->decode_options() : decode_step_options{};
         sim::prediction& p = *r.prediction;

@@ -379,7 +379,7 @@ namespace {
 bool same_decode_shape(const sim::model_spec& a, const sim::model_spec& b) {
   const auto kv = [](const sim::model_spec& m) { return m.n_kv_heads > 0 ? m.n_kv_heads : m.n_heads; };
   if (a.d_model != b.d_model || a.n_layers != b.n_layers || a.n_heads != b.n_heads || kv(a) != kv(b) ||
-      a.d_ff != b.d_ff || a.vocab_size != b.vocab_size || a.mlp != b.mlp || a.mode.has_value() != b.mode.has_value())
+      a.d_ff != b.d_ff || a.vocab_size != b.vocab_size || a.mlp != b.mlp || a.moe.has_value() != b.moe.has_value())
     return false;
   const std::vector<sim::layer_plan> pa = sim::plan_layers(a), pb = sim::plan_layers(b);
   for (std::size_t i = 0; i < pa.size(); ++i)

@@ -91,11 +91,11 @@ std::string ratio_text(std::int64_t a, std::int64_t b) { return b == 0 ? "-" : f
 output output_of(const analysis::analysis_result& a) {
   const sim::flops_report& r = a.flops;
   const sim::flops_report& dense = a.dense_flops;
-  const bool decode = r.load.mode == sim::run_mode::decode;
+  const bool decode = r.load.run == sim::run_mode::decode;
   output o;
   o.json = flops_json(r);
   o.head.push_back(fmt::format("{}: {}, batch {}, {} {}, {}; {:.1f} M parameters",
-                               r.model_name.empty() ? "model" : r.model_name, sim::to_string(r.load.mode), r.load.batch,
+                               r.model_name.empty() ? "model" : r.model_name, sim::to_string(r.load.run), r.load.batch,
                                decode ? "context" : "seq", r.load.seq_len, sim::to_string(r.load.type),
                                static_cast<double>(r.params) / 1e6));
   o.head.push_back(

@@ -262,7 +262,7 @@ void add_parallel(output& o, const analysis::parallel_section& ps) {
 output output_of(const analysis::analysis_result& a, const std::string& hw_name,
                  const analysis::timeline_request& step) {
   const sim::prediction& p = *a.prediction;
-  const bool decode = p.load.mode == sim::run_mode::decode;
+  const bool decode = p.load.run == sim::run_mode::decode;
   output o;
   o.json = prediction_json(p, hw_name);
   json::object& root = o.json.as_object();
@@ -281,7 +281,7 @@ output output_of(const analysis::analysis_result& a, const std::string& hw_name,
     root["decode"] = std::move(d);
   }
   o.head.push_back(fmt::format("{} on {}: {}, batch {}, {} {}, {}", p.model_name.empty() ? "model" : p.model_name,
-                               hw_name, sim::to_string(p.load.mode), p.load.batch, decode ? "context" : "seq",
+                               hw_name, sim::to_string(p.load.run), p.load.batch, decode ? "context" : "seq",
                                p.load.seq_len, sim::to_string(p.load.type)));
   o.head.push_back(fmt::format("cost model: {}", p.calibrated ? p.cost_label : "DATASHEET ROOFLINE (uncalibrated)"));
   o.head.push_back("baseline (\"dense\"): " + analysis::baseline_label(a.config));
@@ -406,7 +406,7 @@ int cmd_predict(const std::vector<std::string>& args) {
   const sim::workload w = workload_from(vm, sim::default_dtype(hw));
   analysis::scenario scenario;
   const analysis::timeline_request step = step_options_from(vm);
-  if (w.mode == sim::run_mode::decode) {
+  if (w.run == sim::run_mode::decode) {
     scenario.timeline = step;
   } else {
     for (const char* k : {"graph", "decode-routing", "pad-capacity", "seed"})

@@ -106,7 +106,7 @@ int cmd_report(const std::vector<std::string>& args) {
   const std::string hw_path = resolve_config(vm["hardware"].as<std::string>(), "hardware");
   in.hardware = sim::load_hardware(hw_path);
   in.load = workload_from(vm, sim::default_dtype(in.hardware));
-  if (in.load.mode == sim::run_mode::decode)
+  if (in.load.run == sim::run_mode::decode)
     throw input_error("", "--mode", "the report describes forward or train passes (serving covers decode)");
   in.serving = !vm["no-serving"].as<bool>();
   in.sampling = !vm["no-sampling"].as<bool>();

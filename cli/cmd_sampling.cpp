@@ -234,7 +234,7 @@ int cmd_sampling(const std::vector<std::string>& args) {
   const sim::hardware_spec hw = sim::load_hardware(resolve_config(vm["hardware"].as<std::string>(), "hardware"));
   const sim::model_spec model = load_model_arg(vm["model"].as<std::string>(), vm);
   sim::workload w;
-  w.mode = sim::run_mode::decode;
+  w.run = sim::run_mode::decode;
   w.type = sim::default_dtype(hw);
   if (vm.count("dtype")) w.type = sim::parse_dtype(vm["dtype"].as<std::string>(), "", "--dtype");
 

@@ -98,7 +98,7 @@ json::value forward_json(const forward_run& r) {
   root["syncs"] = s.syncs;
   root["matmul_flops"] = s.matmul_flops;
   root["wasted_matmul_flops"] = s.wasted_matmul_flops;
-  if (r.load.mode == sim::run_mode::decode) {
+  if (r.load.run == sim::run_mode::decode) {
     root["decode_routing_decisions"] = r.decisions;
     root["decode_routed_tokens"] = r.routed;
   }
@@ -164,11 +164,11 @@ table kernel_table(const des::timeline& tl) {
 
 output forward_output(const forward_run& r) {
   const des::exec_summary& s = r.tl->summary;
-  const bool decode = r.load.mode == sim::run_mode::decode;
+  const bool decode = r.load.run == sim::run_mode::decode;
   output o;
   o.json = forward_json(r);
   o.head.push_back(fmt::format(
-      "{} on {} ({}): {}, batch {}, {} {}, {}, {}{}", r.model, r.hardware, r.cost_label, sim::to_string(r.load.mode),
+      "{} on {} ({}): {}, batch {}, {} {}, {}, {}{}", r.model, r.hardware, r.cost_label, sim::to_string(r.load.run),
       r.load.batch, decode ? "context" : "seq", r.load.seq_len, sim::to_string(r.load.type),
       r.request.cuda_graph ? "CUDA graphs" : "eager launches",
       decode ? fmt::format(", decode routing {} (seed {})", des::to_string(r.request.routing), r.request.seed) : ""));
@@ -256,7 +256,7 @@ int simulate_forward(const po::variables_map& vm, output_format format) {
   if (vm.count("trace")) {
     const std::string title =
         fmt::format("modsim simulate forward: {} on {} ({}, batch {}, {} {})", model.name, hw.name,
-                    sim::to_string(w.mode), w.batch, w.mode == sim::run_mode::decode ? "context" : "seq", w.seq_len);
+                    sim::to_string(w.run), w.batch, w.run == sim::run_mode::decode ? "context" : "seq", w.seq_len);
     sim::write_file_atomically(vm["trace"].as<std::string>(), a.timeline_parallel
                                                                   ? des::chrome_trace_parallel(*a.timeline, title)
                                                                   : des::chrome_trace(*a.timeline, title));

@@ -133,7 +133,7 @@ output output_of(const analysis::sweep_section& s, const std::string& hw_label, 
   o.json = sweep_json(s, hw_label, out_path);
   o.csv = std::move(csv);
   o.head.push_back(fmt::format("{}: {} points on {}; {}, batch {}, seq {}, {}", r.base_model, r.points.size(), hw_label,
-                               sim::to_string(r.load.mode), r.load.batch, r.load.seq_len, sim::to_string(r.load.type)));
+                               sim::to_string(r.load.run), r.load.batch, r.load.seq_len, sim::to_string(r.load.type)));
   o.head.push_back(fmt::format("Pareto front (*) minimises {} and {}; ratios vs dense ({} GFLOP, {:.4f} ms)",
                                sim::to_string(r.x_axis), sim::to_string(r.y_axis),
                                gflop(static_cast<double>(r.dense_matmul_flops)), r.dense_time_s * 1e3));

@@ -12,7 +12,7 @@ namespace modsim::cli {
 
 boost::json::object workload_json(const sim::workload& w) {
   return {
-      {"batch", w.batch}, {"seq_len", w.seq_len}, {"mode", sim::to_string(w.mode)}, {"dtype", sim::to_string(w.type)}};
+      {"batch", w.batch}, {"seq_len", w.seq_len}, {"mode", sim::to_string(w.run)}, {"dtype", sim::to_string(w.type)}};
 }
 
 bool parse_args(const std::vector<std::string>& args, const po::options_description& options,
@@ -60,7 +60,7 @@ sim::workload workload_from(const po::variables_map& vm, sim::dtype default_dtyp
     w.seq_len = vm["seq"].as<std::int64_t>();
     if (w.seq_len < 1) throw input_error("", "--seq", "must be >= 1");
   }
-  if (vm.count("mode")) w.mode = sim::parse_run_mode(vm["mode"].as<std::string>(), "", "--mode");
+  if (vm.count("mode")) w.run = sim::parse_run_mode(vm["mode"].as<std::string>(), "", "--mode");
   if (vm.count("dtype")) w.type = sim::parse_dtype(vm["dtype"].as<std::string>(), "", "--dtype");
   return w;
 }
@@ -188,7 +188,7 @@ sim::model_spec load_model_arg(const std::string& model, const po::variables_map
   sim::model_spec m = sim::load_model(resolve_config(model, "models"));
   bool changed = false;
   // An MoE model without MoD routing ignores a schedule: say so rather than route nothing.
-  if (m.mode && m.mode->variant == sim::mode_variant::moe)
+  if (m.moe && m.moe->variant == sim::mode_variant::moe)
     for (const char* flag : {"schedule", "capacity"})
       if (vm.count(flag))
         throw input_error("", std::string("--") + flag,

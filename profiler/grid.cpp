@@ -118,7 +118,7 @@ std::string decode_invalid_reason(const point& p) {
   if (p.op == kernels::op::decode_step) {
     if (!p.model) return "decode_step needs a model (the grid's \"model\" or --model)";
     if (p.model_name.empty()) return "decode_step needs its model's name";
-    if (p.model->mode) return "model " + p.model->name + ": MoE / MoDE layers have no decode kernel";
+    if (p.model->moe) return "model " + p.model->name + ": MoE / MoDE layers have no decode kernel";
     if (p.model->routing && p.model->routing->inference != sim::inference_routing::predictor)
       return "model " + p.model->name + ": decode kernels route with the causal predictor (routing.inference)";
     if (!p.model->routing && p.decode_routing == "pad")

@@ -20,14 +20,14 @@
 namespace modsim::reports::detail {
 
 section flops_section(const report_data& d, document& doc) {
-  section s{"flops", "FLOPs per " + pass_label(d.load.mode) + ", by op class", "FLOPs", {}};
+  section s{"flops", "FLOPs per " + pass_label(d.load.run) + ", by op class", "FLOPs", {}};
   const model_result& m = subject(d);
   s.blocks.push_back(paragraph(fmt::format(
       "Exact counts (`modsim flops{}`): 2 FLOPs per multiply-add, the full attention square{}. The dense baseline is "
       "the same model with routing removed. Time is the predicted device time of the op class (launch overhead "
       "excluded; it is {} ms for the model, {} ms for dense).",
-      d.load.mode == sim::run_mode::train ? " --mode train" : "",
-      d.load.mode == sim::run_mode::train
+      d.load.run == sim::run_mode::train ? " --mode train" : "",
+      d.load.run == sim::run_mode::train
           ? "; a training step is the forward and backward pass, 3× the forward pass's matmul FLOPs (router included)"
           : "",
       ms(m.pred.model.overhead_s), ms(m.pred.dense.overhead_s))));

@@ -158,10 +158,10 @@ section configuration_section(const report_data& d) {
                    m.n_heads, m.n_kv_heads, m.d_head, m.d_ff, m.vocab_size, sim::to_string(m.mlp))});
   t.rows.push_back({"parameters", fmt::format("{:.1f} M", static_cast<double>(subject(d).flops.params) / 1e6)});
   t.rows.push_back({"routing", routing_text(m)});
-  if (m.mode)
+  if (m.moe)
     t.rows.push_back(
-        {"MoE", fmt::format("{}: {} experts, top-{}, capacity factor {:g}, {} no-op", sim::to_string(m.mode->variant),
-                            m.mode->experts, m.mode->top_k, m.mode->capacity_factor, m.mode->noop_experts)});
+        {"MoE", fmt::format("{}: {} experts, top-{}, capacity factor {:g}, {} no-op", sim::to_string(m.moe->variant),
+                            m.moe->experts, m.moe->top_k, m.moe->capacity_factor, m.moe->noop_experts)});
   const auto& h = d.hardware;
   t.rows.push_back({"hardware", h.name + (h.source_file.empty() ? "" : " (" + h.source_file + ")")});
   t.rows.push_back({"hardware numbers", h.source.empty() ? "(source not stated)" : h.source});

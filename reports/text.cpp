@@ -108,8 +108,8 @@ std::string routing_short(const sim::model_spec& m) {
 }
 
 std::string workload_text(const sim::workload& w) {
-  return fmt::format("{}, batch {}, {} {} tokens, {}", pass_label(w.mode), w.batch,
-                     w.mode == sim::run_mode::decode ? "context" : "sequence", w.seq_len, sim::to_string(w.type));
+  return fmt::format("{}, batch {}, {} {} tokens, {}", pass_label(w.run), w.batch,
+                     w.run == sim::run_mode::decode ? "context" : "sequence", w.seq_len, sim::to_string(w.type));
 }
 
 const model_result& subject(const report_data& d) { return d.models.front(); }

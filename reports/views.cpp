@@ -31,7 +31,7 @@ std::string class_label(const std::string& c) {
 pareto_chart_input sweep_chart(const sim::sweep_result& r, const std::string& hardware) {
   pareto_chart_input in;
   in.title = fmt::format("Predicted wall-clock vs FLOPs, {} configurations on {}", r.points.size(), hardware);
-  in.x_label = "matmul FLOPs per " + pass_label(r.load.mode) + " (GFLOP)";
+  in.x_label = "matmul FLOPs per " + pass_label(r.load.run) + " (GFLOP)";
   in.y_label = "predicted wall-clock (ms)";
   const int paper = sim::paper_point_index(r);
   for (std::size_t i = 0; i < r.points.size(); ++i) {
@@ -51,7 +51,7 @@ pareto_chart_input sweep_chart(const sim::sweep_result& r, const std::string& ha
 
 bar_chart_input flops_by_class_chart(const model_result& m) {
   bar_chart_input in;
-  in.title = "Matmul FLOPs per " + pass_label(m.pred.load.mode) + " by op class";
+  in.title = "Matmul FLOPs per " + pass_label(m.pred.load.run) + " by op class";
   in.x_label = "op class";
   in.y_label = "matmul FLOPs (GFLOP)";
   bar_set dense{"dense baseline", {}, 7};
@@ -113,7 +113,7 @@ waterfall_input gap_chart(const sim::prediction& p) {
   waterfall_input in;
   in.title = fmt::format("Where the FLOP saving goes: {:.1f}% of the FLOPs → {:.1f}% of the time", 100 * p.flop_ratio,
                          100 * p.time_ratio);
-  in.y_label = "% of the dense " + pass_label(p.load.mode);
+  in.y_label = "% of the dense " + pass_label(p.load.run);
   in.steps.push_back({"FLOPs", 100 * p.flop_ratio, true});
   for (const sim::gap_term& t : sim::gap_terms()) in.steps.push_back({t.chart, 100 * (p.gap.*t.value), false});
   in.steps.push_back({"time", 100 * p.time_ratio, true});

@@ -11,7 +11,7 @@
 
 namespace modsim::reports {
 
-// Predicted wall-clock vs matmul FLOPs (per pass_label(r.load.mode)) of every feasible point, one series per variant,
+// Predicted wall-clock vs matmul FLOPs (per pass_label(r.load.run)) of every feasible point, one series per variant,
 // the Pareto front, the paper's point (MoD 12.5% every_other) highlighted. `hardware` goes in the title.
 pareto_chart_input sweep_chart(const sim::sweep_result& r, const std::string& hardware);
 

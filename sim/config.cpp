@@ -106,8 +106,8 @@ routing_spec parse_routing(object_reader& r, int n_layers) {
   return out;
 }
 
-mode_spec parse_mode(object_reader& r) {
-  mode_spec out;
+moe_spec parse_mode(object_reader& r) {
+  moe_spec out;
   out.variant = parse_variant(r.get_string("variant"), r.file(), r.key_path("variant"));
   out.experts = r.get_int("experts", 1, 1 << 16);
   if (auto k = r.opt_int("top_k", 1, 1 << 16)) out.top_k = *k;
@@ -142,7 +142,7 @@ model_spec parse_modsim_model(object_reader& r) {
   }
   if (const json::value* mv = r.find("mode")) {
     object_reader mr(*mv, r.file(), "mode");
-    m.mode = parse_mode(mr);
+    m.moe = parse_mode(mr);
   }
   r.finish();
   return m;
@@ -185,11 +185,11 @@ model_spec parse_hf_model(object_reader& r) {
     throw input_error(r.file(), "hidden_act", "unsupported activation '" + act + "' (expected silu or gelu*)");
   const json::value* experts = r.find("num_local_experts");
   if (experts && !experts->is_null()) {
-    mode_spec mode;
+    moe_spec mode;
     mode.variant = mode_variant::moe;
     mode.experts = static_cast<int>(r.integer(*experts, "num_local_experts", 1, 1 << 16));
     mode.top_k = r.opt_int("num_experts_per_tok", 1, mode.experts).value_or(1);
-    m.mode = mode;
+    m.moe = mode;
   }
   return m;
 }
@@ -355,8 +355,8 @@ void validate_model(const model_spec& m, const std::string& file) {
             file, "routing.schedule",
             "layer index " + std::to_string(l) + " out of range [0, " + std::to_string(m.n_layers - 1) + "]");
   }
-  if (m.mode) {
-    const mode_spec& mo = *m.mode;
+  if (m.moe) {
+    const moe_spec& mo = *m.moe;
     if (mo.top_k > mo.experts)
       throw input_error(file, "mode.top_k",
                         "top_k " + std::to_string(mo.top_k) + " exceeds experts " + std::to_string(mo.experts));
@@ -432,7 +432,7 @@ workload load_workload(const std::string& path, workload w) {
   object_reader r(v, path, "");
   if (auto b = r.opt_int("batch", 1, 1 << 24)) w.batch = *b;
   if (auto s = r.opt_int("seq_len", 1, 1 << 26)) w.seq_len = *s;
-  if (auto m = r.opt_string("mode")) w.mode = parse_run_mode(*m, path, "mode");
+  if (auto m = r.opt_string("mode")) w.run = parse_run_mode(*m, path, "mode");
   if (auto d = r.opt_string("dtype")) w.type = parse_dtype(*d, path, "dtype");
   r.opt_string("name");
   r.opt_string("notes");

@@ -51,10 +51,10 @@ struct evaluation {
 evaluation evaluate(const model_spec& model, const workload& w) {
   evaluation ev;
   const op_shape base = shape_of(model, w);
-  const bool has_moe = model.mode.has_value();
-  const mode_variant variant = has_moe ? model.mode->variant : mode_variant::staged;
-  const bool decode = w.mode == run_mode::decode;
-  const std::int64_t repeat = w.mode == run_mode::train ? 3 : 1;
+  const bool has_moe = model.moe.has_value();
+  const mode_variant variant = has_moe ? model.moe->variant : mode_variant::staged;
+  const bool decode = w.run == run_mode::decode;
+  const std::int64_t repeat = w.run == run_mode::train ? 3 : 1;
 
   for (const layer_plan& plan : plan_layers(model)) {
     // `moe` ignores the schedule; `integrated` routes through no-op experts, not MoD.
@@ -66,7 +66,7 @@ evaluation evaluate(const model_spec& model, const workload& w) {
     lf.capacity = routed ? plan.capacity : 1.0;
 
     op_shape s = base;
-    if (routed && has_moe && variant == mode_variant::integrated) s.noop_experts = model.mode->noop_experts;
+    if (routed && has_moe && variant == mode_variant::integrated) s.noop_experts = model.moe->noop_experts;
     if (!decode) {
       if (mod_routing) s.tokens = routed_tokens(plan.capacity, w.seq_len);
       lf.ops = layer_costs(s, {mod_routing, has_moe});
@@ -163,10 +163,10 @@ op_shape shape_of(const model_spec& model, const workload& w) {
   s.vocab_size = model.vocab_size;
   s.mlp = model.mlp;
   s.elem_bytes = dtype_bytes(w.type);
-  if (model.mode) {
-    s.experts = model.mode->experts;
-    s.top_k = model.mode->top_k;
-    s.capacity_factor = model.mode->capacity_factor;
+  if (model.moe) {
+    s.experts = model.moe->experts;
+    s.top_k = model.moe->top_k;
+    s.capacity_factor = model.moe->capacity_factor;
   }
   if (model.routing) s.predictor_hidden = model.routing->predictor_hidden;
   return s;

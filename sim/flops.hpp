@@ -34,7 +34,7 @@
 //   scatter      0                      | 3·B·k·d              | 4·B·k + e(3·B·k·d + B·k)
 //  (Attention is the full n×L square; the causal mask is not subtracted.)
 //
-// MoE MLP (model.mode present) replaces mlp_up/mlp_gate/mlp_act/mlp_down (mlp_norm stays):
+// MoE MLP (model.moe present) replaces mlp_up/mlp_gate/mlp_act/mlp_down (mlp_norm stays):
 //   expert_router 2·T·d·(E+N)           | 5·T·(E+N)            | e(T·d + d(E+N) + T(E+N))
 //   experts      M·c·d·F (c = 4 gelu, 6 swiglu) | M·a + 2·M·d + T·d (a = 8F gelu, 5F swiglu)
 //                                                              | e(E·w·d·F + 2·M·d + 2·T·d) (w = 2|3)

@@ -15,9 +15,9 @@ memory_footprint footprint_of(const model_spec& m, const workload& w) {
   const double B = static_cast<double>(w.batch), S = static_cast<double>(w.seq_len);
   const double d = m.d_model, dkv = m.d_kv(), H = m.n_heads;
   double F = m.mlp == mlp_kind::swiglu ? 2.0 * m.d_ff : double(m.d_ff);
-  if (m.mode) F *= m.mode->top_k;
-  const bool decode = w.mode == run_mode::decode;
-  const bool train = w.mode == run_mode::train;
+  if (m.moe) F *= m.moe->top_k;
+  const bool decode = w.run == run_mode::decode;
+  const bool train = w.run == run_mode::train;
 
   fp.weights = P * e;
   if (train) fp.training_state = P * e + 2.0 * P * 4.0;
@@ -25,7 +25,7 @@ memory_footprint footprint_of(const model_spec& m, const workload& w) {
   double largest = 0, sum = 0;
   for (const layer_plan& l : plan_layers(m)) {
     // MoD routing shrinks the block's tokens; the integrated and moe variants do not.
-    const bool mod = l.routed && !(m.mode && m.mode->variant != mode_variant::staged);
+    const bool mod = l.routed && !(m.moe && m.moe->variant != mode_variant::staged);
     const double cached = mod ? double(routed_tokens(l.capacity, w.seq_len)) : S;
     double tokens = 0, keys = 0;
     if (decode) {

@@ -53,8 +53,8 @@ std::string model_to_json(const model_spec& m) {
     if (r.predictor_hidden > 0) ro["predictor_hidden"] = r.predictor_hidden;
     o["routing"] = std::move(ro);
   }
-  if (m.mode) {
-    const mode_spec& mo = *m.mode;
+  if (m.moe) {
+    const moe_spec& mo = *m.moe;
     json::object mj;
     mj["variant"] = to_string(mo.variant);
     mj["experts"] = mo.experts;

@@ -26,9 +26,9 @@ void validate_parallel(const model_spec& m, const workload& w, const parallel_sp
   if (w.batch % p.dp != 0)
     bad("--dp", "batch " + std::to_string(w.batch) + " is not divisible by " + std::to_string(p.dp) + " replicas");
   if (p.ep > 1) {
-    if (!m.mode) bad("--ep", "expert parallelism needs an MoE model (a mode block)");
-    if (m.mode->experts % p.ep != 0)
-      bad("--ep", std::to_string(m.mode->experts) + " experts are not divisible by " + std::to_string(p.ep));
+    if (!m.moe) bad("--ep", "expert parallelism needs an MoE model (a mode block)");
+    if (m.moe->experts % p.ep != 0)
+      bad("--ep", std::to_string(m.moe->experts) + " experts are not divisible by " + std::to_string(p.ep));
     if (p.ep > p.dp * p.tp)
       bad("--ep", std::to_string(p.ep) + " expert ranks exceed the " + std::to_string(p.dp * p.tp) +
                       " GPUs of a pipeline stage (dp × tp)");
@@ -56,7 +56,7 @@ model_spec tp_shard(const model_spec& m, int tp) {
   return s;
 }
 
-double expert_slots(const mode_spec& mo, double tokens, int noop_experts) {
+double expert_slots(const moe_spec& mo, double tokens, int noop_experts) {
   if (mo.capacity_factor > 0)
     return mo.experts * std::ceil(mo.capacity_factor * tokens * mo.top_k / (mo.experts + noop_experts));
   return tokens * mo.top_k * (double(mo.experts) / double(mo.experts + noop_experts));
@@ -65,19 +65,19 @@ double expert_slots(const mode_spec& mo, double tokens, int noop_experts) {
 std::vector<layer_traffic> layer_traffic_of(const model_spec& m, const workload& w) {
   const flops_report f = evaluate_flops(m, w);
   const double e = dtype_bytes(w.type);
-  const int passes = w.mode == run_mode::train ? 2 : 1;
+  const int passes = w.run == run_mode::train ? 2 : 1;
   std::vector<layer_traffic> out;
   for (const layer_flops& l : f.layers) {
     layer_traffic t;
     t.index = l.index;
-    const bool integrated = m.mode && m.mode->variant == mode_variant::integrated;
-    t.routed = l.routed && !(m.mode && m.mode->variant == mode_variant::moe) && !integrated;
+    const bool integrated = m.moe && m.moe->variant == mode_variant::integrated;
+    t.routed = l.routed && !(m.moe && m.moe->variant == mode_variant::moe) && !integrated;
     t.tokens = l.expected_tokens;
     t.tp_allreduce_bytes = t.tokens * m.d_model * e;
     t.tp_allreduces = 2 * passes;
-    if (m.mode) {
-      const int noop = l.routed && integrated ? m.mode->noop_experts : 0;
-      t.ep_all_to_all_bytes = expert_slots(*m.mode, t.tokens, noop) * m.d_model * e;
+    if (m.moe) {
+      const int noop = l.routed && integrated ? m.moe->noop_experts : 0;
+      t.ep_all_to_all_bytes = expert_slots(*m.moe, t.tokens, noop) * m.d_model * e;
       t.ep_all_to_alls = 2 * passes;
     }
     out.push_back(t);
@@ -86,7 +86,7 @@ std::vector<layer_traffic> layer_traffic_of(const model_spec& m, const workload&
 }
 
 double dp_gradient_bytes(const model_spec& m, const workload& w, const parallel_spec& p) {
-  if (w.mode != run_mode::train) return 0;
+  if (w.run != run_mode::train) return 0;
   return double(parameter_count(m)) / double(p.tp * p.pp) * dtype_bytes(w.type);
 }
 

@@ -74,9 +74,9 @@ parallel_prediction predict_parallel(const model_spec& model, const workload& w,
   const double head_s = mt.lm_head.time_s * overhead_scale;
   // Activations handed to the next stage per micro-batch (and the gradients back in training).
   const double act_bytes =
-      double(mb.batch) * double(w.mode == run_mode::decode ? 1 : w.seq_len) * model.d_model * dtype_bytes(w.type);
+      double(mb.batch) * double(w.run == run_mode::decode ? 1 : w.seq_len) * model.d_model * dtype_bytes(w.type);
   const double send_s =
-      split.pp > 1 ? (w.mode == run_mode::train ? 2 : 1) * collective_seconds(hw, collective::send_recv, act_bytes, 2)
+      split.pp > 1 ? (w.run == run_mode::train ? 2 : 1) * collective_seconds(hw, collective::send_recv, act_bytes, 2)
                    : 0.0;
 
   // A stage's micro-batch: its layers, and the send to the next stage (none from the last).
@@ -129,9 +129,9 @@ parallel_prediction predict_parallel(const model_spec& model, const workload& w,
   out.memory_per_gpu.weights = whole.weights / split.pp;
   out.memory_per_gpu.training_state = whole.training_state / split.pp;
   out.memory_per_gpu.kv_cache = whole.kv_cache / split.pp;
-  const double in_flight = w.mode == run_mode::train ? std::min(m, split.pp) : 1;
+  const double in_flight = w.run == run_mode::train ? std::min(m, split.pp) : 1;
   out.memory_per_gpu.activations =
-      (w.mode == run_mode::train ? (one.activations - one.logits) / split.pp : one.activations - one.logits) *
+      (w.run == run_mode::train ? (one.activations - one.logits) / split.pp : one.activations - one.logits) *
           in_flight +
       one.logits;
   out.memory_per_gpu.scores = one.scores;

@@ -30,14 +30,14 @@ op_prediction to_prediction(const op_time& t, const op_cost& reported, double ti
 model_time time_model(const model_spec& model, const workload& w, const cost_model& cost) {
   // Train is timed as 3 × forward (see predict.hpp); the FLOPs reported are the train ones.
   workload timed = w;
-  if (w.mode == run_mode::train) timed.mode = run_mode::forward;
-  const double scale = w.mode == run_mode::train ? 3.0 : 1.0;
-  const int kscale = w.mode == run_mode::train ? 3 : 1;
+  if (w.run == run_mode::train) timed.run = run_mode::forward;
+  const double scale = w.run == run_mode::train ? 3.0 : 1.0;
+  const int kscale = w.run == run_mode::train ? 3 : 1;
   const flops_report timed_flops = evaluate_flops(model, timed);
-  const flops_report reported = w.mode == run_mode::train ? evaluate_flops(model, w) : timed_flops;
+  const flops_report reported = w.run == run_mode::train ? evaluate_flops(model, w) : timed_flops;
 
   const op_shape base = shape_of(model, timed);
-  const bool decode = w.mode == run_mode::decode;
+  const bool decode = w.run == run_mode::decode;
 
   model_time out;
   std::vector<op_time> sequence;  // every op in launch order, for the host/device queue
@@ -245,7 +245,7 @@ prediction predict(const model_spec& model, const model_spec& baseline, const wo
 }
 
 axis_values values_of(const model_spec& m, const workload& w) {
-  const bool decode = w.mode == run_mode::decode;
+  const bool decode = w.run == run_mode::decode;
   axis_values v = {{cv_axis::d_model, double(m.d_model)},
                    {cv_axis::d_ff, double(m.d_ff)},
                    {cv_axis::n_heads, double(m.n_heads)},

@@ -43,9 +43,9 @@ std::vector<layer_plan> plan_layers(const model_spec& model) {
 model_spec dense_baseline(const model_spec& model) {
   model_spec dense = model;
   dense.routing.reset();
-  if (dense.mode) {
-    dense.mode->noop_experts = 0;
-    dense.mode->variant = mode_variant::moe;
+  if (dense.moe) {
+    dense.moe->noop_experts = 0;
+    dense.moe->variant = mode_variant::moe;
   }
   if (!dense.name.empty()) dense.name += " (dense baseline)";
   return dense;

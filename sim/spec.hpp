@@ -44,12 +44,15 @@ struct routing_spec {
   int predictor_hidden = 0;  // hidden width of the causal predictor d -> h -> 1; 0 = d_model
 };
 
-// MoE MLP at every layer (`moe`), optionally combined with MoD (paper §5); a model without
-// MoE has no mode_spec (mode_variant::none is the kernels' "no MoE"):
+// The model file's "mode" object: an MoE MLP at every layer (variant `moe`), optionally
+// combined with MoD as MoDE (paper §5); a model without MoE has no moe_spec
+// (mode_variant::none is the kernels' "no MoE"). Three words for three things: the MoDE
+// variant is `mode_variant`, a step's kind (forward, train, decode) is `run_mode`
+// (workload::run), and this block is `model_spec::moe`.
 // `staged` = MoD routing around the block at routed layers, the MLP is an MoE;
 // `integrated` = at routed layers, `noop_experts` no-op experts join the `experts` real ones
 // and a token routed to a no-op expert skips the MLP.
-struct mode_spec {
+struct moe_spec {
   mode_variant variant = mode_variant::moe;
   int experts = 8;
   int top_k = 1;
@@ -70,7 +73,7 @@ struct model_spec {
   int vocab_size = 0;
   mlp_kind mlp = mlp_kind::gelu;
   std::optional<routing_spec> routing;  // absent = dense
-  std::optional<mode_spec> mode;        // absent = no MoE
+  std::optional<moe_spec> moe;          // the file's "mode"; absent = no MoE
 
   int d_q() const { return n_heads * d_head; }
   int d_kv() const { return n_kv_heads * d_head; }
@@ -91,8 +94,8 @@ model_spec dense_baseline(const model_spec& model);
 
 struct workload {
   std::int64_t batch = 1;
-  std::int64_t seq_len = 2048;  // tokens per sequence; in decode, the context length
-  run_mode mode = run_mode::forward;
+  std::int64_t seq_len = 2048;       // tokens per sequence; in decode, the context length
+  run_mode run = run_mode::forward;  // forward, train or decode (the CLI's --mode)
   dtype type = dtype::bf16;
 };
 

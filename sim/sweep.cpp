@@ -61,8 +61,8 @@ int noop_experts_for(int experts, double capacity) {
 }
 
 sweep_variant variant_of(const model_spec& model) {
-  if (!model.mode) return model.routing ? sweep_variant::mod : sweep_variant::dense;
-  switch (model.mode->variant) {
+  if (!model.moe) return model.routing ? sweep_variant::mod : sweep_variant::dense;
+  switch (model.moe->variant) {
     case mode_variant::staged:
       return sweep_variant::mode_staged;
     case mode_variant::integrated:
@@ -143,14 +143,14 @@ namespace {
 model_spec plain_dense(const model_spec& base) {
   model_spec m = base;
   m.routing.reset();
-  m.mode.reset();
+  m.moe.reset();
   return m;
 }
 
-mode_spec moe_settings(const model_spec& base) {
-  mode_spec mo;
-  if (base.mode) {
-    mo = *base.mode;
+moe_spec moe_settings(const model_spec& base) {
+  moe_spec mo;
+  if (base.moe) {
+    mo = *base.moe;
   } else {
     mo.experts = 8;
     mo.top_k = 1;
@@ -185,8 +185,8 @@ std::vector<sweep_point> enumerate_space(const model_spec& base, const sweep_spa
       p.variant = v;
       p.model = dense;
       if (v == sweep_variant::moe) {
-        p.model.mode = moe_settings(base);
-        p.description = fmt::format("MoE E={} top-{}", p.model.mode->experts, p.model.mode->top_k);
+        p.model.moe = moe_settings(base);
+        p.description = fmt::format("MoE E={} top-{}", p.model.moe->experts, p.model.moe->top_k);
       } else {
         p.description = "dense";
       }
@@ -207,17 +207,17 @@ std::vector<sweep_point> enumerate_space(const model_spec& base, const sweep_spa
             p.description = fmt::format("MoD c={} {}", capacity_text(c), p.schedule);
             break;
           case sweep_variant::mode_staged:
-            p.model.mode = moe_settings(base);
-            p.model.mode->variant = mode_variant::staged;
+            p.model.moe = moe_settings(base);
+            p.model.moe->variant = mode_variant::staged;
             p.description = fmt::format("MoDE staged c={} {}", capacity_text(c), p.schedule);
             break;
           case sweep_variant::mode_integrated: {
-            p.model.mode = moe_settings(base);
-            p.model.mode->variant = mode_variant::integrated;
-            p.noop_experts = noop_experts_for(p.model.mode->experts, c);
-            p.model.mode->noop_experts = p.noop_experts;
+            p.model.moe = moe_settings(base);
+            p.model.moe->variant = mode_variant::integrated;
+            p.noop_experts = noop_experts_for(p.model.moe->experts, c);
+            p.model.moe->noop_experts = p.noop_experts;
             p.description = fmt::format("MoDE integrated c={} {} ({}+{} no-op)", capacity_text(c), p.schedule,
-                                        p.model.mode->experts, p.noop_experts);
+                                        p.model.moe->experts, p.noop_experts);
             break;
           }
           default:

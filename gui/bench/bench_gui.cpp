@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
       sim::load_hardware(gui::resolveConfig(QStringLiteral("h100-sxm"), QStringLiteral("hardware")).toStdString());
   config.load.batch = 1;
   config.load.seq_len = 2048;
-  config.load.mode = sim::run_mode::forward;
+  config.load.run = sim::run_mode::forward;
   config.load.type = sim::dtype::bf16;
 
   // 42 capacities × 16 schedules × 3 routed variants + dense + MoE = 2,018 points.

@@ -34,7 +34,7 @@ std::vector<double> perClass(const sim::layer_prediction& layer, const std::vect
 // for an MoE model the same MoE without MoD routing (analysis::baseline_of).
 std::string baselineNameOf(const analysis::configuration& c) {
   if (c.baseline) return analysis::baseline_label(c);
-  if (c.model.mode) return "MoE without MoD";
+  if (c.model.moe) return "MoE without MoD";
   return {};
 }
 
@@ -114,7 +114,7 @@ SweepResult sweepOf(const analysis::sweep_section& s, const analysis::configurat
   SweepResult out;
   out.available = true;
   out.baselineName = baselineNameOf(c);
-  out.decode = c.load.mode == sim::run_mode::decode;
+  out.decode = c.load.run == sim::run_mode::decode;
   out.denseTimeS = s.result.dense_time_s;
   out.denseMatmulFlops = s.result.dense_matmul_flops;
   out.points.reserve(s.result.points.size());

@@ -68,7 +68,7 @@ ExplorerSession::ExplorerSession(QObject* parent)
   m_config.model = builtinModel();
   m_config.load.batch = 1;
   m_config.load.seq_len = 2048;
-  m_config.load.mode = sim::run_mode::forward;
+  m_config.load.run = sim::run_mode::forward;
   m_config.hardware = builtinHardware();
   // The H100 calibrated on the committed measurements, else its datasheet file, else the
   // built-in datasheet numbers.
@@ -87,7 +87,7 @@ ExplorerSession::ExplorerSession(QObject* parent)
   m_draft = m_config;
   scheduleFromModel(m_config.model);
   m_schedule->setSeqLen(m_config.load.seq_len);
-  m_schedule->setWorkload(m_config.load.mode == sim::run_mode::decode, m_config.load.batch);
+  m_schedule->setWorkload(m_config.load.run == sim::run_mode::decode, m_config.load.batch);
 
   connect(m_schedule, &ScheduleModel::scheduleEdited, this, &ExplorerSession::applyScheduleToDraft);
   connect(m_schedule, &ScheduleModel::editRejected, this, [this](const QString& message) {
@@ -171,7 +171,7 @@ bool ExplorerSession::commitDraft() {
   m_config = m_draft;
   m_modified = sim::model_to_json(m_config.model) != m_savedJson;
   m_schedule->setSeqLen(m_config.load.seq_len);
-  m_schedule->setWorkload(m_config.load.mode == sim::run_mode::decode, m_config.load.batch);
+  m_schedule->setWorkload(m_config.load.run == sim::run_mode::decode, m_config.load.batch);
   emit configChanged();
   m_worker->request(m_config);
   return true;
@@ -339,7 +339,7 @@ void ExplorerSession::setBaseline(const QString& path) {
 }
 
 void ExplorerSession::setMode(ExplorerMode mode) {
-  m_draft.load.mode = runModeOf(mode);
+  m_draft.load.run = runModeOf(mode);
   commitDraft();
 }
 
@@ -347,9 +347,9 @@ void ExplorerSession::setVariant(const QString& variant, int experts, int topK, 
                                  double capacityFactor) {
   sim::model_spec& m = m_draft.model;
   if (variant == QStringLiteral("none")) {
-    m.mode.reset();
+    m.moe.reset();
   } else {
-    sim::mode_spec mode;
+    sim::moe_spec mode;
     mode.variant = variant == QStringLiteral("moe")      ? sim::mode_variant::moe
                    : variant == QStringLiteral("staged") ? sim::mode_variant::staged
                                                          : sim::mode_variant::integrated;
@@ -359,7 +359,7 @@ void ExplorerSession::setVariant(const QString& variant, int experts, int topK, 
     if (mode.variant == sim::mode_variant::integrated)
       mode.noop_experts = noopExperts >= 1 ? noopExperts : sim::noop_experts_for(experts, analysis::capacity_of(m));
     mode.capacity_factor = capacityFactor;
-    m.mode = mode;
+    m.moe = mode;
   }
   commitDraft();
 }

@@ -411,7 +411,7 @@ QString MainWindow::exportCaption() const {
   const ExplorerConfig& c = m_session->config();
   return tr("%1 · %2 · %3, batch %4, sequence %5, %6 · %7 · modsim-gui %8")
       .arg(QString::fromStdString(c.model.name), QString::fromStdString(c.hardware.name),
-           displayName(explorerModeOf(c.load.mode)))
+           displayName(explorerModeOf(c.load.run)))
       .arg(c.load.batch)
       .arg(c.load.seq_len)
       .arg(QString::fromLatin1(sim::to_string(c.load.type)), m_tabs->tabText(m_tabs->currentIndex()),
@@ -492,8 +492,8 @@ bool MainWindow::exportReport(const QString& dir) {
   in.load = m_session->config().load;
   // The report describes forward passes (serving covers decode): say so instead of
   // switching silently.
-  const bool was_decode = in.load.mode == sim::run_mode::decode;
-  if (was_decode) in.load.mode = sim::run_mode::forward;
+  const bool was_decode = in.load.run == sim::run_mode::decode;
+  if (was_decode) in.load.run = sim::run_mode::forward;
   in.command_line = "modsim-gui (Export report)";
   // Computing the report takes seconds: off the GUI thread; the charts are drawn on it.
   m_reportAction->setEnabled(false);

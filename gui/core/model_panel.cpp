@@ -133,7 +133,7 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
                                 .entryInfoList({QStringLiteral("*.json")}, QDir::Files, QDir::Name)) {
     try {
       const sim::model_spec m = sim::load_model(f.absoluteFilePath().toStdString());
-      if (!m.routing && !m.mode) m_baseline->addItem(f.completeBaseName(), f.absoluteFilePath());
+      if (!m.routing && !m.moe) m_baseline->addItem(f.completeBaseName(), f.absoluteFilePath());
     } catch (const modsim::error&) {
       // not offered
     }
@@ -443,7 +443,7 @@ void ModelPanel::refresh() {
   }
   {
     const QSignalBlocker b(m_mode);
-    m_mode->setCurrentIndex(m_mode->findData(int(explorerModeOf(w.mode))));
+    m_mode->setCurrentIndex(m_mode->findData(int(explorerModeOf(w.run))));
   }
   // Schedule preset and capacity from the routed layers.
   {
@@ -489,22 +489,22 @@ void ModelPanel::refresh() {
   }
   {
     const QSignalBlocker b1(m_variant), b2(m_experts), b3(m_topK), b4(m_noop), b5(m_capacityFactor);
-    const QString v = m.mode ? qs(sim::to_string(m.mode->variant)) : QStringLiteral("none");
+    const QString v = m.moe ? qs(sim::to_string(m.moe->variant)) : QStringLiteral("none");
     m_variant->setCurrentIndex(m_variant->findData(v));
-    sim::mode_spec fallback;
+    sim::moe_spec fallback;
     fallback.experts = 8;
     fallback.top_k = 1;
     fallback.capacity_factor = 1.25;
     fallback.noop_experts = 1;
-    const sim::mode_spec mode = m.mode.value_or(fallback);
+    const sim::moe_spec mode = m.moe.value_or(fallback);
     m_experts->setValue(mode.experts);
     m_topK->setValue(mode.top_k);
-    m_noop->setValue(m.mode ? mode.noop_experts : 1);
+    m_noop->setValue(m.moe ? mode.noop_experts : 1);
     m_capacityFactor->setValue(mode.capacity_factor);
-    m_experts->setEnabled(m.mode.has_value());
-    m_topK->setEnabled(m.mode.has_value());
-    m_capacityFactor->setEnabled(m.mode.has_value());
-    const bool integrated = m.mode && m.mode->variant == sim::mode_variant::integrated;
+    m_experts->setEnabled(m.moe.has_value());
+    m_topK->setEnabled(m.moe.has_value());
+    m_capacityFactor->setEnabled(m.moe.has_value());
+    const bool integrated = m.moe && m.moe->variant == sim::mode_variant::integrated;
     m_noop->setEnabled(integrated);
     QString note;
     if (integrated)
@@ -515,7 +515,7 @@ void ModelPanel::refresh() {
                  .arg(mode.experts)
                  .arg(mode.experts + mode.noop_experts)
                  .arg(double(mode.experts) / double(mode.experts + mode.noop_experts), 0, 'g', 3);
-    else if (m.mode && m.mode->variant == sim::mode_variant::moe && m.routing)
+    else if (m.moe && m.moe->variant == sim::mode_variant::moe && m.routing)
       note = tr("MoE only: the schedule and capacity are not used (no MoD routing).");
     setNote(m_variantNote, note);
   }

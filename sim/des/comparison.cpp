@@ -75,7 +75,7 @@ serving_run serve_model(const model_spec& m, const std::string& name, const cost
     const parallel_spec& p = *s.split;
     // Stages balanced by the predicted time of a typical decode step.
     workload typical;
-    typical.mode = run_mode::decode;
+    typical.run = run_mode::decode;
     typical.type = t;
     typical.batch = p.dp * std::min<std::int64_t>(64, std::max<std::int64_t>(1, o.max_seqs));
     typical.seq_len = 512;

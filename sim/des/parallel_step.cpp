@@ -63,7 +63,7 @@ double collective_timer::gradient_allreduce_s(double bytes) const {
 
 std::vector<kernel> collective_timer::add_layer_collectives(std::vector<kernel> ks,
                                                             const std::vector<layer_info>& layers) const {
-  const bool tp = m_split.tp > 1, ep = m_split.ep > 1 && m_model.mode.has_value();
+  const bool tp = m_split.tp > 1, ep = m_split.ep > 1 && m_model.moe.has_value();
   if (!tp && !ep) return ks;
   // Collectives of one size recur at every layer of a step: time each size once.
   std::map<std::tuple<int, std::int64_t, int>, double> memo;
@@ -85,7 +85,7 @@ std::vector<kernel> collective_timer::add_layer_collectives(std::vector<kernel> 
   };
   auto slots_bytes = [&](const kernel& k) {
     const int noop = k.layer >= 0 ? layers[static_cast<std::size_t>(k.layer)].noop_experts : 0;
-    return expert_slots(*m_model.mode, static_cast<double>(k.tokens), noop) * m_model.d_model * m_e;
+    return expert_slots(*m_model.moe, static_cast<double>(k.tokens), noop) * m_model.d_model * m_e;
   };
   for (std::size_t i = 0; i < ks.size(); ++i) {
     kernel k = ks[i];
@@ -186,7 +186,7 @@ parallel_step build_parallel_step(const model_spec& model, const workload& w, co
   out.first_layer = pred.stages.first_layer;
   out.predicted_step_s = pred.step_s;
   const int p = out.split.pp, m = out.split.micro_batches;
-  const bool training = w.mode == run_mode::train, decode = w.mode == run_mode::decode;
+  const bool training = w.run == run_mode::train, decode = w.run == run_mode::decode;
   workload mb = w;
   mb.batch = w.batch / out.split.dp / m;
   out.micro_batch = mb.batch;

@@ -22,8 +22,8 @@ std::int64_t rng::uniform_int(std::int64_t lo, std::int64_t hi) {
 }
 
 std::vector<layer_info> resolve_layers(const model_spec& model) {
-  const bool has_moe = model.mode.has_value();
-  const mode_variant variant = has_moe ? model.mode->variant : mode_variant::staged;
+  const bool has_moe = model.moe.has_value();
+  const mode_variant variant = has_moe ? model.moe->variant : mode_variant::staged;
   std::vector<layer_info> out;
   for (const layer_plan& p : plan_layers(model)) {
     // As sim/flops: `moe` ignores the schedule; `integrated` routes through no-op experts.
@@ -33,7 +33,7 @@ std::vector<layer_info> resolve_layers(const model_spec& model) {
     li.mod_routed = routed && !(has_moe && variant == mode_variant::integrated);
     li.capacity = li.mod_routed ? p.capacity : 1.0;
     li.moe = has_moe;
-    li.noop_experts = routed && has_moe && variant == mode_variant::integrated ? model.mode->noop_experts : 0;
+    li.noop_experts = routed && has_moe && variant == mode_variant::integrated ? model.moe->noop_experts : 0;
     out.push_back(li);
   }
   return out;
@@ -304,7 +304,7 @@ std::vector<kernel> step_builder::step(const step_load& load, decode_routing rou
 }
 
 std::vector<kernel> step_builder::forward(const workload& w) const {
-  if (w.mode == run_mode::decode) {
+  if (w.run == run_mode::decode) {
     throw input_error("", "--mode", "des::step_builder::forward takes forward or train; decode is a serving step");
   }
   workload wf = w;
@@ -320,7 +320,7 @@ std::vector<kernel> step_builder::forward(const workload& w) const {
     }
   }
   out.push_back(make(ops::lm_head(s0), s0, modsim::op::lm_head, -1, s0.batch * s0.seq_len));
-  if (w.mode == run_mode::train) {
+  if (w.run == run_mode::train) {
     const std::size_t n = out.size();
     for (std::size_t i = n; i-- > 0;) out.push_back(backward_of(out[i]));
   }

@@ -176,7 +176,7 @@ TEST(OneDecodePath, PredictTotalIsTheSimulatedDecodeStep) {
   sim::workload w;
   w.batch = 8;
   w.seq_len = 2048;
-  w.mode = sim::run_mode::decode;
+  w.run = sim::run_mode::decode;
   w.type = sim::dtype::bf16;
   for (const decode_routing routing : {decode_routing::sync, decode_routing::pad}) {
     analysis::scenario s;

@@ -66,7 +66,7 @@ TEST_P(OneAnalysis, CliReportAndExplorerAgreeOnFlopsTimeAndServing) {
   modsim::sim::workload load;  // the defaults of all three: forward, batch 1, 2,048 tokens, bf16 on a GPU
   load.batch = 1;
   load.seq_len = 2048;
-  load.mode = modsim::sim::run_mode::forward;
+  load.run = modsim::sim::run_mode::forward;
   load.type = modsim::sim::dtype::bf16;
 
   // The command line.
@@ -176,7 +176,7 @@ TEST_P(OneAnalysis, CliReportAndExplorerAgreeOnFlopsTimeAndServing) {
   // One decode step: predict --mode decode and the explorer's decode headline.
   const printed decode = cli_json("predict " + name + " --hardware " + hw_name + " --mode decode --batch 8 --seq 2048");
   modsim::gui::ExplorerConfig decode_config = config;
-  decode_config.load.mode = modsim::sim::run_mode::decode;
+  decode_config.load.run = modsim::sim::run_mode::decode;
   decode_config.load.batch = 8;
   const modsim::gui::PredictionResult gui_decode = modsim::gui::computePrediction(decode_config);
   EXPECT_EQ(gui_decode.totalS, decode.number("total_s"));

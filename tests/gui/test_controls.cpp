@@ -159,9 +159,9 @@ TEST(Controls, IntegratedVariantTakesItsNoOpExpertsFromTheCapacity) {
   QComboBox* v = w.panel->variantEditor();
   // mod-220m: capacity 0.125; 8 experts by default: N = 8·(1-0.125)/0.125 = 56 no-op experts.
   w.apply([&] { v->setCurrentIndex(v->findData(QStringLiteral("integrated"))); });
-  ASSERT_TRUE(w.session->config().model.mode.has_value());
-  EXPECT_EQ(w.session->config().model.mode->variant, sim::mode_variant::integrated);
-  EXPECT_EQ(w.session->config().model.mode->noop_experts, 56);
+  ASSERT_TRUE(w.session->config().model.moe.has_value());
+  EXPECT_EQ(w.session->config().model.moe->variant, sim::mode_variant::integrated);
+  EXPECT_EQ(w.session->config().model.moe->noop_experts, 56);
   EXPECT_TRUE(w.panel->errorFor(QStringLiteral("mode")).isEmpty()) << w.panel->errorFor("mode").toStdString();
   EXPECT_TRUE(w.panel->noteText(QStringLiteral("variant")).contains(QStringLiteral("0.125")))
       << w.panel->noteText("variant").toStdString();
@@ -173,7 +173,7 @@ TEST(Controls, IntegratedVariantTakesItsNoOpExpertsFromTheCapacity) {
     }
   // 8 no-op experts beside 8 real ones: half the tokens compute, capacity 0.5.
   w.apply([&] { w.panel->noopEditor()->setValue(8); });
-  EXPECT_EQ(w.session->config().model.mode->noop_experts, 8);
+  EXPECT_EQ(w.session->config().model.moe->noop_experts, 8);
   EXPECT_DOUBLE_EQ(w.panel->capacityEditor()->value(), 0.5);
   for (const sim::layer_plan& l : sim::plan_layers(w.session->config().model))
     if (l.routed) {

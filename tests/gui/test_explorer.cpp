@@ -204,7 +204,7 @@ TEST(Explorer, ModeSwitchToDecodeRecomputesOneDecodeStep) {
   QSignalSpy ready(e.session, &ExplorerSession::resultApplied);
   e.session->setMode(ExplorerMode::Decode);
   e.waitForResult(ready);
-  EXPECT_EQ(e.session->lastResult()->load.mode, sim::run_mode::decode);
+  EXPECT_EQ(e.session->lastResult()->load.run, sim::run_mode::decode);
   EXPECT_TRUE(e.session->lastResult()->error.empty()) << e.session->lastResult()->error;
   EXPECT_GT(e.session->timelineModel()->rowCount(), 0);
 }

@@ -25,7 +25,7 @@ ExplorerConfig paperConfig() {
   c.hardware = sim::load_hardware(MODSIM_SOURCE_DIR "/configs/hardware/h100-sxm.json");
   c.load.batch = 1;
   c.load.seq_len = 2048;
-  c.load.mode = sim::run_mode::forward;
+  c.load.run = sim::run_mode::forward;
   c.load.type = sim::dtype::bf16;
   return c;
 }

@@ -317,7 +317,7 @@ TEST(Report, ATrainingStepIsLabelledAsOneNotAsAForwardPass) {
   in.hardware = sim::load_hardware(config("hardware/h100-sxm.json"));
   in.load.batch = 1;
   in.load.seq_len = 8;
-  in.load.mode = sim::run_mode::train;
+  in.load.run = sim::run_mode::train;
   in.serving = false;
   in.sampling = false;
   in.command_line = "test";

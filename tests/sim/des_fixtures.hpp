@@ -33,7 +33,7 @@ inline workload workload_of(std::int64_t batch, std::int64_t seq, run_mode mode 
   workload w;
   w.batch = batch;
   w.seq_len = seq;
-  w.mode = mode;
+  w.run = mode;
   w.type = type;
   return w;
 }

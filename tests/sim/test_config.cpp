@@ -53,7 +53,7 @@ TEST(Config, ValidModelParsesWithDefaults) {
   ASSERT_TRUE(m.routing);
   EXPECT_DOUBLE_EQ(m.routing->capacity, 0.25);
   EXPECT_EQ(m.routing->sched.kind, schedule_kind::every_other);
-  EXPECT_FALSE(m.mode);
+  EXPECT_FALSE(m.moe);
 }
 
 TEST(Config, MissingFileNamesTheFile) {
@@ -203,15 +203,15 @@ TEST(Config, HuggingFaceLlamaImports) {
   EXPECT_EQ(m.vocab_size, 128256);
   EXPECT_EQ(m.mlp, mlp_kind::swiglu);  // hidden_act silu = gated SiLU MLP
   EXPECT_FALSE(m.routing);
-  EXPECT_FALSE(m.mode);
+  EXPECT_FALSE(m.moe);
 }
 
 TEST(Config, HuggingFaceMixtralImportsAsMoE) {
   model_spec m = load_model(k_configs + "/hf/mixtral-8x7b.json");
-  ASSERT_TRUE(m.mode);
-  EXPECT_EQ(m.mode->variant, mode_variant::moe);
-  EXPECT_EQ(m.mode->experts, 8);
-  EXPECT_EQ(m.mode->top_k, 2);
+  ASSERT_TRUE(m.moe);
+  EXPECT_EQ(m.moe->variant, mode_variant::moe);
+  EXPECT_EQ(m.moe->experts, 8);
+  EXPECT_EQ(m.moe->top_k, 2);
   EXPECT_EQ(m.vocab_size, 32000);
 }
 

@@ -244,11 +244,11 @@ TEST(DesParallel, ExpertParallelMovesOnlyTheSlotsThatReachExperts) {
   // MoDE staged, 4 experts, top-1: the dense layer dispatches its 64 tokens (64 · 64 · 2 =
   // 8,192 bytes), the routed layer at 0.25 its k = 16 (2,048); combine moves the same.
   model_spec m = test::small_mod(0.25, 2);
-  mode_spec mo;
+  moe_spec mo;
   mo.variant = mode_variant::staged;
   mo.experts = 4;
   mo.top_k = 1;
-  m.mode = mo;
+  m.moe = mo;
   parallel_step_request r;
   r.split.ep = 2;
   r.split.dp = 2;
@@ -259,7 +259,7 @@ TEST(DesParallel, ExpertParallelMovesOnlyTheSlotsThatReachExperts) {
   // 64 slots reach real experts (the dense layer has no no-op experts).
   mo.variant = mode_variant::integrated;
   mo.noop_experts = 12;
-  m.mode = mo;
+  m.moe = mo;
   const parallel_step pi = build_parallel_step(m, load(2, 64), h100(), plain_device(), r);
   EXPECT_EQ(bytes_of(pi.kernels, step_op::ep_dispatch), (std::vector<std::int64_t>{8192, 2048}));
 }

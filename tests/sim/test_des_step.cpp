@@ -87,7 +87,7 @@ TEST(DesStep, ForwardKernelsAddUpToTheFlopModel) {
   std::int64_t fwd = 0;
   for (const kernel& k : b.forward(w)) fwd += k.matmul_flops;
   EXPECT_EQ(fwd, evaluate_flops(m, w).totals.matmul_flops);
-  w.mode = run_mode::train;
+  w.run = run_mode::train;
   std::int64_t train = 0;
   for (const kernel& k : b.forward(w)) train += k.matmul_flops;
   EXPECT_EQ(train, 3 * fwd);

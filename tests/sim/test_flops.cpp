@@ -45,7 +45,7 @@ workload load(std::int64_t batch, std::int64_t seq, run_mode mode = run_mode::fo
   workload w;
   w.batch = batch;
   w.seq_len = seq;
-  w.mode = mode;
+  w.run = mode;
   w.type = t;
   return w;
 }
@@ -420,13 +420,13 @@ TEST(Flops, DecodeWithPredictorRunsThePredictorNotTheRouter) {
 
 model_spec with_mode(mode_variant variant, int experts, int top_k, double cf, int noop) {
   model_spec m = small_dense();
-  mode_spec mode;
+  moe_spec mode;
   mode.variant = variant;
   mode.experts = experts;
   mode.top_k = top_k;
   mode.capacity_factor = cf;
   mode.noop_experts = noop;
-  m.mode = mode;
+  m.moe = mode;
   return m;
 }
 
@@ -481,7 +481,7 @@ TEST(Flops, IntegratedNoopExpertsShrinkTheSlotsAtRoutedLayers) {
   EXPECT_EQ(op_named(r.layers[0], "experts").matmul_flops, 32 * 4 * 64 * 256);
   EXPECT_EQ(op_named(r.layers[0], "expert_router").matmul_flops, 32768);
   // With cf = 1.25: per expert ceil(1.25·32/9) = ceil(4.44) = 5, M = 8·5 = 40.
-  m.mode->capacity_factor = 1.25;
+  m.moe->capacity_factor = 1.25;
   op_shape s = shape_of(m, load(2, 16));
   s.noop_experts = 1;
   EXPECT_EQ(ops::expert_slots(s), 40);
@@ -503,7 +503,7 @@ TEST(Flops, StagedModeRoutesTokensThenRunsExperts) {
   EXPECT_EQ(names_of(l).front(), "router");
   EXPECT_EQ(names_of(l).back(), "scatter");
   EXPECT_EQ(op_named(l, "experts").matmul_flops, 262144);
-  m.mode->capacity_factor = 1.25;
+  m.moe->capacity_factor = 1.25;
   EXPECT_EQ(op_named(evaluate_flops(m, load(2, 16)).layers[1], "experts").matmul_flops, 524288);
 }
 

@@ -26,7 +26,7 @@ workload load(run_mode mode) {
   workload w;
   w.batch = 2;
   w.seq_len = 8;
-  w.mode = mode;
+  w.run = mode;
   w.type = dtype::fp32;  // 4 bytes
   return w;
 }

@@ -59,11 +59,11 @@ TEST(ModelFile, MixedCapacitiesAreOneLineOfLayerCapacities) {
   r.layer_capacities = {std::nullopt, 0.25, std::nullopt, 0.5};
   r.sched = schedule{schedule_kind::list, 0, {1, 3}};
   m.routing = r;
-  mode_spec mo;
+  moe_spec mo;
   mo.variant = mode_variant::staged;
   mo.experts = 8;
   mo.capacity_factor = 1.25;
-  m.mode = mo;
+  m.moe = mo;
   const std::string text = model_to_json(m);
   EXPECT_NE(text.find("    \"layer_capacities\": [null, 0.25, null, 0.5],\n"), std::string::npos) << text;
   EXPECT_NE(text.find("  \"mode\": {\n    \"variant\": \"staged\",\n    \"experts\": 8,\n    \"top_k\": 1,\n"
@@ -78,8 +78,8 @@ TEST(ModelFile, MixedCapacitiesAreOneLineOfLayerCapacities) {
     EXPECT_EQ(a[i].routed, b[i].routed) << i;
     EXPECT_DOUBLE_EQ(a[i].capacity, b[i].capacity) << i;
   }
-  ASSERT_TRUE(back.mode.has_value());
-  EXPECT_EQ(back.mode->variant, mode_variant::staged);
+  ASSERT_TRUE(back.moe.has_value());
+  EXPECT_EQ(back.moe->variant, mode_variant::staged);
 }
 
 TEST(ModelFile, NotesRoundTrip) {
