@@ -41,7 +41,8 @@ std::map<std::string, sim::validation_summary> summaries_by_op(const std::vector
                                                                bool timing) {
   std::map<std::string, std::vector<double>> errors;
   for (const auto& p : points)
-    errors[std::string(to_string(p.sample.op)) + (timing && p.sample.timing == "in_block" ? " (in block)" : "")]
+    errors[std::string(to_string(p.sample.op)) +
+           (timing && p.sample.timing == timing_mode::in_block ? " (in block)" : "")]
         .push_back(p.error_pct);
   std::map<std::string, sim::validation_summary> out;
   for (const auto& [name, e] : errors) out[name] = sim::summarize_errors(e);

@@ -72,7 +72,7 @@ void point_json(json::array& out, const sim::validation_point& p) {
   o["n_heads"] = p.sample.shape.n_heads;
   o["d_ff"] = p.sample.shape.d_ff;
   o["capacity"] = p.sample.capacity;
-  o["timing"] = p.sample.timing;
+  o["timing"] = modsim::to_string(p.sample.timing);
   o["measured_s"] = p.sample.measured_s;
   o["predicted_s"] = p.predicted_s;
   o["overhead_s"] = p.overhead_s;
@@ -188,9 +188,9 @@ table points_table(const std::vector<const std::vector<sim::validation_point>*>&
   t.csv = true;
   for (const auto* list : lists)
     for (const auto& p : *list)
-      t.rows.push_back({std::string(modsim::to_string(p.sample.op)), p.sample.timing, sim::to_string(p.sample.type),
-                        integer(p.sample.shape.batch), integer(p.sample.shape.seq_len), integer(p.sample.shape.d_model),
-                        integer(p.sample.shape.n_heads), integer(p.sample.shape.d_ff),
+      t.rows.push_back({std::string(modsim::to_string(p.sample.op)), modsim::to_string(p.sample.timing),
+                        sim::to_string(p.sample.type), integer(p.sample.shape.batch), integer(p.sample.shape.seq_len),
+                        integer(p.sample.shape.d_model), integer(p.sample.shape.n_heads), integer(p.sample.shape.d_ff),
                         number(p.sample.capacity, "{:g}"), number(p.sample.measured_s, "{:.9g}"),
                         number(p.predicted_s, "{:.9g}"), number(p.overhead_s, "{:.9g}"),
                         number(p.error_pct, "{:.4f}")});

@@ -567,14 +567,6 @@ std::pair<int, int> parse_shard(std::string_view text, const std::string& key) {
   return {i, n};
 }
 
-std::string_view to_string(timing_mode t) { return t == timing_mode::in_block ? "in_block" : "isolated"; }
-
-timing_mode parse_timing(std::string_view name, const std::string& key) {
-  if (name == "isolated") return timing_mode::isolated;
-  if (name == "in_block") return timing_mode::in_block;
-  throw input_error("", key, "unknown timing '" + std::string(name) + "' (expected isolated or in_block)");
-}
-
 expansion with_attention(expansion e, attention_impl a) {
   if (a == attention_impl::unfused) return e;
   expansion out;
@@ -627,9 +619,9 @@ sim::measured_point measured_point_of(const point& p) {
   m.experts = k.experts;
   m.noop_experts = k.noop_experts;
   m.capacity_factor = k.capacity_factor;
-  m.timing = std::string(to_string(p.timing));
+  m.timing = p.timing;
   m.block = p.block;
-  m.attention = std::string(to_string(p.attention));
+  m.attention = p.attention;
   m.decode_routing = p.decode_routing;
   m.pad_capacity = p.pad_capacity;
   m.predictor_hidden = static_cast<int>(p.predictor_hidden);

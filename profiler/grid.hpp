@@ -57,20 +57,12 @@ struct grid {
   std::int64_t max_cached_tokens = 0;
 };
 
-// How a point is timed (the measurements CSV's `timing` column).
-//   isolated: the op alone, inputs rotated and the device cache flushed before each sample.
-//   in_block: the op inside its block's run, warm, from boundaries on the block's timeline
-//             (kernels::backend::timed_block_run); a block point yields its own row and one
-//             row per op of the block.
-enum class timing_mode { isolated, in_block };
-
-// How the blocks of a point run attention (core/types.hpp; CUDA's fused form is cuDNN's
-// fused SDPA, bf16).
+// How a point is timed and how its blocks run attention (core/types.hpp; CUDA's fused form
+// is cuDNN's fused SDPA, bf16).
 using modsim::attention_impl;
 using modsim::parse_attention_impl;
-std::string_view to_string(timing_mode t);
-// Throws modsim::error(bad_input) naming `key` for an unknown name.
-timing_mode parse_timing(std::string_view name, const std::string& key = "timing");
+using modsim::parse_timing;
+using modsim::timing_mode;
 
 // One measurement to make.
 struct point {

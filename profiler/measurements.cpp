@@ -162,9 +162,9 @@ std::string field(const measurement_row& r, std::size_t c) {
     case 23:
       return std::to_string(r.other_flops);
     case 24:
-      return r.timing;
+      return modsim::to_string(r.timing);
     case 25:
-      return r.attention;
+      return modsim::to_string(r.attention);
     case 26:
       return r.block;
     case 27:
@@ -296,10 +296,10 @@ measurement_row parse_row(const std::string& line, const std::string& file, int 
         r.other_flops = integer();
         break;
       case 24:
-        r.timing = one_of({"isolated", "in_block"});
+        r.timing = parse_timing(one_of({"isolated", "in_block"}));
         break;
       case 25:
-        r.attention = one_of({"unfused", "fused"});
+        r.attention = parse_attention_impl(one_of({"unfused", "fused"}));
         break;
       case 26:
         r.block = v;
@@ -323,7 +323,8 @@ measurement_row parse_row(const std::string& line, const std::string& file, int 
     if (r.op == modsim::op::decode_step && r.model.empty())
       throw input_error(where, "model", "a decode_step row names its model");
   }
-  if (r.timing == "in_block" && r.block != "block_dense" && r.block != "block_mod" && r.block != "layer_mode")
+  if (r.timing == timing_mode::in_block && r.block != "block_dense" && r.block != "block_mod" &&
+      r.block != "layer_mode")
     throw input_error(where, "block",
                       "an in_block row names its block (block_dense, block_mod or layer_mode), got '" + r.block + "'");
   return r;
@@ -358,7 +359,7 @@ std::vector<measurement_row> read_measurements(const std::string& path, csv_layo
 
 point point_of(const measurement_row& r) {
   point p;
-  p.attention = parse_attention_impl(r.attention);
+  p.attention = r.attention;
   p.op = r.op;
   p.type = kernels::parse_dtype(r.dtype);
   kernels::block_shape& s = p.shape;
@@ -378,7 +379,7 @@ point point_of(const measurement_row& r) {
   s.experts = r.experts;
   s.noop_experts = r.noop_experts;
   s.capacity_factor = r.capacity_factor;
-  if (r.timing == "in_block") {
+  if (r.timing == timing_mode::in_block) {
     p.timing = timing_mode::in_block;
     p.block = kernels::parse_op(r.block);
   }
@@ -504,9 +505,9 @@ measurement_row make_row(const point& p, const std::string& backend, const std::
   r.experts = s.experts;
   r.noop_experts = s.noop_experts;
   r.capacity_factor = s.variant == kernels::mode_variant::none ? 0.0 : s.capacity_factor;
-  r.timing = std::string(to_string(p.timing));
+  r.timing = p.timing;
   if (p.timing == timing_mode::in_block) r.block = std::string(kernels::to_string(p.block));
-  r.attention = std::string(to_string(p.attention));
+  r.attention = p.attention;
   if (kernels::is_decode(p.op)) {
     r.decode_routing = p.decode_routing;
     r.pad_capacity = p.pad_capacity;
@@ -562,7 +563,7 @@ bool measurement_writer::accepts(timing_mode t) const {
 }
 
 void measurement_writer::append(const measurement_row& r) {
-  if (!accepts(parse_timing(r.timing)))
+  if (!accepts(r.timing))
     throw input_error(m_path, "timing",
                       "the file's header has no timing/block columns (written before they existed): only isolated "
                       "rows can be added; write in_block rows to a new file");
@@ -594,7 +595,7 @@ sim::measured_point measured_point_of(const measurement_row& r, const std::strin
   p.where = where;
   p.timing = r.timing;
   p.attention = r.attention;
-  if (r.timing == "in_block") {
+  if (r.timing == timing_mode::in_block) {
     const std::optional<modsim::op> block = modsim::find_op(r.block);
     if (!block) throw input_error(where, "block", "unknown block '" + r.block + "'");
     p.block = *block;

@@ -41,8 +41,8 @@ struct measurement_row {
   double capacity_factor = 0;
   std::int64_t other_flops = 0;
   // Appended later; a file without them reads as isolated, unfused, "".
-  std::string timing = "isolated";    // isolated | in_block (see timing_mode)
-  std::string attention = "unfused";  // unfused | fused: how the row's blocks ran attention (attention_impl)
+  timing_mode timing = timing_mode::isolated;
+  attention_impl attention = attention_impl::unfused;  // how the row's blocks ran attention
   // in_block rows: the block whose runs timed the row (the row's own op for the block row);
   // "" for isolated rows. Tells apart the same op timed in two blocks of one shape (a
   // block_dense and a block_mod at capacity 1).

@@ -135,7 +135,7 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<calibrati
   // what the op costs in a layer, so no in-layer refetch term is fitted on top of them.
   std::set<std::pair<modsim::op, int>> in_block_ops;
   for (const auto& s : samples)
-    if (!s.is_whole() && s.timing == "in_block") in_block_ops.insert({s.op, static_cast<int>(s.type)});
+    if (!s.is_whole() && s.timing == timing_mode::in_block) in_block_ops.insert({s.op, static_cast<int>(s.type)});
   const bool all_in_block = [&] {
     for (const auto& s : samples)
       if (!s.is_whole() && !in_block_ops.count({s.op, static_cast<int>(s.type)})) return false;
@@ -145,7 +145,7 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<calibrati
   std::map<std::pair<std::string_view, int>, group> groups;
   for (const auto& s : samples) {
     if (s.is_whole()) continue;
-    if (s.timing != "in_block" && in_block_ops.count({s.op, static_cast<int>(s.type)})) continue;
+    if (s.timing != timing_mode::in_block && in_block_ops.count({s.op, static_cast<int>(s.type)})) continue;
     const op_time t = roofline.time_of(s.cost, s.shape, s.type);
     if (!(t.roofline_s > 0)) continue;
     group& g = groups[{to_string(s.op), static_cast<int>(s.type)}];

@@ -28,14 +28,14 @@ std::string key_number(double v) {
 }  // namespace
 
 std::string shape_key(const measured_point& p) {
-  if (p.timing == "in_block") {
+  if (p.timing == timing_mode::in_block) {
     measured_point block = p;
     block.op = p.block;
-    block.timing = "isolated";
-    block.attention = "unfused";
+    block.timing = timing_mode::isolated;
+    block.attention = attention_impl::unfused;
     std::string k = shape_key(block) + "|in_block";
     if (p.op != p.block) k += "|" + std::string(to_string(p.op));
-    if (p.attention == "fused") k += "|fused";
+    if (p.attention == attention_impl::fused) k += "|fused";
     return k;
   }
   std::ostringstream k;
@@ -54,7 +54,7 @@ std::string shape_key(const measured_point& p) {
     k << '|' << static_cast<int>(keyed) << '|' << p.experts << '|' << p.noop_experts << '|'
       << key_number(p.capacity_factor);
   }
-  if (p.attention == "fused") k << "|fused";
+  if (p.attention == attention_impl::fused) k << "|fused";
   return k.str();
 }
 
@@ -132,11 +132,11 @@ kernel_row kernel_row_of(const calibration_sample& s) {
         const std::vector<kernel_work> k = gpu_kernels(c.op, x);
         r.kernels.insert(r.kernels.end(), k.begin(), k.end());
       }
-      r.timing = kernel_row::kind::block;
+      r.whole_block = true;
       r.weight = 3;
     } else {
       r.kernels = gpu_kernels(s.op, s.shape);
-      r.timing = s.timing == "in_block" ? kernel_row::kind::in_block_op : kernel_row::kind::isolated_op;
+      r.timing = s.timing;
     }
   } catch (const error& e) {
     throw input_error(s.where, "op", e.what());

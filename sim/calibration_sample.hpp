@@ -37,11 +37,11 @@ struct measured_point {
   std::string key;    // a stable identity of the shape: shape_key(*this), set by the reader
   std::string where;  // "FILE:LINE" for messages
   // isolated (the op alone, cold) | in_block (the op inside its block's run, warm)
-  std::string timing = "isolated";
+  timing_mode timing = timing_mode::isolated;
   // in_block rows: the block whose runs timed the row (the row's own op for the block row)
   modsim::op block = modsim::op::block_dense;
-  // unfused | fused: the attention implementation the attention and block rows ran
-  std::string attention = "unfused";
+  // the attention implementation the attention and block rows ran
+  attention_impl attention = attention_impl::unfused;
   // Decode rows (decode_dense, decode_mod, decode_step; seq_len = the cached context).
   std::string decode_routing;  // sync | pad | graph
   double pad_capacity = 0;
@@ -74,8 +74,8 @@ struct calibration_sample {
   op_cost cost;                                 // the op's cost; for a block, the sum of its ops
   double measured_s = 0;
   std::string backend, device, key, where;
-  std::string timing = "isolated";    // as measured_point
-  std::string attention = "unfused";  // as measured_point
+  timing_mode timing = timing_mode::isolated;          // as measured_point
+  attention_impl attention = attention_impl::unfused;  // as measured_point
   // Decode rows (decode_dense, decode_mod, decode_step): the row itself, which
   // sim::des::decode_case_of turns into the step the simulator times. Null for the others.
   std::shared_ptr<const measured_point> decode_row;

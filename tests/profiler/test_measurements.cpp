@@ -124,14 +124,14 @@ TEST(Measurements, RowsRoundTripThroughText) {
   EXPECT_EQ(back.samples, 17);
   EXPECT_EQ(back.n_kv_heads, 2);
   EXPECT_EQ(back.mlp, "swiglu");
-  EXPECT_EQ(back.timing, "isolated");
-  EXPECT_EQ(back.attention, "unfused");
+  EXPECT_EQ(back.timing, timing_mode::isolated);
+  EXPECT_EQ(back.attention, attention_impl::unfused);
   EXPECT_EQ(back.block, "");
   r.op = modsim::op::qkv_proj;
-  r.timing = "in_block";
+  r.timing = timing_mode::in_block;
   r.block = "block_mod";
   back = parse_row(format_row(r), "m.csv", 2);
-  EXPECT_EQ(back.timing, "in_block");
+  EXPECT_EQ(back.timing, timing_mode::in_block);
   EXPECT_EQ(back.block, "block_mod");
 }
 
@@ -248,16 +248,16 @@ TEST(Measurements, AFileWithTheOldHeaderReadsAsIsolatedUnfused) {
       << "cpu,dev,qkv_proj,fp32,1,16,32,4,64,0.5,8,49152,10240,1e-05,9e-06,2e-05,5,4,gelu,none,0,0,0,0\n";
   const std::vector<measurement_row> rows = read_measurements(path);
   ASSERT_EQ(rows.size(), 1u);
-  EXPECT_EQ(rows[0].timing, "isolated");
-  EXPECT_EQ(rows[0].attention, "unfused");
+  EXPECT_EQ(rows[0].timing, timing_mode::isolated);
+  EXPECT_EQ(rows[0].attention, attention_impl::unfused);
   const std::vector<sim::measured_point> points = read_measured_points(path);
   ASSERT_EQ(points.size(), 1u);
-  EXPECT_EQ(points[0].timing, "isolated");
-  EXPECT_EQ(points[0].attention, "unfused");
+  EXPECT_EQ(points[0].timing, timing_mode::isolated);
+  EXPECT_EQ(points[0].attention, attention_impl::unfused);
   EXPECT_EQ(points[0].key, "qkv_proj|fp32|1|16|32|4|4|64|0.5|gelu");  // as before timing existed
   const sim::calibration_sample sample = sim::sample_of(points[0]);
-  EXPECT_EQ(sample.timing, "isolated");
-  EXPECT_EQ(sample.attention, "unfused");
+  EXPECT_EQ(sample.timing, timing_mode::isolated);
+  EXPECT_EQ(sample.attention, attention_impl::unfused);
   fs::remove(path);
 }
 
@@ -481,8 +481,8 @@ TEST(Measurements, InBlockWritesTheBlockThenItsOpsAsSimFlopsListsThem) {
     const measurement_row& row = rows[i];
     const bool dense = i <= dense_ops.size();
     EXPECT_EQ(row.op, expected[i]) << i;
-    EXPECT_EQ(row.timing, "in_block") << modsim::to_string(row.op);
-    EXPECT_EQ(row.attention, "unfused") << modsim::to_string(row.op);
+    EXPECT_EQ(row.timing, timing_mode::in_block) << modsim::to_string(row.op);
+    EXPECT_EQ(row.attention, attention_impl::unfused) << modsim::to_string(row.op);
     EXPECT_EQ(row.block, dense ? "block_dense" : "block_mod") << modsim::to_string(row.op);
     EXPECT_EQ(row.batch, 1);
     EXPECT_EQ(row.seq_len, 16);

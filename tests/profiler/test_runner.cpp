@@ -240,7 +240,7 @@ TEST(Runner, FusedAttentionSkipsTheUnfusedOpsAndIsRecordedInRowsKeysAndWorkspace
   const std::vector<measurement_row> rows = read_measurements(path);
   ASSERT_EQ(rows.size(), fused.points.size());
   for (const measurement_row& r : rows) {
-    EXPECT_EQ(r.attention, "fused");
+    EXPECT_EQ(r.attention, attention_impl::fused);
     EXPECT_EQ(point_of(r).attention, attention_impl::fused);
   }
   fs::remove(path);

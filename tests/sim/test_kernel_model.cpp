@@ -274,7 +274,7 @@ TEST(KernelModel, SequenceIsHostBoundWhenKernelsAreShorterThanTheirEnqueue) {
 // and whole block_dense / block_mod rows.
 std::vector<calibration_sample> synthetic_samples(const hardware_spec& hw, const kernel_params& truth,
                                                   const std::vector<std::pair<std::int64_t, int>>& shapes,
-                                                  double scale = 1.0, const std::string& timing = "isolated") {
+                                                  double scale = 1.0, timing_mode timing = timing_mode::isolated) {
   std::vector<calibration_sample> out;
   int line = 0;
   for (const auto& [seq, d] : shapes) {
@@ -346,13 +346,13 @@ TEST(KernelFit, CalibratesFromOpsTimedInsideTheirBlocksAlone) {
   // host and event costs of the block.
   const hardware_spec hw = round_gpu();
   const kernel_params truth = known_truth(hw);
-  const std::vector<calibration_sample> samples =
-      synthetic_samples(hw, truth, {{128, 256}, {256, 256}, {512, 512}, {1024, 512}, {1024, 1024}}, 1.0, "in_block");
+  const std::vector<calibration_sample> samples = synthetic_samples(
+      hw, truth, {{128, 256}, {256, 256}, {512, 512}, {1024, 512}, {1024, 1024}}, 1.0, timing_mode::in_block);
   const calibration c = fit_calibration(hw, samples, {}, "test");
   ASSERT_TRUE(c.kernels.has_value());
   EXPECT_NEAR(c.kernels->of(kernel_kind::gemm).compute_efficiency, 0.65, 0.65 * 0.05);
   const cost_model model = with_calibration(hw, c);
-  for (const auto& s : synthetic_samples(hw, truth, {{768, 768}}, 1.0, "in_block"))
+  for (const auto& s : synthetic_samples(hw, truth, {{768, 768}}, 1.0, timing_mode::in_block))
     EXPECT_NEAR(predict_sample(s, model).total_s / s.measured_s, 1.0, 0.01) << modsim::to_string(s.op);
 }
 
