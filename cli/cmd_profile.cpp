@@ -91,7 +91,7 @@ int check_shards(const profiler::expansion& plan, const std::vector<std::string>
     for (const profiler::measurement_row& r : read) {
       ++line;
       const std::string at = f + ":" + std::to_string(line);
-      where[sim::shape_key(profiler::measured_point_of(r, at))].push_back(at);
+      where[sim::shape_key(profiler::sample_of(r, at))].push_back(at);
       ++rows;
     }
   }

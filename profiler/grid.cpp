@@ -602,9 +602,9 @@ expansion with_timing(expansion e, timing_mode t) {
   return out;
 }
 
-sim::measured_point measured_point_of(const point& p) {
+sim::measured_sample sample_of(const point& p) {
   const kernels::block_shape& k = p.shape;
-  sim::measured_point m;
+  sim::measured_sample m;
   m.op = p.op;
   m.type = p.type;
   m.batch = k.batch;
@@ -630,6 +630,6 @@ sim::measured_point measured_point_of(const point& p) {
   return m;
 }
 
-std::string point_key(const point& p) { return sim::shape_key(measured_point_of(p)); }
+std::string point_key(const point& p) { return sim::shape_key(sample_of(p)); }
 
 }  // namespace modsim::profiler

@@ -357,41 +357,6 @@ std::vector<measurement_row> read_measurements(const std::string& path, csv_layo
   return rows;
 }
 
-point point_of(const measurement_row& r) {
-  point p;
-  p.attention = r.attention;
-  p.op = r.op;
-  p.type = kernels::parse_dtype(r.dtype);
-  kernels::block_shape& s = p.shape;
-  s.batch = r.batch;
-  s.seq_len = r.seq_len;
-  s.d_model = r.d_model;
-  s.n_heads = r.n_heads;
-  s.n_kv_heads = r.n_kv_heads > 0 ? r.n_kv_heads : r.n_heads;
-  s.d_head = r.n_heads > 0 ? r.d_model / r.n_heads : 0;
-  s.d_ff = r.d_ff;
-  s.capacity = r.capacity;
-  s.mlp = r.mlp == "swiglu" ? kernels::mlp_kind::swiglu : kernels::mlp_kind::gelu;
-  if (r.variant == "staged")
-    s.variant = kernels::mode_variant::staged;
-  else if (r.variant == "integrated")
-    s.variant = kernels::mode_variant::integrated;
-  s.experts = r.experts;
-  s.noop_experts = r.noop_experts;
-  s.capacity_factor = r.capacity_factor;
-  if (r.timing == timing_mode::in_block) {
-    p.timing = timing_mode::in_block;
-    p.block = kernels::parse_op(r.block);
-  }
-  if (kernels::is_decode(p.op)) {
-    p.decode_routing = r.decode_routing.empty() ? "sync" : r.decode_routing;
-    p.pad_capacity = r.pad_capacity;
-    p.predictor_hidden = r.predictor_hidden;
-    p.model_name = r.model;
-  }
-  return p;
-}
-
 namespace {
 
 // sim/flops's view of point `p`'s shape; tokens = the block's tokens per sequence.
@@ -445,7 +410,7 @@ std::vector<modsim::op> block_ops(const point& p) {
 void fill_costs(const point& p, measurement_row& row) {
   if (kernels::is_decode(p.op)) {
     // The simulator's kernels of this step (FLOPs and bytes do not depend on the times).
-    const sim::des::decode_case c = sim::des::decode_case_of(measured_point_of(p));
+    const sim::des::decode_case c = sim::des::decode_case_of(sample_of(p));
     sim::op_cost cost;
     sim::des::decode_kernels(c, p.type, &cost);
     row.tokens = c.batch;
@@ -531,7 +496,7 @@ measurement_writer::measurement_writer(const std::string& path, bool resume) : m
   if (exists) {
     std::vector<measurement_row> rows = read_measurements(path, &m_layout);  // checks the header
     for (const auto& r : rows) {
-      m_keys.insert(sim::shape_key(measured_point_of(r, path)));
+      m_keys.insert(sim::shape_key(sample_of(r, path)));
       if (m_device.empty()) m_device = r.device;
     }
     m_existing = rows.size();
@@ -570,11 +535,11 @@ void measurement_writer::append(const measurement_row& r) {
   const std::string line = format_row(r, m_layout) + "\n";
   if (std::fwrite(line.data(), 1, line.size(), m_file) != line.size() || std::fflush(m_file) != 0)
     throw runtime_error(m_path + ": write failed: " + std::strerror(errno));
-  m_keys.insert(sim::shape_key(measured_point_of(r, m_path)));
+  m_keys.insert(sim::shape_key(sample_of(r, m_path)));
 }
 
-sim::measured_point measured_point_of(const measurement_row& r, const std::string& where) {
-  sim::measured_point p;
+sim::measured_sample sample_of(const measurement_row& r, const std::string& where) {
+  sim::measured_sample p;
   p.op = r.op;
   p.type = sim::parse_dtype(r.dtype, where, "dtype");
   p.batch = r.batch;
@@ -609,16 +574,16 @@ sim::measured_point measured_point_of(const measurement_row& r, const std::strin
   return p;
 }
 
-std::vector<sim::measured_point> read_measured_points(const std::string& path) {
+std::vector<sim::measured_sample> read_measured_samples(const std::string& path) {
   const std::vector<measurement_row> rows = read_measurements(path);
   if (rows.empty()) throw input_error(path, "", "no measurement rows (only a header)");
-  std::vector<sim::measured_point> out;
+  std::vector<sim::measured_sample> out;
   out.reserve(rows.size());
   std::map<std::string, std::shared_ptr<const sim::model_spec>> models;  // decode_step rows' models, loaded once
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const measurement_row& r = rows[i];
     const std::string where = path + ":" + std::to_string(i + 2);
-    sim::measured_point p = measured_point_of(r, where);
+    sim::measured_sample p = sample_of(r, where);
     p.key = sim::shape_key(p);
     if (r.op == modsim::op::decode_step) {
       auto& m = models[r.model];

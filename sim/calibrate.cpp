@@ -44,12 +44,12 @@ std::vector<std::string> model_tokens(std::string_view device) {
 }
 }  // namespace
 
-calibration fit_calibration(const hardware_spec& hw, const std::vector<calibration_sample>& samples,
+calibration fit_calibration(const hardware_spec& hw, const std::vector<measured_sample>& samples,
                             std::vector<calibration_source> sources, const std::string& date,
                             const fit_options& options) {
   const std::string hw_file = hw.source_file.empty() ? hw.name : hw.source_file;
   if (samples.empty()) throw input_error("", "--measurements", "no measured rows to calibrate on");
-  const calibration_sample& first = samples.front();
+  const measured_sample& first = samples.front();
   const std::string expected_backend = hw.kind == "gpu" ? "cuda" : "cpu";
   for (const auto& s : samples) {
     if (!same_device_model(s.device, first.device))
@@ -152,7 +152,7 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<calibrati
     g.op = s.op;
     g.roof.push_back(t.roofline_s);
     g.quant.push_back(std::max(t.compute_s * t.waves, t.memory_s));
-    g.meas.push_back(s.measured_s);
+    g.meas.push_back(s.median_s);
   }
   c.decode = fit_decode(samples, c.decode_keys);
   if (groups.empty() && c.decode.empty())
@@ -179,7 +179,7 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<calibrati
       ops_s.push_back(p.ops_s);
       kernels.push_back(p.kernels);
       bytes.push_back(double(s.cost.bytes));
-      measured.push_back(s.measured_s);
+      measured.push_back(s.median_s);
       keys.push_back(s.key);
     }
   }

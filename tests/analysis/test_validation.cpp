@@ -19,9 +19,9 @@ namespace fs = std::filesystem;
 
 std::string config(const std::string& rel) { return std::string(MODSIM_SOURCE_DIR) + "/configs/" + rel; }
 
-sim::measured_point row(modsim::op op, const std::string& backend, const std::string& device, const std::string& key,
-                        double median_s = 1e-3) {
-  sim::measured_point p;
+sim::measured_sample row(modsim::op op, const std::string& backend, const std::string& device, const std::string& key,
+                         double median_s = 1e-3) {
+  sim::measured_sample p;
   p.op = op;
   p.type = sim::dtype::fp32;
   p.batch = 1;
