@@ -1,4 +1,4 @@
-// libFuzzer target: the measurements CSV reader (profiler/measurements.cpp) and the step every
+// libFuzzer target: the measurements CSV reader (profiler/measurements_parse.cpp) and the step every
 // reader of it takes next (sim::with_costs, the FLOP model of each row). Any file must read or be
 // rejected with modsim::error(bad_input).
 #include <unistd.h>
