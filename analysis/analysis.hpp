@@ -111,7 +111,7 @@ struct validation_request {
     measurements,  // `points`, against `hardware` (default: the configuration's)
   };
   source from = source::none;
-  std::vector<sim::measured_point> points;
+  std::vector<sim::measured_sample> points;
   std::string label;  // the measurements' file name(s), shown
   std::optional<sim::hardware_spec> hardware;
   bool calibrate = true;  // an uncalibrated hardware is first fitted on the single-op rows

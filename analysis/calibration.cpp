@@ -19,7 +19,7 @@ void say(const calibrate_options& o, const std::string& line) {
 // Whether the fit of `c` used sample `s`: a decode row of a dtype with a decode fit; any other
 // row under the kernel-sequence model; else a block when blocks fitted the launch cost, a
 // single op when its (op, dtype) has a curve.
-bool used_by(const sim::calibration& c, const sim::calibration_sample& s) {
+bool used_by(const sim::calibration& c, const sim::measured_sample& s) {
   if (s.is_decode()) return c.decode_for(s.type) != nullptr;
   if (c.kernels) return true;
   return s.is_block() ? c.launch_blocks > 0 : c.curve(s.op, s.type) != nullptr;
@@ -27,7 +27,7 @@ bool used_by(const sim::calibration& c, const sim::calibration_sample& s) {
 
 // Each source's used rows: the used samples whose FILE:LINE names its file; a lone source
 // (perhaps one label for several files) counts every used sample.
-void count_used_rows(sim::calibration& c, const std::vector<sim::calibration_sample>& samples) {
+void count_used_rows(sim::calibration& c, const std::vector<sim::measured_sample>& samples) {
   for (auto& src : c.sources) {
     int used = 0;
     for (const auto& s : samples) {
@@ -43,14 +43,14 @@ void count_used_rows(sim::calibration& c, const std::vector<sim::calibration_sam
 measured_rows read_measured_rows(const std::vector<std::string>& files) {
   measured_rows out;
   for (const std::string& file : files) {
-    std::vector<sim::measured_point> p = profiler::read_measured_points(file);
+    std::vector<sim::measured_sample> p = profiler::read_measured_samples(file);
     out.sources.push_back(sim::calibration_source{file, static_cast<int>(p.size()), 0});
     out.points.insert(out.points.end(), std::make_move_iterator(p.begin()), std::make_move_iterator(p.end()));
   }
   return out;
 }
 
-calibrated calibrate_from(const sim::hardware_spec& hw, const std::vector<sim::calibration_sample>& samples,
+calibrated calibrate_from(const sim::hardware_spec& hw, const std::vector<sim::measured_sample>& samples,
                           std::vector<sim::calibration_source> sources, const calibrate_options& options) {
   calibrated out;
   if (options.fit_all) {
@@ -81,9 +81,9 @@ calibrated calibrate_from(const sim::hardware_spec& hw, const std::vector<sim::c
 }
 
 calibrated calibrate_from(const sim::hardware_spec& hw, const measured_rows& rows, const calibrate_options& options) {
-  std::vector<sim::calibration_sample> samples;
+  std::vector<sim::measured_sample> samples;
   samples.reserve(rows.points.size());
-  for (const auto& p : rows.points) samples.push_back(sim::sample_of(p));
+  for (const auto& p : rows.points) samples.push_back(sim::with_costs(p));
   return calibrate_from(hw, samples, rows.sources, options);
 }
 

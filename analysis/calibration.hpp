@@ -15,11 +15,11 @@ namespace modsim::analysis {
 
 // Measured rows as read, in file order, and the files they came from.
 struct measured_rows {
-  std::vector<sim::measured_point> points;
+  std::vector<sim::measured_sample> points;
   std::vector<sim::calibration_source> sources;  // one per file: its name and its rows
 };
 
-// Every row of `files` (profiler::read_measured_points), in order. Throws bad_input as that
+// Every row of `files` (profiler::read_measured_samples), in order. Throws bad_input as that
 // reader does (a bad row, a file with no rows).
 measured_rows read_measured_rows(const std::vector<std::string>& files);
 
@@ -57,9 +57,9 @@ struct calibrated {
 // Fits `hw` (its datasheet numbers) to `samples`, which came from `sources`, and
 // cross-validates as `options` ask. Throws what sim::fit_calibration, sim::cross_validate
 // and sim::cross_validate_by throw.
-calibrated calibrate_from(const sim::hardware_spec& hw, const std::vector<sim::calibration_sample>& samples,
+calibrated calibrate_from(const sim::hardware_spec& hw, const std::vector<sim::measured_sample>& samples,
                           std::vector<sim::calibration_source> sources, const calibrate_options& options);
-// The same on every row of `rows` (sim::sample_of each; throws bad_input naming a bad row).
+// The same on every row of `rows` (sim::with_costs each; throws bad_input naming a bad row).
 calibrated calibrate_from(const sim::hardware_spec& hw, const measured_rows& rows, const calibrate_options& options);
 
 }  // namespace modsim::analysis

@@ -35,7 +35,7 @@ bool profile_into(const cpu_holdout_check& c, const std::string& csv, const prof
     fs::remove(partial, ec);
   } else if (fs::exists(csv)) {
     const auto rows = profiler::read_measurements(csv);
-    if (!rows.empty() && rows.front().device == be->device() && rows.front().timing == profiler::to_string(timing)) {
+    if (!rows.empty() && rows.front().device == be->device() && rows.front().timing == timing) {
       say(c, "reusing the CPU measurements in " + csv + " (measured on this CPU before)");
       return true;
     }
@@ -48,7 +48,7 @@ bool profile_into(const cpu_holdout_check& c, const std::string& csv, const prof
   if (plan.points.empty())
     throw input_error(
         csv, "ops",
-        std::string("the grid for the ") + what + " has no point to time " + std::string(profiler::to_string(timing)));
+        std::string("the grid for the ") + what + " has no point to time " + std::string(modsim::to_string(timing)));
   profiler::measurement_writer writer(partial, true);
   profiler::run_options ro;
   ro.rule.max_time_s = 0.5;

@@ -396,7 +396,7 @@ bool routes(const sim::model_spec& m) {
 
 }  // namespace
 
-std::vector<sampling_measurement> measured_cells(const std::vector<sim::measured_point>& rows,
+std::vector<sampling_measurement> measured_cells(const std::vector<sim::measured_sample>& rows,
                                                  const sim::model_spec& model, const sim::model_spec& baseline) {
   struct key {
     std::int64_t batch, context;
@@ -407,7 +407,7 @@ std::vector<sampling_measurement> measured_cells(const std::vector<sim::measured
   };
   const bool baseline_routes = routes(baseline);
   std::map<key, double> model_s, baseline_s;
-  for (const sim::measured_point& p : rows) {
+  for (const sim::measured_sample& p : rows) {
     if (p.op != modsim::op::decode_step || !p.model || !(p.median_s > 0)) continue;
     const decode_routing r =
         p.decode_routing == "sync" || p.decode_routing.empty() ? decode_routing::sync : decode_routing::pad;

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "core/types.hpp"
-#include "sim/calibration_sample.hpp"
+#include "sim/measured_sample.hpp"
 #include "sim/cost.hpp"
 #include "sim/des/execution.hpp"
 #include "sim/des/step.hpp"
@@ -96,7 +96,7 @@ struct sampling_measurement {
 // routed layers pairs with every routing of the model's rows (it routes nothing); a graph row
 // counts as pad. Rows of other ops or models are ignored; a cell measured twice keeps the
 // first row.
-std::vector<sampling_measurement> measured_cells(const std::vector<sim::measured_point>& rows,
+std::vector<sampling_measurement> measured_cells(const std::vector<sim::measured_sample>& rows,
                                                  const sim::model_spec& model, const sim::model_spec& baseline);
 
 struct sampling_request {

@@ -20,18 +20,18 @@ namespace {
 
 // Every row of `points` as a sample; `device` takes the first row's device when empty. Throws
 // bad_input naming the row for one measured on another backend than `hw` describes.
-std::vector<sim::calibration_sample> samples_on_backend(const std::vector<sim::measured_point>& points,
-                                                        const sim::hardware_spec& hw, std::string& device) {
+std::vector<sim::measured_sample> samples_on_backend(const std::vector<sim::measured_sample>& points,
+                                                     const sim::hardware_spec& hw, std::string& device) {
   const std::string expected_backend = sim::backend_of(hw.kind);
-  std::vector<sim::calibration_sample> samples;
+  std::vector<sim::measured_sample> samples;
   samples.reserve(points.size());
-  for (const sim::measured_point& p : points) {
+  for (const sim::measured_sample& p : points) {
     if (p.backend != expected_backend)
       throw input_error(
           p.where, "backend",
           "measured on backend '" + p.backend + "' but " + hw.name + " is " + sim::to_string(hw.kind) + " hardware");
     if (device.empty()) device = p.device;
-    samples.push_back(sim::sample_of(p));
+    samples.push_back(sim::with_costs(p));
   }
   return samples;
 }
@@ -42,14 +42,15 @@ std::map<std::string, sim::validation_summary> summaries_by_op(const std::vector
                                                                bool timing) {
   std::map<std::string, std::vector<double>> errors;
   for (const auto& p : points)
-    errors[std::string(to_string(p.sample.op)) + (timing && p.sample.timing == "in_block" ? " (in block)" : "")]
+    errors[std::string(to_string(p.sample.op)) +
+           (timing && p.sample.timing == timing_mode::in_block ? " (in block)" : "")]
         .push_back(p.error_pct);
   std::map<std::string, sim::validation_summary> out;
   for (const auto& [name, e] : errors) out[name] = sim::summarize_errors(e);
   return out;
 }
 
-validation_section make_validation(const std::vector<sim::measured_point>& points, const sim::hardware_spec& hw,
+validation_section make_validation(const std::vector<sim::measured_sample>& points, const sim::hardware_spec& hw,
                                    const validation_options& options, const std::string& measurements_file) {
   validation_section v;
   v.measurements_file = measurements_file;
@@ -61,9 +62,9 @@ validation_section make_validation(const std::vector<sim::measured_point>& point
   std::optional<sim::calibration> given;
   if (!hw.calibration_json.empty()) given = sim::parse_calibration(hw.calibration_json, hw_label);
 
-  std::vector<sim::calibration_sample> singles, blocks;
+  std::vector<sim::measured_sample> singles, blocks;
   std::set<std::string> other_devices;  // the calibration's GPU model, another driver, clock or library
-  for (const sim::measured_point& p : points) {
+  for (const sim::measured_sample& p : points) {
     const bool block = sim::scored_whole(p.op);
     const bool same_model = !given || sim::same_machine_kind(p.device, given->device);
     if (!block) {
@@ -79,7 +80,7 @@ validation_section make_validation(const std::vector<sim::measured_point>& point
     }
     if (given && p.device != given->device) other_devices.insert(p.device);
     if (v.device.empty()) v.device = p.device;
-    (block ? blocks : singles).push_back(sim::sample_of(p));
+    (block ? blocks : singles).push_back(sim::with_costs(p));
   }
   v.single_op_rows = static_cast<int>(singles.size());
 
@@ -108,7 +109,7 @@ validation_section make_validation(const std::vector<sim::measured_point>& point
   if (cal) used.insert(cal->block_keys.begin(), cal->block_keys.end());
   if (cal) used.insert(cal->decode_keys.begin(), cal->decode_keys.end());
   std::set<std::string> uncalibrated_dtypes, uncalibrated_decode;
-  std::vector<sim::calibration_sample> scored;
+  std::vector<sim::measured_sample> scored;
   for (auto& b : blocks) {
     if (used.count(b.key)) {
       ++v.skipped_blocks;
@@ -176,13 +177,13 @@ validation_section make_validation(const std::vector<sim::measured_point>& point
   return v;
 }
 
-validation_section make_cv_validation(const std::vector<sim::measured_point>& points, const sim::hardware_spec& hw,
+validation_section make_cv_validation(const std::vector<sim::measured_sample>& points, const sim::hardware_spec& hw,
                                       int folds, const std::string& measurements_label, bool bands) {
   validation_section v;
   v.measurements_file = measurements_label;
   v.hardware = hw.name;
   v.rows = static_cast<int>(points.size());
-  const std::vector<sim::calibration_sample> samples = samples_on_backend(points, hw, v.device);
+  const std::vector<sim::measured_sample> samples = samples_on_backend(points, hw, v.device);
   for (const auto& s : samples)
     if (!s.is_whole()) ++v.single_op_rows;
   if (!hw.calibration_json.empty())
@@ -209,14 +210,14 @@ validation_section make_cv_validation(const std::vector<sim::measured_point>& po
   return v;
 }
 
-value_cv_section make_value_cv(const std::vector<sim::measured_point>& points, const sim::hardware_spec& hw,
+value_cv_section make_value_cv(const std::vector<sim::measured_sample>& points, const sim::hardware_spec& hw,
                                const std::vector<sim::cv_axis>& axes, const std::string& measurements_label,
                                bool bands) {
   value_cv_section v;
   v.measurements_file = measurements_label;
   v.hardware = hw.name;
   v.rows = static_cast<int>(points.size());
-  const std::vector<sim::calibration_sample> samples = samples_on_backend(points, hw, v.device);
+  const std::vector<sim::measured_sample> samples = samples_on_backend(points, hw, v.device);
   if (std::none_of(samples.begin(), samples.end(), [](const auto& s) { return s.is_whole(); }))
     throw input_error(measurements_label, "op", "no block rows (block_dense, block_mod, layer_mode) to validate on");
   if (!hw.calibration_json.empty())
@@ -269,11 +270,11 @@ std::vector<std::string> calibration_measurements(const sim::hardware_spec& hw, 
 std::optional<validation_section> validation_for_hardware(const sim::hardware_spec& hw, std::string* why_not) {
   const std::vector<std::string> files = calibration_measurements(hw, why_not);
   if (files.empty()) return std::nullopt;
-  const std::vector<sim::measured_point> points = read_measured_rows(files).points;
+  const std::vector<sim::measured_sample> points = read_measured_rows(files).points;
   std::string label;
   for (const auto& f : files) label += (label.empty() ? "" : ", ") + std::filesystem::path(f).filename().string();
   if (!hw.calibration_json.empty()) return make_cv_validation(points, hw, 5, label);
-  std::vector<sim::measured_point> blocks;
+  std::vector<sim::measured_sample> blocks;
   for (const auto& p : points)
     if (sim::scored_whole(p.op)) blocks.push_back(p);
   return make_validation(blocks, hw, validation_options{}, label);

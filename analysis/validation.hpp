@@ -62,7 +62,7 @@ struct validation_options {
 // model than the calibration's, are left out. Throws modsim::error(bad_input), naming the row,
 // when a block row was measured on another backend or device model than `hw` describes, and
 // naming the file(s) when no block row is left to score.
-validation_section make_validation(const std::vector<sim::measured_point>& points, const sim::hardware_spec& hw,
+validation_section make_validation(const std::vector<sim::measured_sample>& points, const sim::hardware_spec& hw,
                                    const validation_options& options, const std::string& measurements_file);
 
 // Cross-validates the calibration method of `hw` (its datasheet numbers; a calibration block
@@ -71,7 +71,7 @@ validation_section make_validation(const std::vector<sim::measured_point>& point
 // With `bands`, each point also carries the band its fold's calibration would print
 // (sim::cross_validate with bands: about 25 more fits per fold, tens of seconds on the H100
 // data); the report and the explorer leave it off.
-validation_section make_cv_validation(const std::vector<sim::measured_point>& points, const sim::hardware_spec& hw,
+validation_section make_cv_validation(const std::vector<sim::measured_sample>& points, const sim::hardware_spec& hw,
                                       int folds, const std::string& measurements_label, bool bands = false);
 
 // Leave-one-value-out along each of `axes` (sim::cross_validate_by), from the datasheet
@@ -86,7 +86,7 @@ struct value_cv_section {
   std::vector<sim::value_cv_result> axes;
   std::vector<std::string> notes;
 };
-value_cv_section make_value_cv(const std::vector<sim::measured_point>& points, const sim::hardware_spec& hw,
+value_cv_section make_value_cv(const std::vector<sim::measured_sample>& points, const sim::hardware_spec& hw,
                                const std::vector<sim::cv_axis>& axes, const std::string& measurements_label,
                                bool bands = false);
 

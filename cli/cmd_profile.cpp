@@ -91,7 +91,7 @@ int check_shards(const profiler::expansion& plan, const std::vector<std::string>
     for (const profiler::measurement_row& r : read) {
       ++line;
       const std::string at = f + ":" + std::to_string(line);
-      where[sim::shape_key(profiler::measured_point_of(r, at))].push_back(at);
+      where[sim::shape_key(profiler::sample_of(r, at))].push_back(at);
       ++rows;
     }
   }
@@ -219,7 +219,7 @@ int cmd_profile(const std::vector<std::string>& args) {
     for (const std::string& m : vm["model"].as<std::vector<std::string>>()) grid.model_names.push_back(m);
   for (const std::string& m : grid.model_names)
     grid.models.push_back(std::make_shared<const sim::model_spec>(sim::load_model(resolve_config(m, "models"))));
-  const profiler::timing_mode timing = profiler::parse_timing(vm["timing"].as<std::string>(), "--timing");
+  const profiler::timing_mode timing = modsim::parse_timing(vm["timing"].as<std::string>(), "--timing");
   const profiler::attention_impl attention =
       profiler::parse_attention_impl(vm["attention"].as<std::string>(), "--attention");
   if (attention == profiler::attention_impl::fused && backend_name != "cuda")
@@ -347,7 +347,7 @@ int cmd_profile(const std::vector<std::string>& args) {
                        {"min_time_s", ro.rule.min_time_s},
                        {"max_time_s", ro.rule.max_time_s},
                        {"target_rel_error", ro.rule.target_rel_error}};
-  meta["timing"] = profiler::to_string(timing);
+  meta["timing"] = modsim::to_string(timing);
   if (shard.second > 1) meta["shard"] = std::to_string(shard.first) + "/" + std::to_string(shard.second);
   meta["attention"] = std::string(to_string(attention));
   meta["input_copies"] = ro.input_copies;  // rotated by isolated timing only
@@ -410,7 +410,7 @@ int cmd_profile(const std::vector<std::string>& args) {
     const double gbs = r.median_s > 0 ? static_cast<double>(r.bytes) / r.median_s / 1e9 : 0.0;
     const std::string op(modsim::to_string(r.op));
     rows.push_back({{"op", op},
-                    {"timing", r.timing},
+                    {"timing", modsim::to_string(r.timing)},
                     {"batch", r.batch},
                     {"seq_len", r.seq_len},
                     {"d_model", r.d_model},

@@ -258,9 +258,9 @@ int cmd_sampling(const std::vector<std::string>& args) {
 
   const std::optional<sim::model_spec> baseline = baseline_from(vm);
   if (vm.count("measurements")) {
-    std::vector<sim::measured_point> rows;
+    std::vector<sim::measured_sample> rows;
     for (const std::string& f : vm["measurements"].as<std::vector<std::string>>()) {
-      const std::vector<sim::measured_point> p = profiler::read_measured_points(f);
+      const std::vector<sim::measured_sample> p = profiler::read_measured_samples(f);
       rows.insert(rows.end(), p.begin(), p.end());
     }
     r.measured = analysis::measured_cells(rows, model, baseline ? *baseline : sim::dense_baseline(model));

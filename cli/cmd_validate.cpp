@@ -55,7 +55,7 @@ const char* const k_usage =
     "percent of the measurement. Block rows the calibration used are skipped. Exit code 1 when\n"
     "the median absolute error exceeds --max-error.";
 
-std::string shape_text(const sim::calibration_sample& s) {
+std::string shape_text(const sim::measured_sample& s) {
   std::string t = fmt::format("B{} S{} d{} h{} ff{}", s.shape.batch, s.shape.seq_len, s.shape.d_model, s.shape.n_heads,
                               s.shape.d_ff);
   if (s.op != modsim::op::block_dense) t += fmt::format(" c{:g}", s.capacity);
@@ -72,8 +72,8 @@ void point_json(json::array& out, const sim::validation_point& p) {
   o["n_heads"] = p.sample.shape.n_heads;
   o["d_ff"] = p.sample.shape.d_ff;
   o["capacity"] = p.sample.capacity;
-  o["timing"] = p.sample.timing;
-  o["measured_s"] = p.sample.measured_s;
+  o["timing"] = modsim::to_string(p.sample.timing);
+  o["measured_s"] = p.sample.median_s;
   o["predicted_s"] = p.predicted_s;
   o["overhead_s"] = p.overhead_s;
   o["error_pct"] = p.error_pct;
@@ -188,10 +188,10 @@ table points_table(const std::vector<const std::vector<sim::validation_point>*>&
   t.csv = true;
   for (const auto* list : lists)
     for (const auto& p : *list)
-      t.rows.push_back({std::string(modsim::to_string(p.sample.op)), p.sample.timing, sim::to_string(p.sample.type),
-                        integer(p.sample.shape.batch), integer(p.sample.shape.seq_len), integer(p.sample.shape.d_model),
-                        integer(p.sample.shape.n_heads), integer(p.sample.shape.d_ff),
-                        number(p.sample.capacity, "{:g}"), number(p.sample.measured_s, "{:.9g}"),
+      t.rows.push_back({std::string(modsim::to_string(p.sample.op)), modsim::to_string(p.sample.timing),
+                        sim::to_string(p.sample.type), integer(p.sample.shape.batch), integer(p.sample.shape.seq_len),
+                        integer(p.sample.shape.d_model), integer(p.sample.shape.n_heads), integer(p.sample.shape.d_ff),
+                        number(p.sample.capacity, "{:g}"), number(p.sample.median_s, "{:.9g}"),
                         number(p.predicted_s, "{:.9g}"), number(p.overhead_s, "{:.9g}"),
                         number(p.error_pct, "{:.4f}")});
   return t;
@@ -238,7 +238,7 @@ json::object validation_json(const analysis::validation_section& v, std::optiona
 }
 
 // Every row of every file, and the files' names joined for messages.
-std::vector<sim::measured_point> read_all(const std::vector<std::string>& files, std::string& label) {
+std::vector<sim::measured_sample> read_all(const std::vector<std::string>& files, std::string& label) {
   for (const std::string& file : files) label += (label.empty() ? "" : ", ") + file;
   return analysis::read_measured_rows(files).points;
 }
@@ -248,7 +248,7 @@ int cross_validate(const std::vector<std::string>& files, const std::string& hw_
   if (folds < 2) throw input_error("", "--cv", "needs at least 2 folds, got " + std::to_string(folds));
   const sim::hardware_spec hw = sim::load_hardware(hw_path);
   std::string label;
-  const std::vector<sim::measured_point> points = read_all(files, label);
+  const std::vector<sim::measured_sample> points = read_all(files, label);
   std::cerr << fmt::format("modsim validate: {}-fold cross-validation over {} rows ...\n", folds, points.size());
   const analysis::validation_section v = analysis::make_cv_validation(points, hw, folds, label, bands);
 
@@ -290,7 +290,7 @@ int cross_validate_by(const std::vector<std::string>& files, const std::string& 
                       bool bands) {
   const sim::hardware_spec hw = sim::load_hardware(hw_path);
   std::string label;
-  const std::vector<sim::measured_point> points = read_all(files, label);
+  const std::vector<sim::measured_sample> points = read_all(files, label);
   std::cerr << fmt::format("modsim validate: leaving one value out along {} axis(es) over {} rows ...\n", axes.size(),
                            points.size());
   const analysis::value_cv_section cv = analysis::make_value_cv(points, hw, axes, label, bands);
@@ -430,7 +430,7 @@ int cmd_validate(const std::vector<std::string>& args) {
     return cross_validate(vm["measurements"].as<std::vector<std::string>>(), hw_path, vm["cv"].as<int>(), max_error,
                           format, !vm["no-bands"].as<bool>());
   std::string label;
-  const std::vector<sim::measured_point> points = read_all(vm["measurements"].as<std::vector<std::string>>(), label);
+  const std::vector<sim::measured_sample> points = read_all(vm["measurements"].as<std::vector<std::string>>(), label);
   analysis::validation_options vo;
   vo.score_ops = true;
   vo.ops_only_fallback = true;
@@ -451,8 +451,8 @@ int cmd_validate(const std::vector<std::string>& args) {
   blocks_t.left_columns = 2;
   for (const auto& p : v.points)
     blocks_t.rows.push_back({std::string(modsim::to_string(p.sample.op)), shape_text(p.sample),
-                             fmt::format("{:.4f}", p.sample.measured_s * 1e3),
-                             fmt::format("{:.4f}", p.predicted_s * 1e3), fmt::format("{:+.1f}%", p.error_pct),
+                             fmt::format("{:.4f}", p.sample.median_s * 1e3), fmt::format("{:.4f}", p.predicted_s * 1e3),
+                             fmt::format("{:+.1f}%", p.error_pct),
                              p.band_pct ? fmt::format("±{:.1f}%", *p.band_pct) : std::string("-")});
   o.tables.push_back(std::move(blocks_t));
   if (!v.ops_only) o.tail.push_back(band_line(check_bands(v.points)));

@@ -38,6 +38,8 @@ const char* to_string(decode_routing r) { return r == decode_routing::sync ? "sy
 
 const char* to_string(attention_impl a) { return a == attention_impl::fused ? "fused" : "unfused"; }
 
+const char* to_string(timing_mode t) { return t == timing_mode::in_block ? "in_block" : "isolated"; }
+
 std::optional<dtype> find_dtype(std::string_view name) {
   for (dtype t : {dtype::fp32, dtype::bf16, dtype::fp16})
     if (name == to_string(t)) return t;
@@ -68,6 +70,12 @@ std::optional<attention_impl> find_attention_impl(std::string_view name) {
   return std::nullopt;
 }
 
+std::optional<timing_mode> find_timing_mode(std::string_view name) {
+  for (timing_mode t : {timing_mode::isolated, timing_mode::in_block})
+    if (name == to_string(t)) return t;
+  return std::nullopt;
+}
+
 dtype parse_dtype(std::string_view name) {
   if (auto t = find_dtype(name)) return *t;
   throw input_error("", "dtype", "unknown dtype '" + std::string(name) + "' (fp32, bf16, fp16)");
@@ -76,6 +84,11 @@ dtype parse_dtype(std::string_view name) {
 attention_impl parse_attention_impl(std::string_view name, const std::string& key) {
   if (auto a = find_attention_impl(name)) return *a;
   throw input_error("", key, "unknown attention '" + std::string(name) + "' (expected unfused or fused)");
+}
+
+timing_mode parse_timing(std::string_view name, const std::string& key) {
+  if (auto t = find_timing_mode(name)) return *t;
+  throw input_error("", key, "unknown timing '" + std::string(name) + "' (expected isolated or in_block)");
 }
 
 int dtype_bytes(dtype t) { return t == dtype::fp32 ? 4 : 2; }

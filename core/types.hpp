@@ -32,12 +32,19 @@ enum class decode_routing { sync, pad };
 //            written once, no scores in memory, only the causal part of the square computed;
 //            the single ops attn_scores/attn_softmax/attn_values have no fused form.
 enum class attention_impl { unfused, fused };
+// How a measured row was timed (the measurements CSV's `timing` and `modsim profile --timing`).
+//   isolated: the op alone, inputs rotated and the device cache flushed before each sample.
+//   in_block: the op inside its block's run, warm, from boundaries on the block's timeline
+//             (kernels::backend::timed_block_run); a block point yields its own row and one
+//             row per op of the block.
+enum class timing_mode { isolated, in_block };
 
 const char* to_string(dtype t);
 const char* to_string(mlp_kind m);
 const char* to_string(mode_variant v);
 const char* to_string(decode_routing r);
 const char* to_string(attention_impl a);
+const char* to_string(timing_mode t);
 
 // The one name → value mapping of each enum; nullopt for an unknown name. Callers that read
 // a file add the file and key to their error (see core/error.hpp).
@@ -46,10 +53,13 @@ std::optional<mlp_kind> find_mlp_kind(std::string_view name);
 std::optional<mode_variant> find_mode_variant(std::string_view name);
 std::optional<decode_routing> find_decode_routing(std::string_view name);
 std::optional<attention_impl> find_attention_impl(std::string_view name);
+std::optional<timing_mode> find_timing_mode(std::string_view name);
 // Throws modsim::error (bad_input) "dtype: unknown dtype 'x' (fp32, bf16, fp16)".
 dtype parse_dtype(std::string_view name);
 // Throws modsim::error (bad_input) naming `key` for a name other than unfused / fused.
 attention_impl parse_attention_impl(std::string_view name, const std::string& key = "attention");
+// Throws modsim::error (bad_input) naming `key` for a name other than isolated / in_block.
+timing_mode parse_timing(std::string_view name, const std::string& key = "timing");
 
 // Bytes per element: fp32 4, bf16 and fp16 2.
 int dtype_bytes(dtype t);

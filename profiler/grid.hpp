@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "kernels/backend.hpp"
-#include "sim/calibration_sample.hpp"
+#include "sim/measured_sample.hpp"
 #include "sim/spec.hpp"
 
 namespace modsim::profiler {
@@ -57,20 +57,12 @@ struct grid {
   std::int64_t max_cached_tokens = 0;
 };
 
-// How a point is timed (the measurements CSV's `timing` column).
-//   isolated: the op alone, inputs rotated and the device cache flushed before each sample.
-//   in_block: the op inside its block's run, warm, from boundaries on the block's timeline
-//             (kernels::backend::timed_block_run); a block point yields its own row and one
-//             row per op of the block.
-enum class timing_mode { isolated, in_block };
-
-// How the blocks of a point run attention (core/types.hpp; CUDA's fused form is cuDNN's
-// fused SDPA, bf16).
+// How a point is timed and how its blocks run attention (core/types.hpp; CUDA's fused form
+// is cuDNN's fused SDPA, bf16).
 using modsim::attention_impl;
 using modsim::parse_attention_impl;
-std::string_view to_string(timing_mode t);
-// Throws modsim::error(bad_input) naming `key` for an unknown name.
-timing_mode parse_timing(std::string_view name, const std::string& key = "timing");
+using modsim::parse_timing;
+using modsim::timing_mode;
 
 // One measurement to make.
 struct point {
@@ -143,12 +135,12 @@ grid load_grid(const std::string& path);
 // larger and use bf16 too). Throws bad_input for an unknown name.
 grid preset(std::string_view name, std::string_view backend);
 
-// The row a point yields, as the cost model's measured row (no time yet): its shape, timing,
+// The sample a point will yield, before it is timed (no time, no costs): its shape, timing,
 // block, attention and decode fields (sim::des::decode_case_of reads a decode point this way).
-sim::measured_point measured_point_of(const point& p);
+sim::measured_sample sample_of(const point& p);
 
 // A stable key that identifies a point's shape in a measurements file (used by --resume):
-// sim::shape_key of measured_point_of(p), the key its row reads back with. Isolated points
+// sim::shape_key of sample_of(p), the key its row reads back with. Isolated points
 // keep the keys of files written before timing existed; an in_block point's key is its
 // block's key plus "|in_block" and, for an op row, "|" and the op, so the rows of one block,
 // and the same op in two blocks of one shape, never collide. A fused-attention point's key

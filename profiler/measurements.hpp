@@ -41,8 +41,8 @@ struct measurement_row {
   double capacity_factor = 0;
   std::int64_t other_flops = 0;
   // Appended later; a file without them reads as isolated, unfused, "".
-  std::string timing = "isolated";    // isolated | in_block (see timing_mode)
-  std::string attention = "unfused";  // unfused | fused: how the row's blocks ran attention (attention_impl)
+  timing_mode timing = timing_mode::isolated;
+  attention_impl attention = attention_impl::unfused;  // how the row's blocks ran attention
   // in_block rows: the block whose runs timed the row (the row's own op for the block row);
   // "" for isolated rows. Tells apart the same op timed in two blocks of one shape (a
   // block_dense and a block_mod at capacity 1).
@@ -79,17 +79,15 @@ measurement_row parse_row(const std::string& line, const std::string& file, int 
 // null). A partial last line (a run killed while writing) is ignored.
 std::vector<measurement_row> read_measurements(const std::string& path, csv_layout* layout = nullptr);
 
-// A measurements file as the cost model's measured points (calibrate, validate, the report
+// A measurements file as the cost model's measured samples (calibrate, validate, the report
 // and the GUI read it this way), each with its key (sim::shape_key) and, for decode_step, its
-// model loaded. Throws bad_input naming file:line for a bad row and for a file with no rows.
-std::vector<sim::measured_point> read_measured_points(const std::string& path);
-// One row as the cost model's measured point (`where` = "FILE:LINE"), without its key and
-// without loading a decode_step row's model.
-sim::measured_point measured_point_of(const measurement_row& r, const std::string& where);
-
-// The point a row measured (to re-run its shape; a row's key is
-// sim::shape_key(measured_point_of(row, where))).
-point point_of(const measurement_row& r);
+// model loaded; sim::with_costs adds their shapes and costs. Throws bad_input naming
+// file:line for a bad row and for a file with no rows.
+std::vector<sim::measured_sample> read_measured_samples(const std::string& path);
+// One row as the cost model's measured sample (`where` = "FILE:LINE"), without its key
+// (sim::shape_key of it), its costs and a decode_step row's model loaded: the one conversion
+// from the file's row to the sample.
+sim::measured_sample sample_of(const measurement_row& r, const std::string& where);
 // The row for point `p` measured with `stats` on `backend`/`device`; FLOPs and bytes come
 // from sim/flops (the same functions as `modsim flops`).
 struct sample_stats;

@@ -59,7 +59,7 @@ struct report_input {
   analysis::sampling_request sampling_request;
   // Measured rows whose decode_step pairs (the subject and its baseline) are overlaid on the
   // sampling map (analysis::measured_cells); may be empty.
-  std::vector<sim::measured_point> decode_rows;
+  std::vector<sim::measured_sample> decode_rows;
   // The Parallelism section (analysis/analysis.hpp parallel_request): a split, and with gpus > 0
   // every split of that many GPUs ranked (the section shows the fastest that fits when the split
   // is one GPU). Empty: the section says it was not asked for.

@@ -201,7 +201,7 @@ section validation_section_of(const report_data& d, document& doc) {
     const auto& sh = p.sample.shape;
     csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", modsim::to_string(p.sample.op),
                        sim::to_string(p.sample.type), sh.batch, sh.seq_len, sh.d_model, sh.n_heads, sh.d_ff,
-                       p.sample.capacity, exact(p.sample.measured_s), exact(p.predicted_s), exact(p.overhead_s),
+                       p.sample.capacity, exact(p.sample.median_s), exact(p.predicted_s), exact(p.overhead_s),
                        exact(p.error_pct));
   }
   for (const auto* pp : shown) {
@@ -211,7 +211,7 @@ section validation_section_of(const report_data& d, document& doc) {
         {std::string(modsim::to_string(p.sample.op)),
          fmt::format("B{} S{} d{} h{} ff{}{}", sh.batch, sh.seq_len, sh.d_model, sh.n_heads, sh.d_ff,
                      p.sample.op == modsim::op::block_dense ? std::string() : fmt::format(" c{:g}", p.sample.capacity)),
-         ms(p.sample.measured_s), ms(p.predicted_s), fmt::format("{:+.1f}%", p.error_pct)});
+         ms(p.sample.median_s), ms(p.predicted_s), fmt::format("{:+.1f}%", p.error_pct)});
   }
   if (shown.size() < v.points.size())
     s.blocks.push_back(paragraph(fmt::format(

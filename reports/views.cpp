@@ -135,7 +135,7 @@ diagonal_input validation_chart(const validation_section& v) {
                          v.summary.p90_abs_pct_error, v.summary.max_abs_pct_error);
   for (const auto& p : v.points) {
     const std::string op(modsim::to_string(p.sample.op));
-    in.points.push_back({op, op, p.sample.measured_s, p.predicted_s});
+    in.points.push_back({op, op, p.sample.median_s, p.predicted_s});
   }
   return in;
 }

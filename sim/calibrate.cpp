@@ -44,12 +44,12 @@ std::vector<std::string> model_tokens(std::string_view device) {
 }
 }  // namespace
 
-calibration fit_calibration(const hardware_spec& hw, const std::vector<calibration_sample>& samples,
+calibration fit_calibration(const hardware_spec& hw, const std::vector<measured_sample>& samples,
                             std::vector<calibration_source> sources, const std::string& date,
                             const fit_options& options) {
   const std::string hw_file = hw.source_file.empty() ? hw.name : hw.source_file;
   if (samples.empty()) throw input_error("", "--measurements", "no measured rows to calibrate on");
-  const calibration_sample& first = samples.front();
+  const measured_sample& first = samples.front();
   const std::string expected_backend = backend_of(hw.kind);
   for (const auto& s : samples) {
     if (!same_device_model(s.device, first.device))
@@ -135,7 +135,7 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<calibrati
   // what the op costs in a layer, so no in-layer refetch term is fitted on top of them.
   std::set<std::pair<modsim::op, int>> in_block_ops;
   for (const auto& s : samples)
-    if (!s.is_whole() && s.timing == "in_block") in_block_ops.insert({s.op, static_cast<int>(s.type)});
+    if (!s.is_whole() && s.timing == timing_mode::in_block) in_block_ops.insert({s.op, static_cast<int>(s.type)});
   const bool all_in_block = [&] {
     for (const auto& s : samples)
       if (!s.is_whole() && !in_block_ops.count({s.op, static_cast<int>(s.type)})) return false;
@@ -145,14 +145,14 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<calibrati
   std::map<std::pair<std::string_view, int>, group> groups;
   for (const auto& s : samples) {
     if (s.is_whole()) continue;
-    if (s.timing != "in_block" && in_block_ops.count({s.op, static_cast<int>(s.type)})) continue;
+    if (s.timing != timing_mode::in_block && in_block_ops.count({s.op, static_cast<int>(s.type)})) continue;
     const op_time t = roofline.time_of(s.cost, s.shape, s.type);
     if (!(t.roofline_s > 0)) continue;
     group& g = groups[{to_string(s.op), static_cast<int>(s.type)}];
     g.op = s.op;
     g.roof.push_back(t.roofline_s);
     g.quant.push_back(std::max(t.compute_s * t.waves, t.memory_s));
-    g.meas.push_back(s.measured_s);
+    g.meas.push_back(s.median_s);
   }
   c.decode = fit_decode(samples, c.decode_keys);
   if (groups.empty() && c.decode.empty())
@@ -179,7 +179,7 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<calibrati
       ops_s.push_back(p.ops_s);
       kernels.push_back(p.kernels);
       bytes.push_back(double(s.cost.bytes));
-      measured.push_back(s.measured_s);
+      measured.push_back(s.median_s);
       keys.push_back(s.key);
     }
   }

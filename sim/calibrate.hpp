@@ -1,9 +1,9 @@
 #pragma once
 // Calibration: fits the cost model (sim/cost.hpp) to measurements. Input is plain structs —
-// sim does not depend on the profiler; the CLI turns measurements-CSV rows into
-// measured_point values.
+// sim does not depend on the profiler; profiler::read_measured_samples turns measurements-CSV
+// rows into measured_sample values.
 //
-// The parts: measured rows as samples (sim/calibration_sample), the solvers
+// The parts: measured rows as samples (sim/measured_sample), the solvers
 // (sim/least_squares), one efficiency curve (sim/efficiency_fit), the whole calibration
 // (here), validation and cross-validation (sim/validation) and the calibrated hardware file
 // (sim/calibrated_hardware). This header includes them all.
@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "sim/calibrated_hardware.hpp"
-#include "sim/calibration_sample.hpp"
+#include "sim/measured_sample.hpp"
 #include "sim/cost.hpp"
 #include "sim/efficiency_fit.hpp"
 #include "sim/spec.hpp"
@@ -47,7 +47,7 @@ namespace modsim::sim {
 // recorded as given. Throws modsim::error(bad_input) when there is no usable single-op
 // sample, when samples come from more than one device, or when their backend does not match
 // the hardware's kind (cpu ↔ cpu, cuda ↔ gpu).
-calibration fit_calibration(const hardware_spec& hw, const std::vector<calibration_sample>& samples,
+calibration fit_calibration(const hardware_spec& hw, const std::vector<measured_sample>& samples,
                             std::vector<calibration_source> sources, const std::string& date,
                             const fit_options& options = {});
 

@@ -26,9 +26,9 @@ double decode_features::weight_bytes() const {
   return b;
 }
 
-decode_features features_of_decode(const calibration_sample& s) {
-  if (!s.decode_row) throw input_error(s.where, "op", "'" + std::string(to_string(s.op)) + "' is not a decode row");
-  const des::decode_case c = des::decode_case_of(*s.decode_row);
+decode_features features_of_decode(const measured_sample& s) {
+  if (!s.is_decode()) throw input_error(s.where, "op", "'" + std::string(to_string(s.op)) + "' is not a decode row");
+  const des::decode_case c = des::decode_case_of(s);
   decode_features f;
   f.whole_model = c.lm_head;
   for (const des::kernel& k : des::decode_kernels(c, s.type)) {
@@ -68,15 +68,15 @@ std::vector<double> row_knots(const std::vector<double>& log2_rows, std::size_t 
 
 }  // namespace
 
-std::vector<decode_fit> fit_decode(const std::vector<calibration_sample>& samples, std::vector<std::string>& keys) {
-  std::map<int, std::vector<const calibration_sample*>> by_type;
+std::vector<decode_fit> fit_decode(const std::vector<measured_sample>& samples, std::vector<std::string>& keys) {
+  std::map<int, std::vector<const measured_sample*>> by_type;
   for (const auto& s : samples)
-    if (s.is_decode() && s.measured_s > 0) by_type[static_cast<int>(s.type)].push_back(&s);
+    if (s.is_decode() && s.median_s > 0) by_type[static_cast<int>(s.type)].push_back(&s);
   std::vector<decode_fit> out;
   for (const auto& [type, rows] : by_type) {
     std::vector<decode_features> fs;
     std::vector<double> log2_rows;
-    for (const calibration_sample* s : rows) {
+    for (const measured_sample* s : rows) {
       fs.push_back(features_of_decode(*s));
       for (const auto& [bytes, r] : fs.back().weight) log2_rows.push_back(std::log2(r));
       keys.push_back(s->key);
@@ -89,7 +89,7 @@ std::vector<decode_fit> fit_decode(const std::vector<calibration_sample>& sample
     std::vector<double> b;
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const decode_features& f = fs[i];
-      const double m = rows[i]->measured_s;
+      const double m = rows[i]->median_s;
       std::vector<double> a(K + 6, 0.0);
       for (const auto& [bytes, r] : f.weight) {
         const std::vector<double> h = hats(knots, std::log2(r));

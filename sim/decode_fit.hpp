@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/calibration_sample.hpp"
+#include "sim/measured_sample.hpp"
 #include "sim/cost.hpp"
 #include "sim/des/execution.hpp"
 
@@ -30,11 +30,11 @@ struct decode_features {
 };
 // The features of decode sample `s` (its kernels at zero time). Throws bad_input for a
 // sample that is not a decode row.
-decode_features features_of_decode(const calibration_sample& s);
+decode_features features_of_decode(const measured_sample& s);
 
 // Fits one decode_fit per dtype over the decode samples among `samples`; the keys of the rows
 // used go to `keys`. Empty when there is no decode sample.
-std::vector<decode_fit> fit_decode(const std::vector<calibration_sample>& samples, std::vector<std::string>& keys);
+std::vector<decode_fit> fit_decode(const std::vector<measured_sample>& samples, std::vector<std::string>& keys);
 
 // The device model decode steps are timed with: the decode fit of dtype `t` where the
 // calibration has one (attention kernels pay kv_s_per_byte, every other kernel w(rows) per

@@ -10,7 +10,7 @@
 namespace modsim::sim {
 
 double predict_row(const kernel_row& r, const kernel_params& p, const hardware_spec& hw) {
-  if (r.timing == kernel_row::kind::in_block_op) {
+  if (!r.whole_block && r.timing == timing_mode::in_block) {
     double t = 0;
     for (const kernel_work& k : r.kernels) t += p.gap_s + kernel_device_s(k, r.type, p, hw, true);
     return t;
@@ -18,7 +18,7 @@ double predict_row(const kernel_row& r, const kernel_params& p, const hardware_s
   std::vector<double> device;
   device.reserve(r.kernels.size());
   for (std::size_t i = 0; i < r.kernels.size(); ++i)
-    device.push_back(kernel_device_s(r.kernels[i], r.type, p, hw, r.timing == kernel_row::kind::block && i > 0));
+    device.push_back(kernel_device_s(r.kernels[i], r.type, p, hw, r.whole_block && i > 0));
   return p.event_s + sequence_s(device, p);
 }
 
@@ -222,8 +222,8 @@ kernel_fit_result fit_kernel_params(const hardware_spec& hw, const std::vector<k
   for (const kernel_row& r : rows) {
     if (!(r.measured_s > 0)) throw input_error("", "median_s", "the kernel model needs positive measured times");
     for (const kernel_work& k : r.kernels) used.insert(static_cast<int>(k.kind));
-    any_block = any_block || r.timing == kernel_row::kind::block;
-    any_in_block = any_in_block || r.timing == kernel_row::kind::in_block_op;
+    any_block = any_block || r.whole_block;
+    any_in_block = any_in_block || (!r.whole_block && r.timing == timing_mode::in_block);
   }
   const kernel_params defaults = default_kernel_params(hw);
   problem pb{hw, rows, slots_for(used, any_block, any_in_block), defaults, {}, std::vector<double>(rows.size(), 1.0)};

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/types.hpp"
 #include "sim/kernel_model.hpp"
 #include "sim/spec.hpp"
 
@@ -28,7 +29,10 @@ namespace modsim::sim {
 struct kernel_row {
   std::vector<kernel_work> kernels;  // launch order
   dtype type = dtype::bf16;
-  enum class kind { isolated_op, block, in_block_op } timing = kind::isolated_op;
+  // An op row timed isolated (its kernels, cold) or in_block (back to back, warm), or a whole
+  // block row (whole_block: its ops' kernels, the first cold and the rest warm).
+  timing_mode timing = timing_mode::isolated;
+  bool whole_block = false;
   double measured_s = 0;
   double weight = 1;  // blocks count more: they are what users predict
 };

@@ -12,18 +12,18 @@
 
 namespace modsim::sim {
 
-validation_point validate_sample(const calibration_sample& s, const cost_model& model) {
+validation_point validate_sample(const measured_sample& s, const cost_model& model) {
   const block_prediction b = predict_sample(s, model);
   validation_point p;
   p.sample = s;
   p.predicted_s = b.total_s;
   p.ops_s = b.ops_s;
   p.overhead_s = b.overhead_s;
-  p.error_pct = 100.0 * (b.total_s - s.measured_s) / s.measured_s;
+  p.error_pct = 100.0 * (b.total_s - s.median_s) / s.median_s;
   return p;
 }
 
-std::vector<validation_point> validate_blocks(const std::vector<calibration_sample>& samples, const cost_model& model) {
+std::vector<validation_point> validate_blocks(const std::vector<measured_sample>& samples, const cost_model& model) {
   std::vector<validation_point> out;
   for (const auto& s : samples)
     if (s.is_whole()) out.push_back(validate_sample(s, model));
@@ -54,7 +54,7 @@ validation_summary summarize(const std::vector<validation_point>& points) {
   return summarize_errors(e);
 }
 
-std::string shape_group_of(const calibration_sample& s) {
+std::string shape_group_of(const measured_sample& s) {
   const op_shape& x = s.shape;
   return "B" + std::to_string(x.batch) + " S" + std::to_string(x.seq_len) + " d" + std::to_string(x.d_model) + " h" +
          std::to_string(x.n_heads) + " kv" + std::to_string(x.n_kv_heads) + " ff" + std::to_string(x.d_ff) + " " +
@@ -92,7 +92,7 @@ namespace {
 // Gives calibration `c`, fitted on `train`, the band estimates `modsim calibrate` records (a
 // shape cross-validation and the coverage), from `train` alone. A training set too small to
 // cross-validate leaves `c` without a band.
-void add_bands(calibration& c, const hardware_spec& plain, const std::vector<calibration_sample>& train,
+void add_bands(calibration& c, const hardware_spec& plain, const std::vector<measured_sample>& train,
                const fit_options& options) {
   std::vector<std::string> groups;
   for (const auto& s : train) groups.push_back(shape_group_of(s));
@@ -114,8 +114,8 @@ void set_band(validation_point& p, const calibration& c) {
 
 }  // namespace
 
-cross_validation_result cross_validate(const hardware_spec& hw, const std::vector<calibration_sample>& samples,
-                                       int folds, const fit_options& options, bool bands) {
+cross_validation_result cross_validate(const hardware_spec& hw, const std::vector<measured_sample>& samples, int folds,
+                                       const fit_options& options, bool bands) {
   if (folds < 2) throw input_error("", "--cv", "needs at least 2 folds, got " + std::to_string(folds));
   std::vector<std::string> groups;
   for (const auto& s : samples) groups.push_back(shape_group_of(s));
@@ -136,7 +136,7 @@ cross_validation_result cross_validate(const hardware_spec& hw, const std::vecto
   out.folds = folds;
   out.groups = static_cast<int>(distinct.size());
   for (int f = 0; f < folds; ++f) {
-    std::vector<calibration_sample> train, test;
+    std::vector<measured_sample> train, test;
     for (std::size_t i = 0; i < samples.size(); ++i) (fold_of[i] == f ? test : train).push_back(samples[i]);
     if (test.empty()) continue;
     calibration c = fit_calibration(plain, train, {}, "cross-validation fold " + std::to_string(f + 1), options);
@@ -179,7 +179,7 @@ std::string cv_axis_names() {
   return out;
 }
 
-double axis_value(const calibration_sample& s, cv_axis a) {
+double axis_value(const measured_sample& s, cv_axis a) {
   const op_shape& x = s.shape;
   switch (a) {
     case cv_axis::d_model:
@@ -200,7 +200,7 @@ double axis_value(const calibration_sample& s, cv_axis a) {
   return 0;
 }
 
-value_cv_result cross_validate_by(const hardware_spec& hw, const std::vector<calibration_sample>& samples, cv_axis axis,
+value_cv_result cross_validate_by(const hardware_spec& hw, const std::vector<measured_sample>& samples, cv_axis axis,
                                   const fit_options& options, bool bands) {
   std::vector<double> values;
   for (const auto& s : samples) values.push_back(axis_value(s, axis));
@@ -223,7 +223,7 @@ value_cv_result cross_validate_by(const hardware_spec& hw, const std::vector<cal
       const double nearest = v == 0 ? distinct[1] : distinct[v - 1];
       h.distance = h.value > 0 && nearest > 0 ? std::abs(std::log2(h.value / nearest)) : 0.0;
     }
-    std::vector<calibration_sample> train, test;
+    std::vector<measured_sample> train, test;
     for (std::size_t i = 0; i < samples.size(); ++i) (values[i] == h.value ? test : train).push_back(samples[i]);
     try {
       calibration c = fit_calibration(plain, train, {}, "leave " + std::string(to_string(axis)) + " out", options);
@@ -244,7 +244,7 @@ value_cv_result cross_validate_by(const hardware_spec& hw, const std::vector<cal
   return out;
 }
 
-std::vector<axis_coverage> estimate_coverage(const hardware_spec& hw, const std::vector<calibration_sample>& samples,
+std::vector<axis_coverage> estimate_coverage(const hardware_spec& hw, const std::vector<measured_sample>& samples,
                                              const fit_options& options) {
   std::vector<axis_coverage> out;
   if (samples.empty()) return out;
@@ -269,7 +269,7 @@ std::vector<axis_coverage> estimate_coverage(const hardware_spec& hw, const std:
       std::vector<double> errors;
       for (const double held : {with_blocks.front(), with_blocks.back()}) {
         const double nearest = held == with_blocks.front() ? with_blocks[1] : with_blocks[with_blocks.size() - 2];
-        std::vector<calibration_sample> train, test;
+        std::vector<measured_sample> train, test;
         for (const auto& s : samples) (axis_value(s, axis) == held ? test : train).push_back(s);
         try {
           const calibration fit = fit_calibration(plain, train, {}, "coverage " + c.axis, options);
@@ -290,7 +290,7 @@ std::vector<axis_coverage> estimate_coverage(const hardware_spec& hw, const std:
   return out;
 }
 
-axis_values values_of(const calibration_sample& s) {
+axis_values values_of(const measured_sample& s) {
   axis_values v;
   for (const auto& [axis, name] : k_axes) v.emplace_back(axis, axis_value(s, axis));
   return v;

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/calibration_sample.hpp"
+#include "sim/measured_sample.hpp"
 #include "sim/cost.hpp"
 #include "sim/efficiency_fit.hpp"
 #include "sim/spec.hpp"
@@ -15,7 +15,7 @@
 namespace modsim::sim {
 
 struct validation_point {
-  calibration_sample sample;
+  measured_sample sample;
   double predicted_s = 0;
   double ops_s = 0;       // Σ predicted op times (without launch overhead)
   double overhead_s = 0;  // kernels × launch_s
@@ -33,10 +33,10 @@ struct validation_summary {
 };
 
 // A sample against its prediction (predict_sample: a block, or an op as the profiler measured it).
-validation_point validate_sample(const calibration_sample& s, const cost_model& model);
+validation_point validate_sample(const measured_sample& s, const cost_model& model);
 // One point per block or decode sample (block_dense, block_mod, layer_mode, decode_*); other
 // samples are ignored.
-std::vector<validation_point> validate_blocks(const std::vector<calibration_sample>& samples, const cost_model& model);
+std::vector<validation_point> validate_blocks(const std::vector<measured_sample>& samples, const cost_model& model);
 // Statistics of the points' absolute percentage errors (zeros when there are none).
 validation_summary summarize(const std::vector<validation_point>& points);
 // The same from plain signed percentage errors.
@@ -52,7 +52,7 @@ validation_summary summarize_errors(const std::vector<double>& error_pct);
 // by a fit that saw it or any op of its shape.
 
 // The group of a sample ("B8 S2048 d2048 h16 kv16 ff8192 gelu").
-std::string shape_group_of(const calibration_sample& s);
+std::string shape_group_of(const measured_sample& s);
 
 struct cross_validation_result {
   int folds = 0;
@@ -68,8 +68,8 @@ struct cross_validation_result {
 // given its coverage (estimate_coverage) on its own training rows, so every held-out point
 // carries the band that calibration would print for it (validation_point::band_pct): the
 // band is checked against errors it never saw. Costs about 25 more fits per fold.
-cross_validation_result cross_validate(const hardware_spec& hw, const std::vector<calibration_sample>& samples,
-                                       int folds, const fit_options& options = {}, bool bands = false);
+cross_validation_result cross_validate(const hardware_spec& hw, const std::vector<measured_sample>& samples, int folds,
+                                       const fit_options& options = {}, bool bands = false);
 
 // ------------------------------------------------------------------------------------------
 // Leave one value out along an axis.
@@ -88,7 +88,7 @@ std::optional<cv_axis> find_cv_axis(std::string_view name);
 std::string cv_axis_names();
 // The sample's value along `a`: its shape's field; capacity as measured (1 for dense rows);
 // tokens = batch × the tokens per sequence the row processes (shape.tokens: k at a routed op).
-double axis_value(const calibration_sample& s, cv_axis a);
+double axis_value(const measured_sample& s, cv_axis a);
 
 struct held_out_value {
   double value = 0;
@@ -106,7 +106,7 @@ struct value_cv_result {
 
 // Throws modsim::error(bad_input) when the rows hold fewer than two values of the axis.
 // `bands` as for cross_validate.
-value_cv_result cross_validate_by(const hardware_spec& hw, const std::vector<calibration_sample>& samples, cv_axis axis,
+value_cv_result cross_validate_by(const hardware_spec& hw, const std::vector<measured_sample>& samples, cv_axis axis,
                                   const fit_options& options = {}, bool bands = false);
 
 // ------------------------------------------------------------------------------------------
@@ -127,7 +127,7 @@ value_cv_result cross_validate_by(const hardware_spec& hw, const std::vector<cal
 // The calibration rows' range along every axis and, where two or more values carry blocks,
 // the extrapolation errors of its two ends (the lowest and the highest block-bearing value,
 // each predicted by a fit without it): at most two fits per axis.
-std::vector<axis_coverage> estimate_coverage(const hardware_spec& hw, const std::vector<calibration_sample>& samples,
+std::vector<axis_coverage> estimate_coverage(const hardware_spec& hw, const std::vector<measured_sample>& samples,
                                              const fit_options& options = {});
 
 struct error_band {
@@ -152,7 +152,7 @@ struct error_band {
 // The values of a prediction or a row along the axes, each axis as many values as it has
 // (a model's routed and dense layers, say).
 using axis_values = std::vector<std::pair<cv_axis, double>>;
-axis_values values_of(const calibration_sample& s);
+axis_values values_of(const measured_sample& s);
 
 // The band of a prediction at `values` with calibration `c`, for a block (or a layer)
 // predicted to take `predicted_s` (0: the p90 of all blocks); nullopt when `c` was not

@@ -310,13 +310,14 @@ ValidationResult validationOf(const analysis::analysis_result& r, const Explorer
     const sim::op_shape& s = v.sample.shape;
     row.shape = "B=" + std::to_string(s.batch) + " S=" + std::to_string(s.seq_len) + " d=" + std::to_string(s.d_model) +
                 " " + sim::to_string(v.sample.type);
-    if (v.sample.op == modsim::op::layer_mode) row.shape += std::string(" MoDE ") + sim::to_string(v.sample.variant);
+    if (v.sample.op == modsim::op::layer_mode)
+      row.shape += std::string(" MoDE ") + sim::to_string(v.sample.layer_variant);
     if (v.sample.op != modsim::op::block_dense) {
       char c[32];
       std::snprintf(c, sizeof c, " c=%g", v.sample.capacity);
       row.shape += c;
     }
-    row.measuredS = v.sample.measured_s;
+    row.measuredS = v.sample.median_s;
     row.predictedS = v.predicted_s;
     row.errorPct = v.error_pct;
     out.rows.push_back(std::move(row));

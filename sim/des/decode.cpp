@@ -64,7 +64,7 @@ step_load forced_decode_load(const step_builder& b, const decode_case& c) {
   return load;
 }
 
-decode_case decode_case_of(const measured_point& p) {
+decode_case decode_case_of(const measured_sample& p) {
   decode_case c;
   if (p.op == modsim::op::decode_step) {
     if (!p.model) throw input_error(p.where, "model", "decode_step row: model '" + p.model_name + "' is not loaded");

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "core/types.hpp"
-#include "sim/calibration_sample.hpp"
+#include "sim/measured_sample.hpp"
 #include "sim/des/execution.hpp"
 #include "sim/des/step.hpp"
 #include "sim/spec.hpp"
@@ -47,7 +47,7 @@ step_load forced_decode_load(const step_builder& b, const decode_case& c);
 // model (one layer, or p.model), batch, context, routing (graph = pad in a CUDA graph), the
 // padded capacity and the forced routed count round(capacity·batch). Throws bad_input naming
 // p.where for another op or a decode_step row without its model.
-decode_case decode_case_of(const measured_point& p);
+decode_case decode_case_of(const measured_sample& p);
 
 // The kernels of `c` at dtype `t` untimed (device_s 0): what they compute and read (FLOPs,
 // bytes, rows, launches, read-backs), which do not depend on the device. `cost` (if not null)

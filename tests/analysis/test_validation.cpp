@@ -19,9 +19,9 @@ namespace fs = std::filesystem;
 
 std::string config(const std::string& rel) { return std::string(MODSIM_SOURCE_DIR) + "/configs/" + rel; }
 
-sim::measured_point row(modsim::op op, const std::string& backend, const std::string& device, const std::string& key,
-                        double median_s = 1e-3) {
-  sim::measured_point p;
+sim::measured_sample row(modsim::op op, const std::string& backend, const std::string& device, const std::string& key,
+                         double median_s = 1e-3) {
+  sim::measured_sample p;
   p.op = op;
   p.type = sim::dtype::fp32;
   p.batch = 1;
@@ -38,7 +38,7 @@ sim::measured_point row(modsim::op op, const std::string& backend, const std::st
   return p;
 }
 
-sim::validation_point point(modsim::op op, const std::string& timing, double error_pct) {
+sim::validation_point point(modsim::op op, modsim::timing_mode timing, double error_pct) {
   sim::validation_point p;
   p.sample.op = op;
   p.sample.timing = timing;
@@ -47,10 +47,11 @@ sim::validation_point point(modsim::op op, const std::string& timing, double err
 }
 
 TEST(Validation, SummariesByOpKeepInBlockTimingApartWhenAsked) {
-  const std::vector<sim::validation_point> pts = {
-      point(modsim::op::mlp_up, "isolated", 1), point(modsim::op::mlp_up, "isolated", -3),
-      point(modsim::op::mlp_up, "isolated", 5), point(modsim::op::mlp_up, "in_block", -2),
-      point(modsim::op::topk, "isolated", 7)};
+  const std::vector<sim::validation_point> pts = {point(modsim::op::mlp_up, modsim::timing_mode::isolated, 1),
+                                                  point(modsim::op::mlp_up, modsim::timing_mode::isolated, -3),
+                                                  point(modsim::op::mlp_up, modsim::timing_mode::isolated, 5),
+                                                  point(modsim::op::mlp_up, modsim::timing_mode::in_block, -2),
+                                                  point(modsim::op::topk, modsim::timing_mode::isolated, 7)};
   const auto apart = summaries_by_op(pts, true);
   ASSERT_EQ(apart.size(), 3u);
   EXPECT_EQ(apart.at("mlp_up").points, 3);

@@ -1,4 +1,4 @@
-// libFuzzer target: the profiler's grid reader (profiler/grid.cpp) and the expansion of what it
+// libFuzzer target: the profiler's grid reader (profiler/grid_parse.cpp) and the expansion of what it
 // read. Any input must parse and expand, or be rejected with modsim::error(bad_input).
 #include <cstddef>
 #include <cstdint>

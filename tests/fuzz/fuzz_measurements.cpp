@@ -1,5 +1,5 @@
-// libFuzzer target: the measurements CSV reader (profiler/measurements.cpp) and the step every
-// reader of it takes next (sim::sample_of, the FLOP model of each row). Any file must read or be
+// libFuzzer target: the measurements CSV reader (profiler/measurements_parse.cpp) and the step every
+// reader of it takes next (sim::with_costs, the FLOP model of each row). Any file must read or be
 // rejected with modsim::error(bad_input).
 #include <unistd.h>
 
@@ -22,9 +22,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   try {
-    for (const modsim::sim::measured_point& p : modsim::profiler::read_measured_points(path)) {
+    for (const modsim::sim::measured_sample& p : modsim::profiler::read_measured_samples(path)) {
       try {
-        (void)modsim::sim::sample_of(p);
+        (void)modsim::sim::with_costs(p);
       } catch (const modsim::error& e) {
         if (e.kind() != modsim::error_kind::bad_input) __builtin_trap();
       }

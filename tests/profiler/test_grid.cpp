@@ -203,7 +203,15 @@ TEST(Grid, InBlockKeysDifferFromIsolatedOnesAndBetweenBlocksOfOneShape) {
   EXPECT_EQ(point_key(dense_row), "block_dense|fp32|1|8|8|1|1|8|1|gelu|in_block");
   EXPECT_NE(point_key(in_mod), point_key(in_dense));
   EXPECT_EQ(parse_timing("in_block"), timing_mode::in_block);
+  EXPECT_EQ(parse_timing("isolated"), timing_mode::isolated);
+  EXPECT_STREQ(modsim::to_string(timing_mode::in_block), "in_block");
+  EXPECT_STREQ(modsim::to_string(timing_mode::isolated), "isolated");
   EXPECT_THROW(parse_timing("warm"), error);
+  try {
+    parse_timing("warm", "--timing");
+  } catch (const error& e) {
+    EXPECT_STREQ(e.what(), "--timing: unknown timing 'warm' (expected isolated or in_block)");
+  }
 }
 
 TEST(Grid, ShardsPartitionThePointsWithoutSplittingAShape) {

@@ -124,14 +124,14 @@ TEST(Measurements, RowsRoundTripThroughText) {
   EXPECT_EQ(back.samples, 17);
   EXPECT_EQ(back.n_kv_heads, 2);
   EXPECT_EQ(back.mlp, "swiglu");
-  EXPECT_EQ(back.timing, "isolated");
-  EXPECT_EQ(back.attention, "unfused");
+  EXPECT_EQ(back.timing, timing_mode::isolated);
+  EXPECT_EQ(back.attention, attention_impl::unfused);
   EXPECT_EQ(back.block, "");
   r.op = modsim::op::qkv_proj;
-  r.timing = "in_block";
+  r.timing = timing_mode::in_block;
   r.block = "block_mod";
   back = parse_row(format_row(r), "m.csv", 2);
-  EXPECT_EQ(back.timing, "in_block");
+  EXPECT_EQ(back.timing, timing_mode::in_block);
   EXPECT_EQ(back.block, "block_mod");
 }
 
@@ -170,9 +170,11 @@ TEST(Measurements, DecodeColumnsRoundTripAndAreChecked) {
   EXPECT_EQ(r.predictor_hidden, 256);
   EXPECT_EQ(r.model, "mod-60m");
   EXPECT_EQ(format_row(r), row);
-  const point p = point_of(r);
-  EXPECT_EQ(p.op, kernels::op::decode_step);
+  const sim::measured_sample p = sample_of(r, "m.csv:2");
+  EXPECT_EQ(p.op, modsim::op::decode_step);
   EXPECT_EQ(p.decode_routing, "pad");
+  EXPECT_DOUBLE_EQ(p.pad_capacity, 0.62);
+  EXPECT_EQ(p.predictor_hidden, 256);
   EXPECT_EQ(p.model_name, "mod-60m");
   auto message = [&](const std::string& text) {
     try {
@@ -230,7 +232,7 @@ TEST(Measurements, ARowReadsBackWithItsPointsKey) {
   std::set<std::string> keys;
   for (const point& p : points) {
     const measurement_row r = make_row(p, "cpu", "test cpu", stats);
-    EXPECT_EQ(sim::shape_key(measured_point_of(r, "m.csv:2")), point_key(p));
+    EXPECT_EQ(sim::shape_key(sample_of(r, "m.csv:2")), point_key(p));
     keys.insert(point_key(p));
   }
   EXPECT_EQ(keys.size(), points.size());  // no two points share a key
@@ -248,16 +250,16 @@ TEST(Measurements, AFileWithTheOldHeaderReadsAsIsolatedUnfused) {
       << "cpu,dev,qkv_proj,fp32,1,16,32,4,64,0.5,8,49152,10240,1e-05,9e-06,2e-05,5,4,gelu,none,0,0,0,0\n";
   const std::vector<measurement_row> rows = read_measurements(path);
   ASSERT_EQ(rows.size(), 1u);
-  EXPECT_EQ(rows[0].timing, "isolated");
-  EXPECT_EQ(rows[0].attention, "unfused");
-  const std::vector<sim::measured_point> points = read_measured_points(path);
+  EXPECT_EQ(rows[0].timing, timing_mode::isolated);
+  EXPECT_EQ(rows[0].attention, attention_impl::unfused);
+  const std::vector<sim::measured_sample> points = read_measured_samples(path);
   ASSERT_EQ(points.size(), 1u);
-  EXPECT_EQ(points[0].timing, "isolated");
-  EXPECT_EQ(points[0].attention, "unfused");
+  EXPECT_EQ(points[0].timing, timing_mode::isolated);
+  EXPECT_EQ(points[0].attention, attention_impl::unfused);
   EXPECT_EQ(points[0].key, "qkv_proj|fp32|1|16|32|4|4|64|0.5|gelu");  // as before timing existed
-  const sim::calibration_sample sample = sim::sample_of(points[0]);
-  EXPECT_EQ(sample.timing, "isolated");
-  EXPECT_EQ(sample.attention, "unfused");
+  const sim::measured_sample sample = sim::with_costs(points[0]);
+  EXPECT_EQ(sample.timing, timing_mode::isolated);
+  EXPECT_EQ(sample.attention, attention_impl::unfused);
   fs::remove(path);
 }
 
@@ -301,12 +303,16 @@ TEST(Measurements, BadRowsNameFileLineAndColumn) {
 // The op is read from its name once, where the CSV (or the calibration file) is read; from
 // there on the rows, samples, costs and predictions carry the enum.
 static_assert(std::is_same_v<decltype(measurement_row::op), modsim::op>);
-static_assert(std::is_same_v<decltype(sim::measured_point::op), modsim::op>);
-static_assert(std::is_same_v<decltype(sim::calibration_sample::op), modsim::op>);
+static_assert(std::is_same_v<decltype(sim::measured_sample::op), modsim::op>);
 static_assert(std::is_same_v<decltype(sim::op_cost::op), modsim::op>);
 static_assert(std::is_same_v<decltype(sim::efficiency_curve::op), modsim::op>);
 static_assert(std::is_same_v<decltype(sim::op_time::op), modsim::op>);
 static_assert(std::is_same_v<decltype(sim::op_prediction::op), modsim::op>);
+// Timing likewise: one enum from the CSV's column (and --timing) to the kernel-sequence fit.
+static_assert(std::is_same_v<decltype(measurement_row::timing), modsim::timing_mode>);
+static_assert(std::is_same_v<decltype(point::timing), modsim::timing_mode>);
+static_assert(std::is_same_v<decltype(sim::measured_sample::timing), modsim::timing_mode>);
+static_assert(std::is_same_v<decltype(sim::kernel_row::timing), modsim::timing_mode>);
 
 TEST(Measurements, AnUnknownOpIsRefusedWhereTheFileIsRead) {
   try {
@@ -325,7 +331,7 @@ TEST(Measurements, AnUnknownOpIsRefusedWhereTheFileIsRead) {
         << "cpu,dev,mlp_upp,fp32,1,2,3,4,5,1,1,1,1,1,1,1,1,4,gelu,none,0,0,0,0\n";
   }
   try {
-    (void)read_measured_points(path);
+    (void)read_measured_samples(path);
     FAIL() << "an unknown op was read";
   } catch (const error& e) {
     EXPECT_EQ(e.kind(), error_kind::bad_input);
@@ -407,7 +413,7 @@ TEST(Measurements, ResumeAfterInterruptionMeasuresEveryPointExactlyOnce) {
   std::vector<measurement_row> rows = read_measurements(path);
   ASSERT_EQ(rows.size(), 10u);
   std::map<std::string, int> seen;
-  for (const auto& r : rows) ++seen[point_key(point_of(r))];
+  for (const auto& r : rows) ++seen[sim::shape_key(sample_of(r, path))];
   for (const auto& p : e.points) EXPECT_EQ(seen[point_key(p)], 1) << point_key(p);
   // A third resume finds nothing to do.
   measurement_writer w(path, true);
@@ -481,8 +487,8 @@ TEST(Measurements, InBlockWritesTheBlockThenItsOpsAsSimFlopsListsThem) {
     const measurement_row& row = rows[i];
     const bool dense = i <= dense_ops.size();
     EXPECT_EQ(row.op, expected[i]) << i;
-    EXPECT_EQ(row.timing, "in_block") << modsim::to_string(row.op);
-    EXPECT_EQ(row.attention, "unfused") << modsim::to_string(row.op);
+    EXPECT_EQ(row.timing, timing_mode::in_block) << modsim::to_string(row.op);
+    EXPECT_EQ(row.attention, attention_impl::unfused) << modsim::to_string(row.op);
     EXPECT_EQ(row.block, dense ? "block_dense" : "block_mod") << modsim::to_string(row.op);
     EXPECT_EQ(row.batch, 1);
     EXPECT_EQ(row.seq_len, 16);
@@ -590,7 +596,7 @@ TEST(Measurements, ResumeOfAnInBlockFileSkipsWhatIsPresent) {
     EXPECT_EQ(run_points(fake, isolated.points, w, fast_options()).measured, 2u);
   }
   std::map<std::string, int> seen;
-  for (const auto& r : read_measurements(path)) ++seen[point_key(point_of(r))];
+  for (const auto& r : read_measurements(path)) ++seen[sim::shape_key(sample_of(r, path))];
   EXPECT_EQ(seen.size(), 2 + dense_ops.size() + 1 + mod_ops().size() + 1);
   for (const auto& [key, count] : seen) EXPECT_EQ(count, 1) << key;
   // A last resume finds nothing to do.

@@ -119,7 +119,7 @@ std::map<std::string, int> run_rows(const std::vector<point>& points, std::size_
     if (workspaces) *workspaces = r.workspaces_made;
   }
   std::map<std::string, int> rows;
-  for (const measurement_row& r : read_measurements(path)) ++rows[point_key(point_of(r))];
+  for (const measurement_row& r : read_measurements(path)) ++rows[sim::shape_key(sample_of(r, path))];
   fs::remove(path);
   return rows;
 }
@@ -175,7 +175,7 @@ TEST(Runner, ResumeAfterAStopMeasuresTheRestOnce) {
     EXPECT_EQ(r.measured + r.already_present, e.points.size());
   }
   std::map<std::string, int> rows;
-  for (const measurement_row& r : read_measurements(path)) ++rows[point_key(point_of(r))];
+  for (const measurement_row& r : read_measurements(path)) ++rows[sim::shape_key(sample_of(r, path))];
   EXPECT_EQ(rows.size(), e.points.size());
   for (const auto& [key, count] : rows) EXPECT_EQ(count, 1) << key;
   fs::remove(path);
@@ -240,8 +240,8 @@ TEST(Runner, FusedAttentionSkipsTheUnfusedOpsAndIsRecordedInRowsKeysAndWorkspace
   const std::vector<measurement_row> rows = read_measurements(path);
   ASSERT_EQ(rows.size(), fused.points.size());
   for (const measurement_row& r : rows) {
-    EXPECT_EQ(r.attention, "fused");
-    EXPECT_EQ(point_of(r).attention, attention_impl::fused);
+    EXPECT_EQ(r.attention, attention_impl::fused);
+    EXPECT_EQ(sample_of(r, path).attention, attention_impl::fused);
   }
   fs::remove(path);
   EXPECT_EQ(parse_attention_impl("unfused"), attention_impl::unfused);

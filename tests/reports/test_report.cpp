@@ -28,8 +28,8 @@ namespace fs = std::filesystem;
 
 std::string config(const std::string& rel) { return std::string(MODSIM_SOURCE_DIR) + "/configs/" + rel; }
 
-sim::measured_point block_row(modsim::op op, double capacity, double median_s, const std::string& key) {
-  sim::measured_point p;
+sim::measured_sample block_row(modsim::op op, double capacity, double median_s, const std::string& key) {
+  sim::measured_sample p;
   p.op = op;
   p.type = sim::dtype::fp32;
   p.batch = 1;
@@ -380,7 +380,7 @@ TEST(Report, ValidationNeedsBlockRowsOfTheHardwaresBackend) {
   EXPECT_THROW(analysis::make_validation({block_row(modsim::op::block_dense, 1.0, 1e-3, "a")}, gpu,
                                          analysis::validation_options{}, "x.csv"),
                modsim::error);
-  sim::measured_point single = block_row(modsim::op::qkv_proj, 1.0, 1e-4, "s");
+  sim::measured_sample single = block_row(modsim::op::qkv_proj, 1.0, 1e-4, "s");
   EXPECT_THROW(analysis::make_validation({single}, cpu, analysis::validation_options{}, "x.csv"), modsim::error);
   const validation_section v = analysis::make_validation({block_row(modsim::op::block_dense, 1.0, 1e-3, "a")}, cpu,
                                                          analysis::validation_options{}, "x.csv");

@@ -91,8 +91,8 @@ TEST(Calibrate, ASingleShapeGivesAConstantEfficiency) {
 }
 
 // A measured row of the MoD block family at d=64, H=4, F=256.
-measured_point row(modsim::op op, std::int64_t S, double capacity, double median_s) {
-  measured_point p;
+measured_sample row(modsim::op op, std::int64_t S, double capacity, double median_s) {
+  measured_sample p;
   p.op = op;
   p.type = dtype::fp32;
   p.batch = 1;
@@ -123,25 +123,25 @@ TEST(Calibrate, FitsEveryOpAndTheLaunchGapOfBlocks) {
   const hardware_spec h = round_cpu();
   const cost_model roof(h);
   const double launch_true = 7e-6;
-  std::vector<calibration_sample> samples;
+  std::vector<measured_sample> samples;
   // Single ops measured per the law, at 6 sequence lengths x 3 capacities.
   for (std::int64_t S : {64, 128, 256, 512, 1024, 2048})
     for (double cap : {0.25, 0.5, 1.0})
       for (const modsim::op op : k_block_ops) {
-        calibration_sample s = sample_of(row(op, S, cap, 1.0));
-        s.measured_s = lin_time(roof.time_of(s.cost, s.shape, s.type).roofline_s);
+        measured_sample s = with_costs(row(op, S, cap, 1.0));
+        s.median_s = lin_time(roof.time_of(s.cost, s.shape, s.type).roofline_s);
         samples.push_back(s);
       }
   // Blocks: Σ law(op) + kernels × launch_true (14 kernels for block_mod, 10 for block_dense).
   auto block = [&](modsim::op name, std::int64_t S, double cap) {
-    calibration_sample s = sample_of(row(name, S, cap, 1.0));
+    measured_sample s = with_costs(row(name, S, cap, 1.0));
     double sum = 0;
     int kernels = 0;
     for (const op_cost& c : block_costs(name, s.shape, cap)) {
       sum += lin_time(roof.time_of(c, s.shape, s.type).roofline_s);
       kernels += kernels_of(c.op, h);
     }
-    s.measured_s = sum + kernels * launch_true;
+    s.median_s = sum + kernels * launch_true;
     return s;
   };
   samples.push_back(block(modsim::op::block_dense, 256, 1.0));
@@ -159,9 +159,9 @@ TEST(Calibrate, FitsEveryOpAndTheLaunchGapOfBlocks) {
 
   // Blocks of shapes never measured (S=384, capacity 0.125/0.75) are predicted exactly.
   const cost_model fitted = with_calibration(h, c);
-  std::vector<calibration_sample> unseen = {block(modsim::op::block_dense, 384, 1.0),
-                                            block(modsim::op::block_mod, 384, 0.125),
-                                            block(modsim::op::block_mod, 1536, 0.75)};
+  std::vector<measured_sample> unseen = {block(modsim::op::block_dense, 384, 1.0),
+                                         block(modsim::op::block_mod, 384, 0.125),
+                                         block(modsim::op::block_mod, 1536, 0.75)};
   const std::vector<validation_point> v = validate_blocks(unseen, fitted);
   ASSERT_EQ(v.size(), 3u);
   for (const auto& p : v) EXPECT_NEAR(p.error_pct, 0.0, 0.1) << modsim::to_string(p.sample.op);
@@ -171,23 +171,23 @@ TEST(Calibrate, FitsTheInLayerRefetchCostOfBlocks) {
   // Blocks take the sum of their ops, 5 µs per kernel and their bytes again at 50 GB/s.
   const hardware_spec h = round_cpu();
   const cost_model roof(h);
-  std::vector<calibration_sample> samples;
+  std::vector<measured_sample> samples;
   for (std::int64_t S : {64, 256, 1024})
     for (double cap : {0.25, 1.0})
       for (const modsim::op op : k_block_ops) {
-        calibration_sample s = sample_of(row(op, S, cap, 1.0));
-        s.measured_s = lin_time(roof.time_of(s.cost, s.shape, s.type).roofline_s);
+        measured_sample s = with_costs(row(op, S, cap, 1.0));
+        s.median_s = lin_time(roof.time_of(s.cost, s.shape, s.type).roofline_s);
         samples.push_back(s);
       }
   auto block = [&](modsim::op name, std::int64_t S, double cap) {
-    calibration_sample s = sample_of(row(name, S, cap, 1.0));
+    measured_sample s = with_costs(row(name, S, cap, 1.0));
     double sum = 0;
     int kernels = 0;
     for (const op_cost& c : block_costs(name, s.shape, cap)) {
       sum += lin_time(roof.time_of(c, s.shape, s.type).roofline_s);
       kernels += kernels_of(c.op, h);
     }
-    s.measured_s = sum + kernels * 5e-6 + double(s.cost.bytes) / 50e9;
+    s.median_s = sum + kernels * 5e-6 + double(s.cost.bytes) / 50e9;
     return s;
   };
   for (std::int64_t S : {64, 256, 1024}) {
@@ -210,8 +210,8 @@ TEST(Calibrate, FitsTheInLayerRefetchCostOfBlocks) {
 
 TEST(Calibrate, RefusesMixedDevicesAndAForeignBackend) {
   const hardware_spec h = round_cpu();
-  std::vector<calibration_sample> samples = {sample_of(row(modsim::op::mlp_up, 64, 1.0, 1e-4)),
-                                             sample_of(row(modsim::op::mlp_up, 128, 1.0, 2e-4))};
+  std::vector<measured_sample> samples = {with_costs(row(modsim::op::mlp_up, 64, 1.0, 1e-4)),
+                                          with_costs(row(modsim::op::mlp_up, 128, 1.0, 2e-4))};
   samples[1].device = "another cpu";
   try {
     fit_calibration(h, samples, {}, "d");
@@ -233,19 +233,19 @@ TEST(Calibrate, RefusesMixedDevicesAndAForeignBackend) {
   samples[0].device = samples[1].device = "NVIDIA H100 80GB HBM3, cuBLAS 12";
   EXPECT_NO_THROW(fit_calibration(h100, samples, {}, "d"));
   // Only blocks: nothing to fit the op curves on.
-  EXPECT_THROW(fit_calibration(h, {sample_of(row(modsim::op::block_dense, 64, 1.0, 1e-3))}, {}, "d"), error);
+  EXPECT_THROW(fit_calibration(h, {with_costs(row(modsim::op::block_dense, 64, 1.0, 1e-3))}, {}, "d"), error);
 }
 
 TEST(Calibrate, SampleShapesFollowTheProfiler) {
   // A routed single op runs on k = ceil(0.3 · 100) = 30 tokens per sequence.
-  const calibration_sample s = sample_of(row(modsim::op::mlp_up, 100, 0.3, 1e-3));
+  const measured_sample s = with_costs(row(modsim::op::mlp_up, 100, 0.3, 1e-3));
   EXPECT_EQ(s.shape.tokens, 30);
   // mlp_up FLOPs 2·T·d·F = 2·30·64·256 = 983040.
   EXPECT_EQ(s.cost.matmul_flops, 983040);
   // (An unknown op name is refused where the measurements file is read: profiler tests.)
-  measured_point bad = row(modsim::op::mlp_up, 100, 0.3, 1e-3);
+  measured_sample bad = row(modsim::op::mlp_up, 100, 0.3, 1e-3);
   bad.n_heads = 5;  // does not divide 64
-  EXPECT_THROW(sample_of(bad), error);
+  EXPECT_THROW(with_costs(bad), error);
 }
 
 TEST(Calibrate, ValidationStatisticsOnKnownErrors) {
@@ -268,7 +268,7 @@ TEST(Calibrate, ValidationErrorIsRelativeToTheMeasurement) {
   // The uncalibrated model of round_cpu: a block's prediction is Σ roofline + kernels × 1 µs.
   const hardware_spec h = round_cpu();
   const cost_model m(h);
-  calibration_sample s = sample_of(row(modsim::op::block_dense, 64, 1.0, 1.0));
+  measured_sample s = with_costs(row(modsim::op::block_dense, 64, 1.0, 1.0));
   double sum = 0;
   int kernels = 0;
   for (const op_cost& c : block_costs(modsim::op::block_dense, s.shape)) {
@@ -277,7 +277,7 @@ TEST(Calibrate, ValidationErrorIsRelativeToTheMeasurement) {
     ++kernels;
   }
   const double predicted = sum + kernels * 1e-6;
-  s.measured_s = predicted / 0.8;  // the model is 20% fast
+  s.median_s = predicted / 0.8;  // the model is 20% fast
   const std::vector<validation_point> v = validate_blocks({s}, m);
   ASSERT_EQ(v.size(), 1u);
   EXPECT_NEAR(v[0].predicted_s, predicted, 1e-15);
@@ -298,9 +298,9 @@ TEST(Calibrate, WritesACalibratedCopyOfTheHardwareFile) {
       "kernel_launch_s": 1e-6, "host_enqueue_s": 0})";
   }
   const hardware_spec h = load_hardware(hw.string());
-  std::vector<calibration_sample> samples;
+  std::vector<measured_sample> samples;
   for (std::int64_t S : {64, 256, 1024})
-    samples.push_back(sample_of(row(modsim::op::mlp_up, S, 1.0, 1e-4 * double(S) / 64)));
+    samples.push_back(with_costs(row(modsim::op::mlp_up, S, 1.0, 1e-4 * double(S) / 64)));
   const calibration c = fit_calibration(h, samples, {{"m.csv", 3, 3}}, "2025-01-01T00:00:00Z");
   const fs::path out = dir / "cpu-calibrated.json";
   write_calibrated_hardware(hw.string(), c, out.string());

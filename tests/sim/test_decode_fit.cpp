@@ -16,9 +16,9 @@ namespace {
 
 using test::round_cpu;
 
-measured_point decode_row(modsim::op op, std::int64_t batch, std::int64_t context, int d, double capacity,
-                          const std::string& routing, double seconds) {
-  measured_point p;
+measured_sample decode_row(modsim::op op, std::int64_t batch, std::int64_t context, int d, double capacity,
+                           const std::string& routing, double seconds) {
+  measured_sample p;
   p.op = op;
   p.type = dtype::fp32;
   p.batch = batch;
@@ -42,7 +42,7 @@ measured_point decode_row(modsim::op op, std::int64_t batch, std::int64_t contex
 
 TEST(DecodeFit, FeaturesOfADenseLayerCountedByHand) {
   // B = 2 tokens over L = 16 + 1 keys, d 32, 4 heads (d_q = d_kv = 32), d_ff 64, gelu, fp32.
-  const calibration_sample s = sample_of(decode_row(modsim::op::decode_dense, 2, 16, 32, 1.0, "sync", 1e-3));
+  const measured_sample s = with_costs(decode_row(modsim::op::decode_dense, 2, 16, 32, 1.0, "sync", 1e-3));
   const decode_features f = features_of_decode(s);
   // The FLOP columns are the attention kernels' (a weight kernel's FLOPs are carried by its
   // rows): scores and values 2·2B·(L+1)·d_q = 4·2·17·32.
@@ -60,11 +60,12 @@ TEST(DecodeFit, FeaturesOfADenseLayerCountedByHand) {
   // A routed layer in sync mode adds the predictor, the read-back (launched as a kernel),
   // gather and scatter.
   const decode_features r =
-      features_of_decode(sample_of(decode_row(modsim::op::decode_mod, 8, 64, 32, 0.25, "sync", 1e-3)));
+      features_of_decode(with_costs(decode_row(modsim::op::decode_mod, 8, 64, 32, 0.25, "sync", 1e-3)));
   EXPECT_EQ(r.kernels, 14.0);
   EXPECT_EQ(r.syncs, 1.0);
   // pad: no read-back.
-  EXPECT_EQ(features_of_decode(sample_of(decode_row(modsim::op::decode_mod, 8, 64, 32, 0.25, "pad", 1e-3))).syncs, 0.0);
+  EXPECT_EQ(features_of_decode(with_costs(decode_row(modsim::op::decode_mod, 8, 64, 32, 0.25, "pad", 1e-3))).syncs,
+            0.0);
 }
 
 TEST(DecodeFit, RecoversAKnownLawAndTheExecutorAddsItUp) {
@@ -72,18 +73,18 @@ TEST(DecodeFit, RecoversAKnownLawAndTheExecutorAddsItUp) {
   // per byte (linear in log2 rows: the knots' hats recover it), 2 ns per KV byte, 5 µs per kernel,
   // 40 µs per read-back, no FLOP terms.
   auto law_w = [](double rows) { return 1e-9 * (1.0 + 0.5 * std::log2(rows)); };
-  std::vector<calibration_sample> samples;
+  std::vector<measured_sample> samples;
   for (std::int64_t b : {1, 4, 16})
     for (std::int64_t ctx : {64, 512})
       for (int d : {32, 64})
         for (const modsim::op op : {modsim::op::decode_dense, modsim::op::decode_mod})
           for (const char* routing : {"sync", "pad"}) {
             if (op == modsim::op::decode_dense && std::string(routing) == "pad") continue;
-            calibration_sample s = sample_of(decode_row(op, b, ctx, d, 0.5, routing, 1.0));
+            measured_sample s = with_costs(decode_row(op, b, ctx, d, 0.5, routing, 1.0));
             const decode_features f = features_of_decode(s);
             double w = 0;
             for (const auto& [bytes, rows] : f.weight) w += law_w(rows) * bytes;
-            s.measured_s = w + 2e-9 * f.kv_bytes + 5e-6 * f.kernels + 40e-6 * f.syncs;
+            s.median_s = w + 2e-9 * f.kv_bytes + 5e-6 * f.kernels + 40e-6 * f.syncs;
             samples.push_back(s);
           }
   std::vector<std::string> keys;
@@ -108,9 +109,9 @@ TEST(DecodeFit, RecoversAKnownLawAndTheExecutorAddsItUp) {
   ASSERT_NE(c.decode_for(dtype::fp32), nullptr);
   EXPECT_TRUE(c.curves.empty());
   const cost_model model = with_calibration(round_cpu(), c);
-  for (const calibration_sample& s : samples) {
+  for (const measured_sample& s : samples) {
     const block_prediction p = predict_sample(s, model);
-    EXPECT_NEAR(p.total_s / s.measured_s, 1.0, 1e-6) << s.key;
+    EXPECT_NEAR(p.total_s / s.median_s, 1.0, 1e-6) << s.key;
   }
   // The JSON round trip keeps the fit and its row keys.
   const calibration back = parse_calibration(calibration_to_json(c), "c.json");
@@ -131,7 +132,7 @@ TEST(DecodeCase, ForcedLoadAndPadDefaultByHand) {
   EXPECT_DOUBLE_EQ(des::default_pad_capacity(0.5, 1), 1.0);  // 0.5 + 1.5 > 1
   // A routed layer at capacity 1/4 over context 100: 25 cached keys; 3 forced tokens of B 8 in
   // pad mode with 2 rows: 2 enter.
-  const measured_point p = decode_row(modsim::op::decode_mod, 8, 100, 32, 0.375, "pad", 1e-3);
+  const measured_sample p = decode_row(modsim::op::decode_mod, 8, 100, 32, 0.375, "pad", 1e-3);
   des::decode_case c = des::decode_case_of(p);
   EXPECT_EQ(c.routed, 3);
   c.model.routing->capacity = 0.25;

@@ -272,14 +272,14 @@ TEST(KernelModel, SequenceIsHostBoundWhenKernelsAreShorterThanTheirEnqueue) {
 
 // Rows generated from `truth` for a few shapes: every single op of the MoD block (isolated)
 // and whole block_dense / block_mod rows.
-std::vector<calibration_sample> synthetic_samples(const hardware_spec& hw, const kernel_params& truth,
-                                                  const std::vector<std::pair<std::int64_t, int>>& shapes,
-                                                  double scale = 1.0, const std::string& timing = "isolated") {
-  std::vector<calibration_sample> out;
+std::vector<measured_sample> synthetic_samples(const hardware_spec& hw, const kernel_params& truth,
+                                               const std::vector<std::pair<std::int64_t, int>>& shapes,
+                                               double scale = 1.0, timing_mode timing = timing_mode::isolated) {
+  std::vector<measured_sample> out;
   int line = 0;
   for (const auto& [seq, d] : shapes) {
     for (double capacity : {0.25, 1.0}) {
-      measured_point mp;
+      measured_sample mp;
       mp.type = dtype::bf16;
       mp.batch = 2;
       mp.seq_len = seq;
@@ -300,8 +300,8 @@ std::vector<calibration_sample> synthetic_samples(const hardware_spec& hw, const
         mp.key =
             std::string(to_string(op)) + std::to_string(seq) + "/" + std::to_string(d) + "/" + std::to_string(capacity);
         mp.where = "synthetic:" + std::to_string(++line);
-        calibration_sample s = sample_of(mp);
-        s.measured_s = scale * predict_row(kernel_row_of(s), truth, hw);
+        measured_sample s = with_costs(mp);
+        s.median_s = scale * predict_row(kernel_row_of(s), truth, hw);
         out.push_back(std::move(s));
       }
     }
@@ -324,7 +324,7 @@ kernel_params known_truth(const hardware_spec& hw) {
 TEST(KernelFit, RecoversTheParametersThatGeneratedTheRows) {
   const hardware_spec hw = round_gpu();
   const kernel_params truth = known_truth(hw);
-  const std::vector<calibration_sample> samples =
+  const std::vector<measured_sample> samples =
       synthetic_samples(hw, truth, {{128, 256}, {256, 256}, {512, 512}, {1024, 512}, {1024, 1024}});
   const calibration c = fit_calibration(hw, samples, {}, "test");
   ASSERT_TRUE(c.kernels.has_value());
@@ -334,10 +334,10 @@ TEST(KernelFit, RecoversTheParametersThatGeneratedTheRows) {
   EXPECT_NEAR(f.of(kernel_kind::gemm).bandwidth_efficiency, 0.7, 0.7 * 0.05);
   EXPECT_NEAR(f.of(kernel_kind::batched_gemm).compute_efficiency, 0.4, 0.4 * 0.05);
   // A shape no row had, predicted within 1 %.
-  const std::vector<calibration_sample> unseen = synthetic_samples(hw, truth, {{768, 768}});
+  const std::vector<measured_sample> unseen = synthetic_samples(hw, truth, {{768, 768}});
   const cost_model model = with_calibration(hw, c);
   for (const auto& s : unseen)
-    EXPECT_NEAR(predict_sample(s, model).total_s / s.measured_s, 1.0, 0.01) << modsim::to_string(s.op);
+    EXPECT_NEAR(predict_sample(s, model).total_s / s.median_s, 1.0, 0.01) << modsim::to_string(s.op);
 }
 
 TEST(KernelFit, CalibratesFromOpsTimedInsideTheirBlocksAlone) {
@@ -346,14 +346,14 @@ TEST(KernelFit, CalibratesFromOpsTimedInsideTheirBlocksAlone) {
   // host and event costs of the block.
   const hardware_spec hw = round_gpu();
   const kernel_params truth = known_truth(hw);
-  const std::vector<calibration_sample> samples =
-      synthetic_samples(hw, truth, {{128, 256}, {256, 256}, {512, 512}, {1024, 512}, {1024, 1024}}, 1.0, "in_block");
+  const std::vector<measured_sample> samples = synthetic_samples(
+      hw, truth, {{128, 256}, {256, 256}, {512, 512}, {1024, 512}, {1024, 1024}}, 1.0, timing_mode::in_block);
   const calibration c = fit_calibration(hw, samples, {}, "test");
   ASSERT_TRUE(c.kernels.has_value());
   EXPECT_NEAR(c.kernels->of(kernel_kind::gemm).compute_efficiency, 0.65, 0.65 * 0.05);
   const cost_model model = with_calibration(hw, c);
-  for (const auto& s : synthetic_samples(hw, truth, {{768, 768}}, 1.0, "in_block"))
-    EXPECT_NEAR(predict_sample(s, model).total_s / s.measured_s, 1.0, 0.01) << modsim::to_string(s.op);
+  for (const auto& s : synthetic_samples(hw, truth, {{768, 768}}, 1.0, timing_mode::in_block))
+    EXPECT_NEAR(predict_sample(s, model).total_s / s.median_s, 1.0, 0.01) << modsim::to_string(s.op);
 }
 
 TEST(CrossValidation, AFoldNeverSeesTheShapeItPredicts) {
@@ -361,8 +361,8 @@ TEST(CrossValidation, AFoldNeverSeesTheShapeItPredicts) {
   const kernel_params truth = known_truth(hw);
   // Two shapes whose machine differs by exactly 2×: a fold that saw its own shape would
   // predict it; one fitted on the other shape only is off by the factor.
-  std::vector<calibration_sample> samples = synthetic_samples(hw, truth, {{256, 256}}, 1.0);
-  const std::vector<calibration_sample> twice = synthetic_samples(hw, truth, {{512, 512}}, 2.0);
+  std::vector<measured_sample> samples = synthetic_samples(hw, truth, {{256, 256}}, 1.0);
+  const std::vector<measured_sample> twice = synthetic_samples(hw, truth, {{512, 512}}, 2.0);
   samples.insert(samples.end(), twice.begin(), twice.end());
   const cross_validation_result cv = cross_validate(hw, samples, 2);
   EXPECT_EQ(cv.groups, 2);
@@ -383,8 +383,8 @@ TEST(CrossValidationByValue, EachWidthIsPredictedByAFitThatNeverSawIt) {
   const hardware_spec hw = round_gpu();
   const kernel_params truth = known_truth(hw);
   // Widths 256 and 512 run on the true machine; 1024 on one twice as slow. (seq, d) pairs.
-  std::vector<calibration_sample> samples = synthetic_samples(hw, truth, {{256, 256}, {256, 512}}, 1.0);
-  const std::vector<calibration_sample> slow = synthetic_samples(hw, truth, {{256, 1024}}, 2.0);
+  std::vector<measured_sample> samples = synthetic_samples(hw, truth, {{256, 256}, {256, 512}}, 1.0);
+  const std::vector<measured_sample> slow = synthetic_samples(hw, truth, {{256, 1024}}, 2.0);
   samples.insert(samples.end(), slow.begin(), slow.end());
   const value_cv_result cv = cross_validate_by(hw, samples, cv_axis::d_model);
   ASSERT_EQ(cv.values.size(), 3u);
@@ -416,7 +416,7 @@ TEST(CrossValidationByValue, NamesAxesAndRefusesASingleValue) {
   }
   EXPECT_FALSE(find_cv_axis("width").has_value());
   const hardware_spec hw = round_gpu();
-  const std::vector<calibration_sample> samples = synthetic_samples(hw, known_truth(hw), {{256, 256}});
+  const std::vector<measured_sample> samples = synthetic_samples(hw, known_truth(hw), {{256, 256}});
   // tokens = batch (2) x the tokens per sequence the row processes (256, or k = 64 at c = 0.25).
   for (const auto& s : samples) {
     if (s.op == modsim::op::block_dense) {

@@ -1,13 +1,15 @@
 #pragma once
-// Measured rows as calibration samples: a profiler-independent measured row (the
-// measurements CSV's columns) mapped to the op_shape the profiler ran and its FLOP/byte
-// costs (sim/flops), to the kernel sequence the CUDA backend ran (sim/kernel_fit), and the
-// predicted time of a sample under a cost model.
+// One measured row as the cost model reads it, from the measurements CSV to the fit and the
+// validation (sim::measured_sample): the row's columns, profiler-independent, its key
+// (sim::shape_key), and the op_shape the profiler ran with its FLOP/byte costs (sim/flops),
+// filled in by with_costs; plus the kernel sequence the CUDA backend ran for it
+// (sim/kernel_fit) and its predicted time under a cost model.
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 
+#include "core/types.hpp"
 #include "sim/cost.hpp"
 #include "sim/flops.hpp"
 #include "sim/kernel_fit.hpp"
@@ -15,8 +17,13 @@
 
 namespace modsim::sim {
 
-// One measured row, profiler-independent (the measurements CSV's columns).
-struct measured_point {
+// Whether rows of op `op` are scored as a whole (a block or a decode step: the op table's
+// block and decode roles), not fitted as one op.
+bool scored_whole(modsim::op op);
+
+// One measured op, block or decode step.
+struct measured_sample {
+  // The row (the measurements CSV's columns; profiler::sample_of reads them).
   modsim::op op = modsim::op::router;  // an op, a block or a decode step (the CSV's op column)
   dtype type = dtype::fp32;
   std::int64_t batch = 1;
@@ -31,23 +38,34 @@ struct measured_point {
   int experts = 0;
   int noop_experts = 0;
   double capacity_factor = 0;
-  double median_s = 0;
+  double median_s = 0;  // the measured time
   std::string backend;  // cpu | cuda
   std::string device;
   std::string key;    // a stable identity of the shape: shape_key(*this), set by the reader
   std::string where;  // "FILE:LINE" for messages
   // isolated (the op alone, cold) | in_block (the op inside its block's run, warm)
-  std::string timing = "isolated";
+  timing_mode timing = timing_mode::isolated;
   // in_block rows: the block whose runs timed the row (the row's own op for the block row)
   modsim::op block = modsim::op::block_dense;
-  // unfused | fused: the attention implementation the attention and block rows ran
-  std::string attention = "unfused";
-  // Decode rows (decode_dense, decode_mod, decode_step; seq_len = the cached context).
+  // the attention implementation the attention and block rows ran
+  attention_impl attention = attention_impl::unfused;
+  // Decode rows (decode_dense, decode_mod, decode_step; seq_len = the cached context), which
+  // sim::des::decode_case_of turns into the step the simulator times.
   std::string decode_routing;  // sync | pad | graph
   double pad_capacity = 0;
   int predictor_hidden = 0;
   std::string model_name;                   // decode_step: as the row names it
   std::shared_ptr<const model_spec> model;  // decode_step: that model, loaded
+
+  // Filled in by with_costs (what the calibration and the validation read).
+  op_shape shape;                                     // tokens = the block's tokens per sequence (k at a routed op)
+  mode_variant layer_variant = mode_variant::staged;  // layer_mode only: `variant` as a block_costs variant
+  op_cost cost;                                       // the op's cost; for a block, the sum of its ops
+
+  bool is_block() const { return modsim::is_block(op); }
+  bool is_decode() const { return modsim::is_decode(op); }
+  // A row scored as a whole (a block or a decode step), not fitted as one op.
+  bool is_whole() const { return scored_whole(op); }
 };
 
 // A stable identity of the row's shape, the measurements file's row key (--resume, --check,
@@ -58,38 +76,12 @@ struct measured_point {
 // than staged or integrated); |fused for fused attention. An in_block row's key is its
 // block's (isolated, unfused) plus "|in_block", "|" and the op for an op row, and "|fused".
 // Unfused and isolated rows keep the keys of files written before those columns existed.
-std::string shape_key(const measured_point& p);
+std::string shape_key(const measured_sample& s);
 
-// Whether rows of op `op` are scored as a whole (a block or a decode step: the op table's
-// block and decode roles), not fitted as one op.
-bool scored_whole(modsim::op op);
-
-// A measured op or block with its shape and FLOP/byte costs per sim/flops.
-struct calibration_sample {
-  modsim::op op = modsim::op::router;
-  op_shape shape;  // tokens = the block's tokens per sequence (k at a routed op)
-  dtype type = dtype::fp32;
-  double capacity = 1.0;
-  mode_variant variant = mode_variant::staged;  // layer_mode only
-  op_cost cost;                                 // the op's cost; for a block, the sum of its ops
-  double measured_s = 0;
-  std::string backend, device, key, where;
-  std::string timing = "isolated";    // as measured_point
-  std::string attention = "unfused";  // as measured_point
-  // Decode rows (decode_dense, decode_mod, decode_step): the row itself, which
-  // sim::des::decode_case_of turns into the step the simulator times. Null for the others.
-  std::shared_ptr<const measured_point> decode_row;
-
-  bool is_block() const { return modsim::is_block(op); }
-  bool is_decode() const { return modsim::is_decode(op); }
-  // A row scored as a whole (a block or a decode step), not fitted as one op.
-  bool is_whole() const { return scored_whole(op); }
-};
-
-// The sample of a measured row: its op_shape the way the profiler ran it (tokens = k for
-// single ops at capacity < 1 except in an integrated layer), its costs from sim/flops.
-// Throws modsim::error(bad_input) naming `p.where` for an unknown op or an invalid shape.
-calibration_sample sample_of(const measured_point& p);
+// `s` with its op_shape the way the profiler ran it (tokens = k for single ops at capacity
+// < 1 except in an integrated layer), its layer_variant and its costs from sim/flops.
+// Throws modsim::error(bad_input) naming `s.where` for an unknown op or an invalid shape.
+measured_sample with_costs(measured_sample s);
 
 // The predicted time of a block sample: its ops (block_costs) timed by `model`, plus
 // kernels × launch_s. For a single-op sample, that op (with its own launch). For a decode
@@ -102,10 +94,10 @@ struct block_prediction {
   double overhead_s = 0;  // kernels × launch_s
   double total_s = 0;     // ops_s + overhead_s
 };
-block_prediction predict_sample(const calibration_sample& s, const cost_model& model);
+block_prediction predict_sample(const measured_sample& s, const cost_model& model);
 
 // A sample as the kernel sequence the CUDA backend ran for it (sim/kernel_fit.hpp): an isolated
 // or in-block op row, or a block (all its ops' kernels). Throws bad_input naming s.where.
-kernel_row kernel_row_of(const calibration_sample& s);
+kernel_row kernel_row_of(const measured_sample& s);
 
 }  // namespace modsim::sim

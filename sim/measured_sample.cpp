@@ -1,6 +1,6 @@
-// Measured rows as calibration samples (sim/calibration_sample.hpp): shapes and costs,
-// kernel sequences, predicted times.
-#include "sim/calibration_sample.hpp"
+// Measured samples (sim/measured_sample.hpp): keys, shapes and costs, kernel sequences,
+// predicted times.
+#include "sim/measured_sample.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -27,15 +27,15 @@ std::string key_number(double v) {
 
 }  // namespace
 
-std::string shape_key(const measured_point& p) {
-  if (p.timing == "in_block") {
-    measured_point block = p;
+std::string shape_key(const measured_sample& p) {
+  if (p.timing == timing_mode::in_block) {
+    measured_sample block = p;
     block.op = p.block;
-    block.timing = "isolated";
-    block.attention = "unfused";
+    block.timing = timing_mode::isolated;
+    block.attention = attention_impl::unfused;
     std::string k = shape_key(block) + "|in_block";
     if (p.op != p.block) k += "|" + std::string(to_string(p.op));
-    if (p.attention == "fused") k += "|fused";
+    if (p.attention == attention_impl::fused) k += "|fused";
     return k;
   }
   std::ostringstream k;
@@ -54,13 +54,14 @@ std::string shape_key(const measured_point& p) {
     k << '|' << static_cast<int>(keyed) << '|' << p.experts << '|' << p.noop_experts << '|'
       << key_number(p.capacity_factor);
   }
-  if (p.attention == "fused") k << "|fused";
+  if (p.attention == attention_impl::fused) k << "|fused";
   return k.str();
 }
 
 bool scored_whole(modsim::op op) { return modsim::is_block(op) || modsim::is_decode(op); }
 
-calibration_sample sample_of(const measured_point& p) {
+measured_sample with_costs(measured_sample s) {
+  const measured_sample& p = s;
   auto bad = [&](const std::string& key, const std::string& reason) { return input_error(p.where, key, reason); };
   if (p.batch < 1) throw bad("batch", "must be >= 1");
   if (p.seq_len < 1) throw bad("seq_len", "must be >= 1");
@@ -69,26 +70,16 @@ calibration_sample sample_of(const measured_point& p) {
   if (p.d_ff < 1) throw bad("d_ff", "must be >= 1");
   if (!(p.capacity > 0 && p.capacity <= 1)) throw bad("capacity", "must be in (0, 1]");
   if (!(p.median_s > 0) || !std::isfinite(p.median_s)) throw bad("median_s", "must be > 0");
-  calibration_sample s;
-  s.op = p.op;
-  s.type = p.type;
-  s.capacity = p.capacity;
-  s.measured_s = p.median_s;
-  s.backend = p.backend;
-  s.device = p.device;
-  s.key = p.key;
-  s.where = p.where;
-  s.timing = p.timing;
-  s.attention = p.attention;
   if (p.variant == "integrated")
-    s.variant = mode_variant::integrated;
+    s.layer_variant = mode_variant::integrated;
   else if (p.variant == "staged")
-    s.variant = mode_variant::staged;
+    s.layer_variant = mode_variant::staged;
   else if (p.variant == "none" || p.variant.empty())
-    s.variant = mode_variant::staged;
+    s.layer_variant = mode_variant::staged;
   else
     throw bad("variant", "unknown variant '" + p.variant + "' (expected none, staged or integrated)");
   op_shape& x = s.shape;
+  x = op_shape{};
   x.batch = p.batch;
   x.seq_len = p.seq_len;
   x.d_model = p.d_model;
@@ -105,13 +96,12 @@ calibration_sample sample_of(const measured_point& p) {
   x.tokens = p.variant == "integrated" ? p.seq_len : routed_tokens(p.capacity, p.seq_len);
   try {
     if (s.is_decode()) {
-      s.decode_row = std::make_shared<const measured_point>(p);
       des::decode_kernels(des::decode_case_of(p), p.type, &s.cost);
       s.cost.op = p.op;
       x.tokens = 1;
     } else if (s.is_block()) {
       if (p.op == modsim::op::block_dense) x.tokens = p.seq_len;
-      s.cost = sum_costs(block_costs(p.op, x, p.capacity, s.variant), p.op);
+      s.cost = sum_costs(block_costs(p.op, x, p.capacity, s.layer_variant), p.op);
     } else {
       s.cost = cost_of(p.op, x);
     }
@@ -121,22 +111,22 @@ calibration_sample sample_of(const measured_point& p) {
   return s;
 }
 
-kernel_row kernel_row_of(const calibration_sample& s) {
+kernel_row kernel_row_of(const measured_sample& s) {
   kernel_row r;
   r.type = s.type;
-  r.measured_s = s.measured_s;
+  r.measured_s = s.median_s;
   try {
     if (s.is_block()) {
-      const op_shape x = block_op_shape(s.op, s.shape, s.capacity, s.variant);
-      for (const op_cost& c : block_costs(s.op, s.shape, s.capacity, s.variant)) {
+      const op_shape x = block_op_shape(s.op, s.shape, s.capacity, s.layer_variant);
+      for (const op_cost& c : block_costs(s.op, s.shape, s.capacity, s.layer_variant)) {
         const std::vector<kernel_work> k = gpu_kernels(c.op, x);
         r.kernels.insert(r.kernels.end(), k.begin(), k.end());
       }
-      r.timing = kernel_row::kind::block;
+      r.whole_block = true;
       r.weight = 3;
     } else {
       r.kernels = gpu_kernels(s.op, s.shape);
-      r.timing = s.timing == "in_block" ? kernel_row::kind::in_block_op : kernel_row::kind::isolated_op;
+      r.timing = s.timing;
     }
   } catch (const error& e) {
     throw input_error(s.where, "op", e.what());
@@ -144,10 +134,10 @@ kernel_row kernel_row_of(const calibration_sample& s) {
   return r;
 }
 
-block_prediction predict_sample(const calibration_sample& s, const cost_model& model) {
+block_prediction predict_sample(const measured_sample& s, const cost_model& model) {
   block_prediction b;
   if (s.is_decode()) {
-    const des::decode_case c = des::decode_case_of(*s.decode_row);
+    const des::decode_case c = des::decode_case_of(s);
     const des::timeline t = des::decode_timeline(c, s.type, decode_device_model(model, s.type, c.lm_head));
     for (const des::kernel& k : t.kernels) b.ops_s += k.device_s;
     b.kernels = t.summary.launches;
@@ -173,7 +163,7 @@ block_prediction predict_sample(const calibration_sample& s, const cost_model& m
     b.total_s = b.ops_s;
     return b;
   }
-  for (const op_cost& c : block_costs(s.op, s.shape, s.capacity, s.variant)) {
+  for (const op_cost& c : block_costs(s.op, s.shape, s.capacity, s.layer_variant)) {
     const op_time t = model.time_of(c, s.shape, s.type);
     b.ops_s += t.time_s;
     b.kernels += t.kernels;

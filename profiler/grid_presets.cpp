@@ -1,0 +1,91 @@
+// Sweep grids (profiler/grid.hpp): the built-in grids (`--preset`).
+#include "profiler/grid.hpp"
+
+#include "core/error.hpp"
+
+namespace modsim::profiler {
+
+grid preset(std::string_view name, std::string_view backend) {
+  using kernels::op;
+  const bool gpu = backend == "cuda";
+  grid g;
+  g.mlp = {kernels::mlp_kind::gelu};
+  g.variants = {kernels::mode_variant::staged, kernels::mode_variant::integrated};
+  g.noop_experts = {1};
+  g.capacity_factor = {1.25};
+  if (name == "quick") {
+    // Seconds per point on two CPU cores: enough shapes to calibrate and to validate.
+    g.ops = {op::block_dense, op::block_mod, op::router,      op::topk,         op::gather,
+             op::scatter,     op::qkv_proj,  op::attn_scores, op::attn_softmax, op::attn_values,
+             op::out_proj,    op::mlp_up,    op::mlp_act,     op::mlp_down,     op::attn_norm};
+    g.dtypes = {kernels::dtype::fp32};
+    g.batch = {1};
+    g.seq_len = gpu ? std::vector<std::int64_t>{1024, 2048} : std::vector<std::int64_t>{256, 512};
+    g.d_model = gpu ? std::vector<std::int64_t>{1024, 2048} : std::vector<std::int64_t>{256, 512};
+    g.n_heads = {gpu ? 16 : 8};
+    g.d_ff = {};
+    g.capacity = {0.125, 0.5, 1.0};
+    g.experts = {0};
+    // d_ff = 4·d_model is the norm; as an axis it would cross every d_model with every d_ff.
+    g.d_ff = gpu ? std::vector<std::int64_t>{4096, 8192} : std::vector<std::int64_t>{1024, 2048};
+    return g;
+  }
+  if (name == "full") {
+    // Sized to finish in about five minutes on an H100/H200 (bf16; ~1,150 points) or about
+    // half an hour on a 2-core CPU (fp32): every single op and both blocks at four capacities
+    // over 16 shapes, plus MoDE layers. Includes the paper's point (S = 2048, capacity 1/8).
+    g.ops = {op::block_dense, op::block_mod, op::layer_mode, op::router,      op::topk,         op::gather,
+             op::scatter,     op::attn_norm, op::qkv_proj,   op::attn_scores, op::attn_softmax, op::attn_values,
+             op::out_proj,    op::mlp_norm,  op::mlp_up,     op::mlp_act,     op::mlp_down};
+    g.capacity = {0.125, 0.25, 0.5, 1.0};
+    g.experts = {8};
+    if (gpu) {
+      g.dtypes = {kernels::dtype::bf16};
+      g.batch = {1, 8};
+      g.seq_len = {512, 2048};
+      g.d_model = {1024, 2048};
+      g.n_heads = {16};
+      g.d_ff = {4096, 8192};
+    } else {
+      g.dtypes = {kernels::dtype::fp32};
+      g.batch = {1, 2};
+      g.seq_len = {256, 1024};
+      g.d_model = {256, 768};
+      g.n_heads = {8};
+      g.d_ff = {1024, 3072};
+    }
+    return g;
+  }
+  if (name == "decode") {
+    // KV-cached decode steps (DESIGN.md "Decode measurements"): one dense and one routed
+    // layer over batches, cached contexts and widths, both routing strategies (and CUDA
+    // graphs on a GPU); decode_step of the models given with --model. About 7 minutes on a
+    // 2-core CPU (fp32, with mod-60m and dense-60m); on a GPU (bf16) about 220 points with
+    // caches of at most 256K tokens per layer, meant to take under 5 minutes on an H100 (not
+    // yet run on one).
+    g.ops = {op::decode_dense, op::decode_mod, op::decode_step};
+    g.capacity = {0.125, 0.5};
+    g.experts = {0};
+    g.n_heads = {gpu ? 16 : 8};
+    if (gpu) {
+      g.dtypes = {kernels::dtype::bf16};
+      g.batch = {1, 8, 64};
+      g.seq_len = {512, 4096};
+      g.d_model = {1024, 2048};
+      g.d_ff = {4096, 8192};
+      g.decode_routing = {"sync", "pad", "graph"};
+      g.max_cached_tokens = 262144;
+    } else {
+      g.dtypes = {kernels::dtype::fp32};
+      g.batch = {1, 2, 4, 8, 16};
+      g.seq_len = {256, 2048};
+      g.d_model = {512, 1024};
+      g.d_ff = {2048, 4096};
+      g.decode_routing = {"sync", "pad"};
+    }
+    return g;
+  }
+  throw input_error("", "--preset", "unknown preset '" + std::string(name) + "' (expected quick, full or decode)");
+}
+
+}  // namespace modsim::profiler

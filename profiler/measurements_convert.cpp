@@ -1,0 +1,209 @@
+// The measurements CSV (profiler/measurements.hpp): the row a point yields (shape, costs per
+// sim/flops, times) and a row as the cost model's measured sample.
+#include "profiler/measurements.hpp"
+
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "core/error.hpp"
+#include "profiler/measure.hpp"
+#include "sim/config.hpp"
+#include "sim/des/decode.hpp"
+#include "sim/flops.hpp"
+
+namespace modsim::profiler {
+namespace {
+
+// sim/flops's view of point `p`'s shape; tokens = the block's tokens per sequence.
+sim::op_shape op_shape_of(const point& p) {
+  const kernels::block_shape& k = p.shape;
+  sim::op_shape s;
+  s.batch = k.batch;
+  s.seq_len = k.seq_len;
+  s.tokens = k.block_tokens();
+  s.d_model = static_cast<int>(k.d_model);
+  s.n_heads = static_cast<int>(k.n_heads);
+  s.n_kv_heads = static_cast<int>(k.n_kv_heads);
+  s.d_head = static_cast<int>(k.d_head);
+  s.d_ff = static_cast<int>(k.d_ff);
+  s.mlp = k.mlp == kernels::mlp_kind::swiglu ? sim::mlp_kind::swiglu : sim::mlp_kind::gelu;
+  s.elem_bytes = sim::dtype_bytes(p.type);
+  s.experts = k.experts;
+  s.top_k = 1;
+  s.capacity_factor = k.capacity_factor;
+  s.noop_experts = k.noop_experts;
+  return s;
+}
+
+// sim/flops's op list of block op `block` on `p`'s shape.
+std::vector<sim::op_cost> costs_of_block(kernels::op block, const point& p) {
+  const kernels::block_shape& k = p.shape;
+  const sim::op_shape s = op_shape_of(p);
+  switch (block) {
+    case kernels::op::block_dense:
+      return sim::block_costs(block, s);
+    case kernels::op::block_mod:
+      return sim::block_costs(block, s, k.capacity);
+    case kernels::op::layer_mode:
+      return sim::block_costs(
+          block, s, k.capacity,
+          k.variant == kernels::mode_variant::integrated ? sim::mode_variant::integrated : sim::mode_variant::staged);
+    default:
+      break;
+  }
+  throw input_error("", "op", std::string(kernels::to_string(block)) + " is not a block");
+}
+
+}  // namespace
+
+std::vector<modsim::op> block_ops(const point& p) {
+  std::vector<modsim::op> ops;
+  for (const sim::op_cost& c : costs_of_block(p.block, p)) ops.push_back(c.op);
+  return ops;
+}
+
+void fill_costs(const point& p, measurement_row& row) {
+  if (kernels::is_decode(p.op)) {
+    // The simulator's kernels of this step (FLOPs and bytes do not depend on the times).
+    const sim::des::decode_case c = sim::des::decode_case_of(sample_of(p));
+    sim::op_cost cost;
+    sim::des::decode_kernels(c, p.type, &cost);
+    row.tokens = c.batch;
+    row.matmul_flops = cost.matmul_flops;
+    row.other_flops = cost.other_flops;
+    row.bytes = cost.bytes;
+    return;
+  }
+  const kernels::block_shape& k = p.shape;
+  const sim::op_shape s = op_shape_of(p);
+  sim::op_cost c;
+  std::int64_t tokens = k.batch * k.block_tokens();
+  switch (p.op) {
+    case kernels::op::block_dense:
+      c = sim::sum_costs(costs_of_block(p.op, p), p.op);
+      tokens = k.batch * k.seq_len;
+      break;
+    case kernels::op::block_mod:
+      c = sim::sum_costs(costs_of_block(p.op, p), p.op);
+      tokens = k.batch * k.routed_tokens();
+      break;
+    case kernels::op::layer_mode:
+      c = sim::sum_costs(costs_of_block(p.op, p), p.op);
+      break;
+    case kernels::op::router:
+    case kernels::op::topk:
+      c = sim::cost_of(p.op, s);
+      tokens = k.batch * k.seq_len;
+      break;
+    default:
+      c = sim::cost_of(p.op, s);
+      break;
+  }
+  row.tokens = tokens;
+  row.matmul_flops = c.matmul_flops;
+  row.other_flops = c.other_flops;
+  row.bytes = c.bytes;
+}
+
+measurement_row make_row(const point& p, const std::string& backend, const std::string& device,
+                         const sample_stats& stats) {
+  measurement_row r;
+  r.backend = backend;
+  r.device = device;
+  r.op = p.op;
+  r.dtype = std::string(kernels::to_string(p.type));
+  const kernels::block_shape& s = p.shape;
+  r.batch = s.batch;
+  r.seq_len = s.seq_len;
+  r.d_model = s.d_model;
+  r.n_heads = s.n_heads;
+  r.d_ff = s.d_ff;
+  r.capacity = s.capacity;
+  r.n_kv_heads = s.n_kv_heads;
+  r.mlp = s.mlp == kernels::mlp_kind::swiglu ? "swiglu" : "gelu";
+  r.variant = modsim::to_string(s.variant);
+  r.experts = s.experts;
+  r.noop_experts = s.noop_experts;
+  r.capacity_factor = s.variant == kernels::mode_variant::none ? 0.0 : s.capacity_factor;
+  r.timing = p.timing;
+  if (p.timing == timing_mode::in_block) r.block = std::string(kernels::to_string(p.block));
+  r.attention = p.attention;
+  if (kernels::is_decode(p.op)) {
+    r.decode_routing = p.decode_routing;
+    r.pad_capacity = p.pad_capacity;
+    r.predictor_hidden = p.predictor_hidden;
+    r.model = p.model_name;
+  }
+  fill_costs(p, r);
+  r.median_s = stats.median_s;
+  r.p10_s = stats.p10_s;
+  r.p90_s = stats.p90_s;
+  r.samples = stats.samples;
+  return r;
+}
+
+sim::measured_sample sample_of(const measurement_row& r, const std::string& where) {
+  sim::measured_sample p;
+  p.op = r.op;
+  p.type = sim::parse_dtype(r.dtype, where, "dtype");
+  p.batch = r.batch;
+  p.seq_len = r.seq_len;
+  p.d_model = static_cast<int>(r.d_model);
+  p.n_heads = static_cast<int>(r.n_heads);
+  p.n_kv_heads = static_cast<int>(r.n_kv_heads);
+  p.d_ff = static_cast<int>(r.d_ff);
+  p.mlp = r.mlp == "swiglu" ? sim::mlp_kind::swiglu : sim::mlp_kind::gelu;
+  p.capacity = r.capacity;
+  p.variant = r.variant;
+  p.experts = r.experts;
+  p.noop_experts = r.noop_experts;
+  p.capacity_factor = r.capacity_factor;
+  p.median_s = r.median_s;
+  p.backend = r.backend;
+  p.device = r.device;
+  p.where = where;
+  p.timing = r.timing;
+  p.attention = r.attention;
+  if (r.timing == timing_mode::in_block) {
+    const std::optional<modsim::op> block = modsim::find_op(r.block);
+    if (!block) throw input_error(where, "block", "unknown block '" + r.block + "'");
+    p.block = *block;
+  }
+  if (modsim::is_decode(r.op)) {
+    p.decode_routing = r.decode_routing.empty() ? "sync" : r.decode_routing;
+    p.pad_capacity = r.pad_capacity;
+    p.predictor_hidden = static_cast<int>(r.predictor_hidden);
+    p.model_name = r.model;
+  }
+  return p;
+}
+
+std::vector<sim::measured_sample> read_measured_samples(const std::string& path) {
+  const std::vector<measurement_row> rows = read_measurements(path);
+  if (rows.empty()) throw input_error(path, "", "no measurement rows (only a header)");
+  std::vector<sim::measured_sample> out;
+  out.reserve(rows.size());
+  std::map<std::string, std::shared_ptr<const sim::model_spec>> models;  // decode_step rows' models, loaded once
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const measurement_row& r = rows[i];
+    const std::string where = path + ":" + std::to_string(i + 2);
+    sim::measured_sample p = sample_of(r, where);
+    p.key = sim::shape_key(p);
+    if (r.op == modsim::op::decode_step) {
+      auto& m = models[r.model];
+      if (!m) {
+        try {
+          m = std::make_shared<const sim::model_spec>(sim::load_model(sim::resolve_config(r.model, "models")));
+        } catch (const error& e) {
+          throw input_error(where, "model", "decode_step row: cannot load model '" + r.model + "': " + e.what());
+        }
+      }
+      p.model = m;
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace modsim::profiler

@@ -1,0 +1,238 @@
+// The measurements CSV (profiler/measurements.hpp): reading a header, a row and a file.
+#include "profiler/measurements.hpp"
+
+#include <cerrno>
+#include <charconv>
+#include <fstream>
+#include <optional>
+
+#include "core/error.hpp"
+#include "profiler/measurements_columns.hpp"
+
+namespace modsim::profiler {
+using csv::k_base_columns;
+using csv::k_column_count;
+using csv::k_columns;
+
+namespace {
+
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cur += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        cur += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else if (c != '\r') {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+}  // namespace
+
+csv_layout parse_header(const std::string& line, const std::string& file) {
+  const std::vector<std::string> names = split_csv(line);
+  auto bad = [&](const std::string& why) {
+    return input_error(file, "",
+                       "header does not match the measurements format (" + why + "; expected: " + csv_header() +
+                           ", the last " + std::to_string(k_column_count - k_base_columns) + " optional)");
+  };
+  if (names.size() < k_base_columns) throw bad("too few columns");
+  csv_layout l;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    std::size_t c = 0;
+    while (c < k_column_count && names[i] != k_columns[c]) ++c;
+    if (i < k_base_columns ? c != i : (c < k_base_columns || c == k_column_count || l.has(names[i])))
+      throw bad("column " + std::to_string(i + 1) + " is '" + names[i] + "'");
+    l.columns.push_back(c);
+  }
+  return l;
+}
+
+measurement_row parse_row(const std::string& line, const std::string& file, int line_no, const csv_layout& layout) {
+  std::vector<std::string> f = split_csv(line);
+  const std::string where = file + ":" + std::to_string(line_no);
+  if (f.size() != layout.columns.size())
+    throw input_error(
+        where, "", "expected " + std::to_string(layout.columns.size()) + " columns, found " + std::to_string(f.size()));
+  measurement_row r;
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    const std::size_t c = layout.columns[i];
+    const std::string& v = f[i];
+    auto integer = [&]() -> std::int64_t {
+      std::int64_t x = 0;
+      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+      if (ec != std::errc() || p != v.data() + v.size())
+        throw input_error(where, k_columns[c], "expected an integer, got '" + v + "'");
+      return x;
+    };
+    auto real = [&]() -> double {
+      char* end = nullptr;
+      errno = 0;
+      double x = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || errno != 0)
+        throw input_error(where, k_columns[c], "expected a number, got '" + v + "'");
+      return x;
+    };
+    auto one_of = [&](std::initializer_list<const char*> allowed) {
+      for (const char* a : allowed)
+        if (v == a) return v;
+      std::string list;
+      for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+      throw input_error(where, k_columns[c], "expected one of " + list + ", got '" + v + "'");
+    };
+    switch (c) {
+      case 0:
+        r.backend = v;
+        break;
+      case 1:
+        r.device = v;
+        break;
+      case 2:
+        if (const std::optional<modsim::op> o = modsim::find_op(v))
+          r.op = *o;
+        else
+          throw input_error(where, k_columns[c], "unknown op '" + v + "'");
+        break;
+      case 3:
+        r.dtype = v;
+        break;
+      case 4:
+        r.batch = integer();
+        break;
+      case 5:
+        r.seq_len = integer();
+        break;
+      case 6:
+        r.d_model = integer();
+        break;
+      case 7:
+        r.n_heads = integer();
+        break;
+      case 8:
+        r.d_ff = integer();
+        break;
+      case 9:
+        r.capacity = real();
+        break;
+      case 10:
+        r.tokens = integer();
+        break;
+      case 11:
+        r.matmul_flops = integer();
+        break;
+      case 12:
+        r.bytes = integer();
+        break;
+      case 13:
+        r.median_s = real();
+        break;
+      case 14:
+        r.p10_s = real();
+        break;
+      case 15:
+        r.p90_s = real();
+        break;
+      case 16:
+        r.samples = static_cast<int>(integer());
+        break;
+      case 17:
+        r.n_kv_heads = integer();
+        break;
+      case 18:
+        r.mlp = v;
+        break;
+      case 19:
+        r.variant = v;
+        break;
+      case 20:
+        r.experts = static_cast<int>(integer());
+        break;
+      case 21:
+        r.noop_experts = static_cast<int>(integer());
+        break;
+      case 22:
+        r.capacity_factor = real();
+        break;
+      case 23:
+        r.other_flops = integer();
+        break;
+      case 24:
+        r.timing = parse_timing(one_of({"isolated", "in_block"}));
+        break;
+      case 25:
+        r.attention = parse_attention_impl(one_of({"unfused", "fused"}));
+        break;
+      case 26:
+        r.block = v;
+        break;
+      case 27:
+        if (!v.empty()) r.decode_routing = one_of({"sync", "pad", "graph"});
+        break;
+      case 28:
+        r.pad_capacity = real();
+        break;
+      case 29:
+        r.predictor_hidden = integer();
+        break;
+      case 30:
+        r.model = v;
+        break;
+    }
+  }
+  if (modsim::is_decode(r.op)) {
+    if (r.decode_routing.empty()) r.decode_routing = "sync";
+    if (r.op == modsim::op::decode_step && r.model.empty())
+      throw input_error(where, "model", "a decode_step row names its model");
+  }
+  if (r.timing == timing_mode::in_block && r.block != "block_dense" && r.block != "block_mod" &&
+      r.block != "layer_mode")
+    throw input_error(where, "block",
+                      "an in_block row names its block (block_dense, block_mod or layer_mode), got '" + r.block + "'");
+  return r;
+}
+
+std::vector<measurement_row> read_measurements(const std::string& path, csv_layout* layout_out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw input_error(path, "", "cannot open file");
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<measurement_row> rows;
+  csv_layout layout;
+  std::size_t pos = 0;
+  int line_no = 0;
+  while (pos < content.size()) {
+    std::size_t nl = content.find('\n', pos);
+    if (nl == std::string::npos) break;  // a partial last line: a run killed mid-write
+    std::string line = content.substr(pos, nl - pos);
+    pos = nl + 1;
+    ++line_no;
+    if (line_no == 1) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      layout = parse_header(line, path);
+      continue;
+    }
+    if (line.empty()) continue;
+    rows.push_back(parse_row(line, path, line_no, layout));
+  }
+  if (line_no == 0) throw input_error(path, "", "empty file (no header)");
+  if (layout_out != nullptr) *layout_out = layout;
+  return rows;
+}
+
+}  // namespace modsim::profiler
