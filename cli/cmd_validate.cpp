@@ -19,6 +19,7 @@
 #include "sim/config.hpp"
 #include "sim/cost.hpp"
 #include "sim/validation.hpp"
+#include "sim/validation_fields.hpp"
 #include "core/error.hpp"
 
 namespace modsim::cli {
@@ -90,10 +91,7 @@ void point_json(json::array& out, const sim::validation_point& p) {
 json::object summary_json(const sim::validation_summary& s) {
   json::object o;
   o["points"] = s.points;
-  o["median_abs_pct_error"] = s.median_abs_pct_error;
-  o["p90_abs_pct_error"] = s.p90_abs_pct_error;
-  o["max_abs_pct_error"] = s.max_abs_pct_error;
-  o["mean_pct_error"] = s.mean_pct_error;
+  for (const sim::summary_field& f : sim::summary_fields) o[f.key] = s.*f.value;
   return o;
 }
 
@@ -169,14 +167,25 @@ int verdict(output& o, const analysis::validation_section& v, std::optional<doub
   return failed ? exit_check_failed : exit_ok;
 }
 
-// One row of a summary table: points, median, p90, max |error|, mean signed error.
+// A summary's figures as cells (sim::summary_fields), "-" for each when it has no point.
+std::vector<cell> summary_cells(const sim::validation_summary& v) {
+  std::vector<cell> out;
+  for (const sim::summary_field& f : sim::summary_fields)
+    out.push_back(v.points > 0 ? number(v.*f.value, f.format) : cell{"-"});
+  return out;
+}
+
+// The summary fields' column headers after `leading` columns.
+std::vector<std::string> summary_columns(std::vector<std::string> leading) {
+  for (const sim::summary_field& f : sim::summary_fields) leading.push_back(f.label);
+  return leading;
+}
+
+// One row of a summary table: its name, the points and the summary's figures.
 std::vector<cell> summary_row(const std::string& name, const sim::validation_summary& v) {
-  return {name,
-          integer(v.points),
-          number(v.median_abs_pct_error, "{:.1f}%"),
-          number(v.p90_abs_pct_error, "{:.1f}%"),
-          number(v.max_abs_pct_error, "{:.1f}%"),
-          number(v.mean_pct_error, "{:+.1f}%")};
+  std::vector<cell> row = {name, integer(v.points)};
+  for (cell& c : summary_cells(v)) row.push_back(std::move(c));
+  return row;
 }
 
 // Measured against predicted, one row per point (the CSV).
@@ -200,7 +209,7 @@ table points_table(const std::vector<const std::vector<sim::validation_point>*>&
 table summary_table(const std::string& title) {
   table t;
   t.title = title;
-  t.columns = {"rows", "points", "median |e|", "p90 |e|", "max |e|", "mean e"};
+  t.columns = summary_columns({"rows", "points"});
   return t;
 }
 
@@ -315,7 +324,8 @@ int cross_validate_by(const std::vector<std::string>& files, const std::string& 
     std::vector<sim::validation_point> inside, outside;
     json::array values;
     table t = summary_table(axis + " left out, one value at a time");
-    t.columns = {"value", "where", "blocks", "median |e|", "p90 |e|", "max |e|", "mean e", "ops median |e|"};
+    t.columns = summary_columns({"value", "where", "blocks"});
+    t.columns.push_back(std::string("ops ") + sim::summary_fields[0].label);
     t.left_columns = 2;
     for (const sim::held_out_value& h : a.values) {
       (h.extrapolated ? outside : inside)
@@ -334,13 +344,10 @@ int cross_validate_by(const std::vector<std::string>& files, const std::string& 
                                      h.not_fitted));
         continue;
       }
-      const auto stat = [](const sim::validation_summary& x, double v, const char* f) {
-        return x.points > 0 ? number(v, f) : cell{"-"};
-      };
-      t.rows.push_back({fmt::format("{:g}", h.value), placement(h), integer(b.points),
-                        stat(b, b.median_abs_pct_error, "{:.1f}%"), stat(b, b.p90_abs_pct_error, "{:.1f}%"),
-                        stat(b, b.max_abs_pct_error, "{:.1f}%"), stat(b, b.mean_pct_error, "{:+.1f}%"),
-                        stat(op, op.median_abs_pct_error, "{:.1f}%")});
+      std::vector<cell> row = {fmt::format("{:g}", h.value), placement(h), integer(b.points)};
+      for (cell& c : summary_cells(b)) row.push_back(std::move(c));
+      row.push_back(summary_cells(op).front());
+      t.rows.push_back(std::move(row));
       for (const auto& p : h.blocks) {
         point_json(pts, p);
         pts.back().as_object()["held_out"] = fmt::format("{}={:g}", axis, h.value);
@@ -349,13 +356,10 @@ int cross_validate_by(const std::vector<std::string>& files, const std::string& 
     const sim::validation_summary all = sim::summarize(a.blocks), in = sim::summarize(inside),
                                   out = sim::summarize(outside), ops = sim::summarize(a.ops);
     auto total = [&](const std::string& name, const sim::validation_summary& v) {
-      if (v.points == 0) {
-        t.rows.push_back({name, "", integer(0), "-", "-", "-", "-", ""});
-        return;
-      }
-      t.rows.push_back({name, "", integer(v.points), number(v.median_abs_pct_error, "{:.1f}%"),
-                        number(v.p90_abs_pct_error, "{:.1f}%"), number(v.max_abs_pct_error, "{:.1f}%"),
-                        number(v.mean_pct_error, "{:+.1f}%"), ""});
+      std::vector<cell> row = {name, "", integer(v.points)};
+      for (cell& c : summary_cells(v)) row.push_back(std::move(c));
+      row.push_back("");
+      t.rows.push_back(std::move(row));
     };
     total("inside", in);
     total("outside", out);

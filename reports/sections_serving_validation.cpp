@@ -16,6 +16,7 @@
 #include "reports/views.hpp"
 #include "sim/flops.hpp"
 #include "sim/io.hpp"
+#include "sim/validation_fields.hpp"
 
 namespace modsim::reports::detail {
 
@@ -170,15 +171,15 @@ section validation_section_of(const report_data& d, document& doc) {
                         "(`modsim validate`).",
                         v.rows, v.device, v.measurements_file, v.single_op_rows, v.cost_label)));
   auto summary_row = [](const std::string& what, const sim::validation_summary& x) {
-    return std::vector<std::string>{
-        what + " (" + std::to_string(x.points) + ")", fmt::format("{:.1f}%", x.median_abs_pct_error),
-        fmt::format("{:.1f}%", x.p90_abs_pct_error), fmt::format("{:.1f}%", x.max_abs_pct_error),
-        fmt::format("{:+.1f}%", x.mean_pct_error)};
+    std::vector<std::string> row = {what + " (" + std::to_string(x.points) + ")"};
+    for (const sim::summary_field& f : sim::summary_fields) row.push_back(sim::format_field(f, x));
+    return row;
   };
-  table sum{{"rows", "median |error|", "p90 |error|", "max |error|", "mean error (signed)"},
-            {false, true, true, true, true},
-            {summary_row("blocks", v.summary)},
-            {}};
+  table sum{{"rows"}, {false}, {summary_row("blocks", v.summary)}, {}};
+  for (const sim::summary_field& f : sim::summary_fields) {
+    sum.header.push_back(f.label);
+    sum.numeric.push_back(true);
+  }
   if (const auto by = analysis::summaries_by_op(v.points, false); by.size() > 1)
     for (const auto& [op, x] : by) sum.rows.push_back(summary_row("  " + op, x));
   if (v.folds > 0 && v.op_summary.points > 0) sum.rows.push_back(summary_row("single ops", v.op_summary));
