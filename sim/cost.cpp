@@ -609,9 +609,9 @@ op_time cost_model::time_impl(const op_cost& original, const Shape& s, dtype t) 
   if (c.other_flops > 0 && pv > 0) r.compute_s += double(c.other_flops) / pv;
   if (c.bytes > 0 && m_hw.memory_bandwidth_bytes_s > 0) r.memory_s = double(c.bytes) / m_hw.memory_bandwidth_bytes_s;
   r.roofline_s = std::max(r.compute_s, r.memory_s);
-  // The datasheet roofline tiles GEMMs as the library would (sim/gemm_tiles.hpp); a calibration
-  // keeps the tiling it was fitted with (curves: the fixed 128×128 tile they were fitted on).
-  const gemm_tile_mode tiling = !m_cal           ? gemm_tile_mode::chosen
+  // The datasheet roofline tiles GEMMs as the hardware file says (sim/gemm_tiles.hpp); a
+  // calibration keeps the tiling it was fitted with (curves: the fixed 128×128 tile).
+  const gemm_tile_mode tiling = !m_cal           ? m_hw.gemm_tiles
                                 : m_cal->kernels ? m_cal->kernels->gemm_tiles
                                                  : gemm_tile_mode::fixed128;
   r.waves = gemm_waves(c.op, s, m_hw, t, tiling);

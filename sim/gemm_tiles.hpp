@@ -71,7 +71,7 @@ double split_k_element_cost(const hardware_spec& hw, dtype t);
 gemm_tile_choice choose_gemm_tile(const gemm_problem& g, int sm_count, double element_cost);
 gemm_tile_choice choose_gemm_tile(const gemm_problem& g, const hardware_spec& hw, dtype t);
 
-enum class gemm_tile_mode : int { fixed128, chosen };
+// gemm_tile_mode (sim/spec.hpp) by name: "fixed128" | "chosen".
 const char* to_string(gemm_tile_mode m);
 // Throws modsim::error(bad_input) "FILE: KEY: ..." for another name.
 gemm_tile_mode parse_gemm_tile_mode(std::string_view name, const std::string& file, const std::string& key);

@@ -267,7 +267,7 @@ kernel_params default_kernel_params(const hardware_spec& hw) {
   p.gap_s = hw.kernel_launch_s > 0 ? hw.kernel_launch_s * 0.4 : 1e-6;
   p.event_s = 2e-6;
   p.warm_fraction = 0.3;
-  p.gemm_tiles = gemm_tile_mode::chosen;
+  p.gemm_tiles = hw.gemm_tiles;
   for (auto& c : p.kinds) c = kernel_class_params{};
   p.of(kernel_kind::batched_gemm).compute_efficiency = 0.5;
   p.of(kernel_kind::topk).per_item_s = 2e-9;

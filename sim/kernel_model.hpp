@@ -114,8 +114,8 @@ struct kernel_params {
   double gap_s = 1e-6;         // device idle between consecutive kernels of a stream
   double warm_fraction = 0.3;  // of a kernel's input bytes (<= L2) served from L2 in a sequence
   // How a GEMM's wave quantisation is tiled (sim/gemm_tiles.hpp): fixed128 unless a
-  // calibration says otherwise (its "gemm_tiles" key); default_kernel_params() and so
-  // `modsim calibrate` fit with the chosen tiles.
+  // calibration says otherwise (its "gemm_tiles" key); default_kernel_params(hw), and so
+  // `modsim calibrate`, takes the hardware file's (hw.gemm_tiles).
   gemm_tile_mode gemm_tiles = gemm_tile_mode::fixed128;
   std::array<kernel_class_params, kernel_kind_count> kinds{};
 

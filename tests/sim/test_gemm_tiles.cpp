@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "sim/config.hpp"
 #include "sim/cost.hpp"
 #include "sim/kernel_model.hpp"
 
@@ -191,7 +192,8 @@ TEST(GemmTiles, OpGemmDimensions) {
   EXPECT_FALSE(op_gemm(modsim::op::router, s).has_value());
 }
 
-// The datasheet roofline on a GPU tiles as the chooser does; fixed128 is the old 128×128 rule.
+// The datasheet roofline on a GPU tiles as its hardware file says: chosen, as the chooser does;
+// fixed128 (the default), the old 128×128 rule.
 // mlp_up of 200 tokens × d_ff 2816 × d_model 1024 on gpu132 (r = 200): the 128×128 splits cost
 // 8 388 608 + 2·2·200·2816/132·200 = 11 801 600 (s = 2) and 8 388 608 + 6 826 667 (s = 4,
 // 2 waves), both above 128×64's 9 320 676, so the choice is that of the 200 × 2816 case above:
@@ -204,11 +206,15 @@ TEST(GemmTiles, RooflineWavesFollowTheChosenTiling) {
   s.d_model = 1024;
   s.n_heads = 16;
   s.d_ff = 2816;
-  const hardware_spec hw = gpu132();
+  hardware_spec hw = gpu132();
   EXPECT_NEAR(gemm_waves(modsim::op::mlp_up, s, hw, dtype::bf16, gemm_tile_mode::chosen), 32.0 / 15.0, 1e-12);
   EXPECT_NEAR(gemm_waves(modsim::op::mlp_up, s, hw, dtype::bf16, gemm_tile_mode::fixed128), 3.0, 1e-12);
   // The uncalibrated model prices the compute term × q: 1e9 FLOPs at 100e12 = 10 µs.
-  const op_time t = cost_model(hw).time_of(op_cost{modsim::op::mlp_up, 1'000'000'000, 0, 0}, s, dtype::bf16);
+  const op_cost c{modsim::op::mlp_up, 1'000'000'000, 0, 0};
+  EXPECT_EQ(hw.gemm_tiles, gemm_tile_mode::fixed128);
+  EXPECT_NEAR(cost_model(hw).time_of(c, s, dtype::bf16).time_s, 1e-5 * 3.0, 1e-15);
+  hw.gemm_tiles = gemm_tile_mode::chosen;
+  const op_time t = cost_model(hw).time_of(c, s, dtype::bf16);
   EXPECT_NEAR(t.waves, 32.0 / 15.0, 1e-12);
   EXPECT_NEAR(t.time_s, 1e-5 * 32.0 / 15.0, 1e-15);
 }
@@ -217,7 +223,9 @@ TEST(GemmTiles, RooflineWavesFollowTheChosenTiling) {
 // (flops 2·4096·2816·1024 = 23 622 320 128): chosen q = 15/14 (above); fixed128: 704 tiles,
 // ⌈704/132⌉ = 6 waves, q = 6·132/704 = 9/8. ε_c 0.5 of 100 TFLOP/s; no bytes.
 TEST(GemmTiles, KernelModelQuantisesWithTheCalibrationsTiling) {
-  const hardware_spec hw = gpu132();
+  hardware_spec hw = gpu132();
+  EXPECT_EQ(default_kernel_params(hw).gemm_tiles, gemm_tile_mode::fixed128);  // the hardware's
+  hw.gemm_tiles = gemm_tile_mode::chosen;
   kernel_params p = default_kernel_params(hw);
   EXPECT_EQ(p.gemm_tiles, gemm_tile_mode::chosen);  // what calibrate fits with
   p.of(kernel_kind::gemm).floor_s = 1e-6;
@@ -266,6 +274,7 @@ TEST(GemmTiles, CalibrationRecordsItsTiling) {
   c.backend = "cuda";
   c.sources.push_back({"m.csv", 10, 10});
   c.kernels = default_kernel_params(hw);
+  c.kernels->gemm_tiles = gemm_tile_mode::chosen;
   c.kernel_dtypes = {dtype::bf16};
   c.peak_matmul_fp32 = hw.peak_matmul_flops.fp32;
   c.peak_matmul_bf16 = hw.peak_matmul_flops.bf16;
@@ -288,6 +297,25 @@ TEST(GemmTiles, CalibrationRecordsItsTiling) {
     FAIL() << "accepted gemm_tiles \"best\"";
   } catch (const modsim::error& e) {
     EXPECT_NE(std::string(e.what()).find("calibration.gemm_tiles"), std::string::npos) << e.what();
+  }
+}
+
+// A hardware file names the tiling of its roofline and of what calibrate fits ("gemm_tiles");
+// the shipped files do not (fixed128).
+TEST(GemmTiles, HardwareFileNamesItsTiling) {
+  const std::string path = std::string(MODSIM_SOURCE_DIR) + "/configs/hardware/h100-sxm.json";
+  EXPECT_EQ(load_hardware(path).gemm_tiles, gemm_tile_mode::fixed128);
+  std::string text = R"({"name": "g", "kind": "gpu", "source": "test",
+    "peak_matmul_flops": {"fp32": 1e12, "bf16": 1e13, "fp16": 1e13},
+    "peak_vector_flops": {"fp32": 1e12, "bf16": 1e12, "fp16": 1e12},
+    "memory_bandwidth_bytes_s": 1e12, "memory_bytes": 1e10, "l2_bytes": 1e6, "sm_count": 132)";
+  EXPECT_EQ(parse_hardware(text + "}", "g.json").gemm_tiles, gemm_tile_mode::fixed128);
+  EXPECT_EQ(parse_hardware(text + R"(, "gemm_tiles": "chosen"})", "g.json").gemm_tiles, gemm_tile_mode::chosen);
+  try {
+    parse_hardware(text + R"(, "gemm_tiles": "best"})", "g.json");
+    FAIL() << "accepted gemm_tiles \"best\"";
+  } catch (const modsim::error& e) {
+    EXPECT_NE(std::string(e.what()).find("gemm_tiles"), std::string::npos) << e.what();
   }
 }
 
