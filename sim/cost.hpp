@@ -11,10 +11,11 @@
 //                    bytes / memory_bandwidth)
 // with FLOPs and bytes from sim/flops (cost_of / layer_costs), nothing else. On a GPU
 // (hardware kind "gpu", sm_count > 0) the compute term of a GEMM is multiplied by its wave
-// quantisation q: with the tile and split-K a cuBLAS-like heuristic picks for its shape
+// quantisation q = ceil(tiles / sm_count) · sm_count / tiles ≥ 1 with 128×128 output tiles
+// (a GEMM of 133 tiles on 132 SMs runs two waves), or, for a hardware file with
+// "gemm_tiles": "chosen", with the tile and split-K a cuBLAS-like heuristic picks for its shape
 // (sim/gemm_tiles.hpp: q = the chosen tiling's time over that of a perfectly filled machine);
-// curves fitted on GPUs before the chooser keep q = ceil(tiles / sm_count) · sm_count / tiles
-// with 128×128 output tiles (a GEMM of 133 tiles on 132 SMs runs two waves), see gemm_waves().
+// a calibration keeps the tiling it was fitted with. See gemm_waves().
 //
 // Calibrated (the hardware file's `calibration` block, written by `modsim calibrate`), per
 // (op, dtype):

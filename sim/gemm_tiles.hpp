@@ -30,10 +30,13 @@
 // kernel's pipeline stages, swizzling and the epilogue. On a GPU the profiler can record the
 // algorithm cuBLASLt chose for a shape (the tile and split-K it reports) to check this choice.
 //
-// gemm_tile_mode records which tiling a calibration was fitted with (its JSON key
-// "gemm_tiles"): fixed128, one 128×128 tile for every shape and q = ⌈tiles/SMs⌉·SMs/tiles
-// (the model before the chooser, kept for calibrations without the key: sim/cost.cpp
-// gemm_waves, sim/kernel_model.cpp kernel_device_s); chosen, choose_gemm_tile's q.
+// gemm_tile_mode (sim/spec.hpp) is which tiling the cost model uses: fixed128, one 128×128 tile
+// for every shape and q = ⌈tiles/SMs⌉·SMs/tiles (sim/cost.cpp gemm_waves, sim/kernel_model.cpp
+// kernel_device_s); chosen, choose_gemm_tile's q. A hardware file picks it for its datasheet
+// roofline and for what `modsim calibrate` fits (JSON key "gemm_tiles", absent = fixed128: the
+// chosen tiles were not better on the committed H100 data, README "GEMM tiling"); a
+// calibration records the tiling it was fitted with (its "gemm_tiles" key, absent = fixed128,
+// as in every calibration written before the chooser).
 #include <optional>
 #include <string>
 #include <string_view>
