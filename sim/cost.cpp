@@ -84,8 +84,12 @@ namespace {
 constexpr double tile = 128.0;
 
 template <class N>
-double waves_impl(modsim::op op, const basic_op_shape<N>& s, const hardware_spec& hw) {
+double waves_impl(modsim::op op, const basic_op_shape<N>& s, const hardware_spec& hw, dtype type, gemm_tiling tiling) {
   if (!is_gpu(hw) || hw.sm_count <= 0) return 1.0;
+  if (tiling == gemm_tiling::chosen) {
+    const std::optional<gemm_problem> g = op_gemm(op, s);
+    return g ? choose_gemm_tile(*g, hw, type).q : 1.0;
+  }
   const double t = gemm_output_tiles(op, s, tile);
   if (t <= 0) return 1.0;
   const double sms = hw.sm_count;
@@ -94,8 +98,12 @@ double waves_impl(modsim::op op, const basic_op_shape<N>& s, const hardware_spec
 
 }  // namespace
 
-double gemm_waves(modsim::op op, const op_shape& s, const hardware_spec& hw) { return waves_impl(op, s, hw); }
-double gemm_waves(modsim::op op, const expected_op_shape& s, const hardware_spec& hw) { return waves_impl(op, s, hw); }
+double gemm_waves(modsim::op op, const op_shape& s, const hardware_spec& hw, dtype t, gemm_tiling tiling) {
+  return waves_impl(op, s, hw, t, tiling);
+}
+double gemm_waves(modsim::op op, const expected_op_shape& s, const hardware_spec& hw, dtype t, gemm_tiling tiling) {
+  return waves_impl(op, s, hw, t, tiling);
+}
 
 // ------------------------------------------------------------------------------------------
 // The calibration block
@@ -317,6 +325,13 @@ calibration parse_calibration(std::string_view json_text, const std::string& fil
     c.kernels = parse_kernels(*k, file, r.key_path("kernels"), c.kernel_dtypes);
   if (r.find("attention") != nullptr)
     c.attention = parse_attention_impl(r.get_string("attention"), r.key_path("attention"));
+  // The GEMM tiling the kernel model was fitted with; absent (calibrations written before the
+  // tile chooser): one 128×128 tile for every shape.
+  if (r.find("gemm_tiles") != nullptr) {
+    const gemm_tiling m = parse_gemm_tiling(r.get_string("gemm_tiles"), file, r.key_path("gemm_tiles"));
+    if (!c.kernels) throw input_error(file, r.key_path("gemm_tiles"), "needs a kernels model");
+    c.kernels->gemm_tiles = m;
+  }
   if (const json::value* cv = r.find("cross_validation"))
     c.cross_validation = parse_cv(*cv, file, r.key_path("cross_validation"));
   if (const json::value* cov = r.find("coverage")) {
@@ -435,6 +450,7 @@ std::string calibration_to_json(const calibration& c) {
   o["curves"] = std::move(curves);
   if (c.kernels) o["kernels"] = kernels_json(*c.kernels, c.kernel_dtypes);
   if (c.kernels || c.attention != attention_impl::unfused) o["attention"] = to_string(c.attention);
+  if (c.kernels && c.kernels->gemm_tiles != gemm_tiling::fixed128) o["gemm_tiles"] = to_string(c.kernels->gemm_tiles);
   if (c.cross_validation) o["cross_validation"] = cv_json(*c.cross_validation);
   if (!c.coverage.empty()) {
     json::array cov;
@@ -592,7 +608,12 @@ op_time cost_model::time_impl(const op_cost& original, const Shape& s, dtype t) 
   if (c.other_flops > 0 && pv > 0) r.compute_s += double(c.other_flops) / pv;
   if (c.bytes > 0 && m_hw.memory_bandwidth_bytes_s > 0) r.memory_s = double(c.bytes) / m_hw.memory_bandwidth_bytes_s;
   r.roofline_s = std::max(r.compute_s, r.memory_s);
-  r.waves = gemm_waves(c.op, s, m_hw);
+  // The datasheet roofline tiles GEMMs as the hardware file says (sim/gemm_tiles.hpp); a
+  // calibration keeps the tiling it was fitted with (curves: the fixed 128×128 tile).
+  const gemm_tiling tiling = !m_cal           ? m_hw.gemm_tiles
+                             : m_cal->kernels ? m_cal->kernels->gemm_tiles
+                                              : gemm_tiling::fixed128;
+  r.waves = gemm_waves(c.op, s, m_hw, t, tiling);
   const double quantised = std::max(r.compute_s * r.waves, r.memory_s);
   r.time_s = quantised;
   r.isolated_s = quantised;

@@ -12,7 +12,10 @@
 // with FLOPs and bytes from sim/flops (cost_of / layer_costs), nothing else. On a GPU
 // (hardware kind "gpu", sm_count > 0) the compute term of a GEMM is multiplied by its wave
 // quantisation q = ceil(tiles / sm_count) · sm_count / tiles ≥ 1 with 128×128 output tiles
-// (a GEMM of 133 tiles on 132 SMs runs two waves), see gemm_waves().
+// (a GEMM of 133 tiles on 132 SMs runs two waves), or, for a hardware file with
+// "gemm_tiles": "chosen", with the tile and split-K a cuBLAS-like heuristic picks for its shape
+// (sim/gemm_tiles.hpp: q = the chosen tiling's time over that of a perfectly filled machine);
+// a calibration keeps the tiling it was fitted with. See gemm_waves().
 //
 // Calibrated (the hardware file's `calibration` block, written by `modsim calibrate`), per
 // (op, dtype):
@@ -206,9 +209,11 @@ std::optional<modsim::op> stand_in_of(modsim::op op);
 // on a CPU, predictor 2, expert_router 2, lm_head 2 (final norm + projection), others 1).
 int kernels_of(modsim::op op, const hardware_spec& hw);
 
-// Wave quantisation q >= 1 of op `op` at shape `s` on `hw` (1 for non-GEMM ops and CPUs).
-double gemm_waves(modsim::op op, const op_shape& s, const hardware_spec& hw);
-double gemm_waves(modsim::op op, const expected_op_shape& s, const hardware_spec& hw);
+// Wave quantisation q of op `op` at shape `s` with dtype `t` on `hw` (1 for non-GEMM ops and
+// CPUs): fixed128, ceil(tiles / SMs) · SMs / tiles ≥ 1 of 128×128 tiles; chosen, the q of
+// choose_gemm_tile (sim/gemm_tiles.hpp) for the op's GEMM (op_gemm).
+double gemm_waves(modsim::op op, const op_shape& s, const hardware_spec& hw, dtype t, gemm_tiling mode);
+double gemm_waves(modsim::op op, const expected_op_shape& s, const hardware_spec& hw, dtype t, gemm_tiling mode);
 
 struct op_time {
   modsim::op op = modsim::op::router;

@@ -43,7 +43,12 @@ dims<N> dims_of(const basic_op_shape<N>& s) {
   return x;
 }
 
-kernel_work memory(kernel_kind k, double bytes) { return {k, 0, bytes, 0, 0}; }
+kernel_work memory(kernel_kind k, double bytes) {
+  kernel_work w;
+  w.kind = k;
+  w.bytes = bytes;
+  return w;
+}
 
 // C (m×n) = A (m×k) · W (k×n), `batch` independent products; W read `wr` times, C also read
 // when accumulated into (beta = 1).
@@ -55,6 +60,7 @@ kernel_work gemm(kernel_kind kind, double m, double n, double k, double batch, d
   const double ce = c_bytes_per_elem > 0 ? c_bytes_per_elem : e;
   w.bytes = batch * (e * m * k + e * k * n * wr + ce * m * n * (accumulate ? 2 : 1));
   w.tiles = batch * up(std::max(m, 1.0) / 128) * up(std::max(n, 1.0) / 128);
+  w.gemm = gemm_problem{std::max(m, 1.0), std::max(n, 1.0), k, batch};
   return w;
 }
 
@@ -261,6 +267,7 @@ kernel_params default_kernel_params(const hardware_spec& hw) {
   p.gap_s = hw.kernel_launch_s > 0 ? hw.kernel_launch_s * 0.4 : 1e-6;
   p.event_s = 2e-6;
   p.warm_fraction = 0.3;
+  p.gemm_tiles = hw.gemm_tiles;
   for (auto& c : p.kinds) c = kernel_class_params{};
   p.of(kernel_kind::batched_gemm).compute_efficiency = 0.5;
   p.of(kernel_kind::topk).per_item_s = 2e-9;
@@ -280,7 +287,11 @@ double kernel_device_s(const kernel_work& k, dtype t, const kernel_params& p, co
     case kernel_kind::batched_gemm: {
       double q = 1;
       const double sms = hw.sm_count;
-      if (sms > 0 && k.tiles >= sms) q = std::ceil(k.tiles / sms - 1e-12) * sms / k.tiles;
+      if (p.gemm_tiles == gemm_tiling::chosen && k.gemm.m > 0) {
+        if (sms > 0) q = choose_gemm_tile(k.gemm, hw, t).q;
+      } else if (sms > 0 && k.tiles >= sms) {
+        q = std::ceil(k.tiles / sms - 1e-12) * sms / k.tiles;
+      }
       const double peak = hw.peak_matmul_flops.of(t) * c.compute_efficiency;
       const double compute = peak > 0 ? k.flops * q / peak : 0;
       return c.floor_s + std::cbrt(compute * compute * compute + mem * mem * mem);

@@ -7,7 +7,9 @@
 // Each kernel has a device time from first principles with a few fitted numbers per kernel
 // class (kernel_params):
 //   GEMM (also batched):  floor + ((q·flops / (ε_c·peak))³ + (bytes / (ε_b·bandwidth))³)^(1/3)
-//       q = wave quantisation of its 128×128 output tiles over the SMs (1 below one wave:
+//       q = wave quantisation of its output tiles over the SMs: with the tile and split-K a
+//       cuBLAS-like heuristic picks for the shape (sim/gemm_tiles.hpp, gemm_tiles = chosen),
+//       or, in calibrations fitted before that (fixed128), of 128×128 tiles (1 below one wave:
 //       split-K fills the machine); the second term is the weight/activation bandwidth bound
 //       that few-token (decode) GEMMs live on; the cube-root blend is a smooth max.
 //   memory-bound kernels (router, gather, norms, softmax, copies, activation, scatter):
@@ -33,6 +35,7 @@
 #include <vector>
 
 #include "sim/flops.hpp"
+#include "sim/gemm_tiles.hpp"
 #include "sim/spec.hpp"
 
 namespace modsim::sim {
@@ -64,6 +67,9 @@ struct kernel_work {
   double bytes = 0;  // minimum DRAM traffic
   double tiles = 0;  // 128×128 output tiles, all batches (GEMMs)
   double items = 0;  // serial work items (top-k: positions per SM round; rank/choice: tokens)
+  // A GEMM's dimensions (m = 0: none, e.g. the fused attention kernel, whose unit of work is
+  // its 128-query tiles): what the tile chooser tiles (gemm_tiling::chosen).
+  gemm_problem gemm{0, 0, 0, 0};
 };
 
 // How the CUDA backend runs attention (core/types.hpp): unfused, attn_scores and attn_values
@@ -107,6 +113,10 @@ struct kernel_params {
   double host_s = 4e-6;        // host time to enqueue one kernel
   double gap_s = 1e-6;         // device idle between consecutive kernels of a stream
   double warm_fraction = 0.3;  // of a kernel's input bytes (<= L2) served from L2 in a sequence
+  // How a GEMM's wave quantisation is tiled (sim/gemm_tiles.hpp): fixed128 unless a
+  // calibration says otherwise (its "gemm_tiles" key); default_kernel_params(hw), and so
+  // `modsim calibrate`, takes the hardware file's (hw.gemm_tiles).
+  gemm_tiling gemm_tiles = gemm_tiling::fixed128;
   std::array<kernel_class_params, kernel_kind_count> kinds{};
 
   kernel_class_params& of(kernel_kind k) { return kinds[static_cast<std::size_t>(k)]; }

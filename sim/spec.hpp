@@ -156,6 +156,10 @@ const char* to_string(hardware_kind k);
 // The profiler backend that measures this kind of hardware: "cuda" for a GPU, "cpu" for a CPU.
 const char* backend_of(hardware_kind k);
 
+// How the cost model tiles a GEMM for its wave quantisation (sim/gemm_tiles.hpp): fixed128, one
+// 128×128 tile for every shape; chosen, the tile and split-K a cuBLAS-like heuristic picks.
+enum class gemm_tiling : int { fixed128, chosen };
+
 struct hardware_spec {
   std::string name;
   std::string source_file;
@@ -171,6 +175,9 @@ struct hardware_spec {
   double host_enqueue_s = 0;        // host-side cost of enqueuing one kernel
   double interconnect_bytes_s = 0;  // 0 = none
   std::string calibration_json;     // the raw `calibration` block (written by `modsim calibrate`), or empty
+  // The GEMM tiling of the datasheet roofline and of what `modsim calibrate` fits (JSON key
+  // "gemm_tiles", absent = fixed128); a calibration block keeps the tiling it was fitted with.
+  gemm_tiling gemm_tiles = gemm_tiling::fixed128;
   // The `interconnect` object; absent = only interconnect_bytes_s (sim/comm.hpp then takes it
   // as the intra-node bandwidth).
   std::optional<interconnect_spec> interconnect;

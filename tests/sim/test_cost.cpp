@@ -109,17 +109,35 @@ TEST(Cost, GemmWaveQuantisationOnAGpu) {
   s.d_model = 128;
   s.n_heads = 1;
   s.d_ff = 128;  // one column tile
-  // 133 tiles on 132 SMs: 2 waves = 264 tile slots for 133 tiles.
-  EXPECT_NEAR(gemm_waves(modsim::op::mlp_up, s, gpu), 264.0 / 133.0, 1e-12);
+  // The fixed 128×128 tile (calibrations fitted before the tile chooser): 133 tiles on 132
+  // SMs: 2 waves = 264 tile slots for 133 tiles.
+  constexpr gemm_tiling fixed = gemm_tiling::fixed128;
+  EXPECT_NEAR(gemm_waves(modsim::op::mlp_up, s, gpu, dtype::bf16, fixed), 264.0 / 133.0, 1e-12);
   s.tokens = 132 * 128;  // exactly one full wave
-  EXPECT_NEAR(gemm_waves(modsim::op::mlp_up, s, gpu), 1.0, 1e-12);
+  EXPECT_NEAR(gemm_waves(modsim::op::mlp_up, s, gpu, dtype::bf16, fixed), 1.0, 1e-12);
   // Not a GEMM, or a CPU: no quantisation.
-  EXPECT_EQ(gemm_waves(modsim::op::attn_norm, s, gpu), 1.0);
-  EXPECT_EQ(gemm_waves(modsim::op::mlp_up, s, round_cpu()), 1.0);
-  // The compute term is quantised: 1e9 FLOPs at 100e9 = 0.01 s, x 264/133 after quantisation.
+  EXPECT_EQ(gemm_waves(modsim::op::attn_norm, s, gpu, dtype::bf16, fixed), 1.0);
+  EXPECT_EQ(gemm_waves(modsim::op::mlp_up, s, round_cpu(), dtype::bf16, fixed), 1.0);
+  EXPECT_EQ(gemm_waves(modsim::op::attn_norm, s, gpu, dtype::bf16, gemm_tiling::chosen), 1.0);
+  EXPECT_EQ(gemm_waves(modsim::op::mlp_up, s, round_cpu(), dtype::bf16, gemm_tiling::chosen), 1.0);
+  // The datasheet roofline of a hardware file without "gemm_tiles" keeps the fixed tile: the
+  // compute term, 1e9 FLOPs at 100e9 = 0.01 s, × 264/133.
   s.tokens = 133 * 128;
-  const op_time t = cost_model(gpu).time_of(cost(modsim::op::mlp_up, 1'000'000'000, 0, 0), s, dtype::bf16);
-  EXPECT_NEAR(t.time_s, 0.01 * 264.0 / 133.0, 1e-12);
+  const op_cost c = cost(modsim::op::mlp_up, 1'000'000'000, 0, 0);
+  EXPECT_NEAR(cost_model(gpu).time_of(c, s, dtype::bf16).time_s, 0.01 * 264.0 / 133.0, 1e-12);
+  // One that says "chosen" tiles as the chooser does (sim/gemm_tiles.hpp). M 17024, N 128,
+  // K 128 (too shallow for split-K), times in SM multiply-accumulates:
+  //   128×128: 133 tiles, 2 waves: 2·16384·128 = 4 194 304
+  //   128×256: 133 tiles, 2 waves: 2·32768·128/1.05 = 7 989 089
+  //   256×128: 67 tiles, 1 wave: 32768·128/1.05 = 3 994 575
+  //   128×64 and 64×128: 266 tiles, 3 waves: 3·8192·128/0.9 = 3 495 253
+  //   64×64: 532 tiles, 5 waves: 5·4096·128/0.8 = 3 276 800   <- chosen
+  // q = 3 276 800 / (17024·128·128 / 132) = 200·132 / 17024 = 825/532.
+  // 0.01 s × 825/532.
+  gpu.gemm_tiles = gemm_tiling::chosen;
+  const op_time t = cost_model(gpu).time_of(c, s, dtype::bf16);
+  EXPECT_NEAR(t.waves, 825.0 / 532.0, 1e-12);
+  EXPECT_NEAR(t.time_s, 0.01 * 825.0 / 532.0, 1e-12);
   EXPECT_NEAR(t.roofline_s, 0.01, 1e-15);
 }
 
