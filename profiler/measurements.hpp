@@ -4,6 +4,7 @@
 // the rows already present and never writes one twice.
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -44,9 +45,9 @@ struct measurement_row {
   timing_mode timing = timing_mode::isolated;
   attention_impl attention = attention_impl::unfused;  // how the row's blocks ran attention
   // in_block rows: the block whose runs timed the row (the row's own op for the block row);
-  // "" for isolated rows. Tells apart the same op timed in two blocks of one shape (a
-  // block_dense and a block_mod at capacity 1).
-  std::string block;
+  // none for isolated rows (the column is empty). Tells apart the same op timed in two blocks
+  // of one shape (a block_dense and a block_mod at capacity 1).
+  std::optional<modsim::op> block;
   // Decode rows (decode_dense, decode_mod, decode_step); "" / 0 for the others. A file
   // without these columns reads as "".
   std::string decode_routing;  // sync | pad | graph

@@ -127,7 +127,7 @@ measurement_row make_row(const point& p, const std::string& backend, const std::
   r.noop_experts = s.noop_experts;
   r.capacity_factor = s.variant == kernels::mode_variant::none ? 0.0 : s.capacity_factor;
   r.timing = p.timing;
-  if (p.timing == timing_mode::in_block) r.block = std::string(kernels::to_string(p.block));
+  if (p.timing == timing_mode::in_block) r.block = p.block;
   r.attention = p.attention;
   if (kernels::is_decode(p.op)) {
     r.decode_routing = p.decode_routing;
@@ -166,9 +166,8 @@ sim::measured_sample sample_of(const measurement_row& r, const std::string& wher
   p.timing = r.timing;
   p.attention = r.attention;
   if (r.timing == timing_mode::in_block) {
-    const std::optional<modsim::op> block = modsim::find_op(r.block);
-    if (!block) throw input_error(where, "block", "unknown block '" + r.block + "'");
-    p.block = *block;
+    if (!r.block) throw input_error(where, "block", "an in_block row names its block");
+    p.block = *r.block;
   }
   if (modsim::is_decode(r.op)) {
     p.decode_routing = r.decode_routing.empty() ? "sync" : r.decode_routing;

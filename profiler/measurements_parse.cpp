@@ -72,6 +72,7 @@ measurement_row parse_row(const std::string& line, const std::string& file, int 
     throw input_error(
         where, "", "expected " + std::to_string(layout.columns.size()) + " columns, found " + std::to_string(f.size()));
   measurement_row r;
+  std::string block_name;  // the block column as written, converted after the loop
   for (std::size_t i = 0; i < f.size(); ++i) {
     const std::size_t c = layout.columns[i];
     const std::string& v = f[i];
@@ -180,7 +181,7 @@ measurement_row parse_row(const std::string& line, const std::string& file, int 
         r.attention = parse_attention_impl(one_of({"unfused", "fused"}));
         break;
       case 26:
-        r.block = v;
+        block_name = v;
         break;
       case 27:
         if (!v.empty()) r.decode_routing = one_of({"sync", "pad", "graph"});
@@ -201,10 +202,14 @@ measurement_row parse_row(const std::string& line, const std::string& file, int 
     if (r.op == modsim::op::decode_step && r.model.empty())
       throw input_error(where, "model", "a decode_step row names its model");
   }
-  if (r.timing == timing_mode::in_block && r.block != "block_dense" && r.block != "block_mod" &&
-      r.block != "layer_mode")
-    throw input_error(where, "block",
-                      "an in_block row names its block (block_dense, block_mod or layer_mode), got '" + r.block + "'");
+  // The block column names an op of the table; only in_block rows need one (an isolated row's
+  // column is empty and, if not, ignored as before).
+  if (const std::optional<modsim::op> b = modsim::find_op(block_name); b && modsim::is_block(*b)) r.block = *b;
+  if (r.timing == timing_mode::in_block && !r.block)
+    throw input_error(
+        where, "block",
+        "an in_block row names its block (block_dense, block_mod or layer_mode), got '" + block_name + "'");
+  if (r.timing != timing_mode::in_block) r.block.reset();
   return r;
 }
 

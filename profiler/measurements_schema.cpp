@@ -101,7 +101,7 @@ std::string field(const measurement_row& r, std::size_t c) {
     case 25:
       return modsim::to_string(r.attention);
     case 26:
-      return r.block;
+      return r.block ? std::string(modsim::to_string(*r.block)) : std::string();
     case 27:
       return r.decode_routing;
     case 28:

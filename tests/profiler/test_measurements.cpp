@@ -126,20 +126,20 @@ TEST(Measurements, RowsRoundTripThroughText) {
   EXPECT_EQ(back.mlp, "swiglu");
   EXPECT_EQ(back.timing, timing_mode::isolated);
   EXPECT_EQ(back.attention, attention_impl::unfused);
-  EXPECT_EQ(back.block, "");
+  EXPECT_EQ(back.block, std::nullopt);
   r.op = modsim::op::qkv_proj;
   r.timing = timing_mode::in_block;
-  r.block = "block_mod";
+  r.block = modsim::op::block_mod;
   back = parse_row(format_row(r), "m.csv", 2);
   EXPECT_EQ(back.timing, timing_mode::in_block);
-  EXPECT_EQ(back.block, "block_mod");
+  EXPECT_EQ(back.block, modsim::op::block_mod);
 }
 
 TEST(Measurements, NewColumnsFollowOtherFlopsAndAreChecked) {
   EXPECT_EQ(csv_header(), old_header + ",timing,attention,block,decode_routing,pad_capacity,predictor_hidden,model");
   const csv_layout three = parse_header(old_header + ",timing,attention,block", "m.csv");
   const std::string row = "cpu,dev,qkv_proj,fp32,1,2,3,4,5,1,1,1,1,1,1,1,1,4,gelu,none,0,0,0,0";
-  EXPECT_EQ(parse_row(row + ",in_block,unfused,block_dense", "m.csv", 3, three).block, "block_dense");
+  EXPECT_EQ(parse_row(row + ",in_block,unfused,block_dense", "m.csv", 3, three).block, modsim::op::block_dense);
   auto message = [&](const std::string& tail) {
     try {
       parse_row(row + tail, "m.csv", 3, three);
@@ -474,7 +474,8 @@ TEST(Measurements, InBlockWritesTheBlockThenItsOpsAsSimFlopsListsThem) {
   // The runner measures block_mod first (plan_workspaces: block_dense, which does not depend
   // on the capacity, runs last on the same workspace); each block's rows stay together, in
   // order. Below, the dense block's rows first.
-  std::stable_partition(rows.begin(), rows.end(), [](const measurement_row& x) { return x.block == "block_dense"; });
+  std::stable_partition(rows.begin(), rows.end(),
+                        [](const measurement_row& x) { return x.block == modsim::op::block_dense; });
   std::stable_partition(r.in_block_samples.begin(), r.in_block_samples.end(),
                         [](const block_samples& b) { return b.block.op == kernels::op::block_dense; });
 
@@ -489,7 +490,7 @@ TEST(Measurements, InBlockWritesTheBlockThenItsOpsAsSimFlopsListsThem) {
     EXPECT_EQ(row.op, expected[i]) << i;
     EXPECT_EQ(row.timing, timing_mode::in_block) << modsim::to_string(row.op);
     EXPECT_EQ(row.attention, attention_impl::unfused) << modsim::to_string(row.op);
-    EXPECT_EQ(row.block, dense ? "block_dense" : "block_mod") << modsim::to_string(row.op);
+    EXPECT_EQ(row.block, dense ? modsim::op::block_dense : modsim::op::block_mod) << modsim::to_string(row.op);
     EXPECT_EQ(row.batch, 1);
     EXPECT_EQ(row.seq_len, 16);
     EXPECT_EQ(row.d_model, 32);
