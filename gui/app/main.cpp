@@ -79,11 +79,11 @@ int main(int argc, char** argv) {
   if (parser.isSet(mode)) {
     const QString m = parser.value(mode);
     if (m == QStringLiteral("train"))
-      session->setMode(modsim::gui::ExplorerMode::Training);
+      session->setMode(modsim::sim::run_mode::train);
     else if (m == QStringLiteral("prefill") || m == QStringLiteral("forward"))
-      session->setMode(modsim::gui::ExplorerMode::Prefill);
+      session->setMode(modsim::sim::run_mode::forward);
     else if (m == QStringLiteral("decode"))
-      session->setMode(modsim::gui::ExplorerMode::Decode);
+      session->setMode(modsim::sim::run_mode::decode);
     else
       return fail(QStringLiteral("--mode: unknown mode '%1' (expected train, prefill or decode)").arg(m), 2);
   }

@@ -338,8 +338,8 @@ void ExplorerSession::setBaseline(const QString& path) {
   commitDraft();
 }
 
-void ExplorerSession::setMode(ExplorerMode mode) {
-  m_draft.load.mode = runModeOf(mode);
+void ExplorerSession::setMode(sim::run_mode mode) {
+  m_draft.load.mode = mode;
   commitDraft();
 }
 

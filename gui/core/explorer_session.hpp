@@ -63,7 +63,7 @@ class ExplorerSession : public QObject {
   void setSeqLen(qint64 seqLen);
   void setBatch(qint64 batch);
   void setDtype(sim::dtype type);
-  void setMode(ExplorerMode mode);
+  void setMode(sim::run_mode mode);
   // The dense baseline every "vs dense" compares with: a model file, or empty for the model
   // without routing. A file that does not load is refused (validationChanged "baseline").
   void setBaseline(const QString& path);

@@ -137,7 +137,7 @@ void SummaryModel::setResult(const ComputeResultPtr& result) {
   m_error = result ? qs(result->error) : QString();
   if (result) {
     m_modelName = qs(result->model.name);
-    m_modeName = displayName(explorerModeOf(result->load.mode));
+    m_modeName = displayName(result->load.mode);
   }
   m_prediction = m_hasResult ? result->prediction : PredictionResult{};
   setAvailability(m_hasResult, m_error);

@@ -454,7 +454,7 @@ TEST(Controls, SavingAModelKeepsItsNotesAndItsLayout) {
 
 TEST(Controls, InDecodeTheDesignSpaceTimesTheStepTheHeadlineShows) {
   Window w("mod-1b");
-  w.apply([&] { w.session->setMode(ExplorerMode::Decode); });
+  w.apply([&] { w.session->setMode(sim::run_mode::decode); });
   SweepModel* sweep = w.session->sweepModel();
   int current = -1;
   for (int r = 0; r < sweep->rowCount(); ++r)

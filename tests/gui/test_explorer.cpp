@@ -202,7 +202,7 @@ TEST(Explorer, EveryTabRendersAndExportsAsPngAndSvg) {
 TEST(Explorer, ModeSwitchToDecodeRecomputesOneDecodeStep) {
   Explorer e;
   QSignalSpy ready(e.session, &ExplorerSession::resultApplied);
-  e.session->setMode(ExplorerMode::Decode);
+  e.session->setMode(sim::run_mode::decode);
   e.waitForResult(ready);
   EXPECT_EQ(e.session->lastResult()->load.mode, sim::run_mode::decode);
   EXPECT_TRUE(e.session->lastResult()->error.empty()) << e.session->lastResult()->error;
