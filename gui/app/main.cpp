@@ -1,9 +1,11 @@
 // modsim-gui [MODEL] [--screenshot FILE.png [--tab NAME] [--size WxH]]
+// modsim-gui --list-tabs
 //
 // The design-space explorer. MODEL is a model file, a HuggingFace config.json, or the name of
 // a shipped model (configs/models/NAME.json). With --screenshot the main window is rendered
 // to FILE.png after the first computation and the program exits (0; 2 for bad input, 3 when
-// the computation or the image failed); it works with QT_QPA_PLATFORM=offscreen.
+// the computation or the image failed); it works with QT_QPA_PLATFORM=offscreen. --list-tabs
+// prints the names --tab takes, one a line, in the tabs' order (scripts/gui-screenshots.sh).
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QFileInfo>
@@ -48,8 +50,14 @@ int main(int argc, char** argv) {
       QStringLiteral("baseline"),
       QStringLiteral("Dense baseline model (file or shipped name, e.g. dense-220m); default: MODEL without routing."),
       QStringLiteral("MODEL"));
-  parser.addOptions({screenshot, tab, size, hardware, mode, measurements, baseline});
+  const QCommandLineOption listTabs(QStringLiteral("list-tabs"),
+                                    QStringLiteral("Print the tab names, one a line, in order, and exit."));
+  parser.addOptions({screenshot, tab, size, hardware, mode, measurements, baseline, listTabs});
   parser.process(app);
+  if (parser.isSet(listTabs)) {
+    for (const QString& name : modsim::gui::MainWindow::tabNames()) std::printf("%s\n", name.toLocal8Bit().constData());
+    return 0;
+  }
 
   auto fail = [](const QString& message, int code) {
     std::fprintf(stderr, "modsim-gui: error: %s\n", message.toLocal8Bit().constData());
@@ -79,11 +87,11 @@ int main(int argc, char** argv) {
   if (parser.isSet(mode)) {
     const QString m = parser.value(mode);
     if (m == QStringLiteral("train"))
-      session->setMode(modsim::gui::ExplorerMode::Training);
+      session->setMode(modsim::sim::run_mode::train);
     else if (m == QStringLiteral("prefill") || m == QStringLiteral("forward"))
-      session->setMode(modsim::gui::ExplorerMode::Prefill);
+      session->setMode(modsim::sim::run_mode::forward);
     else if (m == QStringLiteral("decode"))
-      session->setMode(modsim::gui::ExplorerMode::Decode);
+      session->setMode(modsim::sim::run_mode::decode);
     else
       return fail(QStringLiteral("--mode: unknown mode '%1' (expected train, prefill or decode)").arg(m), 2);
   }

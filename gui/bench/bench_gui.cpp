@@ -13,8 +13,8 @@
 
 #include "gui/core/compute.hpp"
 #include "gui/core/explorer_config.hpp"
-#include "gui/core/pages.hpp"
 #include "gui/core/result_models.hpp"
+#include "gui/core/tabs/design_space_tab.hpp"
 #include "sim/config.hpp"
 
 namespace {

@@ -10,37 +10,13 @@
 
 namespace modsim::gui {
 
-sim::run_mode runModeOf(ExplorerMode mode) {
-  switch (mode) {
-    case ExplorerMode::Training:
-      return sim::run_mode::train;
-    case ExplorerMode::Prefill:
-      return sim::run_mode::forward;
-    case ExplorerMode::Decode:
-      return sim::run_mode::decode;
-  }
-  return sim::run_mode::forward;
-}
-
-ExplorerMode explorerModeOf(sim::run_mode mode) {
+QString displayName(sim::run_mode mode) {
   switch (mode) {
     case sim::run_mode::train:
-      return ExplorerMode::Training;
-    case sim::run_mode::forward:
-      return ExplorerMode::Prefill;
-    case sim::run_mode::decode:
-      return ExplorerMode::Decode;
-  }
-  return ExplorerMode::Prefill;
-}
-
-QString displayName(ExplorerMode mode) {
-  switch (mode) {
-    case ExplorerMode::Training:
       return QStringLiteral("Training step");
-    case ExplorerMode::Prefill:
+    case sim::run_mode::forward:
       return QStringLiteral("Prefill");
-    case ExplorerMode::Decode:
+    case sim::run_mode::decode:
       return QStringLiteral("Decode / serving");
   }
   return {};

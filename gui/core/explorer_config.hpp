@@ -11,12 +11,9 @@
 
 namespace modsim::gui {
 
-// The three things a user can ask about (DESIGN: training step, prefill, decode/serving).
-enum class ExplorerMode { Training, Prefill, Decode };
-
-sim::run_mode runModeOf(ExplorerMode mode);
-ExplorerMode explorerModeOf(sim::run_mode mode);
-QString displayName(ExplorerMode mode);
+// The three things a user can ask about (DESIGN: training step, prefill, decode/serving), as
+// the explorer names them: "Training step", "Prefill", "Decode / serving".
+QString displayName(sim::run_mode mode);
 
 struct ExplorerConfig {
   sim::model_spec model;

@@ -56,14 +56,6 @@ ExplorerSession::ExplorerSession(QObject* parent)
     : QObject(parent),
       m_schedule(new ScheduleModel(this)),
       m_summary(new SummaryModel(this)),
-      m_layers(new LayerTimesModel(this)),
-      m_gap(new GapModel(this)),
-      m_sweep(new SweepModel(this)),
-      m_timeline(new TimelineModel(this)),
-      m_serving(new ServingModel(this)),
-      m_sampling(new SamplingModel(this)),
-      m_parallel(new ParallelModel(this)),
-      m_validation(new ValidationModel(this)),
       m_worker(new ComputeWorker(this)) {
   m_config.model = builtinModel();
   m_config.load.batch = 1;
@@ -182,15 +174,14 @@ void ExplorerSession::recompute() { m_worker->computeNow(m_config); }
 void ExplorerSession::onResult(const ComputeResultPtr& result) {
   m_lastResult = result;
   m_summary->setResult(result);
-  m_layers->setResult(result);
-  m_gap->setResult(result);
-  m_sweep->setResult(result);
-  m_timeline->setResult(result);
-  m_serving->setResult(result);
-  m_sampling->setResult(result);
-  m_parallel->setResult(result);
-  m_validation->setResult(result);
+  m_results.removeAll(nullptr);
+  for (const QPointer<ResultModel>& m : m_results) m->setResult(result);
   emit resultApplied(result);
+}
+
+void ExplorerSession::addResultModel(ResultModel* model) {
+  m_results.append(model);
+  if (m_lastResult) model->setResult(m_lastResult);
 }
 
 bool ExplorerSession::loadModelFile(const QString& path, QString* error) {
@@ -338,8 +329,8 @@ void ExplorerSession::setBaseline(const QString& path) {
   commitDraft();
 }
 
-void ExplorerSession::setMode(ExplorerMode mode) {
-  m_draft.load.run = runModeOf(mode);
+void ExplorerSession::setMode(sim::run_mode mode) {
+  m_draft.load.run = mode;
   commitDraft();
 }
 
@@ -381,13 +372,6 @@ void ExplorerSession::setGpus(int gpus) {
 void ExplorerSession::setServingEnabled(bool enabled) {
   m_draft.servingEnabled = enabled;
   commitDraft();
-}
-
-void ExplorerSession::adoptSweepPoint(int row) {
-  if (row < 0 || row >= m_sweep->rowCount()) return;
-  sim::model_spec m = m_sweep->point(row).model;
-  m.name = m_config.model.name;
-  setModel(m);
 }
 
 }  // namespace modsim::gui

@@ -2,11 +2,13 @@
 // The explorer's state and its one-way data flow:
 //   editors ──set…()──► draft configuration ──validated──► current configuration
 //          ──ComputeWorker (thread pool, debounced, cancellable)──► ComputeResult
-//          ──setResult()──► item models ──► views and charts
+//          ──setResult()──► item models (the summary and each tab's) ──► views and charts
 // An edit that does not validate leaves the current configuration (and every result) as it
 // was and is reported with validationChanged(key, message) for the editor to show next to
 // the field. Loading a file that does not parse does the same and returns its error.
+#include <QList>
 #include <QObject>
+#include <QPointer>
 #include <QString>
 #include <memory>
 
@@ -39,15 +41,18 @@ class ExplorerSession : public QObject {
 
   ScheduleModel* scheduleModel() const { return m_schedule; }
   SummaryModel* summaryModel() const { return m_summary; }
-  LayerTimesModel* layerTimesModel() const { return m_layers; }
-  GapModel* gapModel() const { return m_gap; }
-  SweepModel* sweepModel() const { return m_sweep; }
-  TimelineModel* timelineModel() const { return m_timeline; }
-  ServingModel* servingModel() const { return m_serving; }
-  SamplingModel* samplingModel() const { return m_sampling; }
-  ParallelModel* parallelModel() const { return m_parallel; }
-  ValidationModel* validationModel() const { return m_validation; }
   ComputeWorker* worker() const { return m_worker; }
+
+  // The tabs' item models (gui/core/tabs/): each result is set on every model added here
+  // before resultApplied. The session does not own them (a model may go with its page).
+  void addResultModel(ResultModel* model);
+  // The first added model of type Model (e.g. session->resultModel<SweepModel>()); null if none.
+  template <class Model>
+  Model* resultModel() const {
+    for (const QPointer<ResultModel>& m : m_results)
+      if (auto* found = qobject_cast<Model*>(m.data())) return found;
+    return nullptr;
+  }
 
   // Files. On failure they return false with the modsim::error message in *error and change
   // nothing.
@@ -63,7 +68,7 @@ class ExplorerSession : public QObject {
   void setSeqLen(qint64 seqLen);
   void setBatch(qint64 batch);
   void setDtype(sim::dtype type);
-  void setMode(ExplorerMode mode);
+  void setMode(sim::run_mode mode);
   // The dense baseline every "vs dense" compares with: a model file, or empty for the model
   // without routing. A file that does not load is refused (validationChanged "baseline").
   void setBaseline(const QString& path);
@@ -73,9 +78,6 @@ class ExplorerSession : public QObject {
   void setServingEnabled(bool enabled);
   // The GPU count the Parallelism tab splits the step over (every tp × pp × dp of it).
   void setGpus(int gpus);
-
-  // Adopts the configuration of row `row` of the sweep model.
-  void adoptSweepPoint(int row);
 
  public slots:
   // Computes the current configuration now (no debounce).
@@ -111,14 +113,7 @@ class ExplorerSession : public QObject {
 
   ScheduleModel* m_schedule;
   SummaryModel* m_summary;
-  LayerTimesModel* m_layers;
-  GapModel* m_gap;
-  SweepModel* m_sweep;
-  TimelineModel* m_timeline;
-  ServingModel* m_serving;
-  SamplingModel* m_sampling;
-  ParallelModel* m_parallel;
-  ValidationModel* m_validation;
+  QList<QPointer<ResultModel>> m_results;
   ComputeWorker* m_worker;
 };
 

@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "gui/core/format.hpp"
-#include "gui/core/result_models.hpp"
+#include "gui/core/tabs/timeline_tab.hpp"
 
 namespace modsim::gui {
 namespace {

@@ -32,7 +32,7 @@
 #include "gui/core/explorer_session.hpp"
 #include "gui/core/format.hpp"
 #include "gui/core/model_panel.hpp"
-#include "gui/core/pages.hpp"
+#include "gui/core/tabs/tabs.hpp"
 #include "core/error.hpp"
 
 #include "reports/report.hpp"
@@ -88,18 +88,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), m_session(new Exp
   m_headline->setStyleSheet(QStringLiteral("QLabel { font-size: 11pt; padding: 4px 2px; }"));
   m_tabs = new QTabWidget(right);
   m_tabs->setDocumentMode(true);
-  m_designSpace = new DesignSpacePage(m_session->sweepModel(), m_tabs);
-  m_layers = new LayersPage(m_session->layerTimesModel(), m_session->gapModel(), m_tabs);
-  m_timeline = new TimelinePage(m_session->timelineModel(), m_tabs);
-  m_serving = new ServingPage(m_session->servingModel(), m_session->samplingModel(), m_tabs);
-  m_validation = new ValidationPage(m_session->validationModel(), m_tabs);
-  m_parallel = new ParallelPage(m_session->parallelModel(), m_tabs);
-  m_tabs->addTab(m_designSpace, tr("Design space"));
-  m_tabs->addTab(m_layers, tr("Layers"));
-  m_tabs->addTab(m_timeline, tr("Timeline"));
-  m_tabs->addTab(m_serving, tr("Serving / sampling"));
-  m_tabs->addTab(m_validation, tr("Validation"));
-  m_tabs->addTab(m_parallel, tr("Parallelism"));
+  for (const TabSpec& tab : resultTabs()) {
+    QWidget* page = tab.makePage(*m_session, m_tabs);
+    page->setObjectName(tab.name);
+    m_tabs->addTab(page, tab.title);
+  }
   rl->addWidget(m_bannerFrame);
   rl->addWidget(m_headline);
   rl->addWidget(m_tabs, 1);
@@ -149,12 +142,6 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), m_session(new Exp
     m_staleReason = message.isEmpty() ? QString() : (key.isEmpty() ? message : key + QStringLiteral(": ") + message);
     updateHeadline();
   });
-  connect(m_designSpace, &DesignSpacePage::adoptRequested, this, [this](int row) {
-    m_session->adoptSweepPoint(row);
-    statusBar()->showMessage(tr("Adopted the configuration of the design point"), 4000);
-  });
-  connect(m_validation, &ValidationPage::measurementsFileChosen, m_session, &ExplorerSession::setMeasurementsFile);
-  connect(m_parallel, &ParallelPage::gpusChosen, m_session, &ExplorerSession::setGpus);
   connect(m_panel, &ModelPanel::hardwareChosen, this, [this](const QString& path) { openHardwareFile(path); });
   connect(m_panel, &ModelPanel::addHardwareRequested, this, [this] {
     const QString path = QFileDialog::getOpenFileName(
@@ -180,10 +167,7 @@ QStringList MainWindow::extraHardwareFiles() const {
   return out;
 }
 
-QStringList MainWindow::tabNames() {
-  return {QStringLiteral("design-space"), QStringLiteral("layers"),     QStringLiteral("timeline"),
-          QStringLiteral("serving"),      QStringLiteral("validation"), QStringLiteral("parallel")};
-}
+QStringList MainWindow::tabNames() { return resultTabNames(); }
 
 bool MainWindow::setCurrentTab(const QString& name) {
   const int i = int(tabNames().indexOf(name.toLower()));
@@ -305,11 +289,11 @@ void MainWindow::buildMenus() {
   quit->setShortcut(QKeySequence::Quit);
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
-  const QStringList titles = {tr("Design space"),       tr("Layers"),     tr("Timeline"),
-                              tr("Serving / sampling"), tr("Validation"), tr("Parallelism")};
-  for (int i = 0; i < titles.size(); ++i) {
-    QAction* a = view->addAction(titles[i], this, [this, i] { m_tabs->setCurrentIndex(i); });
-    a->setShortcut(QKeySequence(Qt::CTRL | Qt::Key(Qt::Key_1 + i)));
+  const std::vector<TabSpec> tabs = resultTabs();
+  for (std::size_t i = 0; i < tabs.size(); ++i) {
+    const int index = static_cast<int>(i);
+    QAction* a = view->addAction(tabs[i].title, this, [this, index] { m_tabs->setCurrentIndex(index); });
+    a->setShortcut(tabShortcut(i));
   }
   view->addSeparator();
   QAction* recompute = view->addAction(tr("Recompute"), this, [this] {
@@ -410,8 +394,7 @@ bool MainWindow::saveModelFileAs() {
 QString MainWindow::exportCaption() const {
   const ExplorerConfig& c = m_session->config();
   return tr("%1 · %2 · %3, batch %4, sequence %5, %6 · %7 · modsim-gui %8")
-      .arg(QString::fromStdString(c.model.name), QString::fromStdString(c.hardware.name),
-           displayName(explorerModeOf(c.load.run)))
+      .arg(QString::fromStdString(c.model.name), QString::fromStdString(c.hardware.name), displayName(c.load.run))
       .arg(c.load.batch)
       .arg(c.load.seq_len)
       .arg(QString::fromLatin1(sim::to_string(c.load.type)), m_tabs->tabText(m_tabs->currentIndex()),

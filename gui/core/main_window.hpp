@@ -5,10 +5,10 @@
 #include <QMainWindow>
 #include <QSize>
 #include <QStringList>
+#include <QTabWidget>
 
 class QLabel;
 class QProgressBar;
-class QTabWidget;
 class QMenu;
 class QAction;
 class QFrame;
@@ -19,12 +19,6 @@ namespace modsim::gui {
 
 class ExplorerSession;
 class ModelPanel;
-class DesignSpacePage;
-class LayersPage;
-class TimelinePage;
-class ServingPage;
-class ValidationPage;
-class ParallelPage;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -33,13 +27,19 @@ class MainWindow : public QMainWindow {
 
   ExplorerSession* session() const { return m_session; }
   ModelPanel* panel() const { return m_panel; }
-  DesignSpacePage* designSpacePage() const { return m_designSpace; }
   QLabel* headlineLabel() const { return m_headline; }
   QTabWidget* tabs() const { return m_tabs; }
+  // The page of type Page among the tabs (e.g. page<DesignSpacePage>()); null if none.
+  template <class Page>
+  Page* page() const {
+    for (int i = 0; i < m_tabs->count(); ++i)
+      if (auto* p = qobject_cast<Page*>(m_tabs->widget(i))) return p;
+    return nullptr;
+  }
   // The error banner's text; empty when it is hidden.
   QString errorText() const;
 
-  // Tab names for --tab: design-space, layers, timeline, serving, validation.
+  // Tab names for --tab, in the tabs' order (the registry's, gui/core/tabs/tabs.hpp).
   static QStringList tabNames();
   bool setCurrentTab(const QString& name);
 
@@ -99,12 +99,6 @@ class MainWindow : public QMainWindow {
   QAction* m_saveAsAction = nullptr;
   QLabel* m_headline;
   QTabWidget* m_tabs;
-  DesignSpacePage* m_designSpace;
-  LayersPage* m_layers;
-  TimelinePage* m_timeline;
-  ServingPage* m_serving;
-  ValidationPage* m_validation;
-  ParallelPage* m_parallel;
   QProgressBar* m_progress;
   QLabel* m_status;
   QMenu* m_recentMenu = nullptr;

@@ -110,7 +110,7 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
   auto* lf = new QFormLayout(loadBox);
   lf->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
   m_mode = new QComboBox(loadBox);
-  for (ExplorerMode m : {ExplorerMode::Training, ExplorerMode::Prefill, ExplorerMode::Decode})
+  for (sim::run_mode m : {sim::run_mode::train, sim::run_mode::forward, sim::run_mode::decode})
     m_mode->addItem(displayName(m), int(m));
   m_mode->setToolTip(
       tr("Training step (forward + backward), prefill (one forward pass), or one decode step "
@@ -146,7 +146,7 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
   connect(m_baseline, &QComboBox::activated, this,
           [this](int i) { m_session->setBaseline(m_baseline->itemData(i).toString()); });
   connect(m_mode, &QComboBox::currentIndexChanged, this,
-          [this](int) { m_session->setMode(ExplorerMode(m_mode->currentData().toInt())); });
+          [this](int) { m_session->setMode(sim::run_mode(m_mode->currentData().toInt())); });
   connect(m_seq, &QSpinBox::valueChanged, this, [this](int v) { m_session->setSeqLen(v); });
   connect(m_batch, &QSpinBox::valueChanged, this, [this](int v) { m_session->setBatch(v); });
   connect(m_dtype, &QComboBox::currentIndexChanged, this, [this](int i) {
@@ -443,7 +443,7 @@ void ModelPanel::refresh() {
   }
   {
     const QSignalBlocker b(m_mode);
-    m_mode->setCurrentIndex(m_mode->findData(int(explorerModeOf(w.run))));
+    m_mode->setCurrentIndex(m_mode->findData(int(w.run)));
   }
   // Schedule preset and capacity from the routed layers.
   {

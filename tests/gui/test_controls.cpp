@@ -30,7 +30,12 @@
 #include "gui/core/explorer_session.hpp"
 #include "gui/core/main_window.hpp"
 #include "gui/core/model_panel.hpp"
-#include "gui/core/pages.hpp"
+#include "gui/core/tabs/design_space_tab.hpp"
+#include "gui/core/tabs/layers_tab.hpp"
+#include "gui/core/tabs/parallel_tab.hpp"
+#include "gui/core/tabs/serving_tab.hpp"
+#include "gui/core/tabs/timeline_tab.hpp"
+#include "gui/core/tabs/validation_tab.hpp"
 #include "sim/config.hpp"
 
 using namespace modsim;
@@ -117,7 +122,7 @@ TEST(Controls, HeadlineAndDesignSpaceTableShareTheBaselineForEveryVariant) {
   for (const char* variant : {"moe", "staged", "integrated", "none"}) {
     QComboBox* v = w.panel->variantEditor();
     w.apply([&] { v->setCurrentIndex(v->findData(QString::fromLatin1(variant))); });
-    SweepModel* sweep = w.session->sweepModel();
+    SweepModel* sweep = w.session->resultModel<SweepModel>();
     int current = -1;
     for (int r = 0; r < sweep->rowCount(); ++r)
       if (sweep->point(r).current) current = r;
@@ -166,7 +171,7 @@ TEST(Controls, IntegratedVariantTakesItsNoOpExpertsFromTheCapacity) {
   EXPECT_TRUE(w.panel->noteText(QStringLiteral("variant")).contains(QStringLiteral("0.125")))
       << w.panel->noteText("variant").toStdString();
   // The current design point shows the capacity the panel shows.
-  SweepModel* sweep = w.session->sweepModel();
+  SweepModel* sweep = w.session->resultModel<SweepModel>();
   for (int r = 0; r < sweep->rowCount(); ++r)
     if (sweep->point(r).current) {
       EXPECT_DOUBLE_EQ(sweep->point(r).capacity, 0.125);
@@ -227,8 +232,8 @@ TEST(Controls, DesignSpacePointsAndGapBarsShowTooltipsOnHover) {
   Window w;
   w.window.show();
   ASSERT_TRUE(QTest::qWaitForWindowExposed(&w.window));
-  DesignSpacePage* page = w.window.designSpacePage();
-  SweepModel* sweep = w.session->sweepModel();
+  DesignSpacePage* page = w.window.page<DesignSpacePage>();
+  SweepModel* sweep = w.session->resultModel<SweepModel>();
   int row = -1;
   for (int r = 0; r < sweep->rowCount() && row < 0; ++r)
     if (!sweep->point(r).current) row = r;
@@ -253,7 +258,7 @@ TEST(Controls, DesignSpacePointsAndGapBarsShowTooltipsOnHover) {
     if ((bars = qobject_cast<QAbstractBarSeries*>(s))) break;
   ASSERT_NE(bars, nullptr);
   emit bars->hovered(true, 0, bars->barSets().first());
-  GapModel* gap = w.session->gapModel();
+  GapModel* gap = w.session->resultModel<GapModel>();
   EXPECT_TRUE(layers->hoverText().startsWith(QStringLiteral("FLOPs: "))) << layers->hoverText().toStdString();
   EXPECT_TRUE(layers->hoverText().contains(gap->index(0, GapModel::PercentColumn).data().toString()));
 }
@@ -320,7 +325,7 @@ TEST(Controls, TheErrorBannerHasACloseButtonAndF5DismissesIt) {
 
 TEST(Controls, AnOverflowingWorkloadIsRefusedAtItsFieldAndTheChartsStay) {
   Window w;
-  const int points = w.session->sweepModel()->rowCount();
+  const int points = w.session->resultModel<SweepModel>()->rowCount();
   ASSERT_GT(points, 0);
   // batch 999,999 x sequence 1,048,576 = 1.05e12 tokens: the lm_head FLOPs 2·T·d·V overflow.
   w.session->setSeqLen(1048576);
@@ -331,7 +336,7 @@ TEST(Controls, AnOverflowingWorkloadIsRefusedAtItsFieldAndTheChartsStay) {
   EXPECT_TRUE(error.contains(QStringLiteral("999,999")) || error.contains(QStringLiteral("999999")))
       << error.toStdString();
   EXPECT_EQ(w.session->config().load.batch, 1);  // the last valid workload stays
-  EXPECT_GT(w.session->sweepModel()->rowCount(), 0);
+  EXPECT_GT(w.session->resultModel<SweepModel>()->rowCount(), 0);
   EXPECT_TRUE(w.window.isStale());
 }
 
@@ -378,7 +383,7 @@ TEST(Controls, ChoosingCpuHardwareSaysTheDtypeChanged) {
 
 TEST(Controls, ValidationRowsOfTheTwoMoDEVariantsDiffer) {
   Window w;
-  ValidationModel* v = w.session->validationModel();
+  ValidationModel* v = w.session->resultModel<ValidationModel>();
   int staged = 0, integrated = 0;
   for (int r = 0; r < v->rowCount(); ++r) {
     const ValidationRow& row = v->row(r);
@@ -407,7 +412,7 @@ TEST(Controls, AnExportedViewIsTheChartUnderACaption) {
   const QImage image(png);
   ASSERT_FALSE(image.isNull());
   // The design space's chart alone (not its table and check box) plus the caption strip.
-  QChartView* chart = w.window.designSpacePage()->chartView();
+  QChartView* chart = w.window.page<DesignSpacePage>()->chartView();
   EXPECT_EQ(image.height(), int((chart->height() + 28) * w.window.devicePixelRatioF()));
   EXPECT_LT(image.height(), int(w.window.tabs()->currentWidget()->height() * w.window.devicePixelRatioF()));
 }
@@ -454,8 +459,8 @@ TEST(Controls, SavingAModelKeepsItsNotesAndItsLayout) {
 
 TEST(Controls, InDecodeTheDesignSpaceTimesTheStepTheHeadlineShows) {
   Window w("mod-1b");
-  w.apply([&] { w.session->setMode(ExplorerMode::Decode); });
-  SweepModel* sweep = w.session->sweepModel();
+  w.apply([&] { w.session->setMode(sim::run_mode::decode); });
+  SweepModel* sweep = w.session->resultModel<SweepModel>();
   int current = -1;
   for (int r = 0; r < sweep->rowCount(); ++r)
     if (sweep->point(r).current) current = r;
@@ -468,7 +473,7 @@ TEST(Controls, InDecodeTheDesignSpaceTimesTheStepTheHeadlineShows) {
                    summary->index(SummaryModel::TotalTime, SummaryModel::DenseColumn).data(ValueRole).toDouble());
   // The chart draws the step a 1.5x faster sampling needs: the baseline's step / 1.5 (in ms).
   QLineSeries* target = nullptr;
-  for (QAbstractSeries* s : w.window.designSpacePage()->chartView()->chart()->series())
+  for (QAbstractSeries* s : w.window.page<DesignSpacePage>()->chartView()->chart()->series())
     if (s->name() == QStringLiteral("1.5x faster than the baseline")) target = qobject_cast<QLineSeries*>(s);
   ASSERT_NE(target, nullptr);
   ASSERT_GE(target->count(), 1);
@@ -479,7 +484,7 @@ TEST(Controls, InDecodeTheDesignSpaceTimesTheStepTheHeadlineShows) {
 
 TEST(Controls, TheParallelismTabRanksEverySplitOfTheGpusChosen) {
   Window w;
-  ParallelModel* parallel = w.session->parallelModel();
+  ParallelModel* parallel = w.session->resultModel<ParallelModel>();
   ASSERT_TRUE(parallel->available()) << parallel->unavailableReason().toStdString();
   // 8 GPUs at batch 1: no data parallelism (one sequence), so tp x pp in {8x1, 4x2, 2x4, 1x8}.
   EXPECT_EQ(parallel->rowCount(), 4);

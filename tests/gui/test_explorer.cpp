@@ -17,7 +17,12 @@
 #include "gui/core/explorer_session.hpp"
 #include "gui/core/main_window.hpp"
 #include "gui/core/model_panel.hpp"
-#include "gui/core/pages.hpp"
+#include "gui/core/tabs/design_space_tab.hpp"
+#include "gui/core/tabs/layers_tab.hpp"
+#include "gui/core/tabs/parallel_tab.hpp"
+#include "gui/core/tabs/serving_tab.hpp"
+#include "gui/core/tabs/timeline_tab.hpp"
+#include "gui/core/tabs/validation_tab.hpp"
 #include "sim/config.hpp"
 
 using namespace modsim;
@@ -72,7 +77,7 @@ TEST(Explorer, EditingACapacityInTheScheduleEditorChangesThePredictedTimeShown) 
 
 TEST(Explorer, ChoosingAParetoPointAdoptsItsConfiguration) {
   Explorer e;
-  SweepModel* sweep = e.session->sweepModel();
+  SweepModel* sweep = e.session->resultModel<SweepModel>();
   int row = -1;
   for (int r = 0; r < sweep->rowCount(); ++r)
     if (sweep->point(r).pareto && !sweep->point(r).current) row = r;
@@ -81,7 +86,7 @@ TEST(Explorer, ChoosingAParetoPointAdoptsItsConfiguration) {
   // A mouse click on the chart where the point is drawn.
   e.window.show();
   ASSERT_TRUE(QTest::qWaitForWindowExposed(&e.window));
-  DesignSpacePage* page = e.window.designSpacePage();
+  DesignSpacePage* page = e.window.page<DesignSpacePage>();
   const QPoint at = page->pixelOf(row);
   ASSERT_GE(at.x(), 0);
   ASSERT_EQ(page->rowAtPixel(at), row);
@@ -202,11 +207,11 @@ TEST(Explorer, EveryTabRendersAndExportsAsPngAndSvg) {
 TEST(Explorer, ModeSwitchToDecodeRecomputesOneDecodeStep) {
   Explorer e;
   QSignalSpy ready(e.session, &ExplorerSession::resultApplied);
-  e.session->setMode(ExplorerMode::Decode);
+  e.session->setMode(sim::run_mode::decode);
   e.waitForResult(ready);
   EXPECT_EQ(e.session->lastResult()->load.run, sim::run_mode::decode);
   EXPECT_TRUE(e.session->lastResult()->error.empty()) << e.session->lastResult()->error;
-  EXPECT_GT(e.session->timelineModel()->rowCount(), 0);
+  EXPECT_GT(e.session->resultModel<TimelineModel>()->rowCount(), 0);
 }
 
 TEST(Explorer, ExportsTheWholeStateAsAReport) {

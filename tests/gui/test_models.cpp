@@ -12,6 +12,12 @@
 #include "gui/core/explorer_config.hpp"
 #include "gui/core/result_models.hpp"
 #include "gui/core/schedule_model.hpp"
+#include "gui/core/tabs/design_space_tab.hpp"
+#include "gui/core/tabs/layers_tab.hpp"
+#include "gui/core/tabs/parallel_tab.hpp"
+#include "gui/core/tabs/serving_tab.hpp"
+#include "gui/core/tabs/timeline_tab.hpp"
+#include "gui/core/tabs/validation_tab.hpp"
 #include "sim/config.hpp"
 
 using namespace modsim;
