@@ -13,6 +13,7 @@
 #include "analysis/analysis.hpp"
 #include "cli/common.hpp"
 #include "cli/printer.hpp"
+#include "core/text.hpp"
 #include "core/error.hpp"
 #include "sim/config.hpp"
 #include "sim/cost.hpp"
@@ -160,7 +161,8 @@ json::value prediction_json(const sim::prediction& p, const std::string& hw_name
   return root;
 }
 
-std::string ms(double s) { return fmt::format("{:.4f}", s * 1e3); }
+// Op times run to microseconds: four decimals of a millisecond.
+std::string ms(double s) { return text::ms(s, 4); }
 
 std::string des_routing_name(decode_routing r) { return std::string(modsim::to_string(r)); }
 cell ms_cell(double s) { return cell(ms(s), fmt::format("{}", s)); }

@@ -1,6 +1,7 @@
 #include "core/text.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace modsim::text {
 namespace {
@@ -53,6 +54,12 @@ std::string markdown_table(const std::vector<std::string>& header, const std::ve
     out += "\n";
   }
   return out;
+}
+
+std::string ms(double seconds, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, seconds * 1e3);
+  return buf;
 }
 
 }  // namespace modsim::text

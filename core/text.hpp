@@ -1,6 +1,7 @@
 #pragma once
 // Text for people, shared by the command line's printers (cli/printer) and the report's
-// Markdown (reports/markdown): display widths of UTF-8 text and the one pipe-table writer.
+// Markdown (reports/markdown): display widths of UTF-8 text, the one pipe-table writer and the
+// one millisecond format.
 #include <cstddef>
 #include <set>
 #include <string>
@@ -21,5 +22,9 @@ std::string pad(std::string_view s, std::size_t width, bool right_align);
 // `bold` drawn **bold** (the columns keep room for the markers).
 std::string markdown_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
                            const std::vector<bool>& right_align, const std::set<std::size_t>& bold = {});
+
+// Seconds as milliseconds for people, with `decimals` digits after the point: the report's
+// tables print 3, `modsim predict`'s op tables 4 (their ops run for microseconds).
+std::string ms(double seconds, int decimals = 3);
 
 }  // namespace modsim::text

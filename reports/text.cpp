@@ -1,6 +1,8 @@
 // The report's wording of numbers, models, routing, workloads and hardware (reports/text.hpp).
 #include "reports/text.hpp"
 
+#include "core/text.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -13,7 +15,7 @@
 namespace modsim::reports::detail {
 
 std::string gflop(std::int64_t f) { return fmt::format("{:.2f}", static_cast<double>(f) / 1e9); }
-std::string ms(double s) { return fmt::format("{:.3f}", s * 1e3); }
+std::string ms(double s) { return text::ms(s, 3); }
 std::string times(double r) { return std::isfinite(r) ? fmt::format("{:.3f}×", r) : "–"; }
 std::string pct(double r) { return fmt::format("{:.1f}%", 100 * r); }
 std::string signed_points(double r) { return fmt::format("{:+.1f}", 100 * r); }
