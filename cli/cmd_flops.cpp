@@ -123,7 +123,7 @@ output output_of(const analysis::analysis_result& a) {
   table classes;
   classes.columns = {"op class", "matmul GFLOP", "share", "vs dense", "other GFLOP", "MB"};
   for (const sim::class_rollup& c : a.flop_classes)
-    classes.rows.push_back({c.op_class, gflop(c.matmul_flops),
+    classes.rows.push_back({std::string(c.op_class), gflop(c.matmul_flops),
                             fmt::format("{:.1f}%", 100.0 * ratio(c.matmul_flops, r.totals.matmul_flops)),
                             ratio_text(c.matmul_flops, c.dense_matmul_flops), gflop(c.other_flops), mbytes(c.bytes)});
   classes.rows.push_back({"total", gflop(r.totals.matmul_flops), "100.0%",

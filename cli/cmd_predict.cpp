@@ -332,7 +332,7 @@ output output_of(const analysis::analysis_result& a, const std::string& hw_name,
   for (const sim::class_rollup& c : a.time_classes) {
     const double f = double(c.matmul_flops) + double(c.other_flops);
     const double df = double(c.dense_matmul_flops) + double(c.dense_other_flops);
-    classes.rows.push_back({c.op_class, ms_cell(c.time_s),
+    classes.rows.push_back({std::string(c.op_class), ms_cell(c.time_s),
                             fmt::format("{:.1f}%", p.total_s() > 0 ? 100 * c.time_s / p.total_s() : 0.0),
                             ms_cell(c.dense_time_s), ratio_text(c.time_s, c.dense_time_s), ratio_text(f, df)});
   }
@@ -349,7 +349,7 @@ output output_of(const analysis::analysis_result& a, const std::string& hw_name,
   ops.csv = true;
   auto row = [&](cell layer, bool routed, cell cap, const sim::op_prediction& x, double dense_t) {
     ops.rows.push_back({std::move(layer), routed ? "true" : "false", std::move(cap),
-                        std::string(modsim::to_string(x.op)), x.op_class, number(x.time_s, "{}"), number(dense_t, "{}"),
+                        std::string(modsim::to_string(x.op)), std::string(x.op_class), number(x.time_s, "{}"), number(dense_t, "{}"),
                         number(x.roofline_s, "{}"), integer(x.matmul_flops), integer(x.other_flops), integer(x.bytes),
                         integer(x.kernels), x.memory_bound ? "true" : "false", x.calibrated_as});
   };

@@ -218,7 +218,7 @@ output forward_output(const forward_run& r) {
   table classes;
   classes.columns = {"op class", "kernels", "launches", "device", "share", "GPU waited before", "matmul GFLOP"};
   for (const des::class_summary& c : s.by_class)
-    classes.rows.push_back({c.op_class, integer(c.kernels), integer(c.launches), usec(c.device_s),
+    classes.rows.push_back({std::string(c.op_class), integer(c.kernels), integer(c.launches), usec(c.device_s),
                             fmt::format("{:.1f}%", s.step_s > 0 ? 100.0 * c.device_s / s.step_s : 0.0),
                             usec(c.wait_before_s), fmt::format("{:.4f}", static_cast<double>(c.matmul_flops) / 1e9)});
   o.tables.push_back(std::move(classes));

@@ -20,12 +20,12 @@ std::string pass_label(sim::run_mode mode) {
   return "forward pass";
 }
 
-std::string class_label(const std::string& c) {
-  static const std::map<std::string, std::string> words = {
+std::string class_label(std::string_view c) {
+  static const std::map<std::string, std::string, std::less<>> words = {
       {"routing", "routing"}, {"norm", "norms"}, {"attn_proj", "attention proj."}, {"attn_core", "attention core"},
       {"mlp", "MLP"},         {"moe", "MoE"},    {"lm_head", "LM head"},           {"block", "block"}};
   auto it = words.find(c);
-  return it == words.end() ? c : it->second;
+  return it == words.end() ? std::string(c) : it->second;
 }
 
 pareto_chart_input sweep_chart(const sim::sweep_result& r, const std::string& hardware) {

@@ -3,6 +3,7 @@
 // Qt. The report renders them with reports/charts.hpp; the GUI can do the same with its own
 // results (sim::sweep_result, sim::prediction, ...).
 #include <string>
+#include <string_view>
 
 #include "reports/chart_data.hpp"
 #include "reports/report.hpp"
@@ -45,6 +46,6 @@ ratio_chart_input sampling_chart(const analysis::sampling_map& m, std::size_t st
 std::string pass_label(sim::run_mode mode);
 
 // The class names of sim::op_classes() in words for legends ("attn_core" → "attention core").
-std::string class_label(const std::string& op_class);
+std::string class_label(std::string_view op_class);
 
 }  // namespace modsim::reports

@@ -103,8 +103,8 @@ gap_decomposition decompose_gap(const model_time& mod, const model_time& dense) 
   const double rho = (double(mod.matmul_flops) + double(mod.other_flops)) / F;
 
   auto flops = [](const op_prediction& p) { return double(p.matmul_flops) + double(p.other_flops); };
-  auto add = [&](const op_prediction& ref, const std::string& cls, double v) {
-    g.by_class[cls] += v;
+  auto add = [&](const op_prediction& ref, std::string_view cls, double v) {
+    g.by_class[std::string(cls)] += v;
     if (ref.op_class == "routing")
       g.routing += v;
     else if (ref.op_class == "attn_core")

@@ -44,6 +44,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/cost.hpp"
@@ -55,7 +56,7 @@ namespace modsim::sim {
 
 struct op_prediction {
   modsim::op op = modsim::op::router;
-  std::string op_class;  // op_class_of(op)
+  std::string_view op_class;  // op_class_of(op): static storage
   double time_s = 0;     // device time, launch excluded
   double roofline_s = 0;
   std::int64_t matmul_flops = 0;

@@ -11,7 +11,7 @@ std::vector<class_rollup> ordered(std::map<std::string, class_rollup>& by) {
   for (std::string_view name : op_classes()) {
     auto it = by.find(std::string(name));
     if (it == by.end()) continue;
-    it->second.op_class = std::string(name);
+    it->second.op_class = name;
     out.push_back(it->second);
   }
   return out;

@@ -4,6 +4,7 @@
 // `modsim flops`, `modsim predict`, the report and the explorer alike.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/flops.hpp"
@@ -12,7 +13,7 @@
 namespace modsim::sim {
 
 struct class_rollup {
-  std::string op_class;  // an op_classes() entry
+  std::string_view op_class;  // an op_classes() entry (static storage)
   std::int64_t matmul_flops = 0, dense_matmul_flops = 0;
   std::int64_t other_flops = 0, dense_other_flops = 0;
   std::int64_t bytes = 0, dense_bytes = 0;

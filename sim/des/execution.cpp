@@ -377,7 +377,7 @@ timeline simulate_execution(std::vector<kernel> kernels, const device_model& dev
   sum.kernels = static_cast<int>(out.kernels.size());
   std::vector<class_summary> classes;
   if (o.by_class) {
-    for (std::string_view c : op_classes()) classes.push_back({std::string(c)});
+    for (std::string_view c : op_classes()) classes.push_back({c});
     classes.push_back({"comm"});
     classes.push_back({"sync"});
   }

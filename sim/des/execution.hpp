@@ -131,7 +131,7 @@ struct span {
 };
 
 struct class_summary {
-  std::string op_class;
+  std::string_view op_class;  // kernel_class(): static storage
   int kernels = 0;
   int launches = 0;
   double device_s = 0;       // on the streams, launch included, seconds
