@@ -349,9 +349,10 @@ output output_of(const analysis::analysis_result& a, const std::string& hw_name,
   ops.csv = true;
   auto row = [&](cell layer, bool routed, cell cap, const sim::op_prediction& x, double dense_t) {
     ops.rows.push_back({std::move(layer), routed ? "true" : "false", std::move(cap),
-                        std::string(modsim::to_string(x.op)), std::string(x.op_class), number(x.time_s, "{}"), number(dense_t, "{}"),
-                        number(x.roofline_s, "{}"), integer(x.matmul_flops), integer(x.other_flops), integer(x.bytes),
-                        integer(x.kernels), x.memory_bound ? "true" : "false", x.calibrated_as});
+                        std::string(modsim::to_string(x.op)), std::string(x.op_class), number(x.time_s, "{}"),
+                        number(dense_t, "{}"), number(x.roofline_s, "{}"), integer(x.matmul_flops),
+                        integer(x.other_flops), integer(x.bytes), integer(x.kernels), x.memory_bound ? "true" : "false",
+                        x.calibrated_as});
   };
   for (std::size_t i = 0; i < p.model.layers.size(); ++i) {
     const auto& l = p.model.layers[i];
