@@ -57,7 +57,7 @@ namespace modsim::sim {
 struct op_prediction {
   modsim::op op = modsim::op::router;
   std::string_view op_class;  // op_class_of(op): static storage
-  double time_s = 0;     // device time, launch excluded
+  double time_s = 0;          // device time, launch excluded
   double roofline_s = 0;
   std::int64_t matmul_flops = 0;
   std::int64_t other_flops = 0;
