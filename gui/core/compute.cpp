@@ -297,13 +297,11 @@ ValidationResult validationOf(const analysis::analysis_result& r, const Explorer
   const analysis::validation_section& section = *r.validation;
   out.file = section.measurements_file;
   out.folds = section.folds;
-  out.opMedianAbsPctError = section.op_summary.median_abs_pct_error;
-  out.opP90AbsPctError = section.op_summary.p90_abs_pct_error;
-  out.opPoints = section.op_summary.points;
+  out.summary = section.summary;
+  out.opSummary = section.op_summary;
   out.costLabel = section.cost_label;
   out.notes = section.notes;
   const std::vector<sim::validation_point>& points = section.points;
-  const sim::validation_summary& sum = section.summary;
   for (const sim::validation_point& v : points) {
     ValidationRow row;
     row.op = modsim::to_string(v.sample.op);
@@ -322,9 +320,6 @@ ValidationResult validationOf(const analysis::analysis_result& r, const Explorer
     row.errorPct = v.error_pct;
     out.rows.push_back(std::move(row));
   }
-  out.medianAbsPctError = sum.median_abs_pct_error;
-  out.p90AbsPctError = sum.p90_abs_pct_error;
-  out.maxAbsPctError = sum.max_abs_pct_error;
   out.available = true;
   return out;
 }

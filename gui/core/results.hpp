@@ -10,6 +10,7 @@
 #include "analysis/sampling.hpp"
 #include "sim/des/serving.hpp"
 #include "sim/spec.hpp"
+#include "sim/validation.hpp"
 
 namespace modsim::gui {
 
@@ -143,14 +144,10 @@ struct ValidationResult {
   std::string costLabel;  // the cost model the predictions come from
   std::vector<std::string> notes;
   std::vector<ValidationRow> rows;
-  double medianAbsPctError = 0;
-  double p90AbsPctError = 0;
-  double maxAbsPctError = 0;
+  sim::validation_summary summary;  // of the rows (sim/validation_fields.hpp names its figures)
   // Cross-validated (folds > 0): the op rows' errors, predicted the same way.
   int folds = 0;
-  int opPoints = 0;
-  double opMedianAbsPctError = 0;
-  double opP90AbsPctError = 0;
+  sim::validation_summary opSummary;
 };
 
 // One split of the GPUs (sim/parallel_predict.hpp): its step for the model and its baseline.

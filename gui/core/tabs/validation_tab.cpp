@@ -13,6 +13,7 @@
 #include "gui/core/explorer_session.hpp"
 #include "gui/core/format.hpp"
 #include "reports/chart_data.hpp"
+#include "sim/validation_fields.hpp"
 #include "reports/charts.hpp"
 #include "reports/views.hpp"
 
@@ -85,18 +86,19 @@ QVariant ValidationModel::headerData(int section, Qt::Orientation o, int role) c
 
 QString ValidationModel::summary() const {
   if (!m_validation.available) return {};
-  const QString blocks = tr("%1 blocks · median |error| %2% · p90 %3% · max %4%")
-                             .arg(m_validation.rows.size())
-                             .arg(m_validation.medianAbsPctError, 0, 'f', 1)
-                             .arg(m_validation.p90AbsPctError, 0, 'f', 1)
-                             .arg(m_validation.maxAbsPctError, 0, 'f', 1);
+  // The figures as sim/validation_fields.hpp names and prints them, as validate and the report do.
+  auto figures = [](const sim::validation_summary& s) {
+    QStringList out;
+    for (const sim::summary_field& f : sim::summary_fields) out << qs(f.label) + " " + qs(sim::format_field(f, s));
+    return out.join(QStringLiteral(" · "));
+  };
+  const QString blocks = tr("%1 blocks · %2").arg(m_validation.rows.size()).arg(figures(m_validation.summary));
   if (m_validation.folds > 0)
-    return tr("%1 · %2 ops: median %3%, p90 %4% · %5-fold cross-validation by shape: every point predicted by a "
-              "calibration that never saw its shape · %6")
+    return tr("%1 · %2 ops: %3 · %4-fold cross-validation by shape: every point predicted by a calibration that never "
+              "saw its shape · %5")
         .arg(blocks)
-        .arg(m_validation.opPoints)
-        .arg(m_validation.opMedianAbsPctError, 0, 'f', 1)
-        .arg(m_validation.opP90AbsPctError, 0, 'f', 1)
+        .arg(m_validation.opSummary.points)
+        .arg(figures(m_validation.opSummary))
         .arg(m_validation.folds)
         .arg(qs(m_validation.file));
   return tr("%1 · %2").arg(blocks).arg(qs(m_validation.costLabel));
