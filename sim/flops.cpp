@@ -172,23 +172,57 @@ op_shape shape_of(const model_spec& model, const workload& w) {
   return s;
 }
 
-std::vector<modsim::op> layer_ops(layer_kind kind, mlp_kind mlp) {
-  using enum modsim::op;
-  std::vector<modsim::op> out;
-  out.reserve(16);
-  auto add = [&out](std::initializer_list<modsim::op> ops) {
-    for (const modsim::op o : ops) out.push_back(o);
-  };
-  if (kind.mod_routing) add({router, topk, gather});
-  add({attn_norm, qkv_proj, attn_scores, attn_softmax, attn_values, out_proj, mlp_norm});
-  if (kind.moe) {
-    add({expert_router, experts});
-  } else {
-    add({mlp_up});
-    if (mlp == mlp_kind::swiglu) add({mlp_gate});
-    add({mlp_act, mlp_down});
+namespace {
+
+// Whether op `o` runs in a layer of `kind` with `mlp`: a switch over every op with no default, so
+// the compiler names this place when an op is added. Where it runs in the layer is its op table
+// row's layer order (core/op_table.hpp), the one statement of the order.
+bool in_layer(modsim::op o, layer_kind kind, mlp_kind mlp) {
+  switch (o) {
+    using enum modsim::op;
+    case router:
+    case topk:
+    case gather:
+    case scatter:
+      return kind.mod_routing;
+    case attn_norm:
+    case qkv_proj:
+    case attn_scores:
+    case attn_softmax:
+    case attn_values:
+    case out_proj:
+    case mlp_norm:
+      return true;
+    case mlp_up:
+    case mlp_act:
+    case mlp_down:
+      return !kind.moe;
+    case mlp_gate:
+      return !kind.moe && mlp == mlp_kind::swiglu;
+    case expert_router:
+    case experts:
+      return kind.moe;
+    // Outside a layer's block: the causal predictor (a decode step adds it) and the LM head
+    // (once per model); whole blocks and decode steps are timed whole.
+    case predictor:
+    case lm_head:
+    case block_dense:
+    case block_mod:
+    case layer_mode:
+    case decode_dense:
+    case decode_mod:
+    case decode_step:
+      return false;
   }
-  if (kind.mod_routing) add({scatter});
+  return false;
+}
+
+}  // namespace
+
+std::vector<modsim::op> layer_ops(layer_kind kind, mlp_kind mlp) {
+  std::vector<modsim::op> out;
+  for (const modsim::op o : model_ops())  // in the table's layer order
+    if (in_layer(o, kind, mlp)) out.push_back(o);
   return out;
 }
 
