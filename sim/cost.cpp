@@ -364,7 +364,16 @@ calibration parse_calibration(std::string_view json_text, const std::string& fil
       x.s_per_other_flop = f.get_number("s_per_other_flop", 0.0);
       x.kernel_s = f.get_number("kernel_s", 0.0);
       x.sync_s = f.get_number("sync_s", 0.0);
-      if (f.find("model_s_per_byte") != nullptr) x.model_s_per_byte = f.get_number("model_s_per_byte", 0.0);
+      if (f.find("model_s_per_byte") != nullptr) {
+        x.model_s_per_byte = f.get_number("model_s_per_byte");
+        const double slowest_free =
+            -*std::min_element(x.weight_s_per_byte.begin(), x.weight_s_per_byte.end());  // the knots are non-empty
+        if (x.model_s_per_byte <= slowest_free) {
+          throw input_error(file, f.key_path("model_s_per_byte"),
+                            "must be above minus the smallest weight_knots s_per_byte (" +
+                                std::to_string(slowest_free) + "): a whole step's weight reads cannot be free");
+        }
+      }
       x.rows = f.get_int("rows", 0, std::numeric_limits<int>::max());
       x.rms_rel_error = f.get_number("rms_rel_error", 0.0);
       f.finish();

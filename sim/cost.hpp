@@ -133,7 +133,9 @@ struct axis_coverage {
 //   (attention: the KV cache, work growing with the keys),
 // plus kernel_s per kernel and sync_s per routed-count read-back; in a whole model's step
 // (its layers back to back, then the LM head) every kernel also pays model_s_per_byte · bytes:
-// what a step streaming the whole model costs beyond its layers timed alone.
+// what a step streaming the whole model costs beyond its layers timed alone, of either sign
+// (negative: the step streams faster than its layers timed alone), never below minus the
+// smallest weight rate.
 struct decode_fit {
   dtype type = dtype::fp32;
   std::vector<double> weight_log2_rows;   // knots, ascending

@@ -83,14 +83,14 @@ std::vector<decode_fit> fit_decode(const std::vector<measured_sample>& samples, 
     }
     const std::vector<double> knots = row_knots(log2_rows, 9);
     const std::size_t K = knots.size();
-    // Columns: w at each knot, then kv, matmul, other, kernels, syncs; rows relative to the
-    // measured time.
+    // Columns: w at each knot, then kv, matmul, other, kernels, syncs, the whole-model term as
+    // +m and -m; rows relative to the measured time.
     matrix A;
     std::vector<double> b;
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const decode_features& f = fs[i];
       const double m = rows[i]->median_s;
-      std::vector<double> a(K + 6, 0.0);
+      std::vector<double> a(K + 7, 0.0);
       for (const auto& [bytes, r] : f.weight) {
         const std::vector<double> h = hats(knots, std::log2(r));
         for (std::size_t k = 0; k < K; ++k) a[k] += h[k] * bytes / m;
@@ -100,7 +100,10 @@ std::vector<decode_fit> fit_decode(const std::vector<measured_sample>& samples, 
       a[K + 2] = f.other_flops / m;
       a[K + 3] = f.kernels / m;
       a[K + 4] = f.syncs / m;
+      // The whole-model term may take either sign (two non-negative columns): a step streaming
+      // the whole model can also cost less per byte than its layers timed alone.
       a[K + 5] = f.whole_model ? (f.weight_bytes() + f.kv_bytes) / m : 0.0;
+      a[K + 6] = -a[K + 5];
       A.push_back(std::move(a));
       b.push_back(1.0);
     }
@@ -114,7 +117,7 @@ std::vector<decode_fit> fit_decode(const std::vector<measured_sample>& samples, 
     d.s_per_other_flop = x[K + 2];
     d.kernel_s = x[K + 3];
     d.sync_s = x[K + 4];
-    d.model_s_per_byte = x[K + 5];
+    d.model_s_per_byte = x[K + 5] - x[K + 6];
     double ss = 0;
     for (std::size_t i = 0; i < A.size(); ++i) {
       double p = 0;
@@ -145,7 +148,8 @@ des::device_model decode_device_model(const cost_model& model, dtype t, bool who
     if (is_attention(c.op))
       r.time_s += d.s_per_matmul_flop * static_cast<double>(c.matmul_flops) +
                   d.s_per_other_flop * static_cast<double>(c.other_flops);
-    r.kernels = 1;  // one launch per op, as the fit counted them
+    r.time_s = std::max(r.time_s, 0.0);  // a negative whole-model term never makes a kernel free
+    r.kernels = 1;                       // one launch per op, as the fit counted them
     r.calibrated = true;
     r.calibrated_as = "decode";
     r.calibrated_dtype = d.type;

@@ -7,6 +7,8 @@
 // is a non-negative least-squares problem on relative errors:
 //   1 ≈ (Σ_weight kernels w(rows)·bytes + a_kv·kv_bytes + a_f·attention matmul + a_o·attention other
 //        + a_k·kernels + a_s·syncs + [decode_step] a_m·(weight + kv bytes)) / measured
+// (a_m of either sign: a step streaming the whole model may cost more or less per byte than
+// its layers timed alone)
 // with w piecewise linear in log2(rows) between knots at the powers of two the data's row
 // counts span (at most 9; clamped beyond): a few rows stream a weight matrix at memory
 // speed, more rows add work per byte, and not in proportion.

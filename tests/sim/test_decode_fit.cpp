@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 
 #include "core/error.hpp"
 #include "sim/calibrate.hpp"
@@ -118,6 +119,53 @@ TEST(DecodeFit, RecoversAKnownLawAndTheExecutorAddsItUp) {
   ASSERT_NE(back.decode_for(dtype::fp32), nullptr);
   EXPECT_DOUBLE_EQ(back.decode_for(dtype::fp32)->kv_s_per_byte, c.decode_for(dtype::fp32)->kv_s_per_byte);
   EXPECT_EQ(back.decode_keys, c.decode_keys);
+}
+
+TEST(DecodeFit, AWholeStepMayStreamFasterThanItsLayersTimedAlone) {
+  // Layers timed alone follow w = 1 ns per weight byte at every row count, 2 ns per KV byte,
+  // 5 µs per kernel and 40 µs per read-back; whole steps of a two-layer model (one routed)
+  // with an LM head stream every byte 0.15 ns faster. The fit recovers the negative term and
+  // the executor predicts the steps with it.
+  const double w = 1e-9, kv = 2e-9, kernel = 5e-6, sync = 40e-6, whole = -0.15e-9;
+  auto law = [&](const measured_sample& s) {
+    const decode_features f = features_of_decode(s);
+    const double t = w * f.weight_bytes() + kv * f.kv_bytes + kernel * f.kernels + sync * f.syncs;
+    return f.whole_model ? t + whole * (f.weight_bytes() + f.kv_bytes) : t;
+  };
+  model_spec m = des::decode_layer_model(32, 4, 4, 64, mlp_kind::gelu, true, 0.5, 8);
+  m.name = "two-layer";
+  m.n_layers = 2;
+  m.vocab_size = 96;
+  m.routing->sched.kind = schedule_kind::every_other;
+  const auto model = std::make_shared<const model_spec>(m);
+  std::vector<measured_sample> samples;
+  for (std::int64_t b : {1, 4, 16})
+    for (std::int64_t ctx : {64, 512}) {
+      for (const modsim::op op : {modsim::op::decode_dense, modsim::op::decode_mod, modsim::op::decode_step}) {
+        measured_sample s = decode_row(op, b, ctx, 32, 0.5, "sync", 1.0);
+        if (op == modsim::op::decode_step) {
+          s.model_name = m.name;
+          s.model = model;
+        }
+        s = with_costs(s);
+        s.median_s = law(s);
+        samples.push_back(s);
+      }
+    }
+  std::vector<std::string> keys;
+  const std::vector<decode_fit> fits = fit_decode(samples, keys);
+  ASSERT_EQ(fits.size(), 1u);
+  EXPECT_NEAR(fits[0].model_s_per_byte, whole, 1e-12);
+  for (double s_per_byte : fits[0].weight_s_per_byte) EXPECT_NEAR(s_per_byte, w, 1e-12);
+  const calibration c = fit_calibration(round_cpu(), samples, {}, "2026-01-01T00:00:00Z");
+  const cost_model cm = with_calibration(round_cpu(), c);
+  for (const measured_sample& s : samples) EXPECT_NEAR(predict_sample(s, cm).total_s / s.median_s, 1.0, 1e-6) << s.key;
+  // The JSON keeps the sign; a term that would make weight reads free is refused.
+  EXPECT_NEAR(parse_calibration(calibration_to_json(c), "c.json").decode_for(dtype::fp32)->model_s_per_byte, whole,
+              1e-15);
+  calibration bad = c;
+  bad.decode[0].model_s_per_byte = -1.5e-9;
+  EXPECT_THROW(parse_calibration(calibration_to_json(bad), "c.json"), modsim::error);
 }
 
 TEST(DecodeCase, ForcedLoadAndPadDefaultByHand) {
