@@ -8,7 +8,9 @@
 # --decode adds the decode steps: `--preset decode` with decode_step of mod-60m and dense-60m
 # (decode.csv) goes into the calibration, and configs/grids/decode-holdout-cpu.json with
 # decode_step of mod-220m and dense-220m (decode-holdout.csv: batches, contexts, widths and a
-# capacity the preset never measured) is validated on its own.
+# capacity the preset never measured) is validated on its own, and so is
+# configs/grids/decode-holdout-2-cpu.json (decode-holdout-2.csv: other batches, contexts and
+# capacity, a 640-wide MHA layer and a GQA + swiglu layer, with the same two models' steps).
 #
 #   scripts/validate-cpu.sh [--modsim PATH] [--max-error PCT] [--threads N] [--keep DIR] [--decode]
 #                           [--calibration-grid FILE|quick] [--calibration-timing in_block|isolated]
@@ -45,7 +47,8 @@ done
 if [[ -n "$keep" ]]; then
   mkdir -p "$keep"
   dir=$(cd "$keep" && pwd)
-  rm -f "$dir"/calibration.* "$dir"/holdout.* "$dir"/decode.* "$dir"/decode-holdout.* "$dir/cpu-calibrated.json"
+  rm -f "$dir"/calibration.* "$dir"/holdout.* "$dir"/decode.* "$dir"/decode-holdout.* "$dir"/decode-holdout-2.* \
+    "$dir/cpu-calibrated.json"
 else
   dir=$(mktemp -d "${TMPDIR:-/tmp}/modsim-validate-cpu.XXXXXX")
   trap 'rm -rf "$dir"' EXIT
@@ -67,6 +70,8 @@ if ((decode)); then
     --out "$dir/decode.csv" >/dev/null
   "$modsim" profile --backend cpu --grid "$root/configs/grids/decode-holdout-cpu.json" --model mod-220m \
     --model dense-220m --threads "$threads" --out "$dir/decode-holdout.csv" >/dev/null
+  "$modsim" profile --backend cpu --grid "$root/configs/grids/decode-holdout-2-cpu.json" --model mod-220m \
+    --model dense-220m --threads "$threads" --out "$dir/decode-holdout-2.csv" >/dev/null
   measurements+=("$dir/decode.csv")
 fi
 "$modsim" calibrate --measurements "${measurements[@]}" --hardware "$root/configs/hardware/cpu.json" \
@@ -78,6 +83,9 @@ status=0
 if ((decode)); then
   echo
   "$modsim" validate --measurements "$dir/decode-holdout.csv" --hardware "$dir/cpu-calibrated.json" \
+    --max-error "$max_error" || status=$?
+  echo
+  "$modsim" validate --measurements "$dir/decode-holdout-2.csv" --hardware "$dir/cpu-calibrated.json" \
     --max-error "$max_error" || status=$?
 fi
 exit "$status"
