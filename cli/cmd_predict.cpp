@@ -131,6 +131,17 @@ json::value prediction_json(const sim::prediction& p, const std::string& hw_name
         out.push_back(std::move(ao));
       }
       ee["outside"] = std::move(out);
+      json::array mid;  // inside the range, at none of the measured values
+      for (const auto& a : p.band->between) {
+        json::object ao;
+        ao["axis"] = a.axis;
+        ao["value"] = a.value;
+        ao["below"] = a.min;
+        ao["above"] = a.max;
+        ao["band_pct"] = a.band_pct;
+        mid.push_back(std::move(ao));
+      }
+      ee["between"] = std::move(mid);
       ee["band"] = p.band->text();
     }
     root["expected_error"] = std::move(ee);

@@ -261,6 +261,15 @@ axis_coverage parse_coverage(const json::value& v, const std::string& file, cons
   c.blocks = r.get_int("blocks", 0, std::numeric_limits<int>::max());
   c.p90_abs_pct_error = r.get_number("p90_abs_pct_error", 0.0);
   c.max_distance = r.get_number("max_distance", 0.0);
+  if (r.find("values") != nullptr) {
+    const json::array& values = r.get_array("values");
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const std::string at = path + ".values[" + std::to_string(i) + "]";
+      if (!values[i].is_number()) throw input_error(file, at, "expected a number");
+      c.values.push_back(values[i].to_number<double>());
+      if (i > 0 && !(c.values[i] > c.values[i - 1])) throw input_error(file, at, "values must ascend");
+    }
+  }
   r.finish();
   if (c.max < c.min) throw input_error(file, path + ".max", "is below min");
   return c;
@@ -274,6 +283,9 @@ json::object coverage_json(const axis_coverage& c) {
   o["blocks"] = c.blocks;
   o["p90_abs_pct_error"] = c.p90_abs_pct_error;
   o["max_distance"] = c.max_distance;
+  json::array values;
+  for (double v : c.values) values.emplace_back(v);
+  o["values"] = std::move(values);
   return o;
 }
 

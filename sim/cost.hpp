@@ -122,6 +122,9 @@ struct axis_coverage {
   int blocks = 0;
   double p90_abs_pct_error = 0;
   double max_distance = 0;  // log2 of how far past its neighbour the farthest held-out value lay
+  // The values that carry block rows, ascending: a prediction at none of them sits between
+  // measured values (JSON key "values"; empty in calibrations written before it).
+  std::vector<double> values;
 };
 
 // The decode step's own fit (sim/decode_fit.hpp), fitted on decode rows (decode_dense,

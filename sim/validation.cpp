@@ -263,6 +263,7 @@ std::vector<axis_coverage> estimate_coverage(const hardware_spec& hw, const std:
     }
     std::sort(with_blocks.begin(), with_blocks.end());
     with_blocks.erase(std::unique(with_blocks.begin(), with_blocks.end()), with_blocks.end());
+    c.values = with_blocks;
     // Only the ends need a fit: the lowest and the highest value that carry blocks, each
     // predicted by a fit on the rest, which must still hold blocks (two values at least).
     if (with_blocks.size() >= 2) {
@@ -298,7 +299,13 @@ axis_values values_of(const measured_sample& s) {
 
 std::string error_band::text() const {
   const auto pct = [](double x) { return x < 10 ? fmt::format("{:.1f} %", x) : fmt::format("{:.0f} %", x); };
-  if (inside()) return "±" + pct(p90_pct) + " at p90 (inside the calibration's measured range)";
+  std::string mid;
+  for (const outside_axis& o : between)
+    mid += (mid.empty() ? "" : ", ") + fmt::format("{} {:g} ({:g}–{:g})", o.axis, o.value, o.min, o.max);
+  if (inside()) {
+    if (mid.empty()) return "±" + pct(p90_pct) + " at p90 (inside the calibration's measured range)";
+    return "±" + pct(p90_pct) + " at p90 (inside the measured range, between measured values: " + mid + ")";
+  }
   std::string where;
   for (const outside_axis& o : outside) {
     where += where.empty() ? "" : ", ";
@@ -306,12 +313,16 @@ std::string error_band::text() const {
                          o.value > o.max ? o.max : o.min, std::exp2(o.distance),
                          o.measured ? "" : "; no extrapolation along it was measured");
   }
-  return "±" + pct(p90_pct) + " at p90 (outside the measured range: " + where + ")";
+  return "±" + pct(p90_pct) + " at p90 (outside the measured range: " + where +
+         (mid.empty() ? "" : "; between measured values: " + mid) + ")";
 }
 
 std::string error_band::short_text() const {
   const std::string pct = p90_pct < 10 ? fmt::format("{:.1f} %", p90_pct) : fmt::format("{:.0f} %", p90_pct);
-  if (inside()) return "±" + pct + " p90, inside the measured range";
+  std::string mid;
+  for (const outside_axis& o : between) mid += (mid.empty() ? "" : ", ") + o.axis;
+  if (inside() && mid.empty()) return "±" + pct + " p90, inside the measured range";
+  if (inside()) return "±" + pct + " p90, between measured values (" + mid + ")";
   std::string where;
   for (const outside_axis& o : outside)
     where += (where.empty() ? "" : ", ") + fmt::format("{} ×{:.3g}", o.axis, std::exp2(o.distance));
@@ -321,32 +332,47 @@ std::string error_band::short_text() const {
 std::optional<error_band> band_for(const calibration& c, const axis_values& values, double predicted_s) {
   if (!c.cross_validation) return std::nullopt;
   const cross_validation_summary& cv = *c.cross_validation;
-  // Inside: the shape cross-validation's p90 of blocks predicted to take about as long.
+  // At the measured values: the shape cross-validation's p90 of blocks predicted to take
+  // about as long.
   const double inside = predicted_s > 0 ? cv.p90_at(predicted_s) : cv.p90_abs_pct_error;
+  const double near = std::log2(1.01);  // within 1 % counts as at a value (capacities such as 1/8 print rounded)
   error_band b;
-  double widest = 1.0;
+  b.p90_pct = inside;
   for (const axis_coverage& a : c.coverage) {
     const std::optional<cv_axis> axis = find_cv_axis(a.axis);
-    if (!axis) continue;
-    // The farthest of the prediction's values outside the range along this axis.
-    error_band::outside_axis worst;
+    if (!axis || a.min <= 0) continue;
+    // The farthest of the prediction's values outside the range along this axis, and the
+    // farthest from a measured value among those inside it.
+    error_band::outside_axis out, mid;
     for (const auto& [ax, v] : values) {
-      if (ax != *axis || v <= 0 || a.min <= 0) continue;
+      if (ax != *axis || v <= 0) continue;
       const double d = v > a.max ? std::log2(v / a.max) : v < a.min ? std::log2(a.min / v) : 0.0;
-      // A value within 1 % of the range is inside (capacities such as 1/8 print rounded).
-      if (d > std::log2(1.01) && d > worst.distance) worst = {a.axis, v, a.min, a.max, d, 0.0, a.blocks > 0};
+      if (d > near) {
+        if (d > out.distance) out = {a.axis, v, a.min, a.max, d, 0.0, a.blocks > 0};
+        continue;
+      }
+      // No measured values or no held-out predictions; and tokens (batch × the tokens per
+      // sequence a row processes) lies between measured products whenever batch or seq_len
+      // does, whose own held-out predictions speak for it.
+      if (a.values.size() < 2 || a.blocks == 0 || *axis == cv_axis::tokens) continue;
+      const auto hi = std::lower_bound(a.values.begin(), a.values.end(), v);
+      const double above = hi == a.values.end() ? a.max : *hi;
+      const double below = hi == a.values.begin() ? a.min : *(hi - 1);
+      const double to_value = std::min(std::abs(std::log2(v / above)), std::abs(std::log2(v / below)));
+      if (to_value > near && to_value > mid.distance) mid = {a.axis, v, below, above, to_value, 0.0, true};
     }
-    if (worst.axis.empty()) continue;
-    // How much worse than the cross-validation the fits that had to reach past their data
-    // along this axis did, stretched when this prediction reaches farther than they did.
-    const double ratio = a.blocks > 0 && cv.p90_abs_pct_error > 0 ? a.p90_abs_pct_error / cv.p90_abs_pct_error : 1.0;
-    const double reach = a.max_distance > 0 ? a.max_distance : 1.0;
-    const double factor = std::max(1.0, ratio) * std::max(1.0, worst.distance / reach);
-    worst.band_pct = inside * factor;
-    widest = std::max(widest, factor);
-    b.outside.push_back(std::move(worst));
+    if (!out.axis.empty()) {
+      const double reach = a.max_distance > 0 ? a.max_distance : 1.0;
+      out.band_pct = a.blocks > 0 ? std::max(inside, a.p90_abs_pct_error * std::max(1.0, out.distance / reach))
+                                  : inside * std::max(1.0, out.distance);
+      b.p90_pct = std::max(b.p90_pct, out.band_pct);
+      b.outside.push_back(std::move(out));
+    } else if (!mid.axis.empty()) {
+      mid.band_pct = std::max(inside, a.p90_abs_pct_error);
+      b.p90_pct = std::max(b.p90_pct, mid.band_pct);
+      b.between.push_back(std::move(mid));
+    }
   }
-  b.p90_pct = inside * widest;
   return b;
 }
 

@@ -140,8 +140,13 @@ struct error_band {
     bool measured = true;                // an extrapolation along this axis was measured
   };
   std::vector<outside_axis> outside;  // empty: inside the measured range on every axis
+  // Axes along which the prediction's value lies inside the range but at none of the values
+  // the calibration measured blocks at (min, max: the measured values on either side;
+  // distance: log2 factor to the nearer of them).
+  std::vector<outside_axis> between;
   bool inside() const { return outside.empty(); }
-  // "±6.4 % at p90 (inside the calibration's measured range)" or
+  // "±6.4 % at p90 (inside the calibration's measured range)",
+  // "±7.1 % at p90 (inside the measured range, between measured values: capacity 0.3 (0.125–0.5))" or
   // "±14 % at p90 (outside the measured range: d_model 8192 > 4096 (×2))".
   std::string text() const;
   // The same in a few words for a headline: "±6.4 % p90, inside the measured range" or
@@ -156,7 +161,13 @@ axis_values values_of(const measured_sample& s);
 
 // The band of a prediction at `values` with calibration `c`, for a block (or a layer)
 // predicted to take `predicted_s` (0: the p90 of all blocks); nullopt when `c` was not
-// cross-validated (no band to give).
+// cross-validated (no band to give). At the measured values of every axis: the shape
+// cross-validation's p90 of blocks predicted to take about as long. Off them along an axis
+// whose held-out values were predicted (coverage), the band is at least the p90 of those
+// predictions: between measured values as it is (not along tokens, the product of batch and
+// sequence, which speak for it), past the range stretched when the
+// prediction lies farther out than the held-out values did. Past the range of an axis with
+// no such measurement: the cross-validation's band times the distance in factors of two.
 std::optional<error_band> band_for(const calibration& c, const axis_values& values, double predicted_s);
 
 }  // namespace modsim::sim
