@@ -139,6 +139,26 @@ validation_section make_validation(const std::vector<sim::measured_sample>& poin
   const bool decode_only =
       !blocks.empty() && std::all_of(blocks.begin(), blocks.end(), [](const auto& b) { return b.is_decode(); });
   if (options.calibrate && !given && !(singles.empty() && decode_only)) {
+    // Hold something out: a fit on these rows' single ops has seen every block's own ops, so
+    // its blocks would be scored nearly in sample. Cross-validate by shape instead.
+    std::vector<sim::measured_sample> own;
+    std::set<std::string> shapes;
+    for (const sim::measured_sample& p : points)
+      if (p.backend == expected_backend) {
+        own.push_back(p);
+        shapes.insert(sim::shape_group_of(sim::with_costs(p)));
+      }
+    if (!blocks.empty() && shapes.size() >= 2) {
+      const int folds = static_cast<int>(std::min<std::size_t>(5, shapes.size()));
+      validation_section cv = make_cv_validation(own, hw, folds, measurements_file, false);
+      cv.notes.insert(cv.notes.begin(),
+                      fmt::format("{} is not calibrated and no calibration was given, so one is fitted here; to hold "
+                                  "something out, the calibration method is cross-validated on {} ({} folds by "
+                                  "shape over {} shapes, as `modsim validate --cv {}` does): every row is predicted "
+                                  "by a fit on the other folds, which saw neither it nor any row of its shape",
+                                  hw.name, measurements_file, folds, shapes.size(), folds));
+      return cv;
+    }
     if (singles.empty())
       throw input_error(measurements_file, "op", "no single-op rows to calibrate on (block rows only)");
     calibrate_options co;
@@ -147,7 +167,8 @@ validation_section make_validation(const std::vector<sim::measured_sample>& poin
         calibrate_from(hw, singles, {sim::calibration_source{measurements_file, v.rows, 0}}, co).calibration;
     model_hw.calibration_json = sim::calibration_to_json(cal);
     v.notes.push_back(
-        fmt::format("calibrated in this run on the {} single-op rows; the {} block rows were not seen by the fit",
+        fmt::format("calibrated in this run on the {} single-op rows; the {} block rows were not seen by the fit, "
+                    "but the op rows of their shapes were (too few shapes to cross-validate)",
                     v.single_op_rows, blocks.size()));
   }
   const sim::cost_model model(model_hw);

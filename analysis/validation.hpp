@@ -65,8 +65,11 @@ std::vector<datasheet_comparison_row> compare_with_datasheet(const std::vector<s
 std::string datasheet_verdict(const std::vector<datasheet_comparison_row>& rows);
 
 struct validation_options {
-  // An uncalibrated `hw` is first fitted (sim::fit_calibration) on the single-op rows only, so
-  // no scored block was seen by the fit.
+  // An uncalibrated `hw`: its calibration method is cross-validated on the rows instead
+  // (make_cv_validation, up to 5 folds by shape), so no row is predicted by a fit that saw it
+  // or any row of its shape, and a note says so. With fewer than two shapes (or no block row),
+  // it is fitted (sim::fit_calibration) on the single-op rows only, and the note says that the
+  // blocks' own op rows were in the fit.
   bool calibrate = false;
   // Also predict every single-op row (validation_section::op_points).
   bool score_ops = false;

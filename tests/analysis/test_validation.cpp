@@ -195,6 +195,31 @@ TEST(Validation, TheVerdictNamesTheKindsWhereCalibrationIsWorse) {
   EXPECT_TRUE(sim::calibration_worse(sim::summarize_errors({4.0}), sim::summarize_errors({3.9})));
 }
 
+// Without a calibration, `modsim report --measurements` (validation_options::calibrate) holds
+// something out: the method is cross-validated by shape, so no block is predicted by a fit that
+// saw its own op rows.
+TEST(Validation, CalibratingHereCrossValidatesByShapeInsteadOfScoringTheFittedRows) {
+  const std::string file =
+      std::string(MODSIM_SOURCE_DIR) + "/reports/measurements/cpu-xeon-2core-2026-11-24-calibration.csv";
+  const std::vector<sim::measured_sample> rows = read_measured_rows({file}).points;
+  const sim::hardware_spec cpu = sim::load_hardware(config("hardware/cpu.json"));
+  validation_options vo;
+  vo.calibrate = true;
+  const validation_section v = make_validation(rows, cpu, vo, "calibration.csv");
+  EXPECT_EQ(v.folds, 5);
+  ASSERT_FALSE(v.notes.empty());
+  EXPECT_NE(v.notes.front().find("cross-validated"), std::string::npos) << v.notes.front();
+  EXPECT_NE(v.notes.front().find("5 folds by shape"), std::string::npos) << v.notes.front();
+  // Every block row is scored (each by the fold that held its shape out), and the folds were
+  // dealt over the file's shape groups, counted here.
+  std::set<std::string> groups;
+  for (const auto& r : rows) groups.insert(sim::shape_group_of(sim::with_costs(r)));
+  std::size_t blocks = 0;
+  for (const auto& r : rows) blocks += sim::scored_whole(r.op);
+  EXPECT_EQ(v.points.size(), blocks);
+  EXPECT_EQ(v.groups, static_cast<int>(groups.size()));
+}
+
 TEST(Validation, TheHeldOutCpuCheckNeedsCpuHardwareAndStopsWhenAsked) {
   cpu_holdout_check check;
   check.dir = (fs::temp_directory_path() / "modsim-holdout-test").string();

@@ -327,6 +327,36 @@ TEST(Cli, ValidateScoresTheDatasheetRooflineOnTheSameRows) {
   EXPECT_EQ(t.out.find("calibration makes predictions worse") != std::string::npos, worse) << t.out;
 }
 
+// `report --measurements X` without `--calibration` holds something out: its figure is the 5-fold
+// shape cross-validation `validate --cv 5` computes on X, not a score of the rows it was fitted on.
+TEST(Cli, ReportOnMeasurementsWithoutACalibrationCrossValidates) {
+  const std::string file = "reports/measurements/cpu-xeon-2core-2026-11-24-calibration.csv";
+  const result v = modsim("validate --measurements " + file + " --hardware cpu --cv 5 --no-bands --format json");
+  ASSERT_EQ(v.code, 0) << v.err;
+  const boost::json::object j = boost::json::parse(v.out).as_object();
+  const auto dir = std::filesystem::temp_directory_path() / ("modsim_report_cv_" + std::to_string(::getpid()));
+  const result r = modsim("report --measurements " + file + " --hardware cpu --no-serving --no-sampling --no-charts " +
+                          "--no-parallel --out '" + dir.string() + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string md = slurp((dir / "report.md").string());
+  const std::string table = slurp((dir / "tables" / "validation.csv").string());
+  std::filesystem::remove_all(dir);
+  // The report's blocks, their |error| median computed here from its CSV (last column).
+  std::vector<double> errors;
+  std::istringstream lines(table);
+  std::string line;
+  std::getline(lines, line);  // header
+  while (std::getline(lines, line)) errors.push_back(std::abs(std::stod(line.substr(line.rfind(',') + 1))));
+  ASSERT_EQ(errors.size(), static_cast<std::size_t>(j.at("points").as_int64()));
+  std::sort(errors.begin(), errors.end());
+  const std::size_t n = errors.size();
+  const double median = n % 2 ? errors[n / 2] : 0.5 * (errors[n / 2 - 1] + errors[n / 2]);
+  EXPECT_NEAR(median, j.at("median_abs_pct_error").as_double(), 1e-9);
+  EXPECT_GT(median, 0.5);  // not the near-zero score of rows the fit saw
+  // And it says what was held out.
+  EXPECT_NE(md.find("cross-validated on " + file + " (5 folds by shape"), std::string::npos);
+}
+
 // One decode path: `predict --mode decode` prints the step `simulate forward --mode decode`
 // simulates (the same routing draws, syncs and launches), for both routings.
 TEST(Cli, PredictDecodeTotalIsSimulateForwardDecodeStep) {
