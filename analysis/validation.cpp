@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "sim/config.hpp"
 #include "sim/cost.hpp"
+#include "sim/validation_fields.hpp"
 
 namespace modsim::analysis {
 namespace {
@@ -49,6 +50,56 @@ std::map<std::string, sim::validation_summary> summaries_by_op(const std::vector
   for (const auto& [name, e] : errors) out[name] = sim::summarize_errors(e);
   return out;
 }
+
+std::vector<datasheet_comparison_row> compare_with_datasheet(const std::vector<sim::validation_point>& blocks,
+                                                             const std::vector<sim::validation_point>& datasheet_blocks,
+                                                             const std::vector<sim::validation_point>& ops,
+                                                             const std::vector<sim::validation_point>& datasheet_ops) {
+  std::vector<datasheet_comparison_row> rows;
+  auto add = [&](const std::string& all_name, const std::vector<sim::validation_point>& cal,
+                 const std::vector<sim::validation_point>& sheet, bool timing) {
+    if (cal.empty()) return;
+    rows.push_back({all_name, true, sim::summarize(cal), sim::summarize(sheet)});
+    const auto by_cal = summaries_by_op(cal, timing), by_sheet = summaries_by_op(sheet, timing);
+    for (const auto& [kind, s] : by_cal) rows.push_back({kind, false, s, by_sheet.at(kind)});
+  };
+  add("blocks", blocks, datasheet_blocks, false);
+  add("ops", ops, datasheet_ops, true);
+  return rows;
+}
+
+std::string datasheet_verdict(const std::vector<datasheet_comparison_row>& rows) {
+  std::string where;
+  for (const datasheet_comparison_row& r : rows) {
+    if (!r.worse()) continue;
+    std::string figures;
+    for (const sim::summary_field& f : sim::summary_fields) {
+      if (f.value != &sim::validation_summary::median_abs_pct_error &&
+          f.value != &sim::validation_summary::p90_abs_pct_error)
+        continue;
+      figures += fmt::format("{}{} {} vs {}", figures.empty() ? "" : ", ", f.label, sim::format_field(f, r.calibrated),
+                             sim::format_field(f, r.datasheet));
+    }
+    where += fmt::format("{}{} ({}: {})", where.empty() ? "" : "; ", r.all ? "all " + r.kind : r.kind,
+                         r.calibrated.points, figures);
+  }
+  if (where.empty()) return {};
+  return "calibration makes predictions worse than the datasheet roofline on the same rows: " + where +
+         " (calibrated vs datasheet)";
+}
+
+namespace {
+
+// `v`'s points and op points predicted by the datasheet roofline of `hw` (datasheet_points...).
+void score_datasheet(validation_section& v, const sim::hardware_spec& hw) {
+  const sim::cost_model sheet(sim::datasheet_of(hw));
+  v.datasheet_points = sim::rescore(v.points, sheet);
+  v.datasheet_summary = sim::summarize(v.datasheet_points);
+  v.datasheet_op_points = sim::rescore(v.op_points, sheet);
+  v.datasheet_op_summary = sim::summarize(v.datasheet_op_points);
+}
+
+}  // namespace
 
 validation_section make_validation(const std::vector<sim::measured_sample>& points, const sim::hardware_spec& hw,
                                    const validation_options& options, const std::string& measurements_file) {
@@ -88,6 +139,26 @@ validation_section make_validation(const std::vector<sim::measured_sample>& poin
   const bool decode_only =
       !blocks.empty() && std::all_of(blocks.begin(), blocks.end(), [](const auto& b) { return b.is_decode(); });
   if (options.calibrate && !given && !(singles.empty() && decode_only)) {
+    // Hold something out: a fit on these rows' single ops has seen every block's own ops, so
+    // its blocks would be scored nearly in sample. Cross-validate by shape instead.
+    std::vector<sim::measured_sample> own;
+    std::set<std::string> shapes;
+    for (const sim::measured_sample& p : points)
+      if (p.backend == expected_backend) {
+        own.push_back(p);
+        shapes.insert(sim::shape_group_of(sim::with_costs(p)));
+      }
+    if (!blocks.empty() && shapes.size() >= 2) {
+      const int folds = static_cast<int>(std::min<std::size_t>(5, shapes.size()));
+      validation_section cv = make_cv_validation(own, hw, folds, measurements_file, false);
+      cv.notes.insert(cv.notes.begin(),
+                      fmt::format("{} is not calibrated and no calibration was given, so one is fitted here; to hold "
+                                  "something out, the calibration method is cross-validated on {} ({} folds by "
+                                  "shape over {} shapes, as `modsim validate --cv {}` does): every row is predicted "
+                                  "by a fit on the other folds, which saw neither it nor any row of its shape",
+                                  hw.name, measurements_file, folds, shapes.size(), folds));
+      return cv;
+    }
     if (singles.empty())
       throw input_error(measurements_file, "op", "no single-op rows to calibrate on (block rows only)");
     calibrate_options co;
@@ -96,7 +167,8 @@ validation_section make_validation(const std::vector<sim::measured_sample>& poin
         calibrate_from(hw, singles, {sim::calibration_source{measurements_file, v.rows, 0}}, co).calibration;
     model_hw.calibration_json = sim::calibration_to_json(cal);
     v.notes.push_back(
-        fmt::format("calibrated in this run on the {} single-op rows; the {} block rows were not seen by the fit",
+        fmt::format("calibrated in this run on the {} single-op rows; the {} block rows were not seen by the fit, "
+                    "but the op rows of their shapes were (too few shapes to cross-validate)",
                     v.single_op_rows, blocks.size()));
   }
   const sim::cost_model model(model_hw);
@@ -147,6 +219,7 @@ validation_section make_validation(const std::vector<sim::measured_sample>& poin
       v.ops_only = true;
       v.points = v.op_points;
       v.summary = v.op_summary;
+      score_datasheet(v, hw);
       v.notes.push_back("no block rows: the points are the single-op rows, predicted as the profiler measured them");
       return v;
     }
@@ -168,6 +241,7 @@ validation_section make_validation(const std::vector<sim::measured_sample>& poin
   }
   v.points = sim::validate_blocks(scored, model);
   v.summary = sim::summarize(v.points);
+  score_datasheet(v, hw);
   // The band a prediction with this calibration prints for each point (none without a
   // cross-validation in the calibration).
   if (cal) {
@@ -202,6 +276,7 @@ validation_section make_cv_validation(const std::vector<sim::measured_sample>& p
   v.summary = sim::summarize(cv.blocks);
   v.op_points = cv.ops;
   v.op_summary = sim::summarize(cv.ops);
+  score_datasheet(v, hw);
   v.cost_label = fmt::format("calibrated ({}-fold cross-validation by shape over {} shapes)", folds, cv.groups);
   v.notes.push_back(fmt::format(
       "each block was predicted by a calibration fitted on the other folds: it saw neither the block nor any op row "

@@ -29,6 +29,11 @@ struct validation_section {
   // make_cv_validation.
   std::vector<sim::validation_point> op_points;
   sim::validation_summary op_summary;
+  // The datasheet roofline (the hardware without its calibration block, sim::datasheet_of) on
+  // the same rows: datasheet_points[i] is points[i]'s sample predicted by it, and
+  // datasheet_op_points[i] op_points[i]'s. Filled by make_validation and make_cv_validation.
+  std::vector<sim::validation_point> datasheet_points, datasheet_op_points;
+  sim::validation_summary datasheet_summary, datasheet_op_summary;
   std::vector<std::string> notes;
   // Cross-validated (make_cv_validation): folds > 0 and the shape groups dealt into them.
   int folds = 0;
@@ -40,9 +45,31 @@ struct validation_section {
 std::map<std::string, sim::validation_summary> summaries_by_op(const std::vector<sim::validation_point>& points,
                                                                bool timing);
 
+// One kind of row (all blocks, a block kind, all single-op rows, an op kind) scored by the
+// calibrated model and by the datasheet roofline on the same rows.
+struct datasheet_comparison_row {
+  std::string kind;  // "blocks", "ops" (all of them) or an op name as summaries_by_op gives it
+  bool all = false;  // the "blocks" or "ops" row
+  sim::validation_summary calibrated, datasheet;
+  bool worse() const { return sim::calibration_worse(calibrated, datasheet); }
+};
+// "blocks" and each block kind, then "ops" and each op kind (timed in its block apart), from
+// parallel lists (`datasheet_*` as validation_section holds them); kinds without a point are
+// left out.
+std::vector<datasheet_comparison_row> compare_with_datasheet(const std::vector<sim::validation_point>& blocks,
+                                                             const std::vector<sim::validation_point>& datasheet_blocks,
+                                                             const std::vector<sim::validation_point>& ops,
+                                                             const std::vector<sim::validation_point>& datasheet_ops);
+// One plain line naming the kinds of row where calibration made predictions worse than the
+// datasheet roofline (sim::calibration_worse), with both figures; empty when there are none.
+std::string datasheet_verdict(const std::vector<datasheet_comparison_row>& rows);
+
 struct validation_options {
-  // An uncalibrated `hw` is first fitted (sim::fit_calibration) on the single-op rows only, so
-  // no scored block was seen by the fit.
+  // An uncalibrated `hw`: its calibration method is cross-validated on the rows instead
+  // (make_cv_validation, up to 5 folds by shape), so no row is predicted by a fit that saw it
+  // or any row of its shape, and a note says so. With fewer than two shapes (or no block row),
+  // it is fitted (sim::fit_calibration) on the single-op rows only, and the note says that the
+  // blocks' own op rows were in the fit.
   bool calibrate = false;
   // Also predict every single-op row (validation_section::op_points).
   bool score_ops = false;

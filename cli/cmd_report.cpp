@@ -55,8 +55,10 @@ const char* const k_usage =
     "profile (DIR/measurements-cpu.csv) calibrates it, the blocks of configs/grids/holdout-cpu.json\n"
     "(DIR/measurements-cpu-holdout.csv, shapes the calibration never saw) score it; both files are reused\n"
     "on the next run on the same CPU unless --fresh-profile; --no-profile skips them. --measurements CSV\n"
-    "validates those rows instead (calibrating on their single-op rows unless --calibration gives a\n"
-    "calibrated hardware file).";
+    "validates those rows instead: with --calibration HW_CAL (a calibrated hardware file), HW_CAL scored on\n"
+    "them; without it, on an uncalibrated HW, the calibration method cross-validated on them (5 folds by\n"
+    "shape, as `modsim validate --cv 5`: no row predicted by a fit that saw its shape), and the report\n"
+    "says what was held out.";
 
 std::atomic<bool> g_stop{false};
 extern "C" void on_report_sigint(int) { g_stop.store(true); }
@@ -76,7 +78,7 @@ int cmd_report(const std::vector<std::string>& args) {
       "hardware", po::value<std::string>()->default_value("h100-sxm-calibrated"), "hardware JSON or shipped name")(
       "measurements", po::value<std::string>(), "measurements CSV (modsim profile) for the validation section")(
       "calibration", po::value<std::string>(),
-      "calibrated hardware file for the measurements (default: calibrate here)")(
+      "calibrated hardware file for the measurements (default: cross-validate the calibration method on them)")(
       "out", po::value<std::string>()->default_value("report"), "output folder")("no-serving", po::bool_switch(),
                                                                                  "skip the serving simulation")(
       "requests", po::value<std::int64_t>()->default_value(300), "serving: requests simulated")(

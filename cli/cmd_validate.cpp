@@ -54,7 +54,11 @@ const char* const k_usage =
     "cost model of HW_CAL (a hardware file calibrated by `modsim calibrate`; an uncalibrated one\n"
     "validates the datasheet roofline) and compares with the measured median. Errors are in\n"
     "percent of the measurement. Block rows the calibration used are skipped. Exit code 1 when\n"
-    "the median absolute error exceeds --max-error.";
+    "the median absolute error exceeds --max-error.\n"
+    "\n"
+    "Every run also scores the datasheet roofline (HW without its calibration block) on the same\n"
+    "rows, per kind of row beside the calibrated figures, and says in one line where calibration\n"
+    "made predictions worse (its median or p90 |error| above the datasheet's).";
 
 std::string shape_text(const sim::measured_sample& s) {
   std::string t = fmt::format("B{} S{} d{} h{} ff{}", s.shape.batch, s.shape.seq_len, s.shape.d_model, s.shape.n_heads,
@@ -63,7 +67,7 @@ std::string shape_text(const sim::measured_sample& s) {
   return t;
 }
 
-void point_json(json::array& out, const sim::validation_point& p) {
+void point_json(json::array& out, const sim::validation_point& p, const sim::validation_point* datasheet = nullptr) {
   json::object o;
   o["op"] = modsim::to_string(p.sample.op);
   o["dtype"] = sim::to_string(p.sample.type);
@@ -85,6 +89,10 @@ void point_json(json::array& out, const sim::validation_point& p) {
   else
     o["band_pct"] = nullptr;
   o["row"] = p.sample.where;
+  if (datasheet) {
+    o["datasheet_predicted_s"] = datasheet->predicted_s;
+    o["datasheet_error_pct"] = datasheet->error_pct;
+  }
   out.push_back(std::move(o));
 }
 
@@ -213,6 +221,57 @@ table summary_table(const std::string& title) {
   return t;
 }
 
+// The calibrated model and the datasheet roofline on the same rows (parallel lists), per kind
+// of row: root["datasheet"] (and root["by_block"] when absent), a table when the model scored
+// is calibrated, and the line naming where calibration made predictions worse.
+void datasheet_comparison(output& o, json::object& root, bool calibrated,
+                          const std::vector<sim::validation_point>& blocks,
+                          const std::vector<sim::validation_point>& datasheet_blocks,
+                          const std::vector<sim::validation_point>& ops,
+                          const std::vector<sim::validation_point>& datasheet_ops) {
+  const std::vector<analysis::datasheet_comparison_row> rows =
+      analysis::compare_with_datasheet(blocks, datasheet_blocks, ops, datasheet_ops);
+  json::object ds = summary_json(sim::summarize(blocks.empty() ? datasheet_ops : datasheet_blocks));
+  json::object by_block, by_block_cal, ops_json, by_op;
+  json::array worse;
+  for (const auto& r : rows) {
+    if (r.worse()) worse.emplace_back(r.all ? "all " + r.kind : r.kind);
+    if (r.all && r.kind == "ops") {
+      json::object s = summary_json(r.datasheet);
+      for (auto& kv : s) ops_json[kv.key()] = kv.value();
+    } else if (!r.all) {
+      const bool is_block = std::any_of(blocks.begin(), blocks.end(), [&](const sim::validation_point& p) {
+        return modsim::to_string(p.sample.op) == r.kind;
+      });
+      if (is_block) {
+        by_block[r.kind] = summary_json(r.datasheet);
+        by_block_cal[r.kind] = summary_json(r.calibrated);
+      } else {
+        by_op[r.kind] = summary_json(r.datasheet);
+      }
+    }
+  }
+  ds["by_block"] = std::move(by_block);
+  ops_json["by_op"] = std::move(by_op);
+  ds["ops"] = std::move(ops_json);
+  ds["calibration_worse"] = std::move(worse);
+  root["datasheet"] = std::move(ds);
+  if (!root.contains("by_block")) root["by_block"] = std::move(by_block_cal);
+  if (!calibrated || rows.empty()) return;
+  table t;
+  t.title = "calibrated vs datasheet roofline (the hardware without its calibration block), same rows";
+  t.columns = {"rows", "points"};
+  for (const sim::summary_field& f : sim::summary_fields) t.columns.push_back(f.label + std::string(" cal. / sheet"));
+  for (const auto& r : rows) {
+    std::vector<cell> row = {r.all ? r.kind + " (all)" : "  " + r.kind, integer(r.calibrated.points)};
+    for (const sim::summary_field& f : sim::summary_fields)
+      row.push_back(sim::format_field(f, r.calibrated) + " / " + sim::format_field(f, r.datasheet));
+    t.rows.push_back(std::move(row));
+  }
+  o.tables.push_back(std::move(t));
+  if (const std::string line = analysis::datasheet_verdict(rows); !line.empty()) o.tail.push_back(line);
+}
+
 // The single-op rows' statistics, all together and per op.
 json::object ops_json(const analysis::validation_section& v) {
   json::object o = summary_json(v.op_summary);
@@ -238,7 +297,8 @@ json::object validation_json(const analysis::validation_section& v, std::optiona
     root["passed"] = !fails(v, max_error);
   }
   json::array pts;
-  for (const auto& p : v.points) point_json(pts, p);
+  for (std::size_t i = 0; i < v.points.size(); ++i)
+    point_json(pts, v.points[i], i < v.datasheet_points.size() ? &v.datasheet_points[i] : nullptr);
   root["per_point"] = std::move(pts);
   root["band"] = band_json(check_bands(v.points));
   root["ops"] = ops_json(v);
@@ -270,7 +330,8 @@ int cross_validate(const std::vector<std::string>& files, const std::string& hw_
     for (const auto& [name, sum] : analysis::summaries_by_op(v.points, false)) bb[name] = summary_json(sum);
     root["by_block"] = std::move(bb);
     json::array opts;
-    for (const auto& p : v.op_points) point_json(opts, p);
+    for (std::size_t i = 0; i < v.op_points.size(); ++i)
+      point_json(opts, v.op_points[i], i < v.datasheet_op_points.size() ? &v.datasheet_op_points[i] : nullptr);
     root["per_op_point"] = std::move(opts);
     o.json = std::move(root);
   }
@@ -284,6 +345,7 @@ int cross_validate(const std::vector<std::string>& files, const std::string& hw_
   for (const auto& [name, sum] : analysis::summaries_by_op(v.op_points, true))
     t.rows.push_back(summary_row("  " + name, sum));
   o.tables.push_back(std::move(t));
+  datasheet_comparison(o, o.json.as_object(), true, v.points, v.datasheet_points, v.op_points, v.datasheet_op_points);
   o.tables.push_back(points_table({&v.points, &v.op_points}, false));
   o.tail.push_back(band_line(check_bands(v.points)) + " (each fold's band from its own training rows)");
   return verdict(o, v, max_error, format);
@@ -303,6 +365,8 @@ int cross_validate_by(const std::vector<std::string>& files, const std::string& 
   std::cerr << fmt::format("modsim validate: leaving one value out along {} axis(es) over {} rows ...\n", axes.size(),
                            points.size());
   const analysis::value_cv_section cv = analysis::make_value_cv(points, hw, axes, label, bands);
+  // The datasheet roofline needs no fit: it predicts the same held-out rows as they are.
+  const sim::cost_model sheet(sim::datasheet_of(hw));
 
   // The pooled blocks decide --max-error and the top-level summary.
   analysis::validation_section pooled;
@@ -369,6 +433,11 @@ int cross_validate_by(const std::vector<std::string>& files, const std::string& 
     ja["inside"] = summary_json(in);
     ja["outside"] = summary_json(out);
     ja["ops"] = summary_json(ops);
+    {
+      json::object ds = summary_json(sim::summarize(sim::rescore(a.blocks, sheet)));
+      ds["ops"] = summary_json(sim::summarize(sim::rescore(a.ops, sheet)));
+      ja["datasheet"] = std::move(ds);
+    }
     ja["values"] = std::move(values);
     const std::optional<band_check> bc = check_bands(a.blocks);
     ja["band"] = band_json(bc);
@@ -381,6 +450,12 @@ int cross_validate_by(const std::vector<std::string>& files, const std::string& 
   root["cv_by"] = std::move(by_axis);
   root["notes"] = notes_json(pooled);
   o.json = std::move(root);
+  {
+    std::vector<sim::validation_point> pooled_ops;
+    for (const auto& a : cv.axes) pooled_ops.insert(pooled_ops.end(), a.ops.begin(), a.ops.end());
+    datasheet_comparison(o, o.json.as_object(), true, pooled.points, sim::rescore(pooled.points, sheet), pooled_ops,
+                         sim::rescore(pooled_ops, sheet));
+  }
   o.head.push_back(
       fmt::format("leave one value out on {} ({} rows): each value predicted by a calibration fitted "
                   "without it, from the datasheet numbers",
@@ -468,6 +543,9 @@ int cmd_validate(const std::vector<std::string>& args) {
       all.rows.push_back(summary_row("  " + name, sum));
   }
   o.tables.push_back(std::move(all));
+  datasheet_comparison(
+      o, o.json.as_object(), v.calibrated, v.ops_only ? std::vector<sim::validation_point>{} : v.points,
+      v.ops_only ? std::vector<sim::validation_point>{} : v.datasheet_points, v.op_points, v.datasheet_op_points);
   o.tables.push_back(points_table({&v.points}, false));
   return verdict(o, v, max_error, format);
 }

@@ -183,7 +183,17 @@ section validation_section_of(const report_data& d, document& doc) {
   if (const auto by = analysis::summaries_by_op(v.points, false); by.size() > 1)
     for (const auto& [op, x] : by) sum.rows.push_back(summary_row("  " + op, x));
   if (v.folds > 0 && v.op_summary.points > 0) sum.rows.push_back(summary_row("single ops", v.op_summary));
+  // The datasheet roofline (the hardware without its calibration block) on the same blocks.
+  if (v.calibrated && v.datasheet_summary.points > 0)
+    sum.rows.push_back(summary_row("blocks, datasheet roofline", v.datasheet_summary));
   s.blocks.push_back(table_block(sum));
+  if (v.calibrated)
+    if (const std::string line = analysis::datasheet_verdict(
+            analysis::compare_with_datasheet(v.ops_only ? std::vector<sim::validation_point>{} : v.points,
+                                             v.ops_only ? std::vector<sim::validation_point>{} : v.datasheet_points,
+                                             v.op_points, v.datasheet_op_points));
+        !line.empty())
+      s.blocks.push_back(note(line));
   MODSIM_CHART(doc, s, "validation", "measured vs predicted blocks on log-log axes",
                make_diagonal_chart(validation_chart(v)));
   table t{{"block", "shape", "measured ms", "predicted ms", "error"}, {false, false, true, true, true}, {}, {}};

@@ -30,6 +30,26 @@ std::vector<validation_point> validate_blocks(const std::vector<measured_sample>
   return out;
 }
 
+hardware_spec datasheet_of(const hardware_spec& hw) {
+  hardware_spec plain = hw;
+  plain.calibration_json.clear();
+  return plain;
+}
+
+std::vector<validation_point> rescore(const std::vector<validation_point>& points, const cost_model& model) {
+  std::vector<validation_point> out;
+  out.reserve(points.size());
+  for (const auto& p : points) out.push_back(validate_sample(p.sample, model));
+  return out;
+}
+
+bool calibration_worse(const validation_summary& calibrated, const validation_summary& datasheet) {
+  constexpr double shown = 0.05;  // percentage points: half the last digit printed
+  return calibrated.points > 0 && datasheet.points > 0 &&
+         (calibrated.median_abs_pct_error > datasheet.median_abs_pct_error + shown ||
+          calibrated.p90_abs_pct_error > datasheet.p90_abs_pct_error + shown);
+}
+
 validation_summary summarize_errors(const std::vector<double>& error_pct) {
   validation_summary v;
   v.points = static_cast<int>(error_pct.size());

@@ -37,6 +37,16 @@ validation_point validate_sample(const measured_sample& s, const cost_model& mod
 // One point per block or decode sample (block_dense, block_mod, layer_mode, decode_*); other
 // samples are ignored.
 std::vector<validation_point> validate_blocks(const std::vector<measured_sample>& samples, const cost_model& model);
+// The datasheet roofline of `hw`: its hardware numbers without the calibration block (what
+// h100-sxm.json is to h100-sxm-calibrated.json).
+hardware_spec datasheet_of(const hardware_spec& hw);
+// The samples of `points` predicted again by `model`, in the same order: another model scored on
+// the same rows (the datasheet roofline beside a calibration).
+std::vector<validation_point> rescore(const std::vector<validation_point>& points, const cost_model& model);
+// Whether a calibration made predictions worse than the datasheet roofline on the same rows:
+// its median or its p90 |error| above the datasheet's by more than 0.05 percentage points (what
+// the one-decimal figures printed can show).
+bool calibration_worse(const validation_summary& calibrated, const validation_summary& datasheet);
 // Statistics of the points' absolute percentage errors (zeros when there are none).
 validation_summary summarize(const std::vector<validation_point>& points);
 // The same from plain signed percentage errors.

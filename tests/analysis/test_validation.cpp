@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <set>
 #include <string>
 
 #include "analysis/cpu_holdout.hpp"
@@ -11,6 +12,8 @@
 #include "core/error.hpp"
 #include "sim/config.hpp"
 #include "sim/cost.hpp"
+#include "sim/validation.hpp"
+#include "analysis/calibration.hpp"
 
 namespace modsim::analysis {
 namespace {
@@ -125,6 +128,96 @@ TEST(Validation, ACalibrationIsNeverScoredOnBlocksItUsedOrOnAnotherDevice) {
   EXPECT_EQ(v.skipped_blocks, 1);
   ASSERT_EQ(v.points.size(), 1u);
   EXPECT_EQ(v.points[0].sample.key, "held-out");
+}
+
+// An mlp_up row of B1 S256 d_model 256 d_ff 1024, fp32, capacity 1 (256 tokens): by hand,
+// 2·256·256·1024 = 134,217,728 FLOPs and 4·(256·256 + 256·1024 + 256·1024) = 2,359,296 bytes,
+// so cpu.json's datasheet roofline (332.8 GFLOP/s, 20 GB/s) is
+// max(134217728 / 332.8e9, 2359296 / 20e9) = 4.0329e-4 s, compute-bound.
+sim::measured_sample mlp_up_row(const std::string& device, double median_s, const std::string& key) {
+  sim::measured_sample p = row(modsim::op::mlp_up, "cpu", device, key, median_s);
+  p.capacity = 1.0;
+  return p;
+}
+constexpr double k_mlp_up_roofline_s = 134217728.0 / 332.8e9;
+
+TEST(Validation, TheDatasheetRooflineIsScoredOnTheSameRowsAsTheCalibration) {
+  const sim::hardware_spec cal = sim::load_hardware(config("hardware/cpu-calibrated.json"));
+  const sim::calibration c = sim::parse_calibration(cal.calibration_json, "cpu-calibrated.json");
+  validation_options vo;
+  vo.score_ops = true;
+  vo.ops_only_fallback = true;
+  // Measured at twice the roofline: the datasheet is off by -50 %, whatever the calibration says.
+  const validation_section v =
+      make_validation({mlp_up_row(c.device, 2 * k_mlp_up_roofline_s, "a")}, cal, vo, "rows.csv");
+  ASSERT_TRUE(v.calibrated);
+  ASSERT_EQ(v.datasheet_points.size(), 1u);
+  ASSERT_EQ(v.datasheet_op_points.size(), 1u);
+  EXPECT_NEAR(v.datasheet_points[0].predicted_s, k_mlp_up_roofline_s, 1e-12);
+  EXPECT_NEAR(v.datasheet_points[0].error_pct, -50.0, 1e-6);
+  EXPECT_NEAR(v.datasheet_summary.median_abs_pct_error, 50.0, 1e-6);
+  EXPECT_EQ(v.datasheet_points[0].sample.key, v.points[0].sample.key);    // the same row
+  EXPECT_NE(v.points[0].predicted_s, v.datasheet_points[0].predicted_s);  // by another model
+
+  // Two rows, one measured at the roofline, one at four times it: the datasheet's errors are
+  // 0 % and -75 % (median 37.5 %); the comparison rows are "ops" (all) and "mlp_up".
+  const validation_section w = make_validation(
+      {mlp_up_row(c.device, k_mlp_up_roofline_s, "a"), mlp_up_row(c.device, 4 * k_mlp_up_roofline_s, "b")}, cal, vo,
+      "rows.csv");
+  EXPECT_NEAR(w.datasheet_op_summary.median_abs_pct_error, 37.5, 1e-6);
+  EXPECT_NEAR(w.datasheet_op_summary.max_abs_pct_error, 75.0, 1e-6);
+  EXPECT_NEAR(w.datasheet_op_summary.mean_pct_error, -37.5, 1e-6);
+  const auto rows = compare_with_datasheet({}, {}, w.op_points, w.datasheet_op_points);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].kind, "ops");
+  EXPECT_TRUE(rows[0].all);
+  EXPECT_EQ(rows[1].kind, "mlp_up");
+  EXPECT_EQ(rows[1].datasheet.points, 2);
+}
+
+TEST(Validation, TheVerdictNamesTheKindsWhereCalibrationIsWorse) {
+  auto pts = [](std::initializer_list<double> errors) {
+    std::vector<sim::validation_point> out;
+    for (double e : errors) out.push_back(point(modsim::op::block_mod, modsim::timing_mode::isolated, e));
+    return out;
+  };
+  // Calibrated |errors| 2, 4, 6 (median 4) against the datasheet's 1, 2, 3 (median 2): worse.
+  const auto worse = compare_with_datasheet(pts({2, -4, 6}), pts({1, 2, -3}), {}, {});
+  ASSERT_EQ(worse.size(), 2u);  // "blocks" and "block_mod"
+  EXPECT_TRUE(worse[0].worse());
+  const std::string line = datasheet_verdict(worse);
+  EXPECT_NE(line.find("worse than the datasheet roofline"), std::string::npos) << line;
+  EXPECT_NE(line.find("block_mod (3: median |error| 4.0% vs 2.0%"), std::string::npos) << line;
+  // The other way round: no line.
+  EXPECT_EQ(datasheet_verdict(compare_with_datasheet(pts({1, 2, -3}), pts({2, -4, 6}), {}, {})), "");
+  // Equal to the printed digit: not worse.
+  EXPECT_FALSE(sim::calibration_worse(sim::summarize_errors({4.0}), sim::summarize_errors({3.96})));
+  EXPECT_TRUE(sim::calibration_worse(sim::summarize_errors({4.0}), sim::summarize_errors({3.9})));
+}
+
+// Without a calibration, `modsim report --measurements` (validation_options::calibrate) holds
+// something out: the method is cross-validated by shape, so no block is predicted by a fit that
+// saw its own op rows.
+TEST(Validation, CalibratingHereCrossValidatesByShapeInsteadOfScoringTheFittedRows) {
+  const std::string file =
+      std::string(MODSIM_SOURCE_DIR) + "/reports/measurements/cpu-xeon-2core-2026-11-24-calibration.csv";
+  const std::vector<sim::measured_sample> rows = read_measured_rows({file}).points;
+  const sim::hardware_spec cpu = sim::load_hardware(config("hardware/cpu.json"));
+  validation_options vo;
+  vo.calibrate = true;
+  const validation_section v = make_validation(rows, cpu, vo, "calibration.csv");
+  EXPECT_EQ(v.folds, 5);
+  ASSERT_FALSE(v.notes.empty());
+  EXPECT_NE(v.notes.front().find("cross-validated"), std::string::npos) << v.notes.front();
+  EXPECT_NE(v.notes.front().find("5 folds by shape"), std::string::npos) << v.notes.front();
+  // Every block row is scored (each by the fold that held its shape out), and the folds were
+  // dealt over the file's shape groups, counted here.
+  std::set<std::string> groups;
+  for (const auto& r : rows) groups.insert(sim::shape_group_of(sim::with_costs(r)));
+  std::size_t blocks = 0;
+  for (const auto& r : rows) blocks += sim::scored_whole(r.op);
+  EXPECT_EQ(v.points.size(), blocks);
+  EXPECT_EQ(v.groups, static_cast<int>(groups.size()));
 }
 
 TEST(Validation, TheHeldOutCpuCheckNeedsCpuHardwareAndStopsWhenAsked) {

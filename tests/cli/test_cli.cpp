@@ -279,6 +279,84 @@ TEST(Cli, ValidatingACalibrationOnItsOwnRowsCrossValidatesInstead) {
   EXPECT_TRUE(said);
 }
 
+// The datasheet roofline beside the calibration, on a hand-made file of two mlp_up rows measured on
+// the calibration's CPU: B1 S256 d_model 256 d_ff 1024 fp32 at capacity 1 is, by hand,
+// 2·256·256·1024 = 134,217,728 FLOPs and 4·(256·256 + 2·256·1024) = 2,359,296 bytes, so cpu.json's
+// roofline is max(134217728 / 332.8e9, 2359296 / 20e9) = 4.0329e-4 s. Measured at exactly that and
+// at twice it, the datasheet is off by 0 % and -50 % (median 25 %, max 50 %, mean -25 %).
+TEST(Cli, ValidateScoresTheDatasheetRooflineOnTheSameRows) {
+  const double roofline = 134217728.0 / 332.8e9;
+  const std::string device =
+      "\"Intel(R) Xeon(R) Processor, 1 threads, OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH NO_AFFINITY Prescott "
+      "MAX_THREADS=64\"";
+  const auto csv = std::filesystem::temp_directory_path() / ("modsim_datasheet_" + std::to_string(::getpid()) + ".csv");
+  {
+    std::ofstream f(csv);
+    f << "backend,device,op,dtype,batch,seq_len,d_model,n_heads,d_ff,capacity,tokens,matmul_flops,bytes,median_s,"
+         "p10_s,p90_s,samples,n_kv_heads,mlp,variant,experts,noop_experts,capacity_factor,other_flops,timing\n";
+    for (double factor : {1.0, 2.0}) {
+      char median[64];
+      std::snprintf(median, sizeof median, "%.17g", factor * roofline);
+      f << "cpu," << device << ",mlp_up,fp32,1,256,256,8,1024,1,256,134217728,2359296," << median << "," << median
+        << "," << median << ",5,8,gelu,none,0,0,0,0,isolated\n";
+    }
+  }
+  const result r = modsim("validate --measurements '" + csv.string() + "' --hardware cpu-calibrated --format json");
+  const result t = modsim("validate --measurements '" + csv.string() + "' --hardware cpu-calibrated");
+  std::filesystem::remove(csv);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const boost::json::object j = boost::json::parse(r.out).as_object();
+  ASSERT_TRUE(j.contains("datasheet"));
+  const boost::json::object& ds = j.at("datasheet").as_object();
+  EXPECT_EQ(ds.at("points").as_int64(), 2);
+  EXPECT_NEAR(ds.at("median_abs_pct_error").as_double(), 25.0, 1e-6);
+  EXPECT_NEAR(ds.at("max_abs_pct_error").as_double(), 50.0, 1e-6);
+  EXPECT_NEAR(ds.at("mean_pct_error").as_double(), -25.0, 1e-6);
+  EXPECT_NEAR(ds.at("ops").at("by_op").at("mlp_up").at("median_abs_pct_error").as_double(), 25.0, 1e-6);
+  // Every point: the datasheet's own prediction, the roofline.
+  const auto& pts = j.at("per_point").as_array();
+  ASSERT_EQ(pts.size(), 2u);
+  for (const auto& p : pts) EXPECT_NEAR(p.at("datasheet_predicted_s").as_double(), roofline, 1e-12);
+  // The calibrated figures are still the top-level ones (nothing renamed), and the verdict follows
+  // them: calibration is worse here exactly when its median or p90 is above the datasheet's.
+  const double cal_median = j.at("median_abs_pct_error").as_double(), cal_p90 = j.at("p90_abs_pct_error").as_double();
+  const bool worse = cal_median > 25.0 + 0.05 || cal_p90 > ds.at("p90_abs_pct_error").as_double() + 0.05;
+  EXPECT_EQ(!ds.at("calibration_worse").as_array().empty(), worse);
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("calibrated vs datasheet roofline"), std::string::npos) << t.out;
+  EXPECT_EQ(t.out.find("calibration makes predictions worse") != std::string::npos, worse) << t.out;
+}
+
+// `report --measurements X` without `--calibration` holds something out: its figure is the 5-fold
+// shape cross-validation `validate --cv 5` computes on X, not a score of the rows it was fitted on.
+TEST(Cli, ReportOnMeasurementsWithoutACalibrationCrossValidates) {
+  const std::string file = "reports/measurements/cpu-xeon-2core-2026-11-24-calibration.csv";
+  const result v = modsim("validate --measurements " + file + " --hardware cpu --cv 5 --no-bands --format json");
+  ASSERT_EQ(v.code, 0) << v.err;
+  const boost::json::object j = boost::json::parse(v.out).as_object();
+  const auto dir = std::filesystem::temp_directory_path() / ("modsim_report_cv_" + std::to_string(::getpid()));
+  const result r = modsim("report --measurements " + file + " --hardware cpu --no-serving --no-sampling --no-charts " +
+                          "--no-parallel --out '" + dir.string() + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string md = slurp((dir / "report.md").string());
+  const std::string table = slurp((dir / "tables" / "validation.csv").string());
+  std::filesystem::remove_all(dir);
+  // The report's blocks, their |error| median computed here from its CSV (last column).
+  std::vector<double> errors;
+  std::istringstream lines(table);
+  std::string line;
+  std::getline(lines, line);  // header
+  while (std::getline(lines, line)) errors.push_back(std::abs(std::stod(line.substr(line.rfind(',') + 1))));
+  ASSERT_EQ(errors.size(), static_cast<std::size_t>(j.at("points").as_int64()));
+  std::sort(errors.begin(), errors.end());
+  const std::size_t n = errors.size();
+  const double median = n % 2 ? errors[n / 2] : 0.5 * (errors[n / 2 - 1] + errors[n / 2]);
+  EXPECT_NEAR(median, j.at("median_abs_pct_error").as_double(), 1e-9);
+  EXPECT_GT(median, 0.5);  // not the near-zero score of rows the fit saw
+  // And it says what was held out.
+  EXPECT_NE(md.find("cross-validated on " + file + " (5 folds by shape"), std::string::npos);
+}
+
 // One decode path: `predict --mode decode` prints the step `simulate forward --mode decode`
 // simulates (the same routing draws, syncs and launches), for both routings.
 TEST(Cli, PredictDecodeTotalIsSimulateForwardDecodeStep) {

@@ -2,8 +2,11 @@
 // key path and the reason; every shipped config loads; HF config.json imports.
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <string>
 
 #include "sim/config.hpp"
@@ -213,6 +216,93 @@ TEST(Config, HuggingFaceMixtralImportsAsMoE) {
   EXPECT_EQ(m.moe->experts, 8);
   EXPECT_EQ(m.moe->top_k, 2);
   EXPECT_EQ(m.vocab_size, 32000);
+}
+
+// The released models' configs in configs/hf against their published dimensions (hand-copied
+// from each model's Hugging Face config.json): every file there is in this table, so a new one
+// comes with its own check.
+struct published {
+  const char* file;
+  int d_model, n_heads, n_kv_heads, d_head, d_ff, n_layers, vocab;
+  mlp_kind mlp;
+};
+constexpr published k_published[] = {
+    {"smollm-135m.json", 576, 9, 3, 64, 1536, 30, 49152, mlp_kind::swiglu},
+    {"qwen2-0.5b.json", 896, 14, 2, 64, 4864, 24, 151936, mlp_kind::swiglu},
+    {"qwen2.5-0.5b.json", 896, 14, 2, 64, 4864, 24, 151936, mlp_kind::swiglu},
+    {"tinyllama-1.1b-chat.json", 2048, 32, 4, 64, 5632, 22, 32000, mlp_kind::swiglu},
+    {"qwen2-1.5b-instruct.json", 1536, 12, 2, 128, 8960, 28, 151936, mlp_kind::swiglu},
+    {"phi-2.json", 2560, 32, 32, 80, 10240, 32, 51200, mlp_kind::gelu},
+    {"llama-2-7b.json", 4096, 32, 32, 128, 11008, 32, 32000, mlp_kind::swiglu},
+    {"mistral-7b-v0.1.json", 4096, 32, 8, 128, 14336, 32, 32000, mlp_kind::swiglu},
+    {"llama-3-8b.json", 4096, 32, 8, 128, 14336, 32, 128256, mlp_kind::swiglu},
+    {"mixtral-8x7b.json", 4096, 32, 8, 128, 14336, 32, 32000, mlp_kind::swiglu},
+    {"llama-2-70b.json", 8192, 64, 8, 128, 28672, 80, 32000, mlp_kind::swiglu},
+    {"llama-3-70b.json", 8192, 64, 8, 128, 28672, 80, 128256, mlp_kind::swiglu},
+};
+
+TEST(Config, HuggingFaceConfigsOfReleasedModelsHaveTheirPublishedDimensions) {
+  int files = 0;
+  for (const auto& f : std::filesystem::directory_iterator(k_configs + "/hf")) {
+    ++files;
+    const std::string name = f.path().filename().string();
+    const published* p = nullptr;
+    for (const published& q : k_published)
+      if (name == q.file) p = &q;
+    ASSERT_NE(p, nullptr) << name << " has no row in k_published";
+    const model_spec m = load_model(f.path().string());
+    EXPECT_EQ(m.d_model, p->d_model) << name;
+    EXPECT_EQ(m.n_heads, p->n_heads) << name;
+    EXPECT_EQ(m.n_kv_heads, p->n_kv_heads) << name;
+    EXPECT_EQ(m.d_head, p->d_head) << name;  // hidden_size / num_attention_heads
+    EXPECT_EQ(m.d_ff, p->d_ff) << name;
+    EXPECT_EQ(m.n_layers, p->n_layers) << name;
+    EXPECT_EQ(m.vocab_size, p->vocab) << name;
+    EXPECT_EQ(m.mlp, p->mlp) << name;
+  }
+  EXPECT_EQ(files, static_cast<int>(std::size(k_published)));
+  // Llama-2-70b by hand: d_model 8192, 64 heads of 128, 8 KV heads (GQA), d_ff 28672, 80 layers.
+  const model_spec l = load_model(k_configs + "/hf/llama-2-70b.json");
+  EXPECT_EQ(l.d_model, 8192);
+  EXPECT_EQ(l.n_heads, 64);
+  EXPECT_EQ(l.n_kv_heads, 8);
+  EXPECT_EQ(l.d_ff, 28672);
+  EXPECT_EQ(l.n_layers, 80);
+  EXPECT_FALSE(l.moe);
+  // MHA: Llama-2-7b has as many KV heads as query heads.
+  EXPECT_EQ(load_model(k_configs + "/hf/llama-2-7b.json").n_kv_heads, 32);
+}
+
+// configs/grids/realistic-cpu.json's shapes are layers of released models (its "from"); each one
+// whose model has a config in configs/hf is that config's layer, so the grid can be rebuilt
+// from the files (configs/grids/README.md lists which).
+TEST(Config, TheRealisticCpuGridShapesAreTheLayersOfTheShippedHfConfigs) {
+  const std::pair<const char*, const char*> from_file[] = {
+      {"SmolLM-135M", "smollm-135m.json"},
+      {"Qwen2.5-0.5B", "qwen2.5-0.5b.json"},
+      {"TinyLlama-1.1B", "tinyllama-1.1b-chat.json"},
+  };
+  std::ifstream in(k_configs + "/grids/realistic-cpu.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  const boost::json::value grid = boost::json::parse(text.str());
+  int matched = 0;
+  for (const boost::json::value& v : grid.at("shapes").as_array()) {
+    const boost::json::object& s = v.as_object();
+    const std::string from(s.at("from").as_string());
+    for (const auto& [model, file] : from_file) {
+      if (from.rfind(model, 0) != 0) continue;
+      const model_spec m = load_model(k_configs + "/hf/" + file);
+      EXPECT_EQ(s.at("d_model").as_int64(), m.d_model) << from;
+      EXPECT_EQ(s.at("n_heads").as_int64(), m.n_heads) << from;
+      EXPECT_EQ(s.contains("n_kv_heads") ? s.at("n_kv_heads").as_int64() : s.at("n_heads").as_int64(), m.n_kv_heads)
+          << from;
+      EXPECT_EQ(s.at("d_ff").as_int64(), m.d_ff) << from;
+      EXPECT_EQ(std::string(s.at("mlp").as_string()), m.mlp == mlp_kind::swiglu ? "swiglu" : "gelu") << from;
+      ++matched;
+    }
+  }
+  EXPECT_EQ(matched, 3);
 }
 
 TEST(Config, HuggingFaceKeysAreTypeChecked) {
