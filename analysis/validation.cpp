@@ -199,7 +199,8 @@ validation_section make_validation(const std::vector<sim::measured_sample>& poin
       v.op_points.push_back(sim::validate_sample(s, model));
       sim::validation_point& p = v.op_points.back();
       if (cal)
-        if (const auto b = sim::band_for(*cal, sim::values_of(p.sample), p.predicted_s)) p.band_pct = b->p90_pct;
+        if (const auto b = sim::band_for(*cal, sim::values_of(p.sample), p.predicted_s, p.sample.is_decode()))
+          p.band_pct = b->p90_pct;
     }
     v.op_summary = sim::summarize(v.op_points);
   }
@@ -246,7 +247,8 @@ validation_section make_validation(const std::vector<sim::measured_sample>& poin
   // cross-validation in the calibration).
   if (cal) {
     for (auto& p : v.points)
-      if (const auto b = sim::band_for(*cal, sim::values_of(p.sample), p.predicted_s)) p.band_pct = b->p90_pct;
+      if (const auto b = sim::band_for(*cal, sim::values_of(p.sample), p.predicted_s, p.sample.is_decode()))
+        p.band_pct = b->p90_pct;
   }
   return v;
 }

@@ -43,10 +43,11 @@ bool calibration::kernel_model_fitted_on(dtype t) const {
   return kernels && std::find(kernel_dtypes.begin(), kernel_dtypes.end(), t) != kernel_dtypes.end();
 }
 
-double cross_validation_summary::p90_at(double predicted_s) const {
-  for (const auto& [upper, p90] : p90_by_time)
+double cross_validation_summary::p90_at(double predicted_s, bool decode) const {
+  const auto& by = decode && !decode_p90_by_time.empty() ? decode_p90_by_time : p90_by_time;
+  for (const auto& [upper, p90] : by)
     if (predicted_s <= upper) return p90;
-  return p90_by_time.empty() ? p90_abs_pct_error : p90_by_time.back().second;
+  return by.empty() ? p90_abs_pct_error : by.back().second;
 }
 
 const efficiency_curve* calibration::curve(modsim::op op, dtype t) const {
@@ -221,13 +222,16 @@ cross_validation_summary parse_cv(const json::value& v, const std::string& file,
   c.ops = r.get_int("ops", 0, std::numeric_limits<int>::max());
   c.op_median_abs_pct_error = r.get_number("op_median_abs_pct_error", 0.0);
   c.op_p90_abs_pct_error = r.get_number("op_p90_abs_pct_error", 0.0);
-  if (const json::value* by = r.find("by_time")) {
-    const std::string at = r.key_path("by_time");
+  for (const auto& [key, into] :
+       {std::pair{"by_time", &c.p90_by_time}, std::pair{"decode_by_time", &c.decode_p90_by_time}}) {
+    const json::value* by = r.find(key);
+    if (!by) continue;
+    const std::string at = r.key_path(key);
     if (!by->is_array()) throw input_error(file, at, "expected an array of [upper_s, p90]");
     for (const json::value& e : by->as_array()) {
       if (!e.is_array() || e.as_array().size() != 2 || !e.as_array()[0].is_number() || !e.as_array()[1].is_number())
         throw input_error(file, at, "expected an array of [upper_s, p90]");
-      c.p90_by_time.emplace_back(e.as_array()[0].to_number<double>(), e.as_array()[1].to_number<double>());
+      into->emplace_back(e.as_array()[0].to_number<double>(), e.as_array()[1].to_number<double>());
     }
   }
   r.finish();
@@ -244,10 +248,12 @@ json::object cv_json(const cross_validation_summary& c) {
   o["ops"] = c.ops;
   o["op_median_abs_pct_error"] = c.op_median_abs_pct_error;
   o["op_p90_abs_pct_error"] = c.op_p90_abs_pct_error;
-  if (!c.p90_by_time.empty()) {
+  for (const auto& [key, from] :
+       {std::pair{"by_time", &c.p90_by_time}, std::pair{"decode_by_time", &c.decode_p90_by_time}}) {
+    if (from->empty()) continue;
     json::array by;
-    for (const auto& [upper, p90] : c.p90_by_time) by.push_back(json::array{upper, p90});
-    o["by_time"] = std::move(by);
+    for (const auto& [upper, p90] : *from) by.push_back(json::array{upper, p90});
+    o[key] = std::move(by);
   }
   return o;
 }
@@ -261,6 +267,15 @@ axis_coverage parse_coverage(const json::value& v, const std::string& file, cons
   c.blocks = r.get_int("blocks", 0, std::numeric_limits<int>::max());
   c.p90_abs_pct_error = r.get_number("p90_abs_pct_error", 0.0);
   c.max_distance = r.get_number("max_distance", 0.0);
+  const auto held_out = [&](const char* blocks_key, const char* p90_key, int& blocks, double& p90) {
+    if (r.find(blocks_key) == nullptr) return;
+    blocks = r.get_int(blocks_key, 0, std::numeric_limits<int>::max());
+    p90 = r.get_number(p90_key, 0.0);
+  };
+  held_out("decode_blocks", "decode_p90_abs_pct_error", c.decode_blocks, c.decode_p90_abs_pct_error);
+  held_out("inner_blocks", "inner_p90_abs_pct_error", c.inner_blocks, c.inner_p90_abs_pct_error);
+  held_out("decode_inner_blocks", "decode_inner_p90_abs_pct_error", c.decode_inner_blocks,
+           c.decode_inner_p90_abs_pct_error);
   if (r.find("values") != nullptr) {
     const json::array& values = r.get_array("values");
     for (std::size_t i = 0; i < values.size(); ++i) {
@@ -283,6 +298,12 @@ json::object coverage_json(const axis_coverage& c) {
   o["blocks"] = c.blocks;
   o["p90_abs_pct_error"] = c.p90_abs_pct_error;
   o["max_distance"] = c.max_distance;
+  o["decode_blocks"] = c.decode_blocks;
+  o["decode_p90_abs_pct_error"] = c.decode_p90_abs_pct_error;
+  o["inner_blocks"] = c.inner_blocks;
+  o["inner_p90_abs_pct_error"] = c.inner_p90_abs_pct_error;
+  o["decode_inner_blocks"] = c.decode_inner_blocks;
+  o["decode_inner_p90_abs_pct_error"] = c.decode_inner_p90_abs_pct_error;
   json::array values;
   for (double v : c.values) values.emplace_back(v);
   o["values"] = std::move(values);

@@ -101,11 +101,16 @@ struct cross_validation_summary {
   // p90 |error| by predicted time: the blocks sorted by predicted time and split into
   // terciles (with 30 blocks or more), each (the largest predicted seconds in it, its p90).
   // Short blocks are harder to predict (launches and small kernels dominate). JSON "by_time"
-  // [[upper_s, p90], ...]; absent in summaries written before it.
+  // [[upper_s, p90], ...]; absent in summaries written before it. The forward blocks' terciles
+  // and, apart ("decode_by_time"), the decode rows' (decode_dense, decode_mod, decode_step):
+  // the two are predicted by different fits and miss differently. Summaries written before the
+  // split hold all rows in by_time.
   std::vector<std::pair<double, double>> p90_by_time;
-  // The p90 of the tercile `predicted_s` falls in (the first below it, the last above it),
+  std::vector<std::pair<double, double>> decode_p90_by_time;
+  // The p90 of the tercile `predicted_s` falls in (the first below it, the last above it) of
+  // the decode rows' terciles for a decode prediction where there are some, else of by_time,
   // else the p90 of all blocks.
-  double p90_at(double predicted_s) const;
+  double p90_at(double predicted_s, bool decode = false) const;
 };
 
 // Where a calibration's rows lie along one axis (sim/validation.hpp cv_axis), and how the
@@ -121,6 +126,19 @@ struct axis_coverage {
   // their |error|.
   int blocks = 0;
   double p90_abs_pct_error = 0;
+  // The same for the held-out decode rows apart (then blocks and p90_abs_pct_error count the
+  // forward blocks only; JSON "decode_blocks", "decode_p90_abs_pct_error", absent in files
+  // written before the split, whose figures hold both).
+  int decode_blocks = 0;
+  double decode_p90_abs_pct_error = 0;
+  // Interpolation: the held-out block rows of every value between the lowest and the highest
+  // that carry blocks (each predicted by a fit without it), forward and decode apart (JSON
+  // "inner_blocks", "inner_p90_abs_pct_error", "decode_inner_blocks",
+  // "decode_inner_p90_abs_pct_error"; 0 where the axis has fewer than three such values).
+  int inner_blocks = 0;
+  double inner_p90_abs_pct_error = 0;
+  int decode_inner_blocks = 0;
+  double decode_inner_p90_abs_pct_error = 0;
   double max_distance = 0;  // log2 of how far past its neighbour the farthest held-out value lay
   // The values that carry block rows, ascending: a prediction at none of them sits between
   // measured values (JSON key "values"; empty in calibrations written before it).

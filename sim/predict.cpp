@@ -238,7 +238,8 @@ prediction predict(const model_spec& model, const model_spec& baseline, const wo
           "roofline the ops above fell back to");
     } else if (p.expected_error) {
       p.band = band_for(*cost.calibration(), values_of(model, w),
-                        p.model.layers.empty() ? p.total_s() : p.total_s() / double(p.model.layers.size()));
+                        p.model.layers.empty() ? p.total_s() : p.total_s() / double(p.model.layers.size()),
+                        w.run == run_mode::decode);
     }
   }
   return p;

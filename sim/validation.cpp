@@ -92,16 +92,20 @@ cross_validation_summary cross_validation_result::summary() const {
   c.ops = o.points;
   c.op_median_abs_pct_error = o.median_abs_pct_error;
   c.op_p90_abs_pct_error = o.p90_abs_pct_error;
-  if (blocks.size() >= 30) {
+  // Terciles by predicted time, the forward blocks and the decode rows apart (30 rows or more).
+  for (const bool decode : {false, true}) {
     std::vector<const validation_point*> by_time;
-    for (const auto& p : blocks) by_time.push_back(&p);
+    for (const auto& p : blocks)
+      if (p.sample.is_decode() == decode) by_time.push_back(&p);
+    if (by_time.size() < 30) continue;
     std::sort(by_time.begin(), by_time.end(),
               [](const auto* x, const auto* y) { return x->predicted_s < y->predicted_s; });
     const std::size_t n = by_time.size();
+    auto& into = decode ? c.decode_p90_by_time : c.p90_by_time;
     for (std::size_t t = 0; t < 3; ++t) {
       std::vector<double> e;
       for (std::size_t i = t * n / 3; i < (t + 1) * n / 3; ++i) e.push_back(by_time[i]->error_pct);
-      c.p90_by_time.emplace_back(by_time[(t + 1) * n / 3 - 1]->predicted_s, summarize_errors(e).p90_abs_pct_error);
+      into.emplace_back(by_time[(t + 1) * n / 3 - 1]->predicted_s, summarize_errors(e).p90_abs_pct_error);
     }
   }
   return c;
@@ -129,7 +133,8 @@ void add_bands(calibration& c, const hardware_spec& plain, const std::vector<mea
 }
 
 void set_band(validation_point& p, const calibration& c) {
-  if (const std::optional<error_band> b = band_for(c, values_of(p.sample), p.predicted_s)) p.band_pct = b->p90_pct;
+  if (const std::optional<error_band> b = band_for(c, values_of(p.sample), p.predicted_s, p.sample.is_decode()))
+    p.band_pct = b->p90_pct;
 }
 
 }  // namespace
@@ -284,27 +289,41 @@ std::vector<axis_coverage> estimate_coverage(const hardware_spec& hw, const std:
     std::sort(with_blocks.begin(), with_blocks.end());
     with_blocks.erase(std::unique(with_blocks.begin(), with_blocks.end()), with_blocks.end());
     c.values = with_blocks;
-    // Only the ends need a fit: the lowest and the highest value that carry blocks, each
-    // predicted by a fit on the rest, which must still hold blocks (two values at least).
+    // Every value that carries blocks, predicted by a fit on the rest, which must still hold
+    // blocks (two values at least): the lowest and the highest are extrapolations (the ends),
+    // the others interpolations (inner).
     if (with_blocks.size() >= 2) {
-      std::vector<double> errors;
-      for (const double held : {with_blocks.front(), with_blocks.back()}) {
-        const double nearest = held == with_blocks.front() ? with_blocks[1] : with_blocks[with_blocks.size() - 2];
+      std::vector<double> ends, decode_ends, inner, decode_inner;
+      for (std::size_t h = 0; h < with_blocks.size(); ++h) {
+        const double held = with_blocks[h];
+        const bool end = h == 0 || h + 1 == with_blocks.size();
         std::vector<measured_sample> train, test;
         for (const auto& s : samples) (axis_value(s, axis) == held ? test : train).push_back(s);
         try {
           const calibration fit = fit_calibration(plain, train, {}, "coverage " + c.axis, options);
           const cost_model model = with_calibration(plain, fit);
-          for (const auto& s : test)
-            if (s.is_whole()) errors.push_back(validate_sample(s, model).error_pct);
+          for (const auto& s : test) {
+            if (!s.is_whole()) continue;
+            std::vector<double>& into =
+                end ? (s.is_decode() ? decode_ends : ends) : (s.is_decode() ? decode_inner : inner);
+            into.push_back(validate_sample(s, model).error_pct);
+          }
         } catch (const error&) {
-          continue;  // no fit without it: no extrapolation measured from this end
+          continue;  // no fit without it: nothing measured at this value
         }
-        if (held > 0 && nearest > 0) c.max_distance = std::max(c.max_distance, std::abs(std::log2(held / nearest)));
+        const double nearest = h == 0 ? with_blocks[1] : with_blocks[h - 1];
+        if (end && held > 0 && nearest > 0)
+          c.max_distance = std::max(c.max_distance, std::abs(std::log2(held / nearest)));
       }
-      const validation_summary v = summarize_errors(errors);
-      c.blocks = v.points;
-      c.p90_abs_pct_error = v.p90_abs_pct_error;
+      const auto set = [](const std::vector<double>& e, int& blocks, double& p90) {
+        const validation_summary v = summarize_errors(e);
+        blocks = v.points;
+        p90 = v.p90_abs_pct_error;
+      };
+      set(ends, c.blocks, c.p90_abs_pct_error);
+      set(decode_ends, c.decode_blocks, c.decode_p90_abs_pct_error);
+      set(inner, c.inner_blocks, c.inner_p90_abs_pct_error);
+      set(decode_inner, c.decode_inner_blocks, c.decode_inner_p90_abs_pct_error);
     }
     out.push_back(std::move(c));
   }
@@ -321,7 +340,8 @@ std::string error_band::text() const {
   const auto pct = [](double x) { return x < 10 ? fmt::format("{:.1f} %", x) : fmt::format("{:.0f} %", x); };
   std::string mid;
   for (const outside_axis& o : between)
-    mid += (mid.empty() ? "" : ", ") + fmt::format("{} {:g} ({:g}–{:g})", o.axis, o.value, o.min, o.max);
+    mid += (mid.empty() ? "" : ", ") + fmt::format("{} {:g} ({:g}–{:g}{})", o.axis, o.value, o.min, o.max,
+                                                   o.measured ? "" : "; no interpolation measured along it");
   if (inside()) {
     if (mid.empty()) return "±" + pct(p90_pct) + " at p90 (inside the calibration's measured range)";
     return "±" + pct(p90_pct) + " at p90 (inside the measured range, between measured values: " + mid + ")";
@@ -349,18 +369,27 @@ std::string error_band::short_text() const {
   return "±" + pct + " p90, outside the measured range (" + where + ")";
 }
 
-std::optional<error_band> band_for(const calibration& c, const axis_values& values, double predicted_s) {
+std::optional<error_band> band_for(const calibration& c, const axis_values& values, double predicted_s, bool decode) {
   if (!c.cross_validation) return std::nullopt;
   const cross_validation_summary& cv = *c.cross_validation;
-  // At the measured values: the shape cross-validation's p90 of blocks predicted to take
-  // about as long.
-  const double inside = predicted_s > 0 ? cv.p90_at(predicted_s) : cv.p90_abs_pct_error;
+  // At the measured values: the shape cross-validation's p90 of blocks (of decode rows, for a
+  // decode prediction) predicted to take about as long.
+  const double inside = predicted_s > 0 ? cv.p90_at(predicted_s, decode) : cv.p90_abs_pct_error;
   const double near = std::log2(1.01);  // within 1 % counts as at a value (capacities such as 1/8 print rounded)
   error_band b;
   b.p90_pct = inside;
-  for (const axis_coverage& a : c.coverage) {
-    const std::optional<cv_axis> axis = find_cv_axis(a.axis);
-    if (!axis || a.min <= 0) continue;
+  for (const axis_coverage& kinds : c.coverage) {
+    const std::optional<cv_axis> axis = find_cv_axis(kinds.axis);
+    if (!axis || kinds.min <= 0) continue;
+    // The held-out predictions of this prediction's kind: a decode prediction takes the
+    // decode rows' where the calibration held some out.
+    axis_coverage a = kinds;
+    if (decode && kinds.decode_blocks > 0) {
+      a.blocks = kinds.decode_blocks;
+      a.p90_abs_pct_error = kinds.decode_p90_abs_pct_error;
+      a.inner_blocks = kinds.decode_inner_blocks;
+      a.inner_p90_abs_pct_error = kinds.decode_inner_p90_abs_pct_error;
+    }
     // The farthest of the prediction's values outside the range along this axis, and the
     // farthest from a measured value among those inside it.
     error_band::outside_axis out, mid;
@@ -388,7 +417,10 @@ std::optional<error_band> band_for(const calibration& c, const axis_values& valu
       b.p90_pct = std::max(b.p90_pct, out.band_pct);
       b.outside.push_back(std::move(out));
     } else if (!mid.axis.empty()) {
-      mid.band_pct = std::max(inside, a.p90_abs_pct_error);
+      // The held-out inner values' p90 where the axis has some; else the ends' (an
+      // extrapolation misses by more than an interpolation: the wider band).
+      mid.measured = a.inner_blocks > 0;
+      mid.band_pct = std::max(inside, mid.measured ? a.inner_p90_abs_pct_error : a.p90_abs_pct_error);
       b.p90_pct = std::max(b.p90_pct, mid.band_pct);
       b.between.push_back(std::move(mid));
     }

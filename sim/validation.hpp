@@ -174,10 +174,14 @@ axis_values values_of(const measured_sample& s);
 // cross-validated (no band to give). At the measured values of every axis: the shape
 // cross-validation's p90 of blocks predicted to take about as long. Off them along an axis
 // whose held-out values were predicted (coverage), the band is at least the p90 of those
-// predictions: between measured values as it is (not along tokens, the product of batch and
-// sequence, which speak for it), past the range stretched when the
+// predictions: between measured values the inner values' (interpolations; the ends' where
+// the axis has no inner value; not along tokens, the product of batch and sequence, which
+// speak for it), past the range the ends' (extrapolations), stretched when the
 // prediction lies farther out than the held-out values did. Past the range of an axis with
 // no such measurement: the cross-validation's band times the distance in factors of two.
-std::optional<error_band> band_for(const calibration& c, const axis_values& values, double predicted_s);
+// `decode`: a decode step (or one of its layers), banded by the calibration's decode rows
+// where it held some out.
+std::optional<error_band> band_for(const calibration& c, const axis_values& values, double predicted_s,
+                                   bool decode = false);
 
 }  // namespace modsim::sim

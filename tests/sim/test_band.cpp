@@ -24,7 +24,19 @@ calibration hand_made() {
   cv.p90_abs_pct_error = 6;
   cv.p90_by_time = {{1e-3, 10}, {1e-2, 5}, {1.0, 2}};
   c.cross_validation = cv;
-  c.coverage = {{"d_model", 512, 1024, 20, 12.0, 1.0, {512, 1024}}, {"n_heads", 8, 16, 0, 0.0, 0.0, {8, 16}}};
+  axis_coverage width, heads;
+  width.axis = "d_model";
+  width.min = 512;
+  width.max = 1024;
+  width.blocks = 20;
+  width.p90_abs_pct_error = 12.0;
+  width.max_distance = 1.0;
+  width.values = {512, 1024};
+  heads.axis = "n_heads";
+  heads.min = 8;
+  heads.max = 16;
+  heads.values = {8, 16};
+  c.coverage = {width, heads};
   return c;
 }
 
@@ -83,15 +95,67 @@ TEST(ErrorBand, BetweenMeasuredValuesIsAtLeastTheHeldOutValuesP90) {
   EXPECT_DOUBLE_EQ(b->between[0].min, 512.0);
   EXPECT_DOUBLE_EQ(b->between[0].max, 1024.0);
   EXPECT_DOUBLE_EQ(b->between[0].distance, std::log2(1024.0 / 768.0));  // nearer 1024 than 512
-  EXPECT_NE(b->text().find("between measured values: d_model 768 (512–1024)"), std::string::npos) << b->text();
+  EXPECT_NE(b->text().find("between measured values: d_model 768 (512–1024; no interpolation measured along it)"),
+            std::string::npos)
+      << b->text();
   // Within 1 % of a measured value counts as at it; heads between 8 and 16, with no held-out
   // predictions along them, keep the measured shapes' band.
   EXPECT_TRUE(band_for(c, {{cv_axis::d_model, 1030}}, 5e-3)->between.empty());
   EXPECT_DOUBLE_EQ(band_for(c, {{cv_axis::n_heads, 12}}, 5e-3)->p90_pct, 5.0);
+  // With an inner value held out (768 between 512 and 1024, missed by 4 % at p90), the
+  // interpolation's p90 applies: 640 gets max(5 %, 4 %), a short block its own 10 %.
+  calibration inner = c;
+  inner.coverage[0].values = {512, 768, 1024};
+  inner.coverage[0].inner_blocks = 8;
+  inner.coverage[0].inner_p90_abs_pct_error = 4.0;
+  b = band_for(inner, {{cv_axis::d_model, 640}}, 5e-3);
+  EXPECT_DOUBLE_EQ(b->p90_pct, 5.0);
+  EXPECT_TRUE(b->between[0].measured);
+  EXPECT_DOUBLE_EQ(b->between[0].min, 512.0);
+  EXPECT_DOUBLE_EQ(b->between[0].max, 768.0);
+  EXPECT_DOUBLE_EQ(band_for(inner, {{cv_axis::d_model, 640}}, 5e-4)->p90_pct, 10.0);
+  inner.coverage[0].inner_p90_abs_pct_error = 7.0;
+  EXPECT_DOUBLE_EQ(band_for(inner, {{cv_axis::d_model, 640}}, 5e-3)->p90_pct, 7.0);
+  // Without inner values (512 and 1024 only) the ends' p90 stood in, and the text says so.
+  EXPECT_FALSE(band_for(c, {{cv_axis::d_model, 768}}, 5e-3)->between[0].measured);
   // A calibration written before the measured values were recorded: no between axes.
   calibration old = c;
   for (axis_coverage& a : old.coverage) a.values.clear();
   EXPECT_DOUBLE_EQ(band_for(old, {{cv_axis::d_model, 768}}, 5e-3)->p90_pct, 5.0);
+}
+
+TEST(ErrorBand, ADecodePredictionTakesTheDecodeRowsFigures) {
+  calibration c = hand_made();
+  // Decode rows cross-validated apart: up to 5 ms 8 %, beyond 3 %; their held-out widths
+  // missed by 9 % at p90.
+  c.cross_validation->decode_p90_by_time = {{5e-3, 8}, {1.0, 3}};
+  c.coverage[0].decode_blocks = 10;
+  c.coverage[0].decode_p90_abs_pct_error = 9.0;
+  const axis_values at = {{cv_axis::d_model, 1024}};
+  EXPECT_DOUBLE_EQ(band_for(c, at, 4e-3, true)->p90_pct, 8.0);
+  EXPECT_DOUBLE_EQ(band_for(c, at, 4e-3, false)->p90_pct, 5.0);  // a forward block: the blocks' terciles
+  EXPECT_DOUBLE_EQ(band_for(c, at, 0.5, true)->p90_pct, 3.0);
+  // Between and past the measured widths: the decode rows' held-out p90 (9 %), not the blocks' 12 %.
+  EXPECT_DOUBLE_EQ(band_for(c, {{cv_axis::d_model, 768}}, 0.5, true)->p90_pct, 9.0);
+  EXPECT_DOUBLE_EQ(band_for(c, {{cv_axis::d_model, 4096}}, 0.5, true)->p90_pct, 18.0);
+  EXPECT_DOUBLE_EQ(band_for(c, {{cv_axis::d_model, 4096}}, 0.5, false)->p90_pct, 24.0);
+  // A calibration without decode figures bands decode predictions as the rest.
+  EXPECT_DOUBLE_EQ(band_for(hand_made(), {{cv_axis::d_model, 4096}}, 0.5, true)->p90_pct, 24.0);
+  // The JSON keeps them.
+  c.date = "2026-11-24T00:00:00Z";
+  c.device = "d";
+  c.backend = "cpu";
+  efficiency_curve curve;
+  curve.op = modsim::op::mlp_up;
+  curve.log10_work = {-5.0, -3.0};
+  curve.inv_efficiency = {2.0, 1.5};
+  curve.samples = 4;
+  c.curves.push_back(curve);
+  const calibration back = parse_calibration(calibration_to_json(c), "test.json");
+  EXPECT_DOUBLE_EQ(back.cross_validation->decode_p90_by_time[0].second, 8.0);
+  EXPECT_EQ(back.coverage[0].decode_blocks, 10);
+  EXPECT_EQ(back.coverage[0].inner_blocks, 0);
+  EXPECT_DOUBLE_EQ(band_for(back, {{cv_axis::d_model, 768}}, 0.5, true)->p90_pct, 9.0);
 }
 
 TEST(ErrorBand, NoneWithoutACrossValidation) {
