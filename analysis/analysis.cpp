@@ -152,7 +152,7 @@ sim::des::timeline step_timeline(const configuration& c, const sim::cost_model& 
                                  analysis_result& out) {
   namespace des = sim::des;
   if (r.split && (r.split->gpus() > 1 || r.split->ep > 1)) {
-    const des::device_model dev = c.load.run == sim::run_mode::decode ? sim::decode_device_model(cost, c.load.type)
+    const des::device_model dev = c.load.run == sim::run_mode::decode ? decode_step_device(cost, c.load.type)
                                                                       : des::device_model_of(cost, c.load.type);
     des::parallel_step_request q;
     q.split = *r.split;
@@ -166,7 +166,7 @@ sim::des::timeline step_timeline(const configuration& c, const sim::cost_model& 
   }
   if (c.load.run == sim::run_mode::decode) {
     // A decode step is timed with the calibration's decode fit where it has one.
-    const des::step_builder b(c.model, c.load.type, sim::decode_device_model(cost, c.load.type));
+    const des::step_builder b(c.model, c.load.type, decode_step_device(cost, c.load.type));
     decode_step_options o = r.decode_options();
     o.record_spans = true;
     decode_step st = decode_step_time(b, c.load.batch, c.load.seq_len, o);
@@ -187,7 +187,7 @@ sim::des::timeline step_timeline(const configuration& c, const sim::cost_model& 
 sim::model_time decode_model_time(const sim::model_spec& m, const sim::cost_model& cost, const sim::workload& w,
                                   const decode_step_options& o, const sim::model_time& like) {
   namespace des = sim::des;
-  const des::step_builder b(m, w.type, sim::decode_device_model(cost, w.type));
+  const des::step_builder b(m, w.type, decode_step_device(cost, w.type));
   const decode_step st = decode_step_time(b, w.batch, w.seq_len, o);
   sim::model_time out;
   out.timed_as_dtype = like.timed_as_dtype;
@@ -322,6 +322,11 @@ sim::sweep_space variant_space(const sim::model_spec& subject, std::vector<std::
   return s;
 }
 
+attention_impl attention_of(const configuration& c) {
+  if (c.attention) return *c.attention;
+  return c.hardware ? sim::default_attention(*c.hardware) : sim::default_gpu_attention;
+}
+
 analysis_result analyze(const configuration& c, const scenario& s, const control& ctl) {
   analysis_result r;
   r.config = c;
@@ -333,9 +338,11 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
   check(ctl);
 
   std::optional<sim::cost_model> cost;
+  r.attention = attention_of(c);
   if (c.hardware) {
-    cost.emplace(*c.hardware);
+    cost.emplace(*c.hardware, r.attention);
     r.cost_label = cost->label();
+    r.attention_measured = cost->attention_measured();
     r.memory = sim::footprint_of(c.model, c.load);
     r.memory_verdict = sim::memory_verdict(*r.memory, c.hardware->memory_bytes);
   }
@@ -356,6 +363,7 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
         p.model = decode_model_time(c.model, cm, c.load, o, p.model);
         p.dense = decode_model_time(baseline, cm, c.load, o, p.dense);
         sim::compare_with_baseline(p);
+        p.attention_share = sim::attention_share(p.model);
       }
       if (!r.memory_verdict.empty()) r.prediction->notes.push_back("memory: " + r.memory_verdict);
       r.time_classes = sim::roll_up(*r.prediction);

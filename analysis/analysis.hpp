@@ -47,7 +47,17 @@ struct configuration {
   // The baseline every "vs dense" compares with: a matched-quality dense model (--baseline), or
   // empty for the model with its routing removed (sim::dense_baseline).
   std::optional<sim::model_spec> baseline = std::nullopt;
+  // How attention runs (--attention fused|unfused): every part prices it so (the validation
+  // part excepted: it compares with measured rows, priced as they ran). Empty: the hardware's
+  // default (sim::default_attention: fused on a GPU, unfused on a CPU). Where the hardware's
+  // calibration measured the other implementation, the attention ops are the datasheet
+  // roofline and the prediction has no band (sim::cost_model, sim::predict).
+  std::optional<attention_impl> attention = std::nullopt;
 };
+
+// The attention implementation `c` is priced with (c.attention, else the hardware's default;
+// the GPU default without hardware).
+attention_impl attention_of(const configuration& c);
 
 // The configuration's baseline: c.baseline, else sim::dense_baseline(c.model).
 sim::model_spec baseline_of(const configuration& c);
@@ -179,6 +189,10 @@ struct variants_section {
 struct analysis_result {
   configuration config;
   std::string cost_label;  // cost_model::label() (empty without hardware)
+  // How attention was priced (attention_of(config)) and whether the hardware's calibration
+  // measured it (cost_model::attention_measured; false uncalibrated or without hardware).
+  attention_impl attention = attention_impl::fused;
+  bool attention_measured = false;
   // flops: the model and its dense baseline, and their class roll-up.
   sim::flops_report flops, dense_flops;
   std::vector<sim::class_rollup> flop_classes;

@@ -149,9 +149,19 @@ decode_step decode_step_time(const des::step_builder& b, std::int64_t batch, std
   return out;
 }
 
+sim::des::device_model decode_step_device(const sim::cost_model& cost, sim::dtype t) {
+  des::device_model dev = sim::decode_device_model(cost, t);
+  if (!cost.calibration() || cost.attention_measured()) return dev;
+  dev.time_of = [fitted = dev.time_of, own = des::device_model_of(cost, t).time_of](const sim::op_cost& c,
+                                                                                    const sim::op_shape& s) {
+    return std::string_view(sim::op_class_of(c.op)) == "attn_core" ? own(c, s) : fitted(c, s);
+  };
+  return dev;
+}
+
 decode_step decode_step_time(const sim::model_spec& model, const sim::cost_model& cost, sim::dtype t,
                              std::int64_t batch, std::int64_t context, const decode_step_options& o) {
-  const des::step_builder b(model, t, sim::decode_device_model(cost, t));
+  const des::step_builder b(model, t, decode_step_device(cost, t));
   return decode_step_time(b, batch, context, o);
 }
 
@@ -239,7 +249,7 @@ std::string verdict_of(const sampling_map& m, const sampling_strategy_map& s) {
 
 sampling_map make_sampling_map(const sim::model_spec& model, const sim::model_spec& baseline, bool routing_removed,
                                const sim::cost_model& cost, sim::dtype t, const sampling_request& r) {
-  return make_sampling_map(model, baseline, routing_removed, sim::decode_device_model(cost, t), cost.hardware().name,
+  return make_sampling_map(model, baseline, routing_removed, decode_step_device(cost, t), cost.hardware().name,
                            sim::is_gpu(cost.hardware()), t, r);
 }
 

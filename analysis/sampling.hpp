@@ -65,6 +65,13 @@ struct decode_step {
   double step_s() const { return timeline.summary.step_s; }
 };
 
+// The device model decode steps are timed with: the calibration's decode fit where it has one
+// (sim::decode_device_model), except that where `cost` prices attention as the calibration
+// never measured it (cost_model::attention_measured false) the attention ops are `cost`'s own
+// (the datasheet roofline of that implementation): the fit's attention rate is the measured
+// kernels'.
+sim::des::device_model decode_step_device(const sim::cost_model& cost, sim::dtype t);
+
 // One decode step of `batch` sequences over `context` cached tokens. Throws
 // modsim::error(bad_input) for batch < 1, context < 0 or a pad capacity outside (0, 1].
 decode_step decode_step_time(const sim::des::step_builder& b, std::int64_t batch, std::int64_t context,

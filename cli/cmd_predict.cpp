@@ -29,7 +29,7 @@ const char* const k_usage =
     "                      [--dtype fp32|bf16|fp16] [--capacity C] [--schedule S] [--baseline MODEL]\n"
     "                      [--graph] [--decode-routing sync|pad] [--pad-capacity C] [--seed N]\n"
     "                      [--tp N] [--pp N] [--dp N] [--ep N] [--micro-batches M] [--gpus G]\n"
-    "                      [--format table|json|csv|markdown]\n"
+    "                      [--attention fused|unfused] [--format table|json|csv|markdown]\n"
     "\n"
     "Predicted device time of MODEL per op, layer and model on HW (a hardware JSON or a shipped\n"
     "name: cpu, h100-sxm, h200): the datasheet roofline, or the calibrated cost model when HW has a\n"
@@ -42,6 +42,11 @@ const char* const k_usage =
     "round trips; --graph, --pad-capacity as there): overhead_s is then the step's launches, GPU waits\n"
     "on the host and syncs. --baseline MODEL compares with a matched-quality dense model instead of\n"
     "MODEL without routing (JSON: \"baseline\").\n"
+    "\n"
+    "--attention fused|unfused says how attention runs (default: fused on GPU hardware, unfused on a CPU;\n"
+    "JSON \"attention\", \"attention_measured\"). A calibration prices attention as its rows ran it; asked\n"
+    "for the other implementation, the attention ops are its datasheet roofline and no error band is\n"
+    "printed (the calibration's validation says nothing of them).\n"
     "\n"
     "Over several GPUs (--tp, --pp, --dp, --ep; JSON \"parallel\"): one step of the split for MODEL and\n"
     "its baseline: each GPU's tensor-parallel shard timed by the cost model, the TP all-reduces and EP\n"
@@ -101,6 +106,7 @@ json::value prediction_json(const sim::prediction& p, const std::string& hw_name
   root["dense_matmul_flops"] = p.dense.matmul_flops;
   root["dense_other_flops"] = p.dense.other_flops;
   root["gap"] = gap_json(p);
+  root["attention_share"] = p.attention_share;
   if (p.expected_error) {
     const sim::cross_validation_summary& e = *p.expected_error;
     json::object ee;
@@ -280,6 +286,7 @@ output output_of(const analysis::analysis_result& a, const std::string& hw_name,
   o.json = prediction_json(p, hw_name);
   json::object& root = o.json.as_object();
   root["baseline"] = baseline_json(a.config);
+  add_attention_json(root, a);
   if (decode) {
     json::object d;
     d["decode_routing"] = des_routing_name(step.routing);
@@ -298,6 +305,7 @@ output output_of(const analysis::analysis_result& a, const std::string& hw_name,
                                p.load.seq_len, sim::to_string(p.load.type)));
   o.head.push_back(fmt::format("cost model: {}", p.calibrated ? p.cost_label : "DATASHEET ROOFLINE (uncalibrated)"));
   o.head.push_back("baseline (\"dense\"): " + analysis::baseline_label(a.config));
+  o.head.push_back(attention_line(a) + fmt::format(", {:.1f}% of the time", 100 * p.attention_share));
   if (decode)
     o.head.push_back(fmt::format(
         "decode step: discrete-event simulation (as simulate forward), routing {}{}, seed {}; launch row = launches, "
@@ -310,6 +318,12 @@ output output_of(const analysis::analysis_result& a, const std::string& hw_name,
         p.expected_error->median_abs_pct_error, p.expected_error->p90_abs_pct_error, p.expected_error->blocks,
         p.expected_error->folds));
     if (p.band) o.head.push_back("this prediction: " + p.band->text());
+  } else if (p.calibrated && !p.attention_measured) {
+    o.head.push_back(fmt::format(
+        "expected error: NO BAND - {} attention was never measured by this calibration and is priced by the datasheet "
+        "roofline (a lower bound); --attention {} predicts with the measured kernels",
+        modsim::to_string(p.attention),
+        modsim::to_string(p.attention == attention_impl::fused ? attention_impl::unfused : attention_impl::fused)));
   }
   o.head.push_back(fmt::format(
       "times are predicted device time; launch overhead (gaps between kernels, host-bound stalls; {:.2f} us per "
@@ -409,6 +423,7 @@ int cmd_predict(const std::vector<std::string>& args) {
   add_baseline_option(options);
   add_step_options(options);
   add_parallel_options(options);
+  add_attention_option(options);
   po::positional_options_description positional;
   positional.add("model", 1);
   po::variables_map vm;
@@ -428,7 +443,8 @@ int cmd_predict(const std::vector<std::string>& args) {
         throw input_error("", std::string("--") + k, "applies to --mode decode only");
   }
   scenario.parallel = parallel_from(vm);
-  const analysis::analysis_result a = analysis::analyze({model, w, hw, baseline_from(vm)}, scenario);
+  const analysis::analysis_result a =
+      analysis::analyze({model, w, hw, baseline_from(vm), attention_from(vm)}, scenario);
   output o = output_of(a, hw.name, step);
   if (a.parallel) add_parallel(o, *a.parallel);
   print(o, format, std::cout);

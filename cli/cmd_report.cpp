@@ -34,7 +34,7 @@ const char* const k_usage =
     "                     [--batch B] [--seq S] [--mode forward|train] [--dtype T] [--no-serving] [--requests N]\n"
     "                     [--rate R] [--no-profile] [--fresh-profile] [--no-charts] [--threads N]\n"
     "                     [--baseline MODEL] [--no-sampling] [--gpus G] [--tp N --pp N --dp N --ep N]\n"
-    "                     [--micro-batches M] [--no-parallel]\n"
+    "                     [--micro-batches M] [--no-parallel] [--attention fused|unfused]\n"
     "\n"
     "The cost report of MODEL (the first one; others are compared in a table) on HW: FLOPs per\n"
     "forward pass vs dense by op class, the capacity x schedule sweep with its Pareto front, MoDE\n"
@@ -94,6 +94,7 @@ int cmd_report(const std::vector<std::string>& args) {
   add_workload_options(options);
   add_routing_overrides(options);
   add_baseline_option(options);
+  add_attention_option(options);
   po::positional_options_description positional;
   positional.add("models", -1);
   po::variables_map vm;
@@ -113,6 +114,7 @@ int cmd_report(const std::vector<std::string>& args) {
   in.serving = !vm["no-serving"].as<bool>();
   in.sampling = !vm["no-sampling"].as<bool>();
   in.baseline = baseline_from(vm);
+  in.attention = attention_from(vm);
   in.scenario.requests = vm["requests"].as<std::int64_t>();
   if (in.scenario.requests < 1) throw input_error("", "--requests", "must be >= 1");
   in.scenario.rate_per_s = vm["rate"].as<double>();

@@ -24,7 +24,8 @@ namespace json = boost::json;
 const char* const k_usage =
     "usage: modsim sampling MODEL --hardware HW [--baseline MODEL] [--batches B,..] [--contexts S,..]\n"
     "                       [--pad-capacity C] [--draws N] [--seed N] [--target X] [--dtype fp32|bf16|fp16]\n"
-    "                       [--threads N] [--capacity C] [--schedule S] [--format table|json|csv|markdown]\n"
+    "                       [--threads N] [--capacity C] [--schedule S] [--attention fused|unfused]\n"
+    "                       [--format table|json|csv|markdown]\n"
     "\n"
     "The sampling map: MODEL's decode step time over its baseline's (--baseline MODEL, e.g. dense-220m,\n"
     "the kind of matched-quality dense model the paper's sampling speed-up is against; default MODEL without\n"
@@ -225,6 +226,7 @@ int cmd_sampling(const std::vector<std::string>& args) {
                                                     "table | json | csv | markdown");
   add_baseline_option(options);
   add_routing_overrides(options);
+  add_attention_option(options);
   po::positional_options_description positional;
   positional.add("model", 1);
   po::variables_map vm;
@@ -272,8 +274,11 @@ int cmd_sampling(const std::vector<std::string>& args) {
   analysis::scenario scenario;
   scenario.prediction = false;
   scenario.sampling = r;
-  const analysis::analysis_result a = analysis::analyze({model, w, hw, baseline}, scenario);
-  print(sampling_output(*a.sampling, a.cost_label), format, std::cout);
+  const analysis::analysis_result a = analysis::analyze({model, w, hw, baseline, attention_from(vm)}, scenario);
+  output o = sampling_output(*a.sampling, a.cost_label);
+  add_attention_json(o.json.as_object(), a);
+  o.head.push_back(attention_line(a));
+  print(o, format, std::cout);
   return exit_ok;
 }
 

@@ -42,13 +42,14 @@ const char* const k_usage =
     "usage: modsim simulate forward MODEL --hardware HW [--batch B] [--seq S] [--mode forward|train|decode]\n"
     "                               [--dtype D] [--graph] [--decode-routing sync|pad] [--pad-capacity C]\n"
     "                               [--seed N] [--tp N] [--pp N] [--dp N] [--ep N] [--micro-batches M]\n"
-    "                               [--trace FILE.json] [--format table|json|csv|markdown]\n"
+    "                               [--attention fused|unfused] [--trace FILE.json] [--format "
+    "table|json|csv|markdown]\n"
     "       modsim simulate serve MODEL --hardware HW [--rate R --requests N | --arrivals FILE.csv] [--seed N]\n"
     "                               [--prompt-tokens D] [--output-tokens D] [--max-seqs N]\n"
     "                               [--max-batched-tokens N] [--chunked-prefill N] [--kv-budget BYTES]\n"
     "                               [--graph] [--decode-routing sync|pad] [--pad-capacity C] [--baseline MODEL]\n"
-    "                               [--tp N] [--pp N] [--ep N] [--per-request FILE.csv] [--trace FILE.json]\n"
-    "                               [--format table|json|csv|markdown]\n"
+    "                               [--tp N] [--pp N] [--ep N] [--attention fused|unfused] [--per-request FILE.csv]\n"
+    "                               [--trace FILE.json] [--format table|json|csv|markdown]\n"
     "\n"
     "Discrete-event simulation of MODEL on HW with the cost model's op times. `forward` simulates one\n"
     "step as a host thread enqueuing kernels (host_enqueue_s each) and a GPU stream running them\n"
@@ -68,7 +69,8 @@ const char* const k_usage =
     "MODEL, default MODEL without routing) serves the same requests beside the model (JSON: \"dense\",\n"
     "\"baseline\"). --tp/--pp/--ep serve on that many GPUs (a step's TP all-reduces and EP all-to-alls on\n"
     "their own stream; with --pp the step passes the stages in turn); --dp N dispatches the requests\n"
-    "round-robin to N such replicas. Same seed, same output.";
+    "round-robin to N such replicas. Same seed, same output. --attention fused|unfused: how attention runs\n"
+    "(default fused on GPU hardware, unfused on a CPU; as modsim predict --attention).";
 
 const char* const k_short_usage =
     "usage: modsim simulate forward|serve MODEL --hardware HW [options]   (modsim simulate --help for the options)";
@@ -82,6 +84,7 @@ void add_common_options(po::options_description& o) {
       "trace", po::value<std::string>(), "write Chrome trace-event JSON (Perfetto, chrome://tracing) here")(
       "format", po::value<std::string>()->default_value("table"), "table | json | csv | markdown");
   add_step_options(o);
+  add_attention_option(o);
 }
 
 }  // namespace

@@ -45,6 +45,7 @@ struct forward_run {
   std::int64_t decisions = 0, routed = 0;                 // decode routing draws
   const analysis::parallel_timeline* parallel = nullptr;  // a step over several GPUs
   int n_layers = 0;
+  const analysis::analysis_result* analysis = nullptr;
 };
 
 json::object device_json(const des::device_summary& d) {
@@ -83,6 +84,7 @@ json::value forward_json(const forward_run& r) {
   root["model"] = r.model;
   root["hardware"] = r.hardware;
   root["cost_model"] = r.cost_label;
+  add_attention_json(root, *r.analysis);
   root["workload"] = workload_json(r.load);
   root["graph"] = r.request.cuda_graph;
   root["decode_routing"] = des::to_string(r.request.routing);
@@ -172,6 +174,7 @@ output forward_output(const forward_run& r) {
       r.load.batch, decode ? "context" : "seq", r.load.seq_len, sim::to_string(r.load.type),
       r.request.cuda_graph ? "CUDA graphs" : "eager launches",
       decode ? fmt::format(", decode routing {} (seed {})", des::to_string(r.request.routing), r.request.seed) : ""));
+  o.head.push_back(attention_line(*r.analysis));
   table summary;
   summary.columns = {"", ""};
   summary.left_columns = 2;
@@ -241,7 +244,7 @@ int simulate_forward(const po::variables_map& vm, output_format format) {
       throw input_error("", "--gpus", "is a `modsim predict` option (it ranks splits); simulate takes one split");
     q.split = pr->split;
   }
-  const analysis::analysis_result a = analysis::analyze({model, w, hw, std::nullopt}, scenario);
+  const analysis::analysis_result a = analysis::analyze({model, w, hw, std::nullopt, attention_from(vm)}, scenario);
 
   const forward_run r{model.name,
                       hw.name,
@@ -252,7 +255,8 @@ int simulate_forward(const po::variables_map& vm, output_format format) {
                       a.decode_decisions,
                       a.decode_routed,
                       a.timeline_parallel ? &*a.timeline_parallel : nullptr,
-                      model.n_layers};
+                      model.n_layers,
+                      &a};
   if (vm.count("trace")) {
     const std::string title =
         fmt::format("modsim simulate forward: {} on {} ({}, batch {}, {} {})", model.name, hw.name,

@@ -169,7 +169,7 @@ int simulate_serve(const po::variables_map& vm, output_format format) {
   if (const auto pr = parallel_from(vm)) sc.split = pr->split;
   des::serve_trace trace(fmt::format("modsim simulate serve: {} on {}", model.name, hw.name));
   if (vm.count("trace")) q.observers.push_back(&trace);
-  const analysis::configuration config{model, w, hw, baseline_from(vm)};
+  const analysis::configuration config{model, w, hw, baseline_from(vm), attention_from(vm)};
   const analysis::analysis_result a = analysis::analyze(config, scenario);
   const des::serving_comparison& cmp = *a.serving;
   c.cost_label = a.cost_label;
@@ -184,6 +184,8 @@ int simulate_serve(const po::variables_map& vm, output_format format) {
     sim::write_file_atomically(vm["per-request"].as<std::string>(), per_request_csv(cmp.model.requests));
   output out = serve_output(c, cmp);
   out.json.as_object()["baseline"] = baseline_json(config);
+  add_attention_json(out.json.as_object(), a);
+  out.head.push_back(attention_line(a));
   if (a.serving_routing) {
     const analysis::routing_choice& ch = *a.serving_routing;
     out.json.as_object()["decode_routing_choice"] =

@@ -24,7 +24,7 @@ namespace {
 const char* const k_usage =
     "usage: modsim sweep MODEL --hardware HW [--capacities C,..] [--schedules S,..] [--variants V,..]\n"
     "                         [--pareto-axes X,Y] [--threads N] [--batch B] [--seq S] [--mode M] [--dtype T]\n"
-    "                         [--tp N --pp N --dp N --ep N --micro-batches M]\n"
+    "                         [--tp N --pp N --dp N --ep N --micro-batches M] [--attention fused|unfused]\n"
     "                         --out CSV [--format table|json|csv|markdown]\n"
     "\n"
     "The design space around MODEL: every variant (dense, mod, moe, mode_staged, mode_integrated)\n"
@@ -178,6 +178,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   add_workload_options(options);
   add_baseline_option(options);
   add_parallel_options(options);
+  add_attention_option(options);
   po::positional_options_description positional;
   positional.add("model", 1);
   po::variables_map vm;
@@ -204,7 +205,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
     scenario.sweep->split = pr->split;
   }
   const sim::workload w = workload_from(vm, sim::default_dtype(hw));
-  const analysis::configuration config{model, w, hw, baseline_from(vm)};
+  const analysis::configuration config{model, w, hw, baseline_from(vm), attention_from(vm)};
   const analysis::analysis_result a = analysis::analyze(config, scenario);
   const sim::sweep_result& r = a.sweep->result;
   std::string csv = sim::sweep_csv(r);
@@ -213,7 +214,9 @@ int cmd_sweep(const std::vector<std::string>& args) {
 
   output out = output_of(*a.sweep, fmt::format("{} ({})", hw.name, a.cost_label), out_path, std::move(csv));
   out.json.as_object()["baseline"] = baseline_json(config);
+  add_attention_json(out.json.as_object(), a);
   out.head.push_back("baseline (\"dense\" in the ratios): " + analysis::baseline_label(config));
+  out.head.push_back(attention_line(a));
   print(out, format, std::cout);
   std::cerr << fmt::format("sweep: {} points, {} on the Pareto front, written to {}\n", r.points.size(),
                            std::count_if(r.points.begin(), r.points.end(), [](const auto& p) { return p.pareto; }),

@@ -1,5 +1,7 @@
 #include "cli/common.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -108,6 +110,42 @@ void add_baseline_option(po::options_description& options) {
 std::optional<sim::model_spec> baseline_from(const po::variables_map& vm) {
   if (!vm.count("baseline")) return std::nullopt;
   return sim::load_model(resolve_config(vm["baseline"].as<std::string>(), "models"));
+}
+
+void add_attention_option(po::options_description& options) {
+  options.add_options()("attention", po::value<std::string>(),
+                        "fused | unfused: how attention runs (default: fused on GPU hardware, what training and "
+                        "serving stacks run; unfused on a CPU, modsim's CPU kernels). Where the calibration measured "
+                        "the other, attention is the datasheet roofline and the prediction has no error band");
+}
+
+std::optional<attention_impl> attention_from(const po::variables_map& vm) {
+  if (!vm.count("attention")) return std::nullopt;
+  return parse_attention_impl(vm["attention"].as<std::string>(), "--attention");
+}
+
+std::string attention_line(const analysis::analysis_result& a) {
+  const char* impl = modsim::to_string(a.attention);
+  const char* how = a.attention == attention_impl::fused
+                        ? "one causal attention kernel; attn_softmax and attn_values run inside attn_scores'"
+                        : "attn_scores, attn_softmax and attn_values as separate kernels, the scores in memory";
+  const sim::hardware_spec* hw = a.config.hardware ? &*a.config.hardware : nullptr;
+  std::string where;
+  if (!hw || hw->calibration_json.empty()) {
+    where = "datasheet roofline";
+  } else if (a.attention_measured) {
+    where = "measured by the calibration";
+  } else {
+    const attention_impl other = a.attention == attention_impl::fused ? attention_impl::unfused : attention_impl::fused;
+    where = fmt::format("NOT MEASURED: the calibration ran {} attention; the attention ops are the datasheet roofline",
+                        modsim::to_string(other));
+  }
+  return fmt::format("attention: {} ({}) - {}", impl, how, where);
+}
+
+void add_attention_json(boost::json::object& o, const analysis::analysis_result& a) {
+  o["attention"] = modsim::to_string(a.attention);
+  o["attention_measured"] = a.attention_measured;
 }
 
 void add_parallel_options(po::options_description& options) {

@@ -59,6 +59,17 @@ extern const char* const pad_capacity_help;
 void add_baseline_option(po::options_description& options);
 std::optional<sim::model_spec> baseline_from(const po::variables_map& vm);
 
+// --attention fused|unfused (predict, simulate forward, sweep, sampling, report): how attention
+// runs (analysis::configuration::attention). attention_from: empty when not given (the
+// hardware's default); an unknown value is bad input naming --attention.
+void add_attention_option(po::options_description& options);
+std::optional<attention_impl> attention_from(const po::variables_map& vm);
+// The line every command's text prints: "attention: fused (...)": whether the calibration
+// measured it, and if not, that the attention ops are the datasheet roofline.
+std::string attention_line(const analysis::analysis_result& a);
+// {"attention": "fused", "attention_measured": bool} added to a command's JSON object.
+void add_attention_json(boost::json::object& o, const analysis::analysis_result& a);
+
 // --tp --pp --dp --ep --micro-batches --gpus (predict, report): the step over several GPUs.
 void add_parallel_options(po::options_description& options);
 // The request the flags make; `default_gpus` (> 0) ranks that many GPUs when no flag is given

@@ -42,7 +42,7 @@ report_data build_report(const report_input& in, const progress_fn& progress) {
   // The subject: every part; the other models: FLOPs and predicted time (the models table).
   for (std::size_t i = 0; i < in.models.size(); ++i) {
     const sim::model_spec& m = in.models[i];
-    const analysis::configuration config{m, in.load, in.hardware, in.baseline};
+    const analysis::configuration config{m, in.load, in.hardware, in.baseline, in.attention};
     analysis::scenario s;
     if (i == 0) {
       s.sweep = analysis::sweep_request{};

@@ -64,6 +64,9 @@ struct report_input {
   // every split of that many GPUs ranked (the section shows the fastest that fits when the split
   // is one GPU). Empty: the section says it was not asked for.
   std::optional<analysis::parallel_request> parallel;
+  // How attention runs (--attention; analysis::configuration::attention): empty, the hardware's
+  // default. Every prediction of the report (the validation section apart) prices it so.
+  std::optional<attention_impl> attention;
 };
 
 using analysis::validation_section;

@@ -27,6 +27,25 @@ static bool v_calibrated(const analysis::validation_section& v) {
   return v.folds > 0 || v.cost_label.rfind("calibrated", 0) == 0;
 }
 
+// How the predictions price attention (sim::prediction::attention) and whether the calibration
+// measured it; `headline`: as a verdict bullet.
+static std::string attention_text(const sim::prediction& p, bool headline = true) {
+  const bool fused = p.attention == attention_impl::fused;
+  std::string t = fused ? "fused (one causal attention kernel; attn_softmax and attn_values run inside it)"
+                        : "unfused (scores, softmax and values as separate kernels, the scores in memory)";
+  if (!p.calibrated)
+    t += ", priced by the datasheet roofline";
+  else if (p.attention_measured)
+    t += ", as the calibration measured it";
+  else
+    t += fmt::format(
+        ", which the calibration never measured (it ran {} attention): the attention ops are the datasheet "
+        "roofline and the prediction has no error band (`--attention {}` predicts with the measured kernels)",
+        fused ? "unfused" : "fused", fused ? "unfused" : "fused");
+  t += fmt::format("; attention is {:.1f}% of the predicted time", 100 * p.attention_share);
+  return headline ? "**Attention**: " + t + "." : t;
+}
+
 section verdict_section(const report_data& d) {
   section s{"verdict", "Verdict", "Verdict", {}};
   const model_result& m = subject(d);
@@ -55,6 +74,7 @@ section verdict_section(const report_data& d) {
       "ms{}).",
       model_label(m.model), routing_short(m.model), times(mm_ratio), times(p.time_ratio), hw_phrase(d),
       workload_text(d.load), ms(p.dense.total_s), ms(p.model.total_s), p.band ? ", " + p.band->text() : std::string()));
+  items.push_back(attention_text(p));
   // The gap in words: the two largest terms.
   std::vector<std::pair<double, std::string>> terms;
   for (const auto& t : gap_terms()) terms.emplace_back(p.gap.*(t.field), t.label);
@@ -182,6 +202,7 @@ section configuration_section(const report_data& d) {
         {"launch", fmt::format("{:.2f} µs per kernel (device), {:.2f} µs host enqueue{}", cm.launch_s() * 1e6,
                                cm.host_enqueue_s() * 1e6, cm.calibration() ? " (fitted)" : "")});
   t.rows.push_back({"cost model", d.cost_label});
+  if (!d.models.empty()) t.rows.push_back({"attention", attention_text(d.models.front().pred, false)});
   t.rows.push_back({"workload", workload_text(d.load)});
   s.blocks.push_back(table_block(t));
   return s;

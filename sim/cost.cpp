@@ -580,6 +580,10 @@ void check_roofline(const calibration& c, const hardware_spec& hw) {
 
 }  // namespace
 
+attention_impl default_attention(const hardware_spec& hw) {
+  return is_gpu(hw) ? default_gpu_attention : attention_impl::unfused;
+}
+
 cost_model::cost_model(hardware_spec hw) : m_hw(std::move(hw)) {
   if (!m_hw.calibration_json.empty()) {
     auto c = std::make_shared<sim::calibration>(
@@ -587,7 +591,14 @@ cost_model::cost_model(hardware_spec hw) : m_hw(std::move(hw)) {
     check_roofline(*c, m_hw);
     m_cal = std::move(c);
   }
+  m_attention = m_cal ? m_cal->attention : default_attention(m_hw);
 }
+
+cost_model::cost_model(hardware_spec hw, attention_impl attention) : cost_model(std::move(hw)) {
+  m_attention = attention;
+}
+
+bool cost_model::attention_measured() const { return m_cal && m_cal->attention == m_attention; }
 
 cost_model with_calibration(const hardware_spec& hw, const calibration& c) {
   hardware_spec h = hw;
@@ -613,14 +624,18 @@ std::string cost_model::label() const {
 
 namespace {
 
-// A GPU's attention ops as the fused kernel runs them (sim/kernel_model.hpp): its FLOPs and
-// bytes under attn_scores (the softmax's exp and sums over the causal scores as its other
-// FLOPs), nothing under attn_softmax and attn_values. Other ops, CPUs and unfused: `c`.
-template <class Shape>
-op_cost priced_attention(const op_cost& c, const Shape& s, const hardware_spec& hw, attention_impl a) {
+bool is_attention_op(modsim::op op) {
   using enum modsim::op;
-  const bool attention = c.op == attn_scores || c.op == attn_softmax || c.op == attn_values;
-  if (!is_gpu(hw) || a != attention_impl::fused || !attention) return c;
+  return op == attn_scores || op == attn_softmax || op == attn_values;
+}
+
+// The attention ops as the fused kernel runs them (sim/kernel_model.hpp): its FLOPs and bytes
+// under attn_scores (the softmax's exp and sums over the causal scores as its other FLOPs),
+// nothing under attn_softmax and attn_values. Other ops and unfused: `c`.
+template <class Shape>
+op_cost priced_attention(const op_cost& c, const Shape& s, attention_impl a) {
+  using enum modsim::op;
+  if (a != attention_impl::fused || !is_attention_op(c.op)) return c;
   op_cost f;
   f.op = c.op;
   if (c.op != attn_scores) return f;
@@ -636,15 +651,18 @@ op_cost priced_attention(const op_cost& c, const Shape& s, const hardware_spec& 
 
 template <class Shape>
 op_time cost_model::time_impl(const op_cost& original, const Shape& s, dtype t) const {
-  // Attention is priced as the calibration's rows ran it, else as the fused kernel (GPUs).
-  const attention_impl attention = m_cal ? m_cal->attention : default_gpu_attention;
-  const op_cost c = priced_attention(original, s, m_hw, attention);
+  // Attention is priced as m_attention runs it; fused, attn_softmax and attn_values are part
+  // of attn_scores' kernel and launch nothing.
+  const attention_impl attention = m_attention;
+  const op_cost c = priced_attention(original, s, attention);
+  const bool inside_fused =
+      attention == attention_impl::fused && is_attention_op(c.op) && c.op != modsim::op::attn_scores;
   op_time r;
   r.op = c.op;
   r.matmul_flops = c.matmul_flops;
   r.other_flops = c.other_flops;
   r.bytes = c.bytes;
-  r.kernels = kernels_of(c.op, m_hw);
+  r.kernels = inside_fused ? 0 : kernels_of(c.op, m_hw);
   const double pm = m_hw.peak_matmul_flops.of(t), pv = m_hw.peak_vector_flops.of(t);
   if (c.matmul_flops > 0 && pm > 0) r.compute_s += double(c.matmul_flops) / pm;
   if (c.other_flops > 0 && pv > 0) r.compute_s += double(c.other_flops) / pv;
@@ -652,14 +670,16 @@ op_time cost_model::time_impl(const op_cost& original, const Shape& s, dtype t) 
   r.roofline_s = std::max(r.compute_s, r.memory_s);
   // The datasheet roofline tiles GEMMs as the hardware file says (sim/gemm_tiles.hpp); a
   // calibration keeps the tiling it was fitted with (curves: the fixed 128×128 tile).
-  const gemm_tiling tiling = !m_cal           ? m_hw.gemm_tiles
-                             : m_cal->kernels ? m_cal->kernels->gemm_tiles
-                                              : gemm_tiling::fixed128;
+  // Attention ops of an implementation the calibration never measured are the datasheet's.
+  const bool roofline_attention = m_cal && is_attention_op(c.op) && !attention_measured();
+  const gemm_tiling tiling = !m_cal || roofline_attention ? m_hw.gemm_tiles
+                             : m_cal->kernels             ? m_cal->kernels->gemm_tiles
+                                                          : gemm_tiling::fixed128;
   r.waves = gemm_waves(c.op, s, m_hw, t, tiling);
   const double quantised = std::max(r.compute_s * r.waves, r.memory_s);
   r.time_s = quantised;
   r.isolated_s = quantised;
-  if (!m_cal) return r;
+  if (!m_cal || roofline_attention) return r;
   const bool fp16_as_bf16 = fp16_runs_as_bf16(m_hw, t);
   if (const std::optional<dtype> kt = kernel_model_dtype(t)) {
     const dtype used = *kt;
@@ -737,9 +757,10 @@ double cost_model::sequence_s(const std::vector<op_time>& ops) const {
     }
   }
   if (!p) return sum + kernels * launch_s();
-  // Ops the kernel model did not time (another dtype) run as single kernels of their time.
+  // Ops the kernel model did not time (another dtype, attention it never measured) run as
+  // single kernels of their time; those inside the fused attention kernel launch nothing.
   for (const op_time& t : ops)
-    if (t.kernel_s.empty()) device.push_back(t.time_s);
+    if (t.kernel_s.empty() && t.kernels > 0) device.push_back(t.time_s);
   return sim::sequence_s(device, *p);
 }
 

@@ -248,7 +248,7 @@ struct op_time {
   std::int64_t matmul_flops = 0;
   std::int64_t other_flops = 0;
   std::int64_t bytes = 0;
-  int kernels = 1;            // kernel launches the op takes
+  int kernels = 1;            // kernel launches the op takes (0: inside the fused attention kernel)
   bool calibrated = false;    // a learnt curve was used
   std::string calibrated_as;  // the curve's op (== op, or its stand-in); empty when not
   // The dtype whose calibration timed the op: the op's own, or bf16 for fp16 on hardware whose
@@ -263,12 +263,23 @@ struct op_time {
   bool memory_bound() const { return memory_s > compute_s; }
 };
 
+// How a prediction on `hw` runs attention when nobody says: fused on a GPU (what training and
+// serving stacks run: one FlashAttention/cuDNN kernel), unfused on a CPU (modsim's CPU backend,
+// the only one its CPU calibrations measure, has no fused attention).
+attention_impl default_attention(const hardware_spec& hw);
+
 class cost_model {
  public:
   // Reads hw.calibration_json when present; throws modsim::error(bad_input) naming the
   // hardware file and key when the calibration block is malformed or does not match the
-  // hardware's peaks.
+  // hardware's peaks. Attention is priced as the calibration's rows ran it, uncalibrated as
+  // default_attention(hw) (what validation, which compares with those rows, needs).
   explicit cost_model(hardware_spec hw);
+  // The same with attention run `attention` (a prediction's --attention). Where the
+  // calibration measured the other implementation, the attention ops (attn_scores,
+  // attn_softmax, attn_values) are priced by the datasheet roofline of this one, uncalibrated
+  // (attention_measured() false); every other op as calibrated.
+  cost_model(hardware_spec hw, attention_impl attention);
 
   const hardware_spec& hardware() const { return m_hw; }
   bool calibrated() const;
@@ -276,6 +287,13 @@ class cost_model {
   std::string label() const;
   // The calibration in use; null when uncalibrated.
   const sim::calibration* calibration() const { return m_cal.get(); }
+  // How attention is priced: fused, attn_scores is the one causal attention kernel
+  // (sim/kernel_model.hpp fused_attention_kernel) and attn_softmax / attn_values take no time
+  // and no launch; unfused, the three kernels with their own FLOPs and bytes.
+  attention_impl attention() const { return m_attention; }
+  // True when a calibration is in use and its rows ran attention() (its `attention`); false
+  // uncalibrated, and where the attention ops fall back to the datasheet roofline.
+  bool attention_measured() const;
 
   // Device time of op `c` (an sim/flops op_cost) run at shape `s` with dtype `t`.
   op_time time_of(const op_cost& c, const op_shape& s, dtype t) const;
@@ -299,6 +317,7 @@ class cost_model {
 
   hardware_spec m_hw;
   std::shared_ptr<const sim::calibration> m_cal;  // null when uncalibrated
+  attention_impl m_attention = attention_impl::unfused;
 };
 
 // A cost model with the calibration replaced (used by calibrate to evaluate a fit).

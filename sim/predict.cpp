@@ -1,5 +1,7 @@
 #include "sim/predict.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <set>
 
@@ -183,6 +185,14 @@ void compare_with_baseline(prediction& p) {
   p.gap = decompose_gap(p.model, p.dense);
 }
 
+double attention_share(const model_time& m) {
+  double s = 0;
+  for (const layer_prediction& l : m.layers)
+    for (const op_prediction& o : l.ops)
+      if (o.op_class == "attn_core") s += o.time_s;
+  return m.total_s > 0 ? s / m.total_s : 0.0;
+}
+
 prediction predict(const model_spec& model, const workload& w, const cost_model& cost) {
   return predict(model, dense_baseline(model), w, cost);
 }
@@ -197,6 +207,9 @@ prediction predict(const model_spec& model, const model_spec& baseline, const wo
   p.model = time_model(model, w, cost);
   p.dense = time_model(baseline, w, cost);
   compare_with_baseline(p);
+  p.attention = cost.attention();
+  p.attention_measured = cost.attention_measured();
+  p.attention_share = attention_share(p.model);
   if (const calibration* cal = cost.calibration(); cal && cal->cross_validation)
     p.expected_error = *cal->cross_validation;
   if (p.model.timed_as_dtype || p.dense.timed_as_dtype)
@@ -210,7 +223,9 @@ prediction predict(const model_spec& model, const model_spec& baseline, const wo
                       " (run modsim calibrate for measured efficiencies)");
   } else {
     std::set<std::string> roofline_ops, stand_ins;  // by name, so the notes list them alphabetically
+    const bool attention_roofline = !p.attention_measured;
     auto scan = [&](const op_prediction& o) {
+      if (attention_roofline && o.op_class == "attn_core") return;  // said below
       if (!o.calibrated)
         roofline_ops.insert(std::string(to_string(o.op)));
       else if (o.calibrated_as != to_string(o.op))
@@ -231,11 +246,25 @@ prediction predict(const model_spec& model, const model_spec& baseline, const wo
       for (const auto& o : stand_ins) s += (s.empty() ? "" : ", ") + o;
       p.notes.push_back("never measured, timed with a stand-in op's curve: " + s);
     }
-    if (p.expected_error && !roofline_ops.empty()) {
+    if (attention_roofline) {
+      const attention_impl measured = cost.calibration()->attention;
+      p.notes.push_back(fmt::format(
+          "attention {}: never measured by this calibration (its rows ran {} attention); attn_scores, attn_softmax "
+          "and attn_values are the datasheet roofline of {} attention (--attention {} uses the measured kernels)",
+          to_string(p.attention), to_string(measured), to_string(p.attention), to_string(measured)));
+    }
+    if (p.expected_error && (!roofline_ops.empty() || attention_roofline)) {
+      const double p90 = p.expected_error->p90_abs_pct_error;
       p.expected_error.reset();
-      p.notes.push_back(
-          "no error band: the calibration's cross-validation covers its calibrated ops, not the datasheet "
-          "roofline the ops above fell back to");
+      if (!roofline_ops.empty())
+        p.notes.push_back(
+            "no error band: the calibration's cross-validation covers its calibrated ops, not the datasheet "
+            "roofline the ops above fell back to");
+      if (attention_roofline)
+        p.notes.push_back(fmt::format(
+            "no error band: the calibration's cross-validation (p90 {:.1f}%) covers the attention it measured, not "
+            "the datasheet roofline of {} attention, which is a lower bound: a fused kernel runs below the peaks",
+            p90, to_string(p.attention)));
     } else if (p.expected_error) {
       p.band = band_for(*cost.calibration(), values_of(model, w),
                         p.model.layers.empty() ? p.total_s() : p.total_s() / double(p.model.layers.size()),

@@ -142,6 +142,16 @@ struct prediction {
   // expected_error, and when some op fell back to the datasheet roofline (the calibration's
   // validation says nothing of those).
   std::optional<error_band> band;
+  // How attention was priced (cost_model::attention): fused, attn_scores is the one causal
+  // attention kernel and attn_softmax / attn_values take no time and launch nothing (their
+  // FLOPs are still shown: the model's); unfused, the three kernels.
+  attention_impl attention = attention_impl::unfused;
+  // Whether the calibration's rows ran that implementation (cost_model::attention_measured);
+  // false uncalibrated. Calibrated and false: the attention ops are the datasheet roofline, and
+  // there is no band (expected_error and band absent; notes say why).
+  bool attention_measured = false;
+  // The attention ops' (attn_core) share of the model's total time.
+  double attention_share = 0;
   // Ops predicted with the datasheet roofline although the model is calibrated (never
   // measured, no stand-in), and other remarks.
   std::vector<std::string> notes;
@@ -154,6 +164,9 @@ struct prediction {
 // Times `m` under `w` with `cost` (no dense comparison). Throws modsim::error(bad_input) for
 // an invalid workload (see evaluate_flops).
 model_time time_model(const model_spec& m, const workload& w, const cost_model& cost);
+
+// The attention ops' (attn_core) share of m.total_s (0 when it is 0).
+double attention_share(const model_time& m);
 
 // The prediction of `m` under `w` and its comparison with the dense baseline (dense_baseline(m),
 // or `baseline`: a matched-quality dense model).

@@ -39,7 +39,7 @@ std::string baselineNameOf(const analysis::configuration& c) {
 }
 
 analysis::configuration configurationOf(const ExplorerConfig& config) {
-  return analysis::configuration{config.model, config.load, config.hardware, config.baseline};
+  return analysis::configuration{config.model, config.load, config.hardware, config.baseline, config.attention};
 }
 
 // The explorer's validation: the chosen measurements file (an uncalibrated hardware file is
@@ -68,6 +68,9 @@ PredictionResult predictionOf(const analysis::analysis_result& r) {
   // without routing (the design space's ratios use the same one); plain "dense" otherwise.
   out.baselineName = baselineNameOf(r.config);
   out.memoryVerdict = r.memory_verdict;
+  out.attention = modsim::to_string(p.attention);
+  out.attentionMeasured = p.attention_measured;
+  out.calibrated = p.calibrated;
   if (p.expected_error) {
     out.expectedP90Pct = p.band ? p.band->p90_pct : p.expected_error->p90_abs_pct_error;
     out.expectedMedianPct = p.expected_error->median_abs_pct_error;

@@ -28,6 +28,9 @@ struct ExplorerConfig {
   // The Parallelism tab: every split of this many GPUs (GPU hardware with an interconnect); 0 or
   // 1 = none.
   int gpus = 8;
+  // How attention runs (modsim --attention): empty = the hardware's default (fused on a GPU,
+  // unfused on a CPU; analysis::configuration::attention).
+  std::optional<attention_impl> attention;
 };
 
 // The folder holding models/, hardware/, workloads/: $MODSIM_CONFIGS, else the source tree's

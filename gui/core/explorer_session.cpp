@@ -329,6 +329,11 @@ void ExplorerSession::setBaseline(const QString& path) {
   commitDraft();
 }
 
+void ExplorerSession::setAttention(std::optional<attention_impl> attention) {
+  m_draft.attention = attention;
+  commitDraft();
+}
+
 void ExplorerSession::setMode(sim::run_mode mode) {
   m_draft.load.run = mode;
   commitDraft();

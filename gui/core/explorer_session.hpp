@@ -72,6 +72,7 @@ class ExplorerSession : public QObject {
   // The dense baseline every "vs dense" compares with: a model file, or empty for the model
   // without routing. A file that does not load is refused (validationChanged "baseline").
   void setBaseline(const QString& path);
+  void setAttention(std::optional<attention_impl> attention);  // empty: the hardware's default
   // variant: "none", "moe", "staged", "integrated".
   void setVariant(const QString& variant, int experts, int topK, int noopExperts, double capacityFactor);
   void setSweepEnabled(bool enabled);

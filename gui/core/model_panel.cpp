@@ -145,6 +145,20 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
   addErrorRow(lf, QStringLiteral("baseline"));
   connect(m_baseline, &QComboBox::activated, this,
           [this](int i) { m_session->setBaseline(m_baseline->itemData(i).toString()); });
+  m_attention = new QComboBox(loadBox);
+  m_attention->addItem(tr("the hardware's default"), QString());
+  m_attention->addItem(tr("fused"), QStringLiteral("fused"));
+  m_attention->addItem(tr("unfused"), QStringLiteral("unfused"));
+  m_attention->setToolTip(
+      tr("How attention runs (modsim --attention): fused, one causal kernel (what training and serving "
+         "stacks run on a GPU; the default there); unfused, scores, softmax and values as separate kernels "
+         "(modsim's own kernels; the default on a CPU). Where the calibration measured the other, attention "
+         "is the datasheet roofline and the prediction has no error band."));
+  lf->addRow(tr("Attention"), m_attention);
+  connect(m_attention, &QComboBox::activated, this, [this](int i) {
+    const QString name = m_attention->itemData(i).toString();
+    m_session->setAttention(name.isEmpty() ? std::nullopt : modsim::find_attention_impl(name.toStdString()));
+  });
   connect(m_mode, &QComboBox::currentIndexChanged, this,
           [this](int) { m_session->setMode(sim::run_mode(m_mode->currentData().toInt())); });
   connect(m_seq, &QSpinBox::valueChanged, this, [this](int v) { m_session->setSeqLen(v); });
@@ -524,6 +538,12 @@ void ModelPanel::refresh() {
     const QSignalBlocker b(m_baseline);
     const int i = m_baseline->findData(m_session->config().baselinePath);
     m_baseline->setCurrentIndex(i >= 0 ? i : 0);
+  }
+  {
+    const QSignalBlocker b(m_attention);
+    const std::optional<attention_impl>& a = m_session->config().attention;
+    const int i = a ? m_attention->findData(QString::fromLatin1(modsim::to_string(*a))) : 0;
+    m_attention->setCurrentIndex(i >= 0 ? i : 0);
   }
   {
     const QSignalBlocker b(m_hardware);

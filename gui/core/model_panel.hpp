@@ -72,7 +72,8 @@ class ModelPanel : public QWidget {
   QSpinBox* m_noop;
   QDoubleSpinBox* m_capacityFactor;
   QComboBox* m_hardware;
-  QComboBox* m_baseline;  // "routing removed", then the shipped dense models
+  QComboBox* m_baseline;   // "routing removed", then the shipped dense models
+  QComboBox* m_attention;  // the hardware's default, fused, unfused
   QPushButton* m_addHardware;
   QLabel* m_hardwareInfo;
   QLabel* m_scheduleNote;

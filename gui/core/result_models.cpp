@@ -160,6 +160,12 @@ QString SummaryModel::headline() const {
                formatSeconds(p.denseTotalS), formatRatio(p.totalS, p.denseTotalS),
                formatRatio(double(p.matmulFlops), double(p.denseMatmulFlops)), qs(p.costLabel).toHtmlEscaped(), band)
           .arg(dense);
+  if (p.calibrated && !p.attentionMeasured && !p.attention.empty())
+    text += tr("<br><b>Attention %1</b>: never measured by this calibration, priced by the datasheet roofline; no "
+               "error band")
+                .arg(qs(p.attention));
+  else if (!p.attention.empty())
+    text += tr("<br>Attention %1%2").arg(qs(p.attention), p.calibrated ? tr(", as measured") : QString());
   if (!p.memoryVerdict.empty())
     text += tr("<br><span style='color:#b00020'><b>Memory</b>: this step %1.</span>")
                 .arg(qs(p.memoryVerdict).toHtmlEscaped());

@@ -56,6 +56,10 @@ struct PredictionResult {
   double expectedMedianPct = 0;
   // The band where this prediction stands (sim::error_band::short_text); empty without one.
   std::string bandText;
+  // How attention was priced ("fused" / "unfused") and whether the calibration measured it.
+  std::string attention;
+  bool attentionMeasured = false;
+  bool calibrated = false;
   double flopRatio = 1;            // (matmul + other) FLOPs, current / dense
   double timeRatio = 1;            // totalS / denseTotalS
   std::vector<GapTerm> gap;        // empty when the predictor gives no decomposition

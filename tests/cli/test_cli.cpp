@@ -623,3 +623,46 @@ TEST(Cli, SimulateServeOverGpus) {
   EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
   EXPECT_NE(bad.err.find("--dp"), std::string::npos) << bad.err;
 }
+
+TEST(Cli, EveryPredictionSaysHowAttentionRuns) {
+  // The shipped H100 calibration measured unfused attention: the default (fused) is not
+  // measured and has no band; --attention unfused is, and has one.
+  const result f = modsim("predict mod-220m --hardware h100-sxm-calibrated --format json");
+  const result u = modsim("predict mod-220m --hardware h100-sxm-calibrated --attention unfused --format json");
+  ASSERT_EQ(f.code, 0) << f.err;
+  ASSERT_EQ(u.code, 0) << u.err;
+  const boost::json::object fj = boost::json::parse(f.out).as_object();
+  const boost::json::object uj = boost::json::parse(u.out).as_object();
+  EXPECT_EQ(fj.at("attention").as_string(), "fused");
+  EXPECT_FALSE(fj.at("attention_measured").as_bool());
+  EXPECT_FALSE(fj.contains("expected_error"));
+  EXPECT_EQ(uj.at("attention").as_string(), "unfused");
+  EXPECT_TRUE(uj.at("attention_measured").as_bool());
+  EXPECT_TRUE(uj.contains("expected_error"));
+  const result t = modsim("predict mod-220m --hardware h100-sxm-calibrated");
+  EXPECT_NE(t.out.find("attention: fused"), std::string::npos);
+  EXPECT_NE(t.out.find("NO BAND"), std::string::npos);
+  // A CPU predicts modsim's own (unfused) kernels unless told otherwise.
+  const result c = modsim("predict mod-60m --hardware cpu-calibrated --batch 1 --seq 256 --format json");
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_EQ(boost::json::parse(c.out).at("attention").as_string(), "unfused");
+  // The other commands state it too.
+  for (const std::string& cmd :
+       {std::string("simulate forward mod-220m --hardware h100-sxm --attention unfused --format json"),
+        std::string("sampling mod-220m --hardware h100-sxm --batches 1 --contexts 512 --draws 1 --attention unfused "
+                    "--format json")}) {
+    const result r = modsim(cmd);
+    ASSERT_EQ(r.code, 0) << cmd << ": " << r.err;
+    EXPECT_EQ(boost::json::parse(r.out).at("attention").as_string(), "unfused") << cmd;
+  }
+  // A bad value: one line naming the flag, exit 2 (bad input), on every command that takes it.
+  for (const char* cmd : {"predict mod-220m --hardware h100-sxm", "simulate forward mod-220m --hardware h100-sxm",
+                          "sampling mod-220m --hardware h100-sxm", "sweep mod-220m --hardware h100-sxm --out /dev/null",
+                          "report --out /tmp/modsim-never-written"}) {
+    const result r = modsim(std::string(cmd) + " --attention flash");
+    EXPECT_EQ(r.code, 2) << cmd;
+    EXPECT_EQ(lines(r.err), 1) << cmd << ": " << r.err;
+    EXPECT_NE(r.err.find("--attention"), std::string::npos) << cmd;
+    EXPECT_EQ(r.out, "") << cmd;
+  }
+}

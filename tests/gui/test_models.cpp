@@ -225,6 +225,23 @@ TEST(ResultModels, SummaryRatioIsCurrentOverDense) {
   EXPECT_TRUE(m.headline().contains(QStringLiteral("mod-220m")));
 }
 
+TEST(ResultModels, HeadlineSaysHowAttentionRunsAndWhetherItWasMeasured) {
+  // The shipped H100 calibration ran unfused attention; the GPU default is fused.
+  ExplorerConfig c = paperConfig();
+  c.hardware = sim::load_hardware(MODSIM_SOURCE_DIR "/configs/hardware/h100-sxm-calibrated.json");
+  c.sweepEnabled = false;
+  c.servingEnabled = false;
+  SummaryModel m;
+  m.setResult(std::make_shared<ComputeResult>(computeAll(c)));
+  EXPECT_TRUE(m.headline().contains(QStringLiteral("Attention fused</b>: never measured")))
+      << m.headline().toStdString();
+  EXPECT_FALSE(m.headline().contains(QStringLiteral("p90"))) << m.headline().toStdString();
+  c.attention = attention_impl::unfused;
+  m.setResult(std::make_shared<ComputeResult>(computeAll(c)));
+  EXPECT_TRUE(m.headline().contains(QStringLiteral("Attention unfused, as measured"))) << m.headline().toStdString();
+  EXPECT_TRUE(m.headline().contains(QStringLiteral("p90"))) << m.headline().toStdString();
+}
+
 TEST(ResultModels, GapTermsSumToTimeRatioMinusFlopRatio) {
   GapModel m;
   m.setResult(paperResult());

@@ -441,5 +441,35 @@ TEST(Report, ACalibratedHardwareShowsTheFittedLaunchCostsNotTheDatasheets) {
   EXPECT_NE(md.find("(fitted; the file's datasheet values"), std::string::npos);
 }
 
+TEST(Report, SaysHowAttentionRunsAndWhetherTheCalibrationMeasuredIt) {
+  report_input in;
+  in.models.push_back(sim::load_model(config("models/mod-60m.json")));
+  in.hardware = sim::load_hardware(config("hardware/h100-sxm-calibrated.json"));
+  in.serving = false;
+  in.sampling = false;
+  in.command_line = "test";
+  auto markdown = [&] {
+    for (const report_file& f : render_report(build_report(in), render_options{false}))
+      if (f.name == "report.md") return f.content;
+    return std::string();
+  };
+  // The default on a GPU is fused, which the shipped calibration (unfused rows) never measured.
+  const report_data d = build_report(in);
+  EXPECT_EQ(d.models.front().pred.attention, attention_impl::fused);
+  EXPECT_FALSE(d.models.front().pred.attention_measured);
+  std::string md = markdown();
+  EXPECT_NE(md.find("**Attention**: fused"), std::string::npos);
+  EXPECT_NE(md.find("the calibration never measured"), std::string::npos);
+  EXPECT_NE(md.find("| attention "), std::string::npos);  // the configuration table's row
+  // --attention unfused: what it measured, with its band.
+  in.attention = attention_impl::unfused;
+  const report_data u = build_report(in);
+  EXPECT_TRUE(u.models.front().pred.attention_measured);
+  EXPECT_TRUE(u.models.front().pred.band.has_value());
+  md = markdown();
+  EXPECT_NE(md.find("**Attention**: unfused"), std::string::npos);
+  EXPECT_NE(md.find("as the calibration measured it"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace modsim::reports
