@@ -133,11 +133,17 @@ section verdict_section(const report_data& d) {
     // The prediction is the datasheet roofline; the validation found belongs to the
     // calibration beside the hardware file, which this report does not predict with.
     const auto& v = *d.validation;
+    const std::string roofline =
+        v.datasheet_summary.points > 0
+            ? fmt::format(", which is off by {:.1f}% (median |error|), {:.1f}% at p90 on the same blocks",
+                          v.datasheet_summary.median_abs_pct_error, v.datasheet_summary.p90_abs_pct_error)
+            : std::string(", which no measurement here checks");
     items.push_back(fmt::format(
-        "**Trust**: this report predicts with the uncalibrated datasheet roofline of {}, which no measurement here "
-        "checks; the calibration beside it ({}), which it does not use, is off by {:.1f}% (median |error|), {:.1f}% "
-        "at p90 on {} measured blocks. Choose the calibrated hardware file to predict with it.",
-        d.hardware.name, v.hardware, v.summary.median_abs_pct_error, v.summary.p90_abs_pct_error, v.summary.points));
+        "**Trust**: this report predicts with the uncalibrated datasheet roofline of {}{}; the calibration beside it "
+        "({}), which it does not use, is off by {:.1f}% (median |error|), {:.1f}% at p90 on {} measured blocks. "
+        "Choose the calibrated hardware file to predict with it.",
+        d.hardware.name, roofline, v.hardware, v.summary.median_abs_pct_error, v.summary.p90_abs_pct_error,
+        v.summary.points));
   } else if (d.validation) {
     const auto& v = *d.validation;
     const bool same = v.hardware == d.hardware.name;
