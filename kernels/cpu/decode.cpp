@@ -1,13 +1,19 @@
 // The CPU decode step (kernels/decode.hpp): fp32; the projections as packed-panel products
-// (vec_math.hpp: the B rows of a step against each weight matrix, streamed once); the thread
-// pool for norms, attention over the paged caches, the predictor's decisions, gather and
-// scatter.
+// (vec_math.hpp: the B rows of a step against each weight matrix, streamed once; Q, K and V
+// in one parallel loop, the MLP's activation applied where its product is computed); the
+// thread pool for attention over the paged caches; norms, the predictor's decisions, gather
+// and scatter on the calling thread.
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
+#include <new>
 #include <numeric>
 #include <string>
 #include <thread>
+#include <utility>
+
+#include <sys/mman.h>
 
 #include "core/error.hpp"
 #include "kernels/cpu/thread_pool.hpp"
@@ -90,6 +96,42 @@ decode_weights make_decode_weights(const decode_shape& s, std::uint64_t seed) {
 namespace cpu {
 namespace {
 
+// An allocator for the large arrays a step streams (the paged caches, the packed weights):
+// 2 MiB aligned and marked for transparent huge pages, so the cache's scattered pages do not
+// each cost a page walk. Small arrays use the ordinary heap. resize(n) leaves the values
+// uninitialised (construct without arguments default-initialises), so an array filled later
+// is not written twice.
+template <class T>
+struct huge_page_allocator {
+  using value_type = T;
+  static constexpr std::size_t huge = std::size_t{2} << 20;
+  huge_page_allocator() = default;
+  template <class U>
+  explicit huge_page_allocator(const huge_page_allocator<U>&) {}
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+  static std::size_t rounded(std::size_t n) { return (n * sizeof(T) + huge - 1) / huge * huge; }
+  T* allocate(std::size_t n) {
+    if (n * sizeof(T) < huge) return std::allocator<T>{}.allocate(n);
+    void* p = ::operator new (rounded(n), std::align_val_t{huge});
+    ::madvise(p, rounded(n), MADV_HUGEPAGE);  // a hint; where refused the pages stay 4 KiB
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, std::size_t n) {
+    if (n * sizeof(T) < huge) return std::allocator<T>{}.deallocate(p, n);
+    ::operator delete (p, std::align_val_t{huge});
+  }
+  friend bool operator==(const huge_page_allocator&, const huge_page_allocator&) { return true; }
+};
+template <class T>
+using huge_vector = std::vector<T, huge_page_allocator<T>>;
+
 // C[m×n] = A[m×k]·B[k×n] + beta·C (beta 0 or 1), A and C row-major, B packed into column
 // panels (pack_panels). The panels are split evenly over the pool, one contiguous run per
 // participant, so a width that is not a multiple of the thread count's panels loses at most
@@ -103,12 +145,51 @@ void gemm(thread_pool& pool, std::int64_t m, std::int64_t n, std::int64_t k, con
                     [&](std::int64_t p0, std::int64_t p1) { panel_gemm(a, packed_b, c, m, k, n, p0, p1, beta); });
 }
 
-// Replaces row-major w[k×n] by its packed panels.
-void pack_in_place(std::vector<float>& w, std::int64_t k, std::int64_t n) {
-  if (w.empty()) return;
-  std::vector<float> packed(static_cast<std::size_t>(packed_size(k, n)));
-  pack_panels(w.data(), k, n, packed.data());
-  w.swap(packed);
+// Several products with the same A (m×k) in one parallel loop (one dispatch, one pass of the
+// pool): product i is C_i[m×n_i] = A·B_i (B_i packed), their panels numbered one after another
+// and split evenly over the pool.
+struct product_out {
+  const float* packed_b;
+  std::int64_t n;
+  float* c;
+};
+void gemm_many(thread_pool& pool, std::int64_t m, std::int64_t k, const float* a,
+               std::initializer_list<product_out> outs) {
+  if (m == 0) return;
+  std::int64_t panels = 0;
+  for (const product_out& o : outs) panels += (o.n + panel_cols - 1) / panel_cols;
+  const std::int64_t grain = (panels + pool.size() - 1) / pool.size();
+  pool.parallel_for(panels, grain, [&](std::int64_t p0, std::int64_t p1) {
+    std::int64_t first = 0;  // the first panel of the current product
+    for (const product_out& o : outs) {
+      const std::int64_t np = (o.n + panel_cols - 1) / panel_cols;
+      const std::int64_t b = std::max(p0, first), e = std::min(p1, first + np);
+      if (b < e) panel_gemm(a, o.packed_b, o.c, m, k, o.n, b - first, e - first, 0.0f);
+      first += np;
+    }
+  });
+}
+
+// The MLP's first product and its activation in one parallel loop: hidden = act(A·W_up) (gelu),
+// or silu(A·W_gate)·(A·W_up) (swiglu, gate non-null), each participant applying the activation
+// to the columns it computed.
+void gemm_act(thread_pool& pool, std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* up,
+              const float* gate, float* hidden, float* gate_out) {
+  if (m == 0) return;
+  const std::int64_t panels = (n + panel_cols - 1) / panel_cols;
+  const std::int64_t grain = (panels + pool.size() - 1) / pool.size();
+  pool.parallel_for(panels, grain, [&](std::int64_t p0, std::int64_t p1) {
+    const std::int64_t j0 = p0 * panel_cols, cols = std::min(n, p1 * panel_cols) - j0;
+    if (gate != nullptr) panel_gemm(a, gate, gate_out, m, k, n, p0, p1, 0.0f);
+    panel_gemm(a, up, hidden, m, k, n, p0, p1, 0.0f);
+    for (std::int64_t i = 0; i < m; ++i) {
+      if (gate != nullptr) {
+        silu_mul_inplace(hidden + i * n + j0, gate_out + i * n + j0, cols);
+      } else {
+        gelu_inplace(hidden + i * n + j0, cols);
+      }
+    }
+  });
 }
 
 void check_size(const std::vector<float>& v, std::int64_t n, const std::string& what) {
@@ -275,7 +356,7 @@ class cpu_decode final : public decode_state {
     }
     if (s.vocab > 0) {
       rms_rows(m_x.data(), m_w.final_norm_g.data(), m_norm.data(), s.batch);
-      gemm(m_pool, s.batch, s.vocab, s.d_model, m_norm.data(), m_w.w_vocab.data(), 0.0f, m_logits.data());
+      gemm(m_pool, s.batch, s.vocab, s.d_model, m_norm.data(), m_w_vocab, 0.0f, m_logits.data());
     }
   }
 
@@ -299,27 +380,55 @@ class cpu_decode final : public decode_state {
   }
 
  private:
+  // A layer's product matrices, packed (pack_panels), in m_weights (null: not used).
+  struct packed_layer {
+    const float *pred_w1 = nullptr, *w_q = nullptr, *w_k = nullptr, *w_v = nullptr, *w_o = nullptr, *w_up = nullptr,
+                *w_gate = nullptr, *w_down = nullptr;
+  };
+
   struct layer_cache {
-    std::vector<float> k, v;           // [pages][n_kv][page_tokens][d_head]
+    huge_vector<float> k, v;           // [pages][n_kv][page_tokens][d_head]
     std::vector<std::int32_t> table;   // [B][pages_per_sequence]
     std::vector<std::int64_t> length;  // [B]
   };
 
-  // Every matrix a product reads, packed once (the copy in m_w is replaced, not doubled).
+  // Every matrix a product reads, packed (pack_panels) into one array in the order a step reads
+  // them, so the weights are one stream; the row-major copies in m_w are released.
   void pack_weights() {
     const decode_shape& s = shape();
     const std::int64_t d = s.d_model, dq = s.d_q(), dkv = s.d_kv(), f = s.d_ff, h = s.predictor_hidden;
-    for (decode_layer_weights& w : m_w.layers) {
-      pack_in_place(w.w_q, d, dq);
-      pack_in_place(w.w_k, d, dkv);
-      pack_in_place(w.w_v, d, dkv);
-      pack_in_place(w.w_o, dq, d);
-      pack_in_place(w.w_up, d, f);
-      pack_in_place(w.w_gate, d, f);
-      pack_in_place(w.w_down, f, d);
-      pack_in_place(w.pred_w1, d, h);
+    struct item {
+      std::vector<float>* w;
+      std::int64_t k, n;
+      const float** to;
+    };
+    std::vector<item> items;
+    m_packed.resize(m_w.layers.size());
+    for (std::size_t l = 0; l < m_w.layers.size(); ++l) {
+      decode_layer_weights& w = m_w.layers[l];
+      packed_layer& p = m_packed[l];
+      items.push_back({&w.pred_w1, d, h, &p.pred_w1});
+      items.push_back({&w.w_q, d, dq, &p.w_q});
+      items.push_back({&w.w_k, d, dkv, &p.w_k});
+      items.push_back({&w.w_v, d, dkv, &p.w_v});
+      items.push_back({&w.w_o, dq, d, &p.w_o});
+      items.push_back({&w.w_up, d, f, &p.w_up});
+      items.push_back({&w.w_gate, d, f, &p.w_gate});
+      items.push_back({&w.w_down, f, d, &p.w_down});
     }
-    pack_in_place(m_w.w_vocab, d, s.vocab);
+    items.push_back({&m_w.w_vocab, d, s.vocab, &m_w_vocab});
+    std::int64_t total = 0;
+    for (const item& it : items)
+      if (!it.w->empty()) total += packed_size(it.k, it.n);
+    m_weights.resize(static_cast<std::size_t>(total));
+    float* at = m_weights.data();
+    for (const item& it : items) {
+      if (it.w->empty()) continue;
+      pack_panels(it.w->data(), it.k, it.n, at);
+      *it.to = at;
+      at += packed_size(it.k, it.n);
+      std::vector<float>().swap(*it.w);
+    }
   }
 
   void check_weights() const {
@@ -375,18 +484,16 @@ class cpu_decode final : public decode_state {
 
   // The address of (b, pos)'s KV head 0 in `pool` (K or V of cache c); KV head g is
   // g·page_tokens·d_head further.
-  static float* slot(const layer_cache& c, const decode_shape& s, const std::vector<float>& pool, std::int64_t b,
+  static float* slot(const layer_cache& c, const decode_shape& s, const huge_vector<float>& pool, std::int64_t b,
                      std::int64_t pos) {
     const std::int64_t page = c.table[static_cast<std::size_t>(b * s.pages_per_sequence() + pos / s.page_tokens)];
     const std::int64_t page_floats = s.n_kv_heads * s.page_tokens * s.d_head;
     return const_cast<float*>(pool.data()) + page * page_floats + (pos % s.page_tokens) * s.d_head;
   }
 
+  // On the calling thread: a step's few rows take less time than waking the pool.
   void rms_rows(const float* in, const float* g, float* out, std::int64_t rows) {
-    const std::int64_t d = shape().d_model;
-    m_pool.parallel_for(rows, 1, [&](std::int64_t r0, std::int64_t r1) {
-      cpu::rms_norm_rows(in + r0 * d, g, out + r0 * d, r1 - r0, d);
-    });
+    cpu::rms_norm_rows(in, g, out, rows, shape().d_model);
   }
 
   // The block on `rows` input rows `in` (row j belongs to sequence m_row_seq[j]; rows at and
@@ -395,12 +502,12 @@ class cpu_decode final : public decode_state {
   void block(std::size_t l, const float* in, std::int64_t rows, std::int64_t real, bool commit) {
     const decode_shape& s = shape();
     const decode_layer_weights& w = m_w.layers[l];
+    const packed_layer& pw = m_packed[l];
     layer_cache& c = m_layers[l];
     const std::int64_t d = s.d_model, dq = s.d_q(), dkv = s.d_kv(), dh = s.d_head, f = s.d_ff;
     rms_rows(in, w.attn_norm_g.data(), m_norm.data(), rows);
-    gemm(m_pool, rows, dq, d, m_norm.data(), w.w_q.data(), 0.0f, m_q.data());
-    gemm(m_pool, rows, dkv, d, m_norm.data(), w.w_k.data(), 0.0f, m_k.data());
-    gemm(m_pool, rows, dkv, d, m_norm.data(), w.w_v.data(), 0.0f, m_v.data());
+    gemm_many(m_pool, rows, d, m_norm.data(),
+              {{pw.w_q, dq, m_q.data()}, {pw.w_k, dkv, m_k.data()}, {pw.w_v, dkv, m_v.data()}});
     // Append the real rows' keys and values at their sequence's next slot.
     for (std::int64_t j = 0; j < real; ++j) {
       const std::int64_t b = m_row_seq[static_cast<std::size_t>(j)];
@@ -423,49 +530,64 @@ class cpu_decode final : public decode_state {
     }
     // h = in + O·W_o; y = h + MLP(RMSNorm(h)·g_mlp).
     std::copy_n(in, rows * d, m_h.data());
-    gemm(m_pool, rows, d, dq, m_attn.data(), w.w_o.data(), 1.0f, m_h.data());
+    gemm(m_pool, rows, d, dq, m_attn.data(), pw.w_o, 1.0f, m_h.data());
     rms_rows(m_h.data(), w.mlp_norm_g.data(), m_norm.data(), rows);
-    gemm(m_pool, rows, f, d, m_norm.data(), w.w_up.data(), 0.0f, m_hidden.data());
-    if (s.mlp == mlp_kind::swiglu) {
-      gemm(m_pool, rows, f, d, m_norm.data(), w.w_gate.data(), 0.0f, m_gate.data());
-      m_pool.parallel_for(rows, 1, [&](std::int64_t r0, std::int64_t r1) {
-        silu_mul_inplace(m_hidden.data() + r0 * f, m_gate.data() + r0 * f, (r1 - r0) * f);
-      });
-    } else {
-      m_pool.parallel_for(
-          rows, 1, [&](std::int64_t r0, std::int64_t r1) { gelu_inplace(m_hidden.data() + r0 * f, (r1 - r0) * f); });
-    }
+    gemm_act(m_pool, rows, f, d, m_norm.data(), pw.w_up, pw.w_gate, m_hidden.data(), m_gate.data());
     std::copy_n(m_h.data(), rows * d, m_y.data());
-    gemm(m_pool, rows, d, f, m_hidden.data(), w.w_down.data(), 1.0f, m_y.data());
+    gemm(m_pool, rows, d, f, m_hidden.data(), pw.w_down, 1.0f, m_y.data());
     m_rows_run[l] = rows;
   }
 
   // Attention of each row's query heads over its sequence's cached keys (the first length
-  // slots) and its own new key (m_k, m_v row j): two passes per (row, KV head), keys then
-  // values, page by page.
+  // slots) and its own new key (m_k, m_v row j). A task is a row and a run of its KV heads
+  // (all of them when there are rows enough to keep the pool busy): it reads each page's K
+  // rows of those heads, which lie together in the page, computing the scores, takes the
+  // softmax, then reads the V pages the same way. Every run read names the one `ahead` runs
+  // later (the last K runs the first V runs) for prefetching, so the scattered pages stream.
   void attention(const layer_cache& c, std::int64_t rows) {
     const decode_shape& s = shape();
-    const std::int64_t dh = s.d_head, dq = s.d_q(), dkv = s.d_kv(), P = s.page_tokens;
+    const std::int64_t dh = s.d_head, dq = s.d_q(), dkv = s.d_kv(), P = s.page_tokens, nkv = s.n_kv_heads;
     const std::int64_t group = s.n_heads / s.n_kv_heads, stride = s.max_context + 1;
     const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
-    m_pool.parallel_for(rows * s.n_kv_heads, 1, [&](std::int64_t t0, std::int64_t t1) {
+    // At least two tasks per participant: split each row's heads into that many runs.
+    const std::int64_t splits = std::clamp<std::int64_t>((2 * m_pool.size() + rows - 1) / rows, 1, nkv);
+    const std::int64_t per = (nkv + splits - 1) / splits, chunks = (nkv + per - 1) / per;
+    constexpr std::int64_t ahead = 2;
+    m_pool.parallel_for(rows * chunks, 1, [&](std::int64_t t0, std::int64_t t1) {
       for (std::int64_t t = t0; t < t1; ++t) {
-        const std::int64_t j = t / s.n_kv_heads, g = t % s.n_kv_heads;
+        const std::int64_t j = t / chunks, g0 = (t % chunks) * per, g1 = std::min(nkv, g0 + per), ng = g1 - g0;
         const std::int64_t b = m_row_seq[static_cast<std::size_t>(j)];
         const std::int64_t L = c.length[static_cast<std::size_t>(b)];
+        const std::int64_t pages = (L + P - 1) / P, runs = pages * ng;
+        // Run r of this task's reads: K runs (page, head) in order, then the V runs.
+        const auto run = [&](std::int64_t r) -> const float* {
+          if (r >= 2 * runs) return nullptr;
+          const huge_vector<float>& pool = r < runs ? c.k : c.v;
+          r %= runs;
+          return slot(c, s, pool, b, (r / ng) * P) + (g0 + r % ng) * P * dh;
+        };
         const float* qrow = m_q.data() + j * dq;
-        float* sc = m_scores.data() + (j * s.n_heads + g * group) * stride;
-        float* out = m_attn.data() + j * dq + g * group * dh;
-        // Scores: cached keys page by page, then the new key (row L).
-        for (std::int64_t p0 = 0; p0 < L; p0 += P)
-          decode_scores(qrow + g * group * dh, slot(c, s, c.k, b, p0) + g * P * dh, sc + p0, std::min(P, L - p0), dh,
-                        group, stride, scale);
-        decode_scores(qrow + g * group * dh, m_k.data() + j * dkv + g * dh, sc + L, 1, dh, group, stride, scale);
-        for (std::int64_t h = 0; h < group; ++h) softmax_inplace(sc + h * stride, L + 1);
-        std::fill_n(out, group * dh, 0.0f);
-        for (std::int64_t p0 = 0; p0 < L; p0 += P)
-          decode_values(sc + p0, slot(c, s, c.v, b, p0) + g * P * dh, out, std::min(P, L - p0), dh, group, stride);
-        decode_values(sc + L, m_v.data() + j * dkv + g * dh, out, 1, dh, group, stride);
+        float* sc = m_scores.data() + j * s.n_heads * stride;
+        float* out = m_attn.data() + j * dq;
+        for (std::int64_t r = 0; r < runs; ++r) {
+          const std::int64_t p0 = (r / ng) * P, g = g0 + r % ng;
+          decode_scores(qrow + g * group * dh, run(r), sc + g * group * stride + p0, std::min(P, L - p0), dh, group,
+                        stride, scale, run(r + ahead));
+        }
+        for (std::int64_t g = g0; g < g1; ++g) {
+          decode_scores(qrow + g * group * dh, m_k.data() + j * dkv + g * dh, sc + g * group * stride + L, 1, dh, group,
+                        stride, scale);
+          for (std::int64_t h = 0; h < group; ++h) softmax_inplace(sc + (g * group + h) * stride, L + 1);
+        }
+        std::fill_n(out + g0 * group * dh, ng * group * dh, 0.0f);
+        for (std::int64_t r = 0; r < runs; ++r) {
+          const std::int64_t p0 = (r / ng) * P, g = g0 + r % ng;
+          decode_values(sc + g * group * stride + p0, run(runs + r), out + g * group * dh, std::min(P, L - p0), dh,
+                        group, stride, run(runs + r + ahead));
+        }
+        for (std::int64_t g = g0; g < g1; ++g)
+          decode_values(sc + g * group * stride + L, m_v.data() + j * dkv + g * dh, out + g * group * dh, 1, dh, group,
+                        stride);
       }
     });
   }
@@ -482,7 +604,7 @@ class cpu_decode final : public decode_state {
     const decode_layer_weights& w = m_w.layers[l];
     const std::int64_t B = s.batch, d = s.d_model, hdim = s.predictor_hidden;
     // The causal predictor: logit = relu(x·P_1)·p_2 + b.
-    gemm(m_pool, B, hdim, d, m_x.data(), w.pred_w1.data(), 0.0f, m_pred_hidden.data());
+    gemm(m_pool, B, hdim, d, m_x.data(), m_packed[l].pred_w1, 0.0f, m_pred_hidden.data());
     for (std::int64_t b = 0; b < B; ++b) {
       float acc = w.pred_b2;
       const float* hrow = m_pred_hidden.data() + b * hdim;
@@ -546,7 +668,10 @@ class cpu_decode final : public decode_state {
     }
   }
 
-  decode_weights m_w;  // the products' matrices packed (pack_weights)
+  decode_weights m_w;            // norms, routers, predictor outputs (the products' matrices moved to m_packed)
+  huge_vector<float> m_weights;  // the packed matrices (pack_weights)
+  std::vector<packed_layer> m_packed;
+  const float* m_w_vocab = nullptr;
   thread_pool m_pool;
   std::vector<layer_cache> m_layers;
   std::vector<float> m_x, m_in, m_norm, m_q, m_k, m_v, m_attn, m_h, m_hidden, m_gate, m_y;

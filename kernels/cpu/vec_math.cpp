@@ -131,8 +131,11 @@ using v16 = float __attribute__((vector_size(64)));
   return s;
 }
 
-// How far ahead of its reads a panel stream prefetches, in floats (2 KiB).
+// How far ahead of its reads a panel stream prefetches: into L1 2 KiB ahead and into L2 8 KiB
+// ahead (with 8 rows a panel's FMAs keep fewer loads in flight than a core needs to stream
+// at full speed; the far requests fill that gap).
 constexpr std::int64_t prefetch_floats = 512;
+constexpr std::int64_t prefetch_far_floats = 2048;
 
 // M rows of A against one packed panel (panel_cols = 32 columns, two vectors per row).
 template <int M>
@@ -144,6 +147,8 @@ template <int M>
   for (std::int64_t kk = 0; kk < k; ++kk, bp += panel_cols) {
     __builtin_prefetch(bp + prefetch_floats);
     __builtin_prefetch(bp + prefetch_floats + 16);
+    __builtin_prefetch(bp + prefetch_far_floats, 0, 2);
+    __builtin_prefetch(bp + prefetch_far_floats + 16, 0, 2);
     const v16 b0 = load16(bp), b1 = load16(bp + 16);
 #pragma GCC unroll 8
     for (int i = 0; i < M; ++i) {
@@ -195,12 +200,18 @@ void panel_gemm(const float* a, const float* packed_b, float* c, std::int64_t m,
 
 namespace {
 
-// decode_scores for d_head = 16·C: each key's C vectors loaded once for the group's heads.
+// decode_scores for d_head = 16·C: each key's C vectors loaded once for the group's heads;
+// key t's C cache lines of the run at `pf` (if any) prefetched as key t is read.
 template <int C>
 [[gnu::always_inline]] inline void scores_fixed(const float* q, const float* k, float* scores, std::int64_t n,
-                                                std::int64_t group, std::int64_t score_stride, float scale) {
+                                                std::int64_t group, std::int64_t score_stride, float scale,
+                                                const float* pf) {
   for (std::int64_t t = 0; t < n; ++t) {
     const float* kt = k + t * 16 * C;
+    if (pf != nullptr) {
+#pragma GCC unroll 16
+      for (int c = 0; c < C; ++c) __builtin_prefetch(pf + t * 16 * C + 16 * c);
+    }
     v16 kv[C];
 #pragma GCC unroll 16
     for (int c = 0; c < C; ++c) kv[c] = load16(kt + 16 * c);
@@ -214,10 +225,11 @@ template <int C>
   }
 }
 
-// decode_values for d_head = 16·C: each head's output row stays in registers over the run.
+// decode_values for d_head = 16·C: each head's output row stays in registers over the run
+// (the run at `pf` prefetched during the first head's sweep).
 template <int C>
 [[gnu::always_inline]] inline void values_fixed(const float* p, const float* v, float* out, std::int64_t n,
-                                                std::int64_t group, std::int64_t p_stride) {
+                                                std::int64_t group, std::int64_t p_stride, const float* pf) {
   for (std::int64_t h = 0; h < group; ++h) {
     float* oh = out + h * 16 * C;
     const float* ph = p + h * p_stride;
@@ -225,6 +237,10 @@ template <int C>
 #pragma GCC unroll 16
     for (int c = 0; c < C; ++c) acc[c] = load16(oh + 16 * c);
     for (std::int64_t t = 0; t < n; ++t) {
+      if (h == 0 && pf != nullptr) {
+#pragma GCC unroll 16
+        for (int c = 0; c < C; ++c) __builtin_prefetch(pf + t * 16 * C + 16 * c);
+      }
       const float w = ph[t];
       const float* vt = v + t * 16 * C;
 #pragma GCC unroll 16
@@ -235,19 +251,26 @@ template <int C>
   }
 }
 
+// Prefetches n·dh floats from pf (the generic d_head path), one request per cache line.
+[[gnu::always_inline]] inline void prefetch_run(const float* pf, std::int64_t floats) {
+  if (pf == nullptr) return;
+  for (std::int64_t i = 0; i < floats; i += 16) __builtin_prefetch(pf + i);
+}
+
 }  // namespace
 
 MODSIM_VECTORIZE
 void decode_scores(const float* q, const float* k, float* scores, std::int64_t n, std::int64_t dh, std::int64_t group,
-                   std::int64_t score_stride, float scale) {
+                   std::int64_t score_stride, float scale, const float* prefetch) {
   switch (dh) {
     case 64:
-      return scores_fixed<4>(q, k, scores, n, group, score_stride, scale);
+      return scores_fixed<4>(q, k, scores, n, group, score_stride, scale, prefetch);
     case 128:
-      return scores_fixed<8>(q, k, scores, n, group, score_stride, scale);
+      return scores_fixed<8>(q, k, scores, n, group, score_stride, scale, prefetch);
     default:
       break;
   }
+  prefetch_run(prefetch, n * dh);
   for (std::int64_t t = 0; t < n; ++t) {
     const float* kt = k + t * dh;
     for (std::int64_t h = 0; h < group; ++h) {
@@ -261,15 +284,16 @@ void decode_scores(const float* q, const float* k, float* scores, std::int64_t n
 
 MODSIM_VECTORIZE
 void decode_values(const float* p, const float* v, float* out, std::int64_t n, std::int64_t dh, std::int64_t group,
-                   std::int64_t p_stride) {
+                   std::int64_t p_stride, const float* prefetch) {
   switch (dh) {
     case 64:
-      return values_fixed<4>(p, v, out, n, group, p_stride);
+      return values_fixed<4>(p, v, out, n, group, p_stride, prefetch);
     case 128:
-      return values_fixed<8>(p, v, out, n, group, p_stride);
+      return values_fixed<8>(p, v, out, n, group, p_stride, prefetch);
     default:
       break;
   }
+  prefetch_run(prefetch, n * dh);
   for (std::int64_t t = 0; t < n; ++t) {
     const float* vt = v + t * dh;
     for (std::int64_t h = 0; h < group; ++h) {

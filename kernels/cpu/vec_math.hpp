@@ -60,11 +60,15 @@ void panel_gemm(const float* a, const float* packed_b, float* c, std::int64_t m,
 // Decode attention over one run of n cached keys (one KV head, d_head = dh, keys row after
 // row): for each of the `group` query heads h sharing that KV head,
 // scores[h·score_stride + t] = scale · q[h·dh ..]·k[t·dh ..] for t in [0, n).
+// `prefetch` (may be null): the start of a run the caller reads soon after, n·dh floats that
+// are requested line by line as this run's keys are read, so a paged cache, whose runs lie
+// at scattered places, reads as one stream (the hardware prefetchers stop at a run's end).
+// Only a hint: the results do not depend on it.
 void decode_scores(const float* q, const float* k, float* scores, std::int64_t n, std::int64_t dh, std::int64_t group,
-                   std::int64_t score_stride, float scale);
-// ... and out[h·dh + i] += Σ_t p[h·p_stride + t] · v[t·dh + i].
+                   std::int64_t score_stride, float scale, const float* prefetch = nullptr);
+// ... and out[h·dh + i] += Σ_t p[h·p_stride + t] · v[t·dh + i] (`prefetch` as above).
 void decode_values(const float* p, const float* v, float* out, std::int64_t n, std::int64_t dh, std::int64_t group,
-                   std::int64_t p_stride);
+                   std::int64_t p_stride, const float* prefetch = nullptr);
 // x ← softmax(x) over n values (max-subtracted).
 void softmax_inplace(float* x, std::int64_t n);
 

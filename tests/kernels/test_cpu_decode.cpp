@@ -234,6 +234,15 @@ INSTANTIATE_TEST_SUITE_P(Shapes, DecodeStep,
                                                        s.batch = 9;
                                                        return s;
                                                      }()},
+                                           // Three KV heads: a task's run of heads does not
+                                           // divide them evenly for every row count.
+                                           step_case{"kv3_gelu",
+                                                     [] {
+                                                       decode_shape s = tiny(mlp_kind::gelu, 3);
+                                                       s.n_heads = 6;
+                                                       s.d_model = 48;
+                                                       return s;
+                                                     }()},
                                            step_case{"head128_mha_gelu",
                                                      [] {
                                                        decode_shape s = tiny(mlp_kind::gelu, 2);

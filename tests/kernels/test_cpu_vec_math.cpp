@@ -116,5 +116,23 @@ TEST(DecodeAttention, ScoresAndValuesMatchPlainLoopsForEachHeadWidth) {
   }
 }
 
+TEST(DecodeAttention, APrefetchHintLeavesScoresAndValuesUnchanged) {
+  for (const std::int64_t dh : {8, 64, 128, 80}) {
+    for (const std::int64_t group : {1, 4}) {
+      const std::int64_t n = 13, stride = 17;
+      const std::vector<float> q = values(group * dh, 3), keys = values(n * dh, 4), vals = values(n * dh, 5);
+      const std::vector<float> p = values(group * stride, 6), next = values(n * dh, 8);
+      std::vector<float> s0(static_cast<std::size_t>(group * stride), 0.0f), s1 = s0;
+      decode_scores(q.data(), keys.data(), s0.data(), n, dh, group, stride, 0.125f);
+      decode_scores(q.data(), keys.data(), s1.data(), n, dh, group, stride, 0.125f, next.data());
+      EXPECT_EQ(s0, s1) << "d_head " << dh << ", group " << group;
+      std::vector<float> o0 = values(group * dh, 7), o1 = o0;
+      decode_values(p.data(), vals.data(), o0.data(), n, dh, group, stride);
+      decode_values(p.data(), vals.data(), o1.data(), n, dh, group, stride, next.data());
+      EXPECT_EQ(o0, o1) << "d_head " << dh << ", group " << group;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace modsim::kernels::cpu
