@@ -291,10 +291,19 @@ std::vector<axis_coverage> estimate_coverage(const hardware_spec& hw, const std:
     c.values = with_blocks;
     // Every value that carries blocks, predicted by a fit on the rest, which must still hold
     // blocks (two values at least): the lowest and the highest are extrapolations (the ends),
-    // the others interpolations (inner).
+    // the others interpolations (inner): at most k_inner of them, spread evenly (each costs a
+    // fit, and a fit inside every fold of validate's bands), none along tokens (whose inner
+    // figures no band uses).
     if (with_blocks.size() >= 2) {
+      constexpr std::size_t k_inner = 3;
+      std::vector<std::size_t> held_out = {0, with_blocks.size() - 1};
+      const std::size_t inner_values = with_blocks.size() - 2;
+      if (axis != cv_axis::tokens && inner_values > 0) {
+        const std::size_t take = std::min(k_inner, inner_values);
+        for (std::size_t i = 0; i < take; ++i) held_out.push_back(1 + (2 * i + 1) * inner_values / (2 * take));
+      }
       std::vector<double> ends, decode_ends, inner, decode_inner;
-      for (std::size_t h = 0; h < with_blocks.size(); ++h) {
+      for (const std::size_t h : held_out) {
         const double held = with_blocks[h];
         const bool end = h == 0 || h + 1 == with_blocks.size();
         std::vector<measured_sample> train, test;
