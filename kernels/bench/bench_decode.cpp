@@ -15,14 +15,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <new>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <sys/mman.h>
-
 #include "core/error.hpp"
+#include "kernels/cpu/huge_pages.hpp"
 #include "kernels/cpu/vec_math.hpp"  // MODSIM_VECTORIZE
 #include "kernels/decode.hpp"
 #include "kernels/init.hpp"
@@ -61,27 +59,12 @@ struct bandwidths {
   double copy = 0, read = 0;
 };
 
-// A buffer of n bytes on 2 MiB pages where the kernel grants them (madvise), as the decode
-// step's cache and weights are (kernels/cpu/decode.cpp), so the reference bandwidths and the
-// step read through the same page size.
-struct huge_buffer {
-  static constexpr std::size_t align = std::size_t{2} << 20;
-  explicit huge_buffer(std::size_t n, char fill) : bytes((n + align - 1) / align * align) {
-    p = static_cast<char*>(::operator new (bytes, std::align_val_t{align}));
-    ::madvise(p, bytes, MADV_HUGEPAGE);  // a hint; where refused the pages stay 4 KiB
-    std::memset(p, fill, bytes);
-  }
-  ~huge_buffer() { ::operator delete (p, std::align_val_t{align}); }
-  huge_buffer(const huge_buffer&) = delete;
-  huge_buffer& operator=(const huge_buffer&) = delete;
-  char* data() { return p; }
-  std::size_t bytes;
-  char* p;
-};
-
 bandwidths measure_bandwidths(int threads) {
   const std::size_t n = std::size_t{256} << 20;
-  huge_buffer a(n, 1), b(n, 2);
+  // On 2 MiB pages where the kernel grants them, as the decode step's cache and weights are,
+  // so the references and the step read through the same page size.
+  const kernels::cpu::huge_vector<char> a(n, 1);
+  kernels::cpu::huge_vector<char> b(n, 2);
   const std::size_t chunk = n / static_cast<std::size_t>(threads);
   std::vector<float> sums(static_cast<std::size_t>(threads));
   double best_copy = 1e30, best_read = 1e30;
