@@ -143,9 +143,12 @@ std::vector<kernel_work> kernels_impl(modsim::op op, const basic_op_shape<N>& s,
     case attn_scores:
     case attn_values: {
       // One GEMM batched over every (sequence, head) pair through a pointer array when every
-      // pair's operands start 16-byte aligned; otherwise one strided-batched GEMM per head.
+      // pair's operands start 16-byte aligned; otherwise strided-batched GEMMs, one per head or,
+      // when fewer, one per (sequence, query head of a KV group)
+      // (kernels/cuda/attention.cuh unaligned_loops_over_sequences).
       const bool scores = op == attn_scores;
-      const double launches = attention_pointers_aligned(s) ? 1 : x.H;
+      const double group = x.dkv > 0 ? x.dq / x.dkv : 1;
+      const double launches = attention_pointers_aligned(s) ? 1 : B * group < x.H ? B * group : x.H;
       for (int i = 0; i < static_cast<int>(launches); ++i) {
         kernel_work w = scores ? gemm(kernel_kind::batched_gemm, x.n, x.L, x.dh, B * x.H / launches, e, 1, false)
                                : gemm(kernel_kind::batched_gemm, x.n, x.dh, x.L, B * x.H / launches, e, 1, false);

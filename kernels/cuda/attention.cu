@@ -73,12 +73,23 @@ void attn_scores(cublasHandle_t handle, dtype t, const attention_plan& plan, con
     return;
   }
   const std::size_t es = element_size(t);
-  const std::int64_t group = l.heads / l.kv_heads;
+  const std::int64_t group = l.heads / l.kv_heads, nn = l.n * l.n;
+  if (unaligned_loops_over_sequences(l)) {
+    // Sequence b, query head j of each KV group: its kv_heads query heads h = kv·group + j.
+    for (std::int64_t b = 0; b < l.batch; ++b)
+      for (std::int64_t j = 0; j < group; ++j) {
+        g.a = offset(q, b * l.n * l.d_q() + j * l.d_head, es);
+        g.b = offset(k, b * l.n * l.d_kv(), es);
+        g.c_ptr = const_cast<char*>(offset(scores, (b * l.heads + j) * nn, es));
+        gemm_strided_batched(handle, g, group * l.d_head, l.d_head, group * nn, l.kv_heads);
+      }
+    return;
+  }
   for (std::int64_t head = 0; head < l.heads; ++head) {
     g.a = offset(q, head * l.d_head, es);
     g.b = offset(k, (head / group) * l.d_head, es);
-    g.c_ptr = const_cast<char*>(offset(scores, head * l.n * l.n, es));
-    gemm_strided_batched(handle, g, l.n * l.d_q(), l.n * l.d_kv(), l.heads * l.n * l.n, l.batch);
+    g.c_ptr = const_cast<char*>(offset(scores, head * nn, es));
+    gemm_strided_batched(handle, g, l.n * l.d_q(), l.n * l.d_kv(), l.heads * nn, l.batch);
   }
 }
 
@@ -93,12 +104,22 @@ void attn_values(cublasHandle_t handle, dtype t, const attention_plan& plan, con
     return;
   }
   const std::size_t es = element_size(t);
-  const std::int64_t group = l.heads / l.kv_heads;
+  const std::int64_t group = l.heads / l.kv_heads, nn = l.n * l.n;
+  if (unaligned_loops_over_sequences(l)) {
+    for (std::int64_t b = 0; b < l.batch; ++b)
+      for (std::int64_t j = 0; j < group; ++j) {
+        g.a = offset(scores, (b * l.heads + j) * nn, es);
+        g.b = offset(v, b * l.n * l.d_kv(), es);
+        g.c_ptr = const_cast<char*>(offset(attn_out, b * l.n * l.d_q() + j * l.d_head, es));
+        gemm_strided_batched(handle, g, group * nn, l.d_head, group * l.d_head, l.kv_heads);
+      }
+    return;
+  }
   for (std::int64_t head = 0; head < l.heads; ++head) {
-    g.a = offset(scores, head * l.n * l.n, es);
+    g.a = offset(scores, head * nn, es);
     g.b = offset(v, (head / group) * l.d_head, es);
     g.c_ptr = const_cast<char*>(offset(attn_out, head * l.d_head, es));
-    gemm_strided_batched(handle, g, l.heads * l.n * l.n, l.n * l.d_kv(), l.n * l.d_q(), l.batch);
+    gemm_strided_batched(handle, g, l.heads * nn, l.n * l.d_kv(), l.n * l.d_q(), l.batch);
   }
 }
 

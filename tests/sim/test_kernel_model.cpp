@@ -104,6 +104,23 @@ TEST(KernelModel, UnalignedAttentionRunsOneStridedGemmPerHead) {
   EXPECT_EQ(gpu_kernels(modsim::op::attn_scores, s).size(), 1u);
 }
 
+TEST(KernelModel, UnalignedAttentionOfFewSequencesLoopsOverThemInstead) {
+  // One sequence, 4 heads in 2 KV groups of 2: one launch per (sequence, query head of a
+  // group) = 1 × 2 launches, each batched over the 2 KV heads, instead of 4 per-head launches.
+  op_shape s = small_shape();
+  s.batch = 1;
+  s.tokens = 6;
+  const std::vector<kernel_work> k = gpu_kernels(modsim::op::attn_values, s);
+  ASSERT_EQ(k.size(), 2u);
+  EXPECT_DOUBLE_EQ(k[0].flops, 2.0 * 6 * 64 * 6 * 2);  // 2 pairs per launch
+  EXPECT_EQ(gpu_kernels(modsim::op::attn_scores, s).size(), 2u);
+  s.n_kv_heads = 4;  // MHA: one launch per sequence, over its 4 heads
+  EXPECT_EQ(gpu_kernels(modsim::op::attn_scores, s).size(), 1u);
+  s.batch = 4;  // 4 sequences: 4 launches either way, the per-head loop kept
+  EXPECT_EQ(gpu_kernels(modsim::op::attn_scores, s).size(), 4u);
+  EXPECT_DOUBLE_EQ(gpu_kernels(modsim::op::attn_scores, s)[0].flops, 2.0 * 6 * 6 * 64 * 4);
+}
+
 TEST(KernelModel, FusedAttentionIsOneCausalKernelWithNoScoresInMemory) {
   const op_shape s = small_shape();  // B 2, n = L = 128, H 4, H_kv 2, d_head 64, 2 bytes
   for (const op_shape& shape : {s}) {

@@ -57,10 +57,16 @@ std::vector<parity_case> parity_cases() {
   const block_shape gqa_swiglu = dense_shape(2, 128, 256, 8, 2, 512, mlp_kind::swiglu, 0.25);
   // d_head 25, k 29, d 100: rows and heads not 16-byte aligned (scalar kernels, per-head GEMMs).
   const block_shape odd_gelu = dense_shape(3, 96, 100, 4, 2, 200, mlp_kind::gelu, 0.3);
+  // k 27 and 21 (not 16-byte aligned) with fewer sequences than heads: the unaligned
+  // attention loops over (sequence, query head of a KV group), GQA and MHA.
+  const block_shape few_gqa = dense_shape(1, 90, 256, 8, 2, 512, mlp_kind::gelu, 0.3);
+  const block_shape few_mha = dense_shape(2, 70, 256, 8, 8, 512, mlp_kind::swiglu, 0.3);
   return {
       {"mha_gelu", mha_gelu},
       {"gqa_swiglu", gqa_swiglu},
       {"odd_gqa_gelu", odd_gelu},
+      {"few_sequences_gqa_gelu", few_gqa},
+      {"few_sequences_mha_swiglu", few_mha},
       {"staged_mha_gelu", with_moe(mha_gelu, mode_variant::staged, 4, 0, 1.25)},
       {"staged_gqa_swiglu", with_moe(gqa_swiglu, mode_variant::staged, 3, 0, 1.0)},
       {"integrated_gqa_swiglu", with_moe(gqa_swiglu, mode_variant::integrated, 4, 1, 1.0)},
