@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session in one device call: unpacks the binaries scripts/gpu-pack.sh built here and
 # runs, under a time budget, everything that needs the GPU, writing under $OUT:
-#   scripts/gpu-session.sh [check] [decode] [full I/N] ...     (default: check decode full 1/1)
+#   scripts/gpu-session.sh [check] [decode] [realistic] [full I/N] ...  (default: check decode full 1/1)
 # Stages, in the order given:
 #   check     parity tests (CUDA vs CPU); compute-sanitizer memcheck on a small case; the peer:
 #             PyTorch's MoD block (eager, and SDPA forced to cuDNN, FlashAttention, math) and
@@ -19,6 +19,9 @@
 #             CUDA graph, same models, batches and contexts; at most 150 s), joined with modsim's
 #             decode_step rows (and the block rows when `check` ran first in this call) by
 #             peer_csv.py into peer-<gpu>-<date>.csv and <gpu>.md.
+#   realistic configs/grids/realistic-gpu.json (96 out-of-family bf16 blocks of released models'
+#             layers) into <gpu>-<date>-realistic.csv (resumed from .gpu-pack/*-realistic.csv),
+#             then `modsim validate` of it against h100-sxm-calibrated into the summary.
 #   full I/N  shard I of N of `modsim profile --backend cuda --preset full`, timed; resumed
 #             from .gpu-pack/full-I-of-N.csv when that file was carried along; stopped cleanly
 #             (SIGINT: the point in progress finishes, the CSV stays valid) when the budget ends.
@@ -230,6 +233,32 @@ run_full() {  # $1 = I/N
   cp "${csv%.csv}.meta.json" "$logs/" 2>/dev/null
 }
 
+# The out-of-family GPU grid (configs/grids/realistic-gpu.json: released models' layers, batches,
+# sequences and capacities off the powers of two), then `modsim validate` of it against the
+# shipped H100 calibration, whose band and error land in the summary.
+run_realistic() {
+  local csv="$out/$gpu-$day-realistic.csv" carried
+  carried=$(ls -t "$root"/.gpu-pack/*-realistic.csv 2>/dev/null | head -1)
+  [[ -n "$carried" ]] && cp "$carried" "$csv" && say "realistic: resuming $(basename "$carried")"
+  local limit=$(( $(left) - 40 ))
+  if (( limit < 30 )); then say "realistic: no time left (${limit}s)"; return 0; fi
+  say "== realistic grid (modsim profile --backend cuda --grid configs/grids/realistic-gpu.json), ${limit}s at most"
+  local t0=$(date +%s)
+  timeout -s INT -k 20 "$limit" "$modsim" profile --backend cuda --grid configs/grids/realistic-gpu.json \
+    --attention unfused --out "$csv" --resume --format csv > /dev/null 2> "$logs/realistic.log"
+  local rc=$? rows=0
+  [[ -s "$csv" ]] && rows=$(( $(wc -l < "$csv") - 1 ))
+  say "realistic: exit $rc, $(( $(date +%s) - t0 )) s, $rows rows in $(basename "$csv") (96 points)"
+  tail -n 3 "$logs/realistic.log" >> "$summary"
+  cp "${csv%.csv}.meta.json" "$logs/" 2>/dev/null
+  if (( rows > 0 )); then
+    "$modsim" validate --measurements "$csv" --hardware configs/hardware/h100-sxm-calibrated.json \
+      > "$logs/realistic-validate.txt" 2>&1
+    say "realistic validate (h100-sxm-calibrated): exit $?"
+    tail -n 12 "$logs/realistic-validate.txt" >> "$summary"
+  fi
+}
+
 stages=("$@")
 (( ${#stages[@]} )) || stages=(check decode full 1/1)
 i=0
@@ -238,7 +267,8 @@ while (( i < ${#stages[@]} )); do
     check) run_check ;;
     decode) run_decode ;;
     full) run_full "${stages[$((i + 1))]:-1/1}"; i=$((i + 1)) ;;
-    *) say "gpu-session: unknown stage '${stages[$i]}' (check, decode, full I/N)" ;;
+    realistic) run_realistic ;;
+    *) say "gpu-session: unknown stage '${stages[$i]}' (check, decode, realistic, full I/N)" ;;
   esac
   i=$((i + 1))
 done

@@ -305,6 +305,32 @@ TEST(Config, TheRealisticCpuGridShapesAreTheLayersOfTheShippedHfConfigs) {
   EXPECT_EQ(matched, 3);
 }
 
+// configs/grids/realistic-gpu.json names in each shape's "from" the configs/hf file its layer
+// is taken from; every shape is that file's layer.
+TEST(Config, TheRealisticGpuGridShapesAreTheLayersOfTheConfigsTheyName) {
+  std::ifstream in(k_configs + "/grids/realistic-gpu.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  const boost::json::value grid = boost::json::parse(text.str());
+  int matched = 0;
+  for (const boost::json::value& v : grid.at("shapes").as_array()) {
+    const boost::json::object& s = v.as_object();
+    const std::string from(s.at("from").as_string());
+    const std::size_t at = from.find("configs/hf/"), end = from.find(".json", at);
+    ASSERT_NE(at, std::string::npos) << from;
+    ASSERT_NE(end, std::string::npos) << from;
+    const model_spec m = load_model(k_configs + "/hf/" + from.substr(at + 11, end + 5 - at - 11));
+    EXPECT_EQ(s.at("d_model").as_int64(), m.d_model) << from;
+    EXPECT_EQ(s.at("n_heads").as_int64(), m.n_heads) << from;
+    EXPECT_EQ(s.contains("n_kv_heads") ? s.at("n_kv_heads").as_int64() : s.at("n_heads").as_int64(), m.n_kv_heads)
+        << from;
+    EXPECT_EQ(s.at("d_ff").as_int64(), m.d_ff) << from;
+    EXPECT_EQ(std::string(s.at("mlp").as_string()), m.mlp == mlp_kind::swiglu ? "swiglu" : "gelu") << from;
+    ++matched;
+  }
+  EXPECT_EQ(matched, 6);
+}
+
 TEST(Config, HuggingFaceKeysAreTypeChecked) {
   try {
     parse_model(R"({"hidden_size": "4096", "num_hidden_layers": 2})", "config.json");
