@@ -198,9 +198,7 @@ validation_section make_validation(const std::vector<sim::measured_sample>& poin
     for (const auto& s : singles) {
       v.op_points.push_back(sim::validate_sample(s, model));
       sim::validation_point& p = v.op_points.back();
-      if (cal)
-        if (const auto b = sim::band_for(*cal, sim::values_of(p.sample), p.predicted_s, p.sample.is_decode()))
-          p.band_pct = b->p90_pct;
+      if (cal) sim::set_band(p, *cal);
     }
     v.op_summary = sim::summarize(v.op_points);
   }
@@ -245,11 +243,8 @@ validation_section make_validation(const std::vector<sim::measured_sample>& poin
   score_datasheet(v, hw);
   // The band a prediction with this calibration prints for each point (none without a
   // cross-validation in the calibration).
-  if (cal) {
-    for (auto& p : v.points)
-      if (const auto b = sim::band_for(*cal, sim::values_of(p.sample), p.predicted_s, p.sample.is_decode()))
-        p.band_pct = b->p90_pct;
-  }
+  if (cal)
+    for (auto& p : v.points) sim::set_band(p, *cal);
   return v;
 }
 

@@ -132,12 +132,12 @@ void add_bands(calibration& c, const hardware_spec& plain, const std::vector<mea
   }
 }
 
+}  // namespace
+
 void set_band(validation_point& p, const calibration& c) {
   if (const std::optional<error_band> b = band_for(c, values_of(p.sample), p.predicted_s, p.sample.is_decode()))
     p.band_pct = b->p90_pct;
 }
-
-}  // namespace
 
 cross_validation_result cross_validate(const hardware_spec& hw, const std::vector<measured_sample>& samples, int folds,
                                        const fit_options& options, bool bands) {

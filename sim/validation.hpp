@@ -184,4 +184,8 @@ axis_values values_of(const measured_sample& s);
 std::optional<error_band> band_for(const calibration& c, const axis_values& values, double predicted_s,
                                    bool decode = false);
 
+// Sets `p.band_pct` to the band `c` gives the point (band_for at its row's values, predicted
+// time and kind); leaves it unset where `c` has no band to give.
+void set_band(validation_point& p, const calibration& c);
+
 }  // namespace modsim::sim
