@@ -276,15 +276,19 @@ axis_coverage parse_coverage(const json::value& v, const std::string& file, cons
   held_out("inner_blocks", "inner_p90_abs_pct_error", c.inner_blocks, c.inner_p90_abs_pct_error);
   held_out("decode_inner_blocks", "decode_inner_p90_abs_pct_error", c.decode_inner_blocks,
            c.decode_inner_p90_abs_pct_error);
-  if (r.find("values") != nullptr) {
-    const json::array& values = r.get_array("values");
+  const auto ascending = [&](const char* key, std::vector<double>& into) {
+    if (r.find(key) == nullptr) return false;
+    const json::array& values = r.get_array(key);
     for (std::size_t i = 0; i < values.size(); ++i) {
-      const std::string at = path + ".values[" + std::to_string(i) + "]";
+      const std::string at = path + "." + key + "[" + std::to_string(i) + "]";
       if (!values[i].is_number()) throw input_error(file, at, "expected a number");
-      c.values.push_back(values[i].to_number<double>());
-      if (i > 0 && !(c.values[i] > c.values[i - 1])) throw input_error(file, at, "values must ascend");
+      into.push_back(values[i].to_number<double>());
+      if (i > 0 && !(into[i] > into[i - 1])) throw input_error(file, at, "values must ascend");
     }
-  }
+    return true;
+  };
+  ascending("values", c.values);
+  c.decode_values_recorded = ascending("decode_values", c.decode_values);
   r.finish();
   if (c.max < c.min) throw input_error(file, path + ".max", "is below min");
   return c;
@@ -307,6 +311,11 @@ json::object coverage_json(const axis_coverage& c) {
   json::array values;
   for (double v : c.values) values.emplace_back(v);
   o["values"] = std::move(values);
+  if (c.decode_values_recorded) {
+    json::array decode_values;
+    for (double v : c.decode_values) decode_values.emplace_back(v);
+    o["decode_values"] = std::move(decode_values);
+  }
   return o;
 }
 

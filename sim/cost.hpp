@@ -140,9 +140,22 @@ struct axis_coverage {
   int decode_inner_blocks = 0;
   double decode_inner_p90_abs_pct_error = 0;
   double max_distance = 0;  // log2 of how far past its neighbour the farthest held-out value lay
-  // The values that carry block rows, ascending: a prediction at none of them sits between
-  // measured values (JSON key "values"; empty in calibrations written before it).
+  // The values that carry forward block rows, ascending, and apart those that carry decode
+  // rows: a prediction at none of its kind's values sits between measured values (JSON keys
+  // "values" and "decode_values"; "values" held both kinds, pooled, in calibrations written
+  // before "decode_values" (decode_values_recorded false: both kinds then use it), and is
+  // absent from older ones).
   std::vector<double> values;
+  std::vector<double> decode_values;
+  bool decode_values_recorded = false;
+  // The measured values a prediction of this kind sits at or between: its kind's, or the
+  // other kind's where its own has none (a calibration without decode rows bands decode
+  // predictions by the forward blocks, as band_for does with the held-out figures).
+  const std::vector<double>& values_of_kind(bool decode) const {
+    if (!decode_values_recorded) return values;
+    const std::vector<double>& own = decode ? decode_values : values;
+    return own.empty() ? (decode ? values : decode_values) : own;
+  }
 };
 
 // The decode step's own fit (sim/decode_fit.hpp), fitted on decode rows (decode_dense,

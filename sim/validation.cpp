@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/error.hpp"
 #include "sim/calibrate.hpp"
@@ -279,16 +280,20 @@ std::vector<axis_coverage> estimate_coverage(const hardware_spec& hw, const std:
     axis_coverage c;
     c.axis = std::string(name);
     c.min = c.max = axis_value(samples.front(), axis);
-    std::vector<double> with_blocks;  // the values that carry block rows
+    std::vector<double> with_blocks;  // the values that carry block rows (forward or decode)
     for (const auto& s : samples) {
       const double v = axis_value(s, axis);
       c.min = std::min(c.min, v);
       c.max = std::max(c.max, v);
-      if (s.is_whole()) with_blocks.push_back(v);
+      if (!s.is_whole()) continue;
+      with_blocks.push_back(v);
+      (s.is_decode() ? c.decode_values : c.values).push_back(v);
     }
-    std::sort(with_blocks.begin(), with_blocks.end());
-    with_blocks.erase(std::unique(with_blocks.begin(), with_blocks.end()), with_blocks.end());
-    c.values = with_blocks;
+    for (std::vector<double>* v : {&with_blocks, &c.values, &c.decode_values}) {
+      std::sort(v->begin(), v->end());
+      v->erase(std::unique(v->begin(), v->end()), v->end());
+    }
+    c.decode_values_recorded = true;
     // Every value that carries blocks, predicted by a fit on the rest, which must still hold
     // blocks (two values at least): the lowest and the highest are extrapolations (the ends),
     // the others interpolations (inner): at most k_inner of them, spread evenly (each costs a
@@ -412,11 +417,16 @@ std::optional<error_band> band_for(const calibration& c, const axis_values& valu
       // No measured values or no held-out predictions; and tokens (batch × the tokens per
       // sequence a row processes) lies between measured products whenever batch or seq_len
       // does, whose own held-out predictions speak for it.
-      if (a.values.size() < 2 || a.blocks == 0 || *axis == cv_axis::tokens) continue;
-      const auto hi = std::lower_bound(a.values.begin(), a.values.end(), v);
-      const double above = hi == a.values.end() ? a.max : *hi;
-      const double below = hi == a.values.begin() ? a.min : *(hi - 1);
-      const double to_value = std::min(std::abs(std::log2(v / above)), std::abs(std::log2(v / below)));
+      const std::vector<double>& measured = a.values_of_kind(decode);
+      if (measured.size() < 2 || a.blocks == 0 || *axis == cv_axis::tokens) continue;
+      // The distance to the nearest value of the prediction's kind (past the last of them, the
+      // range's end, which other rows set, is named as the bound but is no measured value).
+      const auto hi = std::lower_bound(measured.begin(), measured.end(), v);
+      const double above = hi == measured.end() ? a.max : *hi;
+      const double below = hi == measured.begin() ? a.min : *(hi - 1);
+      const double inf = std::numeric_limits<double>::infinity();
+      const double to_value = std::min(hi == measured.end() ? inf : std::abs(std::log2(*hi / v)),
+                                       hi == measured.begin() ? inf : std::abs(std::log2(v / *(hi - 1))));
       if (to_value > near && to_value > mid.distance) mid = {a.axis, v, below, above, to_value, 0.0, true};
     }
     if (!out.axis.empty()) {

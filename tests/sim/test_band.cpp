@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "sim/cost.hpp"
 #include "sim/validation.hpp"
@@ -156,6 +157,58 @@ TEST(ErrorBand, ADecodePredictionTakesTheDecodeRowsFigures) {
   EXPECT_EQ(back.coverage[0].decode_blocks, 10);
   EXPECT_EQ(back.coverage[0].inner_blocks, 0);
   EXPECT_DOUBLE_EQ(band_for(back, {{cv_axis::d_model, 768}}, 0.5, true)->p90_pct, 9.0);
+}
+
+TEST(ErrorBand, BetweenMeasuredValuesCountsTheValuesOfThePredictionsKind) {
+  // Forward blocks measured at widths 512 and 1024, decode rows at 512, 768 and 1024: 768 is
+  // between measured values for a forward block (the held-out ends' 12 % stands in) and at a
+  // measured value for a decode step (the decode rows' 3 % of that duration).
+  calibration c = hand_made();
+  c.cross_validation->decode_p90_by_time = {{1.0, 3}};
+  c.coverage[0].decode_values = {512, 768, 1024};
+  c.coverage[0].decode_values_recorded = true;
+  const axis_values at = {{cv_axis::d_model, 768}};
+  EXPECT_DOUBLE_EQ(band_for(c, at, 5e-3, false)->p90_pct, 12.0);
+  EXPECT_EQ(band_for(c, at, 5e-3, false)->between.size(), 1u);
+  EXPECT_DOUBLE_EQ(band_for(c, at, 0.5, true)->p90_pct, 3.0);
+  EXPECT_TRUE(band_for(c, at, 0.5, true)->between.empty());
+  // Forward blocks measured only up to 768 in a range that decode rows take to 1024: a forward
+  // block at 1024 is log2(1024/768) past its kind's last value, between it and the range's end.
+  calibration upto = c;
+  upto.coverage[0].values = {512, 768};
+  const std::optional<error_band> b = band_for(upto, {{cv_axis::d_model, 1024}}, 5e-3, false);
+  ASSERT_EQ(b->between.size(), 1u);
+  EXPECT_DOUBLE_EQ(b->between[0].min, 768.0);
+  EXPECT_DOUBLE_EQ(b->between[0].max, 1024.0);
+  EXPECT_DOUBLE_EQ(b->between[0].distance, std::log2(1024.0 / 768.0));
+  EXPECT_TRUE(band_for(upto, {{cv_axis::d_model, 1024}}, 0.5, true)->between.empty());
+  // No decode values at all (no decode rows): a decode prediction takes the forward blocks'.
+  calibration forward_only = hand_made();
+  forward_only.coverage[0].decode_values_recorded = true;
+  EXPECT_EQ(band_for(forward_only, at, 0.5, true)->between.size(), 1u);
+  // The JSON keeps both lists; a calibration written before the split, with one pooled list
+  // and no "decode_values", uses it for both kinds.
+  c.date = "2026-11-24T00:00:00Z";
+  c.device = "d";
+  c.backend = "cpu";
+  efficiency_curve curve;
+  curve.op = modsim::op::mlp_up;
+  curve.log10_work = {-5.0, -3.0};
+  curve.inv_efficiency = {2.0, 1.5};
+  curve.samples = 4;
+  c.curves.push_back(curve);
+  const calibration back = parse_calibration(calibration_to_json(c), "test.json");
+  EXPECT_TRUE(back.coverage[0].decode_values_recorded);
+  EXPECT_EQ(back.coverage[0].decode_values, (std::vector<double>{512, 768, 1024}));
+  EXPECT_DOUBLE_EQ(band_for(back, at, 0.5, true)->p90_pct, 3.0);
+  calibration pooled = c;
+  pooled.coverage[0].values = {512, 768, 1024};
+  pooled.coverage[0].decode_values.clear();
+  pooled.coverage[0].decode_values_recorded = false;
+  const calibration old = parse_calibration(calibration_to_json(pooled), "old.json");
+  EXPECT_FALSE(old.coverage[0].decode_values_recorded);
+  EXPECT_TRUE(band_for(old, at, 5e-3, false)->between.empty());
+  EXPECT_TRUE(band_for(old, at, 0.5, true)->between.empty());
 }
 
 TEST(ErrorBand, NoneWithoutACrossValidation) {
