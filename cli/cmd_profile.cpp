@@ -21,6 +21,7 @@
 
 #include "kernels/backend.hpp"
 #include "kernels/decode.hpp"
+#include "profiler/gemm_calls.hpp"
 #include "profiler/grid.hpp"
 #include "profiler/measurements.hpp"
 #include "profiler/runner.hpp"
@@ -354,6 +355,25 @@ int cmd_profile(const std::vector<std::string>& args) {
   meta["measurements"] = std::filesystem::path(out_path).filename().string();
   meta["started"] = now_iso();
   meta["status"] = "running";
+  // What the GEMM library would run for each GEMM the grid makes, beside the cost model's tile
+  // choice, where the backend can ask its library (cuBLASLt on the CUDA backend; asking runs
+  // nothing on the device).
+  if (backend_name == "cuda") {
+    const std::vector<profiler::gemm_call> calls = profiler::distinct_gemm_calls(plan.points);
+    std::vector<kernels::backend::gemm_query> queries;
+    for (const auto& c : calls) queries.push_back(c.query);
+    if (!queries.empty()) {
+      const boost::json::object choices =
+          profiler::gemm_choices_json(calls, be->library_gemm_choices(queries), profiler::sm_count_of(be->device()));
+      std::cerr << fmt::format("profile: {} distinct GEMM calls; the library named {}", calls.size(),
+                               choices.at("known").as_int64());
+      if (const auto* same = choices.if_contains("same_tile"))
+        std::cerr << fmt::format(", the cost model's tile chooser agrees on the tile of {} and the split-K of {}",
+                                 same->as_int64(), choices.at("same_split_k").as_int64());
+      std::cerr << " (metadata gemm_choices)\n";
+      meta["gemm_choices"] = choices;
+    }
+  }
   const std::string meta_path = metadata_path(out_path);
   write_metadata(meta_path, meta);
 

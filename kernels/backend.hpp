@@ -232,6 +232,26 @@ class backend {
     bool throttled = false;
   };
   virtual clock_state clocks() { return {}; }
+
+  // The kernel a GEMM library would pick for a row-major C[m×n] = A[m×k]·op(B), `batch`
+  // independent products, of dtype `type` (the way this backend calls it), where the backend
+  // can ask its library (the CUDA backend: cuBLASLt's heuristic, which cuBLAS's own GEMMs
+  // follow); the default knows none. Asking runs nothing on the device.
+  struct gemm_query {
+    std::int64_t m = 0, n = 0, k = 0, batch = 1;
+    bool b_transposed = false;
+    dtype type = dtype::fp32;
+  };
+  struct gemm_choice {
+    bool known = false;          // the library answered
+    int tile_m = 0, tile_n = 0;  // its output tile in the library's own (column-major) m×n: 0 unnamed
+    int split_k = 1;             // split-K factor (1: none)
+    int algo_id = 0, tile_id = 0, stages_id = 0, cluster_shape_id = 0;  // the library's raw ids
+    std::string note;                                                   // why not known, or what the ids could not say
+  };
+  virtual std::vector<gemm_choice> library_gemm_choices(const std::vector<gemm_query>& queries) {
+    return std::vector<gemm_choice>(queries.size());
+  }
 };
 
 // The CPU backend (fp32; OpenBLAS for GEMMs, a thread pool for everything else).

@@ -421,6 +421,7 @@ class cuda_backend final : public backend {
     if (m_flush != nullptr) cudaFree(m_flush);
     if (m_start != nullptr) cudaEventDestroy(m_start);
     if (m_stop != nullptr) cudaEventDestroy(m_stop);
+    if (m_lt != nullptr) cublasLtDestroy(m_lt);
   }
   cuda_backend(const cuda_backend&) = delete;
   cuda_backend& operator=(const cuda_backend&) = delete;
@@ -502,6 +503,37 @@ class cuda_backend final : public backend {
     return c;
   }
 
+  // cuBLASLt's heuristic for each GEMM as gemm() would call it (tightly packed operands).
+  std::vector<gemm_choice> library_gemm_choices(const std::vector<gemm_query>& queries) override {
+    std::vector<gemm_choice> out(queries.size());
+    m_ctx->make_current();
+    if (m_lt == nullptr) {
+      if (const cublasStatus_t st = cublasLtCreate(&m_lt); st != CUBLAS_STATUS_SUCCESS) {
+        m_lt = nullptr;
+        for (auto& c : out) c.note = std::string("cublasLtCreate: ") + cublasGetStatusString(st);
+        return out;
+      }
+    }
+    for (std::size_t i = 0; i < queries.size(); ++i) {
+      const gemm_query& q = queries[i];
+      if (q.type != dtype::fp32 && q.type != dtype::bf16) {
+        out[i].note = "the cuda backend runs fp32 and bf16 GEMMs only";
+        continue;
+      }
+      gemm_args g;
+      g.ab = g.c = q.type;
+      g.m = q.m;
+      g.n = q.n;
+      g.k = q.k;
+      g.lda = q.k;
+      g.b_transposed = q.b_transposed;
+      g.ldb = q.b_transposed ? q.k : q.n;
+      g.ldc = q.n;
+      out[i] = lt_heuristic(m_lt, g, q.batch);
+    }
+    return out;
+  }
+
  private:
   cuda_workspace& own(workspace& ws) const {
     auto* cws = dynamic_cast<cuda_workspace*>(&ws);
@@ -515,6 +547,7 @@ class cuda_backend final : public backend {
   boundary_events m_marks;
   cudaEvent_t m_start = nullptr;
   cudaEvent_t m_stop = nullptr;
+  cublasLtHandle_t m_lt = nullptr;  // made on the first library_gemm_choices call
   void* m_flush = nullptr;
   std::size_t m_flush_bytes = 0;
   int m_flush_value = 0;

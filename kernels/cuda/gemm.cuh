@@ -4,6 +4,8 @@
 // bf16 operands on the tensor cores, fp32 accumulation (CUBLAS_COMPUTE_32F).
 #include <cstdint>
 
+#include <cublasLt.h>
+
 #include "kernels/cuda/common.cuh"
 
 namespace modsim::kernels::cuda {
@@ -35,5 +37,12 @@ void gemm_strided_batched(cublasHandle_t handle, const gemm_args& g, std::int64_
 // 16-byte aligned: cuBLAS's tensor-core kernels assume it). g.a/g.b/g.c_ptr are ignored.
 void gemm_pointer_batched(cublasHandle_t handle, const gemm_args& g, const void* const* a_array,
                           const void* const* b_array, void* const* c_array, std::int64_t batch);
+
+// cuBLASLt's heuristic (its first answer) for the column-major call the functions above hand
+// cuBLAS for `g` (types, sizes, leading dimensions and the transposition of B; no pointer is
+// read and nothing runs), `batch` products described as strided, with the workspace cuBLAS
+// itself may use on Hopper (32 MiB). The tile is in cuBLAS's m×n, which is this row-major
+// call's n×m. Never throws: a failure is known = false and a note.
+backend::gemm_choice lt_heuristic(cublasLtHandle_t lt, const gemm_args& g, std::int64_t batch);
 
 }  // namespace modsim::kernels::cuda
