@@ -37,21 +37,7 @@ std::vector<gemm_call> gemm_calls(const point& p) {
   if (kernels::is_decode(p.op)) return calls;
   const std::vector<modsim::op> ops = kernels::is_block(p.op) ? block_ops(p) : std::vector<modsim::op>{p.op};
   const kernels::block_shape& k = p.shape;
-  sim::op_shape s;
-  s.batch = k.batch;
-  s.seq_len = k.seq_len;
-  s.tokens = k.block_tokens();
-  s.d_model = static_cast<int>(k.d_model);
-  s.n_heads = static_cast<int>(k.n_heads);
-  s.n_kv_heads = static_cast<int>(k.n_kv_heads);
-  s.d_head = static_cast<int>(k.d_head);
-  s.d_ff = static_cast<int>(k.d_ff);
-  s.mlp = k.mlp == kernels::mlp_kind::swiglu ? sim::mlp_kind::swiglu : sim::mlp_kind::gelu;
-  s.elem_bytes = sim::dtype_bytes(p.type);
-  s.experts = k.experts;
-  s.top_k = 1;
-  s.capacity_factor = k.capacity_factor;
-  s.noop_experts = k.noop_experts;
+  const sim::op_shape s = op_shape_of(p);
   const std::int64_t T = k.batch * k.block_tokens();
   for (const modsim::op o : ops) {
     query q;

@@ -102,6 +102,9 @@ void fill_costs(const point& p, measurement_row& row);
 // an invalid block shape.
 std::vector<modsim::op> block_ops(const point& p);
 
+// sim/flops's view of point `p`'s shape (tokens = the block's tokens per sequence).
+sim::op_shape op_shape_of(const point& p);
+
 // Appends rows to a measurements file. Opening checks everything first and never truncates a
 // file the user has: an existing file without `resume` is refused; with `resume` its header
 // must match and a partial last line (from a killed run) is cut off.

@@ -15,27 +15,6 @@
 namespace modsim::profiler {
 namespace {
 
-// sim/flops's view of point `p`'s shape; tokens = the block's tokens per sequence.
-sim::op_shape op_shape_of(const point& p) {
-  const kernels::block_shape& k = p.shape;
-  sim::op_shape s;
-  s.batch = k.batch;
-  s.seq_len = k.seq_len;
-  s.tokens = k.block_tokens();
-  s.d_model = static_cast<int>(k.d_model);
-  s.n_heads = static_cast<int>(k.n_heads);
-  s.n_kv_heads = static_cast<int>(k.n_kv_heads);
-  s.d_head = static_cast<int>(k.d_head);
-  s.d_ff = static_cast<int>(k.d_ff);
-  s.mlp = k.mlp == kernels::mlp_kind::swiglu ? sim::mlp_kind::swiglu : sim::mlp_kind::gelu;
-  s.elem_bytes = sim::dtype_bytes(p.type);
-  s.experts = k.experts;
-  s.top_k = 1;
-  s.capacity_factor = k.capacity_factor;
-  s.noop_experts = k.noop_experts;
-  return s;
-}
-
 // sim/flops's op list of block op `block` on `p`'s shape.
 std::vector<sim::op_cost> costs_of_block(kernels::op block, const point& p) {
   const kernels::block_shape& k = p.shape;
@@ -56,6 +35,26 @@ std::vector<sim::op_cost> costs_of_block(kernels::op block, const point& p) {
 }
 
 }  // namespace
+
+sim::op_shape op_shape_of(const point& p) {
+  const kernels::block_shape& k = p.shape;
+  sim::op_shape s;
+  s.batch = k.batch;
+  s.seq_len = k.seq_len;
+  s.tokens = k.block_tokens();
+  s.d_model = static_cast<int>(k.d_model);
+  s.n_heads = static_cast<int>(k.n_heads);
+  s.n_kv_heads = static_cast<int>(k.n_kv_heads);
+  s.d_head = static_cast<int>(k.d_head);
+  s.d_ff = static_cast<int>(k.d_ff);
+  s.mlp = k.mlp == kernels::mlp_kind::swiglu ? sim::mlp_kind::swiglu : sim::mlp_kind::gelu;
+  s.elem_bytes = sim::dtype_bytes(p.type);
+  s.experts = k.experts;
+  s.top_k = 1;
+  s.capacity_factor = k.capacity_factor;
+  s.noop_experts = k.noop_experts;
+  return s;
+}
 
 std::vector<modsim::op> block_ops(const point& p) {
   std::vector<modsim::op> ops;

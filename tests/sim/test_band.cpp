@@ -41,6 +41,19 @@ calibration hand_made() {
   return c;
 }
 
+// The fields a calibration needs to be written and read back as JSON (date, device, a curve).
+void give_json_fields(calibration& c) {
+  c.date = "2026-11-24T00:00:00Z";
+  c.device = "d";
+  c.backend = "cpu";
+  efficiency_curve curve;
+  curve.op = modsim::op::mlp_up;
+  curve.log10_work = {-5.0, -3.0};
+  curve.inv_efficiency = {2.0, 1.5};
+  curve.samples = 4;
+  c.curves.push_back(curve);
+}
+
 TEST(ErrorBand, InsideTheRangeIsTheCrossValidationOfBlocksOfThatDuration) {
   const calibration c = hand_made();
   const axis_values inside = {{cv_axis::d_model, 1024}, {cv_axis::n_heads, 12}};
@@ -143,15 +156,7 @@ TEST(ErrorBand, ADecodePredictionTakesTheDecodeRowsFigures) {
   // A calibration without decode figures bands decode predictions as the rest.
   EXPECT_DOUBLE_EQ(band_for(hand_made(), {{cv_axis::d_model, 4096}}, 0.5, true)->p90_pct, 24.0);
   // The JSON keeps them.
-  c.date = "2026-11-24T00:00:00Z";
-  c.device = "d";
-  c.backend = "cpu";
-  efficiency_curve curve;
-  curve.op = modsim::op::mlp_up;
-  curve.log10_work = {-5.0, -3.0};
-  curve.inv_efficiency = {2.0, 1.5};
-  curve.samples = 4;
-  c.curves.push_back(curve);
+  give_json_fields(c);
   const calibration back = parse_calibration(calibration_to_json(c), "test.json");
   EXPECT_DOUBLE_EQ(back.cross_validation->decode_p90_by_time[0].second, 8.0);
   EXPECT_EQ(back.coverage[0].decode_blocks, 10);
@@ -188,15 +193,7 @@ TEST(ErrorBand, BetweenMeasuredValuesCountsTheValuesOfThePredictionsKind) {
   EXPECT_EQ(band_for(forward_only, at, 0.5, true)->between.size(), 1u);
   // The JSON keeps both lists; a calibration written before the split, with one pooled list
   // and no "decode_values", uses it for both kinds.
-  c.date = "2026-11-24T00:00:00Z";
-  c.device = "d";
-  c.backend = "cpu";
-  efficiency_curve curve;
-  curve.op = modsim::op::mlp_up;
-  curve.log10_work = {-5.0, -3.0};
-  curve.inv_efficiency = {2.0, 1.5};
-  curve.samples = 4;
-  c.curves.push_back(curve);
+  give_json_fields(c);
   const calibration back = parse_calibration(calibration_to_json(c), "test.json");
   EXPECT_TRUE(back.coverage[0].decode_values_recorded);
   EXPECT_EQ(back.coverage[0].decode_values, (std::vector<double>{512, 768, 1024}));
@@ -219,15 +216,7 @@ TEST(ErrorBand, NoneWithoutACrossValidation) {
 
 TEST(ErrorBand, CoverageAndTimeTercilesSurviveTheCalibrationJson) {
   calibration c = hand_made();
-  c.date = "2026-11-24T00:00:00Z";
-  c.device = "d";
-  c.backend = "cpu";
-  efficiency_curve curve;  // a calibration needs one fitted op to be read back
-  curve.op = modsim::op::mlp_up;
-  curve.log10_work = {-5.0, -3.0};
-  curve.inv_efficiency = {2.0, 1.5};
-  curve.samples = 4;
-  c.curves.push_back(curve);
+  give_json_fields(c);
   const calibration back = parse_calibration(calibration_to_json(c), "test.json");
   ASSERT_TRUE(back.cross_validation);
   ASSERT_EQ(back.cross_validation->p90_by_time.size(), 3u);

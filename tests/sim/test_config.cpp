@@ -273,6 +273,16 @@ TEST(Config, HuggingFaceConfigsOfReleasedModelsHaveTheirPublishedDimensions) {
   EXPECT_EQ(load_model(k_configs + "/hf/llama-2-7b.json").n_kv_heads, 32);
 }
 
+// A grid shape (d_model, n_heads, n_kv_heads or MHA, d_ff, mlp) is model `m`'s layer.
+void expect_layer_of(const boost::json::object& s, const model_spec& m, const std::string& from) {
+  EXPECT_EQ(s.at("d_model").as_int64(), m.d_model) << from;
+  EXPECT_EQ(s.at("n_heads").as_int64(), m.n_heads) << from;
+  EXPECT_EQ(s.contains("n_kv_heads") ? s.at("n_kv_heads").as_int64() : s.at("n_heads").as_int64(), m.n_kv_heads)
+      << from;
+  EXPECT_EQ(s.at("d_ff").as_int64(), m.d_ff) << from;
+  EXPECT_EQ(std::string(s.at("mlp").as_string()), m.mlp == mlp_kind::swiglu ? "swiglu" : "gelu") << from;
+}
+
 // configs/grids/realistic-cpu.json's shapes are layers of released models (its "from"); each one
 // whose model has a config in configs/hf is that config's layer, so the grid can be rebuilt
 // from the files (configs/grids/README.md lists which).
@@ -292,13 +302,7 @@ TEST(Config, TheRealisticCpuGridShapesAreTheLayersOfTheShippedHfConfigs) {
     const std::string from(s.at("from").as_string());
     for (const auto& [model, file] : from_file) {
       if (from.rfind(model, 0) != 0) continue;
-      const model_spec m = load_model(k_configs + "/hf/" + file);
-      EXPECT_EQ(s.at("d_model").as_int64(), m.d_model) << from;
-      EXPECT_EQ(s.at("n_heads").as_int64(), m.n_heads) << from;
-      EXPECT_EQ(s.contains("n_kv_heads") ? s.at("n_kv_heads").as_int64() : s.at("n_heads").as_int64(), m.n_kv_heads)
-          << from;
-      EXPECT_EQ(s.at("d_ff").as_int64(), m.d_ff) << from;
-      EXPECT_EQ(std::string(s.at("mlp").as_string()), m.mlp == mlp_kind::swiglu ? "swiglu" : "gelu") << from;
+      expect_layer_of(s, load_model(k_configs + "/hf/" + file), from);
       ++matched;
     }
   }
@@ -319,13 +323,7 @@ TEST(Config, TheRealisticGpuGridShapesAreTheLayersOfTheConfigsTheyName) {
     const std::size_t at = from.find("configs/hf/"), end = from.find(".json", at);
     ASSERT_NE(at, std::string::npos) << from;
     ASSERT_NE(end, std::string::npos) << from;
-    const model_spec m = load_model(k_configs + "/hf/" + from.substr(at + 11, end + 5 - at - 11));
-    EXPECT_EQ(s.at("d_model").as_int64(), m.d_model) << from;
-    EXPECT_EQ(s.at("n_heads").as_int64(), m.n_heads) << from;
-    EXPECT_EQ(s.contains("n_kv_heads") ? s.at("n_kv_heads").as_int64() : s.at("n_heads").as_int64(), m.n_kv_heads)
-        << from;
-    EXPECT_EQ(s.at("d_ff").as_int64(), m.d_ff) << from;
-    EXPECT_EQ(std::string(s.at("mlp").as_string()), m.mlp == mlp_kind::swiglu ? "swiglu" : "gelu") << from;
+    expect_layer_of(s, load_model(k_configs + "/hf/" + from.substr(at + 11, end + 5 - at - 11)), from);
     ++matched;
   }
   EXPECT_EQ(matched, 6);
