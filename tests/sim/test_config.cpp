@@ -273,6 +273,14 @@ TEST(Config, HuggingFaceConfigsOfReleasedModelsHaveTheirPublishedDimensions) {
   EXPECT_EQ(load_model(k_configs + "/hf/llama-2-7b.json").n_kv_heads, 32);
 }
 
+// The "shapes" of grid file configs/grids/NAME.
+boost::json::array grid_shapes(const std::string& name) {
+  std::ifstream in(k_configs + "/grids/" + name);
+  std::stringstream text;
+  text << in.rdbuf();
+  return boost::json::parse(text.str()).at("shapes").as_array();
+}
+
 // A grid shape (d_model, n_heads, n_kv_heads or MHA, d_ff, mlp) is model `m`'s layer.
 void expect_layer_of(const boost::json::object& s, const model_spec& m, const std::string& from) {
   EXPECT_EQ(s.at("d_model").as_int64(), m.d_model) << from;
@@ -292,12 +300,8 @@ TEST(Config, TheRealisticCpuGridShapesAreTheLayersOfTheShippedHfConfigs) {
       {"Qwen2.5-0.5B", "qwen2.5-0.5b.json"},
       {"TinyLlama-1.1B", "tinyllama-1.1b-chat.json"},
   };
-  std::ifstream in(k_configs + "/grids/realistic-cpu.json");
-  std::stringstream text;
-  text << in.rdbuf();
-  const boost::json::value grid = boost::json::parse(text.str());
   int matched = 0;
-  for (const boost::json::value& v : grid.at("shapes").as_array()) {
+  for (const boost::json::value& v : grid_shapes("realistic-cpu.json")) {
     const boost::json::object& s = v.as_object();
     const std::string from(s.at("from").as_string());
     for (const auto& [model, file] : from_file) {
@@ -312,12 +316,8 @@ TEST(Config, TheRealisticCpuGridShapesAreTheLayersOfTheShippedHfConfigs) {
 // configs/grids/realistic-gpu.json names in each shape's "from" the configs/hf file its layer
 // is taken from; every shape is that file's layer.
 TEST(Config, TheRealisticGpuGridShapesAreTheLayersOfTheConfigsTheyName) {
-  std::ifstream in(k_configs + "/grids/realistic-gpu.json");
-  std::stringstream text;
-  text << in.rdbuf();
-  const boost::json::value grid = boost::json::parse(text.str());
   int matched = 0;
-  for (const boost::json::value& v : grid.at("shapes").as_array()) {
+  for (const boost::json::value& v : grid_shapes("realistic-gpu.json")) {
     const boost::json::object& s = v.as_object();
     const std::string from(s.at("from").as_string());
     const std::size_t at = from.find("configs/hf/"), end = from.find(".json", at);
