@@ -100,7 +100,7 @@ run_check() {
   say "== compute-sanitizer memcheck (small case)"
   if command -v compute-sanitizer > /dev/null; then
     MODSIM_REQUIRE_CUDNN=1 compute-sanitizer --tool memcheck --error-exitcode 9 "$parity" \
-      --gtest_filter='Cases/CudaParity.*/mha_gelu_*:Cases/CudaParity.*/odd_gqa_gelu_bf16:*Fused*' \
+      --gtest_filter='Cases/CudaParity.*/mha_gelu_*:Cases/CudaParity.*/odd_gqa_gelu_bf16:Cases/CudaParity.*/few_sequences_*_bf16:*Fused*' \
       > "$logs/memcheck.txt" 2>&1
     say "memcheck: exit $? — $(grep -E 'ERROR SUMMARY' "$logs/memcheck.txt" | tail -1)"
   else
