@@ -362,9 +362,16 @@ int cmd_profile(const std::vector<std::string>& args) {
     const std::vector<profiler::gemm_call> calls = profiler::distinct_gemm_calls(plan.points);
     std::vector<kernels::backend::gemm_query> queries;
     for (const auto& c : calls) queries.push_back(c.query);
+    std::vector<kernels::backend::gemm_choice> answers;
+    try {
+      answers = be->library_gemm_choices(queries);
+    } catch (const std::exception& e) {  // asking must never stop a measurement
+      std::cerr << "profile: the GEMM library could not be asked for its kernels: " << e.what() << "\n";
+      queries.clear();
+    }
     if (!queries.empty()) {
       const boost::json::object choices =
-          profiler::gemm_choices_json(calls, be->library_gemm_choices(queries), profiler::sm_count_of(be->device()));
+          profiler::gemm_choices_json(calls, answers, profiler::sm_count_of(be->device()));
       std::cerr << fmt::format("profile: {} distinct GEMM calls; the library named {}", calls.size(),
                                choices.at("known").as_int64());
       if (const auto* same = choices.if_contains("same_tile"))
