@@ -107,6 +107,11 @@ json::value prediction_json(const sim::prediction& p, const std::string& hw_name
   root["dense_other_flops"] = p.dense.other_flops;
   root["gap"] = gap_json(p);
   root["attention_share"] = p.attention_share;
+  // GPU kernel-sequence model: the largest GEMM wave factor and the share of the time its
+  // waves add past what the calibration's rows measured (sim/kernel_model.hpp).
+  root["max_wave_factor"] = p.model.max_wave_factor;
+  root["unmeasured_wave_s"] = p.model.unmeasured_wave_s;
+  if (p.model.unmeasured_wave_s > 0) root["unmeasured_wave_share"] = p.model.unmeasured_wave_s / p.model.total_s;
   if (p.expected_error) {
     const sim::cross_validation_summary& e = *p.expected_error;
     json::object ee;

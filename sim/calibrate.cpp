@@ -112,6 +112,10 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<measured_
     const kernel_fit_result fit = fit_kernel_params(hw, rows);
     c.format = 2;
     c.kernels = fit.params;
+    for (const kernel_row& r : rows)
+      for (const kernel_work& k : r.kernels)
+        c.kernels->max_wave_factor =
+            std::max(c.kernels->max_wave_factor, gemm_wave_factor(k, r.type, c.kernels->gemm_tiles, hw));
     c.launch_s = fit.params.gap_s;
     c.launch_blocks = blocks;
     c.launch_source = "kernel-sequence model fitted on " + std::to_string(rows.size()) + " rows (" +

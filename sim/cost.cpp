@@ -160,6 +160,7 @@ kernel_params parse_kernels(const json::value& v, const std::string& file, const
   p.host_s = r.get_number("host_s", 0.0);
   p.gap_s = r.get_number("gap_s", 0.0);
   p.warm_fraction = get_fraction(r, "warm_fraction", 0.0);
+  p.max_wave_factor = r.get_non_negative("max_wave_factor", 0.0);
   const json::array& types = r.get_array("dtypes");
   if (types.empty()) throw input_error(file, r.key_path("dtypes"), "needs at least one dtype");
   for (std::size_t i = 0; i < types.size(); ++i) {
@@ -193,6 +194,7 @@ json::object kernels_json(const kernel_params& p, const std::vector<dtype>& dtyp
   o["host_s"] = p.host_s;
   o["gap_s"] = p.gap_s;
   o["warm_fraction"] = p.warm_fraction;
+  if (p.max_wave_factor > 0) o["max_wave_factor"] = p.max_wave_factor;
   json::array types;
   for (dtype t : dtypes) types.emplace_back(to_string(t));
   o["dtypes"] = std::move(types);
@@ -701,6 +703,10 @@ op_time cost_model::time_impl(const op_cost& original, const Shape& s, dtype t) 
         r.kernel_s.push_back(kernel_device_s(k, used, p, m_hw, true));
         r.time_s += r.kernel_s.back();
         cold.push_back(kernel_device_s(k, used, p, m_hw, false));
+        const double q = gemm_wave_factor(k, used, p.gemm_tiles, m_hw);
+        r.wave_factor = std::max(r.wave_factor, q);
+        if (p.max_wave_factor > 0 && q > p.max_wave_factor)
+          r.unmeasured_wave_s += r.kernel_s.back() - kernel_device_s(k, used, p, m_hw, true, p.max_wave_factor);
       }
       r.isolated_s = p.event_s + sim::sequence_s(cold, p);
       r.kernels = static_cast<int>(ks.size());

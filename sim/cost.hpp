@@ -272,6 +272,12 @@ struct op_time {
   // the op as the profiler's isolated mode measures it (cold, with host and event costs).
   std::vector<double> kernel_s;
   double isolated_s = 0;
+  // Kernel-sequence model only: the largest wave factor of the op's GEMM kernels
+  // (gemm_wave_factor), and the device time its kernels' waves add past the largest factor
+  // the calibration's rows had (kernel_params::max_wave_factor; 0 when none went past it or
+  // the calibration did not record it): padding the tiling model assumes and no row measured.
+  double wave_factor = 1;
+  double unmeasured_wave_s = 0;
 
   bool memory_bound() const { return memory_s > compute_s; }
 };

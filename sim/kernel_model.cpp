@@ -279,7 +279,16 @@ kernel_params default_kernel_params(const hardware_spec& hw) {
   return p;
 }
 
-double kernel_device_s(const kernel_work& k, dtype t, const kernel_params& p, const hardware_spec& hw, bool warm) {
+double gemm_wave_factor(const kernel_work& k, dtype t, gemm_tiling tiling, const hardware_spec& hw) {
+  if (k.kind != kernel_kind::gemm && k.kind != kernel_kind::batched_gemm) return 1;
+  const double sms = hw.sm_count;
+  if (tiling == gemm_tiling::chosen && k.gemm.m > 0) return sms > 0 ? choose_gemm_tile(k.gemm, hw, t).q : 1;
+  if (sms > 0 && k.tiles >= sms) return std::ceil(k.tiles / sms - 1e-12) * sms / k.tiles;
+  return 1;
+}
+
+double kernel_device_s(const kernel_work& k, dtype t, const kernel_params& p, const hardware_spec& hw, bool warm,
+                       double max_q) {
   const kernel_class_params& c = p.of(k.kind);
   double bytes = k.bytes;
   if (warm && hw.l2_bytes > 0) bytes -= p.warm_fraction * std::min(0.5 * bytes, hw.l2_bytes);
@@ -288,13 +297,8 @@ double kernel_device_s(const kernel_work& k, dtype t, const kernel_params& p, co
   switch (k.kind) {
     case kernel_kind::gemm:
     case kernel_kind::batched_gemm: {
-      double q = 1;
-      const double sms = hw.sm_count;
-      if (p.gemm_tiles == gemm_tiling::chosen && k.gemm.m > 0) {
-        if (sms > 0) q = choose_gemm_tile(k.gemm, hw, t).q;
-      } else if (sms > 0 && k.tiles >= sms) {
-        q = std::ceil(k.tiles / sms - 1e-12) * sms / k.tiles;
-      }
+      double q = gemm_wave_factor(k, t, p.gemm_tiles, hw);
+      if (max_q > 0) q = std::min(q, max_q);
       const double peak = hw.peak_matmul_flops.of(t) * c.compute_efficiency;
       const double compute = peak > 0 ? k.flops * q / peak : 0;
       return c.floor_s + std::cbrt(compute * compute * compute + mem * mem * mem);

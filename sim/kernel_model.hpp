@@ -117,6 +117,10 @@ struct kernel_params {
   // calibration says otherwise (its "gemm_tiles" key); default_kernel_params(hw), and so
   // `modsim calibrate`, takes the hardware file's (hw.gemm_tiles).
   gemm_tiling gemm_tiles = gemm_tiling::fixed128;
+  // The largest GEMM wave factor q (gemm_wave_factor) among the kernels of the rows the
+  // calibration was fitted on (JSON "max_wave_factor"; 0: not recorded). Past it the wave
+  // padding a prediction carries is the tiling model's assumption, not a measurement.
+  double max_wave_factor = 0;
   std::array<kernel_class_params, kernel_kind_count> kinds{};
 
   kernel_class_params& of(kernel_kind k) { return kinds[static_cast<std::size_t>(k)]; }
@@ -126,8 +130,16 @@ struct kernel_params {
 // Starting values (and the prior the fit is pulled towards where data say nothing) for `hw`.
 kernel_params default_kernel_params(const hardware_spec& hw);
 
-// Device seconds of kernel `k` with dtype `t` on `hw`; `warm` = inside a sequence.
-double kernel_device_s(const kernel_work& k, dtype t, const kernel_params& p, const hardware_spec& hw, bool warm);
+// The wave quantisation factor q of GEMM kernel `k` (1 for any other kernel): with
+// gemm_tiling::fixed128, ⌈tiles/SMs⌉·SMs/tiles once the tiles fill the SMs (else 1); with
+// chosen, choose_gemm_tile's q.
+double gemm_wave_factor(const kernel_work& k, dtype t, gemm_tiling tiling, const hardware_spec& hw);
+
+// Device seconds of kernel `k` with dtype `t` on `hw`; `warm` = inside a sequence. `max_q` > 0
+// caps the GEMM wave factor at it (what the kernel would take had its waves been no worse
+// than that).
+double kernel_device_s(const kernel_work& k, dtype t, const kernel_params& p, const hardware_spec& hw, bool warm,
+                       double max_q = 0);
 
 // The host/device queue over kernels whose device times are `device_s`, in launch order:
 // seconds from the first enqueue to the end of the last kernel (no event_s).

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "sim/gemm_tiles.hpp"
 
 namespace modsim::sim {
 
@@ -60,6 +61,8 @@ model_time time_model(const model_spec& model, const workload& w, const cost_mod
       const op_time t = (expected && oi > 0) ? cost.time_of(c, x, w.type) : cost.time_of(c, s, w.type);
       if (t.from_other_dtype) out.timed_as_dtype = t.calibrated_dtype;
       op_prediction p = to_prediction(t, rf.ops.at(oi), scale, kscale);
+      out.max_wave_factor = std::max(out.max_wave_factor, t.wave_factor);
+      out.unmeasured_wave_s += t.unmeasured_wave_s * scale;
       sequence.push_back(t);
       lp.time_s += p.time_s;
       lp.kernels += p.kernels;
@@ -77,6 +80,8 @@ model_time time_model(const model_spec& model, const workload& w, const cost_mod
   const op_time head_time = cost.time_of(timed_flops.lm_head, head, w.type);
   sequence.push_back(head_time);
   out.lm_head = to_prediction(head_time, reported.lm_head, scale, kscale);
+  out.max_wave_factor = std::max(out.max_wave_factor, head_time.wave_factor);
+  out.unmeasured_wave_s += head_time.unmeasured_wave_s * scale;
   out.ops_s += out.lm_head.time_s;
   out.kernels += out.lm_head.kernels;
   out.matmul_flops += out.lm_head.matmul_flops;
@@ -246,6 +251,14 @@ prediction predict(const model_spec& model, const model_spec& baseline, const wo
       for (const auto& o : stand_ins) s += (s.empty() ? "" : ", ") + o;
       p.notes.push_back("never measured, timed with a stand-in op's curve: " + s);
     }
+    const calibration& cal = *cost.calibration();
+    if (cal.kernels && cal.kernels->max_wave_factor > 0 && p.model.unmeasured_wave_s > 0.005 * p.model.total_s)
+      p.notes.push_back(fmt::format(
+          "GEMM waves past what the calibration measured: wave factor up to {:.2f} (its rows reached {:.2f}); "
+          "{:.1f}% of this prediction is the padding of those waves as the {} tiling assumes it, which no row "
+          "measured (the band does not cover it)",
+          p.model.max_wave_factor, cal.kernels->max_wave_factor, 100 * p.model.unmeasured_wave_s / p.model.total_s,
+          to_string(cal.kernels->gemm_tiles)));
     if (attention_roofline) {
       const attention_impl measured = cost.calibration()->attention;
       p.notes.push_back(fmt::format(

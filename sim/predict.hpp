@@ -117,6 +117,11 @@ struct model_time {
   std::int64_t bytes = 0;
   // Set when ops were timed by another dtype's calibration (fp16 by bf16's).
   std::optional<dtype> timed_as_dtype;
+  // GPU kernel-sequence model: the largest GEMM wave factor of the ops (op_time::wave_factor)
+  // and the device time their waves add past what the calibration's rows measured
+  // (Σ op_time::unmeasured_wave_s, train scaled as time_s).
+  double max_wave_factor = 1;
+  double unmeasured_wave_s = 0;
 };
 
 struct prediction {

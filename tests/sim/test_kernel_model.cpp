@@ -238,6 +238,29 @@ TEST(KernelModel, EveryOpOfTheFlopModelHasKernels) {
   EXPECT_THROW(gpu_kernels(modsim::op::block_dense, s), modsim::error);  // a block's kernels are its ops'
 }
 
+TEST(KernelModel, TheWaveFactorOfAGemmAndItsCap) {
+  const hardware_spec hw = round_gpu();  // 4 SMs
+  kernel_params p = default_kernel_params(hw);
+  kernel_class_params& g = p.of(kernel_kind::gemm);
+  g.floor_s = 0;
+  g.compute_efficiency = 0.5;
+  kernel_work k;
+  k.kind = kernel_kind::gemm;
+  k.flops = 1e9;  // 20 µs of compute, no bytes
+  k.tiles = 3;    // under one wave: no quantisation
+  EXPECT_DOUBLE_EQ(gemm_wave_factor(k, dtype::bf16, gemm_tiling::fixed128, hw), 1.0);
+  k.tiles = 5;  // two waves of four SMs for five tiles: 8/5
+  EXPECT_DOUBLE_EQ(gemm_wave_factor(k, dtype::bf16, gemm_tiling::fixed128, hw), 1.6);
+  // Capped at 1.2 (what the calibration's rows reached), the compute term is × 1.2 instead of × 1.6.
+  EXPECT_NEAR(kernel_device_s(k, dtype::bf16, p, hw, false), 20e-6 * 1.6, 1e-15);
+  EXPECT_NEAR(kernel_device_s(k, dtype::bf16, p, hw, false, 1.2), 20e-6 * 1.2, 1e-15);
+  EXPECT_NEAR(kernel_device_s(k, dtype::bf16, p, hw, false, 2.0), 20e-6 * 1.6, 1e-15);  // a cap above: none
+  kernel_work norm;
+  norm.kind = kernel_kind::norm;
+  norm.tiles = 5;
+  EXPECT_DOUBLE_EQ(gemm_wave_factor(norm, dtype::bf16, gemm_tiling::fixed128, hw), 1.0);
+}
+
 TEST(KernelModel, GemmTimeIsFloorPlusSmoothMaxOfComputeAndBandwidth) {
   const hardware_spec hw = round_gpu();
   kernel_params p = default_kernel_params(hw);

@@ -210,6 +210,42 @@ TEST(Predict, CalibratedModelPredictsAnUnmeasuredCapacity) {
   EXPECT_TRUE(pc.notes.empty());
 }
 
+TEST(Predict, SaysWhenGemmWavesGoPastWhatTheCalibrationMeasured) {
+  // Phi-2's layer at B 6, S 384, capacity 0.4 on h100-sxm-calibrated: the routed layer's
+  // mlp_down is 6·154 = 924 rows × 2,560 columns, ⌈924/128⌉·⌈2560/128⌉ = 8·20 = 160 tiles
+  // on 132 SMs: two waves, q = 264/160 = 1.65, above the largest factor the calibration's
+  // rows had (its own max_wave_factor, recorded below 1.65).
+  const hardware_spec hw = load_hardware(k_configs + "/hardware/h100-sxm-calibrated.json");
+  const cost_model cost(hw, attention_impl::unfused);
+  const model_spec m = parse_model(
+      R"({"name": "phi-2-layer", "d_model": 2560, "n_layers": 2, "n_heads": 32, "n_kv_heads": 32, "d_ff": 10240,
+          "vocab_size": 32000, "mlp": "gelu", "routing": {"capacity": 0.4, "schedule": "every_other"}})",
+      "phi-2-layer.json");
+  workload w;
+  w.batch = 6;
+  w.seq_len = 384;
+  w.type = dtype::bf16;
+  const prediction p = predict(m, dense_baseline(m), w, cost);
+  ASSERT_TRUE(cost.calibration() && cost.calibration()->kernels);
+  const double measured = cost.calibration()->kernels->max_wave_factor;
+  ASSERT_GT(measured, 1.0);
+  ASSERT_LT(measured, 1.65);
+  EXPECT_NEAR(p.model.max_wave_factor, 264.0 / 160.0, 1e-12);
+  EXPECT_GT(p.model.unmeasured_wave_s, 0.0);
+  EXPECT_LT(p.model.unmeasured_wave_s, p.model.total_s);
+  bool said = false;
+  for (const std::string& n : p.notes) said = said || n.find("GEMM waves past what the calibration measured") == 0;
+  EXPECT_TRUE(said);
+  // At the calibration's own shapes (powers of two) nothing goes past it.
+  workload at = w;
+  at.batch = 8;
+  at.seq_len = 512;
+  EXPECT_DOUBLE_EQ(predict(load_model(k_configs + "/models/mod-220m.json"),
+                           dense_baseline(load_model(k_configs + "/models/mod-220m.json")), at, cost)
+                       .model.unmeasured_wave_s,
+                   0.0);
+}
+
 TEST(Predict, DecodeUsesTheDecodeFlopModel) {
   const model_spec m = load_model(k_configs + "/models/mod-220m.json");
   const cost_model cost(load_hardware(k_configs + "/hardware/h100-sxm.json"));
