@@ -129,30 +129,22 @@ json::value prediction_json(const sim::prediction& p, const std::string& hw_name
     ee["band_pct"] = b;
     if (p.band) {
       ee["inside_measured_range"] = p.band->inside();
-      json::array out;
-      for (const auto& a : p.band->outside) {
-        json::object ao;
-        ao["axis"] = a.axis;
-        ao["value"] = a.value;
-        ao["min"] = a.min;
-        ao["max"] = a.max;
-        ao["factor"] = std::exp2(a.distance);
-        ao["band_pct"] = a.band_pct;
-        ao["extrapolation_measured"] = a.measured;
-        out.push_back(std::move(ao));
-      }
-      ee["outside"] = std::move(out);
-      json::array mid;  // inside the range, at none of the measured values
-      for (const auto& a : p.band->between) {
-        json::object ao;
-        ao["axis"] = a.axis;
-        ao["value"] = a.value;
-        ao["below"] = a.min;
-        ao["above"] = a.max;
-        ao["band_pct"] = a.band_pct;
-        mid.push_back(std::move(ao));
-      }
-      ee["between"] = std::move(mid);
+      // outside: past the measured range; between: inside it, at none of the measured values.
+      const auto axes = [](const std::vector<sim::error_band::outside_axis>& list, bool past) {
+        json::array arr;
+        for (const auto& a : list) {
+          json::object ao{{"axis", a.axis}, {"value", a.value}};
+          ao[past ? "min" : "below"] = a.min;
+          ao[past ? "max" : "above"] = a.max;
+          if (past) ao["factor"] = std::exp2(a.distance);
+          ao["band_pct"] = a.band_pct;
+          if (past) ao["extrapolation_measured"] = a.measured;
+          arr.push_back(std::move(ao));
+        }
+        return arr;
+      };
+      ee["outside"] = axes(p.band->outside, true);
+      ee["between"] = axes(p.band->between, false);
       ee["band"] = p.band->text();
     }
     root["expected_error"] = std::move(ee);

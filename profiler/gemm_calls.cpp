@@ -30,11 +30,9 @@ void add(std::vector<gemm_call>& calls, modsim::op o, query q) {
   calls.push_back({std::string(to_string(o)), q});
 }
 
-}  // namespace
-
-std::vector<gemm_call> gemm_calls(const point& p) {
-  std::vector<gemm_call> calls;
-  if (kernels::is_decode(p.op)) return calls;
+// Adds point `p`'s GEMM calls to `calls` (merging those of a shape already there).
+void add_calls_of(const point& p, std::vector<gemm_call>& calls) {
+  if (kernels::is_decode(p.op)) return;
   const std::vector<modsim::op> ops = kernels::is_block(p.op) ? block_ops(p) : std::vector<modsim::op>{p.op};
   const kernels::block_shape& k = p.shape;
   const sim::op_shape s = op_shape_of(p);
@@ -60,20 +58,19 @@ std::vector<gemm_call> gemm_calls(const point& p) {
     q.b_transposed = o == modsim::op::attn_scores;
     add(calls, o, q);
   }
+}
+
+}  // namespace
+
+std::vector<gemm_call> gemm_calls(const point& p) {
+  std::vector<gemm_call> calls;
+  add_calls_of(p, calls);
   return calls;
 }
 
 std::vector<gemm_call> distinct_gemm_calls(const std::vector<point>& points) {
   std::vector<gemm_call> out;
-  for (const point& p : points)
-    for (const gemm_call& c : gemm_calls(p)) {
-      std::size_t start = 0;
-      while (start <= c.ops.size()) {
-        const std::size_t end = std::min(c.ops.find(',', start), c.ops.size());
-        add(out, *find_op(c.ops.substr(start, end - start)), c.query);
-        start = end + 1;
-      }
-    }
+  for (const point& p : points) add_calls_of(p, out);
   return out;
 }
 

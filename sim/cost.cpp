@@ -310,14 +310,8 @@ json::object coverage_json(const axis_coverage& c) {
   o["inner_p90_abs_pct_error"] = c.inner_p90_abs_pct_error;
   o["decode_inner_blocks"] = c.decode_inner_blocks;
   o["decode_inner_p90_abs_pct_error"] = c.decode_inner_p90_abs_pct_error;
-  json::array values;
-  for (double v : c.values) values.emplace_back(v);
-  o["values"] = std::move(values);
-  if (c.decode_values_recorded) {
-    json::array decode_values;
-    for (double v : c.decode_values) decode_values.emplace_back(v);
-    o["decode_values"] = std::move(decode_values);
-  }
+  o["values"] = json::array(c.values.begin(), c.values.end());
+  if (c.decode_values_recorded) o["decode_values"] = json::array(c.decode_values.begin(), c.decode_values.end());
   return o;
 }
 

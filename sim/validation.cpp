@@ -422,11 +422,10 @@ std::optional<error_band> band_for(const calibration& c, const axis_values& valu
       // The distance to the nearest value of the prediction's kind (past the last of them, the
       // range's end, which other rows set, is named as the bound but is no measured value).
       const auto hi = std::lower_bound(measured.begin(), measured.end(), v);
-      const double above = hi == measured.end() ? a.max : *hi;
-      const double below = hi == measured.begin() ? a.min : *(hi - 1);
+      const bool has_above = hi != measured.end(), has_below = hi != measured.begin();
+      const double above = has_above ? *hi : a.max, below = has_below ? *(hi - 1) : a.min;
       const double inf = std::numeric_limits<double>::infinity();
-      const double to_value = std::min(hi == measured.end() ? inf : std::abs(std::log2(*hi / v)),
-                                       hi == measured.begin() ? inf : std::abs(std::log2(v / *(hi - 1))));
+      const double to_value = std::min(has_above ? std::log2(above / v) : inf, has_below ? std::log2(v / below) : inf);
       if (to_value > near && to_value > mid.distance) mid = {a.axis, v, below, above, to_value, 0.0, true};
     }
     if (!out.axis.empty()) {

@@ -125,18 +125,19 @@ value_cv_result cross_validate_by(const hardware_spec& hw, const std::vector<mea
 // Inside the calibration's measured range on every axis, the band is the p90 of the shape
 // cross-validation (blocks of shapes the fit never saw, their values within what it saw) among
 // blocks predicted to take about as long (terciles of predicted time: short blocks, where
-// launches and small kernels weigh, miss by more). Outside
-// along an axis, that band grows by how much worse the fits that had to reach past their
-// data along the axis did (the p90 of the lowest and the highest block-bearing value, each
-// held out, against the cross-validation's p90; never less than 1), stretched in proportion
-// when the prediction lies farther out, in factors of two, than those held-out values did.
-// An axis where no such extrapolation could be measured widens the band by the distance alone
-// (as if one factor of two had been measured at no loss), and the band says it was not
-// measured. Several axes outside: the widest.
+// launches and small kernels weigh, miss by more). Outside the range along an axis, the band
+// is at least the p90 of the fits that had to reach past their data along it (the lowest and
+// the highest block-bearing value, each held out), stretched in proportion when the
+// prediction lies farther out, in factors of two, than those held-out values did. Between
+// measured values, at least the p90 of the inner values held out (the ends' where there are
+// none). An axis where no such extrapolation could be measured widens the band by the
+// distance alone (as if one factor of two had been measured at no loss), and the band says it
+// was not measured. Several axes: the widest.
 
-// The calibration rows' range along every axis and, where two or more values carry blocks,
-// the extrapolation errors of its two ends (the lowest and the highest block-bearing value,
-// each predicted by a fit without it): at most two fits per axis.
+// The calibration rows' range along every axis, the values that carry forward blocks and
+// decode rows, and, where two or more values carry them, the errors of the values held out:
+// the two ends (extrapolations) and up to three inner values (interpolations; none along
+// tokens), each predicted by a fit without it, forward and decode rows apart.
 std::vector<axis_coverage> estimate_coverage(const hardware_spec& hw, const std::vector<measured_sample>& samples,
                                              const fit_options& options = {});
 
