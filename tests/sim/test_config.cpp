@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "sim/config.hpp"
 #include "core/error.hpp"
@@ -313,20 +315,51 @@ TEST(Config, TheRealisticCpuGridShapesAreTheLayersOfTheShippedHfConfigs) {
   EXPECT_EQ(matched, 3);
 }
 
-// configs/grids/realistic-gpu.json names in each shape's "from" the configs/hf file its layer
-// is taken from; every shape is that file's layer.
-TEST(Config, TheRealisticGpuGridShapesAreTheLayersOfTheConfigsTheyName) {
-  int matched = 0;
-  for (const boost::json::value& v : grid_shapes("realistic-gpu.json")) {
-    const boost::json::object& s = v.as_object();
-    const std::string from(s.at("from").as_string());
-    const std::size_t at = from.find("configs/hf/"), end = from.find(".json", at);
-    ASSERT_NE(at, std::string::npos) << from;
-    ASSERT_NE(end, std::string::npos) << from;
-    expect_layer_of(s, load_model(k_configs + "/hf/" + from.substr(at + 11, end + 5 - at - 11)), from);
-    ++matched;
+// configs/grids/realistic-gpu.json and realistic-long-cpu.json name in each shape's "from" the
+// configs/hf file its layer is taken from; every shape is that file's layer.
+TEST(Config, TheRealisticGridShapesAreTheLayersOfTheConfigsTheyName) {
+  for (const auto& [grid, shapes] : {std::pair{"realistic-gpu.json", 6}, std::pair{"realistic-long-cpu.json", 2}}) {
+    int matched = 0;
+    for (const boost::json::value& v : grid_shapes(grid)) {
+      const boost::json::object& s = v.as_object();
+      const std::string from(s.at("from").as_string());
+      const std::size_t at = from.find("configs/hf/"), end = from.find(".json", at);
+      ASSERT_NE(at, std::string::npos) << grid << ": " << from;
+      ASSERT_NE(end, std::string::npos) << grid << ": " << from;
+      expect_layer_of(s, load_model(k_configs + "/hf/" + from.substr(at + 11, end + 5 - at - 11)), from);
+      ++matched;
+    }
+    EXPECT_EQ(matched, shapes) << grid;
   }
-  EXPECT_EQ(matched, 6);
+}
+
+// The in-family CPU calibration grids stay in the presets' family: batches, sequence lengths and
+// capacities are powers of two, and so are the layer dimensions of calibration-2-cpu.json's
+// shapes (calibration-cpu.json's widths 768 and 3,072 are not; the out-of-family grids are
+// scored against both).
+TEST(Config, TheInFamilyCalibrationGridsArePowersOfTwo) {
+  const auto power_of_two = [](double x) { return x > 0 && std::exp2(std::round(std::log2(x))) == x; };
+  for (const char* grid : {"calibration-cpu.json", "calibration-2-cpu.json"}) {
+    std::ifstream in(k_configs + "/grids/" + grid);
+    std::stringstream text;
+    text << in.rdbuf();
+    const boost::json::object g = boost::json::parse(text.str()).as_object();
+    int checked = 0;
+    for (const char* axis : {"batch", "seq_len", "capacity"})
+      if (g.contains(axis))
+        for (const boost::json::value& v : g.at(axis).as_array()) {
+          EXPECT_TRUE(power_of_two(v.to_number<double>())) << grid << " " << axis << " " << v;
+          ++checked;
+        }
+    if (g.contains("shapes"))
+      for (const boost::json::value& v : g.at("shapes").as_array())
+        for (const char* key : {"d_model", "n_heads", "n_kv_heads", "d_ff"})
+          if (v.as_object().contains(key)) {
+            EXPECT_TRUE(power_of_two(v.at(key).to_number<double>())) << grid << " " << key;
+            ++checked;
+          }
+    EXPECT_GE(checked, 6) << grid;
+  }
 }
 
 TEST(Config, HuggingFaceKeysAreTypeChecked) {
