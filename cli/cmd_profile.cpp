@@ -176,6 +176,11 @@ int cmd_profile(const std::vector<std::string>& args) {
       "seconds (after the minimum number of samples; warm-up and setup not counted) even if not yet precise; the run "
       "takes "
       "about points x S at most (default S = 0.5 quick, 2 full); --time-budget caps the whole run")(
+      "max-noisy-time", po::value<double>(),
+      "a second cap per point, for noisy points only: a point whose samples are still imprecise (standard error "
+      "of the mean above 1%) when they reach --max-time goes on sampling until they are precise or add up to S "
+      "seconds; more samples move its median back where disturbances (another process on a shared machine) "
+      "pushed it (default 4 x --max-time; 0: stop at --max-time)")(
       "time-budget", po::value<double>(),
       "a cap on the whole run, in seconds: no point starts after S seconds (the one in progress finishes); the CSV "
       "keeps what was measured, --resume measures the rest; exit 0 (default: no cap)")(
@@ -199,7 +204,7 @@ int cmd_profile(const std::vector<std::string>& args) {
           args, opts, pos, vm,
           "usage: modsim profile --backend cpu|cuda [--preset quick|full] [--grid FILE] --out FILE.csv [--resume] "
           "[--timing isolated|in_block] [--attention unfused|fused] [--shard I/N] [--model MODEL]... "
-          "[--max-time S per point] [--time-budget S for the run]\n"
+          "[--max-time S per point] [--max-noisy-time S] [--time-budget S for the run]\n"
           "       modsim profile --backend cpu|cuda [--preset P|--grid FILE] --check CSV...   (the shards add up?)"))
     return exit_ok;
   if (!vm.count("backend")) throw input_error("", "--backend", "required (cpu or cuda)");
@@ -213,6 +218,9 @@ int cmd_profile(const std::vector<std::string>& args) {
     if (!(*time_budget_s >= 0) || !std::isfinite(*time_budget_s))
       throw input_error("", "--time-budget", "must be a number of seconds >= 0");
   }
+  for (const char* cap : {"max-time", "max-noisy-time"})
+    if (vm.count(cap) && (!(vm[cap].as<double>() >= 0) || !std::isfinite(vm[cap].as<double>())))
+      throw input_error("", std::string("--") + cap, "must be a number of seconds >= 0");
   const std::string preset_name = vm["preset"].as<std::string>();
   profiler::grid grid = vm.count("grid") ? profiler::load_grid(vm["grid"].as<std::string>())
                                          : profiler::preset(preset_name, backend_name);
@@ -307,6 +315,7 @@ int cmd_profile(const std::vector<std::string>& args) {
   }
   const bool full = !vm.count("grid") && preset_name == "full";
   ro.rule.max_time_s = vm.count("max-time") ? vm["max-time"].as<double>() : (full ? 2.0 : 0.5);
+  ro.rule.noisy_max_time_s = vm.count("max-noisy-time") ? vm["max-noisy-time"].as<double>() : 4 * ro.rule.max_time_s;
   ro.seed = vm["seed"].as<std::uint64_t>();
   ro.stop = &g_stop;
   const bool tty = ::isatty(STDERR_FILENO) != 0;
@@ -347,6 +356,7 @@ int cmd_profile(const std::vector<std::string>& args) {
                        {"min_samples", ro.rule.min_samples},
                        {"min_time_s", ro.rule.min_time_s},
                        {"max_time_s", ro.rule.max_time_s},
+                       {"noisy_max_time_s", ro.rule.noisy_max_time_s},
                        {"target_rel_error", ro.rule.target_rel_error}};
   meta["timing"] = modsim::to_string(timing);
   if (shard.second > 1) meta["shard"] = std::to_string(shard.first) + "/" + std::to_string(shard.second);
@@ -425,6 +435,7 @@ int cmd_profile(const std::vector<std::string>& args) {
   meta["sampling_s"] = result.sampling_s;
   meta["already_present"] = result.already_present;
   meta["samples_dropped_throttled"] = result.dropped_throttled;
+  meta["points_sampled_past_max_time"] = result.sampled_past_max_time;
   if (const auto c = be->clocks(); c.known) meta["sm_clock_mhz_at_end"] = c.sm_clock_mhz;
   write_metadata(meta_path, meta);
 

@@ -33,7 +33,7 @@ sample_stats measure(const std::function<double()>& sample, const stop_rule& rul
   for (int i = 0; i < rule.warmup; ++i) sample();
   std::vector<double> samples;
   double total = 0;
-  bool converged = false;
+  bool converged = false, extended = false;
   while (static_cast<int>(samples.size()) < rule.max_samples) {
     const double t = sample();
     samples.push_back(t);
@@ -44,11 +44,16 @@ sample_stats measure(const std::function<double()>& sample, const stop_rule& rul
         break;
       }
     }
-    if (total >= rule.max_time_s && static_cast<int>(samples.size()) >= std::min(rule.min_samples, rule.max_samples))
-      break;
+    if (total >= rule.max_time_s && static_cast<int>(samples.size()) >= std::min(rule.min_samples, rule.max_samples)) {
+      // Past the cap and not precise (the test above would have stopped it): a noisy point
+      // goes on to the longer cap where there is one.
+      if (total >= rule.noisy_max_time_s) break;
+      extended = true;
+    }
   }
   sample_stats s = summarize(samples);
   s.converged = converged;
+  s.extended = extended;
   return s;
 }
 

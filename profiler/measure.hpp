@@ -2,7 +2,9 @@
 // The measuring method (after NVIDIA nvbench): warm up, then take samples until the estimate
 // is precise enough (relative standard error of the mean below a target, with at least a
 // minimum number of samples and a minimum total time) or a cap is hit; report the median and
-// the 10th/90th percentiles. Timing itself is the caller's: a sample function returns the
+// the 10th/90th percentiles. A point still imprecise at the time cap (a neighbour on a shared
+// machine slowed some of its samples) may keep sampling to a second, longer cap: more samples
+// move its median back to the undisturbed time. Timing itself is the caller's: a sample function returns the
 // seconds of one repeat (CPU: steady clock around run + synchronize; GPU: events), so the
 // stopping rule can be tested with synthetic timers.
 #include <functional>
@@ -17,6 +19,9 @@ struct stop_rule {
   double min_time_s = 0.02;        // sampled time before the precision test may stop
   double max_time_s = 1.0;         // sampled time after which sampling stops regardless
   double target_rel_error = 0.01;  // stop when stderr(mean)/mean falls below this
+  // Sampled time a point still above target_rel_error at max_time_s may go on to (0 or not
+  // above max_time_s: none; the precision test still stops it as soon as it holds).
+  double noisy_max_time_s = 0;
 };
 
 struct sample_stats {
@@ -27,6 +32,7 @@ struct sample_stats {
   double rel_error = 0;  // standard error of the mean / mean
   int samples = 0;
   bool converged = false;  // stopped by the precision test, not by a cap
+  bool extended = false;   // sampled past max_time_s because still imprecise there (noisy_max_time_s)
 };
 
 // Summary statistics of samples (any order; must be non-empty). The percentiles are

@@ -212,11 +212,15 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
     const auto sampling = std::chrono::steady_clock::now();
     if (p.timing == timing_mode::in_block) {
       block_samples samples = sample_in_block(be, p, w, options.rule, &result.dropped_throttled);
+      result.sampled_past_max_time += samples.stats.extended ? 1 : 0;
       write(p, samples.stats);
       for (std::size_t k = 0; k < samples.ops.size(); ++k) write(rows_of_point[k + 1], summarize(samples.op_s[k]));
       if (options.keep_block_samples) result.in_block_samples.push_back(std::move(samples));
     } else {
-      write(p, measure([&] { return time_once(be, p.op, w, &result.dropped_throttled); }, options.rule));
+      const sample_stats stats =
+          measure([&] { return time_once(be, p.op, w, &result.dropped_throttled); }, options.rule);
+      result.sampled_past_max_time += stats.extended ? 1 : 0;
+      write(p, stats);
     }
     result.sampling_s += seconds_since(sampling);
     ++result.measured;
@@ -276,6 +280,7 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
           return seconds_since(t0);
         },
         rule);
+    result.sampled_past_max_time += stats.extended ? 1 : 0;
     measurement_row row = make_row(p, backend_name, device, stats);
     out.append(row);
     result.rows.push_back(std::move(row));

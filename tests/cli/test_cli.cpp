@@ -489,9 +489,16 @@ TEST(Cli, ProfileTimeBudgetCapsTheWholeRun) {
   EXPECT_FALSE(o.at("interrupted").as_bool());
   EXPECT_NE(r.err.find("stopped at the --time-budget of 0 s; run again with --resume"), std::string::npos) << r.err;
   EXPECT_NE(slurp(meta.string()).find("\"status\":\"time_budget\""), std::string::npos);
+  // The stop rule's caps: --max-time 0.5 (quick) and the noisy cap, 4 x that by default.
+  const boost::json::object rule = boost::json::parse(slurp(meta.string())).at("stop_rule").as_object();
+  EXPECT_DOUBLE_EQ(rule.at("max_time_s").to_number<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(rule.at("noisy_max_time_s").to_number<double>(), 2.0);
   std::filesystem::remove(csv);
   std::filesystem::remove(meta);
   EXPECT_EQ(modsim("profile --backend cpu --preset quick --time-budget -1 --out '" + csv.string() + "'").code, 2);
+  const result noisy = modsim("profile --backend cpu --preset quick --max-noisy-time -1 --out '" + csv.string() + "'");
+  EXPECT_EQ(noisy.code, 2);
+  EXPECT_NE(noisy.err.find("--max-noisy-time: must be a number of seconds >= 0"), std::string::npos) << noisy.err;
   EXPECT_FALSE(std::filesystem::exists(csv));
 }
 

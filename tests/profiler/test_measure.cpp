@@ -97,3 +97,64 @@ TEST(Measure, SampleCapStopsToo) {
   EXPECT_EQ(s.samples, 7);
   EXPECT_FALSE(s.converged);
 }
+
+// A point still imprecise at the time cap goes on to the noisy cap: alternating samples of 1 s
+// and 2 s never reach a 1e-9 relative error. Without the noisy cap they stop at 5 samples
+// (1+2+1+2+1 = 7 s ≥ 3 s, the minimum count reached); with a 20 s noisy cap at 14 (7 ones and
+// 7 twos: 21 s; after 13 samples 19 s).
+TEST(Measure, ANoisyPointSamplesOnToTheNoisyCap) {
+  stop_rule rule;
+  rule.warmup = 0;
+  rule.min_samples = 5;
+  rule.min_time_s = 0;
+  rule.max_time_s = 3;
+  rule.target_rel_error = 1e-9;
+  int i = 0;
+  const auto alternating = [&] { return 1.0 + (i++ % 2); };
+  const sample_stats capped = measure(alternating, rule);
+  EXPECT_EQ(capped.samples, 5);
+  EXPECT_FALSE(capped.extended);
+  EXPECT_FALSE(capped.converged);
+  rule.noisy_max_time_s = 20;
+  i = 0;
+  const sample_stats noisy = measure(alternating, rule);
+  EXPECT_EQ(noisy.samples, 14);
+  EXPECT_TRUE(noisy.extended);
+  EXPECT_FALSE(noisy.converged);
+}
+
+// A precise point stops where it did without the noisy cap: 0.5 s samples of no spread
+// converge at the 5th sample (2.5 s), under the 3 s cap, and are not extended.
+TEST(Measure, APrecisePointIgnoresTheNoisyCap) {
+  stop_rule rule;
+  rule.warmup = 0;
+  rule.min_samples = 5;
+  rule.min_time_s = 0;
+  rule.max_time_s = 3;
+  rule.noisy_max_time_s = 100;
+  const sample_stats s = measure([] { return 0.5; }, rule);
+  EXPECT_EQ(s.samples, 5);
+  EXPECT_TRUE(s.converged);
+  EXPECT_FALSE(s.extended);
+}
+
+// Disturbed samples: four of 1 s, one of 1.5 s, then 1 s again. At the minimum of 5 samples
+// (5.5 s, past the 3 s cap) the mean's error is far above 1 %, so the point samples on. With n
+// samples, one of them 1.5: mean 1 + 0.5/n, squared deviations 0.25 (n−1)/n, sample variance
+// 0.25/n, standard error 0.5/n, relative 0.5/(n + 0.5): at most 1 % first at n = 50 (50.5 s,
+// under the 100 s noisy cap).
+TEST(Measure, ADisturbedPointConvergesOnceTheDisturbanceIsDiluted) {
+  stop_rule rule;
+  rule.warmup = 0;
+  rule.min_samples = 5;
+  rule.min_time_s = 0;
+  rule.max_time_s = 3;
+  rule.noisy_max_time_s = 100;
+  rule.target_rel_error = 0.01;
+  int i = 0;
+  const sample_stats s = measure([&] { return i++ == 4 ? 1.5 : 1.0; }, rule);
+  EXPECT_TRUE(s.extended);
+  EXPECT_TRUE(s.converged);
+  EXPECT_EQ(s.samples, 50);
+  EXPECT_DOUBLE_EQ(s.median_s, 1.0);
+}
