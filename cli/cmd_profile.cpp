@@ -178,8 +178,9 @@ int cmd_profile(const std::vector<std::string>& args) {
       "about points x S at most (default S = 0.5 quick, 2 full); --time-budget caps the whole run")(
       "max-noisy-time", po::value<double>(),
       "a second cap per point, for noisy points only: a point whose samples are still imprecise (standard error "
-      "of the mean above 1%) when they reach --max-time goes on sampling until they are precise or add up to S "
-      "seconds; more samples move its median back where disturbances (another process on a shared machine) "
+      "of the mean above 1%) when they reach --max-time goes on sampling until they are precise, or add up to S "
+      "seconds and number at least 3 x the minimum (15); more samples move its median back where disturbances (another "
+      "process on a shared machine) "
       "pushed it (default 4 x --max-time; 0: stop at --max-time)")(
       "time-budget", po::value<double>(),
       "a cap on the whole run, in seconds: no point starts after S seconds (the one in progress finishes); the CSV "
@@ -316,6 +317,7 @@ int cmd_profile(const std::vector<std::string>& args) {
   const bool full = !vm.count("grid") && preset_name == "full";
   ro.rule.max_time_s = vm.count("max-time") ? vm["max-time"].as<double>() : (full ? 2.0 : 0.5);
   ro.rule.noisy_max_time_s = vm.count("max-noisy-time") ? vm["max-noisy-time"].as<double>() : 4 * ro.rule.max_time_s;
+  ro.rule.noisy_min_samples = 3 * ro.rule.min_samples;
   ro.seed = vm["seed"].as<std::uint64_t>();
   ro.stop = &g_stop;
   const bool tty = ::isatty(STDERR_FILENO) != 0;
@@ -357,6 +359,7 @@ int cmd_profile(const std::vector<std::string>& args) {
                        {"min_time_s", ro.rule.min_time_s},
                        {"max_time_s", ro.rule.max_time_s},
                        {"noisy_max_time_s", ro.rule.noisy_max_time_s},
+                       {"noisy_min_samples", ro.rule.noisy_min_samples},
                        {"target_rel_error", ro.rule.target_rel_error}};
   meta["timing"] = modsim::to_string(timing);
   if (shard.second > 1) meta["shard"] = std::to_string(shard.first) + "/" + std::to_string(shard.second);

@@ -46,8 +46,10 @@ sample_stats measure(const std::function<double()>& sample, const stop_rule& rul
     }
     if (total >= rule.max_time_s && static_cast<int>(samples.size()) >= std::min(rule.min_samples, rule.max_samples)) {
       // Past the cap and not precise (the test above would have stopped it): a noisy point
-      // goes on to the longer cap where there is one.
-      if (total >= rule.noisy_max_time_s) break;
+      // goes on to the longer cap, in time and in samples, where there is one.
+      const bool noisy_cap = rule.noisy_max_time_s > rule.max_time_s;
+      if (!noisy_cap || (total >= rule.noisy_max_time_s && static_cast<int>(samples.size()) >= rule.noisy_min_samples))
+        break;
       extended = true;
     }
   }

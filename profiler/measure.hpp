@@ -22,6 +22,9 @@ struct stop_rule {
   // Sampled time a point still above target_rel_error at max_time_s may go on to (0 or not
   // above max_time_s: none; the precision test still stops it as soon as it holds).
   double noisy_max_time_s = 0;
+  // ... and takes at least this many samples before that cap stops it (a block of seconds
+  // reaches any time cap in its first few samples).
+  int noisy_min_samples = 0;
 };
 
 struct sample_stats {

@@ -493,6 +493,7 @@ TEST(Cli, ProfileTimeBudgetCapsTheWholeRun) {
   const boost::json::object rule = boost::json::parse(slurp(meta.string())).at("stop_rule").as_object();
   EXPECT_DOUBLE_EQ(rule.at("max_time_s").to_number<double>(), 0.5);
   EXPECT_DOUBLE_EQ(rule.at("noisy_max_time_s").to_number<double>(), 2.0);
+  EXPECT_EQ(rule.at("noisy_min_samples").to_number<int>(), 15);
   std::filesystem::remove(csv);
   std::filesystem::remove(meta);
   EXPECT_EQ(modsim("profile --backend cpu --preset quick --time-budget -1 --out '" + csv.string() + "'").code, 2);

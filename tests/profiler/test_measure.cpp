@@ -123,6 +123,28 @@ TEST(Measure, ANoisyPointSamplesOnToTheNoisyCap) {
   EXPECT_FALSE(noisy.converged);
 }
 
+// A noisy point also takes the noisy minimum of samples: with a 4 s noisy cap (reached at the
+// 5th sample, 7 s) and a minimum of 15, alternating 1 s / 2 s samples stop at 15 (8 ones, 7 twos).
+TEST(Measure, ANoisyPointTakesTheNoisyMinimumOfSamples) {
+  stop_rule rule;
+  rule.warmup = 0;
+  rule.min_samples = 5;
+  rule.min_time_s = 0;
+  rule.max_time_s = 3;
+  rule.noisy_max_time_s = 4;
+  rule.noisy_min_samples = 15;
+  rule.target_rel_error = 1e-9;
+  int i = 0;
+  const sample_stats s = measure([&] { return 1.0 + (i++ % 2); }, rule);
+  EXPECT_EQ(s.samples, 15);
+  EXPECT_DOUBLE_EQ(s.mean_s, 22.0 / 15);
+  EXPECT_TRUE(s.extended);
+  // Without a noisy cap the minimum does nothing: 5 samples, as before.
+  rule.noisy_max_time_s = 0;
+  i = 0;
+  EXPECT_EQ(measure([&] { return 1.0 + (i++ % 2); }, rule).samples, 5);
+}
+
 // A precise point stops where it did without the noisy cap: 0.5 s samples of no spread
 // converge at the 5th sample (2.5 s), under the 3 s cap, and are not extended.
 TEST(Measure, APrecisePointIgnoresTheNoisyCap) {
