@@ -18,6 +18,7 @@
 #include "cli/printer.hpp"
 #include "sim/config.hpp"
 #include "sim/cost.hpp"
+#include "sim/repeatability.hpp"
 #include "sim/validation.hpp"
 #include "sim/validation_fields.hpp"
 #include "core/error.hpp"
@@ -58,7 +59,10 @@ const char* const k_usage =
     "\n"
     "Every run also scores the datasheet roofline (HW without its calibration block) on the same\n"
     "rows, per kind of row beside the calibrated figures, and says in one line where calibration\n"
-    "made predictions worse (its median or p90 |error| above the datasheet's).";
+    "made predictions worse (its median or p90 |error| above the datasheet's).\n\n"
+    "A block measured more than once (the same row in one file or several, same device) is scored\n"
+    "each time, and the output says how far its measurements differ from each other (JSON\n"
+    "repeatability: median, p90 and max |difference| of the pairs): the floor under any error.";
 
 std::string shape_text(const sim::measured_sample& s) {
   std::string t = fmt::format("B{} S{} d{} h{} ff{}", s.shape.batch, s.shape.seq_len, s.shape.d_model, s.shape.n_heads,
@@ -153,6 +157,26 @@ std::string band_line(const std::optional<band_check>& b) {
       "median |error| ({:.1f}%)",
       b->covered_pct, b->points, b->median_band_pct,
       b->median_abs_error_pct > 0 ? b->median_band_pct / b->median_abs_error_pct : 0.0, b->median_abs_error_pct);
+}
+
+// Repeat measurements among the rows (sim::repeatability_of): JSON null without any.
+json::value repeatability_json(const std::optional<sim::repeatability>& r) {
+  if (!r) return nullptr;
+  json::object o;
+  o["blocks"] = r->blocks;
+  o["pairs"] = r->pairs;
+  o["median_abs_pct_diff"] = r->median_abs_pct_diff;
+  o["p90_abs_pct_diff"] = r->p90_abs_pct_diff;
+  o["max_abs_pct_diff"] = r->max_abs_pct_diff;
+  return o;
+}
+
+std::string repeatability_line(const sim::repeatability& r) {
+  return fmt::format(
+      "repeat measurements: {} block(s) measured more than once differ by median {:.1f}%, p90 {:.1f}%, max {:.1f}% "
+      "({} pairs, in % of each pair's mean): errors and bands at that level are this machine's run-to-run spread, not "
+      "the model's",
+      r.blocks, r.median_abs_pct_diff, r.p90_abs_pct_diff, r.max_abs_pct_diff, r.pairs);
 }
 
 // The notes and the --max-error verdict under the tables, the output printed, the verdict on
@@ -516,12 +540,14 @@ int cmd_validate(const std::vector<std::string>& args) {
   vo.cv_when_all_used = true;
   vo.cv_bands = !vm["no-bands"].as<bool>();
   const analysis::validation_section v = analysis::make_validation(points, sim::load_hardware(hw_path), vo, label);
+  const std::optional<sim::repeatability> repeats = sim::repeatability_of(points);
 
   output o;
   {
     json::object root = validation_json(v, max_error);
     root["skipped_calibration_rows"] = v.skipped_blocks;
     root["calibrated"] = v.calibrated;
+    root["repeatability"] = repeatability_json(repeats);
     o.json = std::move(root);
   }
   o.head.push_back(fmt::format("cost model: {}", v.cost_label));
@@ -535,6 +561,7 @@ int cmd_validate(const std::vector<std::string>& args) {
                              p.band_pct ? fmt::format("±{:.1f}%", *p.band_pct) : std::string("-")});
   o.tables.push_back(std::move(blocks_t));
   if (!v.ops_only) o.tail.push_back(band_line(check_bands(v.points)));
+  if (repeats) o.tail.push_back(repeatability_line(*repeats));
   table all = summary_table("");
   all.rows.push_back(summary_row(v.ops_only ? "ops" : "blocks", v.summary));
   if (!v.op_points.empty()) {

@@ -243,6 +243,32 @@ TEST(Cli, ErrorBandsCoverCpuHeldOutAndOutOfFamilyBlocks) {
     for (const auto& p : j.at("per_point").as_array()) EXPECT_TRUE(p.as_object().contains("band_pct"));
     expect_bands_cover(j.at("band").as_object(), file);
   }
+  // The 16k-token blocks, 4x past the calibration's tokens.
+  const result r = modsim(
+      "validate --measurements reports/measurements/cpu-xeon-2core-2026-11-24c-realistic-long.csv --hardware "
+      "cpu-calibrated --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  expect_bands_cover(boost::json::parse(r.out).at("band").as_object(), "realistic-long");
+}
+
+// Blocks measured more than once: one file alone has no repeat (JSON null); the same file
+// twice repeats each of its 60 blocks once, identical (every difference 0).
+TEST(Cli, ValidateSaysHowFarRepeatMeasurementsAgree) {
+  const std::string file = "reports/measurements/cpu-xeon-2core-2026-11-24b-realistic.csv";
+  const result once = modsim("validate --measurements " + file + " --hardware cpu-calibrated --format json");
+  ASSERT_EQ(once.code, 0) << once.err;
+  EXPECT_TRUE(boost::json::parse(once.out).at("repeatability").is_null());
+  const result twice =
+      modsim("validate --measurements " + file + " " + file + " --hardware cpu-calibrated --format json");
+  ASSERT_EQ(twice.code, 0) << twice.err;
+  const boost::json::object r = boost::json::parse(twice.out).at("repeatability").as_object();
+  EXPECT_EQ(r.at("blocks").as_int64(), 60);
+  EXPECT_EQ(r.at("pairs").as_int64(), 60);
+  EXPECT_EQ(r.at("max_abs_pct_diff").to_number<double>(), 0.0);
+  const result text = modsim("validate --measurements " + file + " " + file + " --hardware cpu-calibrated");
+  EXPECT_NE(text.out.find("repeat measurements: 60 block(s) measured more than once differ by median 0.0%"),
+            std::string::npos)
+      << text.out;
 }
 
 TEST(Cli, ErrorBandsHoldOnH100ValuesLeftOut) {
