@@ -173,15 +173,14 @@ int cmd_profile(const std::vector<std::string>& args) {
       "seed", po::value<std::uint64_t>()->default_value(1), "seed for the random weights and inputs")(
       "max-time", po::value<double>(),
       "a cap per point, not on the whole run: a point stops taking samples once its timed samples add up to S "
-      "seconds (after the minimum number of samples; warm-up and setup not counted) even if not yet precise; the run "
-      "takes "
-      "about points x S at most (default S = 0.5 quick, 2 full); --time-budget caps the whole run")(
+      "seconds (after the minimum number of samples; warm-up and setup not counted) even if not yet precise, unless "
+      "--max-noisy-time extends it; the run takes about points x S (default S = 0.5 quick, 2 full); --time-budget "
+      "caps the whole run")(
       "max-noisy-time", po::value<double>(),
-      "a second cap per point, for noisy points only: a point whose samples are still imprecise (standard error "
-      "of the mean above 1%) when they reach --max-time goes on sampling until they are precise, or add up to S "
-      "seconds and number at least 3 x the minimum (15); more samples move its median back where disturbances (another "
-      "process on a shared machine) "
-      "pushed it (default 4 x --max-time; 0: stop at --max-time)")(
+      "a second cap per point, for noisy points only: a point whose samples are still imprecise (standard error of "
+      "the mean above 1%) at --max-time samples on until they are precise, or add up to S seconds and number at "
+      "least 15 (3 x the minimum); more samples move its median back where disturbances (another process on a "
+      "shared machine) pushed it (default S = 4 x --max-time; 0: stop at --max-time)")(
       "time-budget", po::value<double>(),
       "a cap on the whole run, in seconds: no point starts after S seconds (the one in progress finishes); the CSV "
       "keeps what was measured, --resume measures the rest; exit 0 (default: no cap)")(

@@ -4,9 +4,9 @@
 // minimum number of samples and a minimum total time) or a cap is hit; report the median and
 // the 10th/90th percentiles. A point still imprecise at the time cap (a neighbour on a shared
 // machine slowed some of its samples) may keep sampling to a second, longer cap: more samples
-// move its median back to the undisturbed time. Timing itself is the caller's: a sample function returns the
-// seconds of one repeat (CPU: steady clock around run + synchronize; GPU: events), so the
-// stopping rule can be tested with synthetic timers.
+// move its median back to the undisturbed time. Timing itself is the caller's: a sample
+// function returns the seconds of one repeat (CPU: steady clock around run + synchronize; GPU:
+// events), so the stopping rule can be tested with synthetic timers.
 #include <functional>
 #include <vector>
 
