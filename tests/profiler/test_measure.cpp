@@ -98,16 +98,22 @@ TEST(Measure, SampleCapStopsToo) {
   EXPECT_FALSE(s.converged);
 }
 
-// A point still imprecise at the time cap goes on to the noisy cap: alternating samples of 1 s
-// and 2 s never reach a 1e-9 relative error. Without the noisy cap they stop at 5 samples
-// (1+2+1+2+1 = 7 s ≥ 3 s, the minimum count reached); with a 20 s noisy cap at 14 (7 ones and
-// 7 twos: 21 s; after 13 samples 19 s).
-TEST(Measure, ANoisyPointSamplesOnToTheNoisyCap) {
+// The rule of the noisy-cap tests: no warm-up, at least 5 samples, a 3 s time cap.
+stop_rule three_second_cap() {
   stop_rule rule;
   rule.warmup = 0;
   rule.min_samples = 5;
   rule.min_time_s = 0;
   rule.max_time_s = 3;
+  return rule;
+}
+
+// A point still imprecise at the time cap goes on to the noisy cap: alternating samples of 1 s
+// and 2 s never reach a 1e-9 relative error. Without the noisy cap they stop at 5 samples
+// (1+2+1+2+1 = 7 s ≥ 3 s, the minimum count reached); with a 20 s noisy cap at 14 (7 ones and
+// 7 twos: 21 s; after 13 samples 19 s).
+TEST(Measure, ANoisyPointSamplesOnToTheNoisyCap) {
+  stop_rule rule = three_second_cap();
   rule.target_rel_error = 1e-9;
   int i = 0;
   const auto alternating = [&] { return 1.0 + (i++ % 2); };
@@ -126,11 +132,7 @@ TEST(Measure, ANoisyPointSamplesOnToTheNoisyCap) {
 // A noisy point also takes the noisy minimum of samples: with a 4 s noisy cap (reached at the
 // 5th sample, 7 s) and a minimum of 15, alternating 1 s / 2 s samples stop at 15 (8 ones, 7 twos).
 TEST(Measure, ANoisyPointTakesTheNoisyMinimumOfSamples) {
-  stop_rule rule;
-  rule.warmup = 0;
-  rule.min_samples = 5;
-  rule.min_time_s = 0;
-  rule.max_time_s = 3;
+  stop_rule rule = three_second_cap();
   rule.noisy_max_time_s = 4;
   rule.noisy_min_samples = 15;
   rule.target_rel_error = 1e-9;
@@ -148,11 +150,7 @@ TEST(Measure, ANoisyPointTakesTheNoisyMinimumOfSamples) {
 // A precise point stops where it did without the noisy cap: 0.5 s samples of no spread
 // converge at the 5th sample (2.5 s), under the 3 s cap, and are not extended.
 TEST(Measure, APrecisePointIgnoresTheNoisyCap) {
-  stop_rule rule;
-  rule.warmup = 0;
-  rule.min_samples = 5;
-  rule.min_time_s = 0;
-  rule.max_time_s = 3;
+  stop_rule rule = three_second_cap();
   rule.noisy_max_time_s = 100;
   const sample_stats s = measure([] { return 0.5; }, rule);
   EXPECT_EQ(s.samples, 5);
@@ -166,11 +164,7 @@ TEST(Measure, APrecisePointIgnoresTheNoisyCap) {
 // 0.25/n, standard error 0.5/n, relative 0.5/(n + 0.5): at most 1 % first at n = 50 (50.5 s,
 // under the 100 s noisy cap).
 TEST(Measure, ADisturbedPointConvergesOnceTheDisturbanceIsDiluted) {
-  stop_rule rule;
-  rule.warmup = 0;
-  rule.min_samples = 5;
-  rule.min_time_s = 0;
-  rule.max_time_s = 3;
+  stop_rule rule = three_second_cap();
   rule.noisy_max_time_s = 100;
   rule.target_rel_error = 0.01;
   int i = 0;
