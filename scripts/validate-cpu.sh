@@ -11,9 +11,13 @@
 # capacity the preset never measured) is validated on its own, and so is
 # configs/grids/decode-holdout-2-cpu.json (decode-holdout-2.csv: other batches, contexts and
 # capacity, a 640-wide MHA layer and a GQA + swiglu layer, with the same two models' steps).
+# --realistic adds the out-of-family blocks: configs/grids/realistic-cpu.json (released
+# models' layers at batches, sequences and capacities off the powers of two: realistic.csv,
+# about 5 min) and configs/grids/realistic-long-cpu.json (8,192 and 16,384 tokens:
+# realistic-long.csv, about 9 min), each validated on its own.
 #
 #   scripts/validate-cpu.sh [--modsim PATH] [--max-error PCT] [--threads N] [--keep DIR] [--decode]
-#                           [--calibration-grid FILE|quick] [--calibration-timing in_block|isolated]
+#                           [--realistic] [--calibration-grid FILE|quick] [--calibration-timing in_block|isolated]
 #
 # --threads defaults to 1: OpenBLAS's threads and the kernels' own pool share two cores badly
 # (a block's time swung by up to 50 % between runs), one thread measures the method, not the
@@ -29,6 +33,7 @@ keep=""
 calibration_grid="$root/configs/grids/calibration-cpu.json"
 calibration_timing=in_block
 decode=0
+realistic=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --modsim) modsim="$2"; shift 2 ;;
@@ -38,7 +43,8 @@ while [[ $# -gt 0 ]]; do
     --calibration-grid) calibration_grid="$2"; shift 2 ;;
     --calibration-timing) calibration_timing="$2"; shift 2 ;;
     --decode) decode=1; shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --realistic) realistic=1; shift ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "validate-cpu.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -48,7 +54,7 @@ if [[ -n "$keep" ]]; then
   mkdir -p "$keep"
   dir=$(cd "$keep" && pwd)
   rm -f "$dir"/calibration.* "$dir"/holdout.* "$dir"/decode.* "$dir"/decode-holdout.* "$dir"/decode-holdout-2.* \
-    "$dir/cpu-calibrated.json"
+    "$dir"/realistic.* "$dir"/realistic-long.* "$dir/cpu-calibrated.json"
 else
   dir=$(mktemp -d "${TMPDIR:-/tmp}/modsim-validate-cpu.XXXXXX")
   trap 'rm -rf "$dir"' EXIT
@@ -74,6 +80,12 @@ if ((decode)); then
     --model dense-220m --threads "$threads" --out "$dir/decode-holdout-2.csv" >/dev/null
   measurements+=("$dir/decode.csv")
 fi
+if ((realistic)); then
+  for grid in realistic realistic-long; do
+    "$modsim" profile --backend cpu --grid "$root/configs/grids/$grid-cpu.json" --threads "$threads" \
+      --out "$dir/$grid.csv" >/dev/null
+  done
+fi
 "$modsim" calibrate --measurements "${measurements[@]}" --hardware "$root/configs/hardware/cpu.json" \
   --out "$dir/cpu-calibrated.json"
 echo
@@ -87,5 +99,12 @@ if ((decode)); then
   echo
   "$modsim" validate --measurements "$dir/decode-holdout-2.csv" --hardware "$dir/cpu-calibrated.json" \
     --max-error "$max_error" || status=$?
+fi
+if ((realistic)); then
+  for grid in realistic realistic-long; do
+    echo
+    "$modsim" validate --measurements "$dir/$grid.csv" --hardware "$dir/cpu-calibrated.json" \
+      --max-error "$max_error" || status=$?
+  done
 fi
 exit "$status"
