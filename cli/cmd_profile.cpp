@@ -212,15 +212,11 @@ int cmd_profile(const std::vector<std::string>& args) {
   if (backend_name != "cpu" && backend_name != "cuda")
     throw input_error("", "--backend", "unknown backend '" + backend_name + "' (expected cpu or cuda)");
   const output_format format = parse_format(vm["format"].as<std::string>());
+  for (const char* seconds : {"time-budget", "max-time", "max-noisy-time"})
+    if (vm.count(seconds) && (!(vm[seconds].as<double>() >= 0) || !std::isfinite(vm[seconds].as<double>())))
+      throw input_error("", std::string("--") + seconds, "must be a number of seconds >= 0");
   std::optional<double> time_budget_s;
-  if (vm.count("time-budget")) {
-    time_budget_s = vm["time-budget"].as<double>();
-    if (!(*time_budget_s >= 0) || !std::isfinite(*time_budget_s))
-      throw input_error("", "--time-budget", "must be a number of seconds >= 0");
-  }
-  for (const char* cap : {"max-time", "max-noisy-time"})
-    if (vm.count(cap) && (!(vm[cap].as<double>() >= 0) || !std::isfinite(vm[cap].as<double>())))
-      throw input_error("", std::string("--") + cap, "must be a number of seconds >= 0");
+  if (vm.count("time-budget")) time_budget_s = vm["time-budget"].as<double>();
   const std::string preset_name = vm["preset"].as<std::string>();
   profiler::grid grid = vm.count("grid") ? profiler::load_grid(vm["grid"].as<std::string>())
                                          : profiler::preset(preset_name, backend_name);
