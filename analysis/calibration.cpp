@@ -38,6 +38,28 @@ void count_used_rows(sim::calibration& c, const std::vector<sim::measured_sample
   }
 }
 
+// Records how calibration `c` of `hw` predicts the held-out rows (calibration::holdout).
+// Throws bad_input for a row of another device or backend, or rows without a block.
+void check_on_holdout(const sim::hardware_spec& hw, sim::calibration& c, const measured_rows& held) {
+  std::vector<sim::measured_sample> samples;
+  std::vector<std::string> files;
+  for (const auto& src : held.sources) files.push_back(src.file);
+  for (const auto& p : held.points) {
+    if (p.backend != c.backend || !sim::same_device_model(p.device, c.device))
+      throw error(error_kind::bad_input,
+                  fmt::format("{}: --holdout row measured on {} ({}), the calibration on {} ({}): a holdout checks "
+                              "the calibration on its own machine",
+                              p.where, p.device, p.backend, c.device, c.backend));
+    if (p.is_block() || p.is_decode()) samples.push_back(sim::with_costs(p));
+  }
+  const std::vector<sim::validation_point> points = sim::validate_blocks(samples, sim::with_calibration(hw, c));
+  if (points.empty())
+    throw error(error_kind::bad_input, fmt::format("{}: --holdout holds no block or decode row to check the "
+                                                   "calibration on",
+                                                   files.front()));
+  c.holdout = sim::summarize_holdout(c, points, std::move(files));
+}
+
 }  // namespace
 
 measured_rows read_measured_rows(const std::vector<std::string>& files) {
@@ -74,6 +96,12 @@ calibrated calibrate_from(const sim::hardware_spec& hw, const std::vector<sim::m
       // Too few shapes to hold some out: the calibration stands, without an error band.
       out.no_cross_validation = e.what();
     }
+  }
+  // After the cross-validation, outside its try: a bad holdout row is the user's error, not a
+  // band that could not be estimated.
+  if (options.fit_all && out.calibration.cross_validation && !options.holdout.points.empty()) {
+    say(options, "checking the calibration on the held-out rows ...");
+    check_on_holdout(hw, out.calibration, options.holdout);
   }
   for (const sim::cv_axis a : options.leave_out)
     out.left_out.push_back(sim::cross_validate_by(hw, samples, a, options.fit, options.bands));

@@ -41,6 +41,11 @@ struct calibrate_options {
   // leaves the calibration without a band (calibrated::no_cross_validation says why) instead
   // of throwing.
   bool cross_validation_optional = false;
+  // With fit_all and a cross-validation: rows measured to check the calibration (shapes
+  // between its measured values), never fitted; the calibration predicts their blocks and
+  // decode rows and records how it did (calibration::holdout), which its bands then use.
+  // Must come from the calibration's device and backend and hold block rows.
+  measured_rows holdout;
   std::string date;                                  // recorded in the calibration; empty: now (sim::utc_now_iso8601)
   std::function<void(const std::string&)> progress;  // one line before each long step; may be empty
 };

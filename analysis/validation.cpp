@@ -19,6 +19,24 @@
 namespace modsim::analysis {
 namespace {
 
+// A note when scored rows come from a file the calibration was checked on (--holdout): their
+// errors are out of the fit, their bands were set by them. Files match by name.
+void note_holdout_rows(validation_section& v, const sim::holdout_summary& h) {
+  namespace fs = std::filesystem;
+  std::set<std::string> names;
+  for (const auto& f : h.files) names.insert(fs::path(f).filename().string());
+  std::map<std::string, int> rows;
+  for (const auto& p : v.points) {
+    const std::string file = p.sample.where.substr(0, p.sample.where.rfind(':'));
+    if (names.count(fs::path(file).filename().string())) ++rows[file];
+  }
+  for (const auto& [file, n] : rows)
+    v.notes.push_back(fmt::format(
+        "{} row(s) of {} were the calibration's held-out rows (--holdout): never fitted, so their errors are out of "
+        "the fit, but the bands inside the measured range were set by them; check the bands on other rows",
+        n, file));
+}
+
 // Every row of `points` as a sample; `device` takes the first row's device when empty. Throws
 // bad_input naming the row for one measured on another backend than `hw` describes.
 std::vector<sim::measured_sample> samples_on_backend(const std::vector<sim::measured_sample>& points,
@@ -245,6 +263,7 @@ validation_section make_validation(const std::vector<sim::measured_sample>& poin
   // cross-validation in the calibration).
   if (cal)
     for (auto& p : v.points) sim::set_band(p, *cal);
+  if (cal && cal->holdout) note_holdout_rows(v, *cal->holdout);
   return v;
 }
 

@@ -146,6 +146,7 @@ json::value prediction_json(const sim::prediction& p, const std::string& hw_name
       ee["outside"] = axes(p.band->outside, true);
       ee["between"] = axes(p.band->between, false);
       ee["band"] = p.band->text();
+      ee["holdout_blocks"] = p.band->holdout_blocks;
     }
     root["expected_error"] = std::move(ee);
   }

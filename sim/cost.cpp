@@ -13,6 +13,7 @@
 #include "core/op_table.hpp"
 #include "sim/config.hpp"
 #include "sim/json_reader.hpp"
+#include "sim/validation.hpp"
 
 namespace modsim::sim {
 
@@ -48,6 +49,20 @@ double cross_validation_summary::p90_at(double predicted_s, bool decode) const {
   for (const auto& [upper, p90] : by)
     if (predicted_s <= upper) return p90;
   return by.empty() ? p90_abs_pct_error : by.back().second;
+}
+
+double holdout_summary::p90_at(double predicted_s, bool decode) const {
+  const auto& by = decode ? decode_p90_by_time : p90_by_time;
+  if (predicted_s <= 0 || by.empty()) return decode ? decode_p90_abs_pct_error : p90_abs_pct_error;
+  for (const auto& [upper, p90] : by)
+    if (predicted_s <= upper) return p90;
+  return by.back().second;
+}
+
+double holdout_summary::reach_along(std::string_view axis, bool decode) const {
+  for (const auto& [a, d] : decode ? decode_reach : reach)
+    if (a == axis) return d;
+  return 0.0;
 }
 
 const efficiency_curve* calibration::curve(modsim::op op, dtype t) const {
@@ -213,6 +228,32 @@ json::object kernels_json(const kernel_params& p, const std::vector<dtype>& dtyp
   return o;
 }
 
+// The "by_time" and "decode_by_time" arrays of [upper_s, p90] (either may be absent).
+void parse_by_time(reader& r, std::vector<std::pair<double, double>>& by_time,
+                   std::vector<std::pair<double, double>>& decode_by_time) {
+  for (const auto& [key, into] : {std::pair{"by_time", &by_time}, std::pair{"decode_by_time", &decode_by_time}}) {
+    const json::value* by = r.find(key);
+    if (!by) continue;
+    const std::string at = r.key_path(key);
+    if (!by->is_array()) throw input_error(r.file(), at, "expected an array of [upper_s, p90]");
+    for (const json::value& e : by->as_array()) {
+      if (!e.is_array() || e.as_array().size() != 2 || !e.as_array()[0].is_number() || !e.as_array()[1].is_number())
+        throw input_error(r.file(), at, "expected an array of [upper_s, p90]");
+      into->emplace_back(e.as_array()[0].to_number<double>(), e.as_array()[1].to_number<double>());
+    }
+  }
+}
+
+void by_time_json(json::object& o, const std::vector<std::pair<double, double>>& by_time,
+                  const std::vector<std::pair<double, double>>& decode_by_time) {
+  for (const auto& [key, from] : {std::pair{"by_time", &by_time}, std::pair{"decode_by_time", &decode_by_time}}) {
+    if (from->empty()) continue;
+    json::array by;
+    for (const auto& [upper, p90] : *from) by.push_back(json::array{upper, p90});
+    o[key] = std::move(by);
+  }
+}
+
 cross_validation_summary parse_cv(const json::value& v, const std::string& file, const std::string& path) {
   reader r(v, file, path);
   cross_validation_summary c;
@@ -224,20 +265,39 @@ cross_validation_summary parse_cv(const json::value& v, const std::string& file,
   c.ops = r.get_int("ops", 0, std::numeric_limits<int>::max());
   c.op_median_abs_pct_error = r.get_number("op_median_abs_pct_error", 0.0);
   c.op_p90_abs_pct_error = r.get_number("op_p90_abs_pct_error", 0.0);
-  for (const auto& [key, into] :
-       {std::pair{"by_time", &c.p90_by_time}, std::pair{"decode_by_time", &c.decode_p90_by_time}}) {
-    const json::value* by = r.find(key);
-    if (!by) continue;
-    const std::string at = r.key_path(key);
-    if (!by->is_array()) throw input_error(file, at, "expected an array of [upper_s, p90]");
-    for (const json::value& e : by->as_array()) {
-      if (!e.is_array() || e.as_array().size() != 2 || !e.as_array()[0].is_number() || !e.as_array()[1].is_number())
-        throw input_error(file, at, "expected an array of [upper_s, p90]");
-      into->emplace_back(e.as_array()[0].to_number<double>(), e.as_array()[1].to_number<double>());
+  parse_by_time(r, c.p90_by_time, c.decode_p90_by_time);
+  r.finish();
+  return c;
+}
+
+holdout_summary parse_holdout(const json::value& v, const std::string& file, const std::string& path) {
+  reader r(v, file, path);
+  holdout_summary h;
+  for (const json::value& f : r.get_array("files")) h.files.push_back(r.string(f, "files"));
+  const int most = std::numeric_limits<int>::max();
+  h.blocks = r.get_int("blocks", 0, most);
+  h.median_abs_pct_error = r.get_number("median_abs_pct_error", 0.0);
+  h.p90_abs_pct_error = r.get_number("p90_abs_pct_error", 0.0);
+  h.max_abs_pct_error = r.get_number("max_abs_pct_error", 0.0);
+  h.decode_blocks = r.get_int("decode_blocks", 0, most);
+  h.decode_median_abs_pct_error = r.get_number("decode_median_abs_pct_error", 0.0);
+  h.decode_p90_abs_pct_error = r.get_number("decode_p90_abs_pct_error", 0.0);
+  h.decode_max_abs_pct_error = r.get_number("decode_max_abs_pct_error", 0.0);
+  parse_by_time(r, h.p90_by_time, h.decode_p90_by_time);
+  for (const auto& [key, into] : {std::pair{"reach", &h.reach}, std::pair{"decode_reach", &h.decode_reach}}) {
+    const json::value* m = r.find(key);
+    if (!m) continue;
+    if (!m->is_object()) throw input_error(file, r.key_path(key), "expected an object {axis: log2 distance}");
+    for (const auto& kv : m->as_object()) {
+      const std::string at = r.key_path(key) + "." + std::string(kv.key());
+      if (!find_cv_axis(kv.key())) throw input_error(file, at, "unknown axis");
+      if (!kv.value().is_number() || kv.value().to_number<double>() < 0)
+        throw input_error(file, at, "expected a number >= 0");
+      into->emplace_back(std::string(kv.key()), kv.value().to_number<double>());
     }
   }
   r.finish();
-  return c;
+  return h;
 }
 
 json::object cv_json(const cross_validation_summary& c) {
@@ -250,12 +310,28 @@ json::object cv_json(const cross_validation_summary& c) {
   o["ops"] = c.ops;
   o["op_median_abs_pct_error"] = c.op_median_abs_pct_error;
   o["op_p90_abs_pct_error"] = c.op_p90_abs_pct_error;
-  for (const auto& [key, from] :
-       {std::pair{"by_time", &c.p90_by_time}, std::pair{"decode_by_time", &c.decode_p90_by_time}}) {
-    if (from->empty()) continue;
-    json::array by;
-    for (const auto& [upper, p90] : *from) by.push_back(json::array{upper, p90});
-    o[key] = std::move(by);
+  by_time_json(o, c.p90_by_time, c.decode_p90_by_time);
+  return o;
+}
+
+json::object holdout_json(const holdout_summary& h) {
+  json::object o;
+  json::array files;
+  for (const auto& f : h.files) files.emplace_back(f);
+  o["files"] = std::move(files);
+  o["blocks"] = h.blocks;
+  o["median_abs_pct_error"] = h.median_abs_pct_error;
+  o["p90_abs_pct_error"] = h.p90_abs_pct_error;
+  o["max_abs_pct_error"] = h.max_abs_pct_error;
+  o["decode_blocks"] = h.decode_blocks;
+  o["decode_median_abs_pct_error"] = h.decode_median_abs_pct_error;
+  o["decode_p90_abs_pct_error"] = h.decode_p90_abs_pct_error;
+  o["decode_max_abs_pct_error"] = h.decode_max_abs_pct_error;
+  by_time_json(o, h.p90_by_time, h.decode_p90_by_time);
+  for (const auto& [key, from] : {std::pair{"reach", &h.reach}, std::pair{"decode_reach", &h.decode_reach}}) {
+    json::object m;
+    for (const auto& [axis, d] : *from) m[axis] = d;
+    o[key] = std::move(m);
   }
   return o;
 }
@@ -378,6 +454,7 @@ calibration parse_calibration(std::string_view json_text, const std::string& fil
       c.coverage.push_back(
           parse_coverage(cov->as_array()[i], file, r.key_path("coverage") + "[" + std::to_string(i) + "]"));
   }
+  if (const json::value* h = r.find("holdout")) c.holdout = parse_holdout(*h, file, r.key_path("holdout"));
   if (const json::value* d = r.find("decode")) {
     if (!d->is_array()) throw input_error(file, r.key_path("decode"), "expected an array");
     for (std::size_t i = 0; i < d->as_array().size(); ++i) {
@@ -504,6 +581,7 @@ std::string calibration_to_json(const calibration& c) {
     for (const axis_coverage& a : c.coverage) cov.push_back(coverage_json(a));
     o["coverage"] = std::move(cov);
   }
+  if (c.holdout) o["holdout"] = holdout_json(*c.holdout);
   if (!c.decode.empty()) {
     json::array d;
     for (const decode_fit& x : c.decode) {

@@ -113,6 +113,35 @@ struct cross_validation_summary {
   double p90_at(double predicted_s, bool decode = false) const;
 };
 
+// How the calibration predicts block rows measured to check it and kept out of its fit
+// (`modsim calibrate --holdout`; JSON key "holdout"): shapes chosen between the calibration's
+// measured values, predicted by the calibration itself (a cross-validation fold fits on a
+// fifth less of the data and misses by more), so that their errors are what a prediction
+// between measured values misses by. band_for takes its p90, by predicted time, as the band
+// inside the measured range and between measured values as far from them as the held-out
+// rows lay. Forward blocks and decode rows apart, as in cross_validation_summary.
+struct holdout_summary {
+  std::vector<std::string> files;  // the measurements files, as given
+  int blocks = 0;                  // forward blocks predicted
+  double median_abs_pct_error = 0, p90_abs_pct_error = 0, max_abs_pct_error = 0;
+  int decode_blocks = 0;  // decode rows predicted (JSON "decode_blocks", "decode_median_abs_pct_error", ...)
+  double decode_median_abs_pct_error = 0, decode_p90_abs_pct_error = 0, decode_max_abs_pct_error = 0;
+  // p90 |error| by predicted time, terciles of 30 rows or more (as cross_validation_summary's
+  // by_time; JSON "by_time", "decode_by_time").
+  std::vector<std::pair<double, double>> p90_by_time, decode_p90_by_time;
+  // Per axis (cv_axis name): the farthest the held-out rows lay from the calibration's
+  // measured values of their kind, inside its range, log2 (JSON objects "reach",
+  // "decode_reach": {"d_model": 0.585, ...}).
+  std::vector<std::pair<std::string, double>> reach, decode_reach;
+
+  int count(bool decode) const { return decode ? decode_blocks : blocks; }
+  // The p90 of the tercile `predicted_s` falls in (the first below it, the last above it), or
+  // of all rows of the kind where there are no terciles or no time (predicted_s <= 0).
+  double p90_at(double predicted_s, bool decode) const;
+  // reach (decode_reach) along `axis`; 0 where the held-out rows sat at measured values.
+  double reach_along(std::string_view axis, bool decode) const;
+};
+
 // Where a calibration's rows lie along one axis (sim/validation.hpp cv_axis), and how the
 // model did past the ends of what it saw: leave-one-value-out along the axis
 // (cross_validate_by), the blocks of the values below or above all the others. Recorded by
@@ -217,7 +246,8 @@ struct calibration {
   // absent in calibrations written before it: unfused.
   attention_impl attention = attention_impl::unfused;
   std::optional<cross_validation_summary> cross_validation;
-  std::vector<axis_coverage> coverage;  // empty in calibrations written before it
+  std::vector<axis_coverage> coverage;     // empty in calibrations written before it
+  std::optional<holdout_summary> holdout;  // absent: calibrated without --holdout
   // The decode fits (JSON key "decode"), one per dtype, and the keys of the decode rows they
   // used (validation must not score them); absent in calibrations written before them.
   std::vector<decode_fit> decode;

@@ -93,23 +93,63 @@ cross_validation_summary cross_validation_result::summary() const {
   c.ops = o.points;
   c.op_median_abs_pct_error = o.median_abs_pct_error;
   c.op_p90_abs_pct_error = o.p90_abs_pct_error;
-  // Terciles by predicted time, the forward blocks and the decode rows apart (30 rows or more).
+  c.p90_by_time = p90_terciles(blocks, false);
+  c.decode_p90_by_time = p90_terciles(blocks, true);
+  return c;
+}
+
+std::vector<std::pair<double, double>> p90_terciles(const std::vector<validation_point>& points, bool decode) {
+  std::vector<const validation_point*> by_time;
+  for (const auto& p : points)
+    if (p.sample.is_decode() == decode) by_time.push_back(&p);
+  std::vector<std::pair<double, double>> out;
+  if (by_time.size() < 30) return out;
+  std::sort(by_time.begin(), by_time.end(),
+            [](const auto* x, const auto* y) { return x->predicted_s < y->predicted_s; });
+  const std::size_t n = by_time.size();
+  for (std::size_t t = 0; t < 3; ++t) {
+    std::vector<double> e;
+    for (std::size_t i = t * n / 3; i < (t + 1) * n / 3; ++i) e.push_back(by_time[i]->error_pct);
+    out.emplace_back(by_time[(t + 1) * n / 3 - 1]->predicted_s, summarize_errors(e).p90_abs_pct_error);
+  }
+  return out;
+}
+
+holdout_summary summarize_holdout(const calibration& c, const std::vector<validation_point>& points,
+                                  std::vector<std::string> files) {
+  holdout_summary h;
+  h.files = std::move(files);
   for (const bool decode : {false, true}) {
-    std::vector<const validation_point*> by_time;
-    for (const auto& p : blocks)
-      if (p.sample.is_decode() == decode) by_time.push_back(&p);
-    if (by_time.size() < 30) continue;
-    std::sort(by_time.begin(), by_time.end(),
-              [](const auto* x, const auto* y) { return x->predicted_s < y->predicted_s; });
-    const std::size_t n = by_time.size();
-    auto& into = decode ? c.decode_p90_by_time : c.p90_by_time;
-    for (std::size_t t = 0; t < 3; ++t) {
-      std::vector<double> e;
-      for (std::size_t i = t * n / 3; i < (t + 1) * n / 3; ++i) e.push_back(by_time[i]->error_pct);
-      into.emplace_back(by_time[(t + 1) * n / 3 - 1]->predicted_s, summarize_errors(e).p90_abs_pct_error);
+    std::vector<double> e;
+    for (const auto& p : points)
+      if (p.sample.is_decode() == decode) e.push_back(p.error_pct);
+    const validation_summary v = summarize_errors(e);
+    (decode ? h.decode_blocks : h.blocks) = v.points;
+    (decode ? h.decode_median_abs_pct_error : h.median_abs_pct_error) = v.median_abs_pct_error;
+    (decode ? h.decode_p90_abs_pct_error : h.p90_abs_pct_error) = v.p90_abs_pct_error;
+    (decode ? h.decode_max_abs_pct_error : h.max_abs_pct_error) = v.max_abs_pct_error;
+    (decode ? h.decode_p90_by_time : h.p90_by_time) = p90_terciles(points, decode);
+    // How far from the measured values of its kind a held-out row lay along each axis
+    // (inside the range; tokens aside, as in band_for).
+    auto& reach = decode ? h.decode_reach : h.reach;
+    for (const axis_coverage& a : c.coverage) {
+      const std::optional<cv_axis> axis = find_cv_axis(a.axis);
+      const std::vector<double>& measured = a.values_of_kind(decode);
+      if (!axis || *axis == cv_axis::tokens || measured.empty()) continue;
+      double farthest = 0;
+      for (const auto& p : points) {
+        if (p.sample.is_decode() != decode) continue;
+        for (const auto& [ax, x] : values_of(p.sample)) {
+          if (ax != *axis || x <= 0 || x < a.min || x > a.max) continue;
+          double d = std::numeric_limits<double>::infinity();
+          for (const double m : measured) d = std::min(d, std::abs(std::log2(x / m)));
+          farthest = std::max(farthest, d);
+        }
+      }
+      if (farthest > 0) reach.emplace_back(a.axis, farthest);
     }
   }
-  return c;
+  return h;
 }
 
 namespace {
@@ -356,9 +396,11 @@ std::string error_band::text() const {
   for (const outside_axis& o : between)
     mid += (mid.empty() ? "" : ", ") + fmt::format("{} {:g} ({:g}–{:g}{})", o.axis, o.value, o.min, o.max,
                                                    o.measured ? "" : "; no interpolation measured along it");
+  // Where the inside band came from, when the calibration was checked on held-out rows.
+  const std::string held = holdout_blocks > 0 ? fmt::format("; {} held-out blocks", holdout_blocks) : "";
   if (inside()) {
-    if (mid.empty()) return "±" + pct(p90_pct) + " at p90 (inside the calibration's measured range)";
-    return "±" + pct(p90_pct) + " at p90 (inside the measured range, between measured values: " + mid + ")";
+    if (mid.empty()) return "±" + pct(p90_pct) + " at p90 (inside the calibration's measured range" + held + ")";
+    return "±" + pct(p90_pct) + " at p90 (inside the measured range, between measured values: " + mid + held + ")";
   }
   std::string where;
   for (const outside_axis& o : outside) {
@@ -368,7 +410,7 @@ std::string error_band::text() const {
                          o.measured ? "" : "; no extrapolation along it was measured");
   }
   return "±" + pct(p90_pct) + " at p90 (outside the measured range: " + where +
-         (mid.empty() ? "" : "; between measured values: " + mid) + ")";
+         (mid.empty() ? "" : "; between measured values: " + mid) + held + ")";
 }
 
 std::string error_band::short_text() const {
@@ -386,12 +428,17 @@ std::string error_band::short_text() const {
 std::optional<error_band> band_for(const calibration& c, const axis_values& values, double predicted_s, bool decode) {
   if (!c.cross_validation) return std::nullopt;
   const cross_validation_summary& cv = *c.cross_validation;
-  // At the measured values: the shape cross-validation's p90 of blocks (of decode rows, for a
-  // decode prediction) predicted to take about as long.
-  const double inside = predicted_s > 0 ? cv.p90_at(predicted_s, decode) : cv.p90_abs_pct_error;
+  // At the measured values: the held-out rows' p90 (of blocks, or of decode rows for a decode
+  // prediction) predicted to take about as long, where the calibration was checked on some of
+  // this kind; else the shape cross-validation's.
+  const holdout_summary* held = c.holdout && c.holdout->count(decode) > 0 ? &*c.holdout : nullptr;
+  const double inside = held              ? held->p90_at(predicted_s, decode)
+                        : predicted_s > 0 ? cv.p90_at(predicted_s, decode)
+                                          : cv.p90_abs_pct_error;
   const double near = std::log2(1.01);  // within 1 % counts as at a value (capacities such as 1/8 print rounded)
   error_band b;
   b.p90_pct = inside;
+  b.holdout_blocks = held ? held->count(decode) : 0;
   for (const axis_coverage& kinds : c.coverage) {
     const std::optional<cv_axis> axis = find_cv_axis(kinds.axis);
     if (!axis || kinds.min <= 0) continue;
@@ -429,16 +476,24 @@ std::optional<error_band> band_for(const calibration& c, const axis_values& valu
       if (to_value > near && to_value > mid.distance) mid = {a.axis, v, below, above, to_value, 0.0, true};
     }
     if (!out.axis.empty()) {
+      // The held-out ends lay `reach` past the rest and missed by their p90: nearer the range,
+      // the band goes from the inside one (at its edge) to theirs in proportion to the
+      // distance; farther, theirs stretched by it.
       const double reach = a.max_distance > 0 ? a.max_distance : 1.0;
-      out.band_pct = a.blocks > 0 ? std::max(inside, a.p90_abs_pct_error * std::max(1.0, out.distance / reach))
-                                  : inside * std::max(1.0, out.distance);
+      const double ends = a.p90_abs_pct_error;
+      out.band_pct = a.blocks == 0           ? inside * std::max(1.0, out.distance)
+                     : out.distance >= reach ? std::max(inside, ends * out.distance / reach)
+                                             : std::max(inside, inside + (ends - inside) * out.distance / reach);
       b.p90_pct = std::max(b.p90_pct, out.band_pct);
       b.outside.push_back(std::move(out));
     } else if (!mid.axis.empty()) {
-      // The held-out inner values' p90 where the axis has some; else the ends' (an
-      // extrapolation misses by more than an interpolation: the wider band).
-      mid.measured = a.inner_blocks > 0;
-      mid.band_pct = std::max(inside, mid.measured ? a.inner_p90_abs_pct_error : a.p90_abs_pct_error);
+      // No farther from a measured value than the calibration's held-out rows lay: theirs (the
+      // inside band). Else the held-out inner values' p90 where the axis has some; else the
+      // ends' (an extrapolation misses by more than an interpolation: the wider band).
+      mid.measured = a.inner_blocks > 0 || held;
+      mid.band_pct = held && mid.distance <= held->reach_along(a.axis, decode) + near ? inside
+                     : a.inner_blocks > 0 ? std::max(inside, a.inner_p90_abs_pct_error)
+                                          : std::max(inside, a.p90_abs_pct_error);
       b.p90_pct = std::max(b.p90_pct, mid.band_pct);
       b.between.push_back(std::move(mid));
     }

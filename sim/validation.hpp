@@ -114,6 +114,10 @@ struct value_cv_result {
   std::vector<validation_point> blocks, ops;  // all values' points together
 };
 
+// The p90 |error| of `points` of one kind (decode rows or forward blocks) by predicted time:
+// terciles (upper predicted seconds, p90), none below 30 points.
+std::vector<std::pair<double, double>> p90_terciles(const std::vector<validation_point>& points, bool decode);
+
 // Throws modsim::error(bad_input) when the rows hold fewer than two values of the axis.
 // `bands` as for cross_validate.
 value_cv_result cross_validate_by(const hardware_spec& hw, const std::vector<measured_sample>& samples, cv_axis axis,
@@ -122,17 +126,22 @@ value_cv_result cross_validate_by(const hardware_spec& hw, const std::vector<mea
 // ------------------------------------------------------------------------------------------
 // The band a prediction carries, from where it stands against the calibration's rows.
 // ------------------------------------------------------------------------------------------
-// Inside the calibration's measured range on every axis, the band is the p90 of the shape
-// cross-validation (blocks of shapes the fit never saw, their values within what it saw) among
-// blocks predicted to take about as long (terciles of predicted time: short blocks, where
-// launches and small kernels weigh, miss by more). Outside the range along an axis, the band
-// is at least the p90 of the fits that had to reach past their data along it (the lowest and
-// the highest block-bearing value, each held out), stretched in proportion when the
-// prediction lies farther out, in factors of two, than those held-out values did. Between
-// measured values, at least the p90 of the inner values held out (the ends' where there are
-// none). An axis where no such extrapolation could be measured widens the band by the
-// distance alone (as if one factor of two had been measured at no loss), and the band says it
-// was not measured. Several axes: the widest.
+// Inside the calibration's measured range on every axis, the band is the p90 of the rows
+// the calibration was checked on and never fitted (`modsim calibrate --holdout`, shapes
+// between its measured values, predicted by the calibration itself) among rows predicted to
+// take about as long (terciles of predicted time: short blocks, where launches and small
+// kernels weigh, miss by more); without such rows, the p90 of the shape cross-validation
+// (blocks of shapes the fit never saw, predicted by fits on the other four fifths: wider, as
+// those fits saw less). Between measured values no farther from them than the held-out rows
+// lay, the same; farther, at least the p90 of the inner values held out by a leave-one-value-
+// out (the ends' where there are none). Outside the range along an axis: the fits that had to
+// reach past their data along it (the lowest and the highest block-bearing value, each held
+// out) missed by their p90 at the distance they lay out; a prediction nearer the range gets
+// the band in proportion between the inside one (at the edge) and theirs, one farther out
+// theirs stretched in proportion to its distance, in factors of two. An axis where no such
+// extrapolation could be measured widens the band by the distance alone (as if one factor of
+// two had been measured at no loss), and the band says it was not measured. Several axes: the
+// widest.
 
 // The calibration rows' range along every axis, the values that carry forward blocks and
 // decode rows, and, where two or more values carry them, the errors of the values held out:
@@ -155,6 +164,9 @@ struct error_band {
   // the calibration measured blocks at (min, max: the measured values on either side;
   // distance: log2 factor to the nearer of them).
   std::vector<outside_axis> between;
+  // The calibration's held-out rows of the prediction's kind its inside band came from (0:
+  // from the shape cross-validation).
+  int holdout_blocks = 0;
   bool inside() const { return outside.empty(); }
   // "±6.4 % at p90 (inside the calibration's measured range)",
   // "±7.1 % at p90 (inside the measured range, between measured values: capacity 0.3 (0.125–0.5))" or
@@ -172,18 +184,26 @@ axis_values values_of(const measured_sample& s);
 
 // The band of a prediction at `values` with calibration `c`, for a block (or a layer)
 // predicted to take `predicted_s` (0: the p90 of all blocks); nullopt when `c` was not
-// cross-validated (no band to give). At the measured values of every axis: the shape
-// cross-validation's p90 of blocks predicted to take about as long. Off them along an axis
-// whose held-out values were predicted (coverage), the band is at least the p90 of those
-// predictions: between measured values the inner values' (interpolations; the ends' where
-// the axis has no inner value; not along tokens, the product of batch and sequence, which
-// speak for it), past the range the ends' (extrapolations), stretched when the
-// prediction lies farther out than the held-out values did. Past the range of an axis with
-// no such measurement: the cross-validation's band times the distance in factors of two.
+// cross-validated (no band to give). At the measured values of every axis: the p90 of the
+// held-out rows (calibration::holdout) of the prediction's kind predicted to take about as
+// long, else the shape cross-validation's. Off them along an axis whose held-out values were
+// predicted (coverage): between measured values, the held-out rows' band as far as they lay
+// from measured values (holdout_summary::reach), else the inner values' p90 (interpolations;
+// the ends' where the axis has no inner value; not along tokens, the product of batch and
+// sequence, which speak for it); past the range, from the inside band at the edge to the
+// ends' p90 (extrapolations) at the distance they lay out, in proportion, and stretched
+// beyond. Past the range of an axis with no such measurement: the inside band times the
+// distance in factors of two.
 // `decode`: a decode step (or one of its layers), banded by the calibration's decode rows
 // where it held some out.
 std::optional<error_band> band_for(const calibration& c, const axis_values& values, double predicted_s,
                                    bool decode = false);
+
+// The holdout summary (calibration::holdout) of `points`: the held-out rows of `files`,
+// predicted by calibration `c` (validate_blocks), whose coverage gives the measured values
+// each kind's reach is taken from.
+holdout_summary summarize_holdout(const calibration& c, const std::vector<validation_point>& points,
+                                  std::vector<std::string> files);
 
 // Sets `p.band_pct` to the band `c` gives the point (band_for at its row's values, predicted
 // time and kind); leaves it unset where `c` has no band to give.

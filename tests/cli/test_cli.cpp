@@ -217,13 +217,16 @@ TEST(Cli, LeaveOneValueOutMarksExtrapolationsAndRefusesBadAxes) {
 
 // The band each prediction prints holds on points its calibration never saw (the goals of the
 // band, on fixed committed files with a deterministic fit; not a timing): on the CPU's
-// held-out and out-of-family blocks with the shipped cpu-calibrated.json, and on the H100 rows
-// with each width, FFN size and sequence length left out in turn (each fold's band from its own
-// training rows), |error| stays within the band for >= 85 % of the points; on the H100 rows
-// the median band is also at most 2.5x the median |error| (a band that wide is still
-// informative). On the CPU files, measured on a quiet machine, the blocks miss by a median of
-// 0.6-0.8 %, far less than the calibration's own cross-validation and held-out values (its
-// bands, 5.4 % at the median): covered, but wider than they need be, which this does not hide.
+// out-of-family blocks (five runs of the realistic grid, the 16k-token blocks) and held-out
+// decode steps with the shipped cpu-calibrated.json, and on the H100 rows with each width, FFN
+// size and sequence length left out in turn (each fold's band from its own training rows),
+// |error| stays within the band for >= 85 % of the points; on the H100 rows the median band is
+// also at most 2.5x the median |error| (a band that wide is still informative). The CPU
+// calibration's bands inside its range come from its held-out blocks (four runs of
+// holdout-cpu.json, --holdout), so those files are not a check of them; on the realistic runs
+// the blocks miss by a median of 0.6-1.1 % and the median band is 2.9 %, 2.7-5.1x: covered,
+// wider than 2.5x, which this does not hide (repeat measurements of one block differ by 2.9 %
+// at p90 on this machine: README, "How far to trust a prediction").
 void expect_bands_cover(const boost::json::object& band, const std::string& what) {
   ASSERT_TRUE(band.contains("covered_pct")) << what;
   EXPECT_GE(band.at("covered_pct").as_double(), 85.0) << what;
@@ -235,9 +238,10 @@ void expect_bands_hold(const boost::json::object& band, const std::string& what)
 }
 
 TEST(Cli, ErrorBandsCoverCpuHeldOutAndOutOfFamilyBlocks) {
-  for (const char* file : {"holdout", "realistic", "decode-holdout", "decode-holdout-2"}) {
-    const result r = modsim("validate --measurements reports/measurements/cpu-xeon-2core-2026-11-24b-" +
-                            std::string(file) + ".csv --hardware cpu-calibrated --format json");
+  for (const char* file : {"24b-realistic", "24c-realistic-first", "24c-realistic", "25-realistic", "25-realistic-2",
+                           "24b-decode-holdout", "24b-decode-holdout-2"}) {
+    const result r = modsim("validate --measurements reports/measurements/cpu-xeon-2core-2026-11-" + std::string(file) +
+                            ".csv --hardware cpu-calibrated --format json");
     ASSERT_EQ(r.code, 0) << r.err;
     const boost::json::object j = boost::json::parse(r.out).as_object();
     for (const auto& p : j.at("per_point").as_array()) EXPECT_TRUE(p.as_object().contains("band_pct"));
@@ -252,6 +256,53 @@ TEST(Cli, ErrorBandsCoverCpuHeldOutAndOutOfFamilyBlocks) {
 }
 
 // Blocks measured more than once: one file alone has no repeat (JSON null); the same file
+// `calibrate --holdout`: the calibration predicts the held-out blocks and records how it did.
+// configs/grids/holdout-cpu.json holds 16 dense blocks (2 batches × 2 sequences × 2 widths × 2
+// FFN sizes) and 32 routed ones (the same 16 at capacities 1/4 and 3/4): 48, no decode row.
+// The calibration grid measured widths 256 and 768, FFN sizes 1024 and 3072, sequences 256 and
+// 1024, batches 1 and 4, capacities 1/8, 1/2 and 1, so the held-out rows lay at most log2 1.5
+// from a measured width (384 from 256), FFN size (1536 from 1024) and sequence (384 from 256),
+// one factor of two from a batch (2) and from a capacity (1/4).
+TEST(Cli, CalibrateRecordsHowItDidOnHeldOutRows) {
+  const std::string m = "reports/measurements/cpu-xeon-2core-2026-11-24b-";
+  const auto out = std::filesystem::temp_directory_path() / ("modsim_holdout_" + std::to_string(::getpid()) + ".json");
+  const std::string fit = "calibrate --measurements " + m + "calibration.csv " + m + "decode.csv --hardware cpu ";
+  result r = modsim(fit + "--holdout " + m + "holdout.csv --out '" + out.string() + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("checked on held-out rows"), std::string::npos) << r.out;
+  {
+    std::ifstream f(out);
+    const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const boost::json::object h = boost::json::parse(text).at("calibration").at("holdout").as_object();
+    EXPECT_EQ(h.at("blocks").as_int64(), 48);
+    EXPECT_EQ(h.at("decode_blocks").as_int64(), 0);
+    EXPECT_EQ(h.at("files").as_array().size(), 1u);
+    const boost::json::object reach = h.at("reach").as_object();
+    for (const char* axis : {"d_model", "d_ff", "seq_len"})
+      EXPECT_NEAR(reach.at(axis).to_number<double>(), std::log2(1.5), 1e-12) << axis;
+    EXPECT_NEAR(reach.at("batch").to_number<double>(), 1.0, 1e-12);
+    EXPECT_NEAR(reach.at("capacity").to_number<double>(), 1.0, 1e-12);
+    EXPECT_FALSE(reach.contains("n_heads"));  // 8 heads, as measured
+  }
+  // validate on the held-out file says its bands were set by it.
+  r = modsim("validate --measurements " + m + "holdout.csv --hardware '" + out.string() + "'");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("were the calibration's held-out rows"), std::string::npos) << r.out;
+  // A holdout that is a fitted file, from another machine, or without a cross-validation to
+  // band: exit 2, the file and the reason in the last line.
+  r = modsim(fit + "--holdout " + m + "calibration.csv --out '" + out.string() + "'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("is also a --measurements file"), std::string::npos) << r.err;
+  r = modsim(fit + "--holdout reports/measurements/cpu-epyc-2core-2026-11-23-holdout.csv --out '" + out.string() + "'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("cpu-epyc-2core-2026-11-23-holdout.csv:2: --holdout row measured on"), std::string::npos)
+      << r.err;
+  r = modsim(fit + "--cv 0 --holdout " + m + "holdout.csv --out '" + out.string() + "'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  std::filesystem::remove(out);
+}
 // twice repeats each of its 60 blocks once, identical (every difference 0).
 TEST(Cli, ValidateSaysHowFarRepeatMeasurementsAgree) {
   const std::string file = "reports/measurements/cpu-xeon-2core-2026-11-24b-realistic.csv";

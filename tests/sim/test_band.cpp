@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
 #include "sim/cost.hpp"
 #include "sim/validation.hpp"
 
@@ -206,6 +207,138 @@ TEST(ErrorBand, BetweenMeasuredValuesCountsTheValuesOfThePredictionsKind) {
   EXPECT_FALSE(old.coverage[0].decode_values_recorded);
   EXPECT_TRUE(band_for(old, at, 5e-3, false)->between.empty());
   EXPECT_TRUE(band_for(old, at, 0.5, true)->between.empty());
+}
+
+TEST(ErrorBand, NearerTheRangeThanTheHeldOutEndsItGrowsInProportion) {
+  const calibration c = hand_made();
+  // 1024·√2 is half a factor of two past the range, half as far as the held-out ends lay
+  // (12 % at one factor of two): halfway from the inside band (5 %) to theirs, 8.5 %.
+  const std::optional<error_band> b = band_for(c, {{cv_axis::d_model, 1024 * std::sqrt(2.0)}}, 5e-3);
+  ASSERT_TRUE(b);
+  EXPECT_DOUBLE_EQ(b->outside[0].distance, 0.5);
+  EXPECT_NEAR(b->p90_pct, 8.5, 1e-12);
+  // A short block starts from its own 10 %: 10 + (12 − 10) / 2 = 11 %.
+  EXPECT_NEAR(band_for(c, {{cv_axis::d_model, 1024 * std::sqrt(2.0)}}, 5e-4)->p90_pct, 11.0, 1e-12);
+  // Below the range alike: 512 / 2^0.25 is a quarter of the way, 5 + 7 / 4 = 6.75 %.
+  EXPECT_NEAR(band_for(c, {{cv_axis::d_model, 512 / std::pow(2.0, 0.25)}}, 5e-3)->p90_pct, 6.75, 1e-12);
+}
+
+// hand_made() checked on 48 held-out blocks that missed by 3 % (up to 1 ms), 1.5 % (up to
+// 10 ms) and 1 % (beyond) at p90, 2 % over all, lying up to log2(1.25) from a measured width.
+calibration with_holdout() {
+  calibration c = hand_made();
+  holdout_summary h;
+  h.files = {"holdout.csv"};
+  h.blocks = 48;
+  h.median_abs_pct_error = 0.8;
+  h.p90_abs_pct_error = 2.0;
+  h.max_abs_pct_error = 3.5;
+  h.p90_by_time = {{1e-3, 3.0}, {1e-2, 1.5}, {1.0, 1.0}};
+  h.reach = {{"d_model", std::log2(1.25)}};
+  c.holdout = h;
+  return c;
+}
+
+TEST(ErrorBand, HeldOutRowsSetTheBandInsideTheRange) {
+  const calibration c = with_holdout();
+  const axis_values at = {{cv_axis::d_model, 1024}};
+  // At the measured values: the held-out blocks' p90 of that duration, not the
+  // cross-validation's (10 %, 5 %, 2 %); no time: all of them.
+  EXPECT_DOUBLE_EQ(band_for(c, at, 5e-4)->p90_pct, 3.0);
+  EXPECT_DOUBLE_EQ(band_for(c, at, 5e-3)->p90_pct, 1.5);
+  EXPECT_DOUBLE_EQ(band_for(c, at, 3.0)->p90_pct, 1.0);
+  EXPECT_DOUBLE_EQ(band_for(c, at, 0.0)->p90_pct, 2.0);
+  EXPECT_EQ(band_for(c, at, 5e-3)->holdout_blocks, 48);
+  EXPECT_NE(band_for(c, at, 5e-3)->text().find("48 held-out blocks"), std::string::npos);
+  // 640 is log2(1.25) above 512, as far as the held-out rows lay: their band.
+  std::optional<error_band> b = band_for(c, {{cv_axis::d_model, 640}}, 5e-3);
+  EXPECT_DOUBLE_EQ(b->p90_pct, 1.5);
+  ASSERT_EQ(b->between.size(), 1u);
+  EXPECT_TRUE(b->between[0].measured);
+  // 768 is log2(4/3) from 1024, farther: the width's held-out ends' 12 % (no inner value).
+  EXPECT_DOUBLE_EQ(band_for(c, {{cv_axis::d_model, 768}}, 5e-3)->p90_pct, 12.0);
+  // Outside, from the held-out band at the edge: 1.5 + (12 − 1.5) / 2 at half a factor of two,
+  // the ends' 12 % at one, 24 % at two.
+  EXPECT_NEAR(band_for(c, {{cv_axis::d_model, 1024 * std::sqrt(2.0)}}, 5e-3)->p90_pct, 6.75, 1e-12);
+  EXPECT_DOUBLE_EQ(band_for(c, {{cv_axis::d_model, 2048}}, 5e-3)->p90_pct, 12.0);
+  EXPECT_DOUBLE_EQ(band_for(c, {{cv_axis::d_model, 4096}}, 5e-3)->p90_pct, 24.0);
+  // Heads, with nothing held out along them, sit between 8 and 16 at the held-out band.
+  EXPECT_DOUBLE_EQ(band_for(c, {{cv_axis::n_heads, 12}}, 5e-3)->p90_pct, 1.5);
+  // A decode prediction: no decode rows among the held-out ones, so the cross-validation's
+  // (no decode terciles: the forward blocks' 5 %); with 24 held out at p90 4 %, theirs.
+  EXPECT_DOUBLE_EQ(band_for(c, at, 5e-3, true)->p90_pct, 5.0);
+  EXPECT_EQ(band_for(c, at, 5e-3, true)->holdout_blocks, 0);
+  calibration decode = c;
+  decode.holdout->decode_blocks = 24;
+  decode.holdout->decode_p90_abs_pct_error = 4.0;
+  EXPECT_DOUBLE_EQ(band_for(decode, at, 5e-3, true)->p90_pct, 4.0);
+  EXPECT_EQ(band_for(decode, at, 5e-3, true)->holdout_blocks, 24);
+}
+
+TEST(ErrorBand, HoldoutSurvivesTheCalibrationJson) {
+  calibration c = with_holdout();
+  c.holdout->decode_blocks = 24;
+  c.holdout->decode_p90_abs_pct_error = 4.0;
+  c.holdout->decode_reach = {{"seq_len", 1.5}};
+  give_json_fields(c);
+  const calibration back = parse_calibration(calibration_to_json(c), "test.json");
+  ASSERT_TRUE(back.holdout);
+  EXPECT_EQ(back.holdout->files, (std::vector<std::string>{"holdout.csv"}));
+  EXPECT_EQ(back.holdout->blocks, 48);
+  EXPECT_EQ(back.holdout->decode_blocks, 24);
+  EXPECT_DOUBLE_EQ(back.holdout->p90_at(5e-3, false), 1.5);
+  EXPECT_DOUBLE_EQ(back.holdout->p90_at(5e-3, true), 4.0);
+  EXPECT_DOUBLE_EQ(back.holdout->reach_along("d_model", false), std::log2(1.25));
+  EXPECT_DOUBLE_EQ(back.holdout->reach_along("seq_len", true), 1.5);
+  EXPECT_DOUBLE_EQ(back.holdout->reach_along("seq_len", false), 0.0);
+  // A reach along an axis that does not exist is refused with its key.
+  std::string text = calibration_to_json(c);
+  const std::string from = "\"d_model\":";
+  text.replace(text.find(from, text.find("\"reach\"")), from.size(), "\"width\":");
+  try {
+    (void)parse_calibration(text, "bad.json");
+    ADD_FAILURE() << "an unknown axis was accepted";
+  } catch (const error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.json: calibration.holdout.reach.width: unknown axis"), std::string::npos)
+        << e.what();
+  }
+}
+
+// Two held-out blocks against a calibration that measured widths 256 and 768 and capacities
+// 1/8, 1/2 and 1: width 384 (log2 1.5 from 256) at capacity 1/4 (one factor of two from 1/8
+// and 1/2), and width 640 (log2 1.2 from 768) at capacity 3/4 (log2 4/3 from 1). Errors +2 %
+// and −4 %: median 3 %, p90 2 + 0.9 · 2 = 3.8 %, max 4 %; too few for terciles.
+TEST(ErrorBand, HoldoutSummaryReachIsTheFarthestRowFromAMeasuredValue) {
+  calibration c;
+  axis_coverage width, capacity;
+  width.axis = "d_model";
+  width.min = 256;
+  width.max = 768;
+  width.values = {256, 768};
+  capacity.axis = "capacity";
+  capacity.min = 0.125;
+  capacity.max = 1.0;
+  capacity.values = {0.125, 0.5, 1.0};
+  c.coverage = {width, capacity};
+  const auto point = [](int d_model, double cap, double error) {
+    validation_point p;
+    p.sample.op = modsim::op::block_mod;
+    p.sample.shape.d_model = d_model;
+    p.sample.capacity = cap;
+    p.error_pct = error;
+    return p;
+  };
+  const holdout_summary h = summarize_holdout(c, {point(384, 0.25, 2.0), point(640, 0.75, -4.0)}, {"a.csv", "b.csv"});
+  EXPECT_EQ(h.files.size(), 2u);
+  EXPECT_EQ(h.blocks, 2);
+  EXPECT_EQ(h.decode_blocks, 0);
+  EXPECT_DOUBLE_EQ(h.median_abs_pct_error, 3.0);
+  EXPECT_NEAR(h.p90_abs_pct_error, 3.8, 1e-12);
+  EXPECT_DOUBLE_EQ(h.max_abs_pct_error, 4.0);
+  EXPECT_TRUE(h.p90_by_time.empty());
+  EXPECT_DOUBLE_EQ(h.reach_along("d_model", false), std::log2(1.5));
+  EXPECT_DOUBLE_EQ(h.reach_along("capacity", false), 1.0);
+  EXPECT_DOUBLE_EQ(h.reach_along("d_model", true), 0.0);  // no decode rows
 }
 
 TEST(ErrorBand, NoneWithoutACrossValidation) {
