@@ -95,6 +95,18 @@ void curves_output(const sim::calibration& c, output& o) {
     if (best > 1.0) above_one.push_back(fmt::format("{} {:.2f}", modsim::to_string(cv.op), best));
   }
   o.tables.push_back(std::move(t));
+  std::string few;
+  for (const auto& cv : c.curves) {
+    if (cv.rows_factor.empty()) continue;
+    std::string at;
+    for (std::size_t i = 0; i + 1 < cv.rows_factor.size(); ++i)
+      at +=
+          fmt::format("{}×{:.3f} at {:g} rows", at.empty() ? "" : ", ", cv.rows_factor[i], std::exp2(cv.log2_rows[i]));
+    few += fmt::format("{}{} {}", few.empty() ? "" : "; ", modsim::to_string(cv.op), at);
+  }
+  if (!few.empty())
+    o.tail.push_back(fmt::format("few-row GEMMs (below {:g} rows the library runs other kernels): {}",
+                                 sim::k_rows_factor_below, few));
   if (!above_one.empty()) {
     std::string list;
     for (const auto& a : above_one) list += (list.empty() ? "" : ", ") + a;
@@ -159,6 +171,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
       "no-launch-fit",
       "keep the hardware file's kernel_launch_s (no in-layer refetch cost) instead of fitting on block rows")(
       "launch-only", "fit launch_s on block rows but no in-layer refetch cost (median per-kernel gap)")(
+      "no-rows-factor", "CPU: no row-count factor for GEMMs of fewer than 128 rows (the work curve alone)")(
       "cv", po::value<int>()->default_value(5), "cross-validation folds (by shape) for the expected error; 0 = none")(
       "holdout", po::value<std::vector<std::string>>()->multitoken(),
       "measurements CSV file(s) of held-out shapes: the calibration is checked on them and its bands use the "
@@ -192,6 +205,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   analysis::calibrate_options co;
   co.fit.launch_from_blocks = vm.count("no-launch-fit") == 0;
   co.fit.fit_in_layer_bytes = vm.count("launch-only") == 0;
+  co.fit.rows_factor = vm.count("no-rows-factor") == 0;
   co.folds = vm["cv"].as<int>();
   if (co.folds == 1 || co.folds < 0) throw input_error("", "--cv", "must be 0 (none) or >= 2");
   co.coverage = true;

@@ -133,7 +133,7 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<measured_
 
   struct group {
     modsim::op op = modsim::op::router;
-    std::vector<double> roof, quant, meas;
+    std::vector<double> roof, quant, meas, rows;
   };
   // An op measured inside its block (timing in_block) is fitted on those rows only: they are
   // what the op costs in a layer, so no in-layer refetch term is fitted on top of them.
@@ -157,12 +157,17 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<measured_
     g.roof.push_back(t.roofline_s);
     g.quant.push_back(std::max(t.compute_s * t.waves, t.memory_s));
     g.meas.push_back(s.median_s);
+    g.rows.push_back(static_cast<double>(s.shape.batch) * static_cast<double>(s.shape.tokens));
   }
   c.decode = fit_decode(samples, c.decode_keys);
   if (groups.empty() && c.decode.empty())
     throw input_error(first.where, "op", "no single-op rows (only blocks): nothing to fit the per-op curves on");
-  for (const auto& [key, g] : groups)
-    c.curves.push_back(fit_curve(g.op, static_cast<dtype>(key.second), g.roof, g.meas, options, g.quant));
+  for (const auto& [key, g] : groups) {
+    const dtype type = static_cast<dtype>(key.second);
+    c.curves.push_back(options.rows_factor && row_gemm(g.op)
+                           ? fit_curve_with_rows(g.op, type, g.roof, g.meas, g.rows, options, g.quant)
+                           : fit_curve(g.op, type, g.roof, g.meas, options, g.quant));
+  }
 
   // Launch overhead and in-layer refetch cost from the blocks:
   //   measured_i − ops_i ≈ kernels_i · launch_s + bytes_i · in_layer_s_per_byte

@@ -36,8 +36,19 @@ double efficiency_curve::inv_efficiency_at(double roofline_s) const {
   return inv_efficiency[j - 1] * (1 - w) + inv_efficiency[j] * w;
 }
 
-double efficiency_curve::time_s(double roofline_s, double quantised_roofline_s) const {
-  return fixed_s + quantised_roofline_s * inv_efficiency_at(roofline_s);
+double efficiency_curve::rows_factor_at(double rows) const {
+  if (rows_factor.empty() || !(rows > 0)) return 1.0;
+  const double x = std::log2(rows);
+  if (rows_factor.size() == 1 || x <= log2_rows.front()) return rows_factor.front();
+  if (x >= log2_rows.back()) return rows_factor.back();
+  std::size_t j = 1;
+  while (j + 1 < log2_rows.size() && x > log2_rows[j]) ++j;
+  const double w = (x - log2_rows[j - 1]) / (log2_rows[j] - log2_rows[j - 1]);
+  return rows_factor[j - 1] * (1 - w) + rows_factor[j] * w;
+}
+
+double efficiency_curve::time_s(double roofline_s, double quantised_roofline_s, double rows) const {
+  return (fixed_s + quantised_roofline_s * inv_efficiency_at(roofline_s)) * rows_factor_at(rows);
 }
 
 bool calibration::kernel_model_fitted_on(dtype t) const {
@@ -155,6 +166,20 @@ efficiency_curve parse_curve(const json::value& v, const std::string& file, cons
       throw input_error(file, k.key_path("log10_work"), "knots must be in ascending order of log10_work");
     c.log10_work.push_back(x);
     c.inv_efficiency.push_back(g);
+  }
+  if (r.find("rows") != nullptr) {
+    const json::array& rows = r.get_array("rows");
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      reader k(rows[i], file, r.key_path("rows") + "[" + std::to_string(i) + "]");
+      const double x = k.get_number("log2_rows");
+      const double f = k.get_number("factor");
+      k.finish();
+      if (!(f > 0)) throw input_error(file, k.key_path("factor"), "must be > 0");
+      if (!c.log2_rows.empty() && x <= c.log2_rows.back())
+        throw input_error(file, k.key_path("log2_rows"), "must be in ascending order");
+      c.log2_rows.push_back(x);
+      c.rows_factor.push_back(f);
+    }
   }
   r.finish();
   return c;
@@ -406,6 +431,16 @@ json::object curve_json(const efficiency_curve& c) {
     knots.push_back(std::move(k));
   }
   o["knots"] = std::move(knots);
+  if (!c.rows_factor.empty()) {
+    json::array rows;
+    for (std::size_t i = 0; i < c.rows_factor.size(); ++i) {
+      json::object k;
+      k["log2_rows"] = c.log2_rows[i];
+      k["factor"] = c.rows_factor[i];
+      rows.push_back(std::move(k));
+    }
+    o["rows"] = std::move(rows);
+  }
   return o;
 }
 
@@ -799,7 +834,7 @@ op_time cost_model::time_impl(const op_cost& original, const Shape& s, dtype t) 
     }
   }
   if (curve) {
-    r.isolated_s = curve->time_s(r.roofline_s, quantised);
+    r.isolated_s = curve->time_s(r.roofline_s, quantised, static_cast<double>(s.batch) * static_cast<double>(s.tokens));
     r.time_s = r.isolated_s + double(c.bytes) * m_cal->in_layer_s_per_byte;
     r.calibrated = true;
     r.calibrated_as = to_string(curve->op);

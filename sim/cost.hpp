@@ -72,11 +72,21 @@ struct efficiency_curve {
   std::vector<double> inv_efficiency;  // g at each knot: time per roofline second, >= 0
   int samples = 0;                     // measured rows it was fitted on
   double rms_rel_error = 0;            // of the fit on those rows (0.05 = 5%)
+  // A GEMM's speed at equal work depends on its row count M (batch × tokens) where a CPU
+  // library takes other kernels for a few dozen rows. At each M below 128 rows measured 3
+  // times or more (two such M at least), the median of measured / curve; 1 at 128 rows and
+  // beyond; interpolated in log2 M and clamped at the ends: it multiplies the curve
+  // (sim/efficiency_fit.hpp fit_curve_with_rows; JSON "rows": [{"log2_rows", "factor"}],
+  // absent: 1).
+  std::vector<double> log2_rows;
+  std::vector<double> rows_factor;
 
   // g(log10(roofline_s)), clamped at the end knots.
   double inv_efficiency_at(double roofline_s) const;
-  // fixed_s + quantised_roofline_s · g(log10(roofline_s)).
-  double time_s(double roofline_s, double quantised_roofline_s) const;
+  // The row-count factor at `rows` (1 without one, or for rows <= 0).
+  double rows_factor_at(double rows) const;
+  // (fixed_s + quantised_roofline_s · g(log10(roofline_s))) · rows_factor_at(rows).
+  double time_s(double roofline_s, double quantised_roofline_s, double rows = 0) const;
 };
 
 // A named measurements file that calibration read.

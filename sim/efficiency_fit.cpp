@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <map>
 
 #include "core/error.hpp"
 #include "sim/least_squares.hpp"
@@ -114,6 +115,57 @@ efficiency_curve fit_curve(modsim::op op, dtype type, const std::vector<double>&
     sq += r * r;
   }
   curve.rms_rel_error = std::sqrt(sq / double(n));
+  return curve;
+}
+
+bool row_gemm(modsim::op o) {
+  return o == modsim::op::qkv_proj || o == modsim::op::out_proj || o == modsim::op::mlp_up ||
+         o == modsim::op::mlp_gate || o == modsim::op::mlp_down;
+}
+
+efficiency_curve fit_curve_with_rows(modsim::op op, dtype type, const std::vector<double>& roofline_s,
+                                     const std::vector<double>& measured_s, const std::vector<double>& rows,
+                                     const fit_options& options, const std::vector<double>& quantised_s) {
+  efficiency_curve curve = fit_curve(op, type, roofline_s, measured_s, options, quantised_s);
+  if (rows.size() != measured_s.size()) return curve;
+  const std::vector<double>& q = quantised_s.empty() ? roofline_s : quantised_s;
+  for (int round = 0; round < 2; ++round) {
+    // measured / curve by M (the curve without a factor).
+    std::map<double, std::vector<double>> ratios;
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      if (rows[i] > 0 && rows[i] < k_rows_factor_below)
+        ratios[rows[i]].push_back(measured_s[i] / curve.time_s(roofline_s[i], q[i]));
+    std::vector<double> at, factor;
+    for (const auto& [m, r] : ratios)
+      if (r.size() >= 3) {
+        at.push_back(std::log2(m));
+        factor.push_back(median(r));
+      }
+    // One row count alone says nothing of the shape between it and 128 rows (on this CPU the
+    // factor falls below 1 at 32 rows and rises above it at 64): two or more, or none.
+    if (at.size() < 2) return curve;
+    at.push_back(std::log2(k_rows_factor_below));  // 1 from there up
+    factor.push_back(1.0);
+    if (round == 1) {
+      curve.log2_rows = std::move(at);
+      curve.rows_factor = std::move(factor);
+      break;
+    }
+    // Fit the curve again on the measurements with the factor taken out.
+    efficiency_curve probe;
+    probe.log2_rows = at;
+    probe.rows_factor = factor;
+    std::vector<double> flat(measured_s.size());
+    for (std::size_t i = 0; i < flat.size(); ++i) flat[i] = measured_s[i] / probe.rows_factor_at(rows[i]);
+    curve = fit_curve(op, type, roofline_s, flat, options, quantised_s);
+  }
+  // The fit's error with the factor.
+  double sq = 0;
+  for (std::size_t i = 0; i < measured_s.size(); ++i) {
+    const double r = (curve.time_s(roofline_s[i], q[i], rows[i]) - measured_s[i]) / measured_s[i];
+    sq += r * r;
+  }
+  curve.rms_rel_error = std::sqrt(sq / double(measured_s.size()));
   return curve;
 }
 

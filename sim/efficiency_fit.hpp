@@ -21,6 +21,7 @@ struct fit_options {
   int huber_iterations = 4;
   bool launch_from_blocks = true;  // fit launch_s (and in_layer_s_per_byte) on block rows when there are some
   bool fit_in_layer_bytes = true;  // false: launch_s only (median per-kernel gap)
+  bool rows_factor = true;         // the dense GEMMs' row-count factor (fit_curve_with_rows)
 };
 
 // Fits one curve to (roofline_s, measured_s) pairs (both > 0). Throws modsim::error
@@ -30,5 +31,24 @@ struct fit_options {
 efficiency_curve fit_curve(modsim::op op, dtype type, const std::vector<double>& roofline_s,
                            const std::vector<double>& measured_s, const fit_options& options = {},
                            const std::vector<double>& quantised_s = {});
+
+// The ops whose curve takes a row-count factor (efficiency_curve::rows_factor): the dense
+// GEMMs over the block's tokens (qkv_proj, out_proj, mlp_up, mlp_gate, mlp_down).
+bool row_gemm(modsim::op op);
+
+// A GEMM of fewer rows than this runs other kernels of the CPU library: at equal work this
+// machine's OpenBLAS took 3-15 % less time at 32 rows and 2-4 % more at 64 than the work curve
+// says, and agreed with it within 1.1 % from 128 rows to 2,048
+// (reports/measurements/cpu-xeon-2core-2026-11-24c-calibration-2.csv, 5-fold CV per op).
+inline constexpr double k_rows_factor_below = 128;
+
+// fit_curve with the row-count factor: `rows` (same size) is each row's M. The factor at an M
+// below k_rows_factor_below is the median of measured / curve over the rows at that M (3 or
+// more of them; fewer than two such M: no factor), 1 at k_rows_factor_below and beyond, interpolated in
+// log2 M between, the smallest measured M's below it; the curve is then fitted again on
+// measured / factor and the factors taken again against it (two rounds).
+efficiency_curve fit_curve_with_rows(modsim::op op, dtype type, const std::vector<double>& roofline_s,
+                                     const std::vector<double>& measured_s, const std::vector<double>& rows,
+                                     const fit_options& options = {}, const std::vector<double>& quantised_s = {});
 
 }  // namespace modsim::sim

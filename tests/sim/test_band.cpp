@@ -2,6 +2,8 @@
 // whose cross-validation and coverage are given, so every band below is worked out by hand.
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
+
 #include <cmath>
 #include <string>
 #include <vector>
@@ -339,6 +341,33 @@ TEST(ErrorBand, HoldoutSummaryReachIsTheFarthestRowFromAMeasuredValue) {
   EXPECT_DOUBLE_EQ(h.reach_along("d_model", false), std::log2(1.5));
   EXPECT_DOUBLE_EQ(h.reach_along("capacity", false), 1.0);
   EXPECT_DOUBLE_EQ(h.reach_along("d_model", true), 0.0);  // no decode rows
+}
+
+// A curve's row-count factor (efficiency_curve::rows_factor) is written and read back, and a
+// factor that is not positive or knots out of order are refused with their key.
+TEST(ErrorBand, RowCountFactorSurvivesTheCalibrationJson) {
+  calibration c = hand_made();
+  give_json_fields(c);
+  c.curves[0].log2_rows = {5, 6, 7};
+  c.curves[0].rows_factor = {0.9, 1.04, 1.0};
+  const calibration back = parse_calibration(calibration_to_json(c), "test.json");
+  EXPECT_EQ(back.curves[0].log2_rows, (std::vector<double>{5, 6, 7}));
+  EXPECT_DOUBLE_EQ(back.curves[0].rows_factor_at(64), 1.04);
+  EXPECT_DOUBLE_EQ(back.curves[0].rows_factor_at(8), 0.9);
+  const auto refused = [&](double factor, double log2_rows, const std::string& says) {
+    boost::json::value j = boost::json::parse(calibration_to_json(c));
+    boost::json::object& k = j.at("curves").as_array()[0].at("rows").as_array()[1].as_object();
+    k["factor"] = factor;
+    k["log2_rows"] = log2_rows;
+    try {
+      (void)parse_calibration(boost::json::serialize(j), "bad.json");
+      ADD_FAILURE() << says << " was accepted";
+    } catch (const error& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  refused(0.0, 6, "bad.json: calibration.curves[0].rows[1].factor: must be > 0");
+  refused(1.0, 5, "bad.json: calibration.curves[0].rows[1].log2_rows: must be in ascending order");
 }
 
 TEST(ErrorBand, NoneWithoutACrossValidation) {

@@ -90,6 +90,63 @@ TEST(Calibrate, ASingleShapeGivesAConstantEfficiency) {
   EXPECT_NEAR(c.time_s(1e-6, 1e-6), 4e-6, 1e-9);
 }
 
+// A GEMM whose time at equal work depends on its row count M below 128 rows: the law above
+// times 0.9 at M 32 and 1.04 at M 64, exactly the law from 128 rows on (M 128, 512, 2,048).
+// Each M is measured at 6 amounts of work spread over the same four decades. The factor comes
+// back at each measured M below 128, is 1 from 128, interpolated in log2 M between (M 96:
+// 1.04 + (1 − 1.04)·log2(96/64), i.e. 1.04 − 0.04·0.585 = 1.01660), and held below the
+// smallest (M 16: 0.9); the curve is the law's.
+TEST(Calibrate, AFewRowGemmGetsItsRowCountFactor) {
+  const auto factor = [](double m) { return m == 32 ? 0.9 : m == 64 ? 1.04 : 1.0; };
+  std::vector<double> r, t, rows;
+  for (const double m : {32.0, 64.0, 128.0, 512.0, 2048.0})
+    for (int i = 0; i < 6; ++i) {
+      r.push_back(std::pow(10.0, -6.0 + 4.0 * (i + 0.1 * std::log2(m)) / 6.5));
+      t.push_back(law_time(r.back()) * factor(m));
+      rows.push_back(m);
+    }
+  const efficiency_curve c = fit_curve_with_rows(modsim::op::mlp_up, dtype::fp32, r, t, rows);
+  ASSERT_EQ(c.log2_rows.size(), 3u);
+  EXPECT_DOUBLE_EQ(c.log2_rows[0], 5.0);
+  EXPECT_DOUBLE_EQ(c.log2_rows[1], 6.0);
+  EXPECT_DOUBLE_EQ(c.log2_rows[2], 7.0);
+  EXPECT_NEAR(c.rows_factor[0], 0.9, 1e-3);
+  EXPECT_NEAR(c.rows_factor[1], 1.04, 1e-3);
+  EXPECT_DOUBLE_EQ(c.rows_factor[2], 1.0);
+  EXPECT_NEAR(c.rows_factor_at(96), 1.04 - 0.04 * std::log2(1.5), 1e-3);
+  EXPECT_NEAR(c.rows_factor_at(16), 0.9, 1e-3);
+  EXPECT_DOUBLE_EQ(c.rows_factor_at(4096), 1.0);
+  EXPECT_DOUBLE_EQ(c.rows_factor_at(0), 1.0);  // no row count: no factor
+  for (double x : {-5.5, -4.5, -3.5, -2.5}) {
+    const double rr = std::pow(10.0, x);
+    EXPECT_NEAR(c.time_s(rr, rr, 32) / (law_time(rr) * 0.9), 1.0, 2e-3) << "x = " << x;
+    EXPECT_NEAR(c.time_s(rr, rr, 1024) / law_time(rr), 1.0, 2e-3) << "x = " << x;
+  }
+  // Fewer than 3 rows at every M below 128: no factor.
+  std::vector<double> r2, t2, rows2;
+  for (std::size_t i = 0; i < r.size(); ++i)
+    if (rows[i] >= 128 || i % 6 < 2) {
+      r2.push_back(r[i]);
+      t2.push_back(t[i]);
+      rows2.push_back(rows[i]);
+    }
+  EXPECT_TRUE(fit_curve_with_rows(modsim::op::mlp_up, dtype::fp32, r2, t2, rows2).rows_factor.empty());
+  // One row count below 128 (M 32 alone) cannot say what lies between it and 128: no factor.
+  std::vector<double> r3, t3, rows3;
+  for (std::size_t i = 0; i < r.size(); ++i)
+    if (rows[i] != 64) {
+      r3.push_back(r[i]);
+      t3.push_back(t[i]);
+      rows3.push_back(rows[i]);
+    }
+  EXPECT_TRUE(fit_curve_with_rows(modsim::op::mlp_up, dtype::fp32, r3, t3, rows3).rows_factor.empty());
+  // Only the dense GEMMs over the block's tokens take one.
+  EXPECT_TRUE(row_gemm(modsim::op::qkv_proj));
+  EXPECT_TRUE(row_gemm(modsim::op::mlp_down));
+  EXPECT_FALSE(row_gemm(modsim::op::attn_scores));
+  EXPECT_FALSE(row_gemm(modsim::op::router));
+}
+
 // A measured row of the MoD block family at d=64, H=4, F=256.
 measured_sample row(modsim::op op, std::int64_t S, double capacity, double median_s) {
   measured_sample p;
