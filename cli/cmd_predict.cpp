@@ -148,6 +148,16 @@ json::value prediction_json(const sim::prediction& p, const std::string& hw_name
       ee["band"] = p.band->text();
       ee["holdout_blocks"] = p.band->holdout_blocks;
     }
+    if (p.holdout) {
+      json::object h;
+      h["blocks"] = p.holdout->blocks;
+      h["median_abs_pct_error"] = p.holdout->median_abs_pct_error;
+      h["p90_abs_pct_error"] = p.holdout->p90_abs_pct_error;
+      h["decode_blocks"] = p.holdout->decode_blocks;
+      h["decode_median_abs_pct_error"] = p.holdout->decode_median_abs_pct_error;
+      h["decode_p90_abs_pct_error"] = p.holdout->decode_p90_abs_pct_error;
+      ee["holdout"] = std::move(h);
+    }
     root["expected_error"] = std::move(ee);
   }
   json::array layers;
@@ -315,6 +325,14 @@ output output_of(const analysis::analysis_result& a, const std::string& hw_name,
         "{}-fold cross-validation by shape)",
         p.expected_error->median_abs_pct_error, p.expected_error->p90_abs_pct_error, p.expected_error->blocks,
         p.expected_error->folds));
+    // The held-out rows of the prediction's kind, where the calibration was checked on some.
+    if (p.holdout && p.holdout->count(decode) > 0)
+      o.head.push_back(fmt::format(
+          "checked on {} held-out {} it was never fitted on: median {:.1f}%, p90 {:.1f}% (the band inside the measured "
+          "range comes from these)",
+          p.holdout->count(decode), decode ? "decode rows" : "blocks",
+          decode ? p.holdout->decode_median_abs_pct_error : p.holdout->median_abs_pct_error,
+          decode ? p.holdout->decode_p90_abs_pct_error : p.holdout->p90_abs_pct_error));
     if (p.band) o.head.push_back("this prediction: " + p.band->text());
   } else if (p.calibrated && !p.attention_measured) {
     o.head.push_back(fmt::format(

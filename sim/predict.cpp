@@ -215,8 +215,10 @@ prediction predict(const model_spec& model, const model_spec& baseline, const wo
   p.attention = cost.attention();
   p.attention_measured = cost.attention_measured();
   p.attention_share = attention_share(p.model);
-  if (const calibration* cal = cost.calibration(); cal && cal->cross_validation)
+  if (const calibration* cal = cost.calibration(); cal && cal->cross_validation) {
     p.expected_error = *cal->cross_validation;
+    p.holdout = cal->holdout;
+  }
   if (p.model.timed_as_dtype || p.dense.timed_as_dtype)
     p.notes.push_back(std::string(to_string(w.type)) + " timed by the " +
                       to_string(p.model.timed_as_dtype ? *p.model.timed_as_dtype : *p.dense.timed_as_dtype) +
@@ -269,6 +271,7 @@ prediction predict(const model_spec& model, const model_spec& baseline, const wo
     if (p.expected_error && (!roofline_ops.empty() || attention_roofline)) {
       const double p90 = p.expected_error->p90_abs_pct_error;
       p.expected_error.reset();
+      p.holdout.reset();
       if (!roofline_ops.empty())
         p.notes.push_back(
             "no error band: the calibration's cross-validation covers its calibrated ops, not the datasheet "

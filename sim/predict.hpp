@@ -142,6 +142,9 @@ struct prediction {
   // prediction of a block it never saw was from the measurement. Absent when uncalibrated or
   // not cross-validated.
   std::optional<cross_validation_summary> expected_error;
+  // How the calibration did on rows it was checked on and never fitted (calibrate --holdout);
+  // present with expected_error where the calibration has them.
+  std::optional<holdout_summary> holdout;
   // The band of this prediction (sim/validation.hpp band_for): from where its shapes stand
   // against the calibration's rows, inside their range or outside along some axes. Absent with
   // expected_error, and when some op fell back to the datasheet roofline (the calibration's
