@@ -147,6 +147,30 @@ modsim::op curve_op(const std::string& name, const std::string& file, const std:
   return *o;
 }
 
+// An array `key` of {x_key: x, y_key: y >= 0} objects in ascending order of x, appended to xs
+// and ys; `unordered` is the reason given for an x not above the one before.
+void parse_points(reader& r, std::string_view key, const char* x_key, const char* y_key, const char* unordered,
+                  std::vector<double>& xs, std::vector<double>& ys) {
+  const json::array& points = r.get_array(key);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    reader k(points[i], r.file(), r.key_path(key) + "[" + std::to_string(i) + "]");
+    const double x = k.get_number(x_key);
+    const double y = k.get_number(y_key, 0.0);
+    k.finish();
+    if (!xs.empty() && x <= xs.back()) throw input_error(r.file(), k.key_path(x_key), unordered);
+    xs.push_back(x);
+    ys.push_back(y);
+  }
+}
+
+// The same written: [{x_key: x, y_key: y}, ...].
+json::array points_json(const std::vector<double>& xs, const std::vector<double>& ys, const char* x_key,
+                        const char* y_key) {
+  json::array a;
+  for (std::size_t i = 0; i < xs.size(); ++i) a.push_back(json::object{{x_key, xs[i]}, {y_key, ys[i]}});
+  return a;
+}
+
 efficiency_curve parse_curve(const json::value& v, const std::string& file, const std::string& path) {
   reader r(v, file, path);
   efficiency_curve c;
@@ -155,32 +179,15 @@ efficiency_curve parse_curve(const json::value& v, const std::string& file, cons
   c.fixed_s = r.get_number("fixed_s", 0.0);
   c.samples = r.get_int("samples", 0, std::numeric_limits<int>::max());
   c.rms_rel_error = r.get_number("rms_rel_error", 0.0);
-  const json::array& knots = r.get_array("knots");
-  if (knots.empty()) throw input_error(file, r.key_path("knots"), "needs at least one knot");
-  for (std::size_t i = 0; i < knots.size(); ++i) {
-    reader k(knots[i], file, r.key_path("knots") + "[" + std::to_string(i) + "]");
-    const double x = k.get_number("log10_work");
-    const double g = k.get_number("inv_efficiency", 0.0);
-    k.finish();
-    if (!c.log10_work.empty() && x <= c.log10_work.back())
-      throw input_error(file, k.key_path("log10_work"), "knots must be in ascending order of log10_work");
-    c.log10_work.push_back(x);
-    c.inv_efficiency.push_back(g);
-  }
-  if (r.find("rows") != nullptr) {
-    const json::array& rows = r.get_array("rows");
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      reader k(rows[i], file, r.key_path("rows") + "[" + std::to_string(i) + "]");
-      const double x = k.get_number("log2_rows");
-      const double f = k.get_number("factor");
-      k.finish();
-      if (!(f > 0)) throw input_error(file, k.key_path("factor"), "must be > 0");
-      if (!c.log2_rows.empty() && x <= c.log2_rows.back())
-        throw input_error(file, k.key_path("log2_rows"), "must be in ascending order");
-      c.log2_rows.push_back(x);
-      c.rows_factor.push_back(f);
-    }
-  }
+  if (r.get_array("knots").empty()) throw input_error(file, r.key_path("knots"), "needs at least one knot");
+  parse_points(r, "knots", "log10_work", "inv_efficiency", "knots must be in ascending order of log10_work",
+               c.log10_work, c.inv_efficiency);
+  if (r.find("rows") != nullptr)
+    parse_points(r, "rows", "log2_rows", "factor", "must be in ascending order", c.log2_rows, c.rows_factor);
+  if (const auto zero = std::find_if(c.rows_factor.begin(), c.rows_factor.end(), [](double f) { return !(f > 0); });
+      zero != c.rows_factor.end())
+    throw input_error(file, r.key_path("rows") + "[" + std::to_string(zero - c.rows_factor.begin()) + "].factor",
+                      "must be > 0");
   r.finish();
   return c;
 }
@@ -423,24 +430,8 @@ json::object curve_json(const efficiency_curve& c) {
   o["fixed_s"] = c.fixed_s;
   o["samples"] = c.samples;
   o["rms_rel_error"] = c.rms_rel_error;
-  json::array knots;
-  for (std::size_t i = 0; i < c.log10_work.size(); ++i) {
-    json::object k;
-    k["log10_work"] = c.log10_work[i];
-    k["inv_efficiency"] = c.inv_efficiency[i];
-    knots.push_back(std::move(k));
-  }
-  o["knots"] = std::move(knots);
-  if (!c.rows_factor.empty()) {
-    json::array rows;
-    for (std::size_t i = 0; i < c.rows_factor.size(); ++i) {
-      json::object k;
-      k["log2_rows"] = c.log2_rows[i];
-      k["factor"] = c.rows_factor[i];
-      rows.push_back(std::move(k));
-    }
-    o["rows"] = std::move(rows);
-  }
+  o["knots"] = points_json(c.log10_work, c.inv_efficiency, "log10_work", "inv_efficiency");
+  if (!c.rows_factor.empty()) o["rows"] = points_json(c.log2_rows, c.rows_factor, "log2_rows", "factor");
   return o;
 }
 
