@@ -152,13 +152,21 @@ section verdict_section(const report_data& d) {
             ? std::string()
             : fmt::format(" — measured on {}, not on {}: this checks the method, not the {} numbers", v.hardware,
                           d.hardware.name, d.hardware.name);
+    // The calibration itself on rows it was checked on and never fitted (calibrate --holdout).
+    const std::string held =
+        p.holdout && p.holdout->blocks > 0
+            ? fmt::format(
+                  "; the calibration itself, on {} held-out blocks it never fitted: {:.1f}% median, {:.1f}% at "
+                  "p90 (its bands come from these)",
+                  p.holdout->blocks, p.holdout->median_abs_pct_error, p.holdout->p90_abs_pct_error)
+            : std::string();
     if (v.folds > 0)
       items.push_back(fmt::format(
           "**Trust**: against {} measured blocks on {} the calibrated cost model is off by {:.1f}% (median |error|), "
           "{:.1f}% at p90 — {}-fold cross-validation by shape: no block was predicted by a calibration that saw it or "
-          "any op of its shape{}.",
+          "any op of its shape{}{}.",
           v.summary.points, short_device(v.device), v.summary.median_abs_pct_error, v.summary.p90_abs_pct_error,
-          v.folds, other));
+          v.folds, other, held));
     else
       items.push_back(
           fmt::format("**Trust**: against {} measured blocks on {} the {} cost model is off by {:.1f}% "

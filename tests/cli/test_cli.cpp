@@ -331,6 +331,30 @@ TEST(Cli, CalibrateFitsAFewRowFactorWhereTwoRowCountsBelow128WereMeasured) {
   EXPECT_TRUE(qkv_rows(m + "24b-calibration.csv").first.empty());
   std::filesystem::remove(out);
 }
+// The shipped cpu-calibrated.json was checked on five runs of configs/grids/holdout-cpu.json
+// (48 blocks each: 240); predict and the report's Trust line say so, and the band says where it
+// came from.
+TEST(Cli, PredictAndReportSayHowTheCalibrationDidOnItsHeldOutBlocks) {
+  const result p = modsim("predict mod-60m --hardware cpu-calibrated --batch 1 --seq 512");
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_NE(p.out.find("checked on 240 held-out blocks it was never fitted on"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("; 240 held-out blocks)"), std::string::npos) << p.out;
+  const result j = modsim("predict mod-60m --hardware cpu-calibrated --batch 1 --seq 512 --format json");
+  ASSERT_EQ(j.code, 0) << j.err;
+  const boost::json::value v = boost::json::parse(j.out);
+  EXPECT_EQ(v.at("expected_error").at("holdout").at("blocks").as_int64(), 240);
+  EXPECT_EQ(v.at("expected_error").at("holdout_blocks").as_int64(), 240);
+  const auto dir = std::filesystem::temp_directory_path() / ("modsim_trust_" + std::to_string(::getpid()));
+  const result r = modsim(
+      "report mod-60m --hardware cpu-calibrated --no-profile --no-serving --no-sampling "
+      "--no-charts --no-parallel --out '" +
+      dir.string() + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream f(dir / "report.md");
+  const std::string md((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_NE(md.find("the calibration itself, on 240 held-out blocks it never fitted"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
 // twice repeats each of its 60 blocks once, identical (every difference 0).
 TEST(Cli, ValidateSaysHowFarRepeatMeasurementsAgree) {
   const std::string file = "reports/measurements/cpu-xeon-2core-2026-11-24b-realistic.csv";
