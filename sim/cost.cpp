@@ -613,10 +613,7 @@ std::string calibration_to_json(const calibration& c) {
     for (const decode_fit& x : c.decode) {
       json::object f;
       f["dtype"] = to_string(x.type);
-      json::array knots;
-      for (std::size_t k = 0; k < x.weight_log2_rows.size(); ++k)
-        knots.push_back(json::object{{"log2_rows", x.weight_log2_rows[k]}, {"s_per_byte", x.weight_s_per_byte[k]}});
-      f["weight_knots"] = std::move(knots);
+      f["weight_knots"] = points_json(x.weight_log2_rows, x.weight_s_per_byte, "log2_rows", "s_per_byte");
       f["kv_s_per_byte"] = x.kv_s_per_byte;
       f["s_per_matmul_flop"] = x.s_per_matmul_flop;
       f["s_per_other_flop"] = x.s_per_other_flop;
