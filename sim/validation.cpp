@@ -138,13 +138,11 @@ holdout_summary summarize_holdout(const calibration& c, const std::vector<valida
       if (!axis || *axis == cv_axis::tokens || measured.empty()) continue;
       double farthest = 0;
       for (const auto& p : points) {
-        if (p.sample.is_decode() != decode) continue;
-        for (const auto& [ax, x] : values_of(p.sample)) {
-          if (ax != *axis || x <= 0 || x < a.min || x > a.max) continue;
-          double d = std::numeric_limits<double>::infinity();
-          for (const double m : measured) d = std::min(d, std::abs(std::log2(x / m)));
-          farthest = std::max(farthest, d);
-        }
+        const double x = axis_value(p.sample, *axis);
+        if (p.sample.is_decode() != decode || x <= 0 || x < a.min || x > a.max) continue;
+        double d = std::numeric_limits<double>::infinity();
+        for (const double m : measured) d = std::min(d, std::abs(std::log2(x / m)));
+        farthest = std::max(farthest, d);
       }
       if (farthest > 0) reach.emplace_back(a.axis, farthest);
     }
@@ -490,8 +488,9 @@ std::optional<error_band> band_for(const calibration& c, const axis_values& valu
       // No farther from a measured value than the calibration's held-out rows lay: theirs (the
       // inside band). Else the held-out inner values' p90 where the axis has some; else the
       // ends' (an extrapolation misses by more than an interpolation: the wider band).
-      mid.measured = a.inner_blocks > 0 || held;
-      mid.band_pct = held && mid.distance <= held->reach_along(a.axis, decode) + near ? inside
+      const bool within_reach = held && mid.distance <= held->reach_along(a.axis, decode) + near;
+      mid.measured = within_reach || a.inner_blocks > 0;
+      mid.band_pct = within_reach         ? inside
                      : a.inner_blocks > 0 ? std::max(inside, a.inner_p90_abs_pct_error)
                                           : std::max(inside, a.p90_abs_pct_error);
       b.p90_pct = std::max(b.p90_pct, mid.band_pct);

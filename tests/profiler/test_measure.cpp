@@ -2,11 +2,21 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
 
 #include "profiler/measure.hpp"
 
 using namespace modsim::profiler;
+
+namespace {
+
+// Samples of 1 s and 2 s in turn, starting with 1 s.
+std::function<double()> one_two() {
+  return [i = 0]() mutable { return 1.0 + (i++ % 2); };
+}
+
+}  // namespace
 
 TEST(Measure, PercentilesInterpolateBetweenClosestRanks) {
   // Samples 1..10: q·(n−1) positions 0.9 → 1.9, 4.5 → 5.5, 8.1 → 9.1 (by hand).
@@ -92,8 +102,7 @@ TEST(Measure, SampleCapStopsToo) {
   rule.min_time_s = 0;
   rule.max_time_s = 1e9;
   rule.target_rel_error = 0;
-  int i = 0;
-  sample_stats s = measure([&] { return 1.0 + (i++ % 2); }, rule);
+  sample_stats s = measure(one_two(), rule);
   EXPECT_EQ(s.samples, 7);
   EXPECT_FALSE(s.converged);
 }
@@ -115,15 +124,12 @@ stop_rule three_second_cap() {
 TEST(Measure, ANoisyPointSamplesOnToTheNoisyCap) {
   stop_rule rule = three_second_cap();
   rule.target_rel_error = 1e-9;
-  int i = 0;
-  const auto alternating = [&] { return 1.0 + (i++ % 2); };
-  const sample_stats capped = measure(alternating, rule);
+  const sample_stats capped = measure(one_two(), rule);
   EXPECT_EQ(capped.samples, 5);
   EXPECT_FALSE(capped.extended);
   EXPECT_FALSE(capped.converged);
   rule.noisy_max_time_s = 20;
-  i = 0;
-  const sample_stats noisy = measure(alternating, rule);
+  const sample_stats noisy = measure(one_two(), rule);
   EXPECT_EQ(noisy.samples, 14);
   EXPECT_TRUE(noisy.extended);
   EXPECT_FALSE(noisy.converged);
@@ -136,15 +142,13 @@ TEST(Measure, ANoisyPointTakesTheNoisyMinimumOfSamples) {
   rule.noisy_max_time_s = 4;
   rule.noisy_min_samples = 15;
   rule.target_rel_error = 1e-9;
-  int i = 0;
-  const sample_stats s = measure([&] { return 1.0 + (i++ % 2); }, rule);
+  const sample_stats s = measure(one_two(), rule);
   EXPECT_EQ(s.samples, 15);
   EXPECT_DOUBLE_EQ(s.mean_s, 22.0 / 15);
   EXPECT_TRUE(s.extended);
   // Without a noisy cap the minimum does nothing: 5 samples, as before.
   rule.noisy_max_time_s = 0;
-  i = 0;
-  EXPECT_EQ(measure([&] { return 1.0 + (i++ % 2); }, rule).samples, 5);
+  EXPECT_EQ(measure(one_two(), rule).samples, 5);
 }
 
 // A precise point stops where it did without the noisy cap: 0.5 s samples of no spread
