@@ -181,6 +181,12 @@ int cmd_profile(const std::vector<std::string>& args) {
       "the mean above 1%) at --max-time samples on until they are precise, or add up to S seconds and number at "
       "least 15 (3 x the minimum); more samples move its median back where disturbances (another process on a "
       "shared machine) pushed it (default S = 4 x --max-time; 0: stop at --max-time)")(
+      "passes", po::value<int>()->default_value(1),
+      "N: measure the whole grid N times over, in the same order, and write each point's row in the last pass "
+      "from all N (median of the passes' medians; p10/p90 the lowest/highest of theirs; samples the total): a "
+      "shared machine that slows down for seconds at a time slows every sample of the point it falls on, which "
+      "the point's own samples cannot see but passes minutes apart outvote (the run takes about N times as long; "
+      "stopped early, each point measured so far is written with the passes it had)")(
       "time-budget", po::value<double>(),
       "a cap on the whole run, in seconds: no point starts after S seconds (the one in progress finishes); the CSV "
       "keeps what was measured, --resume measures the rest; exit 0 (default: no cap)")(
@@ -204,7 +210,7 @@ int cmd_profile(const std::vector<std::string>& args) {
           args, opts, pos, vm,
           "usage: modsim profile --backend cpu|cuda [--preset quick|full] [--grid FILE] --out FILE.csv [--resume] "
           "[--timing isolated|in_block] [--attention unfused|fused] [--shard I/N] [--model MODEL]... "
-          "[--max-time S per point] [--max-noisy-time S] [--time-budget S for the run]\n"
+          "[--max-time S per point] [--max-noisy-time S] [--passes N] [--time-budget S for the run]\n"
           "       modsim profile --backend cpu|cuda [--preset P|--grid FILE] --check CSV...   (the shards add up?)"))
     return exit_ok;
   if (!vm.count("backend")) throw input_error("", "--backend", "required (cpu or cuda)");
@@ -215,6 +221,8 @@ int cmd_profile(const std::vector<std::string>& args) {
   for (const char* seconds : {"time-budget", "max-time", "max-noisy-time"})
     if (vm.count(seconds) && (!(vm[seconds].as<double>() >= 0) || !std::isfinite(vm[seconds].as<double>())))
       throw input_error("", std::string("--") + seconds, "must be a number of seconds >= 0");
+  const int passes = vm["passes"].as<int>();
+  if (passes < 1 || passes > 100) throw input_error("", "--passes", "must be a whole number from 1 to 100");
   std::optional<double> time_budget_s;
   if (vm.count("time-budget")) time_budget_s = vm["time-budget"].as<double>();
   const std::string preset_name = vm["preset"].as<std::string>();
@@ -314,6 +322,7 @@ int cmd_profile(const std::vector<std::string>& args) {
   ro.rule.noisy_max_time_s = vm.count("max-noisy-time") ? vm["max-noisy-time"].as<double>() : 4 * ro.rule.max_time_s;
   ro.rule.noisy_min_samples = 3 * ro.rule.min_samples;
   ro.seed = vm["seed"].as<std::uint64_t>();
+  ro.passes = passes;
   ro.stop = &g_stop;
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   auto last_line = std::chrono::steady_clock::now() - std::chrono::hours(1);
@@ -331,8 +340,8 @@ int cmd_profile(const std::vector<std::string>& args) {
     } else {
       const auto now = std::chrono::steady_clock::now();
       if (now - last_line > std::chrono::seconds(10) || !p.current) {
-        std::cerr << fmt::format("profile: {}/{} points, {:.0f} s elapsed, ~{:.0f} s left\n", p.done, p.total,
-                                 p.elapsed_s, eta);
+        std::cerr << fmt::format("profile: {}/{} points{}, {:.0f} s elapsed, ~{:.0f} s left\n", p.done, p.total,
+                                 passes > 1 ? fmt::format(" ({} passes)", passes) : std::string(), p.elapsed_s, eta);
         last_line = now;
       }
     }
@@ -359,6 +368,7 @@ int cmd_profile(const std::vector<std::string>& args) {
   meta["timing"] = modsim::to_string(timing);
   if (shard.second > 1) meta["shard"] = std::to_string(shard.first) + "/" + std::to_string(shard.second);
   meta["attention"] = std::string(to_string(attention));
+  meta["passes"] = ro.passes;
   meta["input_copies"] = ro.input_copies;  // rotated by isolated timing only
   meta["measurements"] = std::filesystem::path(out_path).filename().string();
   meta["started"] = now_iso();

@@ -29,6 +29,31 @@ sample_stats summarize(std::vector<double> samples) {
   return s;
 }
 
+sample_stats combine_passes(const std::vector<sample_stats>& passes) {
+  if (passes.empty()) throw runtime_error("combining no passes");
+  if (passes.size() == 1) return passes.front();
+  std::vector<double> medians;
+  sample_stats s = passes.front();
+  double weighted = 0;
+  s.samples = 0;
+  s.converged = true;
+  s.extended = false;
+  for (const sample_stats& p : passes) {
+    medians.push_back(p.median_s);
+    s.p10_s = std::min(s.p10_s, p.p10_s);
+    s.p90_s = std::max(s.p90_s, p.p90_s);
+    s.rel_error = std::max(s.rel_error, p.rel_error);
+    weighted += p.mean_s * p.samples;
+    s.samples += p.samples;
+    s.converged = s.converged && p.converged;
+    s.extended = s.extended || p.extended;
+  }
+  std::sort(medians.begin(), medians.end());
+  s.median_s = sim::percentile_sorted(medians, 0.5);
+  s.mean_s = s.samples > 0 ? weighted / s.samples : 0.0;
+  return s;
+}
+
 sample_stats measure(const std::function<double()>& sample, const stop_rule& rule) {
   for (int i = 0; i < rule.warmup; ++i) sample();
   std::vector<double> samples;

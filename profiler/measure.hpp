@@ -42,6 +42,15 @@ struct sample_stats {
 // sim::percentile_sorted's (linear interpolation between closest ranks, q·(n−1)).
 sample_stats summarize(std::vector<double> samples);
 
+// One point measured in several passes over the grid (profile --passes N): a machine that
+// slows down for seconds at a time (another tenant on a shared VM) slows every sample of the
+// point it falls on, so the point's own samples cannot see it; passes minutes apart can.
+// median_s is the median of the passes' medians (a slow pass is outvoted), p10_s the lowest
+// and p90_s the highest of their p10/p90 (the spread across passes shows in the row), mean_s
+// the sample-weighted mean, samples the total, rel_error the largest, converged when every
+// pass converged, extended when any was. Throws runtime_error on an empty list.
+sample_stats combine_passes(const std::vector<sample_stats>& passes);
+
 // Runs `rule.warmup` discarded samples, then samples until the rule stops.
 sample_stats measure(const std::function<double()>& sample, const stop_rule& rule);
 

@@ -178,3 +178,35 @@ TEST(Measure, ADisturbedPointConvergesOnceTheDisturbanceIsDiluted) {
   EXPECT_EQ(s.samples, 50);
   EXPECT_DOUBLE_EQ(s.median_s, 1.0);
 }
+
+TEST(Measure, PassesCombineAsTheMedianOfTheirMediansAndTheWidestSpread) {
+  // Three passes of one point, the second on a machine slowed by 30 %.
+  auto pass = [](double median, double p10, double p90, double mean, int n, bool converged, bool extended) {
+    sample_stats s;
+    s.median_s = median;
+    s.p10_s = p10;
+    s.p90_s = p90;
+    s.mean_s = mean;
+    s.samples = n;
+    s.rel_error = median / 100;
+    s.converged = converged;
+    s.extended = extended;
+    return s;
+  };
+  const sample_stats c =
+      combine_passes({pass(1.00, 0.98, 1.03, 1.0, 5, true, false), pass(1.30, 1.28, 1.35, 1.3, 10, true, true),
+                      pass(1.02, 0.99, 1.05, 1.0, 5, false, false)});
+  EXPECT_DOUBLE_EQ(c.median_s, 1.02);  // the middle of 1.00, 1.02, 1.30: the slow pass is outvoted
+  EXPECT_DOUBLE_EQ(c.p10_s, 0.98);
+  EXPECT_DOUBLE_EQ(c.p90_s, 1.35);
+  EXPECT_DOUBLE_EQ(c.mean_s, (5 * 1.0 + 10 * 1.3 + 5 * 1.0) / 20);  // 1.15
+  EXPECT_EQ(c.samples, 20);
+  EXPECT_DOUBLE_EQ(c.rel_error, 0.013);
+  EXPECT_FALSE(c.converged);  // the third pass did not
+  EXPECT_TRUE(c.extended);    // the second did
+  // Two passes: the median is their mean; one pass is itself.
+  EXPECT_DOUBLE_EQ(combine_passes({pass(1.0, 1, 1, 1, 3, true, false), pass(2.0, 2, 2, 2, 3, true, false)}).median_s,
+                   1.5);
+  EXPECT_DOUBLE_EQ(combine_passes({pass(1.7, 1, 2, 1.7, 3, true, false)}).median_s, 1.7);
+  EXPECT_THROW(combine_passes({}), std::exception);
+}

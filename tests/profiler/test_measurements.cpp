@@ -551,6 +551,56 @@ TEST(Measurements, InBlockWritesTheBlockThenItsOpsAsSimFlopsListsThem) {
   fs::remove(path);
 }
 
+TEST(Measurements, PassesWriteEachRowOnceFromEveryPassesSamples) {
+  const std::string path = temp_csv("passes");
+  auto be = kernels::make_cpu_backend(1);
+  measurement_writer w(path, false);
+  run_options o = fast_options();
+  o.passes = 3;
+  o.keep_block_samples = true;
+  std::vector<std::size_t> done;
+  std::size_t total = 0;
+  o.on_progress = [&](const run_progress& p) {
+    done.push_back(p.done);
+    total = p.total;
+  };
+  run_result r = run_points(*be, in_block_grid().points, w, o);
+  EXPECT_EQ(r.measured, 2u);
+  EXPECT_EQ(r.in_block_samples.size(), 6u);  // 2 blocks x 3 passes
+  // Every row once (as one pass writes them), each from 3 passes of 3 samples.
+  const std::vector<measurement_row> rows = read_measurements(path);
+  ASSERT_EQ(rows.size(), 1 + dense_ops.size() + 1 + mod_ops().size());
+  for (const measurement_row& row : rows) EXPECT_EQ(row.samples, 9) << modsim::to_string(row.op);
+  // Progress counts the 2 points in each of the 3 passes: 0..5, then the end at 6.
+  EXPECT_EQ(total, 6u);
+  EXPECT_EQ(done, (std::vector<std::size_t>{0, 1, 2, 3, 4, 5, 6}));
+}
+
+TEST(Measurements, AMultiPassRunStoppedEarlyWritesWhatItMeasured) {
+  const std::string path = temp_csv("passes_stopped");
+  auto be = kernels::make_cpu_backend(1);
+  measurement_writer w(path, false);
+  run_options o = fast_options();
+  o.passes = 3;
+  std::atomic<bool> stop{false};
+  o.stop = &stop;
+  // Stop once the second pass has begun its first point: each block then has 1 pass, except
+  // the first one measured, which has 2.
+  o.on_progress = [&](const run_progress& p) {
+    if (p.done == 2) stop = true;
+  };
+  run_result r = run_points(*be, in_block_grid().points, w, o);
+  EXPECT_TRUE(r.interrupted);
+  EXPECT_EQ(r.measured, 2u);
+  const std::vector<measurement_row> rows = read_measurements(path);
+  ASSERT_EQ(rows.size(), 1 + dense_ops.size() + 1 + mod_ops().size());
+  int six = 0, three = 0;
+  for (const measurement_row& row : rows)
+    if (row.op == modsim::op::block_dense || row.op == modsim::op::block_mod) (row.samples == 6 ? six : three)++;
+  EXPECT_EQ(six, 1);
+  EXPECT_EQ(three, 1);
+}
+
 TEST(Measurements, ResumeOfAnInBlockFileSkipsWhatIsPresent) {
   const std::string path = temp_csv("in_block_resume");
   const expansion e = in_block_grid();
