@@ -23,12 +23,14 @@
 #
 #   scripts/validate-cpu.sh [--modsim PATH] [--max-error PCT] [--threads N] [--keep DIR] [--decode]
 #                           [--realistic] [--calibration-grid FILE|quick] [--calibration-timing in_block|isolated]
-#                           [--report-only]
+#                           [--passes N] [--report-only]
 #
 # --threads defaults to 1: OpenBLAS's threads and the kernels' own pool share two cores badly
 # (a block's time swung by up to 50 % between runs), one thread measures the method, not the
 # contention. --max-error defaults to 15 (percent, median absolute error): CPU timings on a
 # shared CI machine are noisy; on a quiet machine the split reaches a median of about 2-3%.
+# --passes N is profile's: every grid measured N times over, each point the median of its
+# passes (for a shared machine whose slow spells last seconds; the run takes N times as long).
 # --report-only prints the scores against --max-error but does not fail on them: the ctest
 # cli.validate_cpu uses it, because a test asserts no timing (on a shared 2-core CI machine the
 # same calibration grid has cross-validated at a median of 17 %, where a quiet one gives 2 %);
@@ -46,6 +48,7 @@ calibration_timing=in_block
 decode=0
 realistic=0
 report_only=0
+passes=1
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --modsim) modsim="$2"; shift 2 ;;
@@ -57,7 +60,8 @@ while [[ $# -gt 0 ]]; do
     --decode) decode=1; shift ;;
     --realistic) realistic=1; shift ;;
     --report-only) report_only=1; shift ;;
-    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+    --passes) passes="$2"; shift 2 ;;
+    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
     *) echo "validate-cpu.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -75,27 +79,27 @@ fi
 
 echo "validate-cpu.sh: load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores; data in $dir" >&2
 if [[ "$calibration_grid" == quick ]]; then
-  "$modsim" profile --backend cpu --preset quick --threads "$threads" --timing "$calibration_timing" \
+  "$modsim" profile --backend cpu --preset quick --threads "$threads" --passes "$passes" --timing "$calibration_timing" \
     --out "$dir/calibration.csv" >/dev/null
 else
-  "$modsim" profile --backend cpu --grid "$calibration_grid" --threads "$threads" --timing "$calibration_timing" \
+  "$modsim" profile --backend cpu --grid "$calibration_grid" --threads "$threads" --passes "$passes" --timing "$calibration_timing" \
     --out "$dir/calibration.csv" >/dev/null
 fi
-"$modsim" profile --backend cpu --grid "$root/configs/grids/holdout-cpu.json" --threads "$threads" \
+"$modsim" profile --backend cpu --grid "$root/configs/grids/holdout-cpu.json" --threads "$threads" --passes "$passes" \
   --out "$dir/holdout.csv" >/dev/null
 measurements=("$dir/calibration.csv")
 if ((decode)); then
-  "$modsim" profile --backend cpu --preset decode --model mod-60m --model dense-60m --threads "$threads" \
+  "$modsim" profile --backend cpu --preset decode --model mod-60m --model dense-60m --threads "$threads" --passes "$passes" \
     --out "$dir/decode.csv" >/dev/null
   "$modsim" profile --backend cpu --grid "$root/configs/grids/decode-holdout-cpu.json" --model mod-220m \
-    --model dense-220m --threads "$threads" --out "$dir/decode-holdout.csv" >/dev/null
+    --model dense-220m --threads "$threads" --passes "$passes" --out "$dir/decode-holdout.csv" >/dev/null
   "$modsim" profile --backend cpu --grid "$root/configs/grids/decode-holdout-2-cpu.json" --model mod-220m \
-    --model dense-220m --threads "$threads" --out "$dir/decode-holdout-2.csv" >/dev/null
+    --model dense-220m --threads "$threads" --passes "$passes" --out "$dir/decode-holdout-2.csv" >/dev/null
   measurements+=("$dir/decode.csv")
 fi
 if ((realistic)); then
   for grid in realistic realistic-long; do
-    "$modsim" profile --backend cpu --grid "$root/configs/grids/$grid-cpu.json" --threads "$threads" \
+    "$modsim" profile --backend cpu --grid "$root/configs/grids/$grid-cpu.json" --threads "$threads" --passes "$passes" \
       --out "$dir/$grid.csv" >/dev/null
   done
 fi
