@@ -264,6 +264,20 @@ validation_section make_validation(const std::vector<sim::measured_sample>& poin
   if (cal)
     for (auto& p : v.points) sim::set_band(p, *cal);
   if (cal && cal->holdout) note_holdout_rows(v, *cal->holdout);
+  if (cal) {
+    std::vector<double> errors;
+    for (const auto& p : v.points) errors.push_back(p.error_pct);
+    if (const auto shift = sim::uniform_shift(errors)) {
+      const bool over = shift->median_pct > 0;
+      v.notes.push_back(fmt::format(
+          "{} of {} blocks are {}-predicted, by median {:+.1f}%, and scatter around that by median {:.1f}% (p90 "
+          "{:.1f}%): a shift this uniform across shapes is more likely the machine running {} than when the "
+          "calibration's rows were measured (a shared machine drifts) than the model, which errs by shape; measure "
+          "both back to back, or repeat them, to tell the two apart",
+          shift->same_sign, shift->points, over ? "over" : "under", shift->median_pct, shift->residual_median_pct,
+          shift->residual_p90_pct, over ? "faster" : "slower"));
+    }
+  }
   return v;
 }
 

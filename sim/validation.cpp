@@ -69,6 +69,27 @@ validation_summary summarize_errors(const std::vector<double>& error_pct) {
   return v;
 }
 
+std::optional<error_shift> uniform_shift(const std::vector<double>& error_pct) {
+  if (error_pct.size() < 8) return std::nullopt;
+  std::vector<double> e = error_pct;
+  std::sort(e.begin(), e.end());
+  error_shift s;
+  s.points = static_cast<int>(e.size());
+  s.median_pct = percentile_sorted(e, 0.5);
+  std::vector<double> r;
+  for (double x : e) {
+    r.push_back(std::abs(x - s.median_pct));
+    if ((x > 0 && s.median_pct > 0) || (x < 0 && s.median_pct < 0)) ++s.same_sign;
+  }
+  std::sort(r.begin(), r.end());
+  s.residual_median_pct = percentile_sorted(r, 0.5);
+  s.residual_p90_pct = percentile_sorted(r, 0.9);
+  const bool uniform = 10 * s.same_sign >= 9 * s.points;
+  if (!uniform || std::abs(s.median_pct) < 2.0 || std::abs(s.median_pct) < 2 * s.residual_median_pct)
+    return std::nullopt;
+  return s;
+}
+
 validation_summary summarize(const std::vector<validation_point>& points) {
   std::vector<double> e;
   for (const auto& p : points) e.push_back(p.error_pct);

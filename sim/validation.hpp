@@ -52,6 +52,19 @@ validation_summary summarize(const std::vector<validation_point>& points);
 // The same from plain signed percentage errors.
 validation_summary summarize_errors(const std::vector<double>& error_pct);
 
+// A shift shared by (nearly) every row: what a machine that drifted between the calibration's
+// measurements and these rows leaves, rather than the model, which errs by shape. Present when
+// there are at least 8 errors, at least 90 % of them have the sign of their median, and that
+// median is at least 2 % and at least twice the median distance of the errors from it.
+struct error_shift {
+  int points = 0;
+  int same_sign = 0;               // errors with the median's sign
+  double median_pct = 0;           // the median signed error: the shift
+  double residual_median_pct = 0;  // median |error − shift|: the scatter around it
+  double residual_p90_pct = 0;     // p90 of the same
+};
+std::optional<error_shift> uniform_shift(const std::vector<double>& error_pct);
+
 // ------------------------------------------------------------------------------------------
 // Cross-validation grouped by shape.
 // ------------------------------------------------------------------------------------------

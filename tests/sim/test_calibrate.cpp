@@ -321,6 +321,33 @@ TEST(Calibrate, ValidationStatisticsOnKnownErrors) {
   EXPECT_EQ(summarize_errors({}).points, 0);
 }
 
+TEST(Calibrate, AShiftSharedByNearlyEveryRowIsFoundAndScatterIsNot) {
+  // Ten errors, nine positive: sorted 5, 5, 5.5, 6, 6, 6.5, 7, 7, 8, -1 → -1, 5, 5, 5.5, 6, 6,
+  // 6.5, 7, 7, 8; median (6 + 6)/2 = 6. Distances from 6: 7, 1, 1, 0.5, 0, 0, 0.5, 1, 1, 2 →
+  // sorted 0, 0, 0.5, 0.5, 1, 1, 1, 1, 2, 7: median 1; p90 at rank 8.1: 2 + 0.1·(7 − 2) = 2.5.
+  const auto s = uniform_shift({5, 5, 5.5, 6, 6, 6.5, 7, 7, 8, -1});
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->points, 10);
+  EXPECT_EQ(s->same_sign, 9);
+  EXPECT_DOUBLE_EQ(s->median_pct, 6.0);
+  EXPECT_DOUBLE_EQ(s->residual_median_pct, 1.0);
+  EXPECT_DOUBLE_EQ(s->residual_p90_pct, 2.5);
+  // A negative shift the same way (all ten negative): median (−6 − 6)/2.
+  const auto n = uniform_shift({-5, -5, -5.5, -6, -6, -6.5, -7, -7, -8, -1});
+  ASSERT_TRUE(n);
+  EXPECT_DOUBLE_EQ(n->median_pct, -6.0);
+  // Two of ten against the sign: 80 % < 90 %, no shift.
+  EXPECT_FALSE(uniform_shift({5, 5, 5.5, 6, 6, 6.5, 7, 7, -1, -2}));
+  // Errors of both signs scattered by shape: none.
+  EXPECT_FALSE(uniform_shift({-3, 2, -1, 4, 0.5, -2, 1, 3, -4, 2}));
+  // All one sign but small (median 1 % < 2 %): none.
+  EXPECT_FALSE(uniform_shift({0.5, 1, 1, 1, 1, 1, 1, 1.5, 2, 0.8}));
+  // All one sign but scattered as wide as the shift: median 4, distances median 2.75 > 4/2.
+  EXPECT_FALSE(uniform_shift({0.5, 1, 1.5, 2, 4, 4, 6, 7, 8, 9}));
+  // Too few rows to tell.
+  EXPECT_FALSE(uniform_shift({6, 6, 6, 6, 6, 6, 6}));
+}
+
 TEST(Calibrate, ValidationErrorIsRelativeToTheMeasurement) {
   // The uncalibrated model of round_cpu: a block's prediction is Σ roofline + kernels × 1 µs.
   const hardware_spec h = round_cpu();
