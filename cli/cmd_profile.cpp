@@ -31,6 +31,7 @@
 #include "core/error.hpp"
 #include "sim/config.hpp"
 #include "sim/io.hpp"
+#include "sim/validation.hpp"
 #if MODSIM_HAVE_CUDA
 #include "kernels/cuda_backend.hpp"
 #endif
@@ -445,6 +446,14 @@ int cmd_profile(const std::vector<std::string>& args) {
   meta["samples_dropped_throttled"] = result.dropped_throttled;
   meta["points_sampled_past_max_time"] = result.sampled_past_max_time;
   if (const auto c = be->clocks(); c.known) meta["sm_clock_mhz_at_end"] = c.sm_clock_mhz;
+  std::optional<sim::validation_summary> spread;
+  if (!result.pass_spread_pct.empty()) {
+    spread = sim::summarize_errors(result.pass_spread_pct);
+    meta["pass_spread"] = {{"points", spread->points},
+                           {"median_pct", spread->median_abs_pct_error},
+                           {"p90_pct", spread->p90_abs_pct_error},
+                           {"max_pct", spread->max_abs_pct_error}};
+  }
   write_metadata(meta_path, meta);
 
   output o;
@@ -489,6 +498,12 @@ int cmd_profile(const std::vector<std::string>& args) {
                            result.already_present, out_path, out_path, meta_path);
   std::cerr << fmt::format("profile: {} workspaces made in {:.1f} s, {:.1f} s sampling\n", result.workspaces_made,
                            result.setup_s, result.sampling_s);
+  if (spread)
+    std::cerr << fmt::format(
+        "profile: the {} passes of a point disagree by median {:.1f}%, p90 {:.1f}%, max {:.1f}% ({} points; highest "
+        "minus lowest of the passes' medians, in % of their median): how far single runs on this machine differ; "
+        "each row, the median of its passes, scatters less\n",
+        passes, spread->median_abs_pct_error, spread->p90_abs_pct_error, spread->max_abs_pct_error, spread->points);
   if (stopped_at_budget) {
     std::cerr << fmt::format(
         "profile: stopped at the --time-budget of {:g} s; run again with --resume to measure the remaining points\n",

@@ -54,6 +54,17 @@ sample_stats combine_passes(const std::vector<sample_stats>& passes) {
   return s;
 }
 
+double pass_spread_pct(const std::vector<sample_stats>& passes) {
+  if (passes.size() < 2) return 0;
+  double lo = passes.front().median_s, hi = lo;
+  for (const sample_stats& p : passes) {
+    lo = std::min(lo, p.median_s);
+    hi = std::max(hi, p.median_s);
+  }
+  const double mid = combine_passes(passes).median_s;
+  return mid > 0 ? 100 * (hi - lo) / mid : 0;
+}
+
 sample_stats measure(const std::function<double()>& sample, const stop_rule& rule) {
   for (int i = 0; i < rule.warmup; ++i) sample();
   std::vector<double> samples;

@@ -50,6 +50,9 @@ sample_stats summarize(std::vector<double> samples);
 // the sample-weighted mean, samples the total, rel_error the largest, converged when every
 // pass converged, extended when any was. Throws runtime_error on an empty list.
 sample_stats combine_passes(const std::vector<sample_stats>& passes);
+// How far the passes of one point disagree: (highest − lowest of their medians) / the median
+// of their medians, in percent; 0 for fewer than two passes.
+double pass_spread_pct(const std::vector<sample_stats>& passes);
 
 // Runs `rule.warmup` discarded samples, then samples until the rule stops.
 sample_stats measure(const std::function<double()>& sample, const stop_rule& rule);

@@ -178,6 +178,7 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
   auto write_step = [&](std::size_t i) {
     for (std::size_t r = 0; r < kept[i].size(); ++r) write(step_rows[i][r], combine_passes(kept[i][r]));
     written[i] = true;
+    if (kept[i].front().size() > 1) result.pass_spread_pct.push_back(pass_spread_pct(kept[i].front()));
     ++result.measured;
     result.sampled_past_max_time += combine_passes(kept[i].front()).extended ? 1 : 0;
   };
@@ -309,6 +310,7 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
       result.sampling_s += seconds_since(sampling);
       if (last_pass) {
         const sample_stats all = combine_passes(decode_kept[i]);
+        if (decode_kept[i].size() > 1) result.pass_spread_pct.push_back(pass_spread_pct(decode_kept[i]));
         result.sampled_past_max_time += all.extended ? 1 : 0;
         write(p, all);
         ++result.measured;
@@ -319,6 +321,7 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
     for (std::size_t i = 0; i < decode_points.size(); ++i)
       if (!decode_kept[i].empty() && decode_kept[i].size() < static_cast<std::size_t>(passes)) {
         write(decode_points[i], combine_passes(decode_kept[i]));
+        if (decode_kept[i].size() > 1) result.pass_spread_pct.push_back(pass_spread_pct(decode_kept[i]));
         ++result.measured;
       }
   report(points.size() * static_cast<std::size_t>(passes), nullptr);

@@ -56,8 +56,11 @@ struct run_result {
   double sampling_s = 0;            // wall seconds measuring (warm-up, samples, retakes)
   std::size_t already_present = 0;  // skipped because --resume found them in the file
   bool interrupted = false;
-  std::size_t dropped_throttled = 0;            // samples retaken because the device was throttled
-  std::size_t sampled_past_max_time = 0;        // points still imprecise at max_time_s, sampled on (noisy_max_time_s)
+  std::size_t dropped_throttled = 0;      // samples retaken because the device was throttled
+  std::size_t sampled_past_max_time = 0;  // points still imprecise at max_time_s, sampled on (noisy_max_time_s)
+  // With several passes: each point's pass_spread_pct (blocks and decode points; an in_block
+  // point's block row), in the order written.
+  std::vector<double> pass_spread_pct;
   std::vector<measurement_row> rows;            // the rows written by this run
   std::vector<block_samples> in_block_samples;  // in_block points, with options.keep_block_samples
 };

@@ -210,3 +210,18 @@ TEST(Measure, PassesCombineAsTheMedianOfTheirMediansAndTheWidestSpread) {
   EXPECT_DOUBLE_EQ(combine_passes({pass(1.7, 1, 2, 1.7, 3, true, false)}).median_s, 1.7);
   EXPECT_THROW(combine_passes({}), std::exception);
 }
+
+TEST(Measure, PassSpreadIsTheRangeOfThePassesMediansOverTheirMedian) {
+  auto pass = [](double median) {
+    sample_stats s;
+    s.median_s = s.p10_s = s.p90_s = s.mean_s = median;
+    s.samples = 5;
+    return s;
+  };
+  // Medians 1.00, 1.30, 1.02: (1.30 − 1.00) / 1.02 = 29.41 %.
+  EXPECT_NEAR(pass_spread_pct({pass(1.00), pass(1.30), pass(1.02)}), 100 * 0.30 / 1.02, 1e-12);
+  // Two passes: over their mean, (2 − 1) / 1.5.
+  EXPECT_NEAR(pass_spread_pct({pass(1.0), pass(2.0)}), 100 / 1.5, 1e-12);
+  EXPECT_EQ(pass_spread_pct({pass(1.0)}), 0.0);
+  EXPECT_EQ(pass_spread_pct({}), 0.0);
+}

@@ -567,6 +567,7 @@ TEST(Measurements, PassesWriteEachRowOnceFromEveryPassesSamples) {
   run_result r = run_points(*be, in_block_grid().points, w, o);
   EXPECT_EQ(r.measured, 2u);
   EXPECT_EQ(r.in_block_samples.size(), 6u);  // 2 blocks x 3 passes
+  EXPECT_EQ(r.pass_spread_pct.size(), 2u);   // one per point
   // Every row once (as one pass writes them), each from 3 passes of 3 samples.
   const std::vector<measurement_row> rows = read_measurements(path);
   ASSERT_EQ(rows.size(), 1 + dense_ops.size() + 1 + mod_ops().size());
