@@ -182,148 +182,165 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
     ++result.measured;
     result.sampled_past_max_time += combine_passes(kept[i].front()).extended ? 1 : 0;
   };
-  for (int pass = 0; pass < passes && !result.interrupted; ++pass) {
-    const bool last_pass = pass + 1 == passes;
-    ws.reset();  // each pass makes its workspaces again
-    ws_index = plan.workspaces.size();
-    for (std::size_t i = 0; i < plan.steps.size(); ++i) {
-      const point& p = block_points[plan.steps[i].point];
-      if (options.stop && options.stop->load()) {
-        result.interrupted = true;
-        break;
-      }
-      // The rows this point writes: itself, and for an in_block block its ops.
-      std::vector<point> rows_of_point = {p};
-      if (p.timing == timing_mode::in_block) {
-        if (!kernels::is_block(p.op) || p.block != p.op)
-          throw input_error("", "op", std::string(kernels::to_string(p.op)) + ": in_block points are blocks");
-        for (const kernels::op op : block_ops(p)) {
-          point o = p;
-          o.op = op;
-          rows_of_point.push_back(o);
+  // Stopped (or failed) before the last pass: the points measured so far are written with the
+  // passes they had (their samples column says how many samples), so nothing measured is lost.
+  auto write_unwritten_steps = [&] {
+    for (std::size_t i = 0; i < plan.steps.size(); ++i)
+      if (!written[i] && !kept[i].empty() && !kept[i].front().empty()) write_step(i);
+  };
+  try {
+    for (int pass = 0; pass < passes && !result.interrupted; ++pass) {
+      const bool last_pass = pass + 1 == passes;
+      ws.reset();  // each pass makes its workspaces again
+      ws_index = plan.workspaces.size();
+      for (std::size_t i = 0; i < plan.steps.size(); ++i) {
+        const point& p = block_points[plan.steps[i].point];
+        if (options.stop && options.stop->load()) {
+          result.interrupted = true;
+          break;
         }
+        // The rows this point writes: itself, and for an in_block block its ops.
+        std::vector<point> rows_of_point = {p};
+        if (p.timing == timing_mode::in_block) {
+          if (!kernels::is_block(p.op) || p.block != p.op)
+            throw input_error("", "op", std::string(kernels::to_string(p.op)) + ": in_block points are blocks");
+          for (const kernels::op op : block_ops(p)) {
+            point o = p;
+            o.op = op;
+            rows_of_point.push_back(o);
+          }
+        }
+        bool present = true;
+        for (const point& r : rows_of_point) present = present && out.contains(r);
+        if (present) {
+          if (pass == 0) ++result.already_present;
+          continue;
+        }
+        if (!out.accepts(p.timing))
+          throw input_error("", "timing",
+                            "the measurements file has no timing/block columns (an old header): it can take only "
+                            "isolated rows; write in_block rows to a new file");
+        report(static_cast<std::size_t>(pass) * block_points.size() + i, &p);
+        if (!ws || ws_index != plan.steps[i].workspace) {
+          ws.reset();  // free the previous buffers before allocating the next
+          ws_index = plan.steps[i].workspace;
+          const point& shape = plan.workspaces[ws_index];
+          wo.fused_attention = shape.attention == attention_impl::fused;
+          const auto made = std::chrono::steady_clock::now();
+          ws = be.make_workspace(shape.shape, shape.type, wo);
+          ++result.workspaces_made;
+          result.setup_s += seconds_since(made);
+        }
+        kernels::workspace& w = *ws;
+        if (device.empty()) device = be.device();  // once: a CUDA device query takes milliseconds
+        step_rows[i] = rows_of_point;
+        kept[i].resize(rows_of_point.size());
+        const auto sampling = std::chrono::steady_clock::now();
+        if (p.timing == timing_mode::in_block) {
+          block_samples samples = sample_in_block(be, p, w, options.rule, &result.dropped_throttled);
+          kept[i][0].push_back(samples.stats);
+          for (std::size_t k = 0; k < samples.ops.size(); ++k) kept[i][k + 1].push_back(summarize(samples.op_s[k]));
+          if (options.keep_block_samples) result.in_block_samples.push_back(std::move(samples));
+        } else {
+          kept[i][0].push_back(
+              measure([&] { return time_once(be, p.op, w, &result.dropped_throttled); }, options.rule));
+        }
+        result.sampling_s += seconds_since(sampling);
+        if (last_pass) write_step(i);
       }
-      bool present = true;
-      for (const point& r : rows_of_point) present = present && out.contains(r);
-      if (present) {
-        if (pass == 0) ++result.already_present;
-        continue;
-      }
-      if (!out.accepts(p.timing))
-        throw input_error("", "timing",
-                          "the measurements file has no timing/block columns (an old header): it can take only "
-                          "isolated rows; write in_block rows to a new file");
-      report(static_cast<std::size_t>(pass) * block_points.size() + i, &p);
-      if (!ws || ws_index != plan.steps[i].workspace) {
-        ws.reset();  // free the previous buffers before allocating the next
-        ws_index = plan.steps[i].workspace;
-        const point& shape = plan.workspaces[ws_index];
-        wo.fused_attention = shape.attention == attention_impl::fused;
-        const auto made = std::chrono::steady_clock::now();
-        ws = be.make_workspace(shape.shape, shape.type, wo);
-        ++result.workspaces_made;
-        result.setup_s += seconds_since(made);
-      }
-      kernels::workspace& w = *ws;
-      if (device.empty()) device = be.device();  // once: a CUDA device query takes milliseconds
-      step_rows[i] = rows_of_point;
-      kept[i].resize(rows_of_point.size());
-      const auto sampling = std::chrono::steady_clock::now();
-      if (p.timing == timing_mode::in_block) {
-        block_samples samples = sample_in_block(be, p, w, options.rule, &result.dropped_throttled);
-        kept[i][0].push_back(samples.stats);
-        for (std::size_t k = 0; k < samples.ops.size(); ++k) kept[i][k + 1].push_back(summarize(samples.op_s[k]));
-        if (options.keep_block_samples) result.in_block_samples.push_back(std::move(samples));
-      } else {
-        kept[i][0].push_back(measure([&] { return time_once(be, p.op, w, &result.dropped_throttled); }, options.rule));
-      }
-      result.sampling_s += seconds_since(sampling);
-      if (last_pass) write_step(i);
     }
+  } catch (...) {
+    write_unwritten_steps();
+    throw;
   }
-  // Stopped before the last pass: the points measured so far are written with the passes they
-  // had (their samples column says how many samples), so nothing measured is lost.
-  for (std::size_t i = 0; i < plan.steps.size(); ++i)
-    if (!written[i] && !kept[i].empty() && !kept[i].front().empty()) write_step(i);
+  write_unwritten_steps();
 
   std::vector<std::vector<sample_stats>> decode_kept(decode_points.size());
-  for (int pass = 0; pass < passes && !result.interrupted; ++pass) {
-    const bool last_pass = pass + 1 == passes;
-    for (std::size_t i = 0; i < decode_points.size() && !result.interrupted; ++i) {
-      const point& p = decode_points[i];
-      if (options.stop && options.stop->load()) {
-        result.interrupted = true;
-        break;
-      }
-      if (out.contains(p)) {
-        if (pass == 0) ++result.already_present;
-        continue;
-      }
-      report(static_cast<std::size_t>(passes) * block_points.size() +
-                 static_cast<std::size_t>(pass) * decode_points.size() + i,
-             &p);
-      const auto made = std::chrono::steady_clock::now();
-      const kernels::decode_shape shape = decode_shape_of(p);
-      std::unique_ptr<kernels::decode_state> st = options.make_decode(
-          shape, kernels::make_decode_weights(shape, options.seed), p.type, p.decode_routing == "graph");
-      const decode_lengths lengths = decode_lengths_of(p);
-      st->fill_cache(lengths.dense, lengths.routed, options.seed + 1);
-      // Rotating new-token inputs, one set per input copy.
-      std::vector<std::vector<float>> inputs;
-      for (int c = 0; c < std::max(1, options.input_copies); ++c) {
-        std::vector<float> x(static_cast<std::size_t>(shape.batch * shape.d_model));
-        kernels::fill_normal(x, options.seed, 3000 + static_cast<std::uint64_t>(c), 0.0, 1.0, 0,
-                             static_cast<std::int64_t>(x.size()));
-        inputs.push_back(std::move(x));
-      }
-      kernels::decode_decisions forced;
-      forced.from = kernels::decode_decisions::source::forced_count;
-      forced.count = decode_routed_count(p);
-      ++result.workspaces_made;
-      result.setup_s += seconds_since(made);
-      if (device.empty()) device = be.device();
-      const auto sampling = std::chrono::steady_clock::now();
-      std::size_t next = 0;
-      // A cold sample costs an eviction that the sampled time does not count: bound the samples
-      // by count, not by sampled time.
-      stop_rule rule = options.rule;
-      if (p.op != kernels::op::decode_step) {
-        rule.min_time_s = 0;
-        rule.min_samples = std::max(rule.min_samples, 10);
-        rule.max_samples = std::min(rule.max_samples, 40);
-      }
-      const sample_stats stats = measure(
-          [&] {
-            st->set_input(inputs[next++ % inputs.size()]);
-            if (p.op != kernels::op::decode_step) {
-              be.flush_cache();
-              be.synchronize();
-              if (backend_name == "cpu") evict_host_caches();
-            }
-            const auto t0 = std::chrono::steady_clock::now();
-            st->step(forced, false);
-            st->synchronize();
-            return seconds_since(t0);
-          },
-          rule);
-      decode_kept[i].push_back(stats);
-      result.sampling_s += seconds_since(sampling);
-      if (last_pass) {
-        const sample_stats all = combine_passes(decode_kept[i]);
-        if (decode_kept[i].size() > 1) result.pass_spread_pct.push_back(pass_spread_pct(decode_kept[i]));
-        result.sampled_past_max_time += all.extended ? 1 : 0;
-        write(p, all);
-        ++result.measured;
-      }
-    }
-  }
-  if (passes > 1 && result.interrupted)  // as for the blocks: what was measured is written
+  // As for the blocks: what was measured before a stop or a failure is written.
+  auto write_unwritten_decode = [&] {
     for (std::size_t i = 0; i < decode_points.size(); ++i)
       if (!decode_kept[i].empty() && decode_kept[i].size() < static_cast<std::size_t>(passes)) {
         write(decode_points[i], combine_passes(decode_kept[i]));
         if (decode_kept[i].size() > 1) result.pass_spread_pct.push_back(pass_spread_pct(decode_kept[i]));
         ++result.measured;
       }
+  };
+  try {
+    for (int pass = 0; pass < passes && !result.interrupted; ++pass) {
+      const bool last_pass = pass + 1 == passes;
+      for (std::size_t i = 0; i < decode_points.size() && !result.interrupted; ++i) {
+        const point& p = decode_points[i];
+        if (options.stop && options.stop->load()) {
+          result.interrupted = true;
+          break;
+        }
+        if (out.contains(p)) {
+          if (pass == 0) ++result.already_present;
+          continue;
+        }
+        report(static_cast<std::size_t>(passes) * block_points.size() +
+                   static_cast<std::size_t>(pass) * decode_points.size() + i,
+               &p);
+        const auto made = std::chrono::steady_clock::now();
+        const kernels::decode_shape shape = decode_shape_of(p);
+        std::unique_ptr<kernels::decode_state> st = options.make_decode(
+            shape, kernels::make_decode_weights(shape, options.seed), p.type, p.decode_routing == "graph");
+        const decode_lengths lengths = decode_lengths_of(p);
+        st->fill_cache(lengths.dense, lengths.routed, options.seed + 1);
+        // Rotating new-token inputs, one set per input copy.
+        std::vector<std::vector<float>> inputs;
+        for (int c = 0; c < std::max(1, options.input_copies); ++c) {
+          std::vector<float> x(static_cast<std::size_t>(shape.batch * shape.d_model));
+          kernels::fill_normal(x, options.seed, 3000 + static_cast<std::uint64_t>(c), 0.0, 1.0, 0,
+                               static_cast<std::int64_t>(x.size()));
+          inputs.push_back(std::move(x));
+        }
+        kernels::decode_decisions forced;
+        forced.from = kernels::decode_decisions::source::forced_count;
+        forced.count = decode_routed_count(p);
+        ++result.workspaces_made;
+        result.setup_s += seconds_since(made);
+        if (device.empty()) device = be.device();
+        const auto sampling = std::chrono::steady_clock::now();
+        std::size_t next = 0;
+        // A cold sample costs an eviction that the sampled time does not count: bound the samples
+        // by count, not by sampled time.
+        stop_rule rule = options.rule;
+        if (p.op != kernels::op::decode_step) {
+          rule.min_time_s = 0;
+          rule.min_samples = std::max(rule.min_samples, 10);
+          rule.max_samples = std::min(rule.max_samples, 40);
+        }
+        const sample_stats stats = measure(
+            [&] {
+              st->set_input(inputs[next++ % inputs.size()]);
+              if (p.op != kernels::op::decode_step) {
+                be.flush_cache();
+                be.synchronize();
+                if (backend_name == "cpu") evict_host_caches();
+              }
+              const auto t0 = std::chrono::steady_clock::now();
+              st->step(forced, false);
+              st->synchronize();
+              return seconds_since(t0);
+            },
+            rule);
+        decode_kept[i].push_back(stats);
+        result.sampling_s += seconds_since(sampling);
+        if (last_pass) {
+          const sample_stats all = combine_passes(decode_kept[i]);
+          if (decode_kept[i].size() > 1) result.pass_spread_pct.push_back(pass_spread_pct(decode_kept[i]));
+          result.sampled_past_max_time += all.extended ? 1 : 0;
+          write(p, all);
+          ++result.measured;
+        }
+      }
+    }
+  } catch (...) {
+    write_unwritten_decode();
+    throw;
+  }
+  write_unwritten_decode();
   report(points.size() * static_cast<std::size_t>(passes), nullptr);
   return result;
 }

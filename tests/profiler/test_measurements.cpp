@@ -602,6 +602,31 @@ TEST(Measurements, AMultiPassRunStoppedEarlyWritesWhatItMeasured) {
   EXPECT_EQ(three, 1);
 }
 
+TEST(Measurements, AMultiPassRunThatFailsWritesWhatItMeasuredBeforeItFails) {
+  const std::string path = temp_csv("passes_failed");
+  auto be = kernels::make_cpu_backend(1);
+  measurement_writer w(path, false);
+  run_options o = fast_options();
+  o.passes = 3;
+  // The grid's block_mod, then a point that fails when its turn comes (an op timed in_block
+  // that is not a block), on another shape so that it runs after the block.
+  std::vector<point> points;
+  for (const point& p : in_block_grid().points)
+    if (p.op == kernels::op::block_mod) points.push_back(p);
+  ASSERT_EQ(points.size(), 1u);
+  point bad = points.front();
+  bad.op = kernels::op::attn_norm;
+  bad.shape.seq_len = 32;
+  points.push_back(bad);
+  EXPECT_THROW(run_points(*be, points, w, o), modsim::error);
+  // The block's first pass was measured before the failure: its rows are in the file, from
+  // that one pass (3 samples).
+  const std::vector<measurement_row> rows = read_measurements(path);
+  ASSERT_EQ(rows.size(), 1 + mod_ops().size());
+  EXPECT_EQ(rows.front().op, modsim::op::block_mod);
+  for (const measurement_row& row : rows) EXPECT_EQ(row.samples, 3) << modsim::to_string(row.op);
+}
+
 TEST(Measurements, ResumeOfAnInBlockFileSkipsWhatIsPresent) {
   const std::string path = temp_csv("in_block_resume");
   const expansion e = in_block_grid();
