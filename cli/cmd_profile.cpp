@@ -187,7 +187,7 @@ int cmd_profile(const std::vector<std::string>& args) {
       "from all N (median of the passes' medians; p10/p90 the lowest/highest of theirs; samples the total): a "
       "shared machine that slows down for seconds at a time slows every sample of the point it falls on, which "
       "the point's own samples cannot see but passes minutes apart outvote (the run takes about N times as long; "
-      "stopped early, each point measured so far is written with the passes it had)")(
+      "stopped early or failed, each point measured so far is written with the passes it had)")(
       "time-budget", po::value<double>(),
       "a cap on the whole run, in seconds: no point starts after S seconds (the one in progress finishes); the CSV "
       "keeps what was measured, --resume measures the rest; exit 0 (default: no cap)")(

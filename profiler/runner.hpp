@@ -31,7 +31,7 @@ struct run_options {
   // Passes over the points (>= 1): each pass measures every point in the same order (the
   // blocks first, then the decode points); a point's row is written in the last pass from all
   // of its passes (combine_passes), so a slow spell of the machine that falls on one pass of a
-  // point is outvoted. A run stopped early writes each point measured so far with the passes
+  // point is outvoted. A run stopped early (or failing) writes each point measured so far with the passes
   // it had. in_block_samples then holds one entry per pass.
   int passes = 1;
   // Decode points (decode_dense, decode_mod, decode_step) run on states this makes; without it
