@@ -165,29 +165,32 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
   const std::string backend_name(be.name());
   std::string device;
   // With several passes a point's rows are written in the last one, from every pass's stats
-  // (combine_passes); the passes before keep them here: kept[step][row][pass].
-  std::vector<std::vector<std::vector<sample_stats>>> kept(plan.steps.size());
-  std::vector<bool> written(plan.steps.size(), false);
-  std::vector<std::vector<point>> step_rows(plan.steps.size());
-  auto write = [&](const point& r, const sample_stats& stats) {
-    if (out.contains(r)) return;  // resume: written by an earlier run
-    measurement_row row = make_row(r, backend_name, device, stats);
-    out.append(row);
-    result.rows.push_back(std::move(row));
+  // (combine_passes); the passes before keep them here. rows[0] is the point itself.
+  struct pending {
+    std::vector<point> rows;
+    std::vector<std::vector<sample_stats>> stats;  // stats[row][pass]
+    bool written = false;
   };
-  auto write_step = [&](std::size_t i) {
-    for (std::size_t r = 0; r < kept[i].size(); ++r) write(step_rows[i][r], combine_passes(kept[i][r]));
-    written[i] = true;
-    if (kept[i].front().size() > 1) result.pass_spread_pct.push_back(pass_spread_pct(kept[i].front()));
+  auto write_point = [&](pending& q) {
+    for (std::size_t r = 0; r < q.rows.size(); ++r) {
+      const sample_stats all = combine_passes(q.stats[r]);
+      if (r == 0) result.sampled_past_max_time += all.extended ? 1 : 0;
+      if (out.contains(q.rows[r])) continue;  // resume: written by an earlier run
+      measurement_row row = make_row(q.rows[r], backend_name, device, all);
+      out.append(row);
+      result.rows.push_back(std::move(row));
+    }
+    if (q.stats.front().size() > 1) result.pass_spread_pct.push_back(pass_spread_pct(q.stats.front()));
+    q.written = true;
     ++result.measured;
-    result.sampled_past_max_time += combine_passes(kept[i].front()).extended ? 1 : 0;
   };
   // Stopped (or failed) before the last pass: the points measured so far are written with the
   // passes they had (their samples column says how many samples), so nothing measured is lost.
-  auto write_unwritten_steps = [&] {
-    for (std::size_t i = 0; i < plan.steps.size(); ++i)
-      if (!written[i] && !kept[i].empty() && !kept[i].front().empty()) write_step(i);
+  auto write_unwritten = [&](std::vector<pending>& all) {
+    for (pending& q : all)
+      if (!q.written && !q.stats.empty() && !q.stats.front().empty()) write_point(q);
   };
+  std::vector<pending> kept(plan.steps.size());
   try {
     for (int pass = 0; pass < passes && !result.interrupted; ++pass) {
       const bool last_pass = pass + 1 == passes;
@@ -233,38 +236,36 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
         }
         kernels::workspace& w = *ws;
         if (device.empty()) device = be.device();  // once: a CUDA device query takes milliseconds
-        step_rows[i] = rows_of_point;
-        kept[i].resize(rows_of_point.size());
+        pending& q = kept[i];
+        if (q.rows.empty()) {
+          q.stats.resize(rows_of_point.size());
+          q.rows = std::move(rows_of_point);
+        }
         const auto sampling = std::chrono::steady_clock::now();
         if (p.timing == timing_mode::in_block) {
           block_samples samples = sample_in_block(be, p, w, options.rule, &result.dropped_throttled);
-          kept[i][0].push_back(samples.stats);
-          for (std::size_t k = 0; k < samples.ops.size(); ++k) kept[i][k + 1].push_back(summarize(samples.op_s[k]));
+          q.stats[0].push_back(samples.stats);
+          for (std::size_t k = 0; k < samples.ops.size(); ++k) q.stats[k + 1].push_back(summarize(samples.op_s[k]));
           if (options.keep_block_samples) result.in_block_samples.push_back(std::move(samples));
         } else {
-          kept[i][0].push_back(
+          q.stats[0].push_back(
               measure([&] { return time_once(be, p.op, w, &result.dropped_throttled); }, options.rule));
         }
         result.sampling_s += seconds_since(sampling);
-        if (last_pass) write_step(i);
+        if (last_pass) write_point(q);
       }
     }
   } catch (...) {
-    write_unwritten_steps();
+    write_unwritten(kept);
     throw;
   }
-  write_unwritten_steps();
+  write_unwritten(kept);
 
-  std::vector<std::vector<sample_stats>> decode_kept(decode_points.size());
-  // As for the blocks: what was measured before a stop or a failure is written.
-  auto write_unwritten_decode = [&] {
-    for (std::size_t i = 0; i < decode_points.size(); ++i)
-      if (!decode_kept[i].empty() && decode_kept[i].size() < static_cast<std::size_t>(passes)) {
-        write(decode_points[i], combine_passes(decode_kept[i]));
-        if (decode_kept[i].size() > 1) result.pass_spread_pct.push_back(pass_spread_pct(decode_kept[i]));
-        ++result.measured;
-      }
-  };
+  std::vector<pending> decode_kept(decode_points.size());
+  for (std::size_t i = 0; i < decode_points.size(); ++i) {
+    decode_kept[i].rows = {decode_points[i]};
+    decode_kept[i].stats.resize(1);
+  }
   try {
     for (int pass = 0; pass < passes && !result.interrupted; ++pass) {
       const bool last_pass = pass + 1 == passes;
@@ -325,22 +326,16 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
               return seconds_since(t0);
             },
             rule);
-        decode_kept[i].push_back(stats);
+        decode_kept[i].stats[0].push_back(stats);
         result.sampling_s += seconds_since(sampling);
-        if (last_pass) {
-          const sample_stats all = combine_passes(decode_kept[i]);
-          if (decode_kept[i].size() > 1) result.pass_spread_pct.push_back(pass_spread_pct(decode_kept[i]));
-          result.sampled_past_max_time += all.extended ? 1 : 0;
-          write(p, all);
-          ++result.measured;
-        }
+        if (last_pass) write_point(decode_kept[i]);
       }
     }
   } catch (...) {
-    write_unwritten_decode();
+    write_unwritten(decode_kept);
     throw;
   }
-  write_unwritten_decode();
+  write_unwritten(decode_kept);
   report(points.size() * static_cast<std::size_t>(passes), nullptr);
   return result;
 }
