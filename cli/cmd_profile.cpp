@@ -1,6 +1,7 @@
 // modsim profile: times real kernels over a capacity × shape grid into a measurements CSV.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/json.hpp>
 #include <chrono>
@@ -188,6 +189,10 @@ int cmd_profile(const std::vector<std::string>& args) {
       "shared machine that slows down for seconds at a time slows every sample of the point it falls on, which "
       "the point's own samples cannot see but passes minutes apart outvote (the run takes about N times as long; "
       "stopped early or failed, each point measured so far is written with the passes it had)")(
+      "no-anchor", po::bool_switch(),
+      "do not time the anchor (a fixed small dense block, a few ms on one CPU core) just before and after every "
+      "point; by default each row records its median (column anchor_s), the machine's speed while the row was "
+      "measured, and calibrate and validate hold rows to one machine speed with it")(
       "time-budget", po::value<double>(),
       "a cap on the whole run, in seconds: no point starts after S seconds (the one in progress finishes); the CSV "
       "keeps what was measured, --resume measures the rest; exit 0 (default: no cap)")(
@@ -324,6 +329,7 @@ int cmd_profile(const std::vector<std::string>& args) {
   ro.rule.noisy_min_samples = 3 * ro.rule.min_samples;
   ro.seed = vm["seed"].as<std::uint64_t>();
   ro.passes = passes;
+  ro.anchor = !vm["no-anchor"].as<bool>();
   ro.stop = &g_stop;
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   auto last_line = std::chrono::steady_clock::now() - std::chrono::hours(1);
@@ -454,6 +460,17 @@ int cmd_profile(const std::vector<std::string>& args) {
                            {"p90_pct", spread->p90_abs_pct_error},
                            {"max_pct", spread->max_abs_pct_error}};
   }
+  std::optional<profiler::sample_stats> anchor;
+  double anchor_max_s = 0;
+  if (!result.anchor_s.empty()) {
+    anchor = profiler::summarize(result.anchor_s);
+    anchor_max_s = *std::max_element(result.anchor_s.begin(), result.anchor_s.end());
+    meta["anchor"] = {{"block", profiler::anchor_text()}, {"points", result.anchor_s.size()},
+                      {"median_s", anchor->median_s},     {"p10_s", anchor->p10_s},
+                      {"p90_s", anchor->p90_s},           {"max_s", anchor_max_s}};
+  } else if (!ro.anchor) {
+    meta["anchor"] = "off";
+  }
   write_metadata(meta_path, meta);
 
   output o;
@@ -504,6 +521,14 @@ int cmd_profile(const std::vector<std::string>& args) {
         "minus lowest of the passes' medians, in % of their median): how far single runs on this machine differ; "
         "each row, the median of its passes, scatters less\n",
         passes, spread->median_abs_pct_error, spread->p90_abs_pct_error, spread->max_abs_pct_error, spread->points);
+  if (anchor && anchor->median_s > 0) {
+    auto rel = [&](double v) { return (v / anchor->median_s - 1) * 100; };
+    std::cerr << fmt::format(
+        "profile: machine speed (the anchor, {}, timed around each point): median {:.3f} ms, p10 {:+.1f}%, p90 "
+        "{:+.1f}%, slowest {:+.1f}%; each row records it (anchor_s), and calibrate and validate hold rows to one "
+        "machine speed with it\n",
+        profiler::anchor_text(), anchor->median_s * 1e3, rel(anchor->p10_s), rel(anchor->p90_s), rel(anchor_max_s));
+  }
   if (stopped_at_budget) {
     std::cerr << fmt::format(
         "profile: stopped at the --time-budget of {:g} s; run again with --resume to measure the remaining points\n",

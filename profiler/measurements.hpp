@@ -54,11 +54,16 @@ struct measurement_row {
   double pad_capacity = 0;     // pad, graph: the padded block's capacity
   std::int64_t predictor_hidden = 0;
   std::string model;  // decode_step: the model (a name under configs/models/, or a path)
+  // The machine's speed while the row was measured: the median seconds of the anchor
+  // (profiler/anchor.hpp), a fixed small block timed just before and just after the row's
+  // point, so that a slow spell of the machine can be told from the op. 0 (an empty column,
+  // or a file without it): not measured.
+  double anchor_s = 0;
 };
 
 // The columns a measurements file has, in its header's order: the contract columns through
 // other_flops, then any of timing, attention, block, decode_routing, pad_capacity,
-// predictor_hidden, model. Files written before those columns
+// predictor_hidden, model, anchor_s. Files written before those columns
 // existed have only the first part and are still read and resumed.
 struct csv_layout {
   std::vector<std::size_t> columns;  // indices into the full column list

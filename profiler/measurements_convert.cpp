@@ -159,6 +159,7 @@ sim::measured_sample sample_of(const measurement_row& r, const std::string& wher
   p.noop_experts = r.noop_experts;
   p.capacity_factor = r.capacity_factor;
   p.median_s = r.median_s;
+  p.anchor_s = r.anchor_s;
   p.backend = r.backend;
   p.device = r.device;
   p.where = where;

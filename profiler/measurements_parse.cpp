@@ -195,6 +195,12 @@ measurement_row parse_row(const std::string& line, const std::string& file, int 
       case 30:
         r.model = v;
         break;
+      case 31:
+        if (!v.empty()) {
+          r.anchor_s = real();
+          if (!(r.anchor_s > 0)) throw input_error(where, "anchor_s", "must be a positive number of seconds or empty");
+        }
+        break;
     }
   }
   if (modsim::is_decode(r.op)) {

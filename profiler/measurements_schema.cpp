@@ -110,6 +110,8 @@ std::string field(const measurement_row& r, std::size_t c) {
       return std::to_string(r.predictor_hidden);
     case 30:
       return sim::csv_field(r.model);
+    case 31:
+      return r.anchor_s > 0 ? num(r.anchor_s) : std::string();
   }
   return "";
 }

@@ -169,7 +169,25 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
   struct pending {
     std::vector<point> rows;
     std::vector<std::vector<sample_stats>> stats;  // stats[row][pass]
+    std::vector<double> anchors;                   // the anchor of each pass (with options.anchor)
     bool written = false;
+  };
+  // The anchor, made at the first point measured.
+  std::unique_ptr<anchor> anchor_block;
+  auto anchor_samples = [&]() -> std::vector<double> {
+    if (!options.anchor) return {};
+    if (!anchor_block) {
+      anchor_block = std::make_unique<anchor>(be, options.seed);
+      result.setup_s += anchor_block->setup_s();
+    }
+    return anchor_block->sample();
+  };
+  // Times `measure_point` between two takes of the anchor, and keeps their median in q.
+  auto anchored = [&](auto& q, auto&& measure_point) {
+    std::vector<double> around = anchor_samples();
+    measure_point();
+    for (const double t : anchor_samples()) around.push_back(t);
+    if (!around.empty()) q.anchors.push_back(anchor_of(std::move(around)));
   };
   auto write_point = [&](pending& q) {
     for (std::size_t r = 0; r < q.rows.size(); ++r) {
@@ -177,10 +195,12 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
       if (r == 0) result.sampled_past_max_time += all.extended ? 1 : 0;
       if (out.contains(q.rows[r])) continue;  // resume: written by an earlier run
       measurement_row row = make_row(q.rows[r], backend_name, device, all);
+      row.anchor_s = anchor_of(q.anchors);
       out.append(row);
       result.rows.push_back(std::move(row));
     }
     if (q.stats.front().size() > 1) result.pass_spread_pct.push_back(pass_spread_pct(q.stats.front()));
+    if (!q.anchors.empty()) result.anchor_s.push_back(anchor_of(q.anchors));
     q.written = true;
     ++result.measured;
   };
@@ -242,15 +262,17 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
           q.rows = std::move(rows_of_point);
         }
         const auto sampling = std::chrono::steady_clock::now();
-        if (p.timing == timing_mode::in_block) {
-          block_samples samples = sample_in_block(be, p, w, options.rule, &result.dropped_throttled);
-          q.stats[0].push_back(samples.stats);
-          for (std::size_t k = 0; k < samples.ops.size(); ++k) q.stats[k + 1].push_back(summarize(samples.op_s[k]));
-          if (options.keep_block_samples) result.in_block_samples.push_back(std::move(samples));
-        } else {
-          q.stats[0].push_back(
-              measure([&] { return time_once(be, p.op, w, &result.dropped_throttled); }, options.rule));
-        }
+        anchored(q, [&] {
+          if (p.timing == timing_mode::in_block) {
+            block_samples samples = sample_in_block(be, p, w, options.rule, &result.dropped_throttled);
+            q.stats[0].push_back(samples.stats);
+            for (std::size_t k = 0; k < samples.ops.size(); ++k) q.stats[k + 1].push_back(summarize(samples.op_s[k]));
+            if (options.keep_block_samples) result.in_block_samples.push_back(std::move(samples));
+          } else {
+            q.stats[0].push_back(
+                measure([&] { return time_once(be, p.op, w, &result.dropped_throttled); }, options.rule));
+          }
+        });
         result.sampling_s += seconds_since(sampling);
         if (last_pass) write_point(q);
       }
@@ -312,20 +334,23 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
           rule.min_samples = std::max(rule.min_samples, 10);
           rule.max_samples = std::min(rule.max_samples, 40);
         }
-        const sample_stats stats = measure(
-            [&] {
-              st->set_input(inputs[next++ % inputs.size()]);
-              if (p.op != kernels::op::decode_step) {
-                be.flush_cache();
-                be.synchronize();
-                if (backend_name == "cpu") evict_host_caches();
-              }
-              const auto t0 = std::chrono::steady_clock::now();
-              st->step(forced, false);
-              st->synchronize();
-              return seconds_since(t0);
-            },
-            rule);
+        sample_stats stats;
+        anchored(decode_kept[i], [&] {
+          stats = measure(
+              [&] {
+                st->set_input(inputs[next++ % inputs.size()]);
+                if (p.op != kernels::op::decode_step) {
+                  be.flush_cache();
+                  be.synchronize();
+                  if (backend_name == "cpu") evict_host_caches();
+                }
+                const auto t0 = std::chrono::steady_clock::now();
+                st->step(forced, false);
+                st->synchronize();
+                return seconds_since(t0);
+              },
+              rule);
+        });
         decode_kept[i].stats[0].push_back(stats);
         result.sampling_s += seconds_since(sampling);
         if (last_pass) write_point(decode_kept[i]);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/backend.hpp"
+#include "profiler/anchor.hpp"
 #include "profiler/decode_runner.hpp"
 #include "profiler/grid.hpp"
 #include "profiler/measure.hpp"
@@ -37,6 +38,10 @@ struct run_options {
   // Decode points (decode_dense, decode_mod, decode_step) run on states this makes; without it
   // a decode point is refused (bad_input).
   decode_factory make_decode;
+  // Time the anchor (profiler/anchor.hpp) just before and just after every point and record
+  // its median in each of the point's rows (anchor_s; with several passes, the median of the
+  // passes' anchors).
+  bool anchor = true;
 };
 
 // The samples of one in_block point, all from the same boundaries of each run of the block:
@@ -61,6 +66,8 @@ struct run_result {
   // With several passes: each point's pass_spread_pct (blocks and decode points; an in_block
   // point's block row), in the order written.
   std::vector<double> pass_spread_pct;
+  // With the anchor: each point's anchor seconds (its block row's), in the order written.
+  std::vector<double> anchor_s;
   std::vector<measurement_row> rows;            // the rows written by this run
   std::vector<block_samples> in_block_samples;  // in_block points, with options.keep_block_samples
 };

@@ -39,6 +39,9 @@ struct measured_sample {
   int noop_experts = 0;
   double capacity_factor = 0;
   double median_s = 0;  // the measured time
+  // The machine's speed while the row was measured (the measurements' anchor_s column: the
+  // seconds of a fixed small block timed around the row's point); 0: not measured.
+  double anchor_s = 0;
   std::string backend;  // cpu | cuda
   std::string device;
   std::string key;    // a stable identity of the shape: shape_key(*this), set by the reader

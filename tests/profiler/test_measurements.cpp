@@ -82,6 +82,7 @@ run_options fast_options() {
   o.rule.min_samples = 3;
   o.rule.max_samples = 3;
   o.rule.min_time_s = 0;
+  o.anchor = false;  // the anchor's workspace and runs are checked on their own (AnchorIsTimedAroundEveryPoint)
   return o;
 }
 
@@ -136,7 +137,8 @@ TEST(Measurements, RowsRoundTripThroughText) {
 }
 
 TEST(Measurements, NewColumnsFollowOtherFlopsAndAreChecked) {
-  EXPECT_EQ(csv_header(), old_header + ",timing,attention,block,decode_routing,pad_capacity,predictor_hidden,model");
+  EXPECT_EQ(csv_header(),
+            old_header + ",timing,attention,block,decode_routing,pad_capacity,predictor_hidden,model,anchor_s");
   const csv_layout three = parse_header(old_header + ",timing,attention,block", "m.csv");
   const std::string row = "cpu,dev,qkv_proj,fp32,1,2,3,4,5,1,1,1,1,1,1,1,1,4,gelu,none,0,0,0,0";
   EXPECT_EQ(parse_row(row + ",in_block,unfused,block_dense", "m.csv", 3, three).block, modsim::op::block_dense);
@@ -163,7 +165,7 @@ TEST(Measurements, DecodeColumnsRoundTripAndAreChecked) {
   // A decode_step row of the full layout: routing, padded capacity, predictor width, model.
   const std::string row =
       "cpu,dev,decode_step,fp32,8,2048,512,8,2048,0.125,8,1,1,0.08,0.07,0.09,5,8,gelu,none,0,0,0,0,isolated,unfused,,"
-      "pad,0.62,256,mod-60m";
+      "pad,0.62,256,mod-60m,";  // the anchor_s column empty: not measured
   const measurement_row r = parse_row(row, "m.csv", 2);
   EXPECT_EQ(r.decode_routing, "pad");
   EXPECT_DOUBLE_EQ(r.pad_capacity, 0.62);
@@ -187,15 +189,16 @@ TEST(Measurements, DecodeColumnsRoundTripAndAreChecked) {
   const std::string head =
       "cpu,dev,decode_step,fp32,8,2048,512,8,2048,0.125,8,1,1,0.08,0.07,0.09,5,8,gelu,none,0,0,0,0,"
       "isolated,unfused,,";
-  EXPECT_EQ(message(head + "eager,0,256,mod-60m"),
+  EXPECT_EQ(message(head + "eager,0,256,mod-60m,"),
             "m.csv:4: decode_routing: expected one of sync, pad, graph, got 'eager'");
-  EXPECT_EQ(message(head + "sync,0,256,"), "m.csv:4: model: a decode_step row names its model");
+  EXPECT_EQ(message(head + "sync,0,256,,"), "m.csv:4: model: a decode_step row names its model");
   // A decode row without a routing reads as sync; a block row keeps no routing.
-  EXPECT_EQ(parse_row("cpu,dev,decode_dense,fp32,1,2,3,4,5,1,1,1,1,1,1,1,1,4,gelu,none,0,0,0,0,isolated,unfused,,,0,0,",
-                      "m.csv", 5)
-                .decode_routing,
-            "sync");
-  EXPECT_EQ(parse_row("cpu,dev,qkv_proj,fp32,1,2,3,4,5,1,1,1,1,1,1,1,1,4,gelu,none,0,0,0,0,isolated,unfused,,,0,0,",
+  EXPECT_EQ(
+      parse_row("cpu,dev,decode_dense,fp32,1,2,3,4,5,1,1,1,1,1,1,1,1,4,gelu,none,0,0,0,0,isolated,unfused,,,0,0,,",
+                "m.csv", 5)
+          .decode_routing,
+      "sync");
+  EXPECT_EQ(parse_row("cpu,dev,qkv_proj,fp32,1,2,3,4,5,1,1,1,1,1,1,1,1,4,gelu,none,0,0,0,0,isolated,unfused,,,0,0,,",
                       "m.csv", 6)
                 .decode_routing,
             "");
@@ -288,6 +291,82 @@ TEST(Measurements, ResumingAnOldHeaderFileKeepsItsColumnsAndRefusesInBlockRows) 
   }
   EXPECT_EQ(slurp(path), before);
   fs::remove(path);
+}
+
+// A backend on which the anchor (d_model 256) takes 2 ms and every other op 1 ms.
+class anchored_backend final : public kernels::backend {
+ public:
+  std::string_view name() const override { return "fake"; }
+  std::string device() const override { return "fake device, 1 thread"; }
+  std::unique_ptr<kernels::workspace> make_workspace(const kernels::block_shape& s, kernels::dtype t,
+                                                     const kernels::workspace_options&) override {
+    ++workspaces;
+    return std::make_unique<fake_workspace>(s, t);
+  }
+  void run(kernels::op, kernels::workspace&) override {}
+  void synchronize() override {}
+  double timed_run(kernels::op, kernels::workspace& ws) override {
+    const bool anchor = ws.shape().d_model == anchor_shape().d_model;
+    anchor_runs += anchor ? 1 : 0;
+    return anchor ? 2e-3 : 1e-3;
+  }
+  int workspaces = 0;
+  int anchor_runs = 0;
+};
+
+TEST(Measurements, AnchorIsTimedAroundEveryPoint) {
+  const std::string path = temp_csv("anchor");
+  const expansion e = small_grid();
+  anchored_backend be;
+  run_options o = fast_options();
+  o.anchor = true;
+  {
+    measurement_writer w(path, false);
+    const run_result r = run_points(be, e.points, w, o);
+    EXPECT_EQ(be.workspaces, 5);  // the grid's 4 (ConsecutivePointsOfOneShapeShareAWorkspace) and the anchor's
+    EXPECT_EQ(r.workspaces_made, 4u);
+    // Before and after each point: one warm run and three timed ones.
+    EXPECT_EQ(be.anchor_runs, static_cast<int>(e.points.size()) * 2 * 4);
+    ASSERT_EQ(r.anchor_s.size(), e.points.size());
+    for (const double a : r.anchor_s) EXPECT_DOUBLE_EQ(a, 2e-3);
+  }
+  const std::vector<measurement_row> rows = read_measurements(path);
+  ASSERT_EQ(rows.size(), e.points.size());
+  for (const measurement_row& r : rows) {
+    EXPECT_DOUBLE_EQ(r.anchor_s, 2e-3);
+    EXPECT_DOUBLE_EQ(r.median_s, 1e-3);  // the point's own time, not the anchor's
+  }
+  // Off: no anchor workspace, no anchor run, an empty column read back as 0.
+  fs::remove(path);
+  anchored_backend quiet;
+  {
+    measurement_writer w(path, false);
+    run_points(quiet, e.points, w, fast_options());
+  }
+  EXPECT_EQ(quiet.workspaces, 4);
+  EXPECT_EQ(quiet.anchor_runs, 0);
+  for (const measurement_row& r : read_measurements(path)) EXPECT_EQ(r.anchor_s, 0.0);
+  fs::remove(path);
+}
+
+TEST(Measurements, AnchorColumnRoundTripsAndIsChecked) {
+  measurement_row r;
+  r.backend = "cpu";
+  r.device = "d";
+  r.op = modsim::op::block_dense;
+  r.dtype = "fp32";
+  r.anchor_s = 2.085e-3;
+  EXPECT_DOUBLE_EQ(parse_row(format_row(r), "m.csv", 2).anchor_s, 2.085e-3);
+  r.anchor_s = 0;
+  const std::string line = format_row(r);
+  EXPECT_EQ(line.back(), ',');  // not measured: the column is empty
+  EXPECT_EQ(parse_row(line, "m.csv", 2).anchor_s, 0.0);
+  try {
+    parse_row(line + "-1", "m.csv", 9);
+    FAIL();
+  } catch (const error& e) {
+    EXPECT_NE(std::string(e.what()).find("m.csv:9: anchor_s"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Measurements, BadRowsNameFileLineAndColumn) {
