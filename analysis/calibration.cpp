@@ -112,7 +112,19 @@ calibrated calibrate_from(const sim::hardware_spec& hw, const measured_rows& row
   std::vector<sim::measured_sample> samples;
   samples.reserve(rows.points.size());
   for (const auto& p : rows.points) samples.push_back(sim::with_costs(p));
-  return calibrate_from(hw, samples, rows.sources, options);
+  if (!options.hold_speed) return calibrate_from(hw, samples, rows.sources, options);
+  sim::speed_hold speed = sim::hold_machine_speed(samples, sim::median_anchor(samples));
+  calibrate_options held = options;
+  sim::speed_hold holdout_speed = sim::hold_machine_speed(held.holdout.points, speed.reference_s);
+  calibrated out = calibrate_from(hw, samples, rows.sources, held);
+  if (options.fit_all && speed.any()) {
+    out.calibration.anchor_reference_s = speed.reference_s;
+    out.calibration.anchor_rows = speed.held;
+    out.calibration.anchor_elasticity = speed.elasticity;
+  }
+  out.speed = speed;
+  out.holdout_speed = holdout_speed;
+  return out;
 }
 
 }  // namespace modsim::analysis

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/calibrate.hpp"
+#include "sim/machine_speed.hpp"
 #include "sim/spec.hpp"
 
 namespace modsim::analysis {
@@ -46,6 +47,11 @@ struct calibrate_options {
   // decode rows and records how it did (calibration::holdout), which its bands then use.
   // Must come from the calibration's device and backend and hold block rows.
   measured_rows holdout;
+  // Hold the rows (and the held-out rows) to one machine speed before fitting
+  // (sim/machine_speed.hpp): the median anchor of the rows given, recorded in the calibration
+  // (calibration::anchor_reference_s) so that validate holds what it scores to the same speed.
+  // Only calibrate_from(hw, measured_rows, ...) does; rows without an anchor stay as measured.
+  bool hold_speed = true;
   std::string date;                                  // recorded in the calibration; empty: now (sim::utc_now_iso8601)
   std::function<void(const std::string&)> progress;  // one line before each long step; may be empty
 };
@@ -57,6 +63,9 @@ struct calibrated {
   std::optional<sim::cross_validation_result> cross_validation;  // its points, when it ran
   std::string no_cross_validation;                               // why it did not run (cross_validation_optional)
   std::vector<sim::value_cv_result> left_out;                    // one per calibrate_options::leave_out axis
+  // What holding the rows to one machine speed did (calibrate_options::hold_speed), to the
+  // fitted rows and to the held-out ones.
+  sim::speed_hold speed, holdout_speed;
 };
 
 // Fits `hw` (its datasheet numbers) to `samples`, which came from `sources`, and

@@ -119,17 +119,30 @@ void score_datasheet(validation_section& v, const sim::hardware_spec& hw) {
 
 }  // namespace
 
-validation_section make_validation(const std::vector<sim::measured_sample>& points, const sim::hardware_spec& hw,
+validation_section make_validation(const std::vector<sim::measured_sample>& measured, const sim::hardware_spec& hw,
                                    const validation_options& options, const std::string& measurements_file) {
   validation_section v;
   v.measurements_file = measurements_file;
   v.hardware = hw.name;
-  v.rows = static_cast<int>(points.size());
+  v.rows = static_cast<int>(measured.size());
   const std::string expected_backend = sim::backend_of(hw.kind);
   const std::string hw_label = hw.source_file.empty() ? hw.name : hw.source_file;
   // The calibration `hw` carries, if any: its device decides which rows may be scored.
   std::optional<sim::calibration> given;
   if (!hw.calibration_json.empty()) given = sim::parse_calibration(hw.calibration_json, hw_label);
+  // The rows scored: held to the calibration's machine speed where both sides know it.
+  std::vector<sim::measured_sample> points = measured;
+  const bool rows_anchored = sim::median_anchor(measured) > 0;
+  if (options.hold_speed && given && given->anchor_reference_s > 0 && rows_anchored) {
+    v.speed = sim::hold_machine_speed(points, given->anchor_reference_s, given->anchor_elasticity);
+    validation_options raw = options;
+    raw.hold_speed = false;
+    try {
+      v.as_measured = make_validation(measured, hw, raw, measurements_file).summary;
+    } catch (const error&) {
+      // The same rows refused as measured are refused held (below), with the same message.
+    }
+  }
 
   std::vector<sim::measured_sample> singles, blocks;
   std::set<std::string> other_devices;  // the calibration's GPU model, another driver, clock or library
@@ -161,14 +174,14 @@ validation_section make_validation(const std::vector<sim::measured_sample>& poin
     // its blocks would be scored nearly in sample. Cross-validate by shape instead.
     std::vector<sim::measured_sample> own;
     std::set<std::string> shapes;
-    for (const sim::measured_sample& p : points)
+    for (const sim::measured_sample& p : measured)
       if (p.backend == expected_backend) {
         own.push_back(p);
         shapes.insert(sim::shape_group_of(sim::with_costs(p)));
       }
     if (!blocks.empty() && shapes.size() >= 2) {
       const int folds = static_cast<int>(std::min<std::size_t>(5, shapes.size()));
-      validation_section cv = make_cv_validation(own, hw, folds, measurements_file, false);
+      validation_section cv = make_cv_validation(own, hw, folds, measurements_file, false, options.hold_speed);
       cv.notes.insert(cv.notes.begin(),
                       fmt::format("{} is not calibrated and no calibration was given, so one is fitted here; to hold "
                                   "something out, the calibration method is cross-validated on {} ({} folds by "
@@ -241,7 +254,8 @@ validation_section make_validation(const std::vector<sim::measured_sample>& poin
       return v;
     }
     if (v.skipped_blocks > 0 && options.cv_when_all_used) {
-      validation_section cv = make_cv_validation(points, hw, 5, measurements_file, options.cv_bands);
+      validation_section cv =
+          make_cv_validation(measured, hw, 5, measurements_file, options.cv_bands, options.hold_speed);
       cv.notes.insert(cv.notes.begin(),
                       fmt::format("all {} block rows were used by the calibration of {}, so none is held out: "
                                   "its method is cross-validated on them instead (5 folds by shape, each fitted "
@@ -259,6 +273,19 @@ validation_section make_validation(const std::vector<sim::measured_sample>& poin
   v.points = sim::validate_blocks(scored, model);
   v.summary = sim::summarize(v.points);
   score_datasheet(v, hw);
+  if (v.speed.any()) {
+    std::string line = "machine speed: " + v.speed.text() + ", the speed the calibration was fitted at";
+    if (v.as_measured)
+      line += fmt::format(
+          "; as measured, the blocks are off by median {:.1f}%, p90 {:.1f}% (--as-measured scores "
+          "them so)",
+          v.as_measured->median_abs_pct_error, v.as_measured->p90_abs_pct_error);
+    v.notes.push_back(line);
+  } else if (rows_anchored && cal && !(given && given->anchor_reference_s > 0) && options.hold_speed) {
+    v.notes.push_back(
+        "the rows carry the machine's speed (anchor_s) but the calibration records none (fitted "
+        "before anchors, or --as-measured): scored as measured");
+  }
   // The band a prediction with this calibration prints for each point (none without a
   // cross-validation in the calibration).
   if (cal)
@@ -282,12 +309,17 @@ validation_section make_validation(const std::vector<sim::measured_sample>& poin
 }
 
 validation_section make_cv_validation(const std::vector<sim::measured_sample>& points, const sim::hardware_spec& hw,
-                                      int folds, const std::string& measurements_label, bool bands) {
+                                      int folds, const std::string& measurements_label, bool bands, bool hold_speed) {
   validation_section v;
   v.measurements_file = measurements_label;
   v.hardware = hw.name;
   v.rows = static_cast<int>(points.size());
-  const std::vector<sim::measured_sample> samples = samples_on_backend(points, hw, v.device);
+  std::vector<sim::measured_sample> samples = samples_on_backend(points, hw, v.device);
+  if (hold_speed) {
+    v.speed = sim::hold_machine_speed(samples, sim::median_anchor(samples));
+    if (v.speed.any())
+      v.notes.push_back("machine speed: " + v.speed.text() + ", their median (--as-measured: as measured)");
+  }
   for (const auto& s : samples)
     if (!s.is_whole()) ++v.single_op_rows;
   if (!hw.calibration_json.empty())
@@ -316,13 +348,18 @@ validation_section make_cv_validation(const std::vector<sim::measured_sample>& p
 }
 
 value_cv_section make_value_cv(const std::vector<sim::measured_sample>& points, const sim::hardware_spec& hw,
-                               const std::vector<sim::cv_axis>& axes, const std::string& measurements_label,
-                               bool bands) {
+                               const std::vector<sim::cv_axis>& axes, const std::string& measurements_label, bool bands,
+                               bool hold_speed) {
   value_cv_section v;
   v.measurements_file = measurements_label;
   v.hardware = hw.name;
   v.rows = static_cast<int>(points.size());
-  const std::vector<sim::measured_sample> samples = samples_on_backend(points, hw, v.device);
+  std::vector<sim::measured_sample> samples = samples_on_backend(points, hw, v.device);
+  if (hold_speed) {
+    v.speed = sim::hold_machine_speed(samples, sim::median_anchor(samples));
+    if (v.speed.any())
+      v.notes.push_back("machine speed: " + v.speed.text() + ", their median (--as-measured: as measured)");
+  }
   if (std::none_of(samples.begin(), samples.end(), [](const auto& s) { return s.is_whole(); }))
     throw input_error(measurements_label, "op", "no block rows (block_dense, block_mod, layer_mode) to validate on");
   if (!hw.calibration_json.empty())

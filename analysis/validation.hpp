@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sim/calibrate.hpp"
+#include "sim/machine_speed.hpp"
 #include "sim/spec.hpp"
 
 namespace modsim::analysis {
@@ -38,6 +39,12 @@ struct validation_section {
   // Cross-validated (make_cv_validation): folds > 0 and the shape groups dealt into them.
   int folds = 0;
   int groups = 0;
+  // The rows held to one machine speed before scoring (sim/machine_speed.hpp): to the
+  // calibration's (make_validation), or to their own median anchor (make_cv_validation);
+  // speed.any() false when none was. With a calibration's speed, `as_measured` is the blocks'
+  // summary without holding them (the same rows, scored as they were measured).
+  sim::speed_hold speed;
+  std::optional<sim::validation_summary> as_measured;
 };
 
 // The errors of `points` grouped by op name (block_dense, block_mod, ...); with `timing`, an
@@ -81,6 +88,12 @@ struct validation_options {
   // shape, bands included), with a note, rather than failing.
   bool cv_when_all_used = false;
   bool cv_bands = true;  // ... with each fold's band (make_cv_validation's `bands`)
+  // Hold rows that carry an anchor to the machine speed the calibration of `hw` was fitted at
+  // (calibration::anchor_reference_s; sim/machine_speed.hpp) before scoring them, with a note
+  // and the as-measured summary beside; rows are scored as measured when off, when the
+  // calibration has no reference, or when the rows have no anchors. The cross-validations
+  // this falls back to hold rows to their own median anchor.
+  bool hold_speed = true;
 };
 
 // Validates the block rows of `points` (block_dense, block_mod, layer_mode) against the cost
@@ -98,8 +111,11 @@ validation_section make_validation(const std::vector<sim::measured_sample>& poin
 // With `bands`, each point also carries the band its fold's calibration would print
 // (sim::cross_validate with bands: about 25 more fits per fold, tens of seconds on the H100
 // data); the report and the explorer leave it off.
+// With `hold_speed`, rows that carry an anchor are first held to their median anchor (one
+// machine speed, sim/machine_speed.hpp), as `modsim calibrate` holds what it fits.
 validation_section make_cv_validation(const std::vector<sim::measured_sample>& points, const sim::hardware_spec& hw,
-                                      int folds, const std::string& measurements_label, bool bands = false);
+                                      int folds, const std::string& measurements_label, bool bands = false,
+                                      bool hold_speed = true);
 
 // Leave-one-value-out along each of `axes` (sim::cross_validate_by), from the datasheet
 // numbers of `hw` as make_cv_validation does: for each axis, every value's rows predicted by a
@@ -112,10 +128,11 @@ struct value_cv_section {
   int rows = 0;
   std::vector<sim::value_cv_result> axes;
   std::vector<std::string> notes;
+  sim::speed_hold speed;  // as make_cv_validation's
 };
 value_cv_section make_value_cv(const std::vector<sim::measured_sample>& points, const sim::hardware_spec& hw,
                                const std::vector<sim::cv_axis>& axes, const std::string& measurements_label,
-                               bool bands = false);
+                               bool bands = false, bool hold_speed = true);
 
 // The measurements files behind `hw`'s calibration, or — for an uncalibrated file NAME.json —
 // behind NAME-calibrated.json beside it: the files its `calibration.measurements` names,

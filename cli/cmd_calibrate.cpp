@@ -125,7 +125,7 @@ void curves_output(const sim::calibration& c, output& o) {
         fmt::format("{} block rows were used for the launch fit; modsim validate skips them", c.block_keys.size()));
 }
 
-output calibration_output(const sim::calibration& c, const std::string& out) {
+output calibration_output(const sim::calibration& c, const std::string& out, const analysis::calibrated& fitted) {
   output o;
   json::object root;
   root["out"] = out;
@@ -133,6 +133,11 @@ output calibration_output(const sim::calibration& c, const std::string& out) {
   o.json = std::move(root);
   o.head.push_back(fmt::format("calibrated {} from {} file(s), device: {}", out, c.sources.size(), c.device));
   for (const auto& s : c.sources) o.head.push_back(fmt::format("  {}: {} rows, {} used", s.file, s.rows, s.used_rows));
+  if (fitted.speed.any())
+    o.head.push_back("machine speed: " + fitted.speed.text() +
+                     ", their median; recorded, so that validate holds what it scores to it (--as-measured: fit as "
+                     "measured)");
+  if (fitted.holdout_speed.any()) o.head.push_back("held-out rows: " + fitted.holdout_speed.text());
   if (c.cross_validation)
     o.head.push_back(fmt::format(
         "expected error ({}-fold cross-validation by shape): blocks median {:.1f}%, p90 {:.1f}% ({} blocks); ops "
@@ -175,8 +180,12 @@ int cmd_calibrate(const std::vector<std::string>& args) {
       "cv", po::value<int>()->default_value(5), "cross-validation folds (by shape) for the expected error; 0 = none")(
       "holdout", po::value<std::vector<std::string>>()->multitoken(),
       "measurements CSV file(s) of held-out shapes: the calibration is checked on them and its bands use the "
-      "result")("format", po::value<std::string>()->default_value("table"),
-                "summary on stdout: table | json | csv (the fitted parameters) | markdown");
+      "result")("as-measured",
+                "fit rows as they were measured; by default rows that carry the machine's speed (anchor_s, "
+                "recorded by `modsim profile`) are first held to their median anchor, so that a slow spell of a "
+                "shared machine is not fitted as the model's, and that speed is recorded for validate")(
+      "format", po::value<std::string>()->default_value("table"),
+      "summary on stdout: table | json | csv (the fitted parameters) | markdown");
   po::positional_options_description positional;
   po::variables_map vm;
   if (!parse_args(args, options, positional, vm, k_usage)) return exit_ok;
@@ -211,6 +220,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   co.coverage = true;
   co.cross_validation_optional = true;
   co.progress = [](const std::string& line) { std::cerr << "modsim calibrate: " << line << "\n"; };
+  co.hold_speed = vm.count("as-measured") == 0;
   if (!holdout.empty()) {
     if (co.folds == 0) throw input_error("", "--holdout", "needs a cross-validation (--cv 0 records no band to set)");
     co.holdout = analysis::read_measured_rows(holdout);
@@ -224,7 +234,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   const sim::cost_model check(sim::load_hardware(out));
   (void)check;
 
-  print(calibration_output(cal, out), format, std::cout);
+  print(calibration_output(cal, out, fitted), format, std::cout);
   return exit_ok;
 }
 

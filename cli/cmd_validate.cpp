@@ -313,6 +313,16 @@ json::array notes_json(const analysis::validation_section& v) {
 
 // The fields both paths print: the summary, the cost model, the --max-error verdict, the scored
 // points, the single-op rows' statistics and the notes.
+// How the rows were held to one machine speed (sim/machine_speed.hpp), and the blocks' errors
+// as measured where those were scored too.
+json::object speed_json(const sim::speed_hold& h, const std::optional<sim::validation_summary>& as_measured) {
+  json::object o{{"reference_s", h.reference_s},   {"rows_held", h.held},      {"rows_without", h.without},
+                 {"median_ratio", h.median_ratio}, {"p10_ratio", h.p10_ratio}, {"p90_ratio", h.p90_ratio},
+                 {"max_ratio", h.max_ratio}};
+  if (as_measured) o["as_measured"] = summary_json(*as_measured);
+  return o;
+}
+
 json::object validation_json(const analysis::validation_section& v, std::optional<double> max_error) {
   json::object root = summary_json(v.summary);
   root["cost_model"] = v.cost_label;
@@ -327,6 +337,7 @@ json::object validation_json(const analysis::validation_section& v, std::optiona
   root["band"] = band_json(check_bands(v.points));
   root["ops"] = ops_json(v);
   root["notes"] = notes_json(v);
+  if (v.speed.any()) root["machine_speed"] = speed_json(v.speed, v.as_measured);
   return root;
 }
 
@@ -337,13 +348,13 @@ std::vector<sim::measured_sample> read_all(const std::vector<std::string>& files
 }
 
 int cross_validate(const std::vector<std::string>& files, const std::string& hw_path, int folds,
-                   std::optional<double> max_error, output_format format, bool bands) {
+                   std::optional<double> max_error, output_format format, bool bands, bool hold_speed) {
   if (folds < 2) throw input_error("", "--cv", "needs at least 2 folds, got " + std::to_string(folds));
   const sim::hardware_spec hw = sim::load_hardware(hw_path);
   std::string label;
   const std::vector<sim::measured_sample> points = read_all(files, label);
   std::cerr << fmt::format("modsim validate: {}-fold cross-validation over {} rows ...\n", folds, points.size());
-  const analysis::validation_section v = analysis::make_cv_validation(points, hw, folds, label, bands);
+  const analysis::validation_section v = analysis::make_cv_validation(points, hw, folds, label, bands, hold_speed);
 
   output o;
   {
@@ -382,13 +393,13 @@ std::string placement(const sim::held_out_value& h) {
 
 int cross_validate_by(const std::vector<std::string>& files, const std::string& hw_path,
                       const std::vector<sim::cv_axis>& axes, std::optional<double> max_error, output_format format,
-                      bool bands) {
+                      bool bands, bool hold_speed) {
   const sim::hardware_spec hw = sim::load_hardware(hw_path);
   std::string label;
   const std::vector<sim::measured_sample> points = read_all(files, label);
   std::cerr << fmt::format("modsim validate: leaving one value out along {} axis(es) over {} rows ...\n", axes.size(),
                            points.size());
-  const analysis::value_cv_section cv = analysis::make_value_cv(points, hw, axes, label, bands);
+  const analysis::value_cv_section cv = analysis::make_value_cv(points, hw, axes, label, bands, hold_speed);
   // The datasheet roofline needs no fit: it predicts the same held-out rows as they are.
   const sim::cost_model sheet(sim::datasheet_of(hw));
 
@@ -473,6 +484,7 @@ int cross_validate_by(const std::vector<std::string>& files, const std::string& 
   root["per_point"] = std::move(pts);
   root["cv_by"] = std::move(by_axis);
   root["notes"] = notes_json(pooled);
+  if (cv.speed.any()) root["machine_speed"] = speed_json(cv.speed, std::nullopt);
   o.json = std::move(root);
   {
     std::vector<sim::validation_point> pooled_ops;
@@ -498,6 +510,10 @@ int cmd_validate(const std::vector<std::string>& args) {
       "cv", po::value<int>(), "K-fold cross-validation grouped by shape (K >= 2)")(
       "cv-by", po::value<std::vector<std::string>>()->composing(),
       "leave one value out along an axis (d_model, d_ff, n_heads, seq_len, batch, capacity, tokens)")(
+      "as-measured", po::bool_switch(),
+      "score rows as they were measured; by default rows that carry the machine's speed (anchor_s, recorded by "
+      "`modsim profile`) are first held to the speed the calibration was fitted at (--cv, --cv-by: to their "
+      "median), so that a machine that ran slower or faster than then does not read as the model's error")(
       "no-bands", po::bool_switch(),
       "cross-validating (--cv, --cv-by, or a calibration on its own rows): skip each fold's own band estimate")(
       "format", po::value<std::string>()->default_value("table"), "table | json | csv | markdown");
@@ -527,11 +543,11 @@ int cmd_validate(const std::vector<std::string>& args) {
       }
     }
     return cross_validate_by(vm["measurements"].as<std::vector<std::string>>(), hw_path, axes, max_error, format,
-                             !vm["no-bands"].as<bool>());
+                             !vm["no-bands"].as<bool>(), !vm["as-measured"].as<bool>());
   }
   if (vm.count("cv"))
     return cross_validate(vm["measurements"].as<std::vector<std::string>>(), hw_path, vm["cv"].as<int>(), max_error,
-                          format, !vm["no-bands"].as<bool>());
+                          format, !vm["no-bands"].as<bool>(), !vm["as-measured"].as<bool>());
   std::string label;
   const std::vector<sim::measured_sample> points = read_all(vm["measurements"].as<std::vector<std::string>>(), label);
   analysis::validation_options vo;
@@ -539,6 +555,7 @@ int cmd_validate(const std::vector<std::string>& args) {
   vo.ops_only_fallback = true;
   vo.cv_when_all_used = true;
   vo.cv_bands = !vm["no-bands"].as<bool>();
+  vo.hold_speed = !vm["as-measured"].as<bool>();
   const analysis::validation_section v = analysis::make_validation(points, sim::load_hardware(hw_path), vo, label);
   const std::optional<sim::repeatability> repeats = sim::repeatability_of(points);
 

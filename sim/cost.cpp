@@ -481,6 +481,14 @@ calibration parse_calibration(std::string_view json_text, const std::string& fil
           parse_coverage(cov->as_array()[i], file, r.key_path("coverage") + "[" + std::to_string(i) + "]"));
   }
   if (const json::value* h = r.find("holdout")) c.holdout = parse_holdout(*h, file, r.key_path("holdout"));
+  if (r.find("anchor") != nullptr) {
+    reader a(r.require("anchor"), file, r.key_path("anchor"));
+    c.anchor_reference_s = a.get_positive("reference_s");
+    c.anchor_rows = a.get_int("rows", 0, std::numeric_limits<int>::max());
+    c.anchor_elasticity = a.get_number("elasticity", 0.0);
+    if (c.anchor_elasticity > 2) throw input_error(file, a.key_path("elasticity"), "must be from 0 to 2");
+    a.finish();
+  }
   if (const json::value* d = r.find("decode")) {
     if (!d->is_array()) throw input_error(file, r.key_path("decode"), "expected an array");
     for (std::size_t i = 0; i < d->as_array().size(); ++i) {
@@ -608,6 +616,8 @@ std::string calibration_to_json(const calibration& c) {
     o["coverage"] = std::move(cov);
   }
   if (c.holdout) o["holdout"] = holdout_json(*c.holdout);
+  if (c.anchor_reference_s > 0)
+    o["anchor"] = {{"reference_s", c.anchor_reference_s}, {"rows", c.anchor_rows}, {"elasticity", c.anchor_elasticity}};
   if (!c.decode.empty()) {
     json::array d;
     for (const decode_fit& x : c.decode) {

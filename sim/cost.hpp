@@ -223,6 +223,10 @@ struct decode_fit {
   double rms_rel_error = 0;
 };
 
+// The exponent on the anchor ratio when rows are held to one machine speed
+// (sim/machine_speed.hpp, which says how it was measured).
+inline constexpr double k_anchor_elasticity = 0.7;
+
 // The `calibration` block of a hardware file.
 struct calibration {
   int format = 1;       // 1: per-op curves (CPU); 2: adds the GPU kernel-sequence model
@@ -258,6 +262,14 @@ struct calibration {
   std::optional<cross_validation_summary> cross_validation;
   std::vector<axis_coverage> coverage;     // empty in calibrations written before it
   std::optional<holdout_summary> holdout;  // absent: calibrated without --holdout
+  // The machine speed the fit's rows (and the held-out rows) were held to
+  // (sim/machine_speed.hpp): the median anchor_s of the rows, and how many carried one (JSON
+  // "anchor": {"reference_s", "rows", "elasticity"}). 0: fitted as measured (no anchors, or
+  // --as-measured); validate holds rows with anchors to reference_s, with the same elasticity,
+  // before scoring them.
+  double anchor_reference_s = 0;
+  int anchor_rows = 0;
+  double anchor_elasticity = k_anchor_elasticity;
   // The decode fits (JSON key "decode"), one per dtype, and the keys of the decode rows they
   // used (validation must not score them); absent in calibrations written before them.
   std::vector<decode_fit> decode;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -250,6 +251,51 @@ TEST(Validation, TheHeldOutCpuCheckNeedsCpuHardwareAndStopsWhenAsked) {
   EXPECT_TRUE(fs::exists(fs::path(check.dir) / "measurements-cpu.csv.partial"));
   EXPECT_FALSE(fs::exists(fs::path(check.dir) / "measurements-cpu.csv"));
   fs::remove_all(check.dir);
+}
+
+// A calibration that records the machine speed it was fitted at (an anchor of 1 ms, elasticity
+// 1): a row measured while the anchor took 2 ms is scored at half its measured time, the
+// as-measured figures beside; with elasticity 0.5 at 1/sqrt(2) of it; without the reference,
+// or with hold_speed off, the row is scored as it is.
+TEST(Validation, RowsAreHeldToTheCalibrationsMachineSpeed) {
+  sim::hardware_spec cal = sim::load_hardware(config("hardware/cpu-calibrated.json"));
+  sim::calibration c = sim::parse_calibration(cal.calibration_json, "cpu-calibrated.json");
+  ASSERT_EQ(c.anchor_reference_s, 0.0);  // the shipped file: fitted before anchors
+  sim::measured_sample slow = row(modsim::op::block_dense, "cpu", c.device, "held-out", 6e-3);
+  slow.anchor_s = 2e-3;
+
+  // Without a reference: scored as measured, with a note saying why.
+  const validation_section plain = make_validation({slow}, cal, {}, "rows.csv");
+  ASSERT_EQ(plain.points.size(), 1u);
+  EXPECT_DOUBLE_EQ(plain.points[0].sample.median_s, 6e-3);
+  EXPECT_FALSE(plain.speed.any());
+  bool noted = false;
+  for (const auto& n : plain.notes) noted = noted || n.find("records none") != std::string::npos;
+  EXPECT_TRUE(noted);
+
+  c.anchor_reference_s = 1e-3;
+  c.anchor_rows = 10;
+  c.anchor_elasticity = 1.0;
+  cal.calibration_json = sim::calibration_to_json(c);
+  const validation_section held = make_validation({slow}, cal, {}, "rows.csv");
+  ASSERT_EQ(held.points.size(), 1u);
+  EXPECT_DOUBLE_EQ(held.points[0].sample.median_s, 3e-3);  // 6 ms × 1 ms / 2 ms
+  const double predicted = held.points[0].predicted_s;
+  EXPECT_NEAR(held.points[0].error_pct, 100 * (predicted - 3e-3) / 3e-3, 1e-9);
+  EXPECT_EQ(held.speed.held, 1);
+  EXPECT_DOUBLE_EQ(held.speed.median_ratio, 2.0);
+  ASSERT_TRUE(held.as_measured.has_value());
+  EXPECT_NEAR(held.as_measured->median_abs_pct_error, std::abs(100 * (predicted - 6e-3) / 6e-3), 1e-9);
+
+  c.anchor_elasticity = 0.5;
+  cal.calibration_json = sim::calibration_to_json(c);
+  EXPECT_NEAR(make_validation({slow}, cal, {}, "rows.csv").points[0].sample.median_s, 6e-3 / std::sqrt(2.0), 1e-15);
+
+  validation_options off;
+  off.hold_speed = false;
+  const validation_section raw = make_validation({slow}, cal, off, "rows.csv");
+  EXPECT_DOUBLE_EQ(raw.points[0].sample.median_s, 6e-3);
+  EXPECT_FALSE(raw.speed.any());
 }
 
 }  // namespace
