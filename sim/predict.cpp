@@ -254,6 +254,11 @@ prediction predict(const model_spec& model, const model_spec& baseline, const wo
       p.notes.push_back("never measured, timed with a stand-in op's curve: " + s);
     }
     const calibration& cal = *cost.calibration();
+    if (cal.anchor_reference_s > 0)
+      p.notes.push_back(fmt::format(
+          "times at the machine speed the calibration's rows were held to (an anchor of {:.3f} ms, the median over "
+          "its {} rows): a shared machine running slower or faster now takes as much longer or shorter",
+          cal.anchor_reference_s * 1e3, cal.anchor_rows));
     if (cal.kernels && cal.kernels->max_wave_factor > 0 && p.model.unmeasured_wave_s > 0.005 * p.model.total_s)
       p.notes.push_back(fmt::format(
           "GEMM waves past what the calibration measured: wave factor up to {:.2f} (its rows reached {:.2f}); "

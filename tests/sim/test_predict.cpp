@@ -208,6 +208,14 @@ TEST(Predict, CalibratedModelPredictsAnUnmeasuredCapacity) {
   EXPECT_NEAR(pc.total_s(), 2 * pr.total_s(), 1e-15);
   EXPECT_TRUE(pc.calibrated);
   EXPECT_TRUE(pc.notes.empty());
+  // A calibration whose rows were held to a machine speed predicts the same times and says at
+  // which speed they are.
+  c.anchor_reference_s = 1.5e-3;
+  c.anchor_rows = 64;
+  const prediction held = predict(m, load(2, 16), with_calibration(h, c));
+  EXPECT_NEAR(held.total_s(), 2 * pr.total_s(), 1e-15);
+  ASSERT_EQ(held.notes.size(), 1u);
+  EXPECT_NE(held.notes[0].find("an anchor of 1.500 ms"), std::string::npos) << held.notes[0];
 }
 
 TEST(Predict, SaysWhenGemmWavesGoPastWhatTheCalibrationMeasured) {
