@@ -108,6 +108,27 @@ std::string datasheet_verdict(const std::vector<datasheet_comparison_row>& rows)
 
 namespace {
 
+// The summary of `held` (points scored on rows held to a machine speed) against the times the
+// rows were measured at, found by their FILE:LINE among `measured`: the same predictions.
+sim::validation_summary as_measured_summary(std::vector<sim::validation_point> held,
+                                            const std::vector<sim::measured_sample>& measured) {
+  std::map<std::string, double> raw;
+  for (const sim::measured_sample& m : measured) raw[m.where] = m.median_s;
+  for (sim::validation_point& p : held)
+    if (const auto it = raw.find(p.sample.where); it != raw.end() && it->second > 0) {
+      p.sample.median_s = it->second;
+      p.error_pct = 100 * (p.predicted_s - it->second) / it->second;
+    }
+  return sim::summarize(held);
+}
+
+// Holds `samples` to their own median anchor (the cross-validations), with a note.
+sim::speed_hold hold_to_own_median(std::vector<sim::measured_sample>& samples, std::vector<std::string>& notes) {
+  const sim::speed_hold h = sim::hold_machine_speed(samples, sim::median_anchor(samples));
+  if (h.any()) notes.push_back("machine speed: " + h.text() + ", their median (--as-measured: as measured)");
+  return h;
+}
+
 // `v`'s points and op points predicted by the datasheet roofline of `hw` (datasheet_points...).
 void score_datasheet(validation_section& v, const sim::hardware_spec& hw) {
   const sim::cost_model sheet(sim::datasheet_of(hw));
@@ -133,16 +154,8 @@ validation_section make_validation(const std::vector<sim::measured_sample>& meas
   // The rows scored: held to the calibration's machine speed where both sides know it.
   std::vector<sim::measured_sample> points = measured;
   const bool rows_anchored = sim::median_anchor(measured) > 0;
-  if (options.hold_speed && given && given->anchor_reference_s > 0 && rows_anchored) {
+  if (options.hold_speed && given && given->anchor_reference_s > 0 && rows_anchored)
     v.speed = sim::hold_machine_speed(points, given->anchor_reference_s, given->anchor_elasticity);
-    validation_options raw = options;
-    raw.hold_speed = false;
-    try {
-      v.as_measured = make_validation(measured, hw, raw, measurements_file).summary;
-    } catch (const error&) {
-      // The same rows refused as measured are refused held (below), with the same message.
-    }
-  }
 
   std::vector<sim::measured_sample> singles, blocks;
   std::set<std::string> other_devices;  // the calibration's GPU model, another driver, clock or library
@@ -274,13 +287,11 @@ validation_section make_validation(const std::vector<sim::measured_sample>& meas
   v.summary = sim::summarize(v.points);
   score_datasheet(v, hw);
   if (v.speed.any()) {
-    std::string line = "machine speed: " + v.speed.text() + ", the speed the calibration was fitted at";
-    if (v.as_measured)
-      line += fmt::format(
-          "; as measured, the blocks are off by median {:.1f}%, p90 {:.1f}% (--as-measured scores "
-          "them so)",
-          v.as_measured->median_abs_pct_error, v.as_measured->p90_abs_pct_error);
-    v.notes.push_back(line);
+    v.as_measured = as_measured_summary(v.points, measured);
+    v.notes.push_back(fmt::format(
+        "machine speed: {}, the speed the calibration was fitted at; as measured, the blocks are off by median "
+        "{:.1f}%, p90 {:.1f}% (--as-measured scores them so)",
+        v.speed.text(), v.as_measured->median_abs_pct_error, v.as_measured->p90_abs_pct_error));
   } else if (rows_anchored && cal && !(given && given->anchor_reference_s > 0) && options.hold_speed) {
     v.notes.push_back(
         "the rows carry the machine's speed (anchor_s) but the calibration records none (fitted "
@@ -315,11 +326,7 @@ validation_section make_cv_validation(const std::vector<sim::measured_sample>& p
   v.hardware = hw.name;
   v.rows = static_cast<int>(points.size());
   std::vector<sim::measured_sample> samples = samples_on_backend(points, hw, v.device);
-  if (hold_speed) {
-    v.speed = sim::hold_machine_speed(samples, sim::median_anchor(samples));
-    if (v.speed.any())
-      v.notes.push_back("machine speed: " + v.speed.text() + ", their median (--as-measured: as measured)");
-  }
+  if (hold_speed) v.speed = hold_to_own_median(samples, v.notes);
   for (const auto& s : samples)
     if (!s.is_whole()) ++v.single_op_rows;
   if (!hw.calibration_json.empty())
@@ -355,11 +362,7 @@ value_cv_section make_value_cv(const std::vector<sim::measured_sample>& points, 
   v.hardware = hw.name;
   v.rows = static_cast<int>(points.size());
   std::vector<sim::measured_sample> samples = samples_on_backend(points, hw, v.device);
-  if (hold_speed) {
-    v.speed = sim::hold_machine_speed(samples, sim::median_anchor(samples));
-    if (v.speed.any())
-      v.notes.push_back("machine speed: " + v.speed.text() + ", their median (--as-measured: as measured)");
-  }
+  if (hold_speed) v.speed = hold_to_own_median(samples, v.notes);
   if (std::none_of(samples.begin(), samples.end(), [](const auto& s) { return s.is_whole(); }))
     throw input_error(measurements_label, "op", "no block rows (block_dense, block_mod, layer_mode) to validate on");
   if (!hw.calibration_json.empty())

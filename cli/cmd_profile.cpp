@@ -22,6 +22,7 @@
 
 #include "kernels/backend.hpp"
 #include "kernels/decode.hpp"
+#include "profiler/anchor.hpp"
 #include "profiler/gemm_calls.hpp"
 #include "profiler/grid.hpp"
 #include "profiler/measurements.hpp"

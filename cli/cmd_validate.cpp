@@ -311,8 +311,6 @@ json::array notes_json(const analysis::validation_section& v) {
   return ns;
 }
 
-// The fields both paths print: the summary, the cost model, the --max-error verdict, the scored
-// points, the single-op rows' statistics and the notes.
 // How the rows were held to one machine speed (sim/machine_speed.hpp), and the blocks' errors
 // as measured where those were scored too.
 json::object speed_json(const sim::speed_hold& h, const std::optional<sim::validation_summary>& as_measured) {
@@ -323,6 +321,8 @@ json::object speed_json(const sim::speed_hold& h, const std::optional<sim::valid
   return o;
 }
 
+// The fields both paths print: the summary, the cost model, the --max-error verdict, the scored
+// points, the single-op rows' statistics and the notes.
 json::object validation_json(const analysis::validation_section& v, std::optional<double> max_error) {
   json::object root = summary_json(v.summary);
   root["cost_model"] = v.cost_label;

@@ -1,6 +1,5 @@
 #include "profiler/anchor.hpp"
 
-#include <algorithm>
 #include <chrono>
 
 #include "profiler/measure.hpp"

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "core/error.hpp"
+#include "profiler/anchor.hpp"
 #include "kernels/init.hpp"
 
 namespace modsim::profiler {
@@ -190,17 +191,18 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
     if (!around.empty()) q.anchors.push_back(anchor_of(std::move(around)));
   };
   auto write_point = [&](pending& q) {
+    const double anchor_s = anchor_of(q.anchors);
     for (std::size_t r = 0; r < q.rows.size(); ++r) {
       const sample_stats all = combine_passes(q.stats[r]);
       if (r == 0) result.sampled_past_max_time += all.extended ? 1 : 0;
       if (out.contains(q.rows[r])) continue;  // resume: written by an earlier run
       measurement_row row = make_row(q.rows[r], backend_name, device, all);
-      row.anchor_s = anchor_of(q.anchors);
+      row.anchor_s = anchor_s;
       out.append(row);
       result.rows.push_back(std::move(row));
     }
     if (q.stats.front().size() > 1) result.pass_spread_pct.push_back(pass_spread_pct(q.stats.front()));
-    if (!q.anchors.empty()) result.anchor_s.push_back(anchor_of(q.anchors));
+    if (anchor_s > 0) result.anchor_s.push_back(anchor_s);
     q.written = true;
     ++result.measured;
   };

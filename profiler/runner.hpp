@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "kernels/backend.hpp"
-#include "profiler/anchor.hpp"
 #include "profiler/decode_runner.hpp"
 #include "profiler/grid.hpp"
 #include "profiler/measure.hpp"

@@ -14,6 +14,7 @@
 
 #include "profiler/measurements.hpp"
 #include "sim/predict.hpp"
+#include "profiler/anchor.hpp"
 #include "profiler/runner.hpp"
 #include "core/error.hpp"
 
@@ -36,7 +37,7 @@ class fake_workspace final : public kernels::workspace {
   void rotate() override {}
 };
 
-class fake_backend final : public kernels::backend {
+class fake_backend : public kernels::backend {
  public:
   std::string_view name() const override { return "fake"; }
   std::string device() const override { return "fake device, 1 thread"; }
@@ -294,23 +295,13 @@ TEST(Measurements, ResumingAnOldHeaderFileKeepsItsColumnsAndRefusesInBlockRows) 
 }
 
 // A backend on which the anchor (d_model 256) takes 2 ms and every other op 1 ms.
-class anchored_backend final : public kernels::backend {
+class anchored_backend final : public fake_backend {
  public:
-  std::string_view name() const override { return "fake"; }
-  std::string device() const override { return "fake device, 1 thread"; }
-  std::unique_ptr<kernels::workspace> make_workspace(const kernels::block_shape& s, kernels::dtype t,
-                                                     const kernels::workspace_options&) override {
-    ++workspaces;
-    return std::make_unique<fake_workspace>(s, t);
-  }
-  void run(kernels::op, kernels::workspace&) override {}
-  void synchronize() override {}
   double timed_run(kernels::op, kernels::workspace& ws) override {
     const bool anchor = ws.shape().d_model == anchor_shape().d_model;
     anchor_runs += anchor ? 1 : 0;
     return anchor ? 2e-3 : 1e-3;
   }
-  int workspaces = 0;
   int anchor_runs = 0;
 };
 
