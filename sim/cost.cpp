@@ -62,12 +62,28 @@ double cross_validation_summary::p90_at(double predicted_s, bool decode) const {
   return by.empty() ? p90_abs_pct_error : by.back().second;
 }
 
-double holdout_summary::p90_at(double predicted_s, bool decode) const {
-  const auto& by = decode ? decode_p90_by_time : p90_by_time;
-  if (predicted_s <= 0 || by.empty()) return decode ? decode_p90_abs_pct_error : p90_abs_pct_error;
+namespace {
+// The p90 of the tercile `predicted_s` falls in (the first below it, the last above it), or
+// `all` without terciles or time.
+double tercile_p90(const std::vector<std::pair<double, double>>& by, double predicted_s, double all) {
+  if (predicted_s <= 0 || by.empty()) return all;
   for (const auto& [upper, p90] : by)
     if (predicted_s <= upper) return p90;
   return by.back().second;
+}
+}  // namespace
+
+double holdout_summary::p90_at(double predicted_s, bool decode) const {
+  return decode ? tercile_p90(decode_p90_by_time, predicted_s, decode_p90_abs_pct_error)
+                : tercile_p90(p90_by_time, predicted_s, p90_abs_pct_error);
+}
+
+double axis_coverage::ends_p90_at(double predicted_s) const {
+  return tercile_p90(p90_by_time, predicted_s, p90_abs_pct_error);
+}
+
+double axis_coverage::inner_p90_at(double predicted_s) const {
+  return tercile_p90(inner_p90_by_time, predicted_s, inner_p90_abs_pct_error);
 }
 
 double holdout_summary::reach_along(std::string_view axis, bool decode) const {
@@ -260,30 +276,38 @@ json::object kernels_json(const kernel_params& p, const std::vector<dtype>& dtyp
   return o;
 }
 
+// An array of [upper_s, p90] under `key` (absent: left empty).
+void parse_terciles(reader& r, const char* key, std::vector<std::pair<double, double>>& into) {
+  const json::value* by = r.find(key);
+  if (!by) return;
+  const std::string at = r.key_path(key);
+  if (!by->is_array()) throw input_error(r.file(), at, "expected an array of [upper_s, p90]");
+  for (const json::value& e : by->as_array()) {
+    if (!e.is_array() || e.as_array().size() != 2 || !e.as_array()[0].is_number() || !e.as_array()[1].is_number())
+      throw input_error(r.file(), at, "expected an array of [upper_s, p90]");
+    into.emplace_back(e.as_array()[0].to_number<double>(), e.as_array()[1].to_number<double>());
+  }
+}
+
+// The same written under `key` (nothing where there are no terciles).
+void terciles_json(json::object& o, const char* key, const std::vector<std::pair<double, double>>& from) {
+  if (from.empty()) return;
+  json::array by;
+  for (const auto& [upper, p90] : from) by.push_back(json::array{upper, p90});
+  o[key] = std::move(by);
+}
+
 // The "by_time" and "decode_by_time" arrays of [upper_s, p90] (either may be absent).
 void parse_by_time(reader& r, std::vector<std::pair<double, double>>& by_time,
                    std::vector<std::pair<double, double>>& decode_by_time) {
-  for (const auto& [key, into] : {std::pair{"by_time", &by_time}, std::pair{"decode_by_time", &decode_by_time}}) {
-    const json::value* by = r.find(key);
-    if (!by) continue;
-    const std::string at = r.key_path(key);
-    if (!by->is_array()) throw input_error(r.file(), at, "expected an array of [upper_s, p90]");
-    for (const json::value& e : by->as_array()) {
-      if (!e.is_array() || e.as_array().size() != 2 || !e.as_array()[0].is_number() || !e.as_array()[1].is_number())
-        throw input_error(r.file(), at, "expected an array of [upper_s, p90]");
-      into->emplace_back(e.as_array()[0].to_number<double>(), e.as_array()[1].to_number<double>());
-    }
-  }
+  parse_terciles(r, "by_time", by_time);
+  parse_terciles(r, "decode_by_time", decode_by_time);
 }
 
 void by_time_json(json::object& o, const std::vector<std::pair<double, double>>& by_time,
                   const std::vector<std::pair<double, double>>& decode_by_time) {
-  for (const auto& [key, from] : {std::pair{"by_time", &by_time}, std::pair{"decode_by_time", &decode_by_time}}) {
-    if (from->empty()) continue;
-    json::array by;
-    for (const auto& [upper, p90] : *from) by.push_back(json::array{upper, p90});
-    o[key] = std::move(by);
-  }
+  terciles_json(o, "by_time", by_time);
+  terciles_json(o, "decode_by_time", decode_by_time);
 }
 
 cross_validation_summary parse_cv(const json::value& v, const std::string& file, const std::string& path) {
@@ -399,6 +423,8 @@ axis_coverage parse_coverage(const json::value& v, const std::string& file, cons
   };
   ascending("values", c.values);
   c.decode_values_recorded = ascending("decode_values", c.decode_values);
+  parse_terciles(r, "by_time", c.p90_by_time);
+  parse_terciles(r, "inner_by_time", c.inner_p90_by_time);
   r.finish();
   if (c.max < c.min) throw input_error(file, path + ".max", "is below min");
   return c;
@@ -420,6 +446,8 @@ json::object coverage_json(const axis_coverage& c) {
   o["decode_inner_p90_abs_pct_error"] = c.decode_inner_p90_abs_pct_error;
   o["values"] = json::array(c.values.begin(), c.values.end());
   if (c.decode_values_recorded) o["decode_values"] = json::array(c.decode_values.begin(), c.decode_values.end());
+  terciles_json(o, "by_time", c.p90_by_time);
+  terciles_json(o, "inner_by_time", c.inner_p90_by_time);
   return o;
 }
 

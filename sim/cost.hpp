@@ -179,6 +179,17 @@ struct axis_coverage {
   int decode_inner_blocks = 0;
   double decode_inner_p90_abs_pct_error = 0;
   double max_distance = 0;  // log2 of how far past its neighbour the farthest held-out value lay
+  // The forward blocks' ends and inner values apart by predicted time: terciles of 30 held-out
+  // blocks or more, each (the largest predicted seconds in it, its p90), as
+  // cross_validation_summary's by_time (JSON "by_time", "inner_by_time"; absent with fewer
+  // blocks and in calibrations written before them: the p90 of all then). A fit without the
+  // lowest value misses its short blocks, whose few-row GEMMs it no longer sees, by far more
+  // than its long ones; a prediction takes the figure of blocks about as long as it.
+  std::vector<std::pair<double, double>> p90_by_time, inner_p90_by_time;
+  // The ends' (inner values') p90 for a forward block predicted to take `predicted_s`: its
+  // tercile's, or of all where there are no terciles or no time (predicted_s <= 0).
+  double ends_p90_at(double predicted_s) const;
+  double inner_p90_at(double predicted_s) const;
   // The values that carry forward block rows, ascending, and apart those that carry decode
   // rows: a prediction at none of its kind's values sits between measured values (JSON keys
   // "values" and "decode_values"; "values" held both kinds, pooled, in calibrations written

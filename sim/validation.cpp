@@ -367,6 +367,7 @@ std::vector<axis_coverage> estimate_coverage(const hardware_spec& hw, const std:
         for (std::size_t i = 0; i < take; ++i) held_out.push_back(1 + (2 * i + 1) * inner_values / (2 * take));
       }
       std::vector<double> ends, decode_ends, inner, decode_inner;
+      std::vector<validation_point> end_points, inner_points;  // the forward blocks, for their terciles
       for (const std::size_t h : held_out) {
         const double held = with_blocks[h];
         const bool end = h == 0 || h + 1 == with_blocks.size();
@@ -379,7 +380,9 @@ std::vector<axis_coverage> estimate_coverage(const hardware_spec& hw, const std:
             if (!s.is_whole()) continue;
             std::vector<double>& into =
                 end ? (s.is_decode() ? decode_ends : ends) : (s.is_decode() ? decode_inner : inner);
-            into.push_back(validate_sample(s, model).error_pct);
+            validation_point p = validate_sample(s, model);
+            into.push_back(p.error_pct);
+            if (!s.is_decode()) (end ? end_points : inner_points).push_back(std::move(p));
           }
         } catch (const error&) {
           continue;  // no fit without it: nothing measured at this value
@@ -397,6 +400,8 @@ std::vector<axis_coverage> estimate_coverage(const hardware_spec& hw, const std:
       set(decode_ends, c.decode_blocks, c.decode_p90_abs_pct_error);
       set(inner, c.inner_blocks, c.inner_p90_abs_pct_error);
       set(decode_inner, c.decode_inner_blocks, c.decode_inner_p90_abs_pct_error);
+      c.p90_by_time = p90_terciles(end_points, false);
+      c.inner_p90_by_time = p90_terciles(inner_points, false);
     }
     out.push_back(std::move(c));
   }
@@ -463,12 +468,17 @@ std::optional<error_band> band_for(const calibration& c, const axis_values& valu
     if (!axis || kinds.min <= 0) continue;
     // The held-out predictions of this prediction's kind: a decode prediction takes the
     // decode rows' where the calibration held some out.
+    // A forward block takes the ends' and inner values' figures of held-out blocks predicted to
+    // take about as long, where the calibration recorded their terciles.
     axis_coverage a = kinds;
     if (decode && kinds.decode_blocks > 0) {
       a.blocks = kinds.decode_blocks;
       a.p90_abs_pct_error = kinds.decode_p90_abs_pct_error;
       a.inner_blocks = kinds.decode_inner_blocks;
       a.inner_p90_abs_pct_error = kinds.decode_inner_p90_abs_pct_error;
+    } else if (!decode) {
+      a.p90_abs_pct_error = kinds.ends_p90_at(predicted_s);
+      a.inner_p90_abs_pct_error = kinds.inner_p90_at(predicted_s);
     }
     // The farthest of the prediction's values outside the range along this axis, and the
     // farthest from a measured value among those inside it.

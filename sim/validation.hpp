@@ -151,10 +151,13 @@ value_cv_result cross_validate_by(const hardware_spec& hw, const std::vector<mea
 // reach past their data along it (the lowest and the highest block-bearing value, each held
 // out) missed by their p90 at the distance they lay out; a prediction nearer the range gets
 // the band in proportion between the inside one (at the edge) and theirs, one farther out
-// theirs stretched in proportion to its distance, in factors of two. An axis where no such
-// extrapolation could be measured widens the band by the distance alone (as if one factor of
-// two had been measured at no loss), and the band says it was not measured. Several axes: the
-// widest.
+// theirs stretched in proportion to its distance, in factors of two. The held-out values'
+// p90s, like the inside band, are those of held-out blocks predicted to take about as long as
+// the prediction (terciles, where 30 or more were held out): a fit without the lowest width or
+// sequence misses the short blocks, whose few-row GEMMs it no longer sees, by several times
+// what it misses the long ones by. An axis where no such extrapolation could be measured
+// widens the band by the distance alone (as if one factor of two had been measured at no
+// loss), and the band says it was not measured. Several axes: the widest.
 
 // The calibration rows' range along every axis, the values that carry forward blocks and
 // decode rows, and, where two or more values carry them, the errors of the values held out:

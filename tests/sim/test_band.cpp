@@ -373,6 +373,47 @@ TEST(ErrorBand, RowCountFactorSurvivesTheCalibrationJson) {
   refused(1.0, 5, "bad.json: calibration.curves[0].rows[1].log2_rows: must be in ascending order");
 }
 
+TEST(ErrorBand, ExtrapolationsAndInterpolationsOfBlocksOfThatDuration) {
+  // The held-out widths by predicted time: ends up to 1 ms 30 %, up to 10 ms 12 %, beyond
+  // 4 % (all: 12 %); an inner width 768 held out: up to 1 ms 20 %, beyond 3 % (all: 6 %).
+  calibration c = hand_made();
+  axis_coverage& w = c.coverage[0];
+  w.p90_by_time = {{1e-3, 30}, {1e-2, 12}, {1.0, 4}};
+  w.values = {512, 768, 1024};
+  w.inner_blocks = 10;
+  w.inner_p90_abs_pct_error = 6;
+  w.inner_p90_by_time = {{1e-3, 20}, {1.0, 3}};
+  EXPECT_DOUBLE_EQ(w.ends_p90_at(5e-4), 30.0);
+  EXPECT_DOUBLE_EQ(w.ends_p90_at(0.5), 4.0);
+  EXPECT_DOUBLE_EQ(w.ends_p90_at(3.0), 4.0);   // past the last tercile: the last
+  EXPECT_DOUBLE_EQ(w.ends_p90_at(0.0), 12.0);  // no time: all of them
+  // 2048, one factor of two past 1024 as the ends lay: a long block (0.5 s) gets the long ends'
+  // 4 % against the inside 2 %, not the 12 % of all ends; a short one (0.5 ms) 30 %.
+  EXPECT_DOUBLE_EQ(band_for(c, {{cv_axis::d_model, 2048}}, 0.5)->p90_pct, 4.0);
+  EXPECT_DOUBLE_EQ(band_for(c, {{cv_axis::d_model, 2048}}, 5e-4)->p90_pct, 30.0);
+  // Half as far out (1448, 2^0.5 past 1024): half-way from the inside band to theirs:
+  // 2 + (4 - 2) / 2 = 3 % for the long block.
+  EXPECT_NEAR(band_for(c, {{cv_axis::d_model, 1024 * std::sqrt(2.0)}}, 0.5)->p90_pct, 3.0, 1e-9);
+  // 640, between 512 and 768: the inner values' figure of its duration, at least the inside
+  // one: max(2, 3) = 3 % long, max(10, 20) = 20 % short.
+  EXPECT_DOUBLE_EQ(band_for(c, {{cv_axis::d_model, 640}}, 0.5)->p90_pct, 3.0);
+  EXPECT_DOUBLE_EQ(band_for(c, {{cv_axis::d_model, 640}}, 5e-4)->p90_pct, 20.0);
+  // A decode prediction keeps the pooled figures (12 % past the range, as far as the ends).
+  EXPECT_DOUBLE_EQ(band_for(c, {{cv_axis::d_model, 2048}}, 0.5, true)->p90_pct, 12.0);
+  // Both survive the calibration's JSON; a calibration written without them uses all ends.
+  give_json_fields(c);
+  const calibration back = parse_calibration(calibration_to_json(c), "test.json");
+  ASSERT_EQ(back.coverage[0].p90_by_time.size(), 3u);
+  ASSERT_EQ(back.coverage[0].inner_p90_by_time.size(), 2u);
+  EXPECT_DOUBLE_EQ(back.coverage[0].inner_p90_by_time[0].second, 20.0);
+  EXPECT_DOUBLE_EQ(band_for(back, {{cv_axis::d_model, 2048}}, 0.5)->p90_pct, 4.0);
+  calibration old = c;
+  old.coverage[0].p90_by_time.clear();
+  old.coverage[0].inner_p90_by_time.clear();
+  EXPECT_DOUBLE_EQ(band_for(old, {{cv_axis::d_model, 2048}}, 0.5)->p90_pct, 12.0);
+  EXPECT_DOUBLE_EQ(band_for(old, {{cv_axis::d_model, 640}}, 0.5)->p90_pct, 6.0);
+}
+
 TEST(ErrorBand, NoneWithoutACrossValidation) {
   calibration c = hand_made();
   c.cross_validation.reset();
