@@ -16,6 +16,10 @@
 # capacity the preset never measured) is validated on its own, and so is
 # configs/grids/decode-holdout-2-cpu.json (decode-holdout-2.csv: other batches, contexts and
 # capacity, a 640-wide MHA layer and a GQA + swiglu layer, with the same two models' steps).
+# --gemm-rows adds configs/grids/gemm-rows-cpu.json to the calibration (gemm-rows.csv, about
+# 2 min): the layer's GEMMs at every row count around 256 and 512, from which calibrate fits
+# what the 1-3 rows left over past a group of four cost (routed GEMMs of 4q + 3 rows took up to
+# 8 % longer than the work curve says).
 # --realistic adds the out-of-family blocks: configs/grids/realistic-cpu.json (released
 # models' layers at batches, sequences and capacities off the powers of two: realistic.csv,
 # about 5 min) and configs/grids/realistic-long-cpu.json (8,192 and 16,384 tokens:
@@ -23,7 +27,7 @@
 #
 #   scripts/validate-cpu.sh [--modsim PATH] [--max-error PCT] [--threads N] [--keep DIR] [--decode]
 #                           [--realistic] [--calibration-grid FILE|quick] [--calibration-timing in_block|isolated]
-#                           [--passes N] [--report-only]
+#                           [--passes N] [--report-only] [--gemm-rows]
 #
 # --threads defaults to 1: OpenBLAS's threads and the kernels' own pool share two cores badly
 # (a block's time swung by up to 50 % between runs), one thread measures the method, not the
@@ -47,6 +51,7 @@ calibration_grid="$root/configs/grids/calibration-3-cpu.json"
 calibration_timing=in_block
 decode=0
 realistic=0
+gemm_rows=0
 report_only=0
 passes=1
 while [[ $# -gt 0 ]]; do
@@ -59,9 +64,10 @@ while [[ $# -gt 0 ]]; do
     --calibration-timing) calibration_timing="$2"; shift 2 ;;
     --decode) decode=1; shift ;;
     --realistic) realistic=1; shift ;;
+    --gemm-rows) gemm_rows=1; shift ;;
     --report-only) report_only=1; shift ;;
     --passes) passes="$2"; shift 2 ;;
-    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,43p' "$0"; exit 0 ;;
     *) echo "validate-cpu.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -71,7 +77,7 @@ if [[ -n "$keep" ]]; then
   mkdir -p "$keep"
   dir=$(cd "$keep" && pwd)
   rm -f "$dir"/calibration.* "$dir"/holdout.* "$dir"/decode.* "$dir"/decode-holdout.* "$dir"/decode-holdout-2.* \
-    "$dir"/realistic.* "$dir"/realistic-long.* "$dir/cpu-calibrated.json"
+    "$dir"/realistic.* "$dir"/realistic-long.* "$dir"/gemm-rows.* "$dir/cpu-calibrated.json"
 else
   dir=$(mktemp -d "${TMPDIR:-/tmp}/modsim-validate-cpu.XXXXXX")
   trap 'rm -rf "$dir"' EXIT
@@ -88,6 +94,11 @@ fi
 "$modsim" profile --backend cpu --grid "$root/configs/grids/holdout-cpu.json" --threads "$threads" --passes "$passes" \
   --out "$dir/holdout.csv" >/dev/null
 measurements=("$dir/calibration.csv")
+if ((gemm_rows)); then
+  "$modsim" profile --backend cpu --grid "$root/configs/grids/gemm-rows-cpu.json" --threads "$threads" --passes "$passes" \
+    --out "$dir/gemm-rows.csv" >/dev/null
+  measurements+=("$dir/gemm-rows.csv")
+fi
 if ((decode)); then
   "$modsim" profile --backend cpu --preset decode --model mod-60m --model dense-60m --threads "$threads" --passes "$passes" \
     --out "$dir/decode.csv" >/dev/null

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "core/error.hpp"
 #include "sim/config.hpp"
@@ -145,6 +146,30 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<measured_
       if (!s.is_whole() && !in_block_ops.count({s.op, static_cast<int>(s.type)})) return false;
     return !in_block_ops.empty();
   }();
+  // The row GEMMs measured at neighbouring row counts, all else equal (any timing): what the
+  // rows left over past a row group cost, per dtype; their rows are fitted with it taken out.
+  std::map<int, std::vector<double>> leftover;  // dtype -> leftover_rows
+  {
+    // (dtype, op, timing, d_model, d_ff, heads, kv heads, mlp): a series over its row counts.
+    std::map<std::tuple<int, int, int, int, int, int, int, int>, row_series> series;
+    for (const auto& s : samples) {
+      if (s.is_whole() || !row_gemm(s.op)) continue;
+      series[{static_cast<int>(s.type), static_cast<int>(s.op), static_cast<int>(s.timing), s.d_model, s.d_ff,
+              s.n_heads, s.n_kv_heads, static_cast<int>(s.mlp)}]
+          .emplace_back(static_cast<double>(s.shape.batch) * static_cast<double>(s.shape.tokens), s.median_s);
+    }
+    std::map<int, std::vector<row_series>> by_type;
+    for (auto& [key, one] : series) by_type[std::get<0>(key)].push_back(std::move(one));
+    for (const auto& [type, all] : by_type)
+      if (std::vector<double> fit = fit_leftover_rows(all); !fit.empty()) leftover[type] = std::move(fit);
+  }
+  const auto leftover_factor = [&](const measured_sample& s) {
+    const auto it = leftover.find(static_cast<int>(s.type));
+    if (it == leftover.end() || !row_gemm(s.op)) return 1.0;
+    efficiency_curve probe;
+    probe.leftover_rows = it->second;
+    return probe.leftover_factor_at(static_cast<double>(s.shape.batch) * static_cast<double>(s.shape.tokens));
+  };
   // By the op's name and dtype: the curves come out in name order.
   std::map<std::pair<std::string_view, int>, group> groups;
   for (const auto& s : samples) {
@@ -156,7 +181,7 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<measured_
     g.op = s.op;
     g.roof.push_back(t.roofline_s);
     g.quant.push_back(std::max(t.compute_s * t.waves, t.memory_s));
-    g.meas.push_back(s.median_s);
+    g.meas.push_back(s.median_s / leftover_factor(s));
     g.rows.push_back(static_cast<double>(s.shape.batch) * static_cast<double>(s.shape.tokens));
   }
   c.decode = fit_decode(samples, c.decode_keys);
@@ -167,6 +192,8 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<measured_
     c.curves.push_back(options.rows_factor && row_gemm(g.op)
                            ? fit_curve_with_rows(g.op, type, g.roof, g.meas, g.rows, options, g.quant)
                            : fit_curve(g.op, type, g.roof, g.meas, options, g.quant));
+    if (const auto it = leftover.find(key.second); it != leftover.end() && row_gemm(g.op))
+      c.curves.back().leftover_rows = it->second;
   }
 
   // Launch overhead and in-layer refetch cost from the blocks:

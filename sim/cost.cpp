@@ -47,8 +47,16 @@ double efficiency_curve::rows_factor_at(double rows) const {
   return rows_factor[j - 1] * (1 - w) + rows_factor[j] * w;
 }
 
+double efficiency_curve::leftover_factor_at(double rows) const {
+  if (leftover_rows.size() != k_row_group - 1 || !(rows >= 1)) return 1.0;
+  const long long m = std::llround(rows);
+  const int r = static_cast<int>(m % k_row_group);
+  return r == 0 ? 1.0 : 1.0 + leftover_rows[static_cast<std::size_t>(r - 1)] / static_cast<double>(m);
+}
+
 double efficiency_curve::time_s(double roofline_s, double quantised_roofline_s, double rows) const {
-  return (fixed_s + quantised_roofline_s * inv_efficiency_at(roofline_s)) * rows_factor_at(rows);
+  return (fixed_s + quantised_roofline_s * inv_efficiency_at(roofline_s)) * rows_factor_at(rows) *
+         leftover_factor_at(rows);
 }
 
 bool calibration::kernel_model_fitted_on(dtype t) const {
@@ -204,6 +212,20 @@ efficiency_curve parse_curve(const json::value& v, const std::string& file, cons
       zero != c.rows_factor.end())
     throw input_error(file, r.key_path("rows") + "[" + std::to_string(zero - c.rows_factor.begin()) + "].factor",
                       "must be > 0");
+  if (r.find("leftover_rows") != nullptr) {
+    const json::array& left = r.get_array("leftover_rows");
+    if (left.size() != k_row_group - 1)
+      throw input_error(file, r.key_path("leftover_rows"),
+                        "expected " + std::to_string(k_row_group - 1) + " numbers (1, 2 and 3 rows left over)");
+    for (std::size_t i = 0; i < left.size(); ++i) {
+      if (!left[i].is_number())
+        throw input_error(file, r.key_path("leftover_rows") + "[" + std::to_string(i) + "]", "expected a number");
+      c.leftover_rows.push_back(left[i].to_number<double>());
+      if (!(c.leftover_rows.back() > -1.0 - double(i)))  // the row group never costs less than no rows
+        throw input_error(file, r.key_path("leftover_rows") + "[" + std::to_string(i) + "]",
+                          "must be above -" + std::to_string(i + 1) + " (the rows left over)");
+    }
+  }
   r.finish();
   return c;
 }
@@ -460,6 +482,7 @@ json::object curve_json(const efficiency_curve& c) {
   o["rms_rel_error"] = c.rms_rel_error;
   o["knots"] = points_json(c.log10_work, c.inv_efficiency, "log10_work", "inv_efficiency");
   if (!c.rows_factor.empty()) o["rows"] = points_json(c.log2_rows, c.rows_factor, "log2_rows", "factor");
+  if (!c.leftover_rows.empty()) o["leftover_rows"] = json::array(c.leftover_rows.begin(), c.leftover_rows.end());
   return o;
 }
 

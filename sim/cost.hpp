@@ -63,6 +63,10 @@
 
 namespace modsim::sim {
 
+// The rows a CPU GEMM kernel computes together (OpenBLAS's register tile along the rows of
+// the activations; efficiency_curve::leftover_rows).
+inline constexpr int k_row_group = 4;
+
 // One learnt efficiency curve (see above).
 struct efficiency_curve {
   modsim::op op = modsim::op::router;  // a kernel or model op (op_names())
@@ -80,12 +84,22 @@ struct efficiency_curve {
   // absent: 1).
   std::vector<double> log2_rows;
   std::vector<double> rows_factor;
+  // The CPU library computes a GEMM's rows in groups of k_row_group and takes slower edge
+  // kernels for the 1-3 rows left over: a GEMM of M rows costs as much as M + leftover_rows[r - 1]
+  // rows would at the curve's speed, r = M mod k_row_group (on the AMD EPYC's OpenBLAS about
+  // 4, 4 and 9 rows: up to 8 % at 135 rows). Fitted against neighbouring row counts of the same
+  // GEMM (sim/efficiency_fit.hpp fit_leftover_rows); JSON "leftover_rows": [r1, r2, r3], absent
+  // (empty): none.
+  std::vector<double> leftover_rows;
 
   // g(log10(roofline_s)), clamped at the end knots.
   double inv_efficiency_at(double roofline_s) const;
   // The row-count factor at `rows` (1 without one, or for rows <= 0).
   double rows_factor_at(double rows) const;
-  // (fixed_s + quantised_roofline_s · g(log10(roofline_s))) · rows_factor_at(rows).
+  // 1 + leftover_rows[r - 1] / rows for r = rows mod k_row_group > 0; 1 without leftover
+  // rows, at a multiple of the group, or for rows < 1.
+  double leftover_factor_at(double rows) const;
+  // (fixed_s + quantised_roofline_s · g(log10(roofline_s))) · rows_factor_at(rows) · leftover_factor_at(rows).
   double time_s(double roofline_s, double quantised_roofline_s, double rows = 0) const;
 };
 

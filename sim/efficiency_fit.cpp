@@ -169,4 +169,27 @@ efficiency_curve fit_curve_with_rows(modsim::op op, dtype type, const std::vecto
   return curve;
 }
 
+std::vector<double> fit_leftover_rows(const std::vector<row_series>& series) {
+  std::vector<std::vector<double>> extra(k_row_group - 1);
+  for (const row_series& one : series) {
+    std::map<long long, double> at;  // rows -> seconds (the last of repeats)
+    for (const auto& [rows, t] : one)
+      if (rows >= 1 && t > 0) at[std::llround(rows)] = t;
+    for (const auto& [m, t] : at) {
+      const long long r = m % k_row_group;
+      if (r == 0 || m - r < 1) continue;
+      const auto lo = at.find(m - r), hi = at.find(m - r + k_row_group);
+      if (lo == at.end() || hi == at.end()) continue;
+      const double base = lo->second + (hi->second - lo->second) * double(r) / double(k_row_group);
+      extra[static_cast<std::size_t>(r - 1)].push_back(double(m) * (t / base - 1.0));
+    }
+  }
+  std::vector<double> out;
+  for (const std::vector<double>& e : extra) {
+    if (e.size() < 3) return {};
+    out.push_back(median(e));
+  }
+  return out;
+}
+
 }  // namespace modsim::sim

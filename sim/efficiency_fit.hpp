@@ -51,4 +51,14 @@ efficiency_curve fit_curve_with_rows(modsim::op op, dtype type, const std::vecto
                                      const std::vector<double>& measured_s, const std::vector<double>& rows,
                                      const fit_options& options = {}, const std::vector<double>& quantised_s = {});
 
+// One GEMM measured at several row counts, all else equal: (rows, measured seconds) pairs.
+using row_series = std::vector<std::pair<double, double>>;
+
+// What the rows left over past a multiple of k_row_group cost (efficiency_curve::
+// leftover_rows): for each row count M of a series with r = M mod k_row_group > 0 whose two
+// neighbouring multiples, M − r and M − r + k_row_group, the series also measured, the time t_b
+// interpolated linearly between theirs gives M · (t / t_b − 1) rows; per r, the median of
+// those. Empty unless every r has 3 or more (a calibration without such series: no term).
+std::vector<double> fit_leftover_rows(const std::vector<row_series>& series);
+
 }  // namespace modsim::sim

@@ -147,6 +147,97 @@ TEST(Calibrate, AFewRowGemmGetsItsRowCountFactor) {
   EXPECT_FALSE(row_gemm(modsim::op::router));
 }
 
+TEST(Calibrate, RowsLeftOverPastAGroupOfFourCostWhatTheirNeighboursSay) {
+  // A GEMM taking 0.1 ms a row, whose 1, 2 or 3 rows past a multiple of four cost as much as
+  // 4, 4 and 9 more rows would: 135 rows (4 · 33 + 3) take 144 rows' time.
+  const double extra[] = {0, 4, 4, 9};
+  const auto time = [&](int m) { return 1e-4 * (m + extra[m % 4]); };
+  row_series one;
+  for (int m = 120; m <= 144; ++m) one.emplace_back(m, time(m));
+  std::vector<double> fit = fit_leftover_rows({one});
+  ASSERT_EQ(fit.size(), 3u);
+  EXPECT_NEAR(fit[0], 4.0, 1e-9);
+  EXPECT_NEAR(fit[1], 4.0, 1e-9);
+  EXPECT_NEAR(fit[2], 9.0, 1e-9);
+  // Against the neighbours, not a straight line through all: a series twice as fast per row
+  // (a smaller GEMM) gives the same rows; one disturbed row (123 measured 10 % slow) leaves
+  // the median of the six estimates for 3 rows left over at 9.
+  row_series fast, disturbed = one;
+  for (int m = 120; m <= 144; ++m) fast.emplace_back(m, time(m) / 2);
+  disturbed[3].second *= 1.1;
+  EXPECT_NEAR(fit_leftover_rows({fast})[2], 9.0, 1e-9);
+  EXPECT_NEAR(fit_leftover_rows({disturbed})[2], 9.0, 1e-9);
+  // Fewer than three estimates of any remainder: none (121-127 gives two of each).
+  row_series short_one(one.begin(), one.begin() + 9);  // 120 .. 128
+  EXPECT_TRUE(fit_leftover_rows({short_one}).empty());
+  EXPECT_EQ(fit_leftover_rows({short_one, short_one}).size(), 3u);
+  // Rows at multiples of four only (the calibration grids): none.
+  row_series multiples;
+  for (int m = 32; m <= 4096; m *= 2) multiples.emplace_back(m, time(m));
+  EXPECT_TRUE(fit_leftover_rows({multiples}).empty());
+
+  // The factor a curve applies: 1 + rows / M.
+  efficiency_curve c;
+  c.leftover_rows = {4, 4, 9};
+  EXPECT_DOUBLE_EQ(c.leftover_factor_at(135), 1.0 + 9.0 / 135.0);
+  EXPECT_DOUBLE_EQ(c.leftover_factor_at(133), 1.0 + 4.0 / 133.0);
+  EXPECT_DOUBLE_EQ(c.leftover_factor_at(136), 1.0);
+  EXPECT_DOUBLE_EQ(c.leftover_factor_at(0), 1.0);  // no row count
+  c.fixed_s = 0;
+  c.log10_work = {-3.0};
+  c.inv_efficiency = {2.0};
+  EXPECT_NEAR(c.time_s(1e-3, 1e-3, 135), 2e-3 * 144.0 / 135.0, 1e-15);
+  EXPECT_DOUBLE_EQ(efficiency_curve{}.leftover_factor_at(135), 1.0);  // none fitted
+}
+
+TEST(Calibrate, LeftoverRowsAreFittedAndPredicted) {
+  // qkv_proj timed alone at every row count from 120 to 144 (d 64), at the law's time for its
+  // work with the rows left over as above; with nothing else a calibration takes them out of
+  // the curve and puts them back in every prediction.
+  const hardware_spec h = round_cpu();
+  const cost_model roof(h);
+  const double extra[] = {0, 4, 4, 9};
+  std::vector<measured_sample> samples;
+  for (int m = 120; m <= 144; ++m) {
+    measured_sample s;
+    s.op = modsim::op::qkv_proj;
+    s.type = dtype::fp32;
+    s.batch = 1;
+    s.seq_len = m;
+    s.d_model = 64;
+    s.n_heads = 4;
+    s.d_ff = 256;
+    s.backend = "cpu";
+    s.device = "test cpu";
+    s.key = "qkv|" + std::to_string(m);
+    s.where = "m.csv:" + std::to_string(m);
+    s.median_s = 1.0;
+    s = with_costs(s);
+    const double base = 1e-3 * m;  // 1 ms a row: the curve is flat in the work
+    s.median_s = base * (1.0 + extra[m % 4] / m);
+    samples.push_back(s);
+  }
+  const calibration c = fit_calibration(h, samples, {{"m.csv", 25, 0}}, "2025-01-01T00:00:00Z");
+  ASSERT_EQ(c.curves.size(), 1u);
+  ASSERT_EQ(c.curves[0].leftover_rows.size(), 3u);
+  EXPECT_NEAR(c.curves[0].leftover_rows[2], 9.0, 1e-6);
+  const cost_model fitted = with_calibration(h, c);
+  for (const int i : {3, 15, 16}) {  // 123, 135, 136 rows
+    const measured_sample& s = samples[static_cast<std::size_t>(i)];
+    EXPECT_NEAR(fitted.time_of(s.cost, s.shape, s.type).time_s / s.median_s, 1.0, 0.01) << s.seq_len;
+  }
+  // The JSON keeps them; a wrong count is refused.
+  calibration back = parse_calibration(calibration_to_json(c), "c.json");
+  ASSERT_EQ(back.curves[0].leftover_rows.size(), 3u);
+  EXPECT_DOUBLE_EQ(back.curves[0].leftover_rows[2], c.curves[0].leftover_rows[2]);
+  std::string text = calibration_to_json(c);
+  const std::size_t at = text.find("\"leftover_rows\"");
+  ASSERT_NE(at, std::string::npos);
+  const std::size_t open = text.find('[', at), close = text.find(']', at);
+  text.replace(open, close - open + 1, "[1, 2]");
+  EXPECT_THROW(parse_calibration(text, "c.json"), error);
+}
+
 // A measured row of the MoD block family at d=64, H=4, F=256.
 measured_sample row(modsim::op op, std::int64_t S, double capacity, double median_s) {
   measured_sample p;
