@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -107,16 +108,20 @@ void curves_output(const sim::calibration& c, output& o) {
   if (!few.empty())
     o.tail.push_back(fmt::format("few-row GEMMs (below {:g} rows the library runs other kernels): {}",
                                  sim::k_rows_factor_below, few));
-  // The rows left over past a group (one figure for all the row GEMMs of a dtype).
+  // The rows left over past a group: one figure for all the row GEMMs of a dtype.
+  std::map<std::string, std::pair<std::string, const sim::efficiency_curve*>> leftover;  // dtype -> (ops, a curve)
   for (const auto& cv : c.curves)
-    if (cv.leftover_rows.size() == 3 && sim::row_gemm(cv.op)) {
-      o.tail.push_back(fmt::format(
-          "rows left over ({} {}, fitted on neighbouring row counts): a GEMM of {}q + 1, + 2 or + 3 rows costs as "
-          "much as {:.1f}, {:.1f} or {:.1f} more rows would",
-          sim::to_string(cv.type), modsim::to_string(cv.op), sim::k_row_group, cv.leftover_rows[0], cv.leftover_rows[1],
-          cv.leftover_rows[2]));
-      break;
+    if (cv.leftover_rows.size() == sim::k_row_group - 1) {
+      auto& [ops, curve] = leftover[std::string(sim::to_string(cv.type))];
+      ops += (ops.empty() ? "" : ", ") + std::string(modsim::to_string(cv.op));
+      curve = &cv;
     }
+  for (const auto& [type, at] : leftover)
+    o.tail.push_back(fmt::format(
+        "rows left over ({} {}; fitted on neighbouring row counts): a GEMM of {}q + 1, + 2 or + 3 rows costs as much "
+        "as {:.1f}, {:.1f} or {:.1f} more rows would",
+        type, at.first, sim::k_row_group, at.second->leftover_rows[0], at.second->leftover_rows[1],
+        at.second->leftover_rows[2]));
   if (!above_one.empty()) {
     std::string list;
     for (const auto& a : above_one) list += (list.empty() ? "" : ", ") + a;
