@@ -148,7 +148,7 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<measured_
   }();
   // The row GEMMs measured at neighbouring row counts, all else equal (any timing): what the
   // rows left over past a row group cost, per dtype; their rows are fitted with it taken out.
-  std::map<int, std::vector<double>> leftover;  // dtype -> leftover_rows
+  std::map<int, efficiency_curve> leftover;  // dtype -> a curve holding only its leftover_rows
   {
     // (dtype, op, timing, d_model, d_ff, heads, kv heads, mlp): a series over its row counts.
     std::map<std::tuple<int, int, int, int, int, int, int, int>, row_series> series;
@@ -161,14 +161,12 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<measured_
     std::map<int, std::vector<row_series>> by_type;
     for (auto& [key, one] : series) by_type[std::get<0>(key)].push_back(std::move(one));
     for (const auto& [type, all] : by_type)
-      if (std::vector<double> fit = fit_leftover_rows(all); !fit.empty()) leftover[type] = std::move(fit);
+      if (std::vector<double> fit = fit_leftover_rows(all); !fit.empty()) leftover[type].leftover_rows = std::move(fit);
   }
   const auto leftover_factor = [&](const measured_sample& s) {
     const auto it = leftover.find(static_cast<int>(s.type));
     if (it == leftover.end() || !row_gemm(s.op)) return 1.0;
-    efficiency_curve probe;
-    probe.leftover_rows = it->second;
-    return probe.leftover_factor_at(static_cast<double>(s.shape.batch) * static_cast<double>(s.shape.tokens));
+    return it->second.leftover_factor_at(static_cast<double>(s.shape.batch) * static_cast<double>(s.shape.tokens));
   };
   // By the op's name and dtype: the curves come out in name order.
   std::map<std::pair<std::string_view, int>, group> groups;
@@ -193,7 +191,7 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<measured_
                            ? fit_curve_with_rows(g.op, type, g.roof, g.meas, g.rows, options, g.quant)
                            : fit_curve(g.op, type, g.roof, g.meas, options, g.quant));
     if (const auto it = leftover.find(key.second); it != leftover.end() && row_gemm(g.op))
-      c.curves.back().leftover_rows = it->second;
+      c.curves.back().leftover_rows = it->second.leftover_rows;
   }
 
   // Launch overhead and in-layer refetch cost from the blocks:

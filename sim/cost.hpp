@@ -86,8 +86,8 @@ struct efficiency_curve {
   std::vector<double> rows_factor;
   // The CPU library computes a GEMM's rows in groups of k_row_group and takes slower edge
   // kernels for the 1-3 rows left over: a GEMM of M rows costs as much as M + leftover_rows[r - 1]
-  // rows would at the curve's speed, r = M mod k_row_group (on the AMD EPYC's OpenBLAS about
-  // 4, 4 and 9 rows: up to 8 % at 135 rows). Fitted against neighbouring row counts of the same
+  // rows would at the curve's speed, r = M mod k_row_group (on the AMD EPYC's OpenBLAS 5.7,
+  // 3.4 and 12.2 rows: up to 8 % at 135 rows). Fitted against neighbouring row counts of the same
   // GEMM (sim/efficiency_fit.hpp fit_leftover_rows); JSON "leftover_rows": [r1, r2, r3], absent
   // (empty): none.
   std::vector<double> leftover_rows;

@@ -467,9 +467,8 @@ std::optional<error_band> band_for(const calibration& c, const axis_values& valu
     const std::optional<cv_axis> axis = find_cv_axis(kinds.axis);
     if (!axis || kinds.min <= 0) continue;
     // The held-out predictions of this prediction's kind: a decode prediction takes the
-    // decode rows' where the calibration held some out.
-    // A forward block takes the ends' and inner values' figures of held-out blocks predicted to
-    // take about as long, where the calibration recorded their terciles.
+    // decode rows' where the calibration held some out; a forward block those of held-out
+    // blocks predicted to take about as long, where the calibration recorded their terciles.
     axis_coverage a = kinds;
     if (decode && kinds.decode_blocks > 0) {
       a.blocks = kinds.decode_blocks;

@@ -190,54 +190,6 @@ TEST(Calibrate, RowsLeftOverPastAGroupOfFourCostWhatTheirNeighboursSay) {
   EXPECT_DOUBLE_EQ(efficiency_curve{}.leftover_factor_at(135), 1.0);  // none fitted
 }
 
-TEST(Calibrate, LeftoverRowsAreFittedAndPredicted) {
-  // qkv_proj timed alone at every row count from 120 to 144 (d 64), at the law's time for its
-  // work with the rows left over as above; with nothing else a calibration takes them out of
-  // the curve and puts them back in every prediction.
-  const hardware_spec h = round_cpu();
-  const cost_model roof(h);
-  const double extra[] = {0, 4, 4, 9};
-  std::vector<measured_sample> samples;
-  for (int m = 120; m <= 144; ++m) {
-    measured_sample s;
-    s.op = modsim::op::qkv_proj;
-    s.type = dtype::fp32;
-    s.batch = 1;
-    s.seq_len = m;
-    s.d_model = 64;
-    s.n_heads = 4;
-    s.d_ff = 256;
-    s.backend = "cpu";
-    s.device = "test cpu";
-    s.key = "qkv|" + std::to_string(m);
-    s.where = "m.csv:" + std::to_string(m);
-    s.median_s = 1.0;
-    s = with_costs(s);
-    const double base = 1e-3 * m;  // 1 ms a row: the curve is flat in the work
-    s.median_s = base * (1.0 + extra[m % 4] / m);
-    samples.push_back(s);
-  }
-  const calibration c = fit_calibration(h, samples, {{"m.csv", 25, 0}}, "2025-01-01T00:00:00Z");
-  ASSERT_EQ(c.curves.size(), 1u);
-  ASSERT_EQ(c.curves[0].leftover_rows.size(), 3u);
-  EXPECT_NEAR(c.curves[0].leftover_rows[2], 9.0, 1e-6);
-  const cost_model fitted = with_calibration(h, c);
-  for (const int i : {3, 15, 16}) {  // 123, 135, 136 rows
-    const measured_sample& s = samples[static_cast<std::size_t>(i)];
-    EXPECT_NEAR(fitted.time_of(s.cost, s.shape, s.type).time_s / s.median_s, 1.0, 0.01) << s.seq_len;
-  }
-  // The JSON keeps them; a wrong count is refused.
-  calibration back = parse_calibration(calibration_to_json(c), "c.json");
-  ASSERT_EQ(back.curves[0].leftover_rows.size(), 3u);
-  EXPECT_DOUBLE_EQ(back.curves[0].leftover_rows[2], c.curves[0].leftover_rows[2]);
-  std::string text = calibration_to_json(c);
-  const std::size_t at = text.find("\"leftover_rows\"");
-  ASSERT_NE(at, std::string::npos);
-  const std::size_t open = text.find('[', at), close = text.find(']', at);
-  text.replace(open, close - open + 1, "[1, 2]");
-  EXPECT_THROW(parse_calibration(text, "c.json"), error);
-}
-
 // A measured row of the MoD block family at d=64, H=4, F=256.
 measured_sample row(modsim::op op, std::int64_t S, double capacity, double median_s) {
   measured_sample p;
@@ -266,6 +218,40 @@ const modsim::op k_block_ops[] = {modsim::op::router,       modsim::op::topk,   
 // Linear in log-work over every shape of the block tests (x from about −9 to −1.5), so each
 // op's curve can represent it exactly.
 double lin_time(double roofline_s) { return 20e-6 + roofline_s * (3.0 - 0.5 * (std::log10(roofline_s) + 6.0)); }
+
+TEST(Calibrate, LeftoverRowsAreFittedAndPredicted) {
+  // qkv_proj timed alone at every row count from 120 to 144 (d 64), 1 ms a row with the rows
+  // left over as above; with nothing else a calibration takes them out of the curve and puts
+  // them back in every prediction.
+  const hardware_spec h = round_cpu();
+  const double extra[] = {0, 4, 4, 9};
+  std::vector<measured_sample> samples;
+  for (int m = 120; m <= 144; ++m) {
+    measured_sample s = with_costs(row(modsim::op::qkv_proj, m, 1.0, 1.0));
+    const double base = 1e-3 * m;  // 1 ms a row: the curve is flat in the work
+    s.median_s = base * (1.0 + extra[m % 4] / m);
+    samples.push_back(s);
+  }
+  const calibration c = fit_calibration(h, samples, {{"m.csv", 25, 0}}, "2025-01-01T00:00:00Z");
+  ASSERT_EQ(c.curves.size(), 1u);
+  ASSERT_EQ(c.curves[0].leftover_rows.size(), 3u);
+  EXPECT_NEAR(c.curves[0].leftover_rows[2], 9.0, 1e-6);
+  const cost_model fitted = with_calibration(h, c);
+  for (const int i : {3, 15, 16}) {  // 123, 135, 136 rows
+    const measured_sample& s = samples[static_cast<std::size_t>(i)];
+    EXPECT_NEAR(fitted.time_of(s.cost, s.shape, s.type).time_s / s.median_s, 1.0, 0.01) << s.seq_len;
+  }
+  // The JSON keeps them; a wrong count is refused.
+  calibration back = parse_calibration(calibration_to_json(c), "c.json");
+  ASSERT_EQ(back.curves[0].leftover_rows.size(), 3u);
+  EXPECT_DOUBLE_EQ(back.curves[0].leftover_rows[2], c.curves[0].leftover_rows[2]);
+  std::string text = calibration_to_json(c);
+  const std::size_t at = text.find("\"leftover_rows\"");
+  ASSERT_NE(at, std::string::npos);
+  const std::size_t open = text.find('[', at), close = text.find(']', at);
+  text.replace(open, close - open + 1, "[1, 2]");
+  EXPECT_THROW(parse_calibration(text, "c.json"), error);
+}
 
 TEST(Calibrate, FitsEveryOpAndTheLaunchGapOfBlocks) {
   const hardware_spec h = round_cpu();
