@@ -194,6 +194,13 @@ int cmd_profile(const std::vector<std::string>& args) {
       "do not time the anchor (a fixed small dense block, a few ms on one CPU core) just before and after every "
       "point; by default each row records its median (column anchor_s), the machine's speed while the row was "
       "measured, and calibrate and validate hold rows to one machine speed with it")(
+      "retake-slower", po::value<double>()->default_value(10),
+      "PCT: a point whose anchor (timed just before and after it) ran more than PCT % slower than the machine's "
+      "recent speed (the median anchor of the last 16 points) fell in a slow spell of a shared machine, which "
+      "its own samples cannot see: it is measured again after half a second, up to --retakes times, and the last "
+      "take kept (its row records its anchor, so calibrate and validate still hold it to one speed); 0: never "
+      "retake")("retakes", po::value<int>()->default_value(2),
+                "N: the most times one point is measured again (--retake-slower)")(
       "time-budget", po::value<double>(),
       "a cap on the whole run, in seconds: no point starts after S seconds (the one in progress finishes); the CSV "
       "keeps what was measured, --resume measures the rest; exit 0 (default: no cap)")(
@@ -230,6 +237,11 @@ int cmd_profile(const std::vector<std::string>& args) {
       throw input_error("", std::string("--") + seconds, "must be a number of seconds >= 0");
   const int passes = vm["passes"].as<int>();
   if (passes < 1 || passes > 100) throw input_error("", "--passes", "must be a whole number from 1 to 100");
+  const double retake_slower = vm["retake-slower"].as<double>();
+  if (!(retake_slower >= 0) || !std::isfinite(retake_slower))
+    throw input_error("", "--retake-slower", "must be a percentage >= 0 (0: never retake)");
+  const int retakes = vm["retakes"].as<int>();
+  if (retakes < 0 || retakes > 10) throw input_error("", "--retakes", "must be a whole number from 0 to 10");
   std::optional<double> time_budget_s;
   if (vm.count("time-budget")) time_budget_s = vm["time-budget"].as<double>();
   const std::string preset_name = vm["preset"].as<std::string>();
@@ -331,6 +343,8 @@ int cmd_profile(const std::vector<std::string>& args) {
   ro.seed = vm["seed"].as<std::uint64_t>();
   ro.passes = passes;
   ro.anchor = !vm["no-anchor"].as<bool>();
+  ro.retake_slower_pct = retake_slower;
+  ro.retakes = retakes;
   ro.stop = &g_stop;
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   auto last_line = std::chrono::steady_clock::now() - std::chrono::hours(1);
@@ -377,6 +391,10 @@ int cmd_profile(const std::vector<std::string>& args) {
   if (shard.second > 1) meta["shard"] = std::to_string(shard.first) + "/" + std::to_string(shard.second);
   meta["attention"] = std::string(to_string(attention));
   meta["passes"] = ro.passes;
+  if (ro.anchor) {
+    meta["retake_slower_pct"] = ro.retake_slower_pct;
+    meta["retakes"] = ro.retakes;
+  }
   meta["input_copies"] = ro.input_copies;  // rotated by isolated timing only
   meta["measurements"] = std::filesystem::path(out_path).filename().string();
   meta["started"] = now_iso();
@@ -468,7 +486,8 @@ int cmd_profile(const std::vector<std::string>& args) {
     anchor_max_s = *std::max_element(result.anchor_s.begin(), result.anchor_s.end());
     meta["anchor"] = {{"block", profiler::anchor_text()}, {"points", result.anchor_s.size()},
                       {"median_s", anchor->median_s},     {"p10_s", anchor->p10_s},
-                      {"p90_s", anchor->p90_s},           {"max_s", anchor_max_s}};
+                      {"p90_s", anchor->p90_s},           {"max_s", anchor_max_s},
+                      {"retaken", result.retaken},        {"kept_slow", result.kept_slow}};
   } else if (!ro.anchor) {
     meta["anchor"] = "off";
   }
@@ -529,6 +548,11 @@ int cmd_profile(const std::vector<std::string>& args) {
         "{:+.1f}%, slowest {:+.1f}%; each row records it (anchor_s), and calibrate and validate hold rows to one "
         "machine speed with it\n",
         profiler::anchor_text(), anchor->median_s * 1e3, rel(anchor->p10_s), rel(anchor->p90_s), rel(anchor_max_s));
+    if (result.retaken > 0)
+      std::cerr << fmt::format(
+          "profile: {} takes measured again because the anchor ran more than {:g} % slower than the machine's "
+          "recent speed around them (a slow spell); {} points kept slow after {} retakes\n",
+          result.retaken, ro.retake_slower_pct, result.kept_slow, ro.retakes);
   }
   if (stopped_at_budget) {
     std::cerr << fmt::format(

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <thread>
 
 #include "core/error.hpp"
 #include "profiler/anchor.hpp"
@@ -183,12 +184,39 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
     }
     return anchor_block->sample();
   };
-  // Times `measure_point` between two takes of the anchor, and keeps their median in q.
+  // The anchors of the takes kept so far, the last k_speed_window of which set the speed a
+  // take is compared with (their median; none before k_speed_min of them).
+  std::vector<double> kept_anchors;
+  auto recent_speed = [&]() -> double {
+    if (kept_anchors.size() < static_cast<std::size_t>(k_speed_min)) return 0;
+    const std::size_t n = std::min(kept_anchors.size(), static_cast<std::size_t>(k_speed_window));
+    return anchor_of(std::vector<double>(kept_anchors.end() - static_cast<std::ptrdiff_t>(n), kept_anchors.end()));
+  };
+  // Times `measure_point` between two takes of the anchor and keeps their median in q. A take
+  // whose anchor ran more than options.retake_slower_pct slower than the recent speed fell in
+  // a slow spell of the machine: it is measured again (measure_point overwrites what the take
+  // before left), up to options.retakes times, the last take kept whatever its speed.
   auto anchored = [&](auto& q, auto&& measure_point) {
-    std::vector<double> around = anchor_samples();
-    measure_point();
-    for (const double t : anchor_samples()) around.push_back(t);
-    if (!around.empty()) q.anchors.push_back(anchor_of(std::move(around)));
+    for (int take = 0;; ++take) {
+      std::vector<double> around = anchor_samples();
+      measure_point();
+      for (const double t : anchor_samples()) around.push_back(t);
+      if (around.empty()) return;
+      const double a = anchor_of(std::move(around));
+      const double speed = recent_speed();
+      const bool slow = options.retake_slower_pct > 0 && speed > 0 && a > speed * (1 + options.retake_slower_pct / 100);
+      const bool stopping = options.stop && options.stop->load();
+      if (slow && take < options.retakes && !stopping) {
+        ++result.retaken;
+        if (options.retake_wait_s > 0)
+          std::this_thread::sleep_for(std::chrono::duration<double>(options.retake_wait_s));
+        continue;
+      }
+      if (slow) ++result.kept_slow;
+      q.anchors.push_back(a);
+      kept_anchors.push_back(a);
+      return;
+    }
   };
   auto write_point = [&](pending& q) {
     const double anchor_s = anchor_of(q.anchors);
@@ -264,17 +292,22 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
           q.rows = std::move(rows_of_point);
         }
         const auto sampling = std::chrono::steady_clock::now();
+        // The take kept (anchored may measure the point again): its samples go into q after.
+        block_samples samples;
+        sample_stats isolated;
         anchored(q, [&] {
-          if (p.timing == timing_mode::in_block) {
-            block_samples samples = sample_in_block(be, p, w, options.rule, &result.dropped_throttled);
-            q.stats[0].push_back(samples.stats);
-            for (std::size_t k = 0; k < samples.ops.size(); ++k) q.stats[k + 1].push_back(summarize(samples.op_s[k]));
-            if (options.keep_block_samples) result.in_block_samples.push_back(std::move(samples));
-          } else {
-            q.stats[0].push_back(
-                measure([&] { return time_once(be, p.op, w, &result.dropped_throttled); }, options.rule));
-          }
+          if (p.timing == timing_mode::in_block)
+            samples = sample_in_block(be, p, w, options.rule, &result.dropped_throttled);
+          else
+            isolated = measure([&] { return time_once(be, p.op, w, &result.dropped_throttled); }, options.rule);
         });
+        if (p.timing == timing_mode::in_block) {
+          q.stats[0].push_back(samples.stats);
+          for (std::size_t k = 0; k < samples.ops.size(); ++k) q.stats[k + 1].push_back(summarize(samples.op_s[k]));
+          if (options.keep_block_samples) result.in_block_samples.push_back(std::move(samples));
+        } else {
+          q.stats[0].push_back(isolated);
+        }
         result.sampling_s += seconds_since(sampling);
         if (last_pass) write_point(q);
       }

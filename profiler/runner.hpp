@@ -41,7 +41,20 @@ struct run_options {
   // its median in each of the point's rows (anchor_s; with several passes, the median of the
   // passes' anchors).
   bool anchor = true;
+  // With the anchor: a point whose anchor ran more than this many percent slower than the
+  // machine's recent speed (the median anchor of the last k_speed_window points kept) was
+  // measured in a slow spell and is measured again, up to `retakes` times, after waiting
+  // retake_wait_s (spells last seconds); the last take is kept whatever its speed (its row
+  // records its anchor). 0: never retake.
+  double retake_slower_pct = 10;
+  int retakes = 2;
+  double retake_wait_s = 0.5;
 };
+
+// The recent speed a take's anchor is compared with: the median of the last k_speed_window
+// kept anchors, once there are k_speed_min.
+inline constexpr int k_speed_window = 16;
+inline constexpr int k_speed_min = 4;
 
 // The samples of one in_block point, all from the same boundaries of each run of the block:
 // sample j's op times op_s[0][j], op_s[1][j], ... add up (in this order) to block_s[j].
@@ -60,7 +73,9 @@ struct run_result {
   double sampling_s = 0;            // wall seconds measuring (warm-up, samples, retakes)
   std::size_t already_present = 0;  // skipped because --resume found them in the file
   bool interrupted = false;
-  std::size_t dropped_throttled = 0;      // samples retaken because the device was throttled
+  std::size_t dropped_throttled = 0;  // samples retaken because the device was throttled
+  std::size_t retaken = 0;    // takes measured again because the anchor ran slow around them (retake_slower_pct)
+  std::size_t kept_slow = 0;  // points kept slow after their last retake
   std::size_t sampled_past_max_time = 0;  // points still imprecise at max_time_s, sampled on (noisy_max_time_s)
   // With several passes: each point's pass_spread_pct (blocks and decode points; an in_block
   // point's block row), in the order written.

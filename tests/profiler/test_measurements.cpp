@@ -340,6 +340,83 @@ TEST(Measurements, AnchorIsTimedAroundEveryPoint) {
   fs::remove(path);
 }
 
+// A backend whose machine has one slow spell: while the anchor has run [from, to) times so
+// far, the anchor takes 3 ms instead of 2 and every other op 1.5 ms instead of 1.
+class spell_backend final : public fake_backend {
+ public:
+  spell_backend(int from, int to) : from_(from), to_(to) {}
+  double timed_run(kernels::op, kernels::workspace& ws) override {
+    const bool slow = anchor_runs >= from_ && anchor_runs < to_;
+    if (ws.shape().d_model == anchor_shape().d_model) {
+      ++anchor_runs;
+      return slow ? 3e-3 : 2e-3;
+    }
+    return slow ? 1.5e-3 : 1e-3;
+  }
+  int anchor_runs = 0;
+
+ private:
+  int from_, to_;
+};
+
+TEST(Measurements, APointMeasuredInASlowSpellIsMeasuredAgain) {
+  // Each take runs the anchor 8 times (before and after: a warm run and three timed ones). The
+  // spell covers the sixth take (anchor runs 40-47): its anchor, 3 ms, is 50 % slower than the
+  // median of the five kept before (2 ms), past the 10 % allowed.
+  const std::string path = temp_csv("spell");
+  const expansion e = small_grid();
+  ASSERT_GE(e.points.size(), 6u);
+  run_options o = fast_options();
+  o.anchor = true;
+  o.retake_wait_s = 0;
+  auto count_median = [&](double s) {
+    const std::vector<measurement_row> rows = read_measurements(path);
+    return std::count_if(rows.begin(), rows.end(), [&](const measurement_row& r) { return r.median_s == s; });
+  };
+  {
+    spell_backend be(40, 48);
+    measurement_writer w(path, false);
+    const run_result r = run_points(be, e.points, w, o);
+    EXPECT_EQ(r.retaken, 1u);
+    EXPECT_EQ(r.kept_slow, 0u);
+    EXPECT_EQ(be.anchor_runs, static_cast<int>(e.points.size() + 1) * 8);  // one take more
+    for (const double a : r.anchor_s) EXPECT_DOUBLE_EQ(a, 2e-3);
+  }
+  EXPECT_EQ(count_median(1e-3), static_cast<std::ptrdiff_t>(e.points.size()));  // the retake's time, not the spell's
+  fs::remove(path);
+  // No retakes allowed: the slow take is kept, with its anchor (calibrate and validate hold it
+  // to the others' speed with it).
+  o.retakes = 0;
+  {
+    spell_backend be(40, 48);
+    measurement_writer w(path, false);
+    const run_result r = run_points(be, e.points, w, o);
+    EXPECT_EQ(r.retaken, 0u);
+    EXPECT_EQ(r.kept_slow, 1u);
+  }
+  EXPECT_EQ(count_median(1.5e-3), 1);
+  fs::remove(path);
+  // A spell over the first takes: before four are kept there is no speed to compare with.
+  o.retakes = 2;
+  {
+    spell_backend be(0, 24);
+    measurement_writer w(path, false);
+    const run_result r = run_points(be, e.points, w, o);
+    EXPECT_EQ(r.retaken, 0u);
+  }
+  EXPECT_EQ(count_median(1.5e-3), 3);
+  fs::remove(path);
+  // Off (--retake-slower 0): the spell's take is kept.
+  o.retake_slower_pct = 0;
+  {
+    spell_backend be(40, 48);
+    measurement_writer w(path, false);
+    EXPECT_EQ(run_points(be, e.points, w, o).retaken, 0u);
+  }
+  EXPECT_EQ(count_median(1.5e-3), 1);
+  fs::remove(path);
+}
+
 TEST(Measurements, AnchorColumnRoundTripsAndIsChecked) {
   measurement_row r;
   r.backend = "cpu";
