@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The CPU held-out validation of the cost model, reproducible: profile the calibration grid
-# (default: configs/grids/calibration-3-cpu.json, 64 blocks whose ops are each timed inside
+# (default: configs/grids/calibration-5-cpu.json, 96 blocks whose ops are each timed inside
 # their block: --timing in_block, routed GEMMs of 32 and 64 rows among them for the few-row
-# factor; `quick` = the quick preset's blocks) and
+# factor, gelu MHA and GQA + swiglu layers; `quick` = the quick preset's blocks) and
 # configs/grids/holdout-cpu.json (48 blocks of shapes the calibration grid never measures:
 # other seq_len, d_model, d_ff, batch and capacities, timed as whole blocks), calibrate on the
 # first, validate on the second. The calibration is also checked on the second (--holdout):
@@ -47,7 +47,7 @@ modsim="$root/build/cli/modsim"
 max_error=15
 threads=1
 keep=""
-calibration_grid="$root/configs/grids/calibration-3-cpu.json"
+calibration_grid="$root/configs/grids/calibration-5-cpu.json"
 calibration_timing=in_block
 decode=0
 realistic=0

@@ -1,5 +1,5 @@
 # The CPU held-out validation pipeline (scripts/validate-cpu.sh): profiles the calibration
-# grid (calibration-3-cpu.json, ops timed inside their blocks) and configs/grids/holdout-cpu.json
+# grid (calibration-5-cpu.json, ops timed inside their blocks) and configs/grids/holdout-cpu.json
 # on this machine's real kernels, calibrates on the first and validates on the second. It
 # fails when any step fails (bad input, a runtime error, a missing op in the fit); the errors
 # are printed against a 15 % median but not asserted (--report-only): tests assert no timing,
