@@ -354,16 +354,20 @@ int cmd_profile(const std::vector<std::string>& args) {
     if (tty) {
       const int width = 30;
       const int filled = static_cast<int>(frac * width);
-      std::cerr << fmt::format("\r[{}{}] {}/{} {} elapsed, ~{} left  {:<48.48}",
+      std::cerr << fmt::format("\r[{}{}] {}/{} {} elapsed, ~{} left{}  {:<48.48}",
                                std::string(static_cast<std::size_t>(filled), '#'),
                                std::string(static_cast<std::size_t>(width - filled), '.'), p.done, p.total,
-                               clock_text(p.elapsed_s), clock_text(eta), p.current ? describe(*p.current) : "done")
+                               clock_text(p.elapsed_s), clock_text(eta),
+                               p.retaken ? fmt::format(", {} retaken", p.retaken) : std::string(),
+                               p.current ? describe(*p.current) : "done")
                 << (p.current ? "" : "\n") << std::flush;
     } else {
       const auto now = std::chrono::steady_clock::now();
       if (now - last_line > std::chrono::seconds(10) || !p.current) {
-        std::cerr << fmt::format("profile: {}/{} points{}, {:.0f} s elapsed, ~{:.0f} s left\n", p.done, p.total,
-                                 passes > 1 ? fmt::format(" ({} passes)", passes) : std::string(), p.elapsed_s, eta);
+        std::cerr << fmt::format(
+            "profile: {}/{} points{}, {:.0f} s elapsed, ~{:.0f} s left{}\n", p.done, p.total,
+            passes > 1 ? fmt::format(" ({} passes)", passes) : std::string(), p.elapsed_s, eta,
+            p.retaken ? fmt::format(" ({} takes measured again in slow spells)", p.retaken) : std::string());
         last_line = now;
       }
     }

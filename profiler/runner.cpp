@@ -151,6 +151,7 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
     p.total = points.size() * static_cast<std::size_t>(passes);
     p.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     p.current = current;
+    p.retaken = result.retaken;
     options.on_progress(p);
   };
   // Decode points run on decode states, after the others (decode_runner.hpp).

@@ -19,6 +19,7 @@ struct run_progress {
   std::size_t total = 0;
   double elapsed_s = 0;
   const point* current = nullptr;  // the point about to be measured; null at the end
+  std::size_t retaken = 0;         // takes measured again so far (run_result::retaken)
 };
 
 struct run_options {

@@ -373,10 +373,13 @@ TEST(Measurements, APointMeasuredInASlowSpellIsMeasuredAgain) {
     const std::vector<measurement_row> rows = read_measurements(path);
     return std::count_if(rows.begin(), rows.end(), [&](const measurement_row& r) { return r.median_s == s; });
   };
+  std::size_t reported = 0;  // what the progress reports say at the end
+  o.on_progress = [&](const run_progress& p) { reported = p.retaken; };
   {
     spell_backend be(40, 48);
     measurement_writer w(path, false);
     const run_result r = run_points(be, e.points, w, o);
+    EXPECT_EQ(reported, 1u);
     EXPECT_EQ(r.retaken, 1u);
     EXPECT_EQ(r.kept_slow, 0u);
     EXPECT_EQ(be.anchor_runs, static_cast<int>(e.points.size() + 1) * 8);  // one take more
