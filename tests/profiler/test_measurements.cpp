@@ -369,55 +369,57 @@ TEST(Measurements, APointMeasuredInASlowSpellIsMeasuredAgain) {
   run_options o = fast_options();
   o.anchor = true;
   o.retake_wait_s = 0;
-  auto count_median = [&](double s) {
-    const std::vector<measurement_row> rows = read_measurements(path);
-    return std::count_if(rows.begin(), rows.end(), [&](const measurement_row& r) { return r.median_s == s; });
-  };
   std::size_t reported = 0;  // what the progress reports say at the end
   o.on_progress = [&](const run_progress& p) { reported = p.retaken; };
+  int anchor_runs = 0;
+  // One run on a machine with a spell over anchor runs [from, to): its result, and how many of
+  // the rows it wrote have median `median_s`.
+  auto run = [&](int from, int to, double median_s) {
+    run_result r;
+    {
+      spell_backend be(from, to);
+      measurement_writer w(path, false);
+      r = run_points(be, e.points, w, o);
+      anchor_runs = be.anchor_runs;
+    }
+    const std::vector<measurement_row> rows = read_measurements(path);
+    fs::remove(path);
+    const auto n =
+        std::count_if(rows.begin(), rows.end(), [&](const measurement_row& x) { return x.median_s == median_s; });
+    return std::make_pair(r, n);
+  };
   {
-    spell_backend be(40, 48);
-    measurement_writer w(path, false);
-    const run_result r = run_points(be, e.points, w, o);
+    const auto [r, undisturbed] = run(40, 48, 1e-3);
     EXPECT_EQ(reported, 1u);
     EXPECT_EQ(r.retaken, 1u);
     EXPECT_EQ(r.kept_slow, 0u);
-    EXPECT_EQ(be.anchor_runs, static_cast<int>(e.points.size() + 1) * 8);  // one take more
+    EXPECT_EQ(anchor_runs, static_cast<int>(e.points.size() + 1) * 8);  // one take more
     for (const double a : r.anchor_s) EXPECT_DOUBLE_EQ(a, 2e-3);
+    EXPECT_EQ(undisturbed, static_cast<std::ptrdiff_t>(e.points.size()));  // the retake's time, not the spell's
   }
-  EXPECT_EQ(count_median(1e-3), static_cast<std::ptrdiff_t>(e.points.size()));  // the retake's time, not the spell's
-  fs::remove(path);
   // No retakes allowed: the slow take is kept, with its anchor (calibrate and validate hold it
   // to the others' speed with it).
   o.retakes = 0;
   {
-    spell_backend be(40, 48);
-    measurement_writer w(path, false);
-    const run_result r = run_points(be, e.points, w, o);
+    const auto [r, slow] = run(40, 48, 1.5e-3);
     EXPECT_EQ(r.retaken, 0u);
     EXPECT_EQ(r.kept_slow, 1u);
+    EXPECT_EQ(slow, 1);
   }
-  EXPECT_EQ(count_median(1.5e-3), 1);
-  fs::remove(path);
   // A spell over the first takes: before four are kept there is no speed to compare with.
   o.retakes = 2;
   {
-    spell_backend be(0, 24);
-    measurement_writer w(path, false);
-    const run_result r = run_points(be, e.points, w, o);
+    const auto [r, slow] = run(0, 24, 1.5e-3);
     EXPECT_EQ(r.retaken, 0u);
+    EXPECT_EQ(slow, 3);
   }
-  EXPECT_EQ(count_median(1.5e-3), 3);
-  fs::remove(path);
   // Off (--retake-slower 0): the spell's take is kept.
   o.retake_slower_pct = 0;
   {
-    spell_backend be(40, 48);
-    measurement_writer w(path, false);
-    EXPECT_EQ(run_points(be, e.points, w, o).retaken, 0u);
+    const auto [r, slow] = run(40, 48, 1.5e-3);
+    EXPECT_EQ(r.retaken, 0u);
+    EXPECT_EQ(slow, 1);
   }
-  EXPECT_EQ(count_median(1.5e-3), 1);
-  fs::remove(path);
 }
 
 TEST(Measurements, AnchorColumnRoundTripsAndIsChecked) {
