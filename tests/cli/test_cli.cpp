@@ -49,6 +49,13 @@ result modsim(const std::string& args, const std::string& env = "") {
   return r;
 }
 
+// A double printed so that it reads back exactly.
+std::string fmt_double(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", x);
+  return buf;
+}
+
 int lines(const std::string& s) {
   int n = 0;
   for (char c : s) n += c == '\n';
@@ -372,6 +379,73 @@ TEST(Cli, ValidateSaysHowFarRepeatMeasurementsAgree) {
   EXPECT_NE(text.out.find("repeat measurements: 60 block(s) measured more than once differ by median 0.0%"),
             std::string::npos)
       << text.out;
+}
+
+// Two runs of the same blocks, the second on a machine 20 % slower for them, which its anchors
+// (the small block timed around each point) show: 1.2^(1/0.7) times slower, the anchor ratio
+// that the hold (rescaling by the anchor ratio to the power 0.7) takes back to 1.2. As
+// measured, every pair differs by 200 · 0.2 / 2.2 = 18.18 %; held to one machine speed, as
+// validate scores them by default, by nothing.
+TEST(Cli, RepeatMeasurementsAreComparedAsScored) {
+  const auto dir = std::filesystem::temp_directory_path() / ("modsim_cli_repeat_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string hw = (dir / "cal.json").string(), a = (dir / "a.csv").string(), b = (dir / "b.csv").string();
+  const result fit = modsim(
+      "calibrate --measurements reports/measurements/cpu-epyc-2core-2026-11-25r-calibration-5.csv --hardware cpu "
+      "--cv 0 --out '" +
+      hw + "'");
+  ASSERT_EQ(fit.code, 0) << fit.err;
+  // The fields of a CSV line, quotes kept (the device field holds commas).
+  const auto fields = [](const std::string& line) {
+    std::vector<std::string> f(1);
+    bool quoted = false;
+    for (char c : line) {
+      if (c == '"') quoted = !quoted;
+      if (c == ',' && !quoted)
+        f.emplace_back();
+      else
+        f.back() += c;
+    }
+    return f;
+  };
+  std::ifstream in(std::string(MODSIM_SOURCE_DIR) + "/reports/measurements/cpu-epyc-2core-2026-11-25r-realistic.csv");
+  std::ofstream out_a(a), out_b(b);
+  std::string line;
+  std::getline(in, line);
+  out_a << line << '\n';
+  out_b << line << '\n';
+  const std::vector<std::string> header = fields(line);
+  const auto column = [&](const std::string& name) {
+    return static_cast<std::size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+  };
+  const std::size_t median = column("median_s"), anchor = column("anchor_s");
+  ASSERT_LT(anchor, header.size());
+  int rows = 0;
+  while (std::getline(in, line) && rows < 12) {
+    out_a << line << '\n';
+    std::vector<std::string> f = fields(line);
+    f[median] = fmt_double(std::stod(f[median]) * 1.2);
+    f[anchor] = fmt_double(std::stod(f[anchor]) * std::pow(1.2, 1 / 0.7));
+    for (std::size_t i = 0; i < f.size(); ++i) out_b << (i ? "," : "") << f[i];
+    out_b << '\n';
+    ++rows;
+  }
+  out_a.close();
+  out_b.close();
+  const std::string args = "validate --measurements '" + a + "' '" + b + "' --hardware '" + hw + "' --format json";
+  const result held = modsim(args);
+  ASSERT_EQ(held.code, 0) << held.err;
+  const boost::json::object r = boost::json::parse(held.out).at("repeatability").as_object();
+  EXPECT_EQ(r.at("pairs").as_int64(), 12);
+  EXPECT_TRUE(r.at("held_to_machine_speed").as_bool());
+  EXPECT_LT(r.at("max_abs_pct_diff").to_number<double>(), 1e-6);
+  const result raw = modsim(args + " --as-measured");
+  ASSERT_EQ(raw.code, 0) << raw.err;
+  const boost::json::object q = boost::json::parse(raw.out).at("repeatability").as_object();
+  EXPECT_FALSE(q.at("held_to_machine_speed").as_bool());
+  EXPECT_NEAR(q.at("median_abs_pct_diff").to_number<double>(), 200 * 0.2 / 2.2, 1e-6);
+  EXPECT_NEAR(q.at("max_abs_pct_diff").to_number<double>(), 200 * 0.2 / 2.2, 1e-6);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Cli, ErrorBandsHoldOnH100ValuesLeftOut) {
