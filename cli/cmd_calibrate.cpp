@@ -108,6 +108,18 @@ void curves_output(const sim::calibration& c, output& o) {
   if (!few.empty())
     o.tail.push_back(fmt::format("few-row GEMMs (below {:g} rows the library runs other kernels): {}",
                                  sim::k_rows_factor_below, few));
+  // How well a stand-in's curve times an op measured beside it: what a prediction of an op
+  // never measured adds to its band.
+  std::string checks;
+  for (const sim::stand_in_check& x : c.stand_in_checks)
+    checks += fmt::format("{}{} as {} median {:.1f}%, p90 {:.1f}% ({} rows)", checks.empty() ? "" : "; ",
+                          modsim::to_string(x.op), modsim::to_string(x.as), x.median_abs_pct_error, x.p90_abs_pct_error,
+                          x.rows);
+  if (!checks.empty())
+    o.tail.push_back(
+        "stand-in curves checked on ops measured beside them (a prediction that times an op never "
+        "measured with one adds the op's share of the time x this p90 to its band): " +
+        checks);
   // The rows left over past a group: one figure for all the row GEMMs of a dtype.
   std::map<std::string, std::pair<std::string, const sim::efficiency_curve*>> leftover;  // dtype -> (ops, a curve)
   for (const auto& cv : c.curves)

@@ -147,6 +147,19 @@ json::value prediction_json(const sim::prediction& p, const std::string& hw_name
       ee["between"] = axes(p.band->between, false);
       ee["band"] = p.band->text();
       ee["holdout_blocks"] = p.band->holdout_blocks;
+      // Ops timed with a stand-in's curve: their share of the time, the check that spoke for
+      // each (null: none, the band does not cover it) and what it added.
+      json::array stand_ins;
+      for (const auto& x : p.band->stand_ins)
+        stand_ins.push_back(
+            json::object{{"op", x.op},
+                         {"as", x.as},
+                         {"share", x.share},
+                         {"checked_on", x.checked_on.empty() ? json::value(nullptr) : json::value(x.checked_on)},
+                         {"check_p90_pct", x.p90_pct},
+                         {"added_pct", x.share * x.p90_pct}});
+      ee["stand_ins"] = std::move(stand_ins);
+      ee["stand_in_pct"] = p.band->stand_in_pct;
     }
     if (p.holdout) {
       json::object h;

@@ -135,6 +135,7 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<measured_
   struct group {
     modsim::op op = modsim::op::router;
     std::vector<double> roof, quant, meas, rows;
+    std::vector<double> measured;  // as measured (meas has the leftover rows taken out)
   };
   // An op measured inside its block (timing in_block) is fitted on those rows only: they are
   // what the op costs in a layer, so no in-layer refetch term is fitted on top of them.
@@ -181,6 +182,7 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<measured_
     g.quant.push_back(std::max(t.compute_s * t.waves, t.memory_s));
     g.meas.push_back(s.median_s / leftover_factor(s));
     g.rows.push_back(static_cast<double>(s.shape.batch) * static_cast<double>(s.shape.tokens));
+    g.measured.push_back(s.median_s);
   }
   c.decode = fit_decode(samples, c.decode_keys);
   if (groups.empty() && c.decode.empty())
@@ -192,6 +194,20 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<measured_
                            : fit_curve(g.op, type, g.roof, g.meas, options, g.quant));
     if (const auto it = leftover.find(key.second); it != leftover.end() && row_gemm(g.op))
       c.curves.back().leftover_rows = it->second.leftover_rows;
+  }
+
+  // The stand-ins checked: every measured op whose stand-in was measured too, its rows
+  // predicted with the stand-in's curve as an op never measured would be.
+  for (const auto& [key, g] : groups) {
+    const std::optional<modsim::op> as = stand_in_of(g.op);
+    const efficiency_curve* curve = as ? c.curve(*as, static_cast<dtype>(key.second)) : nullptr;
+    if (!curve) continue;
+    std::vector<double> errors;
+    for (std::size_t i = 0; i < g.measured.size(); ++i)
+      errors.push_back(100.0 * (curve->time_s(g.roof[i], g.quant[i], g.rows[i]) - g.measured[i]) / g.measured[i]);
+    const validation_summary v = summarize_errors(errors);
+    c.stand_in_checks.push_back(
+        {g.op, *as, static_cast<dtype>(key.second), v.points, v.median_abs_pct_error, v.p90_abs_pct_error});
   }
 
   // Launch overhead and in-layer refetch cost from the blocks:

@@ -106,6 +106,16 @@ const efficiency_curve* calibration::curve(modsim::op op, dtype t) const {
   return nullptr;
 }
 
+const stand_in_check* calibration::stand_in_check_for(modsim::op op, modsim::op as) const {
+  const stand_in_check* widest = nullptr;
+  for (const stand_in_check& x : stand_in_checks) {
+    if (x.as != as) continue;
+    if (x.op == op) return &x;
+    if (!widest || x.p90_abs_pct_error > widest->p90_abs_pct_error) widest = &x;
+  }
+  return widest;
+}
+
 double calibration::weight_rate(const decode_fit& d, double rows) {
   if (d.weight_log2_rows.empty()) return 0.0;
   const std::vector<double> h = hats(d.weight_log2_rows, std::log2(std::max(1.0, rows)));
@@ -587,6 +597,28 @@ calibration parse_calibration(std::string_view json_text, const std::string& fil
       c.decode_keys.emplace_back(e.as_string());
     }
   }
+  if (const json::value* k = r.find("stand_in_checks")) {
+    if (!k->is_array()) throw input_error(file, r.key_path("stand_in_checks"), "expected an array");
+    for (std::size_t i = 0; i < k->as_array().size(); ++i) {
+      reader f(k->as_array()[i], file, r.key_path("stand_in_checks") + "[" + std::to_string(i) + "]");
+      stand_in_check x;
+      for (const auto& [key, into] : {std::pair{"op", &x.op}, std::pair{"as", &x.as}}) {
+        const std::string name = f.get_string(key);
+        const std::optional<modsim::op> o = find_op(name);
+        if (!o) throw input_error(file, f.key_path(key), "unknown op '" + name + "'");
+        *into = *o;
+      }
+      const std::string t = f.get_string("dtype");
+      const auto parsed = find_dtype(t);
+      if (!parsed) throw input_error(file, f.key_path("dtype"), "unknown dtype '" + t + "'");
+      x.type = *parsed;
+      x.rows = f.get_int("rows", 1, std::numeric_limits<int>::max());
+      x.median_abs_pct_error = f.get_number("median_abs_pct_error", 0.0);
+      x.p90_abs_pct_error = f.get_number("p90_abs_pct_error", 0.0);
+      f.finish();
+      c.stand_in_checks.push_back(x);
+    }
+  }
   const json::array& curves = r.get_array("curves");
   if (curves.empty() && !c.kernels && c.decode.empty())
     throw input_error(file, r.key_path("curves"), "needs at least one fitted op (or a kernels model, or a decode fit)");
@@ -689,6 +721,17 @@ std::string calibration_to_json(const calibration& c) {
     json::array keys;
     for (const auto& k : c.decode_keys) keys.emplace_back(k);
     o["decode_keys"] = std::move(keys);
+  }
+  if (!c.stand_in_checks.empty()) {
+    json::array checks;
+    for (const stand_in_check& x : c.stand_in_checks)
+      checks.push_back(json::object{{"op", to_string(x.op)},
+                                    {"as", to_string(x.as)},
+                                    {"dtype", to_string(x.type)},
+                                    {"rows", x.rows},
+                                    {"median_abs_pct_error", x.median_abs_pct_error},
+                                    {"p90_abs_pct_error", x.p90_abs_pct_error}});
+    o["stand_in_checks"] = std::move(checks);
   }
   json::object launch;
   launch["launch_s"] = c.launch_s;

@@ -234,6 +234,28 @@ struct axis_coverage {
 // what a step streaming the whole model costs beyond its layers timed alone, of either sign
 // (negative: the step streams faster than its layers timed alone), never below minus the
 // smallest weight rate.
+// How well a stand-in's curve times an op the calibration did measure: the op's own rows
+// predicted with the curve of its stand-in (stand_in_of, or another op the same stand-in
+// stands in for), as a prediction of an op never measured is timed. Recorded by
+// `modsim calibrate` (JSON "stand_in_checks"); a prediction that times ops with a stand-in
+// widens its band by each such op's share of the time × the p90 here (band_for).
+struct stand_in_check {
+  modsim::op op = modsim::op::router;  // the measured op
+  modsim::op as = modsim::op::router;  // the stand-in whose curve predicted its rows
+  dtype type = dtype::fp32;
+  int rows = 0;
+  double median_abs_pct_error = 0;
+  double p90_abs_pct_error = 0;
+};
+
+// An op of a prediction timed with a stand-in's curve (op_time::calibrated_as names another
+// op), and its share of the predicted time (0–1).
+struct stand_in_use {
+  modsim::op op = modsim::op::router;
+  modsim::op as = modsim::op::router;
+  double share = 0;
+};
+
 struct decode_fit {
   dtype type = dtype::fp32;
   std::vector<double> weight_log2_rows;   // knots, ascending
@@ -299,8 +321,16 @@ struct calibration {
   // used (validation must not score them); absent in calibrations written before them.
   std::vector<decode_fit> decode;
   std::vector<std::string> decode_keys;
+  // The stand-in checks (above), one per measured op with a measured stand-in; empty in
+  // calibrations written before them, and for a GPU calibration (its kernel model times
+  // every op from its kernels).
+  std::vector<stand_in_check> stand_in_checks;
 
   const efficiency_curve* curve(modsim::op op, dtype t) const;
+  // The check that speaks for `op` timed as `as`: its own (op measured, the calibration timed
+  // it with `as` to check), else the widest check of another op `as` stood in for (the same
+  // curve on another op of its kind); nullptr when no row checked `as` as a stand-in.
+  const stand_in_check* stand_in_check_for(modsim::op op, modsim::op as) const;
   const decode_fit* decode_for(dtype t) const;
   // w(rows) of a decode fit (seconds per weight byte at `rows` rows).
   static double weight_rate(const decode_fit& d, double rows);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/op_table.hpp"
 #include "sim/decode_fit.hpp"
 #include "sim/des/decode.hpp"
 
@@ -167,9 +168,12 @@ block_prediction predict_sample(const measured_sample& s, const cost_model& mode
     const op_time t = model.time_of(c, s.shape, s.type);
     b.ops_s += t.time_s;
     b.kernels += t.kernels;
+    if (t.calibrated && t.calibrated_as != to_string(c.op))
+      if (const std::optional<modsim::op> as = find_op(t.calibrated_as)) b.stand_ins.push_back({c.op, *as, t.time_s});
   }
   b.overhead_s = b.kernels * model.launch_s();
   b.total_s = b.ops_s + b.overhead_s;
+  for (stand_in_use& u : b.stand_ins) u.share = b.total_s > 0 ? u.share / b.total_s : 0.0;
   return b;
 }
 

@@ -96,6 +96,9 @@ struct block_prediction {
   int kernels = 0;
   double overhead_s = 0;  // kernels × launch_s
   double total_s = 0;     // ops_s + overhead_s
+  // The ops timed with a stand-in's curve (a calibration that never measured them), with their
+  // shares of total_s.
+  std::vector<stand_in_use> stand_ins;
 };
 block_prediction predict_sample(const measured_sample& s, const cost_model& model);
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "core/error.hpp"
@@ -287,9 +288,21 @@ prediction predict(const model_spec& model, const model_spec& baseline, const wo
             "the datasheet roofline of {} attention, which is a lower bound: a fused kernel runs below the peaks",
             p90, to_string(p.attention)));
     } else if (p.expected_error) {
+      // The model's ops timed with a stand-in's curve, with their shares of its time.
+      std::map<std::pair<modsim::op, modsim::op>, double> stand_in_s;
+      auto add = [&](const op_prediction& o) {
+        if (!o.calibrated || o.calibrated_as == to_string(o.op)) return;
+        if (const std::optional<modsim::op> as = find_op(o.calibrated_as)) stand_in_s[{o.op, *as}] += o.time_s;
+      };
+      for (const auto& l : p.model.layers)
+        for (const auto& o : l.ops) add(o);
+      add(p.model.lm_head);
+      std::vector<stand_in_use> uses;
+      for (const auto& [ops, t] : stand_in_s)
+        uses.push_back({ops.first, ops.second, p.total_s() > 0 ? t / p.total_s() : 0.0});
       p.band = band_for(*cost.calibration(), values_of(model, w),
                         p.model.layers.empty() ? p.total_s() : p.total_s() / double(p.model.layers.size()),
-                        w.run == run_mode::decode);
+                        w.run == run_mode::decode, uses);
     }
   }
   return p;

@@ -21,6 +21,7 @@ validation_point validate_sample(const measured_sample& s, const cost_model& mod
   p.ops_s = b.ops_s;
   p.overhead_s = b.overhead_s;
   p.error_pct = 100.0 * (b.total_s - s.median_s) / s.median_s;
+  p.stand_ins = b.stand_ins;
   return p;
 }
 
@@ -195,7 +196,8 @@ void add_bands(calibration& c, const hardware_spec& plain, const std::vector<mea
 }  // namespace
 
 void set_band(validation_point& p, const calibration& c) {
-  if (const std::optional<error_band> b = band_for(c, values_of(p.sample), p.predicted_s, p.sample.is_decode()))
+  if (const std::optional<error_band> b =
+          band_for(c, values_of(p.sample), p.predicted_s, p.sample.is_decode(), p.stand_ins))
     p.band_pct = b->p90_pct;
 }
 
@@ -421,7 +423,12 @@ std::string error_band::text() const {
     mid += (mid.empty() ? "" : ", ") + fmt::format("{} {:g} ({:g}–{:g}{})", o.axis, o.value, o.min, o.max,
                                                    o.measured ? "" : "; no interpolation measured along it");
   // Where the inside band came from, when the calibration was checked on held-out rows.
-  const std::string held = holdout_blocks > 0 ? fmt::format("; {} held-out blocks", holdout_blocks) : "";
+  std::string held = holdout_blocks > 0 ? fmt::format("; {} held-out blocks", holdout_blocks) : "";
+  // Ops timed with a stand-in's curve: what each added, or that no check covers it.
+  for (const stand_in& x : stand_ins)
+    held += x.checked_on.empty() ? fmt::format("; {} timed as {}, never checked (not covered)", x.op, x.as)
+                                 : fmt::format("; {} timed as {} +{:.1f} %{}", x.op, x.as, x.share * x.p90_pct,
+                                               x.checked_on == x.op ? "" : ", checked on " + x.checked_on);
   if (inside()) {
     if (mid.empty()) return "±" + pct(p90_pct) + " at p90 (inside the calibration's measured range" + held + ")";
     return "±" + pct(p90_pct) + " at p90 (inside the measured range, between measured values: " + mid + held + ")";
@@ -449,7 +456,8 @@ std::string error_band::short_text() const {
   return "±" + pct + " p90, outside the measured range (" + where + ")";
 }
 
-std::optional<error_band> band_for(const calibration& c, const axis_values& values, double predicted_s, bool decode) {
+std::optional<error_band> band_for(const calibration& c, const axis_values& values, double predicted_s, bool decode,
+                                   const std::vector<stand_in_use>& stand_ins) {
   if (!c.cross_validation) return std::nullopt;
   const cross_validation_summary& cv = *c.cross_validation;
   // At the measured values: the held-out rows' p90 (of blocks, or of decode rows for a decode
@@ -527,6 +535,18 @@ std::optional<error_band> band_for(const calibration& c, const axis_values& valu
       b.between.push_back(std::move(mid));
     }
   }
+  // Ops timed with a stand-in's curve: the share of the time each takes, missed by as much as
+  // the check of that stand-in missed at p90, on top of the band of the rest.
+  for (const stand_in_use& u : stand_ins) {
+    error_band::stand_in s{std::string(to_string(u.op)), std::string(to_string(u.as)), "", u.share, 0.0};
+    if (const stand_in_check* x = c.stand_in_check_for(u.op, u.as)) {
+      s.checked_on = to_string(x->op);
+      s.p90_pct = x->p90_abs_pct_error;
+      b.stand_in_pct += u.share * x->p90_abs_pct_error;
+    }
+    b.stand_ins.push_back(std::move(s));
+  }
+  b.p90_pct += b.stand_in_pct;
   return b;
 }
 

@@ -22,6 +22,9 @@ struct validation_point {
   double error_pct = 0;   // 100 · (predicted − measured) / measured
   // The p90 band the calibration that predicted it gives this point (band_for), when known.
   std::optional<double> band_pct;
+  // Its ops timed with a stand-in's curve, and their shares of predicted_s (set_band widens
+  // the band for them).
+  std::vector<stand_in_use> stand_ins;
 };
 
 struct validation_summary {
@@ -183,6 +186,16 @@ struct error_band {
   // The calibration's held-out rows of the prediction's kind its inside band came from (0:
   // from the shape cross-validation).
   int holdout_blocks = 0;
+  // Ops the prediction timed with a stand-in's curve: each adds its share of the predicted
+  // time × the p90 of the calibration's check of that stand-in (calibration::stand_in_check_for;
+  // `checked_on`: the op the check measured) to the band; `stand_in_pct` is what they added.
+  // One no check speaks for (`checked_on` empty) adds nothing, and the band does not cover it.
+  struct stand_in {
+    std::string op, as, checked_on;
+    double share = 0, p90_pct = 0;
+  };
+  std::vector<stand_in> stand_ins;
+  double stand_in_pct = 0;
   bool inside() const { return outside.empty(); }
   // "±6.4 % at p90 (inside the calibration's measured range)",
   // "±7.1 % at p90 (inside the measured range, between measured values: capacity 0.3 (0.125–0.5))" or
@@ -212,8 +225,10 @@ axis_values values_of(const measured_sample& s);
 // distance in factors of two.
 // `decode`: a decode step (or one of its layers), banded by the calibration's decode rows
 // where it held some out.
+// `stand_ins`: the prediction's ops timed with a stand-in's curve, which widen the band by
+// their share × the p90 of the check that speaks for each (error_band::stand_ins).
 std::optional<error_band> band_for(const calibration& c, const axis_values& values, double predicted_s,
-                                   bool decode = false);
+                                   bool decode = false, const std::vector<stand_in_use>& stand_ins = {});
 
 // The holdout summary (calibration::holdout) of `points`: the held-out rows of `files`,
 // predicted by calibration `c` (validate_blocks), whose coverage gives the measured values

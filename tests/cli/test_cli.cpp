@@ -345,12 +345,20 @@ TEST(Cli, PredictAndReportSayHowTheCalibrationDidOnItsHeldOutBlocks) {
   const result p = modsim("predict mod-60m --hardware cpu-calibrated --batch 1 --seq 512");
   ASSERT_EQ(p.code, 0) << p.err;
   EXPECT_NE(p.out.find("checked on 240 held-out blocks it was never fitted on"), std::string::npos) << p.out;
-  EXPECT_NE(p.out.find("; 240 held-out blocks)"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("; 240 held-out blocks;"), std::string::npos) << p.out;
+  // The LM head is timed with mlp_up's curve, and this calibration measured no other op that
+  // curve stands in for (mlp_gate, experts): the band says it does not cover it.
+  EXPECT_NE(p.out.find("; lm_head timed as mlp_up, never checked (not covered))"), std::string::npos) << p.out;
   const result j = modsim("predict mod-60m --hardware cpu-calibrated --batch 1 --seq 512 --format json");
   ASSERT_EQ(j.code, 0) << j.err;
   const boost::json::value v = boost::json::parse(j.out);
   EXPECT_EQ(v.at("expected_error").at("holdout").at("blocks").as_int64(), 240);
   EXPECT_EQ(v.at("expected_error").at("holdout_blocks").as_int64(), 240);
+  const boost::json::array& stand_ins = v.at("expected_error").at("stand_ins").as_array();
+  ASSERT_EQ(stand_ins.size(), 1u);
+  EXPECT_EQ(stand_ins[0].at("op").as_string(), "lm_head");
+  EXPECT_TRUE(stand_ins[0].at("checked_on").is_null());
+  EXPECT_EQ(v.at("expected_error").at("stand_in_pct").to_number<double>(), 0.0);
   const auto dir = std::filesystem::temp_directory_path() / ("modsim_trust_" + std::to_string(::getpid()));
   const result r = modsim(
       "report mod-60m --hardware cpu-calibrated --no-profile --no-serving --no-sampling "

@@ -438,5 +438,55 @@ TEST(ErrorBand, CoverageAndTimeTercilesSurviveTheCalibrationJson) {
   EXPECT_DOUBLE_EQ(band_for(back, {{cv_axis::d_model, 4096}}, 5e-3)->p90_pct, 24.0);
 }
 
+// Ops timed with a stand-in's curve add their share of the time × the p90 of the check that
+// speaks for them: mlp_gate's own check (10 %) at a fifth of the time adds 2 %; lm_head,
+// never measured, takes the widest check of mlp_up as a stand-in (mlp_gate's 10 % over
+// experts' 6 %) at a tenth: 1 %; mlp_norm as attn_norm has no check and adds nothing.
+TEST(ErrorBand, OpsTimedWithAStandInWidenItByTheirShareOfTheCheck) {
+  calibration c = hand_made();
+  c.stand_in_checks = {{modsim::op::experts, modsim::op::mlp_up, dtype::fp32, 8, 3.0, 6.0},
+                       {modsim::op::mlp_gate, modsim::op::mlp_up, dtype::fp32, 12, 4.0, 10.0}};
+  const axis_values inside = {{cv_axis::d_model, 1024}, {cv_axis::n_heads, 8}};
+  const std::vector<stand_in_use> uses = {{modsim::op::mlp_gate, modsim::op::mlp_up, 0.2},
+                                          {modsim::op::lm_head, modsim::op::mlp_up, 0.1},
+                                          {modsim::op::mlp_norm, modsim::op::attn_norm, 0.05}};
+  const std::optional<error_band> b = band_for(c, inside, 5e-3, false, uses);
+  ASSERT_TRUE(b);
+  EXPECT_DOUBLE_EQ(b->stand_in_pct, 3.0);
+  EXPECT_DOUBLE_EQ(b->p90_pct, 5.0 + 3.0);
+  ASSERT_EQ(b->stand_ins.size(), 3u);
+  EXPECT_EQ(b->stand_ins[1].checked_on, "mlp_gate");
+  EXPECT_TRUE(b->stand_ins[2].checked_on.empty());
+  EXPECT_NE(b->text().find("lm_head timed as mlp_up +1.0 %, checked on mlp_gate"), std::string::npos) << b->text();
+  EXPECT_NE(b->text().find("mlp_norm timed as attn_norm, never checked (not covered)"), std::string::npos) << b->text();
+  // Without stand-ins, the band of the rest.
+  EXPECT_DOUBLE_EQ(band_for(c, inside, 5e-3)->p90_pct, 5.0);
+}
+
+TEST(ErrorBand, StandInChecksSurviveTheCalibrationJson) {
+  calibration c = hand_made();
+  c.stand_in_checks = {{modsim::op::mlp_gate, modsim::op::mlp_up, dtype::fp32, 12, 4.0, 10.0}};
+  give_json_fields(c);
+  const calibration back = parse_calibration(calibration_to_json(c), "test.json");
+  ASSERT_EQ(back.stand_in_checks.size(), 1u);
+  EXPECT_EQ(back.stand_in_checks[0].op, modsim::op::mlp_gate);
+  EXPECT_EQ(back.stand_in_checks[0].as, modsim::op::mlp_up);
+  EXPECT_EQ(back.stand_in_checks[0].rows, 12);
+  EXPECT_DOUBLE_EQ(back.stand_in_checks[0].p90_abs_pct_error, 10.0);
+  // An op that does not exist is refused with its key.
+  std::string text = calibration_to_json(c);
+  const std::string from = "\"as\":\"mlp_up\"";
+  ASSERT_NE(text.find(from), std::string::npos) << text;
+  text.replace(text.find(from), from.size(), "\"as\":\"mlp_upp\"");
+  try {
+    (void)parse_calibration(text, "bad.json");
+    ADD_FAILURE() << "an unknown op was accepted";
+  } catch (const error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.json: calibration.stand_in_checks[0].as: unknown op 'mlp_upp'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace modsim::sim

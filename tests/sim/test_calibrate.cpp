@@ -253,6 +253,32 @@ TEST(Calibrate, LeftoverRowsAreFittedAndPredicted) {
   EXPECT_THROW(parse_calibration(text, "c.json"), error);
 }
 
+// attn_norm and mlp_norm stand in for each other; measured side by side, mlp_norm 10 % slower
+// than attn_norm on the same shapes, each predicted with the other's curve misses by
+// +10 % (attn_norm as mlp_norm) and 1/1.1 − 1 = −9.09 % (mlp_norm as attn_norm) on every row.
+// mlp_up, whose stand-in-for ops were never measured, is checked by nothing.
+TEST(Calibrate, ChecksEachStandInOnTheOpItStandsInForWhereBothWereMeasured) {
+  const hardware_spec h = round_cpu();
+  const cost_model roof(h);
+  std::vector<measured_sample> samples;
+  for (std::int64_t S : {64, 128, 256, 512, 1024, 2048})
+    for (const modsim::op op : {modsim::op::attn_norm, modsim::op::mlp_norm, modsim::op::mlp_up}) {
+      measured_sample s = with_costs(row(op, S, 1.0, 1.0));
+      s.median_s = lin_time(roof.time_of(s.cost, s.shape, s.type).roofline_s) * (op == modsim::op::mlp_norm ? 1.1 : 1);
+      samples.push_back(s);
+    }
+  const calibration c = fit_calibration(h, samples, {{"m.csv", 18, 0}}, "2025-01-01T00:00:00Z");
+  ASSERT_EQ(c.stand_in_checks.size(), 2u);
+  for (const stand_in_check& x : c.stand_in_checks) {
+    EXPECT_EQ(x.rows, 6);
+    const double miss = x.op == modsim::op::attn_norm ? 10.0 : 100.0 * (1.0 - 1.0 / 1.1);
+    EXPECT_EQ(x.as, x.op == modsim::op::attn_norm ? modsim::op::mlp_norm : modsim::op::attn_norm);
+    EXPECT_NEAR(x.median_abs_pct_error, miss, 1e-3) << modsim::to_string(x.op);
+    EXPECT_NEAR(x.p90_abs_pct_error, miss, 1e-3) << modsim::to_string(x.op);
+  }
+  EXPECT_EQ(c.stand_in_check_for(modsim::op::mlp_gate, modsim::op::mlp_up), nullptr);
+}
+
 TEST(Calibrate, FitsEveryOpAndTheLaunchGapOfBlocks) {
   const hardware_spec h = round_cpu();
   const cost_model roof(h);
