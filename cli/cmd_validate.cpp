@@ -94,6 +94,7 @@ void point_json(json::array& out, const sim::validation_point& p, const sim::val
     o["band_pct"] = *p.band_pct;
   else
     o["band_pct"] = nullptr;
+  if (!p.band_where.empty()) o["band_where"] = p.band_where;
   o["row"] = p.sample.where;
   if (datasheet) {
     o["datasheet_predicted_s"] = datasheet->predicted_s;

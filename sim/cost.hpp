@@ -175,8 +175,9 @@ struct axis_coverage {
   std::string axis;         // cv_axis name: d_model, d_ff, n_heads, seq_len, batch, capacity, tokens
   double min = 0, max = 0;  // the calibration rows' values along it
   // Held-out block rows at the lowest or highest value that carries blocks, fitted on rows
-  // that still hold blocks (0: no extrapolation measured along this axis), and the p90 of
-  // their |error|.
+  // that still hold blocks at two values or more (0: no extrapolation measured along this
+  // axis: one or two values carry blocks; a fit left with one value cannot extrapolate as a
+  // calibration that measured two does), and the p90 of their |error|.
   int blocks = 0;
   double p90_abs_pct_error = 0;
   // The same for the held-out decode rows apart (then blocks and p90_abs_pct_error count the

@@ -22,6 +22,9 @@ struct validation_point {
   double error_pct = 0;   // 100 · (predicted − measured) / measured
   // The p90 band the calibration that predicted it gives this point (band_for), when known.
   std::optional<double> band_pct;
+  // Where that band comes from, in a few words (error_band::short_text): inside the measured
+  // range, between measured values, or outside it along which axes and how far.
+  std::string band_where;
   // Its ops timed with a stand-in's curve, and their shares of predicted_s (set_band widens
   // the band for them).
   std::vector<stand_in_use> stand_ins;

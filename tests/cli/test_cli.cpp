@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
@@ -254,6 +255,37 @@ TEST(Cli, ErrorBandsCoverCpuHeldOutAndOutOfFamilyBlocks) {
     for (const auto& p : j.at("per_point").as_array()) EXPECT_TRUE(p.as_object().contains("band_pct"));
     expect_bands_cover(j.at("band").as_object(), file);
   }
+  // Each point says where its band comes from. cpu-calibrated.json measured widths 256-1,024,
+  // 4-16 heads, sequences 256-2,048 and batches 1-16: TinyLlama's layer (2,048 wide, 32 heads)
+  // lies a factor of two past the widths and the heads; GPT-2's (768 wide, 12 heads) at S 700,
+  // B 3 inside the range on every axis (between measured values along some).
+  {
+    const result r = modsim(
+        "validate --measurements reports/measurements/cpu-xeon-2core-2026-11-24b-realistic.csv --hardware "
+        "cpu-calibrated --format json");
+    ASSERT_EQ(r.code, 0) << r.err;
+    int far = 0, inside = 0;
+    const boost::json::value j = boost::json::parse(r.out);
+    for (const auto& v : j.at("per_point").as_array()) {
+      const auto& p = v.as_object();
+      ASSERT_TRUE(p.contains("band_where"));
+      const std::string where(p.at("band_where").as_string());
+      const std::int64_t d = p.at("d_model").to_number<std::int64_t>();
+      if (d == 2048) {
+        ++far;
+        EXPECT_NE(where.find("outside the measured range"), std::string::npos) << where;
+        EXPECT_NE(where.find("d_model ×2,"), std::string::npos) << where;
+        EXPECT_NE(where.find("n_heads ×2"), std::string::npos) << where;
+      } else if (d == 768 && p.at("seq_len").to_number<std::int64_t>() == 700 &&
+                 p.at("batch").to_number<std::int64_t>() == 3) {
+        ++inside;
+        EXPECT_EQ(where.find("outside"), std::string::npos) << where;
+        EXPECT_EQ(where.rfind("±", 0), 0u) << where;
+      }
+    }
+    EXPECT_EQ(far, 12);    // 4 shapes x 3 capacities
+    EXPECT_EQ(inside, 3);  // 3 capacities
+  }
   // The 16k-token blocks, 4x past the calibration's tokens.
   const result r = modsim(
       "validate --measurements reports/measurements/cpu-xeon-2core-2026-11-24c-realistic-long.csv --hardware "
@@ -308,6 +340,40 @@ TEST(Cli, CalibrateRecordsHowItDidOnHeldOutRows) {
   r = modsim(fit + "--cv 0 --holdout " + m + "holdout.csv --out '" + out.string() + "'");
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(lines(r.err), 1) << r.err;
+  std::filesystem::remove(out);
+}
+
+// An extrapolation is measured along an axis only where a fit without an end still saw two
+// values. configs/grids/calibration-5-cpu.json measures two widths (256, 768), FFN sizes
+// (1,024, 3,072), sequences (256, 1,024) and batches (1, 4), one head count (8), and four
+// capacities (1/8, 1/4, 1/2 and the 24 dense blocks at 1), 24 blocks at each: along capacity
+// the ends (1/8 and 1) are 48 held-out blocks and the inner values (1/4, 1/2) 48 more; along
+// the others nothing is held out, and the text of a prediction past them says so.
+TEST(Cli, CalibrateMeasuresExtrapolationsOnlyAlongAxesWithThreeValues) {
+  const auto out = std::filesystem::temp_directory_path() / ("modsim_ends_" + std::to_string(::getpid()) + ".json");
+  const result r = modsim(
+      "calibrate --measurements reports/measurements/cpu-epyc-2core-2026-11-25u-calibration-5.csv --hardware cpu "
+      "--out '" +
+      out.string() + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream f(out);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::map<std::string, boost::json::object> by_axis;
+  const boost::json::value j = boost::json::parse(text);
+  for (const auto& a : j.at("calibration").at("coverage").as_array())
+    by_axis[std::string(a.at("axis").as_string())] = a.as_object();
+  for (const char* axis : {"d_model", "d_ff", "seq_len", "batch", "n_heads"}) {
+    ASSERT_TRUE(by_axis.count(axis)) << axis;
+    EXPECT_EQ(by_axis[axis].at("blocks").as_int64(), 0) << axis;
+  }
+  EXPECT_EQ(by_axis["d_model"].at("values").as_array().size(), 2u);
+  EXPECT_EQ(by_axis["capacity"].at("blocks").as_int64(), 48);
+  EXPECT_EQ(by_axis["capacity"].at("inner_blocks").as_int64(), 48);
+  // mod-gqa-swiglu-1b is 2,048 wide: 2048 / 768 = 2.67 past the widths.
+  const result p = modsim("predict mod-gqa-swiglu-1b --hardware '" + out.string() + "'");
+  EXPECT_EQ(p.code, 0) << p.err;
+  EXPECT_NE(p.out.find("d_model 2048 > 768 (×2.67; no extrapolation along it was measured)"), std::string::npos)
+      << p.out;
   std::filesystem::remove(out);
 }
 // The row-count factor of the dense GEMMs (sim/efficiency_fit.hpp). A GEMM of
