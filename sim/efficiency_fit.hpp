@@ -58,7 +58,8 @@ using row_series = std::vector<std::pair<double, double>>;
 // leftover_rows): for each row count M of a series with r = M mod k_row_group > 0 whose two
 // neighbouring multiples, M − r and M − r + k_row_group, the series also measured, the time t_b
 // interpolated linearly between theirs gives M · (t / t_b − 1) rows; per r, the median of
-// those. Empty unless every r has 3 or more (a calibration without such series: no term).
+// those, or 0 where it is below (noise: the rows left over never cost less than their share).
+// Empty unless every r has 3 or more (a calibration without such series: no term).
 std::vector<double> fit_leftover_rows(const std::vector<row_series>& series);
 
 }  // namespace modsim::sim

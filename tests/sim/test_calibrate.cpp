@@ -167,6 +167,16 @@ TEST(Calibrate, RowsLeftOverPastAGroupOfFourCostWhatTheirNeighboursSay) {
   disturbed[3].second *= 1.1;
   EXPECT_NEAR(fit_leftover_rows({fast})[2], 9.0, 1e-9);
   EXPECT_NEAR(fit_leftover_rows({disturbed})[2], 9.0, 1e-9);
+  // Rows left over that ran faster than their share (noise: 4q + 1 rows measured 2 rows'
+  // time short of the neighbours' line) give 0, not a negative cost; the others are kept.
+  const double faster[] = {0, -2, 4, 9};
+  row_series noisy;
+  for (int m = 120; m <= 144; ++m) noisy.emplace_back(m, 1e-4 * (m + faster[m % 4]));
+  fit = fit_leftover_rows({noisy});
+  ASSERT_EQ(fit.size(), 3u);
+  EXPECT_EQ(fit[0], 0.0);
+  EXPECT_NEAR(fit[1], 4.0, 1e-9);
+  EXPECT_NEAR(fit[2], 9.0, 1e-9);
   // Fewer than three estimates of any remainder: none (121-127 gives two of each).
   row_series short_one(one.begin(), one.begin() + 9);  // 120 .. 128
   EXPECT_TRUE(fit_leftover_rows({short_one}).empty());
