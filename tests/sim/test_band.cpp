@@ -119,6 +119,14 @@ TEST(ErrorBand, BetweenMeasuredValuesIsAtLeastTheHeldOutValuesP90) {
   // predictions along them, keep the measured shapes' band.
   EXPECT_TRUE(band_for(c, {{cv_axis::d_model, 1030}}, 5e-3)->between.empty());
   EXPECT_DOUBLE_EQ(band_for(c, {{cv_axis::n_heads, 12}}, 5e-3)->p90_pct, 5.0);
+  // ... and are named as between 8 and 16 (log2(16/12) from the nearer), nothing measured there.
+  const std::optional<error_band> heads = band_for(c, {{cv_axis::n_heads, 12}}, 5e-3);
+  ASSERT_EQ(heads->between.size(), 1u);
+  EXPECT_EQ(heads->between[0].axis, "n_heads");
+  EXPECT_FALSE(heads->between[0].measured);
+  EXPECT_DOUBLE_EQ(heads->between[0].distance, std::log2(16.0 / 12.0));
+  EXPECT_NE(heads->text().find("n_heads 12 (8–16; no interpolation measured along it)"), std::string::npos)
+      << heads->text();
   // With an inner value held out (768 between 512 and 1024, missed by 4 % at p90), the
   // interpolation's p90 applies: 640 gets max(5 %, 4 %), a short block its own 10 %.
   calibration inner = c;
