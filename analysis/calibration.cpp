@@ -114,6 +114,7 @@ calibrated calibrate_from(const sim::hardware_spec& hw, const measured_rows& row
   for (const auto& p : rows.points) samples.push_back(sim::with_costs(p));
   if (!options.hold_speed) return calibrate_from(hw, samples, rows.sources, options);
   sim::speed_hold speed = sim::hold_machine_speed(samples, sim::median_anchor(samples));
+  const sim::slow_cut slow = speed.any() ? sim::leave_out_slow_rows(samples, options.slow_limit) : sim::slow_cut{};
   calibrate_options held = options;
   sim::speed_hold holdout_speed = sim::hold_machine_speed(held.holdout.points, speed.reference_s);
   calibrated out = calibrate_from(hw, samples, rows.sources, held);
@@ -121,9 +122,12 @@ calibrated calibrate_from(const sim::hardware_spec& hw, const measured_rows& row
     out.calibration.anchor_reference_s = speed.reference_s;
     out.calibration.anchor_rows = speed.held;
     out.calibration.anchor_elasticity = speed.elasticity;
+    out.calibration.anchor_slow_limit = slow.limit;
+    out.calibration.anchor_slow_left_out = slow.left_out;
   }
   out.speed = speed;
   out.holdout_speed = holdout_speed;
+  out.slow = slow;
   return out;
 }
 

@@ -52,6 +52,11 @@ struct calibrate_options {
   // (calibration::anchor_reference_s) so that validate holds what it scores to the same speed.
   // Only calibrate_from(hw, measured_rows, ...) does; rows without an anchor stay as measured.
   bool hold_speed = true;
+  // With hold_speed: rows measured while the machine ran more than this many times slower than
+  // at the fastest quarter of the rows are left out of the fit (sim::leave_out_slow_rows,
+  // recorded in the calibration); 0 keeps them all. The held-out rows are never left out: they
+  // set the band, which has to carry what a single measurement meets.
+  double slow_limit = sim::k_slow_limit;
   std::string date;                                  // recorded in the calibration; empty: now (sim::utc_now_iso8601)
   std::function<void(const std::string&)> progress;  // one line before each long step; may be empty
 };
@@ -66,6 +71,7 @@ struct calibrated {
   // What holding the rows to one machine speed did (calibrate_options::hold_speed), to the
   // fitted rows and to the held-out ones.
   sim::speed_hold speed, holdout_speed;
+  sim::slow_cut slow;  // the rows left out of the fit as measured in a slow spell
 };
 
 // Fits `hw` (its datasheet numbers) to `samples`, which came from `sources`, and

@@ -164,6 +164,7 @@ output calibration_output(const sim::calibration& c, const std::string& out, con
     o.head.push_back("machine speed: " + fitted.speed.text() +
                      ", their median; recorded, so that validate holds what it scores to it (--as-measured: fit as "
                      "measured)");
+  if (fitted.slow.limit > 0) o.head.push_back("slow spells: " + fitted.slow.text() + " (--leave-out-slower)");
   if (fitted.holdout_speed.any()) o.head.push_back("held-out rows: " + fitted.holdout_speed.text());
   if (c.cross_validation)
     o.head.push_back(fmt::format(
@@ -211,8 +212,11 @@ int cmd_calibrate(const std::vector<std::string>& args) {
                 "fit rows as they were measured; by default rows that carry the machine's speed (anchor_s, "
                 "recorded by `modsim profile`) are first held to their median anchor, so that a slow spell of a "
                 "shared machine is not fitted as the model's, and that speed is recorded for validate")(
-      "format", po::value<std::string>()->default_value("table"),
-      "summary on stdout: table | json | csv (the fitted parameters) | markdown");
+      "leave-out-slower", po::value<double>()->default_value((sim::k_slow_limit - 1) * 100),
+      "PCT: rows measured while the machine ran more than PCT % slower than at the fastest quarter of the rows "
+      "(by anchor) are left out of the fit, a spell too deep for the hold to take out (held-out rows never are); "
+      "0 keeps every row")("format", po::value<std::string>()->default_value("table"),
+                           "summary on stdout: table | json | csv (the fitted parameters) | markdown");
   po::positional_options_description positional;
   po::variables_map vm;
   if (!parse_args(args, options, positional, vm, k_usage)) return exit_ok;
@@ -248,6 +252,10 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   co.cross_validation_optional = true;
   co.progress = [](const std::string& line) { std::cerr << "modsim calibrate: " << line << "\n"; };
   co.hold_speed = vm.count("as-measured") == 0;
+  const double slower = vm["leave-out-slower"].as<double>();
+  if (!(slower >= 0) || !std::isfinite(slower))
+    throw input_error("", "--leave-out-slower", "must be a percentage >= 0 (0: keep every row)");
+  co.slow_limit = slower > 0 ? 1 + slower / 100 : 0;
   if (!holdout.empty()) {
     if (co.folds == 0) throw input_error("", "--holdout", "needs a cross-validation (--cv 0 records no band to set)");
     co.holdout = analysis::read_measured_rows(holdout);

@@ -548,6 +548,10 @@ calibration parse_calibration(std::string_view json_text, const std::string& fil
     c.anchor_rows = a.get_int("rows", 0, std::numeric_limits<int>::max());
     c.anchor_elasticity = a.get_number("elasticity", 0.0);
     if (c.anchor_elasticity > 2) throw input_error(file, a.key_path("elasticity"), "must be from 0 to 2");
+    if (a.has("slow_limit")) {
+      c.anchor_slow_limit = a.get_number("slow_limit", 1.0);
+      c.anchor_slow_left_out = a.get_int("slow_left_out", 0, std::numeric_limits<int>::max());
+    }
     a.finish();
   }
   if (const json::value* d = r.find("decode")) {
@@ -699,8 +703,15 @@ std::string calibration_to_json(const calibration& c) {
     o["coverage"] = std::move(cov);
   }
   if (c.holdout) o["holdout"] = holdout_json(*c.holdout);
-  if (c.anchor_reference_s > 0)
-    o["anchor"] = {{"reference_s", c.anchor_reference_s}, {"rows", c.anchor_rows}, {"elasticity", c.anchor_elasticity}};
+  if (c.anchor_reference_s > 0) {
+    json::object a = {
+        {"reference_s", c.anchor_reference_s}, {"rows", c.anchor_rows}, {"elasticity", c.anchor_elasticity}};
+    if (c.anchor_slow_limit > 0) {
+      a["slow_limit"] = c.anchor_slow_limit;
+      a["slow_left_out"] = c.anchor_slow_left_out;
+    }
+    o["anchor"] = std::move(a);
+  }
   if (!c.decode.empty()) {
     json::array d;
     for (const decode_fit& x : c.decode) {

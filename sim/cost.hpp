@@ -274,6 +274,10 @@ struct decode_fit {
 // The exponent on the anchor ratio when rows are held to one machine speed
 // (sim/machine_speed.hpp, which says how it was measured).
 inline constexpr double k_anchor_elasticity = 0.7;
+// Rows measured while the machine ran more than this many times slower than at the fastest
+// quarter of the rows (by anchor) are left out of a calibration's fit (sim/machine_speed.hpp
+// says why and how it was chosen).
+inline constexpr double k_slow_limit = 1.35;
 
 // The `calibration` block of a hardware file.
 struct calibration {
@@ -318,6 +322,11 @@ struct calibration {
   double anchor_reference_s = 0;
   int anchor_rows = 0;
   double anchor_elasticity = k_anchor_elasticity;
+  // The rows left out of the fit as measured in a slow spell (sim::leave_out_slow_rows): the
+  // limit on the anchor ratio to the fastest quarter, and how many (JSON "anchor": {...,
+  // "slow_limit", "slow_left_out"}; absent: none left out, or a calibration written before).
+  double anchor_slow_limit = 0;
+  int anchor_slow_left_out = 0;
   // The decode fits (JSON key "decode"), one per dtype, and the keys of the decode rows they
   // used (validation must not score them); absent in calibrations written before them.
   std::vector<decode_fit> decode;

@@ -90,4 +90,39 @@ speed_hold hold_machine_speed(std::vector<measured_sample>& rows, double referen
   return h;
 }
 
+std::string slow_cut::text() const {
+  if (limit <= 0) return "no row left out for a slow spell";
+  std::string s = fmt::format(
+      "{} of {} rows left out of the fit: measured while the machine ran more than {:.0f}% "
+      "slower than at its fastest quarter (a smoothed anchor above {:.3f} ms against {:.3f} ms",
+      left_out, rows, (limit - 1) * 100, fast_s * limit * 1e3, fast_s * 1e3);
+  if (left_out > 0) s += fmt::format("; the slowest {:+.0f}%", (slowest_ratio - 1) * 100);
+  return s + ")";
+}
+
+slow_cut leave_out_slow_rows(std::vector<measured_sample>& rows, double limit) {
+  slow_cut c;
+  c.rows = static_cast<int>(rows.size());
+  if (!(limit > 0)) return c;
+  const std::vector<double> anchors = smoothed_anchors(rows);
+  std::vector<double> with;
+  for (const double a : anchors)
+    if (a > 0) with.push_back(a);
+  if (with.empty()) return c;
+  std::sort(with.begin(), with.end());
+  c.limit = limit;
+  c.fast_s = percentile_sorted(with, 0.25);
+  c.slowest_ratio = with.back() / c.fast_s;
+  std::vector<measured_sample> kept;
+  kept.reserve(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (anchors[i] > 0 && anchors[i] > c.fast_s * limit)
+      ++c.left_out;
+    else
+      kept.push_back(std::move(rows[i]));
+  }
+  rows = std::move(kept);
+  return c;
+}
+
 }  // namespace modsim::sim

@@ -57,4 +57,32 @@ struct speed_hold {
 speed_hold hold_machine_speed(std::vector<measured_sample>& rows, double reference_s,
                               double elasticity = k_anchor_elasticity);
 
+// Rows measured in a slow spell too deep for the hold to take out. Within one grid the
+// exponent 0.7 fits (each point's median op residual regressed on its log anchor ratio: slopes
+// -0.40 to +0.12 on five Xeon grids, -0.09 to +0.26 on twelve EPYC ones), but those ratios are
+// mostly within 20 %; the points of a spell 40-100 % deep are held by an exponent fitted on
+// smaller ratios, and they sit on the few shapes measured in it. Leaving them out of the fit
+// with k_slow_limit 1.35 (chosen on the committed runs: limits of 35-50 % meet the issue's
+// figures on both machines, 10-30 % starve the EPYC's fits; reports/measurements/README.md,
+// "Leaving deep slow spells out of the fit") takes the Xeon's twenty-five calibration/realistic
+// pairs from p90 8.09 % to 7.57 % and the EPYC's 144 from 6.99 % to 6.93 %.
+struct slow_cut {
+  double limit = 0;          // the ratio to fast_s above which a row is left out; 0: none left out
+  double fast_s = 0;         // the fastest quarter's anchor: the 25th percentile of the rows' smoothed anchors
+  int rows = 0;              // the rows looked at
+  int left_out = 0;          // left out
+  double slowest_ratio = 1;  // the slowest row's smoothed anchor / fast_s
+  bool any() const { return left_out > 0; }
+  // "31 of 1776 rows left out of the fit: measured while the machine ran more than 35% slower
+  // than at its fastest quarter (a smoothed anchor above 4.118 ms against 3.050 ms; the slowest
+  // +108%)"
+  std::string text() const;
+};
+
+// Removes from `rows` those whose smoothed anchor (smoothed_anchors, over the rows as given) is
+// more than `limit` times the 25th percentile of the smoothed anchors of the rows that carry
+// one; rows without an anchor stay. limit <= 0, or no row with an anchor: nothing is removed.
+// The rows left keep their order.
+slow_cut leave_out_slow_rows(std::vector<measured_sample>& rows, double limit = k_slow_limit);
+
 }  // namespace modsim::sim

@@ -348,12 +348,13 @@ TEST(Cli, CalibrateRecordsHowItDidOnHeldOutRows) {
 // (1,024, 3,072), sequences (256, 1,024) and batches (1, 4), one head count (8), and four
 // capacities (1/8, 1/4, 1/2 and the 24 dense blocks at 1), 24 blocks at each: along capacity
 // the ends (1/8 and 1) are 48 held-out blocks and the inner values (1/4, 1/2) 48 more; along
-// the others nothing is held out, and the text of a prediction past them says so.
+// the others nothing is held out, and the text of a prediction past them says so. (Every row
+// kept: --leave-out-slower 0, as the default would leave out a block of a slow spell.)
 TEST(Cli, CalibrateMeasuresExtrapolationsOnlyAlongAxesWithThreeValues) {
   const auto out = std::filesystem::temp_directory_path() / ("modsim_ends_" + std::to_string(::getpid()) + ".json");
   const result r = modsim(
       "calibrate --measurements reports/measurements/cpu-epyc-2core-2026-11-25u-calibration-5.csv --hardware cpu "
-      "--out '" +
+      "--leave-out-slower 0 --out '" +
       out.string() + "'");
   ASSERT_EQ(r.code, 0) << r.err;
   std::ifstream f(out);
@@ -519,6 +520,54 @@ TEST(Cli, RepeatMeasurementsAreComparedAsScored) {
   EXPECT_FALSE(q.at("held_to_machine_speed").as_bool());
   EXPECT_NEAR(q.at("median_abs_pct_diff").to_number<double>(), 200 * 0.2 / 2.2, 1e-6);
   EXPECT_NEAR(q.at("max_abs_pct_diff").to_number<double>(), 200 * 0.2 / 2.2, 1e-6);
+  std::filesystem::remove_all(dir);
+}
+
+// A committed GEMM grid (400 one-row points, anchors 2.9-4.1 ms, none more than 35 % above the
+// fastest quarter's 3.05 ms) with a slow spell written into it: rows 101-140 with their anchor
+// doubled. Each of those points' smoothed anchor (the median over it and its neighbours) is
+// doubled too, the points beside the spell keep theirs, so calibrate leaves out exactly the 40
+// rows, and with --leave-out-slower 0 none.
+TEST(Cli, CalibrateLeavesOutRowsOfADeepSlowSpell) {
+  const auto dir = std::filesystem::temp_directory_path() / ("modsim_cli_slow_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string csv = (dir / "gemm.csv").string(), hw = (dir / "cal.json").string();
+  std::ifstream in(std::string(MODSIM_SOURCE_DIR) + "/reports/measurements/cpu-xeon-2core-2026-11-27d-gemm-rows.csv");
+  std::ofstream out(csv);
+  std::string line;
+  std::getline(in, line);
+  out << line << '\n';
+  const std::string header = line;
+  for (int row = 1; std::getline(in, line); ++row) {
+    if (row > 100 && row <= 140) {
+      // anchor_s is the last column and the device's quoted commas come before it.
+      const std::size_t comma = line.rfind(',');
+      line = line.substr(0, comma + 1) + fmt_double(2 * std::stod(line.substr(comma + 1)));
+    }
+    out << line << '\n';
+  }
+  out.close();
+  ASSERT_EQ(header.substr(header.rfind(',') + 1), "anchor_s");
+  const auto fit = [&](const std::string& extra) {
+    const result r =
+        modsim("calibrate --measurements '" + csv + "' --hardware cpu --cv 0 --format json --out '" + hw + "'" + extra);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return boost::json::parse(r.out).at("calibration").as_object();
+  };
+  const boost::json::object cut = fit("");
+  EXPECT_EQ(cut.at("anchor").at("slow_left_out").as_int64(), 40);
+  EXPECT_DOUBLE_EQ(cut.at("anchor").at("slow_limit").to_number<double>(), 1.35);
+  EXPECT_EQ(cut.at("measurements").at(0).at("rows").as_int64(), 400);
+  EXPECT_EQ(cut.at("measurements").at(0).at("used_rows").as_int64(), 360);
+  const boost::json::object kept = fit(" --leave-out-slower 0");
+  EXPECT_FALSE(kept.at("anchor").as_object().contains("slow_limit"));
+  EXPECT_EQ(kept.at("measurements").at(0).at("used_rows").as_int64(), 400);
+  // A limit of 150 % keeps the doubled rows as well (twice the fastest quarter is within 2.5 ×).
+  EXPECT_EQ(fit(" --leave-out-slower 150").at("anchor").at("slow_left_out").as_int64(), 0);
+  const result bad =
+      modsim("calibrate --measurements '" + csv + "' --hardware cpu --out '" + hw + "' --leave-out-slower -5");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--leave-out-slower: must be a percentage >= 0"), std::string::npos) << bad.err;
   std::filesystem::remove_all(dir);
 }
 

@@ -317,6 +317,26 @@ TEST(ErrorBand, HoldoutSurvivesTheCalibrationJson) {
   }
 }
 
+TEST(ErrorBand, TheMachineSpeedAndTheSlowRowsLeftOutSurviveTheCalibrationJson) {
+  calibration c = with_holdout();
+  give_json_fields(c);
+  c.anchor_reference_s = 3e-3;
+  c.anchor_rows = 100;
+  c.anchor_slow_limit = 1.35;
+  c.anchor_slow_left_out = 7;
+  const calibration back = parse_calibration(calibration_to_json(c), "test.json");
+  EXPECT_DOUBLE_EQ(back.anchor_reference_s, 3e-3);
+  EXPECT_EQ(back.anchor_rows, 100);
+  EXPECT_DOUBLE_EQ(back.anchor_slow_limit, 1.35);
+  EXPECT_EQ(back.anchor_slow_left_out, 7);
+  // None left out (no limit): neither key is written, and a file without them reads as none.
+  c.anchor_slow_limit = 0;
+  c.anchor_slow_left_out = 0;
+  const std::string text = calibration_to_json(c);
+  EXPECT_EQ(text.find("slow_limit"), std::string::npos);
+  EXPECT_DOUBLE_EQ(parse_calibration(text, "test.json").anchor_slow_limit, 0.0);
+}
+
 // Two held-out blocks against a calibration that measured widths 256 and 768 and capacities
 // 1/8, 1/2 and 1: width 384 (log2 1.5 from 256) at capacity 1/4 (one factor of two from 1/8
 // and 1/2), and width 640 (log2 1.2 from 768) at capacity 3/4 (log2 4/3 from 1). Errors +2 %

@@ -77,5 +77,48 @@ TEST(MachineSpeed, NoReferenceChangesNothing) {
   EXPECT_DOUBLE_EQ(rows[0].median_s, 10e-3);
 }
 
+// One file of eight one-row points at anchors 1.0, 1.1, 0.9, 1.0, 2.0, 2.1, 1.9, 1.0 ms (times
+// 1-8 ms; no two neighbours alike, which would make them one point), then a row without an
+// anchor (9 ms).
+std::vector<measured_sample> spell() {
+  std::vector<measured_sample> rows;
+  const double anchors[] = {1.0, 1.1, 0.9, 1.0, 2.0, 2.1, 1.9, 1.0};
+  for (int i = 0; i < 8; ++i)
+    rows.push_back(timed("s.csv:" + std::to_string(i + 2), (i + 1) * 1e-3, anchors[i] * 1e-3));
+  rows.push_back(timed("s.csv:10", 9e-3, 0));
+  return rows;
+}
+
+TEST(MachineSpeed, RowsOfADeepSlowSpellAreLeftOut) {
+  // Smoothed: {1.0, 1.1} → 1.05, {1.0, 1.1, 0.9} → 1.0, {1.1, 0.9, 1.0} → 1.0, {0.9, 1.0, 2.0}
+  // → 1.0, {1.0, 2.0, 2.1} → 2.0, {2.0, 2.1, 1.9} → 2.0, {2.1, 1.9, 1.0} → 1.9, {1.9, 1.0} →
+  // 1.45. Sorted 1.0, 1.0, 1.0, 1.05, 1.45, 1.9, 2.0, 2.0: the 25th percentile (rank 1.75) is 1 ms.
+  std::vector<measured_sample> rows = spell();
+  const slow_cut c = leave_out_slow_rows(rows, 1.6);
+  EXPECT_DOUBLE_EQ(c.fast_s, 1e-3);
+  EXPECT_DOUBLE_EQ(c.limit, 1.6);
+  EXPECT_EQ(c.rows, 9);
+  EXPECT_EQ(c.left_out, 3);  // 2.0, 2.0, 1.9 ms; 1.45 ms is within 1.6 ×, the anchorless row stays
+  EXPECT_DOUBLE_EQ(c.slowest_ratio, 2.0);
+  ASSERT_EQ(rows.size(), 6u);
+  const double kept[] = {1e-3, 2e-3, 3e-3, 4e-3, 8e-3, 9e-3};  // in their order
+  for (std::size_t i = 0; i < rows.size(); ++i) EXPECT_DOUBLE_EQ(rows[i].median_s, kept[i]) << i;
+  EXPECT_NE(c.text().find("3 of 9 rows left out"), std::string::npos) << c.text();
+  EXPECT_NE(c.text().find("more than 60% slower"), std::string::npos) << c.text();
+
+  // A limit of 1.4 takes the 1.45 ms point as well; 0 (or no anchor at all) takes none.
+  std::vector<measured_sample> tighter = spell();
+  EXPECT_EQ(leave_out_slow_rows(tighter, 1.4).left_out, 4);
+  EXPECT_EQ(tighter.size(), 5u);
+  std::vector<measured_sample> all = spell();
+  EXPECT_FALSE(leave_out_slow_rows(all, 0).any());
+  EXPECT_EQ(all.size(), 9u);
+  std::vector<measured_sample> bare = {timed("a.csv:2", 1, 0), timed("a.csv:3", 2, 0)};
+  EXPECT_FALSE(leave_out_slow_rows(bare, 1.1).any());
+  EXPECT_EQ(bare.size(), 2u);
+  // The default limit is the documented 1.35.
+  EXPECT_DOUBLE_EQ(k_slow_limit, 1.35);
+}
+
 }  // namespace
 }  // namespace modsim::sim
