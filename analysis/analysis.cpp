@@ -365,7 +365,6 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
         sim::compare_with_baseline(p);
         p.attention_share = sim::attention_share(p.model);
       }
-      if (!r.memory_verdict.empty()) r.prediction->notes.push_back("memory: " + r.memory_verdict);
       r.time_classes = sim::roll_up(*r.prediction);
     });
     check(ctl);
@@ -389,10 +388,19 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
       }
       ps.model = sim::predict_parallel(c.model, c.load, cm, split);
       ps.baseline = sim::predict_parallel(baseline, c.load, cm, split);
+      ps.one_gpu_model = sim::predict_parallel(c.model, c.load, cm, sim::parallel_spec{});
+      ps.one_gpu_baseline = sim::predict_parallel(baseline, c.load, cm, sim::parallel_spec{});
+      if (s.parallel->headline) {  // the memory verdict is the split's, per GPU
+        r.memory = ps.model.memory_per_gpu;
+        r.memory_verdict = ps.model.memory_verdict;
+        r.memory_scope = "per GPU of " + sim::to_string(ps.model.split);
+      }
       r.parallel = std::move(ps);
     });
     check(ctl);
   }
+  if (r.prediction && !r.memory_verdict.empty())
+    r.prediction->notes.push_back("memory (" + r.memory_scope + "): " + r.memory_verdict);
   if (s.timeline) {
     say(ctl, 5, "step timeline");
     part(s, r.timeline_missing, [&] { r.timeline = step_timeline(c, cost_of("a timeline"), *s.timeline, r); });

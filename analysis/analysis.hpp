@@ -135,11 +135,18 @@ struct validation_request {
 struct parallel_request {
   sim::parallel_spec split;
   int gpus = 0;
+  // The split is the question asked (`modsim predict --tp ...`): the memory footprint, its
+  // verdict and the prediction's memory note are the split's, per GPU. Otherwise (the report,
+  // the explorer: the split is a section beside a one-GPU headline) they stay one GPU's.
+  bool headline = false;
 };
 
 struct parallel_section {
   sim::parallel_prediction model, baseline;                         // the split, for the model and its baseline
   std::vector<sim::parallel_prediction> best_model, best_baseline;  // with gpus > 0, fastest first
+  // The same step on one GPU holding the whole batch (the same accounting: launch overhead,
+  // memory), so that a split can be said to be faster or slower than no split at all.
+  sim::parallel_prediction one_gpu_model, one_gpu_baseline;
   int gpus = 0;
 
   // The baseline's step on `split` among best_baseline; 0 when the baseline cannot take it.
@@ -197,9 +204,11 @@ struct analysis_result {
   sim::flops_report flops, dense_flops;
   std::vector<sim::class_rollup> flop_classes;
   // What the step keeps in device memory (with hardware), and the sentence saying it does not
-  // fit in the hardware's memory_bytes (empty when it fits).
+  // fit in the hardware's memory_bytes (empty when it fits). With a parallel split asked as the
+  // headline (parallel_request::headline) these are the split's, per GPU; memory_scope says which.
   std::optional<sim::memory_footprint> memory;
   std::string memory_verdict;
+  std::string memory_scope = "one GPU";
   // prediction (with its class roll-up, times included).
   std::optional<sim::prediction> prediction;
   std::vector<sim::class_rollup> time_classes;

@@ -54,7 +54,10 @@ const char* const k_usage =
     "hardware's interconnect (modsim comm), pipeline stages balanced by predicted time under a 1F1B\n"
     "schedule of --micro-batches (default 4 x pp) with its bubble, and in training the data-parallel\n"
     "gradient all-reduce less the backward pass it overlaps; memory per GPU. --gpus G ranks every\n"
-    "split of G GPUs (tp, pp powers of two, tp within a node).";
+    "split of G GPUs (tp, pp powers of two, tp within a node). With a split, the headline, the ratios and JSON\n"
+    "total_s / dense_total_s / time_ratio are the split's step (the slowest stage's); the per-layer table is one GPU\n"
+    "holding the whole batch (JSON \"one_gpu\"). Memory (table and JSON \"memory\") is always shown: one GPU's, or\n"
+    "per GPU of the split, with the verdict of that scope.";
 
 json::object op_json(const sim::op_prediction& o) {
   json::object j;
@@ -251,6 +254,8 @@ void add_parallel(output& o, const analysis::parallel_section& ps) {
   json::object j;
   j["model"] = parallel_json(ps.model);
   j["baseline"] = parallel_json(ps.baseline);
+  j["one_gpu_model"] = parallel_json(ps.one_gpu_model);
+  j["one_gpu_baseline"] = parallel_json(ps.one_gpu_baseline);
   if (ps.gpus > 0) {
     json::array bm, bb;
     for (const auto& p : ps.best_model) bm.push_back(parallel_json(p));
@@ -272,6 +277,8 @@ void add_parallel(output& o, const analysis::parallel_section& ps) {
   };
   row("model", ps.model);
   row("baseline", ps.baseline);
+  row("model, 1 GPU", ps.one_gpu_model);
+  row("baseline, 1 GPU", ps.one_gpu_baseline);
   o.tables.push_back(std::move(t));
   if (ps.model.split.pp > 1) {
     table st;
@@ -296,16 +303,73 @@ void add_parallel(output& o, const analysis::parallel_section& ps) {
     o.tables.push_back(std::move(b));
   }
   for (const auto& n : ps.model.notes) o.tail.push_back("parallel: " + n);
-  if (!ps.model.memory_verdict.empty()) o.tail.push_back("parallel: per GPU the step " + ps.model.memory_verdict);
 }
+
+// What the step keeps in device memory: one GPU's, or per GPU of the split (a.memory_scope).
+void add_memory(output& o, const analysis::analysis_result& a, double device_bytes) {
+  if (!a.memory) return;
+  const sim::memory_footprint& m = *a.memory;
+  json::object j;
+  j["scope"] = a.memory_scope;
+  j["weights_bytes"] = m.weights;
+  j["training_state_bytes"] = m.training_state;
+  j["kv_cache_bytes"] = m.kv_cache;
+  j["activations_bytes"] = m.activations;
+  j["scores_bytes"] = m.scores;
+  j["total_bytes"] = m.total();
+  j["device_bytes"] = device_bytes;
+  j["fits"] = a.memory_verdict.empty();
+  if (!a.memory_verdict.empty()) j["verdict"] = a.memory_verdict;
+  o.json.as_object()["memory"] = std::move(j);
+
+  table t;
+  t.title = fmt::format("memory ({}): what the step keeps on the device, a lower bound", a.memory_scope);
+  t.columns = {"weights GB", "grads + optimizer GB", "KV cache GB", "activations GB", "total GB", "device GB", "fits"};
+  t.left_columns = 0;
+  const auto gb = [](double b) { return number(b / 1e9, "{:.2f}"); };
+  t.rows.push_back({gb(m.weights), gb(m.training_state), gb(m.kv_cache), gb(m.activations), gb(m.total()),
+                    device_bytes > 0 ? gb(device_bytes) : cell("-"), a.memory_verdict.empty() ? "yes" : "no"});
+  o.tables.push_back(std::move(t));
+}
+
+// How a training step is priced, said with every --mode train result.
+constexpr const char* k_train_pricing =
+    "training step: forward + backward priced as 3 x the forward for every op (backward = 2 x forward, attention "
+    "included); no optimizer step is priced; --batch is the global batch (each of --dp replicas runs batch / dp)";
 
 output output_of(const analysis::analysis_result& a, const std::string& hw_name,
                  const analysis::timeline_request& step) {
   const sim::prediction& p = *a.prediction;
   const bool decode = p.load.run == sim::run_mode::decode;
+  const analysis::parallel_section* split = a.parallel ? &*a.parallel : nullptr;
   output o;
   o.json = prediction_json(p, hw_name);
   json::object& root = o.json.as_object();
+  if (split) {
+    // The contract: with a split, total_s and the ratios are the split's step (the slowest
+    // stage's); the one-GPU figures stay beside them, labelled.
+    const double b = split->baseline.step_s;
+    root["one_gpu"] = json::object{{"total_s", p.total_s()},
+                                   {"dense_total_s", p.dense_total_s()},
+                                   {"time_ratio", p.time_ratio},
+                                   {"scope", "one GPU holding the whole batch; the layers and ops are these"}};
+    root["total_s"] = split->model.step_s;
+    root["dense_total_s"] = b;
+    root["time_ratio"] = b > 0 ? split->model.step_s / b : 0.0;
+    root["gpus"] = split->model.split.gpus();
+    if (auto* ee = root.if_contains("expected_error")) {
+      // The calibration's band covers the cost model's part, the compute; collectives have none.
+      json::object& e = ee->as_object();
+      const double bp = e["band_pct"].as_double() / 100;
+      const double c = split->model.compute_s;
+      e["total_s_p90_band"] = json::array{split->model.step_s - bp * c, split->model.step_s + bp * c};
+      e["band_scope"] = "the split's compute; its communication and bubble carry no band";
+    }
+  }
+  if (p.load.run == sim::run_mode::train)
+    root["train_pricing"] = json::object{{"backward", "2 x forward, every op"},
+                                         {"optimizer", "not priced"},
+                                         {"batch", "global (batch / dp per replica)"}};
   root["baseline"] = baseline_json(a.config);
   add_attention_json(root, a);
   if (decode) {
@@ -354,12 +418,21 @@ output output_of(const analysis::analysis_result& a, const std::string& hw_name,
         modsim::to_string(p.attention),
         modsim::to_string(p.attention == attention_impl::fused ? attention_impl::unfused : attention_impl::fused)));
   }
+  if (p.load.run == sim::run_mode::train) o.head.push_back(k_train_pricing);
   o.head.push_back(fmt::format(
       "times are predicted device time; launch overhead (gaps between kernels, host-bound stalls; {:.2f} us per "
       "launch) shown separately",
       p.launch_s * 1e6));
+  if (split)
+    o.head.push_back(fmt::format(
+        "over {} GPUs ({}): step {} ms against {} ms for the baseline (x{}); one GPU holding the whole batch: {} ms "
+        "(x{}), the per-layer table below",
+        split->model.split.gpus(), sim::to_string(split->model.split), ms(split->model.step_s),
+        ms(split->baseline.step_s), ratio_text(split->model.step_s, split->baseline.step_s), ms(p.total_s()),
+        fmt::format("{:.3f}", p.time_ratio)));
 
   table layers;
+  if (split) layers.title = "one GPU holding the whole batch (for reference; the split's step is below)";
   layers.columns = {"layer", "routed", "capacity", "tokens", "time ms", "dense ms", "ratio", "launches"};
   layers.left_columns = 0;
   for (std::size_t i = 0; i < p.model.layers.size(); ++i) {
@@ -372,13 +445,17 @@ output output_of(const analysis::analysis_result& a, const std::string& hw_name,
                          ratio_text(p.model.lm_head.time_s, p.dense.lm_head.time_s), integer(p.model.lm_head.kernels)});
   layers.rows.push_back({"launch", "", "", "", ms_cell(p.model.overhead_s), ms_cell(p.dense.overhead_s),
                          ratio_text(p.model.overhead_s, p.dense.overhead_s), integer(p.model.kernels)});
-  layers.rows.push_back(
-      {"total", "", "", "", ms_cell(p.total_s()), ms_cell(p.dense_total_s()), fmt::format("{:.3f}", p.time_ratio), ""});
+  layers.rows.push_back({split ? "1-GPU total" : "total", "", "", "", ms_cell(p.total_s()), ms_cell(p.dense_total_s()),
+                         fmt::format("{:.3f}", p.time_ratio), ""});
   if (p.expected_error) {
     const double band = (p.band ? p.band->p90_pct : p.expected_error->p90_abs_pct_error) / 100;
     layers.rows.push_back({"p90 band", "", "", "", ms(p.total_s() * (1 - band)) + "-" + ms(p.total_s() * (1 + band)),
                            ms(p.dense_total_s() * (1 - band)) + "-" + ms(p.dense_total_s() * (1 + band)), "", ""});
   }
+  if (split)
+    layers.rows.push_back({fmt::format("step, {} GPUs", split->model.split.gpus()), "", "", "",
+                           ms_cell(split->model.step_s), ms_cell(split->baseline.step_s),
+                           ratio_text(split->model.step_s, split->baseline.step_s), ""});
   o.tables.push_back(std::move(layers));
 
   table classes;
@@ -422,11 +499,20 @@ output output_of(const analysis::analysis_result& a, const std::string& hw_name,
   row("", false, "", p.model.lm_head, p.dense.lm_head.time_s);
   o.tables.push_back(std::move(ops));
 
-  o.tail.push_back(fmt::format(
-      "vs dense: FLOPs x{:.3f} (matmul only x{:.3f}), time x{:.3f} -> {:.1f}% of the FLOPs saved, {:.1f}% of the time",
-      p.flop_ratio, p.matmul_flop_ratio, p.time_ratio, 100 * (1 - p.flop_ratio), 100 * (1 - p.time_ratio)));
-  o.tail.push_back(fmt::format("time ratio - FLOP ratio = {:+.4f} (in units of the dense time); where it comes from:",
-                               p.time_ratio - p.flop_ratio));
+  if (split) {
+    const double r = split->baseline.step_s > 0 ? split->model.step_s / split->baseline.step_s : 0.0;
+    o.tail.push_back(fmt::format(
+        "vs dense over {} GPUs: FLOPs x{:.3f} (matmul only x{:.3f}), step time x{:.3f} -> {:.1f}% of the FLOPs saved, "
+        "{:.1f}% of the step time",
+        split->model.split.gpus(), p.flop_ratio, p.matmul_flop_ratio, r, 100 * (1 - p.flop_ratio), 100 * (1 - r)));
+  } else {
+    o.tail.push_back(fmt::format(
+        "vs dense: FLOPs x{:.3f} (matmul only x{:.3f}), time x{:.3f} -> {:.1f}% of the FLOPs saved, {:.1f}% of the "
+        "time",
+        p.flop_ratio, p.matmul_flop_ratio, p.time_ratio, 100 * (1 - p.flop_ratio), 100 * (1 - p.time_ratio)));
+  }
+  o.tail.push_back(fmt::format("time ratio - FLOP ratio = {:+.4f} (in units of the dense time{}); where it comes from:",
+                               p.time_ratio - p.flop_ratio, split ? ", one GPU holding the whole batch" : ""));
   auto line = [&](const std::string& what, double v, const std::string& why) {
     o.tail.push_back(fmt::format("  {:<30} {:+.4f}  {}", what, v, why));
   };
@@ -472,10 +558,12 @@ int cmd_predict(const std::vector<std::string>& args) {
         throw input_error("", std::string("--") + k, "applies to --mode decode only");
   }
   scenario.parallel = parallel_from(vm);
+  if (scenario.parallel) scenario.parallel->headline = true;
   const analysis::analysis_result a =
       analysis::analyze({model, w, hw, baseline_from(vm), attention_from(vm)}, scenario);
   output o = output_of(a, hw.name, step);
   if (a.parallel) add_parallel(o, *a.parallel);
+  add_memory(o, a, hw.memory_bytes);
   print(o, format, std::cout);
   return exit_ok;
 }

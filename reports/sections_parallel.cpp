@@ -2,6 +2,7 @@
 // (sim/parallel_predict.hpp), the chosen split's parts and every split of the GPU count ranked.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,65 @@
 #endif
 
 namespace modsim::reports::detail {
-namespace {}  // namespace
+namespace {
+
+// "x1.23 faster" / "x1.23 slower": how `a` compares with `b` (times).
+std::string speed_word(double a, double b) {
+  if (a <= 0 || b <= 0) return "-";
+  return a <= b ? fmt::format("{:.2f}x faster", b / a) : fmt::format("{:.2f}x slower", a / b);
+}
+
+// The sentences under the split's table, each from the numbers it speaks of: the step against
+// the baseline's, the communication against the baseline's (and why it moved the way it did),
+// and the split against one GPU holding the whole batch.
+std::string split_sentences(const std::string& name, const analysis::parallel_section& ps) {
+  const sim::parallel_prediction& m = ps.model;
+  const sim::parallel_prediction& b = ps.baseline;
+  std::string out = fmt::format("{} takes **{} ms** against {} ms for the baseline (**{:.3f}x**). ", name, ms(m.step_s),
+                                ms(b.step_s), b.step_s > 0 ? m.step_s / b.step_s : 0.0);
+  const double mc = m.exposed_comm_s(), bc = b.exposed_comm_s();
+  if (mc <= 0 && bc <= 0) {
+    out += "No communication is exposed in either step. ";
+  } else {
+    out += fmt::format(
+        "Communication the next op waits for takes {} ms, {:.0f}% of its step, against {} ms ({:.0f}%) for the "
+        "baseline",
+        ms(mc), m.step_s > 0 ? 100 * mc / m.step_s : 0.0, ms(bc), b.step_s > 0 ? 100 * bc / b.step_s : 0.0);
+    if (bc > 0 && mc > bc * (1 + 1e-9)) {
+      out += fmt::format(": **{:.2f}x the baseline's**", mc / bc);
+      if (m.dp_exposed_s > b.dp_exposed_s)
+        out +=
+            ", because the gradient all-reduce is as large as the baseline's (MoD skips tokens, not weights) and "
+            "the model's shorter backward pass hides less of it";
+      out += ". ";
+    } else if (bc > 0 && mc < bc * (1 - 1e-9)) {
+      out += fmt::format(": {:.2f}x the baseline's", mc / bc);
+      if (m.tp_comm_s + m.ep_comm_s < b.tp_comm_s + b.ep_comm_s)
+        out += ", the per-layer all-reduces and all-to-alls shrinking with the routed tokens";
+      out += ". ";
+    } else {
+      out += ". ";
+    }
+  }
+  const sim::parallel_prediction& one = ps.one_gpu_model;
+  if (one.step_s > 0) {
+    out += fmt::format(
+        "On one GPU holding the whole batch the model's step is {} ms{}: this split is **{}**", ms(one.step_s),
+        one.memory_verdict.empty() ? "" : " (one GPU " + one.memory_verdict + ": a time for comparison only)",
+        speed_word(m.step_s, one.step_s));
+    if (m.step_s > one.step_s) out += ", its communication and bubble cost more than the compute it divides";
+    out += ".";
+  }
+  if (ps.gpus > 0 && !ps.best_model.empty() && one.step_s > 0) {
+    const bool all_slower = std::all_of(ps.best_model.begin(), ps.best_model.end(),
+                                        [&](const sim::parallel_prediction& p) { return p.step_s > one.step_s; });
+    if (all_slower)
+      out += fmt::format(" **Every split of {} GPUs is slower than one GPU** for this workload.", ps.gpus);
+  }
+  return out;
+}
+
+}  // namespace
 
 section parallel_section_of(const report_data& d, document& doc) {
   section s{"parallel", "Parallelism: the step over several GPUs (predicted)", "Parallelism", {}};
@@ -49,12 +108,7 @@ section parallel_section_of(const report_data& d, document& doc) {
   s.blocks.push_back(table_block(
       std::move(t), fmt::format("{}: the slowest stage's parts over the step; ✗ = does not fit in {} GB per GPU",
                                 sim::to_string(m.split), d.hardware.memory_bytes / 1e9)));
-  s.blocks.push_back(paragraph(fmt::format(
-      "{} takes **{} ms** against {} ms for the baseline (**{:.3f}x**); communication the next op waits for is {:.0f}% "
-      "of its step ({:.0f}% of the baseline's): the all-reduces shrink with the routed tokens as the compute does.",
-      subject(d).model.name, ms(m.step_s), ms(b.step_s), b.step_s > 0 ? m.step_s / b.step_s : 0.0,
-      m.step_s > 0 ? 100 * m.exposed_comm_s() / m.step_s : 0.0,
-      b.step_s > 0 ? 100 * b.exposed_comm_s() / b.step_s : 0.0)));
+  s.blocks.push_back(paragraph(split_sentences(subject(d).model.name, ps)));
   if (m.split.pp > 1) {
     table st{{"stage", "first layer", "balanced by time ms", "by layer count ms"}, {true, true, true, true}, {}, {}};
     for (std::size_t i = 0; i < m.stages.stage_s.size(); ++i)

@@ -1008,3 +1008,109 @@ TEST(Cli, EveryPredictionSaysHowAttentionRuns) {
     EXPECT_EQ(r.out, "") << cmd;
   }
 }
+
+// Parameters of a Llama-shaped stack counted by hand: per layer Wq, Wo (d·d), Wk, Wv (d·d_kv),
+// the MLP (3·d·F for SwiGLU, 2·d·F for gelu) and two norms; the embedding and the LM head.
+double hand_parameters(double d, double layers, double heads, double kv_heads, double ff, double vocab, bool swiglu) {
+  const double d_kv = d / heads * kv_heads;
+  const double layer = 2 * d * d + 2 * d * d_kv + (swiglu ? 3 : 2) * d * ff + 2 * d;
+  return layers * layer + 2 * vocab * d;
+}
+
+TEST(Cli, PredictOverASplitHeadlinesTheSplitsStepAndItsMemoryPerGpu) {
+  const result r = modsim("predict mod-70b --hardware h100-sxm --batch 8 --seq 4096 --tp 8 --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const boost::json::object j = boost::json::parse(r.out).as_object();
+  const boost::json::object& par = j.at("parallel").as_object();
+  // DESIGN.md: total_s is the split's step; the one-GPU figures stay beside it, labelled.
+  EXPECT_EQ(j.at("total_s").as_double(), par.at("model").at("step_s").as_double());
+  EXPECT_EQ(j.at("dense_total_s").as_double(), par.at("baseline").at("step_s").as_double());
+  EXPECT_DOUBLE_EQ(j.at("time_ratio").as_double(),
+                   par.at("model").at("step_s").as_double() / par.at("baseline").at("step_s").as_double());
+  EXPECT_LT(j.at("total_s").as_double(), j.at("one_gpu").at("total_s").as_double());
+  EXPECT_EQ(j.at("gpus").as_int64(), 8);
+  // Memory per GPU: a tenth of the 141 GB of bf16 weights fits in 80 GB; one GPU would not.
+  const double p = hand_parameters(8192, 80, 64, 8, 28672, 128256, true);
+  const boost::json::object& mem = j.at("memory").as_object();
+  EXPECT_NE(std::string(mem.at("scope").as_string()).find("per GPU"), std::string::npos);
+  EXPECT_NEAR(mem.at("weights_bytes").as_double(), 2 * p / 8, 0.02 * 2 * p / 8);
+  EXPECT_TRUE(mem.at("fits").as_bool());
+  EXPECT_GT(2 * p, 80e9);
+  for (const auto& n : j.at("notes").as_array())
+    EXPECT_EQ(std::string(n.as_string()).find("does not fit"), std::string::npos) << n;
+  // The table says the same: the split's step row, and the one-GPU table named as such.
+  const result t = modsim("predict mod-70b --hardware h100-sxm --batch 8 --seq 4096 --tp 8");
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("step, 8 GPUs"), std::string::npos);
+  EXPECT_NE(t.out.find("1-GPU total"), std::string::npos);
+  EXPECT_NE(t.out.find("vs dense over 8 GPUs"), std::string::npos);
+  EXPECT_EQ(t.out.find("does not fit"), std::string::npos);
+}
+
+TEST(Cli, PredictShowsMemoryWithoutASplitAndSaysHowTrainingIsPriced) {
+  // One GPU: bf16 weights 2·P; in training P·2 of gradients and two fp32 moments, 8·P.
+  const double p = hand_parameters(1024, 16, 16, 16, 4096, 32000, false);
+  const result f = modsim("predict dense-220m --hardware h100-sxm --format json");
+  ASSERT_EQ(f.code, 0) << f.err;
+  const boost::json::object fm = boost::json::parse(f.out).at("memory").as_object();
+  EXPECT_EQ(fm.at("scope").as_string(), "one GPU");
+  EXPECT_NEAR(fm.at("weights_bytes").as_double(), 2 * p, 0.01 * 2 * p);
+  EXPECT_EQ(fm.at("training_state_bytes").as_double(), 0.0);
+  EXPECT_TRUE(fm.at("fits").as_bool());
+  const result t = modsim("predict dense-220m --hardware h100-sxm --mode train --format json");
+  ASSERT_EQ(t.code, 0) << t.err;
+  const boost::json::object tj = boost::json::parse(t.out).as_object();
+  EXPECT_NEAR(tj.at("memory").at("training_state_bytes").as_double(), 10 * p, 0.01 * 10 * p);
+  EXPECT_EQ(tj.at("train_pricing").at("optimizer").as_string(), "not priced");
+  EXPECT_EQ(tj.at("train_pricing").at("batch").as_string(), "global (batch / dp per replica)");
+  const result text = modsim("predict dense-220m --hardware h100-sxm --mode train");
+  EXPECT_NE(text.out.find("no optimizer step is priced"), std::string::npos);
+  EXPECT_NE(text.out.find("--batch is the global batch"), std::string::npos);
+  EXPECT_NE(text.out.find("memory (one GPU)"), std::string::npos);
+}
+
+// The report's Parallelism sentences follow its numbers: a split slower than one GPU says so;
+// communication said to shrink only where it did.
+TEST(Cli, ReportParallelismSentencesComeFromItsNumbers) {
+  const auto dir = std::filesystem::temp_directory_path() / ("modsim_par_report_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  auto report_md = [&](const std::string& args) {
+    const result r = modsim("report " + args + " --no-serving --no-sampling --no-charts --out '" + dir.string() + "'");
+    EXPECT_EQ(r.code, 0) << r.err;
+    std::string md = slurp((dir / "report.md").string());
+    const std::size_t at = md.find("{#parallel}");
+    return at == std::string::npos ? std::string() : md.substr(at, md.find("\n## ", at) - at);
+  };
+  // Batch 1: the one-GPU step from `predict` against every split of the report's ranking.
+  const result one = modsim("predict mod-220m --hardware h100-sxm-calibrated --batch 1 --format json");
+  ASSERT_EQ(one.code, 0) << one.err;
+  const double one_s = boost::json::parse(one.out).at("total_s").as_double();
+  const std::string md = report_md("mod-220m --hardware h100-sxm-calibrated --batch 1 --gpus 8");
+  std::istringstream csv(slurp((dir / "tables" / "parallel.csv").string()));
+  std::string line;
+  std::getline(csv, line);  // header: tp,pp,dp,ep,micro_batches,step_s,...
+  bool all_slower = true;
+  int splits = 0;
+  while (std::getline(csv, line)) {
+    std::vector<std::string> f;
+    std::stringstream ls(line);
+    for (std::string x; std::getline(ls, x, ',');) f.push_back(x);
+    ASSERT_GE(f.size(), 6u) << line;
+    all_slower = all_slower && std::stod(f[5]) > one_s;
+    ++splits;
+  }
+  ASSERT_GT(splits, 0);
+  EXPECT_EQ(md.find("Every split of 8 GPUs is slower than one GPU") != std::string::npos, all_slower) << md;
+  // DP 8 training of mod-1b: the gradient all-reduce is the dense model's, the backward that
+  // hides it shorter, so MoD's exposed communication exceeds the baseline's.
+  const result dp = modsim("predict mod-1b --hardware h100-sxm --dp 8 --batch 8 --mode train --format json");
+  ASSERT_EQ(dp.code, 0) << dp.err;
+  const boost::json::object par = boost::json::parse(dp.out).at("parallel").as_object();
+  const double m_dp = par.at("model").at("dp_exposed_s").as_double();
+  const double b_dp = par.at("baseline").at("dp_exposed_s").as_double();
+  const std::string dp_md = report_md("mod-1b --hardware h100-sxm --dp 8 --batch 8 --mode train");
+  ASSERT_GT(m_dp, b_dp);  // the case this part is about
+  EXPECT_NE(dp_md.find("the baseline's**, because the gradient all-reduce"), std::string::npos) << dp_md;
+  EXPECT_EQ(dp_md.find("shrink"), std::string::npos) << dp_md;
+  std::filesystem::remove_all(dir);
+}
