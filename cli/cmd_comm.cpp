@@ -45,14 +45,20 @@ const char* const k_usage =
     "Algorithms: ring and tree (double binary tree; hierarchical across nodes) for all_reduce,\n"
     "ring for all_gather and reduce_scatter, direct for all_to_all and send_recv, alpha-beta\n"
     "costs per link class (intra-node when G <= interconnect.gpus_per_node); auto takes the\n"
-    "fastest, or the line fitted to nccl-tests (`fitted`) when HW has interconnect.calibration.\n"
+    "fastest, or the line fitted to nccl-tests (`fitted`) when HW has interconnect.calibration\n"
+    "(h100-sxm and h200 ship one for all_reduce in one node, fitted to a published 8xH100 run).\n"
+    "The output says the fit's error on its nccl-tests rows below 1 MiB (JSON error_below_1mib)\n"
+    "and from 1 MiB up, and when N is outside the sizes the fit was made on (a note;\n"
+    "JSON outside_fitted_range).\n"
     "\n"
     "calibrate: fits time = alpha + N x busbw factor / bus bandwidth to the out-of-place times of\n"
     "each nccl-tests output FILE (all_reduce_perf, all_gather_perf, reduce_scatter_perf,\n"
     "alltoall_perf, sendrecv_perf; one run per file, the collective from its '# Collective test\n"
     "starting' line, else from the file name, else --collective) and writes HW with\n"
-    "interconnect.calibration to --out. check: predicted vs measured for each row of FILE, and\n"
-    "the median error; exit 1 above --max-error.";
+    "interconnect.calibration to --out. With 8 or more sizes the bus bandwidth may saturate\n"
+    "instead: it rises between two of the sizes, straight in log size, when that halves the\n"
+    "squared error. check: predicted vs measured for each row of FILE, and the median error;\n"
+    "exit 1 above --max-error.";
 
 sim::comm_fit_options fit_options_from(const po::variables_map& vm) {
   sim::comm_fit_options o;
@@ -90,21 +96,49 @@ void add_file_options(po::options_description& options) {
       "format", po::value<std::string>()->default_value("table"), "table | json | csv | markdown");
 }
 
-json::object fit_json(const sim::collective_fit& f) {
-  return {{"collective", f.collective},
-          {"link", f.link},
-          {"gpus", f.gpus},
-          {"alpha_s", f.alpha_s},
-          {"bus_bytes_s", f.bus_bytes_s},
-          {"points", f.points},
-          {"min_bytes", f.min_bytes},
-          {"max_bytes", f.max_bytes},
-          {"median_abs_pct_error", f.median_abs_pct_error},
-          {"file", f.file}};
-}
+json::object fit_json(const sim::collective_fit& f) { return sim::collective_fit_json(f); }
 
 std::string gbs(double bytes_s) { return fmt::format("{:.2f}", bytes_s / 1e9); }
 std::string us(double s) { return fmt::format("{:.2f}", s * 1e6); }
+
+// "320.0 -> 480.0 (16777216 .. 1073741824 B)" for a ramp, "480.0" for a constant bandwidth (GB/s).
+std::string bus_text(const sim::collective_fit& f) {
+  if (f.ramp_to_bytes <= 0) return fmt::format("{:.1f}", f.bus_bytes_s / 1e9);
+  return fmt::format("{:.1f} -> {:.1f} ({} .. {} B)", f.ramp_bus_bytes_s / 1e9, f.bus_bytes_s / 1e9, f.ramp_from_bytes,
+                     f.ramp_to_bytes);
+}
+
+// The fit's bus bandwidth in words.
+std::string bus_words(const sim::collective_fit& f) {
+  if (f.ramp_to_bytes <= 0) return "bus bandwidth " + gbs(f.bus_bytes_s) + " GB/s";
+  return fmt::format("bus bandwidth {} GB/s up to {} bytes, rising to {} GB/s at {} bytes", gbs(f.ramp_bus_bytes_s),
+                     f.ramp_from_bytes, gbs(f.bus_bytes_s), f.ramp_to_bytes);
+}
+
+// The model's error against the nccl-tests rows it was fitted on, below 1 MiB (null: not
+// fitted, or no such rows).
+json::value below_1mib_json(const sim::comm_prediction& p) {
+  if (!p.fit || !p.fit->below_1mib_median_abs_pct_error) return nullptr;
+  return json::object{{"median_abs_pct_error", *p.fit->below_1mib_median_abs_pct_error},
+                      {"max_abs_pct_error", p.fit->below_1mib_max_abs_pct_error.value_or(0.0)},
+                      {"file", p.fit->file}};
+}
+
+std::string error_line(const sim::comm_prediction& p) {
+  if (!p.fit)
+    return "error vs nccl-tests: not known (no fit to nccl-tests for this collective and link: the alpha-beta model "
+           "of the hardware file)";
+  const sim::collective_fit& f = *p.fit;
+  std::string s = "error vs the nccl-tests rows fitted (" + f.file + "):";
+  if (f.from_1mib_median_abs_pct_error)
+    s += fmt::format(" median |error| {:.1f}% from 1 MiB up;", *f.from_1mib_median_abs_pct_error);
+  if (f.below_1mib_median_abs_pct_error)
+    s += fmt::format(" below 1 MiB median {:.1f}%, largest {:.1f}%", *f.below_1mib_median_abs_pct_error,
+                     f.below_1mib_max_abs_pct_error.value_or(0.0));
+  else
+    s += " below 1 MiB not known (no row below 1 MiB)";
+  return s;
+}
 
 int run_predict(const std::vector<std::string>& args) {
   po::options_description options("modsim comm options");
@@ -159,6 +193,8 @@ int run_predict(const std::vector<std::string>& args) {
     cands.push_back(json::object{{"algorithm", sim::to_string(k.algorithm)}, {"time_s", k.time_s}});
   root["analytic"] = std::move(cands);
   root["fit"] = p.fit ? json::value(fit_json(*p.fit)) : json::value(nullptr);
+  root["outside_fitted_range"] = p.outside_fit_range;
+  root["error_below_1mib"] = below_1mib_json(p);
   json::array notes;
   for (const std::string& n : p.notes) notes.push_back(json::value(n));
   root["notes"] = std::move(notes);
@@ -192,8 +228,10 @@ int run_predict(const std::vector<std::string>& args) {
                       fmt::format("{}", p.busbw_bytes_s), sim::to_string(p.link), p.calibrated ? "true" : "false"});
   o.tables.push_back(std::move(csv));
   if (p.fit)
-    o.tail.push_back(fmt::format("fit: alpha {} us, bus bandwidth {} GB/s, {} rows of {} at {} GPUs",
-                                 us(p.fit->alpha_s), gbs(p.fit->bus_bytes_s), p.fit->points, p.fit->file, p.fit->gpus));
+    o.tail.push_back(fmt::format("fit: alpha {} us, {}; {} rows of {} at {} GPUs, {} .. {} bytes", us(p.fit->alpha_s),
+                                 bus_words(*p.fit), p.fit->points, p.fit->file, p.fit->gpus, p.fit->min_bytes,
+                                 p.fit->max_bytes));
+  o.tail.push_back(error_line(p));
   for (const std::string& n : p.notes) o.tail.push_back("note: " + n);
   print(o, format, std::cout);
   return exit_ok;
@@ -253,14 +291,16 @@ int run_calibrate(const std::vector<std::string>& args) {
   o.head.push_back(
       fmt::format("wrote {} with {} fit(s): time = alpha + size x busbw factor / bus bandwidth", out, fits.size()));
   table t;
-  t.columns = {"collective", "link", "gpus", "alpha us", "bus GB/s", "rows", "sizes", "median |error| %", "file"};
+  t.columns = {"collective",       "link",      "gpus",       "alpha us", "bus GB/s", "rows", "sizes",
+               "median |error| %", "< 1 MiB %", ">= 1 MiB %", "file"};
   t.left_columns = 2;
   t.csv = true;
+  const auto pct = [](const std::optional<double>& v) { return v ? number(*v, "{:.1f}") : cell("-"); };
   for (const auto& f : fits)
-    t.rows.push_back({f.collective, f.link, integer(f.gpus), number(f.alpha_s * 1e6, "{:.2f}"),
-                      number(f.bus_bytes_s / 1e9, "{:.1f}"), integer(f.points),
-                      fmt::format("{}..{}", f.min_bytes, f.max_bytes), number(f.median_abs_pct_error, "{:.1f}"),
-                      f.file});
+    t.rows.push_back({f.collective, f.link, integer(f.gpus), number(f.alpha_s * 1e6, "{:.2f}"), bus_text(f),
+                      integer(f.points), fmt::format("{}..{}", f.min_bytes, f.max_bytes),
+                      number(f.median_abs_pct_error, "{:.1f}"), pct(f.below_1mib_median_abs_pct_error),
+                      pct(f.from_1mib_median_abs_pct_error), f.file});
   o.tables.push_back(std::move(t));
   print(o, format, std::cout);
   return exit_ok;

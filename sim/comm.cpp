@@ -234,6 +234,17 @@ const collective_fit* find_fit(const interconnect_spec& ic, collective c, link_c
   return best;
 }
 
+double fitted_time(const collective_fit& f, collective c, std::int64_t bytes, int gpus) {
+  double beta = 1.0 / f.bus_bytes_s;
+  if (f.ramp_to_bytes > 0 && f.ramp_bus_bytes_s > 0 && bytes < f.ramp_to_bytes) {
+    const double lo = std::log2(static_cast<double>(f.ramp_from_bytes));
+    const double hi = std::log2(static_cast<double>(f.ramp_to_bytes));
+    const double w = bytes <= f.ramp_from_bytes ? 0.0 : (std::log2(static_cast<double>(bytes)) - lo) / (hi - lo);
+    beta = (1 - w) / f.ramp_bus_bytes_s + w / f.bus_bytes_s;
+  }
+  return f.alpha_s + static_cast<double>(bytes) * busbw_factor(c, gpus) * beta;
+}
+
 comm_prediction predict_collective(const hardware_spec& hw, const comm_request& r) {
   const interconnect_spec ic = effective_interconnect(hw);
   const std::string file = hw.source_file.empty() ? hw.name : hw.source_file;
@@ -263,10 +274,16 @@ comm_prediction predict_collective(const hardware_spec& hw, const comm_request& 
     out.calibrated = true;
     out.fit = *fit;
     out.algorithm = comm_algorithm::fitted;
-    out.time_s = fit->alpha_s + static_cast<double>(r.bytes) * busbw_factor(r.op, r.gpus) / fit->bus_bytes_s;
+    out.time_s = fitted_time(*fit, r.op, r.bytes, r.gpus);
     if (fit->gpus != r.gpus)
       out.notes.push_back("fitted at " + std::to_string(fit->gpus) +
                           " GPUs: latency as measured there, bandwidth carried by the busbw factor");
+    if (r.bytes < fit->min_bytes || r.bytes > fit->max_bytes) {
+      out.outside_fit_range = true;
+      out.notes.push_back(std::to_string(r.bytes) + " bytes is outside the sizes the fit was made on (" +
+                          std::to_string(fit->min_bytes) + " .. " + std::to_string(fit->max_bytes) +
+                          " bytes): the fitted line is extended beyond its data");
+    }
   } else if (r.algorithm) {
     out.algorithm = *r.algorithm;
     out.time_s = collective_time(r.op, *r.algorithm, r.bytes, r.gpus, ic, file);

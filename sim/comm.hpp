@@ -33,8 +33,12 @@
 //
 // `auto` takes the fastest algorithm that applies. With a fit for the collective and the link
 // class (interconnect.calibration), `auto` uses it instead ("fitted"):
-//   time = alpha_fit + N x factor(G) / bus_bytes_fit,
-// alpha as measured, the bus bandwidth carried to other G by the busbw factor.
+//   time = alpha_fit + N x factor(G) x beta(N),
+// beta = 1 / bus_bytes_s, or with a ramp (a bus bandwidth that saturates, as NCCL's does while
+// it grows its chunks and channels with the size) 1 / ramp_bus_bytes_s up to ramp_from_bytes,
+// 1 / bus_bytes_s from ramp_to_bytes, straight in log2(N) between; alpha as measured, the bus
+// bandwidth carried to other G by the busbw factor. A size outside the fit's min_bytes ..
+// max_bytes is predicted by extending the line, and the prediction says so.
 // A hardware file without `interconnect` but with interconnect_bytes_s > 0: that bandwidth is
 // the one link (as if every GPU were on one node), latency 0.
 #include <cstdint>
@@ -108,6 +112,7 @@ struct comm_prediction {
   std::string link_name;
   bool calibrated = false;
   std::optional<collective_fit> fit;     // the fit used, when calibrated
+  bool outside_fit_range = false;        // the fit used outside the sizes it was fitted on
   std::vector<comm_candidate> analytic;  // every alpha-beta algorithm that applies, in algorithms_for order
   std::vector<std::string> notes;
 };
@@ -118,6 +123,9 @@ link_class link_for(int gpus, const interconnect_spec& ic);
 // The fit for (collective, link class), preferring one measured at `gpus`, else the nearest
 // GPU count; nullptr when none.
 const collective_fit* find_fit(const interconnect_spec& ic, collective c, link_class l, int gpus);
+
+// The fitted time (the formula above) of `bytes` per GPU over `gpus` GPUs.
+double fitted_time(const collective_fit& f, collective c, std::int64_t bytes, int gpus);
 
 // One collective on `hw`.
 comm_prediction predict_collective(const hardware_spec& hw, const comm_request& r);

@@ -79,6 +79,100 @@ int gpus_of(const nccl_table& t, const comm_fit_options& o) {
   return g;
 }
 
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// A line whose time per bus byte goes from beta_lo (sizes <= from) to beta_hi (sizes >= to),
+// straight in log2(size) between (to = 0: no ramp, beta_lo = beta_hi).
+struct ramp_fit {
+  double alpha = 0, beta_lo = 0, beta_hi = 0;
+  std::int64_t from = 0, to = 0;
+  double ssr = std::numeric_limits<double>::infinity();  // sum of squared relative residuals
+};
+
+double ramp_weight(std::int64_t n, std::int64_t from, std::int64_t to) {
+  if (to <= 0 || n <= from) return 0;
+  if (n >= to) return 1;
+  return (std::log2(static_cast<double>(n)) - std::log2(static_cast<double>(from))) /
+         (std::log2(static_cast<double>(to)) - std::log2(static_cast<double>(from)));
+}
+
+double predict_ramp(const ramp_fit& f, double x, std::int64_t n) {
+  const double w = ramp_weight(n, f.from, f.to);
+  return f.alpha + x * ((1 - w) * f.beta_lo + w * f.beta_hi);
+}
+
+double ssr_of(const ramp_fit& f, const std::vector<double>& x, const std::vector<std::int64_t>& n,
+              const std::vector<double>& t) {
+  double s = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double r = (predict_ramp(f, x[i], n[i]) - t[i]) / t[i];
+    s += r * r;
+  }
+  return s;
+}
+
+// Solves the k x k system a z = b (k <= 3) by Gaussian elimination; false when singular.
+bool solve(double a[3][3], double b[3], int k, double z[3]) {
+  for (int c = 0; c < k; ++c) {
+    int p = c;
+    for (int r = c + 1; r < k; ++r)
+      if (std::abs(a[r][c]) > std::abs(a[p][c])) p = r;
+    if (std::abs(a[p][c]) < 1e-300) return false;
+    std::swap(a[p], a[c]);
+    std::swap(b[p], b[c]);
+    for (int r = c + 1; r < k; ++r) {
+      const double m = a[r][c] / a[c][c];
+      for (int j = c; j < k; ++j) a[r][j] -= m * a[c][j];
+      b[r] -= m * b[c];
+    }
+  }
+  for (int c = k - 1; c >= 0; --c) {
+    double v = b[c];
+    for (int j = c + 1; j < k; ++j) v -= a[c][j] * z[j];
+    z[c] = v / a[c][c];
+  }
+  return true;
+}
+
+// The ramp from `from` to `to` fitted by weighted least squares (weights 1 / t^2) on
+// t = alpha + beta_lo x (1 - w) + beta_hi x w; alpha >= 0 (else through the origin), and the
+// bandwidth may not fall with the size (beta_hi <= beta_lo), else no fit (ssr infinite).
+ramp_fit fit_ramp(const std::vector<double>& x, const std::vector<std::int64_t>& n, const std::vector<double>& t,
+                  std::int64_t from, std::int64_t to) {
+  ramp_fit f;
+  f.from = from;
+  f.to = to;
+  for (int with_alpha = 1; with_alpha >= 0; --with_alpha) {
+    const int k = with_alpha ? 3 : 2;
+    double a[3][3] = {}, b[3] = {}, z[3] = {};
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const double w = ramp_weight(n[i], from, to);
+      const double feat3[3] = {1.0, x[i] * (1 - w), x[i] * w};
+      const double* feat = with_alpha ? feat3 : feat3 + 1;
+      const double wt = 1.0 / (t[i] * t[i]);
+      for (int r = 0; r < k; ++r) {
+        for (int c = 0; c < k; ++c) a[r][c] += wt * feat[r] * feat[c];
+        b[r] += wt * feat[r] * t[i];
+      }
+    }
+    if (!solve(a, b, k, z)) continue;
+    f.alpha = with_alpha ? z[0] : 0.0;
+    f.beta_lo = with_alpha ? z[1] : z[0];
+    f.beta_hi = with_alpha ? z[2] : z[1];
+    if (with_alpha && f.alpha < 0) continue;
+    if (!(f.beta_hi > 0) || f.beta_hi > f.beta_lo) break;
+    f.ssr = ssr_of(f, x, n, t);
+    return f;
+  }
+  f.ssr = std::numeric_limits<double>::infinity();
+  return f;
+}
+
 }  // namespace
 
 collective_fit fit_nccl_table(const nccl_table& t, const interconnect_spec& ic, const comm_fit_options& o) {
@@ -92,29 +186,59 @@ collective_fit fit_nccl_table(const nccl_table& t, const interconnect_spec& ic, 
                       "fewer than two distinct sizes to fit (" + std::to_string(rows.size()) + " rows in range)");
   const double factor = busbw_factor(op, gpus);
   std::vector<double> x, y;
+  std::vector<std::int64_t> n;
   for (const nccl_row* r : rows) {
     x.push_back(static_cast<double>(r->bytes) * factor);
     y.push_back(r->time_s);
+    n.push_back(r->bytes);
   }
   const line_fit f = fit_relative_line(x, y);
   if (!(f.beta > 0)) throw input_error(t.file, "", "the times do not grow with the size: no bandwidth to fit");
+  ramp_fit best;
+  best.alpha = f.alpha;
+  best.beta_lo = best.beta_hi = f.beta;
+  best.ssr = ssr_of(best, x, n, y);
+  // A saturating bandwidth (a ramp between two of the sizes) when there are enough sizes to
+  // tell it from the line, the line is off by more than 0.1 % rms, and the ramp halves the
+  // squared error.
+  if (sizes.size() >= k_min_sizes_for_ramp && std::sqrt(best.ssr / static_cast<double>(x.size())) > 1e-3) {
+    const ramp_fit line = best;
+    for (auto a = sizes.begin(); a != sizes.end(); ++a)
+      for (auto b = std::next(a); b != sizes.end(); ++b) {
+        const ramp_fit r = fit_ramp(x, n, y, *a, *b);
+        if (r.ssr < best.ssr) best = r;
+      }
+    if (!(best.ssr < 0.5 * line.ssr)) best = line;
+  }
   collective_fit out;
   out.collective = to_string(op);
   out.gpus = gpus;
   out.link = to_string(t.nodes > 1    ? link_class::inter_node
                        : t.nodes == 1 ? link_class::intra_node
                                       : link_for(gpus, ic));
-  out.alpha_s = f.alpha;
-  out.bus_bytes_s = 1.0 / f.beta;
+  out.alpha_s = best.alpha;
+  out.bus_bytes_s = 1.0 / best.beta_hi;
+  if (best.to > 0) {
+    out.ramp_bus_bytes_s = 1.0 / best.beta_lo;
+    out.ramp_from_bytes = best.from;
+    out.ramp_to_bytes = best.to;
+  }
   out.points = static_cast<int>(rows.size());
   out.min_bytes = *sizes.begin();
   out.max_bytes = *sizes.rbegin();
   out.file = t.file;
-  std::vector<double> errs;
-  for (std::size_t i = 0; i < x.size(); ++i) errs.push_back(std::abs((f.alpha + x[i] * f.beta - y[i]) / y[i]) * 100);
-  std::sort(errs.begin(), errs.end());
-  const std::size_t n = errs.size();
-  out.median_abs_pct_error = n % 2 ? errs[n / 2] : (errs[n / 2 - 1] + errs[n / 2]) / 2;
+  std::vector<double> all, below, from;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double e = std::abs((predict_ramp(best, x[i], n[i]) - y[i]) / y[i]) * 100;
+    all.push_back(e);
+    (n[i] < k_one_mib ? below : from).push_back(e);
+  }
+  out.median_abs_pct_error = median_of(all);
+  if (!below.empty()) {
+    out.below_1mib_median_abs_pct_error = median_of(below);
+    out.below_1mib_max_abs_pct_error = *std::max_element(below.begin(), below.end());
+  }
+  if (!from.empty()) out.from_1mib_median_abs_pct_error = median_of(from);
   return out;
 }
 
@@ -137,12 +261,32 @@ std::vector<comm_check_row> check_nccl_table(const nccl_table& t, const hardware
 }
 
 double median_abs_pct_error(const std::vector<comm_check_row>& rows) {
-  if (rows.empty()) return 0;
   std::vector<double> e;
   for (const comm_check_row& r : rows) e.push_back(std::abs(r.pct_error));
-  std::sort(e.begin(), e.end());
-  const std::size_t n = e.size();
-  return n % 2 ? e[n / 2] : (e[n / 2 - 1] + e[n / 2]) / 2;
+  return median_of(e);
+}
+
+json::object collective_fit_json(const collective_fit& f) {
+  json::object j;
+  j["collective"] = f.collective;
+  j["link"] = f.link;
+  j["gpus"] = f.gpus;
+  j["alpha_s"] = f.alpha_s;
+  j["bus_bytes_s"] = f.bus_bytes_s;
+  if (f.ramp_to_bytes > 0) {
+    j["ramp_bus_bytes_s"] = f.ramp_bus_bytes_s;
+    j["ramp_from_bytes"] = f.ramp_from_bytes;
+    j["ramp_to_bytes"] = f.ramp_to_bytes;
+  }
+  j["points"] = f.points;
+  j["min_bytes"] = f.min_bytes;
+  j["max_bytes"] = f.max_bytes;
+  j["median_abs_pct_error"] = f.median_abs_pct_error;
+  if (f.below_1mib_median_abs_pct_error) j["below_1mib_median_abs_pct_error"] = *f.below_1mib_median_abs_pct_error;
+  if (f.below_1mib_max_abs_pct_error) j["below_1mib_max_abs_pct_error"] = *f.below_1mib_max_abs_pct_error;
+  if (f.from_1mib_median_abs_pct_error) j["from_1mib_median_abs_pct_error"] = *f.from_1mib_median_abs_pct_error;
+  j["file"] = f.file;
+  return j;
 }
 
 void write_comm_calibrated_hardware(const std::string& hardware_path, const std::vector<collective_fit>& fits,
@@ -162,18 +306,7 @@ void write_comm_calibrated_hardware(const std::string& hardware_path, const std:
   }
   json::array arr;
   for (const collective_fit& f : fits) {
-    json::object j;
-    j["collective"] = f.collective;
-    j["link"] = f.link;
-    j["gpus"] = f.gpus;
-    j["alpha_s"] = f.alpha_s;
-    j["bus_bytes_s"] = f.bus_bytes_s;
-    j["points"] = f.points;
-    j["min_bytes"] = f.min_bytes;
-    j["max_bytes"] = f.max_bytes;
-    j["median_abs_pct_error"] = f.median_abs_pct_error;
-    j["file"] = f.file;
-    arr.push_back(std::move(j));
+    arr.push_back(collective_fit_json(f));
   }
   json::object cal;
   cal["source"] = source;

@@ -5,9 +5,16 @@
 // One fit per (collective, link class): the out-of-place times t_i of rows of size N_i are
 // fitted by t = alpha + x / B with x_i = N_i x busbw_factor(G) ("bus bytes") by least squares on
 // the relative residuals (minimise sum ((alpha + x_i / B - t_i) / t_i)^2, so a 10 us row and a
-// 10 ms row weigh alike), alpha >= 0; B (bus_bytes_s) must come out positive. The link class is
+// 10 ms row weigh alike), alpha >= 0; B (bus_bytes_s) must come out positive. With at least
+// k_min_sizes_for_ramp sizes the bus bandwidth may saturate instead (sim/spec.hpp's
+// collective_fit): every pair of the file's sizes is tried as the ramp's ends, each fitted the
+// same way (three terms: alpha, the time per bus byte below and above the ramp; the bandwidth may
+// not fall with the size), and the best ramp is kept when it halves the line's squared error
+// and the line is off by more than 0.1 % rms. The fit records its error on its own rows, also
+// split at 1 MiB. The link class is
 // inter_node when the run's Rank lines name more than one host, intra_node when they name one;
 // without Rank lines, G > gpus_per_node decides.
+#include <boost/json.hpp>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -19,6 +26,9 @@
 #include "sim/spec.hpp"
 
 namespace modsim::sim {
+
+constexpr std::size_t k_min_sizes_for_ramp = 8;
+constexpr std::int64_t k_one_mib = std::int64_t{1} << 20;
 
 struct comm_fit_options {
   std::optional<collective> op;  // overrides the table's own
@@ -58,6 +68,9 @@ std::vector<comm_check_row> check_nccl_table(const nccl_table& t, const hardware
 
 // The median of |pct_error| (0 for none).
 double median_abs_pct_error(const std::vector<comm_check_row>& rows);
+
+// A fit as the hardware file's interconnect.calibration.fits[] entry (and `modsim comm`'s JSON).
+boost::json::object collective_fit_json(const collective_fit& f);
 
 // Writes a copy of the hardware file at `hardware_path` with interconnect.calibration set to
 // `fits` (source: `source`, date `date`), the name given a "-calibrated" suffix, to `out_path`

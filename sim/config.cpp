@@ -228,12 +228,33 @@ collective_fit parse_collective_fit(object_reader& r) {
   f.gpus = r.get_int("gpus", 2, 1 << 24);
   f.alpha_s = r.get_number("alpha_s", 0.0);
   f.bus_bytes_s = r.get_positive("bus_bytes_s");
+  // The saturating bus bandwidth: all three keys or none.
+  const json::value* ramp_bw = r.find("ramp_bus_bytes_s");
+  const json::value* ramp_from = r.find("ramp_from_bytes");
+  const json::value* ramp_to = r.find("ramp_to_bytes");
+  if (ramp_bw || ramp_from || ramp_to) {
+    if (!ramp_bw || !ramp_from || !ramp_to)
+      throw input_error(r.file(),
+                        r.key_path(ramp_bw ? (ramp_from ? "ramp_to_bytes" : "ramp_from_bytes") : "ramp_bus_bytes_s"),
+                        "absent: a ramp needs ramp_bus_bytes_s, ramp_from_bytes and ramp_to_bytes");
+    f.ramp_bus_bytes_s = r.get_positive("ramp_bus_bytes_s");
+    f.ramp_from_bytes = r.integer(*ramp_from, "ramp_from_bytes", 1, std::numeric_limits<std::int64_t>::max());
+    f.ramp_to_bytes = r.integer(*ramp_to, "ramp_to_bytes", 1, std::numeric_limits<std::int64_t>::max());
+    if (f.ramp_to_bytes <= f.ramp_from_bytes)
+      throw input_error(r.file(), r.key_path("ramp_to_bytes"),
+                        "must be above ramp_from_bytes (" + std::to_string(f.ramp_from_bytes) + ")");
+  }
   f.points = r.get_int("points", 2, 1 << 30);
   const json::value& lo = r.require("min_bytes");
   f.min_bytes = r.integer(lo, "min_bytes", 0, std::numeric_limits<std::int64_t>::max());
   const json::value& hi = r.require("max_bytes");
   f.max_bytes = r.integer(hi, "max_bytes", f.min_bytes, std::numeric_limits<std::int64_t>::max());
   f.median_abs_pct_error = r.get_non_negative("median_abs_pct_error", 0.0);
+  for (auto [key, field] : {std::pair{"below_1mib_median_abs_pct_error", &f.below_1mib_median_abs_pct_error},
+                            std::pair{"below_1mib_max_abs_pct_error", &f.below_1mib_max_abs_pct_error},
+                            std::pair{"from_1mib_median_abs_pct_error", &f.from_1mib_median_abs_pct_error}}) {
+    if (r.find(key)) *field = r.get_non_negative(key, 0.0);
+  }
   f.file = r.opt_string("file").value_or("");
   r.finish();
   return f;

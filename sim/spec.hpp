@@ -123,17 +123,26 @@ struct link_spec {
 };
 
 // One collective's time fitted to nccl-tests rows by `modsim comm calibrate`
-// (sim/comm.hpp): time = alpha_s + size x busbw_factor(gpus) / bus_bytes_s.
+// (sim/comm.hpp): time = alpha_s + size x busbw_factor(gpus) / bus bandwidth, the bus
+// bandwidth bus_bytes_s, or, with a ramp (ramp_to_bytes > 0), one that saturates: the time per
+// bus byte goes from 1 / ramp_bus_bytes_s at sizes up to ramp_from_bytes to 1 / bus_bytes_s at
+// ramp_to_bytes and above, straight in log2(size) between them.
 struct collective_fit {
   std::string collective;  // all_reduce | all_gather | reduce_scatter | all_to_all | send_recv
   std::string link;        // intra_node | inter_node
   int gpus = 0;            // the GPU count the rows were measured at
   double alpha_s = 0;
   double bus_bytes_s = 0;
+  double ramp_bus_bytes_s = 0;  // the bus bandwidth up to ramp_from_bytes (0 = no ramp)
+  std::int64_t ramp_from_bytes = 0, ramp_to_bytes = 0;
   int points = 0;
   std::int64_t min_bytes = 0, max_bytes = 0;  // the sizes fitted
   double median_abs_pct_error = 0;            // of the fit on its own rows, percent
-  std::string file;                           // the nccl-tests output it came from
+  // The same, split at 1 MiB (absent when no row is on that side): the median and the largest
+  // |error| below 1 MiB, the median from 1 MiB up.
+  std::optional<double> below_1mib_median_abs_pct_error, below_1mib_max_abs_pct_error;
+  std::optional<double> from_1mib_median_abs_pct_error;
+  std::string file;  // the nccl-tests output it came from
 };
 
 // The optional `interconnect` object of a hardware file.

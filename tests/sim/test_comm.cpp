@@ -139,6 +139,8 @@ TEST(Comm, FitIsUsedByAutoWhenPresent) {
   f.alpha_s = 5e-6;
   f.bus_bytes_s = 80e9;
   f.points = 6;
+  f.min_bytes = 8;
+  f.max_bytes = 4 * k_gb;
   hw.interconnect->calibration.push_back(f);
   comm_request r;
   r.op = collective::all_reduce;
@@ -174,6 +176,74 @@ TEST(Comm, FitIsUsedByAutoWhenPresent) {
   r.algorithm = comm_algorithm::fitted;
   EXPECT_NE(bad_input([&] { predict_collective(hw, r); }).find("interconnect.calibration: no fit for all_gather"),
             std::string::npos);
+}
+
+// A fit with a saturating bus bandwidth: 100 GB/s up to 1 MiB, 400 GB/s from 1 GiB, the time per
+// bus byte straight in log2(size) between; 4 GPUs (busbw factor 1.5).
+TEST(Comm, FitWithARampByHand) {
+  hardware_spec hw = round_hardware();
+  collective_fit f;
+  f.collective = "all_reduce";
+  f.link = "intra_node";
+  f.gpus = 4;
+  f.alpha_s = 20e-6;
+  f.bus_bytes_s = 400e9;
+  f.ramp_bus_bytes_s = 100e9;
+  f.ramp_from_bytes = std::int64_t{1} << 20;
+  f.ramp_to_bytes = std::int64_t{1} << 30;
+  f.points = 10;
+  f.min_bytes = 1024;
+  f.max_bytes = std::int64_t{1} << 32;
+  hw.interconnect->calibration.push_back(f);
+  comm_request r;
+  r.op = collective::all_reduce;
+  r.gpus = 4;
+  const auto time = [&](std::int64_t n) {
+    r.bytes = n;
+    return predict_collective(hw, r).time_s;
+  };
+  // 64 KiB, below the ramp: 20 us + 65536 x 1.5 / 100e9.
+  EXPECT_DOUBLE_EQ(time(65536), 20e-6 + 65536 * 1.5 / 100e9);
+  // 2^25 = 32 MiB, half way (log2 25 of 20 .. 30): beta = (1/100e9 + 1/400e9) / 2 = 6.25e-12 s/B.
+  EXPECT_NEAR(time(std::int64_t{1} << 25), 20e-6 + 33554432 * 1.5 * 6.25e-12, 1e-15);
+  // 2 GiB, above it: 400 GB/s.
+  EXPECT_DOUBLE_EQ(time(std::int64_t{1} << 31), 20e-6 + 2147483648.0 * 1.5 / 400e9);
+  EXPECT_FALSE(predict_collective(hw, r).outside_fit_range);
+}
+
+// A fitted line used outside the sizes it was fitted on says so (a note and a flag).
+TEST(Comm, OutsideTheFittedSizesIsSaid) {
+  hardware_spec hw = round_hardware();
+  collective_fit f;
+  f.collective = "all_reduce";
+  f.link = "intra_node";
+  f.gpus = 4;
+  f.alpha_s = 5e-6;
+  f.bus_bytes_s = 80e9;
+  f.points = 6;
+  f.min_bytes = 1024;
+  f.max_bytes = 1 << 20;
+  hw.interconnect->calibration.push_back(f);
+  comm_request r;
+  r.op = collective::all_reduce;
+  r.gpus = 4;
+  for (std::int64_t n : {std::int64_t{1024}, std::int64_t{65536}, std::int64_t{1} << 20}) {
+    r.bytes = n;
+    const comm_prediction p = predict_collective(hw, r);
+    EXPECT_FALSE(p.outside_fit_range) << n;
+    EXPECT_TRUE(p.notes.empty()) << n;
+  }
+  for (std::int64_t n : {std::int64_t{512}, (std::int64_t{1} << 20) + 1, std::int64_t{1} << 30}) {
+    r.bytes = n;
+    const comm_prediction p = predict_collective(hw, r);
+    EXPECT_TRUE(p.outside_fit_range) << n;
+    ASSERT_EQ(p.notes.size(), 1u) << n;
+    EXPECT_NE(p.notes[0].find("outside the sizes the fit was made on (1024 .. 1048576 bytes)"), std::string::npos)
+        << p.notes[0];
+  }
+  // The alpha-beta model has no fitted range.
+  r.algorithm = comm_algorithm::tree;
+  EXPECT_FALSE(predict_collective(hw, r).outside_fit_range);
 }
 
 TEST(Comm, LegacyInterconnectBytesIsTheOneLink) {

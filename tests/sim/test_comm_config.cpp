@@ -132,8 +132,38 @@ TEST(CommConfig, BadValuesNameTheirKey) {
   EXPECT_NE(error_of(with(R"("max_bytes": 1048576)", R"("max_bytes": 4)"))
                 .find("hw.json: interconnect.calibration.fits[0].max_bytes: "),
             std::string::npos);
+  // A ramp needs all three of its keys, and its end above its start.
+  EXPECT_NE(error_of(with(R"("bus_bytes_s": 80e9)", R"("bus_bytes_s": 80e9, "ramp_bus_bytes_s": 40e9)"))
+                .find("hw.json: interconnect.calibration.fits[0].ramp_from_bytes: absent: a ramp needs"),
+            std::string::npos);
+  EXPECT_NE(error_of(with(R"("bus_bytes_s": 80e9)", R"("bus_bytes_s": 80e9, "ramp_bus_bytes_s": 40e9,
+                          "ramp_from_bytes": 1048576, "ramp_to_bytes": 1048576)"))
+                .find("hw.json: interconnect.calibration.fits[0].ramp_to_bytes: must be above ramp_from_bytes"),
+            std::string::npos);
+  EXPECT_NE(error_of(with(R"("bus_bytes_s": 80e9)", R"("bus_bytes_s": 80e9, "below_1mib_median_abs_pct_error": -1)"))
+                .find("hw.json: interconnect.calibration.fits[0].below_1mib_median_abs_pct_error: must be >= 0"),
+            std::string::npos);
   EXPECT_NE(error_of(k_base + R"(, "interconnect": 5 })").find("hw.json: interconnect: expected an object"),
             std::string::npos);
+}
+
+TEST(CommConfig, RampParses) {
+  const hardware_spec h = parse_hardware(
+      with(R"("bus_bytes_s": 80e9)", R"("bus_bytes_s": 80e9, "ramp_bus_bytes_s": 40e9, "ramp_from_bytes": 1024,
+           "ramp_to_bytes": 1048576, "below_1mib_median_abs_pct_error": 2.5, "below_1mib_max_abs_pct_error": 4,
+           "from_1mib_median_abs_pct_error": 1.25)"),
+      "hw.json");
+  const collective_fit& f = h.interconnect->calibration.at(0);
+  EXPECT_DOUBLE_EQ(f.ramp_bus_bytes_s, 40e9);
+  EXPECT_EQ(f.ramp_from_bytes, 1024);
+  EXPECT_EQ(f.ramp_to_bytes, 1048576);
+  EXPECT_EQ(f.below_1mib_median_abs_pct_error, 2.5);
+  EXPECT_EQ(f.below_1mib_max_abs_pct_error, 4.0);
+  EXPECT_EQ(f.from_1mib_median_abs_pct_error, 1.25);
+  // Without them: no ramp, the errors not known.
+  const collective_fit& g = parse_hardware(k_base + k_interconnect, "hw.json").interconnect->calibration.at(0);
+  EXPECT_EQ(g.ramp_to_bytes, 0);
+  EXPECT_FALSE(g.below_1mib_median_abs_pct_error);
 }
 
 // The shipped files carry the datasheet values of an HGX H100 / H200 node: 8 GPUs, NVLink 4
@@ -149,5 +179,11 @@ TEST(CommConfig, ShippedGpuFilesHaveTheDatasheetInterconnect) {
     EXPECT_NE(h.interconnect->source.find("datasheet"), std::string::npos) << name;
     EXPECT_NE(h.interconnect->source.find("typical"), std::string::npos) << name;  // the latencies say what they are
     EXPECT_DOUBLE_EQ(h.interconnect_bytes_s, 900e9) << name;                       // kept as it was
+    // ... and the all-reduce in one node fitted to a published 8xH100 nccl-tests run.
+    ASSERT_EQ(h.interconnect->calibration.size(), 1u) << name;
+    EXPECT_EQ(h.interconnect->calibration[0].collective, "all_reduce") << name;
+    EXPECT_EQ(h.interconnect->calibration[0].link, "intra_node") << name;
+    EXPECT_NE(h.interconnect->calibration[0].file.find("vpbenchmarking"), std::string::npos) << name;
+    EXPECT_NE(h.interconnect->calibration_source.find("published"), std::string::npos) << name;
   }
 }

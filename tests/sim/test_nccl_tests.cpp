@@ -3,6 +3,7 @@
 // factor / B exactly, so the fit must give back alpha and B).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -104,6 +105,7 @@ TEST(NcclTests, FitGivesBackAlphaAndBusBandwidth) {
   EXPECT_EQ(a.min_bytes, 8);
   EXPECT_EQ(a.max_bytes, 268435456);
   EXPECT_NEAR(a.median_abs_pct_error, 0.0, 1e-6);
+  EXPECT_EQ(a.ramp_to_bytes, 0);  // 6 sizes: a line
 
   const collective_fit b = fit_nccl_table(load_nccl_tests(k_data + "alltoall_perf-2x8gpu.txt"), ic, {});
   EXPECT_EQ(b.collective, "all_to_all");
@@ -111,6 +113,64 @@ TEST(NcclTests, FitGivesBackAlphaAndBusBandwidth) {
   EXPECT_EQ(b.gpus, 16);
   EXPECT_NEAR(b.alpha_s, 20e-6, 1e-12);
   EXPECT_NEAR(b.bus_bytes_s / 37.5e9, 1.0, 1e-9);
+}
+
+// 8 GPUs in one node, one row per power of two from 1 KiB to 4 GiB (23 sizes), the times made
+// here by t = 30 us + 1.75 N x beta(N), beta = 1 / 300e9 up to 8 MiB, 1 / 480e9 from 512 MiB,
+// straight in log2(N) between (the ramp of sim/spec.hpp's collective_fit), or 1 / 400e9 for
+// every size (a line).
+nccl_table made_up_table(bool ramp) {
+  nccl_table t;
+  t.file = ramp ? "ramp.txt" : "line.txt";
+  t.op = collective::all_reduce;
+  t.gpus = 8;
+  t.nodes = 1;
+  for (int k = 10; k <= 32; ++k) {
+    const double n = std::ldexp(1.0, k);
+    double beta = 1 / 400e9;
+    if (ramp) {
+      const double w = std::clamp((k - 23) / 6.0, 0.0, 1.0);
+      beta = (1 - w) / 300e9 + w / 480e9;
+    }
+    nccl_row r;
+    r.bytes = std::int64_t{1} << k;
+    r.time_s = 30e-6 + 1.75 * n * beta;
+    t.rows.push_back(r);
+  }
+  return t;
+}
+
+TEST(NcclTests, FitFindsASaturatingBandwidth) {
+  const collective_fit f = fit_nccl_table(made_up_table(true), node_of_8(), {});
+  EXPECT_NEAR(f.alpha_s, 30e-6, 1e-12);
+  EXPECT_NEAR(f.ramp_bus_bytes_s / 300e9, 1.0, 1e-9);
+  EXPECT_NEAR(f.bus_bytes_s / 480e9, 1.0, 1e-9);
+  EXPECT_EQ(f.ramp_from_bytes, std::int64_t{1} << 23);
+  EXPECT_EQ(f.ramp_to_bytes, std::int64_t{1} << 29);
+  EXPECT_EQ(f.points, 23);
+  EXPECT_NEAR(f.median_abs_pct_error, 0.0, 1e-6);
+  // The error split at 1 MiB: 10 rows below (1 KiB .. 512 KiB), 13 from 1 MiB up.
+  ASSERT_TRUE(f.below_1mib_median_abs_pct_error && f.below_1mib_max_abs_pct_error);
+  ASSERT_TRUE(f.from_1mib_median_abs_pct_error);
+  EXPECT_NEAR(*f.below_1mib_max_abs_pct_error, 0.0, 1e-6);
+  EXPECT_NEAR(*f.from_1mib_median_abs_pct_error, 0.0, 1e-6);
+
+  // A line stays a line, however many sizes.
+  const collective_fit l = fit_nccl_table(made_up_table(false), node_of_8(), {});
+  EXPECT_EQ(l.ramp_to_bytes, 0);
+  EXPECT_EQ(l.ramp_bus_bytes_s, 0.0);
+  EXPECT_NEAR(l.alpha_s, 30e-6, 1e-12);
+  EXPECT_NEAR(l.bus_bytes_s / 400e9, 1.0, 1e-9);
+
+  // Fewer than 8 sizes: no ramp is tried (the line's error shows instead).
+  comm_fit_options few;
+  few.min_bytes = std::int64_t{1} << 24;
+  few.max_bytes = std::int64_t{1} << 30;
+  const collective_fit g = fit_nccl_table(made_up_table(true), node_of_8(), few);
+  EXPECT_EQ(g.points, 7);
+  EXPECT_EQ(g.ramp_to_bytes, 0);
+  EXPECT_GT(g.median_abs_pct_error, 0.1);
+  EXPECT_FALSE(g.below_1mib_median_abs_pct_error);  // no row below 1 MiB
 }
 
 TEST(NcclTests, RowSelection) {
