@@ -61,7 +61,14 @@ section verdict_section(const report_data& d) {
     cards.items.push_back(ratio_or_dash(b.tpot_s.p50, a.tpot_s.p50) + "\x1F" + "serving TPOT p50 vs dense");
     cards.items.push_back(ratio_or_dash(b.kv_peak_bytes, a.kv_peak_bytes) + "\x1F" + "KV cache peak vs dense");
   }
-  if (d.validation && (p.calibrated || !v_calibrated(*d.validation)))
+  // A trust figure stands only beside numbers it belongs to: a calibrated prediction whose
+  // attention the calibration never measured has no band, and the validation's error is not its.
+  const bool unmeasured_attention = p.calibrated && !p.attention_measured;
+  if (d.validation && unmeasured_attention)
+    cards.items.push_back(std::string("no band") + "\x1F" +
+                          fmt::format("{} attention never measured: no measured error for these predictions",
+                                      modsim::to_string(p.attention)));
+  else if (d.validation && (p.calibrated || !v_calibrated(*d.validation)))
     cards.items.push_back(fmt::format("{:.1f}%", d.validation->summary.median_abs_pct_error) + "\x1F" +
                           "median |error| vs measured");
   else if (d.validation)
@@ -177,6 +184,13 @@ section verdict_section(const report_data& d) {
   } else {
     items.push_back("**Trust**: no measurements in this report — " + d.validation_missing + ".");
   }
+  if (d.validation && unmeasured_attention)
+    items.back().insert(
+        items.back().size() - 1,
+        fmt::format(". These figures are the measured blocks' ({} attention); the predictions above "
+                    "price {} attention by the datasheet roofline, which no measurement here checks, "
+                    "so they carry no band",
+                    p.attention == attention_impl::fused ? "unfused" : "fused", modsim::to_string(p.attention)));
   s.blocks.push_back(bullets(items));
   return s;
 }

@@ -1114,3 +1114,25 @@ TEST(Cli, ReportParallelismSentencesComeFromItsNumbers) {
   EXPECT_EQ(dp_md.find("shrink"), std::string::npos) << dp_md;
   std::filesystem::remove_all(dir);
 }
+
+// A trust figure stands only beside the predictions it belongs to: the H100 calibration ran
+// unfused attention, so a fused prediction (the GPU default) gets no "median |error|" card.
+TEST(Cli, ReportPutsTheMeasuredErrorOnlyBesidePredictionsItCovers) {
+  const auto dir = std::filesystem::temp_directory_path() / ("modsim_trust_report_" + std::to_string(::getpid()));
+  auto verdict = [&](const std::string& attention) {
+    std::filesystem::remove_all(dir);
+    const result r = modsim("report mod-220m --hardware h100-sxm-calibrated --attention " + attention +
+                            " --no-serving --no-sampling --no-charts --out '" + dir.string() + "'");
+    EXPECT_EQ(r.code, 0) << r.err;
+    const std::string md = slurp((dir / "report.md").string());
+    return md.substr(0, md.find("\n## ", md.find("Verdict")));
+  };
+  const std::string fused = verdict("fused");
+  EXPECT_EQ(fused.find("median |error| vs measured"), std::string::npos) << fused;
+  EXPECT_NE(fused.find("**no band**"), std::string::npos) << fused;
+  EXPECT_NE(fused.find("so they carry no band"), std::string::npos) << fused;
+  const std::string unfused = verdict("unfused");
+  EXPECT_NE(unfused.find("median |error| vs measured"), std::string::npos) << unfused;
+  EXPECT_EQ(unfused.find("no band"), std::string::npos) << unfused;
+  std::filesystem::remove_all(dir);
+}
