@@ -749,6 +749,27 @@ TEST(Cli, SamplingMapJsonHasEveryCellAndRefusesBadAxes) {
   EXPECT_EQ(modsim("sampling mod-220m").code, 2);
 }
 
+TEST(Cli, AFusedPrefillOf64kTokensFitsAndTheUnfusedOneSaysItsScores) {
+  // dense-220m, one sequence of 65,536 tokens, bf16 on 80 GB. Unfused attention writes
+  // B·H·S²·2 = 16 · 65,536² · 2 = 137 GB of scores per layer; fused (the GPU default) keeps
+  // 16 · 65,536 fp32 row statistics and a 65,536 × 1,024 output: about 6 GB in all.
+  auto memory_notes = [](const std::string& out) {
+    std::string all;
+    const boost::json::value j = boost::json::parse(out);
+    for (const auto& n : j.at("notes").as_array())
+      if (std::string(n.as_string()).rfind("memory:", 0) == 0) all += std::string(n.as_string()) + "\n";
+    return all;
+  };
+  const result fused = modsim("predict dense-220m --hardware h100-sxm --seq 65536 --format json");
+  ASSERT_EQ(fused.code, 0) << fused.err;
+  EXPECT_EQ(memory_notes(fused.out), "");
+  const result unfused = modsim("predict dense-220m --hardware h100-sxm --seq 65536 --attention unfused --format json");
+  ASSERT_EQ(unfused.code, 0) << unfused.err;
+  EXPECT_NE(memory_notes(unfused.out).find("the attention scores of one layer (B·H·S² unfused) take 137 GB"),
+            std::string::npos)
+      << memory_notes(unfused.out);
+}
+
 TEST(Cli, SimulateWithoutASubcommandSaysSoWithAUsageLine) {
   for (const std::string args : {"simulate mod-220m --hardware h100-sxm", "simulate", "simulate --hardware h100-sxm"}) {
     SCOPED_TRACE(args);
