@@ -343,7 +343,7 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
     cost.emplace(*c.hardware, r.attention);
     r.cost_label = cost->label();
     r.attention_measured = cost->attention_measured();
-    r.memory = sim::footprint_of(c.model, c.load);
+    r.memory = sim::footprint_of(c.model, c.load, r.attention);
     r.memory_verdict = sim::memory_verdict(*r.memory, c.hardware->memory_bytes);
   }
   auto cost_of = [&](const char* what) -> const sim::cost_model& {

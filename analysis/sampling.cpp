@@ -14,6 +14,7 @@
 
 #include "core/error.hpp"
 #include "sim/decode_fit.hpp"
+#include "sim/memory.hpp"
 
 namespace modsim::analysis {
 
@@ -211,51 +212,69 @@ std::string batch_list(const std::vector<std::int64_t>& v, const std::vector<std
   return s;
 }
 
-// One line per strategy: where the target is reached (for each context, the smallest batch
-// reaching it), the best cell and the component deciding most cells.
+// One line per strategy, over the cells that fit in memory: where the target is reached (for
+// each context, the smallest batch reaching it), the best cell, the component deciding most
+// cells, and how many cells were left out because they do not fit.
 std::string verdict_of(const sampling_map& m, const sampling_strategy_map& s) {
   const std::size_t nc = m.contexts.size();
   const std::size_t total = s.cells.size();
+  const std::size_t fitting = total - static_cast<std::size_t>(s.excluded);
+  std::string line = fmt::format("{}: ", s.strategy.name());
+  std::string excluded;
+  if (s.excluded > 0) {
+    double largest = 0;
+    for (const sampling_cell& c : s.cells)
+      if (!c.fits) largest = std::max(largest, c.needs_bytes);
+    excluded = fmt::format("{} of {} cells excluded: they do not fit in {} (need up to {})", s.excluded, total,
+                           sim::format_bytes(m.memory_bytes), sim::format_bytes(largest));
+  }
+  if (s.best < 0) return line + "no cell fits in memory; " + excluded;
   std::array<int, 6> deciding{};
   for (const sampling_cell& c : s.cells)
-    if (c.reaches == (s.reached > 0)) ++deciding[static_cast<std::size_t>(c.dominant)];
+    if (c.fits && c.reaches == (s.reached > 0)) ++deciding[static_cast<std::size_t>(c.dominant)];
   const auto most =
       static_cast<decode_component>(std::max_element(deciding.begin(), deciding.end()) - deciding.begin());
   const sampling_cell& best = s.cells[static_cast<std::size_t>(s.best)];
-  std::string line = fmt::format("{}: ", s.strategy.name());
+  const std::string cells = s.excluded == 0 ? fmt::format("{} cells", total)
+                            : fitting == 1  ? std::string("1 cell that fits in memory")
+                                            : fmt::format("{} cells that fit in memory", fitting);
   if (s.reached == 0) {
     line += fmt::format(
-        "MoD never reaches {:g}x in the {} cells (best {:.2f}x, ratio {:.3f}, at batch {}, context {}); what keeps it "
+        "MoD never reaches {:g}x in the {} (best {:.2f}x, ratio {:.3f}, at batch {}, context {}); what keeps it "
         "above 1/{:g} of the baseline in most cells: {}",
-        m.target_speedup, total, best.speedup(), best.ratio(), best.batch, best.context, m.target_speedup,
+        m.target_speedup, cells, best.speedup(), best.ratio(), best.batch, best.context, m.target_speedup,
         describe(most));
-    return line;
+    return excluded.empty() ? line : line + "; " + excluded;
   }
   std::vector<std::string> where;
   for (std::size_t c = 0; c < nc; ++c) {
     std::vector<std::int64_t> batches;
     for (std::size_t b = 0; b < m.batches.size(); ++b)
-      if (s.cells[b * nc + c].reaches) batches.push_back(m.batches[b]);
+      if (s.cells[b * nc + c].fits && s.cells[b * nc + c].reaches) batches.push_back(m.batches[b]);
     if (!batches.empty()) where.push_back(fmt::format("context {}: {}", m.contexts[c], batch_list(batches, m.batches)));
   }
-  line += fmt::format("MoD reaches {:g}x in {} of {} cells (", m.target_speedup, s.reached, total);
+  line += fmt::format("MoD reaches {:g}x in {} of {} (", m.target_speedup, s.reached, cells);
   for (std::size_t i = 0; i < where.size(); ++i) line += (i ? "; " : "") + where[i];
   line += fmt::format("); best {:.2f}x (ratio {:.3f}) at batch {}, context {}; the saving comes mostly from {}",
                       best.speedup(), best.ratio(), best.batch, best.context, describe(most));
-  return line;
+  return excluded.empty() ? line : line + "; " + excluded;
 }
 
 }  // namespace
 
 sampling_map make_sampling_map(const sim::model_spec& model, const sim::model_spec& baseline, bool routing_removed,
                                const sim::cost_model& cost, sim::dtype t, const sampling_request& r) {
-  return make_sampling_map(model, baseline, routing_removed, decode_step_device(cost, t), cost.hardware().name,
-                           sim::is_gpu(cost.hardware()), t, r);
+  sampling_device dev;
+  dev.model = decode_step_device(cost, t);
+  dev.name = cost.hardware().name;
+  dev.gpu = sim::is_gpu(cost.hardware());
+  dev.memory_bytes = cost.hardware().memory_bytes;
+  dev.attention = cost.attention();
+  return make_sampling_map(model, baseline, routing_removed, dev, t, r);
 }
 
 sampling_map make_sampling_map(const sim::model_spec& model, const sim::model_spec& baseline, bool routing_removed,
-                               const des::device_model& dev, const std::string& hardware_name, bool gpu, sim::dtype t,
-                               const sampling_request& r) {
+                               const sampling_device& dev, sim::dtype t, const sampling_request& r) {
   check_axis(r.batches, "batches", 1);
   check_axis(r.contexts, "contexts", 0);
   if (r.draws < 1) throw input_error("", "draws", "must be >= 1");
@@ -266,8 +285,9 @@ sampling_map make_sampling_map(const sim::model_spec& model, const sim::model_sp
   m.model_name = model.name;
   m.baseline_name = baseline.name;
   m.baseline_is_routing_removed = routing_removed;
-  m.hardware_name = hardware_name;
+  m.hardware_name = dev.name;
   m.type = t;
+  m.memory_bytes = dev.memory_bytes;
   m.target_speedup = r.target_speedup;
   m.draws = r.draws;
   m.pad_capacity = r.pad_capacity;
@@ -277,9 +297,25 @@ sampling_map make_sampling_map(const sim::model_spec& model, const sim::model_sp
   std::vector<decode_strategy> strategies = r.strategies;
   if (strategies.empty()) {
     strategies = {{decode_routing::sync, false}, {decode_routing::pad, false}};
-    if (gpu) strategies.push_back({decode_routing::pad, true});
+    if (dev.gpu) strategies.push_back({decode_routing::pad, true});
   }
   const std::size_t nb = r.batches.size(), nc = r.contexts.size();
+  // The memory each cell needs: the larger of the model's and the baseline's decode step
+  // (sim::footprint_of, as `modsim predict --mode decode`), the same for every strategy.
+  std::vector<double> needs(nb * nc);
+  std::vector<char> fits(nb * nc);
+  for (std::size_t bi = 0; bi < nb; ++bi)
+    for (std::size_t ci = 0; ci < nc; ++ci) {
+      sim::workload w;
+      w.batch = r.batches[bi];
+      w.seq_len = r.contexts[ci];
+      w.run = sim::run_mode::decode;
+      w.type = t;
+      const sim::memory_footprint a = sim::footprint_of(model, w, dev.attention);
+      const sim::memory_footprint z = sim::footprint_of(baseline, w, dev.attention);
+      needs[bi * nc + ci] = std::max(a.total(), z.total());
+      fits[bi * nc + ci] = sim::fits_in(a, dev.memory_bytes) && sim::fits_in(z, dev.memory_bytes);
+    }
   for (const decode_strategy& s : strategies) {
     sampling_strategy_map sm;
     sm.strategy = s;
@@ -293,8 +329,8 @@ sampling_map make_sampling_map(const sim::model_spec& model, const sim::model_sp
   threads = static_cast<unsigned>(std::min<std::size_t>(threads, nb));
   std::atomic<std::size_t> next{0};
   auto work = [&] {
-    const des::step_builder bm(model, t, dev);
-    const des::step_builder bb(baseline, t, dev);
+    const des::step_builder bm(model, t, dev.model);
+    const des::step_builder bb(baseline, t, dev.model);
     for (std::size_t bi = next++; bi < nb; bi = next++) {
       for (std::size_t ci = 0; ci < nc; ++ci) {
         for (sampling_strategy_map& sm : m.strategies) {
@@ -308,6 +344,8 @@ sampling_map make_sampling_map(const sim::model_spec& model, const sim::model_sp
           cell.model = a.breakdown;
           cell.baseline = z.breakdown;
           cell.reaches = cell.model_s * r.target_speedup <= cell.baseline_s;
+          cell.needs_bytes = needs[bi * nc + ci];
+          cell.fits = fits[bi * nc + ci] != 0;
           bool first = true;
           for (decode_component c : decode_components) {
             const double excess = part_of(cell.model, c) - part_of(cell.baseline, c) / r.target_speedup;
@@ -328,8 +366,13 @@ sampling_map make_sampling_map(const sim::model_spec& model, const sim::model_sp
 
   for (sampling_strategy_map& sm : m.strategies) {
     for (std::size_t i = 0; i < sm.cells.size(); ++i) {
-      if (sm.cells[i].reaches) ++sm.reached;
-      if (sm.best < 0 || sm.cells[i].speedup() > sm.cells[static_cast<std::size_t>(sm.best)].speedup())
+      const sampling_cell& c = sm.cells[i];
+      if (!c.fits) {
+        ++sm.excluded;
+        continue;
+      }
+      if (c.reaches) ++sm.reached;
+      if (sm.best < 0 || c.speedup() > sm.cells[static_cast<std::size_t>(sm.best)].speedup())
         sm.best = static_cast<int>(i);
     }
     m.verdict.push_back(verdict_of(m, sm));

@@ -11,7 +11,9 @@
 // matched-quality dense baselines (the figure tested: 66 %, read as 1.5×): the MoD / baseline decode step-time ratio
 // over a grid of batch × context, for each decode strategy (sync, pad, and pad + CUDA graphs on a GPU), with the step
 // split into what it spends (decode_breakdown) and, per cell, the component that decides whether MoD reaches the target
-// speed-up (1.5×: ratio ≤ 1/1.5).
+// speed-up (1.5×: ratio ≤ 1/1.5). A cell whose step does not fit in the device's memory (the
+// check of `modsim predict --mode decode`: sim::fits_in of sim::footprint_of — weights, the
+// cell's KV cache and one decode step's activations) is marked and left out of the verdict.
 //
 // Library code: never prints.
 #include <cstdint>
@@ -127,6 +129,11 @@ struct sampling_cell {
   double ratio() const { return baseline_s > 0 ? model_s / baseline_s : 0.0; }
   double speedup() const { return model_s > 0 ? baseline_s / model_s : 0.0; }
   bool reaches = false;  // ratio ≤ 1 / target
+  // Whether both decode steps (the model's and the baseline's: the comparison needs both to run)
+  // fit in the device's memory (sim::fits_in); needs_bytes is the larger of the two footprints.
+  // A cell that does not fit is excluded from reached, best and the verdict.
+  bool fits = true;
+  double needs_bytes = 0;
   // The component that decides: not reached, the largest of model_i − baseline_i / target (what
   // keeps MoD above the target); reached, the smallest (where the saving comes from). Σ over the
   // components = model_s − baseline_s / target.
@@ -137,14 +144,16 @@ struct sampling_cell {
 struct sampling_strategy_map {
   decode_strategy strategy;
   std::vector<sampling_cell> cells;  // batch-major: cells[b * contexts.size() + c]
-  int reached = 0;                   // cells at or beyond the target
-  int best = -1;                     // index of the largest speed-up
+  int reached = 0;                   // cells that fit and reach the target
+  int excluded = 0;                  // cells that do not fit in memory
+  int best = -1;                     // index of the largest speed-up among the cells that fit; -1: none fits
 };
 
 struct sampling_map {
   std::string model_name, baseline_name, hardware_name;
   bool baseline_is_routing_removed = true;  // the default baseline: the model with routing removed
   sim::dtype type = sim::dtype::bf16;
+  double memory_bytes = 0;  // the device's memory the cells are checked against; 0: unknown (all fit)
   double target_speedup = 1.5;
   int draws = 0;
   std::optional<double> pad_capacity;  // as requested (empty: the default rule)
@@ -157,14 +166,24 @@ struct sampling_map {
   }
 };
 
-// The map of `model` against `baseline` on `cost` at dtype `t`. Throws modsim::error(bad_input)
+// The map of `model` against `baseline` on `cost` at dtype `t`, the cells checked against the
+// hardware's memory_bytes with the attention `cost` prices. Throws modsim::error(bad_input)
 // for an empty or non-positive axis, draws < 1 or a target ≤ 1.
 sampling_map make_sampling_map(const sim::model_spec& model, const sim::model_spec& baseline, bool routing_removed,
                                const sim::cost_model& cost, sim::dtype t, const sampling_request& r);
-// The same on any device model (`gpu`: add pad + graphs to the default strategies).
+// The device the map is made on: its step-time model, name, whether it is a GPU (pad + graphs
+// join the default strategies), its memory (bytes; 0: unknown, every cell fits) and the
+// attention the footprints are of.
+struct sampling_device {
+  sim::des::device_model model;
+  std::string name;
+  bool gpu = false;
+  double memory_bytes = 0;
+  attention_impl attention = attention_impl::unfused;
+};
+// The same on any device.
 sampling_map make_sampling_map(const sim::model_spec& model, const sim::model_spec& baseline, bool routing_removed,
-                               const sim::des::device_model& dev, const std::string& hardware_name, bool gpu,
-                               sim::dtype t, const sampling_request& r);
+                               const sampling_device& dev, sim::dtype t, const sampling_request& r);
 
 // The decode routing a serving scenario uses: the faster of sync and pad (eager, or with graphs
 // when `cuda_graph`) at the cell nearest (batch, context), by measured step time when

@@ -15,6 +15,7 @@
 #include "cli/printer.hpp"
 #include "core/error.hpp"
 #include "sim/config.hpp"
+#include "sim/memory.hpp"
 
 namespace modsim::cli {
 namespace {
@@ -37,8 +38,11 @@ const char* const k_usage =
     "decides whether MoD reaches --target (default 1.5x: ratio <= 1/1.5): of KV reads (attention),\n"
     "weight reads (projections, MLP, LM head), predictor/routing, norms/activations, sync round trips\n"
     "and launches/host, the one with the largest model_i - baseline_i/target (the smallest when the\n"
-    "target is reached). Table: ratio and the deciding component's letter per cell; CSV: one row per\n"
-    "(strategy, batch, context) with both breakdowns; JSON: the whole map and the verdict.";
+    "target is reached). A cell whose decode step (the model's or the baseline's) does not fit in HW's\n"
+    "memory (weights + the cell's KV cache + one step's activations, the check of `modsim predict --mode\n"
+    "decode`) is marked and left out of the verdict. Table: ratio and the deciding component's letter per\n"
+    "cell, ! = does not fit; CSV: one row per (strategy, batch, context) with both breakdowns, fits and\n"
+    "needs_bytes; JSON: the whole map and the verdict.";
 
 std::vector<std::int64_t> parse_list(const std::string& text, const char* key) {
   std::vector<std::int64_t> out;
@@ -88,6 +92,7 @@ boost::json::value sampling_json(const analysis::sampling_map& m) {
   root["baseline"] = json::object{{"name", m.baseline_name}, {"routing_removed", m.baseline_is_routing_removed}};
   root["hardware"] = m.hardware_name;
   root["dtype"] = sim::to_string(m.type);
+  root["memory_bytes"] = m.memory_bytes;
   root["target_speedup"] = m.target_speedup;
   root["target_ratio"] = 1.0 / m.target_speedup;
   root["draws"] = m.draws;
@@ -107,6 +112,7 @@ boost::json::value sampling_json(const analysis::sampling_map& m) {
     so["decode_routing"] = std::string(modsim::to_string(s.strategy.routing));
     so["graph"] = s.strategy.cuda_graph;
     so["cells_reaching_target"] = s.reached;
+    so["cells_excluded"] = s.excluded;
     json::array cells;
     for (const analysis::sampling_cell& c : s.cells) {
       json::object co;
@@ -117,6 +123,8 @@ boost::json::value sampling_json(const analysis::sampling_map& m) {
       co["ratio"] = c.ratio();
       co["speedup"] = c.speedup();
       co["reaches_target"] = c.reaches;
+      co["fits"] = c.fits;
+      co["needs_bytes"] = c.needs_bytes;
       co["deciding"] = analysis::to_string(c.dominant);
       co["deciding_s"] = c.dominant_s;
       co["model_breakdown_s"] = breakdown_json(c.model);
@@ -152,9 +160,10 @@ output sampling_output(const analysis::sampling_map& m, const std::string& cost_
                                m.model_name, m.baseline_name, m.hardware_name, cost_label, sim::to_string(m.type),
                                1.0 / m.target_speedup, m.target_speedup));
   o.head.push_back(fmt::format(
-      "mean of {} routing draws per cell; * = reaches {:g}x; the letter is the component that decides: K KV reads, W "
-      "weight reads, P predictor/routing, E norms/activations, S sync round trips, L launches/host",
-      m.draws, m.target_speedup));
+      "mean of {} routing draws per cell; * = reaches {:g}x; ! = does not fit in {} (excluded from the verdict); the "
+      "letter is the component that decides: K KV reads, W weight reads, P predictor/routing, E norms/activations, S "
+      "sync round trips, L launches/host",
+      m.draws, m.target_speedup, m.memory_bytes > 0 ? sim::format_bytes(m.memory_bytes) : std::string("memory")));
   for (const analysis::sampling_strategy_map& s : m.strategies) {
     table t;
     t.columns = {s.strategy.name() + " batch \\ context"};
@@ -164,7 +173,7 @@ output sampling_output(const analysis::sampling_map& m, const std::string& cost_
       std::vector<cell> row{integer(m.batches[b])};
       for (std::size_t c = 0; c < m.contexts.size(); ++c) {
         const analysis::sampling_cell& x = s.cells[b * m.contexts.size() + c];
-        row.push_back(fmt::format("{:.3f}{}{}", x.ratio(), x.reaches ? "*" : " ", letter(x.dominant)));
+        row.push_back(fmt::format("{:.3f}{}{}", x.ratio(), !x.fits ? "!" : x.reaches ? "*" : " ", letter(x.dominant)));
       }
       t.rows.push_back(std::move(row));
     }
@@ -178,6 +187,8 @@ output sampling_output(const analysis::sampling_map& m, const std::string& cost_
     csv.columns.push_back(std::string("model_") + analysis::to_string(c) + "_s");
   for (analysis::decode_component c : analysis::decode_components)
     csv.columns.push_back(std::string("baseline_") + analysis::to_string(c) + "_s");
+  csv.columns.push_back("fits");
+  csv.columns.push_back("needs_bytes");
   for (const analysis::sampling_strategy_map& s : m.strategies) {
     for (const analysis::sampling_cell& x : s.cells) {
       std::vector<cell> row{s.strategy.name(),
@@ -191,6 +202,8 @@ output sampling_output(const analysis::sampling_map& m, const std::string& cost_
       for (analysis::decode_component c : analysis::decode_components) row.push_back(number(part_of(x.model, c), "{}"));
       for (analysis::decode_component c : analysis::decode_components)
         row.push_back(number(part_of(x.baseline, c), "{}"));
+      row.push_back(x.fits ? "true" : "false");
+      row.push_back(number(x.needs_bytes, "{:.0f}"));
       csv.rows.push_back(std::move(row));
     }
   }

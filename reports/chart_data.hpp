@@ -116,6 +116,10 @@ struct ratio_chart_input {
   std::vector<ratio_line> measured;  // drawn as points, no line
   double target_ratio = 0;           // > 0: a dashed line, named target_name
   std::string target_name;
+  // Points of the lines that do not count (e.g. cells that do not fit in memory): (x, ratio),
+  // drawn over the lines as greyed markers, one legend entry named excluded_name.
+  std::vector<std::pair<double, double>> excluded;
+  std::string excluded_name;
 };
 
 }  // namespace modsim::reports

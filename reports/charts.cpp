@@ -1021,6 +1021,18 @@ QChart* make_ratio_chart(const ratio_chart_input& in) {
       if (usable_positive(px) && usable(py)) pts->append(px, py);
     attach(chart, pts, x, y);
   }
+  if (!in.excluded.empty()) {
+    auto* pts = new QScatterSeries();
+    pts->setName(qs(in.excluded_name));
+    pts->setMarkerSize(13.0);
+    // Greyed out: a solid grey disc over the line's point (an SVG keeps solid fills; a hatch
+    // pattern may not survive the SVG writer).
+    pts->setBrush(QColor(0x9A, 0x9A, 0x9A, 220));
+    pts->setPen(QPen(QColor(0x55, 0x55, 0x55), 1.2));
+    for (const auto& [px, py] : in.excluded)
+      if (usable_positive(px) && usable(py)) pts->append(px, py);
+    attach(chart, pts, x, y);
+  }
   return chart;
 }
 

@@ -127,10 +127,18 @@ section verdict_section(const report_data& d) {
         fmt::format("**Sampling** (decode step vs {}, simulated; the paper claims 1.5x): ", map.baseline_name);
     for (std::size_t i = 0; i < map.strategies.size(); ++i) {
       const analysis::sampling_strategy_map& sm = map.strategies[i];
+      const std::size_t fitting = sm.cells.size() - static_cast<std::size_t>(sm.excluded);
+      const std::string excluded =
+          sm.excluded > 0 ? fmt::format("; {} excluded: they do not fit in {}", sm.excluded, sampling_memory_name(map))
+                          : std::string();
+      if (sm.best < 0) {
+        line += fmt::format("{}{}: no cell fits in memory{}", i ? "; " : "", sm.strategy.name(), excluded);
+        continue;
+      }
       const analysis::sampling_cell& top = sm.cells[static_cast<std::size_t>(sm.best)];
-      line += fmt::format("{}{} reaches {:g}x in {} of {} cells (best {:.2f}x at batch {}, context {})", i ? "; " : "",
-                          sm.strategy.name(), map.target_speedup, sm.reached, sm.cells.size(), top.speedup(), top.batch,
-                          top.context);
+      line += fmt::format("{}{} reaches {:g}x in {} of {} cells{} (best {:.2f}x at batch {}, context {}{})",
+                          i ? "; " : "", sm.strategy.name(), map.target_speedup, sm.reached, fitting,
+                          sm.excluded > 0 ? " that fit" : "", top.speedup(), top.batch, top.context, excluded);
     }
     if (d.serving_routing)
       line += fmt::format("; serving decodes with {}", sim::des::to_string(d.serving_routing->routing));

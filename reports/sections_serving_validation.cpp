@@ -120,14 +120,15 @@ section sampling_section_of(const report_data& d, document& doc) {
       for (std::size_t c = 0; c < m.contexts.size(); ++c) {
         const analysis::sampling_cell& x = sm.cells[b * m.contexts.size() + c];
         const std::string v = fmt::format("{:.3f} {}", x.ratio(), letters[static_cast<int>(x.dominant)]);
-        row.push_back(x.reaches ? v + " ✓" : v);
+        row.push_back(!x.fits ? v + " ✗" : x.reaches ? v + " ✓" : v);
       }
       t.rows.push_back(std::move(row));
     }
-    s.blocks.push_back(table_block(
-        t, fmt::format("{}: MoD / baseline decode step time (✓: {:g}x reached). K KV reads, W weight reads, "
-                       "P predictor/routing, E norms/activations, S sync round trips, L launches/host",
-                       sm.strategy.name(), m.target_speedup)));
+    s.blocks.push_back(
+        table_block(t, fmt::format("{}: MoD / baseline decode step time (✓: {:g}x reached; ✗: does not fit in {}, "
+                                   "excluded from the verdict). K KV reads, W weight reads, P predictor/routing, E "
+                                   "norms/activations, S sync round trips, L launches/host",
+                                   sm.strategy.name(), m.target_speedup, sampling_memory_name(m))));
     std::string chart = "sampling_" + sm.strategy.name();
     std::replace(chart.begin(), chart.end(), '+', '_');  // "sampling_pad_graphs": a plain file name and id
     MODSIM_CHART(doc, s, chart,
@@ -138,14 +139,14 @@ section sampling_section_of(const report_data& d, document& doc) {
   for (analysis::decode_component c : analysis::decode_components) csv += std::string(",model_") + to_string(c) + "_s";
   for (analysis::decode_component c : analysis::decode_components)
     csv += std::string(",baseline_") + to_string(c) + "_s";
-  csv += "\n";
+  csv += ",fits,needs_bytes\n";
   for (const analysis::sampling_strategy_map& sm : m.strategies) {
     for (const analysis::sampling_cell& x : sm.cells) {
       csv += fmt::format("{},{},{},{},{},{},{},{}", sm.strategy.name(), x.batch, x.context, exact(x.model_s),
                          exact(x.baseline_s), exact(x.ratio()), x.reaches ? "true" : "false", to_string(x.dominant));
       for (analysis::decode_component c : analysis::decode_components) csv += "," + exact(part_of(x.model, c));
       for (analysis::decode_component c : analysis::decode_components) csv += "," + exact(part_of(x.baseline, c));
-      csv += "\n";
+      csv += fmt::format(",{},{:.0f}\n", x.fits ? "true" : "false", x.needs_bytes);
     }
   }
   doc.csv.push_back({"tables/sampling.csv", csv});

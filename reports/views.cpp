@@ -5,6 +5,7 @@
 #include <map>
 
 #include "sim/flops.hpp"
+#include "sim/memory.hpp"
 
 namespace modsim::reports {
 
@@ -140,6 +141,10 @@ diagonal_input validation_chart(const validation_section& v) {
   return in;
 }
 
+std::string sampling_memory_name(const analysis::sampling_map& m) {
+  return m.memory_bytes > 0 ? sim::format_bytes(m.memory_bytes) : std::string("memory");
+}
+
 ratio_chart_input sampling_chart(const analysis::sampling_map& m, std::size_t strategy) {
   ratio_chart_input in;
   if (strategy >= m.strategies.size()) return in;
@@ -152,10 +157,14 @@ ratio_chart_input sampling_chart(const analysis::sampling_map& m, std::size_t st
   for (std::size_t c = (nc - 1) % stride; c < nc; c += stride) {
     ratio_line line;
     line.name = fmt::format("context {}", m.contexts[c]);
-    for (std::size_t b = 0; b < m.batches.size(); ++b)
-      line.points.emplace_back(static_cast<double>(m.batches[b]), sm.cells[b * nc + c].ratio());
+    for (std::size_t b = 0; b < m.batches.size(); ++b) {
+      const analysis::sampling_cell& x = sm.cells[b * nc + c];
+      line.points.emplace_back(static_cast<double>(m.batches[b]), x.ratio());
+      if (!x.fits) in.excluded.emplace_back(static_cast<double>(m.batches[b]), x.ratio());
+    }
     in.lines.push_back(std::move(line));
   }
+  if (!in.excluded.empty()) in.excluded_name = "does not fit in " + sampling_memory_name(m) + " (excluded)";
   ratio_line measured;
   measured.name = "measured";
   for (const analysis::sampling_measurement& q : m.measured)

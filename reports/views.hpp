@@ -38,8 +38,13 @@ diagonal_input validation_chart(const validation_section& v);
 
 // The sampling map's strategy `strategy`: MoD / baseline decode step ratio vs batch, one line
 // per context (every other context when there are more than five), the measured cells of that
-// routing as points, the target ratio as a line. The report and the explorer draw it.
+// routing as points, the target ratio as a line, the cells that do not fit in memory marked
+// (excluded). The report and the explorer draw it.
 ratio_chart_input sampling_chart(const analysis::sampling_map& m, std::size_t strategy);
+
+// The memory the sampling map's cells are checked against, for labels: "80 GB", or "memory"
+// when the hardware does not say.
+std::string sampling_memory_name(const analysis::sampling_map& m);
 
 // What one run of the workload is, for labels: "forward pass", "training step" (forward +
 // backward, 3x the forward matmul FLOPs), "decode step".

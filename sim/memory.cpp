@@ -8,12 +8,13 @@
 
 namespace modsim::sim {
 
-memory_footprint footprint_of(const model_spec& m, const workload& w) {
+memory_footprint footprint_of(const model_spec& m, const workload& w, attention_impl attention) {
   memory_footprint fp;
+  fp.attention = attention;
   const double e = dtype_bytes(w.type);
   const double P = static_cast<double>(parameter_count(m));
   const double B = static_cast<double>(w.batch), S = static_cast<double>(w.seq_len);
-  const double d = m.d_model, dkv = m.d_kv(), H = m.n_heads;
+  const double d = m.d_model, dkv = m.d_kv(), H = m.n_heads, dq = m.d_q();
   double F = m.mlp == mlp_kind::swiglu ? 2.0 * m.d_ff : double(m.d_ff);
   if (m.moe) F *= m.moe->top_k;
   const bool decode = w.run == run_mode::decode;
@@ -36,11 +37,12 @@ memory_footprint footprint_of(const model_spec& m, const workload& w) {
       tokens = cached;
       keys = cached;
     }
-    const double scores = B * H * tokens * keys * e;
-    const double layer = B * tokens * (3 * d + 2 * dkv + F) * e + scores;
+    const double buffers =
+        attention == attention_impl::fused ? B * H * tokens * 4 + B * tokens * dq * e : B * H * tokens * keys * e;
+    const double layer = B * tokens * (3 * d + 2 * dkv + F) * e + buffers;
     if (layer > largest) {
       largest = layer;
-      fp.scores = scores;
+      fp.attention_buffers = buffers;
     }
     sum += layer;
   }
@@ -62,16 +64,25 @@ std::string format_bytes(double bytes) {
   return out;
 }
 
+bool fits_in(const memory_footprint& fp, double memory_bytes) {
+  return memory_bytes <= 0 || fp.total() <= memory_bytes;
+}
+
 std::string memory_verdict(const memory_footprint& fp, double memory_bytes) {
-  if (memory_bytes <= 0 || fp.total() <= memory_bytes) return {};
+  if (fits_in(fp, memory_bytes)) return {};
   struct part {
     const char* what;
     double bytes;
   };
   const part parts[] = {
-      {"the weights", fp.weights},         {"the gradients and optimizer moments", fp.training_state},
-      {"the KV cache", fp.kv_cache},       {"the attention scores of one layer (B·H·S² unfused)", fp.scores},
-      {"the LM head's logits", fp.logits}, {"the other activations", fp.activations - fp.scores - fp.logits}};
+      {"the weights", fp.weights},
+      {"the gradients and optimizer moments", fp.training_state},
+      {"the KV cache", fp.kv_cache},
+      {fp.attention == attention_impl::fused ? "the fused attention's row statistics and output of one layer"
+                                             : "the attention scores of one layer (B·H·S² unfused)",
+       fp.attention_buffers},
+      {"the LM head's logits", fp.logits},
+      {"the other activations", fp.activations - fp.attention_buffers - fp.logits}};
   const part* big = std::max_element(std::begin(parts), std::end(parts),
                                      [](const part& a, const part& b) { return a.bytes < b.bytes; });
   return "does not fit in " + format_bytes(memory_bytes) + ": needs at least " + format_bytes(fp.total()) +

@@ -124,8 +124,8 @@ parallel_prediction predict_parallel(const model_spec& model, const workload& w,
   // micro-batches a stage holds at once (1F1B: up to p in training, one otherwise).
   workload local = w;
   local.batch = local_batch;
-  const memory_footprint whole = footprint_of(shard, local);
-  const memory_footprint one = footprint_of(shard, mb);
+  const memory_footprint whole = footprint_of(shard, local, cost.attention());
+  const memory_footprint one = footprint_of(shard, mb, cost.attention());
   out.memory_per_gpu.weights = whole.weights / split.pp;
   out.memory_per_gpu.training_state = whole.training_state / split.pp;
   out.memory_per_gpu.kv_cache = whole.kv_cache / split.pp;
@@ -134,7 +134,8 @@ parallel_prediction predict_parallel(const model_spec& model, const workload& w,
       (w.run == run_mode::train ? (one.activations - one.logits) / split.pp : one.activations - one.logits) *
           in_flight +
       one.logits;
-  out.memory_per_gpu.scores = one.scores;
+  out.memory_per_gpu.attention_buffers = one.attention_buffers;
+  out.memory_per_gpu.attention = one.attention;
   out.memory_per_gpu.logits = one.logits;
   out.memory_verdict = memory_verdict(out.memory_per_gpu, hw.memory_bytes);
   if (split.pp > 1 && out.naive_stages.max_s() > out.stages.max_s() * (1 + 1e-9))

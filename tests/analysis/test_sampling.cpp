@@ -9,6 +9,7 @@
 #include "analysis/sampling.hpp"
 #include "core/error.hpp"
 #include "sim/config.hpp"
+#include "sim/flops.hpp"
 #include "sim/des/step.hpp"
 
 namespace {
@@ -46,6 +47,15 @@ sim::des::device_model unit_device() {
   d.launch_s = 0;
   d.host_enqueue_s = 0;
   d.d2h_sync_s = 5e-6;
+  return d;
+}
+
+// The unit device as the sampling map takes it; `memory_bytes` 0: unknown, every cell fits.
+analysis::sampling_device unit(double memory_bytes = 0) {
+  analysis::sampling_device d;
+  d.model = unit_device();
+  d.name = "unit";
+  d.memory_bytes = memory_bytes;
   return d;
 }
 
@@ -105,7 +115,7 @@ TEST(SamplingMap, NamesTheSyncAsWhatKeepsTheTinyModelSlow) {
   r.threads = 1;
   const sim::model_spec m = tiny(1.0);
   const analysis::sampling_map map =
-      analysis::make_sampling_map(m, sim::dense_baseline(m), true, unit_device(), "unit", false, sim::dtype::bf16, r);
+      analysis::make_sampling_map(m, sim::dense_baseline(m), true, unit(), sim::dtype::bf16, r);
   ASSERT_EQ(map.strategies.size(), 2u);
   const analysis::sampling_cell& c = map.cell(0, 0, 1);
   EXPECT_EQ(c.batch, 4);
@@ -121,18 +131,61 @@ TEST(SamplingMap, NamesTheSyncAsWhatKeepsTheTinyModelSlow) {
   EXPECT_NE(map.verdict[0].find("never reaches 1.5x"), std::string::npos) << map.verdict[0];
 }
 
+TEST(SamplingMap, CellsThatDoNotFitAreMarkedAndLeftOutOfTheVerdict) {
+  // tiny(1) decodes every token at every layer, so its KV cache is the baseline's and its
+  // footprint the larger (the predictor's weights). bf16, unfused attention, per sequence:
+  // KV 2 layers × (64 + 1) × 2 × d_kv 64 × 2 bytes = 33,280; one step's activations per
+  // layer 1·(3·64 + 2·64 + 256)·2 = 1,152 plus scores H·(64 + 1)·2 = 520, logits 100·2 = 200.
+  // Batch 4: 133,120 + 4·1,672 + 4·200 = 140,608; batch 8: 266,240 + 8·1,672 + 8·200 = 281,216.
+  const sim::model_spec m = tiny(1.0);
+  const double weights = 2.0 * double(sim::parameter_count(m));
+  analysis::sampling_request r;
+  r.batches = {8, 4};  // the larger batch first: without the memory check it would be the best (a tie)
+  r.contexts = {64};
+  r.strategies = {{decode_routing::sync, false}};
+  r.draws = 1;
+  r.threads = 1;
+  const analysis::sampling_map all =
+      analysis::make_sampling_map(m, sim::dense_baseline(m), true, unit(), sim::dtype::bf16, r);
+  EXPECT_EQ(all.strategies[0].best, 0);
+  EXPECT_EQ(all.strategies[0].excluded, 0);
+  EXPECT_TRUE(all.cell(0, 0, 0).fits);
+  EXPECT_EQ(all.verdict[0].find("excluded"), std::string::npos) << all.verdict[0];
+
+  const analysis::sampling_map map =
+      analysis::make_sampling_map(m, sim::dense_baseline(m), true, unit(weights + 200000), sim::dtype::bf16, r);
+  const analysis::sampling_cell& b8 = map.cell(0, 0, 0);
+  const analysis::sampling_cell& b4 = map.cell(0, 1, 0);
+  EXPECT_DOUBLE_EQ(b8.needs_bytes, weights + 281216);
+  EXPECT_DOUBLE_EQ(b4.needs_bytes, weights + 140608);
+  EXPECT_FALSE(b8.fits);
+  EXPECT_TRUE(b4.fits);
+  EXPECT_EQ(map.strategies[0].excluded, 1);
+  EXPECT_EQ(map.strategies[0].best, 1);  // batch 4, the one that fits
+  EXPECT_NE(map.verdict[0].find("at batch 4, context 64"), std::string::npos) << map.verdict[0];
+  EXPECT_NE(map.verdict[0].find("in the 1 cell that fits in memory"), std::string::npos) << map.verdict[0];
+  EXPECT_NE(map.verdict[0].find("1 of 2 cells excluded: they do not fit in"), std::string::npos) << map.verdict[0];
+
+  // Nothing fits: no best cell, and the verdict says so.
+  const analysis::sampling_map none =
+      analysis::make_sampling_map(m, sim::dense_baseline(m), true, unit(weights), sim::dtype::bf16, r);
+  EXPECT_EQ(none.strategies[0].best, -1);
+  EXPECT_EQ(none.strategies[0].excluded, 2);
+  EXPECT_EQ(none.strategies[0].reached, 0);
+  EXPECT_NE(none.verdict[0].find("no cell fits in memory; 2 of 2 cells excluded"), std::string::npos)
+      << none.verdict[0];
+}
+
 TEST(SamplingMap, RefusesEmptyAxesAndTargetsBelowOne) {
   const sim::model_spec m = tiny(0.5);
   analysis::sampling_request r;
   r.batches = {};
-  EXPECT_THROW(
-      analysis::make_sampling_map(m, sim::dense_baseline(m), true, unit_device(), "unit", false, sim::dtype::bf16, r),
-      modsim::error);
+  EXPECT_THROW(analysis::make_sampling_map(m, sim::dense_baseline(m), true, unit(), sim::dtype::bf16, r),
+               modsim::error);
   r = {};
   r.target_speedup = 1.0;
-  EXPECT_THROW(
-      analysis::make_sampling_map(m, sim::dense_baseline(m), true, unit_device(), "unit", false, sim::dtype::bf16, r),
-      modsim::error);
+  EXPECT_THROW(analysis::make_sampling_map(m, sim::dense_baseline(m), true, unit(), sim::dtype::bf16, r),
+               modsim::error);
 }
 
 TEST(ChooseDecodeRouting, TakesTheFasterPredictedStrategyUnlessBothAreMeasured) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
@@ -747,6 +748,119 @@ TEST(Cli, SamplingMapJsonHasEveryCellAndRefusesBadAxes) {
   EXPECT_EQ(modsim("sampling mod-220m --hardware h100-sxm --target 1").code, 2);
   EXPECT_EQ(modsim("sampling mod-220m --hardware h100-sxm --pad-capacity 2").code, 2);
   EXPECT_EQ(modsim("sampling mod-220m").code, 2);
+}
+
+// The KV cache of dense-220m's decode step by hand (every layer caches the whole context; the
+// larger of the pair mod-220m vs dense-220m): 2 (K and V) · 16 layers · batch · context · 16 KV
+// heads · 64 head dims · 2 bytes (bf16).
+double dense_220m_kv_bytes(std::int64_t batch, std::int64_t context) {
+  return 2.0 * 16 * double(batch) * double(context) * 16 * 64 * 2;
+}
+
+TEST(Cli, SamplingVerdictNeverNamesACellWhoseKvCacheExceedsTheH100) {
+  // The grid's corners reach 550 GB of KV cache (batch 256, context 32,768).
+  const result r = modsim(
+      "sampling mod-220m --hardware h100-sxm --baseline dense-220m --batches 1,16,64,256 --contexts "
+      "512,4096,16384,32768 --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const boost::json::object j = boost::json::parse(r.out).as_object();
+  EXPECT_DOUBLE_EQ(j.at("memory_bytes").to_number<double>(), 80e9);
+  EXPECT_DOUBLE_EQ(dense_220m_kv_bytes(256, 32768), 549755813888.0);
+  int too_big = 0;
+  for (const auto& sv : j.at("strategies").as_array()) {
+    const boost::json::object& s = sv.as_object();
+    int excluded = 0, reached = 0;
+    for (const auto& cv : s.at("cells").as_array()) {
+      const boost::json::object& c = cv.as_object();
+      const double kv = dense_220m_kv_bytes(c.at("batch").as_int64(), c.at("context").as_int64());
+      const bool fits = c.at("fits").as_bool();
+      EXPECT_GE(c.at("needs_bytes").to_number<double>(), kv);
+      // Over 80 GB of KV alone: does not fit. Under 79 GB (the weights are 0.54 GB, a step's
+      // activations a few MB): fits.
+      if (kv > 80e9) {
+        EXPECT_FALSE(fits) << c.at("batch").as_int64() << " x " << c.at("context").as_int64();
+      }
+      if (kv < 79e9) {
+        EXPECT_TRUE(fits) << c.at("batch").as_int64() << " x " << c.at("context").as_int64();
+      }
+      if (!fits) ++excluded;
+      if (fits && c.at("reaches_target").as_bool()) ++reached;
+      if (kv > 80e9) ++too_big;
+    }
+    EXPECT_EQ(s.at("cells_excluded").as_int64(), excluded);
+    EXPECT_EQ(s.at("cells_reaching_target").as_int64(), reached);
+    const boost::json::object& best = s.at("best").as_object();
+    EXPECT_LE(dense_220m_kv_bytes(best.at("batch").as_int64(), best.at("context").as_int64()), 80e9);
+  }
+  // 65,536 bytes per (batch × context): 64 × 32,768 (137 GB), 256 × 16,384 (275 GB) and
+  // 256 × 32,768 (550 GB) exceed 80 GB, per strategy; 64 × 16,384 and 256 × 4,096 (68.7 GB) do not.
+  EXPECT_EQ(too_big, 3 * 3);
+
+  // Every cell the verdict names, as "batch B, context C" or as "context C: <batches>".
+  const std::vector<std::int64_t> all = {1, 16, 64, 256};
+  const std::regex cell_re("batch (\\d+), context (\\d+)");
+  const std::regex list_re("context (\\d+): (every batch|batch >= (\\d+)|batch ([0-9, ]+))");
+  for (const auto& v : j.at("verdict").as_array()) {
+    const std::string line(v.as_string());
+    EXPECT_NE(line.find("3 of 16 cells excluded: they do not fit in 80 GB"), std::string::npos) << line;
+    int named = 0;
+    for (std::sregex_iterator it(line.begin(), line.end(), cell_re), end; it != end; ++it, ++named)
+      EXPECT_LE(dense_220m_kv_bytes(std::stoll((*it)[1]), std::stoll((*it)[2])), 80e9) << line;
+    EXPECT_GE(named, 1) << line;  // the best cell
+    for (std::sregex_iterator it(line.begin(), line.end(), list_re), end; it != end; ++it) {
+      const std::int64_t context = std::stoll((*it)[1]);
+      std::vector<std::int64_t> batches;
+      if ((*it)[2] == "every batch")
+        batches = all;
+      else if ((*it)[3].matched)
+        std::copy_if(all.begin(), all.end(), std::back_inserter(batches),
+                     [&](std::int64_t b) { return b >= std::stoll((*it)[3]); });
+      else {
+        std::stringstream ss((*it)[4].str());
+        std::string item;
+        while (std::getline(ss, item, ',')) batches.push_back(std::stoll(item));
+      }
+      for (std::int64_t b : batches) EXPECT_LE(dense_220m_kv_bytes(b, context), 80e9) << line;
+    }
+  }
+
+  // The same check as `predict --mode decode`: it warns on mod-220m at 256 × 16,384 (8 full layers
+  // alone cache 8 · 256 · 16,385 · 4,096 = 137 GB), not at 64 × 4,096. At 64 × 32,768 mod-220m
+  // fits (8 full layers 68.7 GB + 8 routed ones caching 4,097: 8.6 GB + weights) but dense-220m
+  // (137 GB) does not: the map leaves that cell out, as the baseline's step cannot run.
+  auto warns = [](const std::string& args) {
+    const result p = modsim("predict " + args + " --hardware h100-sxm --mode decode --format json");
+    EXPECT_EQ(p.code, 0) << p.err;
+    const boost::json::value parsed = boost::json::parse(p.out);
+    for (const auto& n : parsed.at("notes").as_array())
+      if (std::string(n.as_string()).find("memory: does not fit in 80 GB") != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(warns("mod-220m --batch 256 --seq 16384"));
+  EXPECT_FALSE(warns("mod-220m --batch 64 --seq 4096"));
+  EXPECT_FALSE(warns("mod-220m --batch 64 --seq 32768"));
+  EXPECT_TRUE(warns("dense-220m --batch 64 --seq 32768"));
+}
+
+TEST(Cli, AFusedPrefillOf64kTokensFitsAndTheUnfusedOneSaysItsScores) {
+  // dense-220m, one sequence of 65,536 tokens, bf16 on 80 GB. Unfused attention writes
+  // B·H·S²·2 = 16 · 65,536² · 2 = 137 GB of scores per layer; fused (the GPU default) keeps
+  // 16 · 65,536 fp32 row statistics and a 65,536 × 1,024 output: about 6 GB in all.
+  auto memory_notes = [](const std::string& out) {
+    std::string all;
+    const boost::json::value j = boost::json::parse(out);
+    for (const auto& n : j.at("notes").as_array())
+      if (std::string(n.as_string()).rfind("memory:", 0) == 0) all += std::string(n.as_string()) + "\n";
+    return all;
+  };
+  const result fused = modsim("predict dense-220m --hardware h100-sxm --seq 65536 --format json");
+  ASSERT_EQ(fused.code, 0) << fused.err;
+  EXPECT_EQ(memory_notes(fused.out), "");
+  const result unfused = modsim("predict dense-220m --hardware h100-sxm --seq 65536 --attention unfused --format json");
+  ASSERT_EQ(unfused.code, 0) << unfused.err;
+  EXPECT_NE(memory_notes(unfused.out).find("the attention scores of one layer (B·H·S² unfused) take 137 GB"),
+            std::string::npos)
+      << memory_notes(unfused.out);
 }
 
 TEST(Cli, SimulateWithoutASubcommandSaysSoWithAUsageLine) {

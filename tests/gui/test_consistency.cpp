@@ -167,6 +167,10 @@ TEST_P(OneAnalysis, CliReportAndExplorerAgreeOnFlopsTimeAndServing) {
       EXPECT_DOUBLE_EQ(gui_sampling.map.strategies[s].cells[i].model_s, model_s);
       EXPECT_DOUBLE_EQ(report.sampling->strategies[s].cells[i].baseline_s, baseline_s);
       EXPECT_DOUBLE_EQ(gui_sampling.map.strategies[s].cells[i].baseline_s, baseline_s);
+      // Which cells fit in memory (and so count in the verdict): the same in the three.
+      const bool fits = cells[i].at("fits").as_bool();
+      EXPECT_EQ(report.sampling->strategies[s].cells[i].fits, fits);
+      EXPECT_EQ(gui_sampling.map.strategies[s].cells[i].fits, fits);
     }
   }
   ASSERT_TRUE(report.serving_routing.has_value());

@@ -342,11 +342,18 @@ TEST(Controls, AnOverflowingWorkloadIsRefusedAtItsFieldAndTheChartsStay) {
 
 TEST(Controls, AStepThatDoesNotFitInMemorySaysWhatDoesNot) {
   Window w;
-  // mod-220m prefill at S = 2^20 on an 80 GB H100: a dense layer's attention scores are
-  // B·H·S²·e = 1·16·2^40·2 bytes = 35.2 TB.
+  // mod-220m prefill at S = 2^20 on an 80 GB H100 with fused attention (the GPU default): no
+  // scores; the largest part is the LM head's logits, B·S·V·e = 2^20·32,000·2 = 67.1 GB (with a
+  // dense layer's 2^20·(3·1,024 + 2·1,024 + 4,096)·2 = 19.3 GB, its attention output 2.1 GB and
+  // the weights 0.5 GB: 89.2 GB).
   w.apply([&] { w.session->setSeqLen(1 << 20); });
-  const QString headline = w.window.headlineLabel()->text();
+  QString headline = w.window.headlineLabel()->text();
   EXPECT_TRUE(headline.contains(QStringLiteral("does not fit in 80 GB"))) << headline.toStdString();
+  EXPECT_TRUE(headline.contains(QStringLiteral("logits take 67.1 GB"))) << headline.toStdString();
+  EXPECT_FALSE(headline.contains(QStringLiteral("attention scores"))) << headline.toStdString();
+  // Unfused: a dense layer's attention scores are B·H·S²·e = 1·16·2^40·2 bytes = 35.2 TB.
+  w.apply([&] { w.session->setAttention(attention_impl::unfused); });
+  headline = w.window.headlineLabel()->text();
   EXPECT_TRUE(headline.contains(QStringLiteral("attention scores"))) << headline.toStdString();
   EXPECT_TRUE(headline.contains(QStringLiteral("35.2 TB"))) << headline.toStdString();
   // At S = 2048 it fits: no word about memory.

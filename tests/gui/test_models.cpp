@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <QAbstractItemModelTester>
+#include <QBrush>
 #include <QSignalSpy>
 #include <QTest>
 #include <memory>
@@ -185,6 +186,24 @@ TEST(ResultModels, SamplingPassesModelTester) {
   EXPECT_DOUBLE_EQ(m.index(3, 3).data(ValueRole).toDouble(), cell.model_s / cell.baseline_s);
   m.setStrategy(0);
   EXPECT_EQ(m.strategy(), 0);
+}
+TEST(ResultModels, SamplingMapHatchesTheCellsThatDoNotFitInMemory) {
+  SamplingModel m;
+  m.setResult(paperResult());
+  ASSERT_EQ(m.rowCount(), 9);
+  // Batch 256 (row 8) × context 32,768 (column 8) on the 80 GB H100: the baseline (mod-220m
+  // without routing) caches 2 · 16 layers · 256 · 32,768 · 1,024 · 2 bytes = 550 GB.
+  const QModelIndex big = m.index(8, 8);
+  EXPECT_EQ(m.map().cell(static_cast<std::size_t>(m.strategy()), 8, 7).context, 32768);
+  EXPECT_FALSE(m.map().cell(static_cast<std::size_t>(m.strategy()), 8, 7).fits);
+  EXPECT_EQ(big.data(Qt::BackgroundRole).value<QBrush>().style(), Qt::BDiagPattern);
+  EXPECT_TRUE(big.data(Qt::DisplayRole).toString().endsWith(QStringLiteral("✗")));
+  EXPECT_TRUE(big.data(Qt::ToolTipRole).toString().contains(QStringLiteral("does not fit in 80 GB")));
+  // Batch 1 × context 256: a few MB of KV; a plain cell.
+  const QModelIndex small = m.index(0, 1);
+  EXPECT_EQ(small.data(Qt::BackgroundRole).metaType(), QMetaType::fromType<QColor>());  // a plain colour
+  EXPECT_FALSE(small.data(Qt::DisplayRole).toString().contains(QStringLiteral("✗")));
+  EXPECT_FALSE(small.data(Qt::ToolTipRole).toString().contains(QStringLiteral("does not fit")));
 }
 TEST(ResultModels, ValidationPassesModelTester) {
   ValidationModel m;

@@ -192,6 +192,43 @@ std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
   return rows;
 }
 
+TEST(Report, TheSamplingSectionMarksTheCellsThatDoNotFitAndLeavesThemOutOfTheVerdict) {
+  // mod-220m against itself without routing on the 80 GB H100, batch 1–256 × context 256–32,768:
+  // the baseline caches 2 · 16 layers · B · S · 1,024 · 2 bytes = 65,536 · B · S, over 80 GB from
+  // B · S = 1,220,703 on (e.g. 64 × 32,768: 137 GB; 256 × 4,096: 68.7 GB fits).
+  const auto kv = [](double b, double s) { return 65536.0 * b * s; };
+  const std::vector<std::vector<std::string>> rows = parse_csv(file("tables/sampling.csv"));
+  ASSERT_FALSE(rows.empty());
+  const std::vector<std::string>& head = rows[0];
+  ASSERT_GE(head.size(), 2u);
+  EXPECT_EQ(head[head.size() - 2], "fits");
+  EXPECT_EQ(head.back(), "needs_bytes");
+  int excluded = 0;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    const double b = std::stod(rows[i][1]), c = std::stod(rows[i][2]);
+    const bool fits = rows[i][head.size() - 2] == "true";
+    EXPECT_EQ(fits, kv(b, c) < 79e9) << rows[i][0] << " " << b << " x " << c;
+    EXPECT_GE(std::stod(rows[i].back()), kv(b, c));
+    excluded += !fits;
+  }
+  // Per strategy (3 on a GPU): 64 × 32,768, 128 × 16,384 and 32,768, 256 × 8,192 to 32,768.
+  EXPECT_EQ(excluded, 3 * 6);
+  const std::string& html = file("report.html");
+  EXPECT_NE(html.find("✗: does not fit in 80 GB, excluded from the verdict"), std::string::npos);
+  EXPECT_NE(html.find("6 of 72 cells excluded: they do not fit in 80 GB"), std::string::npos);
+  // The chart marks the same cells: the drawn contexts' points that do not fit.
+  // The chart draws every other context (512, 2,048, 8,192, 32,768): 256 × 8,192 and 64, 128,
+  // 256 × 32,768.
+  ASSERT_TRUE(data().sampling.has_value());
+  const ratio_chart_input chart = sampling_chart(*data().sampling, 0);
+  EXPECT_EQ(chart.excluded_name, "does not fit in 80 GB (excluded)");
+  EXPECT_EQ(chart.excluded.size(), 4u);
+  for (const auto& [b, ratio] : chart.excluded) EXPECT_GE(b, 64) << ratio;
+  if (charts_available()) {
+    EXPECT_NE(html.find("does not fit in 80 GB (excluded)"), std::string::npos);
+  }
+}
+
 TEST(Report, FlopTableEqualsModsimFlopsAndPredictForTheSameInput) {
   // Independently: the FLOP model and the prediction of the same model and workload.
   const sim::model_spec m = sim::load_model(config("models/mod-220m.json"));

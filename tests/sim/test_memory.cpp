@@ -5,6 +5,7 @@
 #include "sim/memory.hpp"
 
 using namespace modsim::sim;
+using modsim::attention_impl;
 
 namespace {
 
@@ -33,21 +34,21 @@ workload load(run_mode mode) {
 
 }  // namespace
 
-TEST(Memory, ForwardKeepsTheLargestLayerAndTheLogits) {
-  const memory_footprint fp = footprint_of(small(), load(run_mode::forward));
+TEST(Memory, UnfusedForwardKeepsTheLargestLayerItsScoresAndTheLogits) {
+  const memory_footprint fp = footprint_of(small(), load(run_mode::forward), attention_impl::unfused);
   const double P = double(parameter_count(small()));
   EXPECT_DOUBLE_EQ(fp.weights, P * 4);
   EXPECT_DOUBLE_EQ(fp.training_state, 0);
   EXPECT_DOUBLE_EQ(fp.kv_cache, 0);
   // Per layer: B·n·(3d + 2·d_kv + F)·e = 2·8·(192 + 128 + 256)·4 = 36,864, scores B·H·n²·e =
   // 2·4·64·4 = 2,048; logits B·S·V·e = 2·8·100·4 = 6,400.
-  EXPECT_DOUBLE_EQ(fp.scores, 2048);
+  EXPECT_DOUBLE_EQ(fp.attention_buffers, 2048);
   EXPECT_DOUBLE_EQ(fp.logits, 6400);
   EXPECT_DOUBLE_EQ(fp.activations, 36864 + 2048 + 6400);
 }
 
 TEST(Memory, TrainingKeepsEveryLayerAndTheOptimizerState) {
-  const memory_footprint fp = footprint_of(small(), load(run_mode::train));
+  const memory_footprint fp = footprint_of(small(), load(run_mode::train), attention_impl::unfused);
   const double P = double(parameter_count(small()));
   EXPECT_DOUBLE_EQ(fp.training_state, P * 4 + 2 * P * 4);
   EXPECT_DOUBLE_EQ(fp.activations, 2 * (36864 + 2048) + 6400);
@@ -59,19 +60,72 @@ TEST(Memory, DecodeCachesKOfTheContextAtARoutedLayer) {
   r.capacity = 0.5;
   r.sched.kind = schedule_kind::every_other;  // layer 1 routed: k = 4 of S = 8
   m.routing = r;
-  const memory_footprint fp = footprint_of(m, load(run_mode::decode));
+  const memory_footprint fp = footprint_of(m, load(run_mode::decode), attention_impl::unfused);
   // KV: layer 0 B·(S+1)·2·d_kv·e = 2·9·2·64·4 = 9,216; layer 1 2·5·2·64·4 = 5,120.
   EXPECT_DOUBLE_EQ(fp.kv_cache, 9216 + 5120);
   // One new token: 2·1·576·4 = 4,608 plus scores 2·4·1·9·4 = 288 at layer 0 (the larger);
   // logits 2·100·4 = 800.
-  EXPECT_DOUBLE_EQ(fp.scores, 288);
+  EXPECT_DOUBLE_EQ(fp.attention_buffers, 288);
   EXPECT_DOUBLE_EQ(fp.activations, 4608 + 288 + 800);
+}
+
+TEST(Memory, FusedForwardKeepsRowStatisticsAndTheOutputInsteadOfScores) {
+  const memory_footprint fp = footprint_of(small(), load(run_mode::forward), attention_impl::fused);
+  // No n x n scores: per-row statistics B·H·n·4 = 2·4·8·4 = 256 and the output B·n·H·d_head·e =
+  // 2·8·4·16·4 = 4,096; the rest of the layer as unfused (36,864), logits 6,400.
+  EXPECT_DOUBLE_EQ(fp.attention_buffers, 256 + 4096);
+  EXPECT_DOUBLE_EQ(fp.activations, 36864 + 4352 + 6400);
+  EXPECT_EQ(fp.attention, attention_impl::fused);
+}
+
+TEST(Memory, FusedDecodeKeepsOneQueryRowPerSequence) {
+  model_spec m = small();
+  routing_spec r;
+  r.capacity = 0.5;
+  r.sched.kind = schedule_kind::every_other;
+  m.routing = r;
+  const memory_footprint fp = footprint_of(m, load(run_mode::decode), attention_impl::fused);
+  EXPECT_DOUBLE_EQ(fp.kv_cache, 9216 + 5120);  // the cache does not depend on the kernel
+  // One query per sequence: statistics 2·4·1·4 = 32, output 2·1·64·4 = 512.
+  EXPECT_DOUBLE_EQ(fp.attention_buffers, 32 + 512);
+  EXPECT_DOUBLE_EQ(fp.activations, 4608 + 544 + 800);
+}
+
+TEST(Memory, AFusedPrefillOf64kTokensFitsWhereTheUnfusedOneDoesNot) {
+  // dense-220m's shape (d 1024, 16 layers, 16 heads of 64, d_ff 4096, vocab 32,000), bf16,
+  // one sequence of 65,536 tokens on 80 GB.
+  model_spec m;
+  m.name = "dense-220m";
+  m.d_model = 1024;
+  m.n_layers = 16;
+  m.n_heads = 16;
+  m.n_kv_heads = 16;
+  m.d_head = 64;
+  m.d_ff = 4096;
+  m.vocab_size = 32000;
+  workload w;
+  w.batch = 1;
+  w.seq_len = 65536;
+  w.type = dtype::bf16;
+  const memory_footprint unfused = footprint_of(m, w, attention_impl::unfused);
+  const memory_footprint fused = footprint_of(m, w, attention_impl::fused);
+  // Unfused: B·H·S²·e = 16·65,536²·2 = 137,438,953,472 bytes of scores.
+  EXPECT_DOUBLE_EQ(unfused.attention_buffers, 137438953472.0);
+  EXPECT_FALSE(fits_in(unfused, 80e9));
+  EXPECT_NE(memory_verdict(unfused, 80e9).find("the attention scores of one layer (B·H·S² unfused) take 137 GB"),
+            std::string::npos);
+  // Fused: 16·65,536·4 = 4,194,304 of statistics + 65,536·1,024·2 = 134,217,728 of output.
+  EXPECT_DOUBLE_EQ(fused.attention_buffers, 4194304.0 + 134217728.0);
+  // Weights ~0.5 GB, the layer 65,536·(3·1,024 + 2·1,024 + 4,096)·2 = 1.21 GB, logits
+  // 65,536·32,000·2 = 4.19 GB: about 6 GB.
+  EXPECT_TRUE(fits_in(fused, 80e9));
+  EXPECT_EQ(memory_verdict(fused, 80e9), "");
 }
 
 TEST(Memory, TheVerdictNamesTheLargestPartAndIsEmptyWhenItFits) {
   memory_footprint fp;
   fp.weights = 0.5e9;
-  fp.scores = 35.2e12;
+  fp.attention_buffers = 35.2e12;
   fp.logits = 0.1e12;
   fp.activations = 35.3e12;
   EXPECT_EQ(memory_verdict(fp, 80e9),
@@ -79,6 +133,13 @@ TEST(Memory, TheVerdictNamesTheLargestPartAndIsEmptyWhenItFits) {
             "(B·H·S² unfused) take 35.2 TB");
   EXPECT_EQ(memory_verdict(fp, 40e12), "");
   EXPECT_EQ(memory_verdict(fp, 0), "");  // unknown memory: nothing said
+  EXPECT_TRUE(fits_in(fp, 0));
+  EXPECT_TRUE(fits_in(fp, fp.total()));
+  EXPECT_FALSE(fits_in(fp, fp.total() - 1));
+  fp.attention = attention_impl::fused;
+  EXPECT_EQ(memory_verdict(fp, 80e9),
+            "does not fit in 80 GB: needs at least 35.3 TB, of which the fused attention's row statistics and output "
+            "of one layer take 35.2 TB");
 }
 
 TEST(Memory, BytesPrintInDecimalUnits) {

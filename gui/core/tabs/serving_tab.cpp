@@ -1,5 +1,6 @@
 #include "gui/core/tabs/serving_tab.hpp"
 
+#include <QBrush>
 #include <QColor>
 #include <QComboBox>
 #include <QHBoxLayout>
@@ -11,6 +12,7 @@
 #include <QVBoxLayout>
 #include <QtCharts/QChart>
 #include <QtCharts/QChartView>
+#include <algorithm>
 
 #include "gui/core/explorer_session.hpp"
 #include "gui/core/format.hpp"
@@ -18,6 +20,7 @@
 #include "reports/charts.hpp"
 #include "reports/views.hpp"
 #include "sim/des/serving_fields.hpp"
+#include "sim/memory.hpp"
 
 namespace modsim::gui {
 
@@ -132,13 +135,20 @@ QVariant SamplingModel::data(const QModelIndex& index, int role) const {
       return QStringLiteral("%1 %2%3")
           .arg(c.ratio(), 0, 'f', 3)
           .arg(QChar(letters[static_cast<int>(c.dominant)]))
-          .arg(c.reaches ? QStringLiteral(" ✓") : QString());
+          .arg(!c.fits     ? QStringLiteral(" ✗")
+               : c.reaches ? QStringLiteral(" ✓")
+                           : QString());
     case ValueRole:
       return c.ratio();
     case Qt::TextAlignmentRole:
       return rightAligned();
     case Qt::BackgroundRole:
+      // A cell that does not fit in memory: hatched grey (the legend is in the verdict above).
+      if (!c.fits) return QBrush(QColor(0x9A, 0x9A, 0x9A), Qt::BDiagPattern);
       return c.reaches ? QColor(0xD4, 0xEF, 0xD4) : c.ratio() < 1 ? QColor(0xEE, 0xF4, 0xFB) : QColor(0xFB, 0xEC, 0xEC);
+    case Qt::ForegroundRole:
+      if (!c.fits) return QColor(0x70, 0x70, 0x70);
+      return {};
     case Qt::ToolTipRole: {
       QString t = tr("batch %1, context %2: MoD %3 vs baseline %4 per step (%5x); decided by %6\n")
                       .arg(c.batch)
@@ -146,6 +156,9 @@ QVariant SamplingModel::data(const QModelIndex& index, int role) const {
                       .arg(formatSeconds(c.model_s), formatSeconds(c.baseline_s))
                       .arg(c.speedup(), 0, 'f', 2)
                       .arg(QString::fromUtf8(analysis::describe(c.dominant)));
+      if (!c.fits)
+        t += tr("does not fit in %1: needs %2 (weights, KV cache, one step's activations); left out of the verdict\n")
+                 .arg(qs(reports::sampling_memory_name(m)), qs(sim::format_bytes(c.needs_bytes)));
       for (analysis::decode_component k : analysis::decode_components)
         t += QStringLiteral("\n%1: %2 vs %3")
                  .arg(QString::fromUtf8(analysis::describe(k)), formatSeconds(part_of(c.model, k)),
@@ -339,6 +352,11 @@ void ServingPage::rebuildSampling() {
                         .arg(m.target_speedup > 0 ? 1.0 / m.target_speedup : 0.0, 0, 'f', 3)
                         .arg(m.draws)
                         .arg(QString::fromStdString(m.baseline_name).toHtmlEscaped());
+  if (std::any_of(m.strategies.begin(), m.strategies.end(),
+                  [](const analysis::sampling_strategy_map& s) { return s.excluded > 0; }))
+    verdict += tr(" Hatched grey cells (✗) do not fit in %1 (weights, KV cache, one step's activations) and are left "
+                  "out of the verdict.")
+                   .arg(qs(reports::sampling_memory_name(m)));
   for (const std::string& v : m.verdict)
     verdict += QStringLiteral("<br>• ") + QString::fromStdString(v).toHtmlEscaped();
   m_verdict->setText(verdict);
