@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/common.hpp"
+#include "cli/version.hpp"
 #include "core/error.hpp"
 
 namespace modsim::cli {
@@ -59,7 +60,7 @@ int main(int argc, char** argv) {
     return args.empty() ? modsim::cli::exit_bad_input : modsim::cli::exit_ok;
   }
   if (args[0] == "--version") {
-    std::cout << "modsim " << MODSIM_VERSION << "\n";
+    std::cout << modsim::cli::build_line() << "\n";
     return 0;
   }
   auto it = commands().find(args[0]);
