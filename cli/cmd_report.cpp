@@ -18,7 +18,6 @@
 #include "profiler/grid.hpp"
 #include "reports/report.hpp"
 #include "cli/common.hpp"
-#include "cli/version.hpp"
 #include "sim/config.hpp"
 #include "core/error.hpp"
 #if MODSIM_HAVE_QT
@@ -127,7 +126,6 @@ int cmd_report(const std::vector<std::string>& args) {
   if (!vm["no-parallel"].as<bool>())
     in.parallel = parallel_from(vm, sim::is_gpu(in.hardware) && in.hardware.interconnect ? 8 : 0);
   in.command_line = join_args(args);
-  in.build = {build().version, build().commit};
   // The files the report is made from, for summary.json (path and SHA-256 of each).
   std::vector<std::string> inputs;
   for (const auto& m : in.models) inputs.push_back(m.source_file);

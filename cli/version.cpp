@@ -1,13 +1,6 @@
 #include "cli/version.hpp"
 
-#include "git_revision.hpp"
-
 namespace modsim::cli {
-
-const build_info& build() {
-  static const build_info info{MODSIM_VERSION, MODSIM_GIT_REVISION};
-  return info;
-}
 
 boost::json::object build_json() { return {{"version", build().version}, {"commit", build().commit}}; }
 

@@ -1,23 +1,16 @@
 #pragma once
-// Which modsim made an output: the project version and the commit the binary was built from
-// (cli/git_revision.cmake: 10 hex digits, "-dirty" when the tree had changes, "unknown" outside
-// git). `modsim --version` prints it; every --format json output, report and summary carries it.
+// This binary's version and commit (core/version.hpp) as the command line shows them.
 #include <boost/json.hpp>
 #include <string>
 
+#include "core/version.hpp"
+
 namespace modsim::cli {
 
-struct build_info {
-  std::string version;  // "0.1.0"
-  std::string commit;   // "cd196a25d0", "cd196a25d0-dirty" or "unknown"
-};
-
-const build_info& build();
-
-// {"version": str, "commit": str}
+// {"version": str, "commit": str}: what every --format json object carries as "modsim".
 boost::json::object build_json();
 
-// "modsim 0.1.0 (commit cd196a25d0)"
+// "modsim 0.1.0 (commit cd196a25d0)": what `modsim --version` prints.
 std::string build_line();
 
 }  // namespace modsim::cli

@@ -20,6 +20,7 @@
 
 #include "analysis/analysis.hpp"
 #include "analysis/validation.hpp"
+#include "core/version.hpp"
 #include "sim/calibrate.hpp"
 #include "sim/des/comparison.hpp"
 #include "sim/des/serving.hpp"
@@ -40,12 +41,8 @@ using progress_fn = std::function<void(const std::string&)>;  // one line, no ne
 // The serving comparison (sim/des/comparison.hpp): one scenario for every face of modsim.
 using serving_scenario = sim::des::serving_scenario;
 
-// Which modsim made a report (the command line's version and commit; library code knows
-// neither) and the files it was made from.
-struct report_build {
-  std::string version;  // "0.1.0"
-  std::string commit;   // git hash, "-dirty" appended when the tree had changes, or "unknown"
-};
+// Which modsim made a report (core/version.hpp) and the files it was made from.
+using report_build = build_info;
 struct input_file {
   std::string path;    // as the report resolved it
   std::string sha256;  // of the file's bytes (core/sha256.hpp)
@@ -56,9 +53,9 @@ struct input_file {
 std::vector<input_file> hash_inputs(const std::vector<std::string>& paths);
 
 struct report_input {
-  report_build build;
-  std::vector<input_file> inputs;       // models, baseline, hardware, calibration, workload, measurements
-  std::vector<sim::model_spec> models;  // >= 1; models[0] is the subject of the report
+  report_build build = modsim::build();  // this binary's
+  std::vector<input_file> inputs;        // models, baseline, hardware, calibration, workload, measurements
+  std::vector<sim::model_spec> models;   // >= 1; models[0] is the subject of the report
   sim::hardware_spec hardware;
   sim::workload load;  // the forward pass the FLOP and time tables describe
   // The capacity × schedule sweep; empty = sim::default_space(models[0]).
