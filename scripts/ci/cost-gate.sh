@@ -19,7 +19,8 @@
 #                             and head/NAME/ (the reports), compare.md (for a pull-request
 #                             comment), junit-NAME.xml (one test case per figure)
 # Exit: 0 every figure within its threshold, 1 a figure regressed (each named on stderr),
-# 2 bad input (a ref, a configuration modsim rejects, a summary compare cannot read).
+# 2 bad input (a ref, a configuration modsim rejects, a summary compare cannot read), 3 modsim
+# did not build at a ref.
 set -euo pipefail
 usage() { echo "usage: $0 BASE_REF [HEAD_REF]   (see the comment at the top of this script)" >&2; exit 2; }
 [[ $# -ge 1 && $# -le 2 && "$1" != -* ]] || usage
@@ -56,10 +57,16 @@ modsim_for() {
     (cd "$(dirname "$MODSIM")" && echo "$PWD/$(basename "$MODSIM")")
   elif [[ -f "$wt/cli/main.cpp" && -f "$wt/CMakeLists.txt" ]]; then
     echo "cost-gate: building modsim at $(git -C "$wt" rev-parse --short HEAD) (set MODSIM to reuse one binary)" >&2
-    cmake -S "$wt" -B "$wt/build-gate" -DCMAKE_BUILD_TYPE=Release -DMODSIM_ENABLE_CUDA=OFF -DMODSIM_ENABLE_GUI=OFF \
-      >"$tmp/configure.log" 2>&1 || { cat "$tmp/configure.log" >&2; exit 2; }
-    cmake --build "$wt/build-gate" --target modsim -j "$(nproc)" >"$tmp/build.log" 2>&1 ||
-      { tail -50 "$tmp/build.log" >&2; exit 2; }
+    # ccache (when installed) hashes paths relative to the worktree, as scripts/build.sh does, so
+    # the second ref reuses what the first compiled from unchanged sources.
+    local generator=()
+    command -v ninja >/dev/null && generator=(-G Ninja)
+    CCACHE_BASEDIR="$wt" CCACHE_NOHASHDIR=true cmake -S "$wt" -B "$wt/build-gate" "${generator[@]}" \
+      -DCMAKE_BUILD_TYPE=Release -DMODSIM_ENABLE_CUDA=OFF -DMODSIM_ENABLE_GUI=OFF \
+      >"$tmp/configure.log" 2>&1 || { cat "$tmp/configure.log" >&2; exit 3; }
+    CCACHE_BASEDIR="$wt" CCACHE_NOHASHDIR=true cmake --build "$wt/build-gate" --target modsim -j "$(nproc)" \
+      >"$tmp/build.log" 2>&1 ||
+      { tail -50 "$tmp/build.log" >&2; exit 3; }
     echo "$wt/build-gate/cli/modsim"
   elif command -v modsim >/dev/null; then
     command -v modsim
