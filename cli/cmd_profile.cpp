@@ -27,7 +27,7 @@
 #include "profiler/grid.hpp"
 #include "profiler/measurements.hpp"
 #include "profiler/runner.hpp"
-#include "git_revision.hpp"
+#include "core/version.hpp"
 #include "cli/common.hpp"
 #include "cli/printer.hpp"
 #include "core/error.hpp"
@@ -374,8 +374,8 @@ int cmd_profile(const std::vector<std::string>& args) {
   };
 
   boost::json::object meta;
-  meta["modsim_version"] = MODSIM_VERSION;
-  meta["git_revision"] = MODSIM_GIT_REVISION;
+  meta["modsim_version"] = build().version;
+  meta["git_revision"] = build().commit;
   meta["backend"] = backend_name;
   meta["device"] = be->device();
   meta["hardware_threads"] = std::thread::hardware_concurrency();

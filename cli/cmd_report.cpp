@@ -45,7 +45,9 @@ const char* const k_usage =
     "--gpus G ranked, default 8 on GPU hardware with an interconnect, as modsim predict --gpus), and\n"
     "predicted vs measured blocks.\n"
     "--baseline MODEL compares with a matched-quality dense model instead of MODEL without routing.\n"
-    "Writes DIR/report.md, DIR/report.html (self-contained), DIR/tables/*.csv, DIR/charts/*.svg;\n"
+    "Writes DIR/report.md, DIR/report.html (self-contained), DIR/summary.json (the headline figures under\n"
+    "stable keys, the modsim version and commit, the inputs' SHA-256; no date: the same inputs give the same\n"
+    "bytes; `modsim compare` gates on it), DIR/tables/*.csv, DIR/charts/*.svg;\n"
     "every file goes to a temporary name first, so a failed run leaves the previous report intact.\n"
     "\n"
     "With no MODEL: mod-220m on h100-sxm-calibrated (the cost model calibrated on the committed H100\n"
@@ -124,6 +126,14 @@ int cmd_report(const std::vector<std::string>& args) {
   if (!vm["no-parallel"].as<bool>())
     in.parallel = parallel_from(vm, sim::is_gpu(in.hardware) && in.hardware.interconnect ? 8 : 0);
   in.command_line = join_args(args);
+  // The files the report is made from, for summary.json (path and SHA-256 of each).
+  std::vector<std::string> inputs;
+  for (const auto& m : in.models) inputs.push_back(m.source_file);
+  if (vm.count("baseline")) inputs.push_back(in.baseline->source_file);
+  inputs.push_back(hw_path);
+  if (vm.count("calibration")) inputs.push_back(resolve_config(vm["calibration"].as<std::string>(), "hardware"));
+  if (vm.count("workload")) inputs.push_back(resolve_config(vm["workload"].as<std::string>(), "workloads"));
+  if (vm.count("measurements")) inputs.push_back(vm["measurements"].as<std::string>());
 
   // Validation: given measurements, or — for the defaults on a CPU — the held-out split of
   // scripts/validate-cpu.sh: calibrate on a quick CPU profile (single ops and blocks), score
@@ -161,14 +171,20 @@ int cmd_report(const std::vector<std::string>& args) {
       return exit_interrupted;
     }
     val = std::move(*held_out);
+    inputs.push_back((fs::path(out_dir) / "measurements-cpu.csv").string());
+    inputs.push_back((fs::path(out_dir) / "measurements-cpu-holdout.csv").string());
   } else {
     val.from = analysis::validation_request::source::hardware;
     val.missing =
         defaults ? "skipped (--no-profile)" : "no measurements given (add --measurements CSV from `modsim profile`)";
   }
+  if (val.from == analysis::validation_request::source::hardware)  // the measurements behind its calibration
+    for (const std::string& f : analysis::calibration_measurements(in.hardware)) inputs.push_back(f);
   if (val.from != analysis::validation_request::source::none)
     std::cerr << "report: validating the cost model on "
               << (val.label.empty() ? "the measurements behind " + in.hardware.name : val.label) << "\n";
+
+  in.inputs = reports::hash_inputs(inputs);
 
   auto progress = [](const std::string& line) { std::cerr << line << "\n"; };
   const reports::report_data data = reports::build_report(in, progress);

@@ -7,10 +7,12 @@
 #include <vector>
 
 #include "cli/common.hpp"
+#include "cli/version.hpp"
 #include "core/error.hpp"
 
 namespace modsim::cli {
-int cmd_comm(const std::vector<std::string>& args);  // cli/cmd_comm.cpp
+int cmd_comm(const std::vector<std::string>& args);     // cli/cmd_comm.cpp
+int cmd_compare(const std::vector<std::string>& args);  // cli/cmd_compare.cpp
 }  // namespace modsim::cli
 
 namespace {
@@ -36,6 +38,9 @@ const std::map<std::string, command>& commands() {
        {modsim::cli::cmd_sampling,
         "the sampling map: MoD / baseline decode step time over batch x context, sync vs pad, and why"}},
       {"report", {modsim::cli::cmd_report, "the cost report: Markdown, self-contained HTML, CSV, SVG charts"}},
+      {"compare",
+       {modsim::cli::cmd_compare,
+        "compare two report summaries (summary.json): a table, JSON, Markdown or JUnit; exit 1 on a regression"}},
       {"comm",
        {modsim::cli::cmd_comm,
         "one collective over G GPUs (all_reduce, ...): alpha-beta time, or fitted to nccl-tests (comm calibrate)"}},
@@ -47,7 +52,7 @@ void print_usage(std::ostream& out) {
   out << "usage: modsim COMMAND [options]   (modsim COMMAND --help for its options)\n\ncommands:\n";
   for (const auto& [name, cmd] : commands())
     out << "  " << name << std::string(12 - name.size(), ' ') << cmd.summary << "\n";
-  out << "\nexit codes: 0 ok, 1 a check failed (validate), 2 bad input, 3 runtime failure, 130 interrupted\n";
+  out << "\nexit codes: 0 ok, 1 a check failed (validate, compare), 2 bad input, 3 runtime failure, 130 interrupted\n";
 }
 
 }  // namespace
@@ -59,7 +64,7 @@ int main(int argc, char** argv) {
     return args.empty() ? modsim::cli::exit_bad_input : modsim::cli::exit_ok;
   }
   if (args[0] == "--version") {
-    std::cout << "modsim " << MODSIM_VERSION << "\n";
+    std::cout << modsim::cli::build_line() << "\n";
     return 0;
   }
   auto it = commands().find(args[0]);

@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/text.hpp"
+#include "cli/version.hpp"
 
 namespace modsim::cli {
 
@@ -71,7 +72,13 @@ cell integer(std::int64_t v) { return cell(std::to_string(v)); }
 void print(const output& o, output_format format, std::ostream& out) {
   switch (format) {
     case output_format::json:
-      out << boost::json::serialize(o.json) << "\n";
+      if (o.json.is_object() && !o.json.as_object().contains("modsim")) {
+        boost::json::object stamped = o.json.as_object();
+        stamped["modsim"] = build_json();
+        out << boost::json::serialize(stamped) << "\n";
+      } else {
+        out << boost::json::serialize(o.json) << "\n";
+      }
       return;
     case output_format::csv:
       if (!o.csv.empty()) {

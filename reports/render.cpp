@@ -1,5 +1,5 @@
 // render_report: report_data -> report.md, report.html (self-contained: CSS and SVG inline,
-// no external reference), tables/*.csv and charts/*.svg. The document is built by
+// no external reference), summary.json, tables/*.csv and charts/*.svg. The document is built by
 // reports/sections.hpp and written by reports/markdown.hpp and reports/html.hpp; the charts are
 // drawn here (with Qt) and tidied by reports/svg.hpp.
 #include <map>
@@ -12,6 +12,7 @@
 #include "reports/markdown.hpp"
 #include "reports/report.hpp"
 #include "reports/sections.hpp"
+#include "reports/summary.hpp"
 #include "reports/svg.hpp"
 #include "core/error.hpp"
 
@@ -47,6 +48,7 @@ std::vector<report_file> render_report(const report_data& data, const render_opt
 #endif
   files.push_back({"report.md", render_markdown(doc, charts)});
   files.push_back({"report.html", render_html(doc, svgs, charts)});
+  files.push_back({"summary.json", summary_text(summary_of(data))});
   for (auto& f : doc.csv) files.push_back(std::move(f));
   return files;
 }

@@ -7,10 +7,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 
 #include "core/error.hpp"
+#include "core/sha256.hpp"
 #include "sim/io.hpp"
 
 namespace modsim::reports {
@@ -29,6 +31,8 @@ report_data build_report(const report_input& in, const progress_fn& progress) {
   report_data d;
   d.generated = sim::utc_now_iso8601();
   d.command_line = in.command_line;
+  d.build = in.build;
+  d.inputs = in.inputs;
   d.hardware = in.hardware;
   d.load = in.load;
   analysis::control ctl;
@@ -112,11 +116,26 @@ report_data build_report(const report_input& in, const progress_fn& progress) {
     mr.flops = std::move(r.flops);
     mr.dense_flops = std::move(r.dense_flops);
     mr.pred = std::move(*r.prediction);
+    mr.memory = r.memory;
     mr.classes = std::move(r.time_classes);
     d.models.push_back(std::move(mr));
   }
   if (progress) progress("report: computed");
   return d;
+}
+
+std::vector<input_file> hash_inputs(const std::vector<std::string>& paths) {
+  std::vector<input_file> out;
+  std::set<std::string> seen;
+  for (const std::string& p : paths) {
+    if (p.empty() || !seen.insert(p).second) continue;
+    std::ifstream in(p, std::ios::binary);
+    if (!in) throw input_error(p, "", "cannot open file");
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) throw input_error(p, "", "cannot read file");
+    out.push_back({p, sha256_hex(bytes)});
+  }
+  return out;
 }
 
 // --- Writing ----------------------------------------------------------------------------------

@@ -20,10 +20,12 @@
 
 #include "analysis/analysis.hpp"
 #include "analysis/validation.hpp"
+#include "core/version.hpp"
 #include "sim/calibrate.hpp"
 #include "sim/des/comparison.hpp"
 #include "sim/des/serving.hpp"
 #include "sim/flops.hpp"
+#include "sim/memory.hpp"
 #include "sim/predict.hpp"
 #include "sim/rollup.hpp"
 #include "sim/spec.hpp"
@@ -39,8 +41,21 @@ using progress_fn = std::function<void(const std::string&)>;  // one line, no ne
 // The serving comparison (sim/des/comparison.hpp): one scenario for every face of modsim.
 using serving_scenario = sim::des::serving_scenario;
 
+// Which modsim made a report (core/version.hpp) and the files it was made from.
+using report_build = build_info;
+struct input_file {
+  std::string path;    // as the report resolved it
+  std::string sha256;  // of the file's bytes (core/sha256.hpp)
+};
+
+// Every file at `paths`, hashed, in order, each once. Throws modsim::error(bad_input) naming a
+// file that cannot be read.
+std::vector<input_file> hash_inputs(const std::vector<std::string>& paths);
+
 struct report_input {
-  std::vector<sim::model_spec> models;  // >= 1; models[0] is the subject of the report
+  report_build build = modsim::build();  // this binary's
+  std::vector<input_file> inputs;        // models, baseline, hardware, calibration, workload, measurements
+  std::vector<sim::model_spec> models;   // >= 1; models[0] is the subject of the report
   sim::hardware_spec hardware;
   sim::workload load;  // the forward pass the FLOP and time tables describe
   // The capacity × schedule sweep; empty = sim::default_space(models[0]).
@@ -78,9 +93,11 @@ using class_row = sim::class_rollup;
 
 struct model_result {
   sim::model_spec model;
-  sim::flops_report flops;         // evaluate_flops(model, load)
-  sim::flops_report dense_flops;   // evaluate_flops(dense_baseline(model), load)
-  sim::prediction pred;            // predict(model, load, cost)
+  sim::flops_report flops;        // evaluate_flops(model, load)
+  sim::flops_report dense_flops;  // evaluate_flops(dense_baseline(model), load)
+  sim::prediction pred;           // predict(model, load, cost)
+  // What the pass keeps in device memory on one GPU (analysis_result::memory; absent without hardware).
+  std::optional<sim::memory_footprint> memory;
   std::vector<class_row> classes;  // in sim::op_classes() order, classes either model runs
 };
 
@@ -92,6 +109,8 @@ struct serving_section {
 
 struct report_data {
   std::string generated;  // UTC ISO 8601
+  report_build build;
+  std::vector<input_file> inputs;
   std::string command_line;
   sim::hardware_spec hardware;
   std::string cost_label;
@@ -136,7 +155,8 @@ bool charts_available();
 // validation, models, method.
 const std::vector<std::string>& section_ids();
 
-// report.md, report.html, tables/*.csv and (with charts) charts/*.svg. Charts need a
+// report.md, report.html, summary.json (reports/summary.hpp), tables/*.csv and (with charts)
+// charts/*.svg. Charts need a
 // QApplication (reports::ensure_application()) when charts_available().
 std::vector<report_file> render_report(const report_data& data, const render_options& options = {},
                                        const progress_fn& progress = {});

@@ -278,7 +278,10 @@ section method_section(const report_data& d) {
       "Sampling: each cell is one decode step through the same simulator (`analysis::decode_step_time`, the step of "
       "`modsim predict --mode decode` and `modsim simulate forward --mode decode`), averaged over routing draws; "
       "reproduce it with `modsim sampling MODEL --hardware HW [--baseline MODEL]`.",
-      "Generated " + d.generated + (d.command_line.empty() ? std::string() : " by `" + d.command_line + "`") + ".",
+      "Generated " + d.generated + (d.command_line.empty() ? std::string() : " by `" + d.command_line + "`") +
+          (d.build.version.empty() ? std::string()
+                                   : " with modsim " + d.build.version + " (commit " + d.build.commit + ")") +
+          "; `summary.json` beside this report holds its headline figures for `modsim compare`.",
   }));
   return s;
 }

@@ -38,13 +38,15 @@ cpu_decode=$meas/cpu-xeon-2core-2026-11-24-decode.csv
 cpu_quick=$meas/cpu-xeon-2core-2026-11-22-quick.csv
 
 # Dates (not those in file names such as h100-sxm-2026-11-23-full.csv), clock times, git
-# revisions and the snapshot's own folder. Durations need no mask: nothing here prints one.
+# revisions (also as JSON, "commit": "..."), the checkout's and the snapshot's own folders.
+# Durations need no mask: nothing here prints one.
 mask() {
   sed -E \
     -e "s#$out#OUTDIR#g" \
+    -e "s#$root#ROOT#g" \
     -e 's/(^|[^-[:alnum:]])[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?/\1DATE/g' \
     -e 's/\b[0-9]{1,2}:[0-9]{2}:[0-9]{2}\b/TIME/g' \
-    -e 's/\b(git|revision|commit|rev)([ :=]+)[0-9a-f]{7,40}(-dirty)?\b/\1\2GITREV/g'
+    -e 's/\b(git|revision|commit|rev)([" :=]+)[0-9a-f]{7,40}(-dirty)?\b/\1\2GITREV/g'
 }
 
 # run NAME ARGS...: modsim ARGS's stdout into OUTDIR/NAME (masked), its exit status into NAME.rc.

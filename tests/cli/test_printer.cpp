@@ -68,7 +68,23 @@ TEST(Printer, CsvWritesTheMarkedTableAtFullPrecision) {
             "\"quote \"\"x\"\", y\",1\n");
 }
 
-TEST(Printer, JsonPrintsTheValueOnOneLine) { EXPECT_EQ(printed(two_by_two(), output_format::json), "{\"k\":1}\n"); }
+TEST(Printer, JsonPrintsTheValueOnOneLineStampedWithTheVersion) {
+  const std::string text = printed(two_by_two(), output_format::json);
+  ASSERT_EQ(text.find('\n'), text.size() - 1);
+  const boost::json::object o = boost::json::parse(text).as_object();
+  EXPECT_EQ(o.at("k").as_int64(), 1);
+  // The project version CMake gives the build, and a commit (a hash, or "unknown" outside git).
+  EXPECT_EQ(o.at("modsim").at("version").as_string(), MODSIM_VERSION);
+  EXPECT_FALSE(o.at("modsim").at("commit").as_string().empty());
+}
+
+TEST(Printer, JsonLeavesAnArrayAndAnObjectThatNamesItsModsimAlone) {
+  output o;
+  o.json = boost::json::array{1, 2};
+  EXPECT_EQ(printed(o, output_format::json), "[1,2]\n");
+  o.json = boost::json::object{{"modsim", "given"}};
+  EXPECT_EQ(printed(o, output_format::json), "{\"modsim\":\"given\"}\n");
+}
 
 TEST(Printer, WidthCountsCodePointsNotBytes) {
   output o;
