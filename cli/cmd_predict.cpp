@@ -317,7 +317,7 @@ void add_memory(output& o, const analysis::analysis_result& a, double device_byt
   j["training_state_bytes"] = m.training_state;
   j["kv_cache_bytes"] = m.kv_cache;
   j["activations_bytes"] = m.activations;
-  j["scores_bytes"] = m.scores;
+  j["attention_buffers_bytes"] = m.attention_buffers;
   j["total_bytes"] = m.total();
   j["device_bytes"] = device_bytes;
   j["fits"] = a.memory_verdict.empty();
