@@ -513,3 +513,28 @@ TEST(Controls, TheParallelismTabRanksEverySplitOfTheGpusChosen) {
     }
   EXPECT_TRUE(parallel->summary().contains(QString::fromStdString(parallel->row(0).split)));
 }
+
+// --- issue 45: the sampling strategy chosen stays chosen -----------------------------------------
+
+TEST(Controls, TheSamplingStrategyChosenStaysWhenAnotherModelIsOpened) {
+  Window w;
+  ASSERT_TRUE(w.window.setCurrentTab(QStringLiteral("serving")));
+  auto* page = qobject_cast<ServingPage*>(w.window.tabs()->currentWidget());
+  ASSERT_NE(page, nullptr);
+  SamplingModel* sampling = w.session->resultModel<SamplingModel>();
+  ASSERT_TRUE(sampling->available());
+  const QStringList names = sampling->strategyNames();
+  ASSERT_GE(names.size(), 2);
+  // A strategy other than the one shown by default, chosen in the page's box.
+  const int other = sampling->strategy() == 0 ? 1 : 0;
+  QComboBox* box = page->strategyEditor();
+  box->setCurrentIndex(other);
+  emit box->activated(other);
+  ASSERT_EQ(sampling->strategy(), other);
+  // Another model opened, then an edit: the choice stands, in the model and in the box.
+  w.apply([&] { ASSERT_TRUE(w.window.openModelFile(shipped("mod-60m"))); });
+  EXPECT_EQ(sampling->strategyNames().value(sampling->strategy()), names[other]);
+  w.apply([&] { w.session->setBatch(4); });
+  EXPECT_EQ(sampling->strategyNames().value(sampling->strategy()), names[other]);
+  EXPECT_EQ(box->currentText(), names[other]);
+}

@@ -177,13 +177,17 @@ void SamplingModel::setResult(const ComputeResultPtr& result) {
   const auto& ss = m_sampling.map.strategies;
   for (std::size_t i = 1; i < ss.size(); ++i)
     if (ss[i].reached > ss[static_cast<std::size_t>(m_strategy)].reached) m_strategy = static_cast<int>(i);
+  for (std::size_t i = 0; i < ss.size(); ++i)
+    if (!m_chosenStrategy.empty() && ss[i].strategy.name() == m_chosenStrategy) m_strategy = static_cast<int>(i);
   if (m_sampling.available && ss.empty()) m_sampling.available = false;
   setAvailability(m_sampling.available, qs(m_sampling.unavailable));
   endResetModel();
 }
 
 void SamplingModel::setStrategy(int strategy) {
-  if (strategy < 0 || strategy >= static_cast<int>(m_sampling.map.strategies.size()) || strategy == m_strategy) return;
+  if (strategy < 0 || strategy >= static_cast<int>(m_sampling.map.strategies.size())) return;
+  m_chosenStrategy = m_sampling.map.strategies[static_cast<std::size_t>(strategy)].strategy.name();
+  if (strategy == m_strategy) return;
   beginResetModel();
   m_strategy = strategy;
   endResetModel();
