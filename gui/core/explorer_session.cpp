@@ -10,10 +10,16 @@
 #include "analysis/analysis.hpp"
 #include "core/error.hpp"
 
+#include <fmt/format.h>
+
 namespace modsim::gui {
 namespace {
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+analysis::configuration analysisConfig(const ExplorerConfig& c) {
+  return analysis::configuration{c.model, c.load, c.hardware, c.baseline, c.attention};
+}
 
 // The built-in starting point: the paper's 220M MoD model, prefill of 2,048 tokens, H100.
 sim::model_spec builtinModel() {
@@ -149,6 +155,14 @@ void ExplorerSession::checkCounts(const ExplorerConfig& c, const QString& lastWo
 }
 
 bool ExplorerSession::commitDraft() {
+  if (m_draft.baselineOrigin == ExplorerConfig::BaselineOrigin::DesignSpace) {
+    // The kept baseline follows the model's dimensions; its MoE (or dense MLP) and its name stay.
+    const std::string name = m_draft.baseline ? m_draft.baseline->name : std::string();
+    sim::model_spec kept = sim::dense_baseline(m_draft.model);
+    kept.moe = m_draft.keptBaselineMoe;
+    kept.name = name;
+    m_draft.baseline = std::move(kept);
+  }
   try {
     validateEditedModel(m_draft.model);
     if (m_draft.load.batch < 1) throw input_error("", "batch", "must be >= 1");
@@ -193,6 +207,21 @@ bool ExplorerSession::loadModelFile(const QString& path, QString* error) {
     return false;
   }
   m_modelPath = path;
+  // The baseline follows the model opened: one chosen for the previous model (or kept from its
+  // design space) is dropped, and the notice says so.
+  m_baselineNotice.clear();
+  if (m_draft.baselineOrigin != ExplorerConfig::BaselineOrigin::Model) {
+    const QString before = qs(analysis::baseline_label(analysisConfig(m_config)));
+    const QString now = qs(analysis::baseline_label(
+        analysis::configuration{m, m_config.load, m_config.hardware, std::nullopt, m_config.attention}));
+    m_baselineNotice = tr("Baseline: %1, the model opened with its routing removed; %2, the baseline of %3, was "
+                          "dropped")
+                           .arg(now, before, qs(m_config.model.name));
+    m_draft.baseline.reset();
+    m_draft.baselinePath.clear();
+    m_draft.keptBaselineMoe.reset();
+    m_draft.baselineOrigin = ExplorerConfig::BaselineOrigin::Model;
+  }
   setModel(m);
   markSaved();
   emit configChanged();
@@ -317,16 +346,47 @@ void ExplorerSession::setBaseline(const QString& path) {
   if (path.isEmpty()) {
     m_draft.baseline.reset();
     m_draft.baselinePath.clear();
+    m_draft.baselineOrigin = ExplorerConfig::BaselineOrigin::Model;
   } else {
     try {
       m_draft.baseline = sim::load_model(path.toStdString());
       m_draft.baselinePath = path;
+      m_draft.baselineOrigin = ExplorerConfig::BaselineOrigin::Chosen;
     } catch (const modsim::error& e) {
       emit validationChanged(QStringLiteral("baseline"), splitError(qs(e.what())).reason);
       return;
     }
   }
+  m_draft.keptBaselineMoe.reset();
+  m_baselineNotice.clear();
   commitDraft();
+}
+
+void ExplorerSession::adoptDesignPoint(const sim::model_spec& point) {
+  sim::model_spec adopted = point;
+  adopted.name = m_config.model.name;
+  adopted.notes = m_config.model.notes;
+  // The design space compared every point with the configuration's baseline; when the point's
+  // own baseline would be another one (an MoDE point of a model without MoE: the MoE without
+  // MoD routing instead of the dense MLP), that baseline is kept, so that the point reads after
+  // adopting the ratio it read in the design space.
+  if (m_config.baselineOrigin == ExplorerConfig::BaselineOrigin::Model) {
+    const analysis::configuration c = analysisConfig(m_config);
+    const sim::model_spec current = analysis::baseline_of(c);
+    const sim::model_spec own = sim::dense_baseline(adopted);
+    const auto moeText = [](const std::optional<sim::moe_spec>& m) {
+      return m ? fmt::format("{} {} {} {}", m->experts, m->top_k, m->capacity_factor, m->noop_experts) : std::string();
+    };
+    if (moeText(current.moe) != moeText(own.moe)) {
+      sim::model_spec kept = current;
+      kept.name = analysis::baseline_label(c);
+      m_draft.baseline = std::move(kept);
+      m_draft.baselinePath.clear();
+      m_draft.keptBaselineMoe = current.moe;
+      m_draft.baselineOrigin = ExplorerConfig::BaselineOrigin::DesignSpace;
+    }
+  }
+  setModel(adopted);
 }
 
 void ExplorerSession::setAttention(std::optional<attention_impl> attention) {

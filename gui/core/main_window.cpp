@@ -358,6 +358,7 @@ bool MainWindow::openModelFile(const QString& path) {
   clearError();
   addRecentFile(path);
   updateTitle();
+  if (!m_session->baselineNotice().isEmpty()) statusBar()->showMessage(m_session->baselineNotice(), 8000);
   return true;
 }
 

@@ -54,6 +54,9 @@ QSpinBox* spinBox(int lo, int hi, int step, QWidget* parent) {
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 
+// The Baseline box's item for a baseline kept from the design space (no file).
+const QString kKeptBaseline = QStringLiteral("<kept from the design space>");
+
 }  // namespace
 
 ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(parent), m_session(session) {
@@ -142,9 +145,13 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
       tr("The dense baseline every \"vs dense\" compares with: the model with its routing removed, or a "
          "matched-quality dense model (the paper's sampling speed-up is against one)"));
   lf->addRow(tr("Baseline"), m_baseline);
+  m_baselineNote = makeNoteLabel(loadBox);
+  lf->addRow(m_baselineNote);
   addErrorRow(lf, QStringLiteral("baseline"));
-  connect(m_baseline, &QComboBox::activated, this,
-          [this](int i) { m_session->setBaseline(m_baseline->itemData(i).toString()); });
+  connect(m_baseline, &QComboBox::activated, this, [this](int i) {
+    const QString path = m_baseline->itemData(i).toString();
+    if (path != kKeptBaseline) m_session->setBaseline(path);
+  });
   m_attention = new QComboBox(loadBox);
   m_attention->addItem(tr("the hardware's default"), QString());
   m_attention->addItem(tr("fused"), QStringLiteral("fused"));
@@ -346,10 +353,11 @@ QLabel* ModelPanel::makeNoteLabel(QWidget* parent) {
 }
 
 QString ModelPanel::noteText(const QString& which) const {
-  const QLabel* l = which == QStringLiteral("schedule")  ? m_scheduleNote
-                    : which == QStringLiteral("variant") ? m_variantNote
-                    : which == QStringLiteral("dtype")   ? m_dtypeNote
-                                                         : nullptr;
+  const QLabel* l = which == QStringLiteral("schedule")   ? m_scheduleNote
+                    : which == QStringLiteral("variant")  ? m_variantNote
+                    : which == QStringLiteral("dtype")    ? m_dtypeNote
+                    : which == QStringLiteral("baseline") ? m_baselineNote
+                                                          : nullptr;
   return l && !l->isHidden() ? l->text() : QString();
 }
 
@@ -536,8 +544,16 @@ void ModelPanel::refresh() {
   setNote(m_dtypeNote, m_session->dtypeNotice());
   {
     const QSignalBlocker b(m_baseline);
-    const int i = m_baseline->findData(m_session->config().baselinePath);
+    const ExplorerConfig& c = m_session->config();
+    const int kept = m_baseline->findData(kKeptBaseline);
+    if (kept >= 0) m_baseline->removeItem(kept);
+    int i = m_baseline->findData(c.baselinePath);
+    if (c.baselineOrigin == ExplorerConfig::BaselineOrigin::DesignSpace && c.baseline) {
+      m_baseline->insertItem(1, tr("%1 (kept from the design space)").arg(qs(c.baseline->name)), kKeptBaseline);
+      i = 1;
+    }
     m_baseline->setCurrentIndex(i >= 0 ? i : 0);
+    setNote(m_baselineNote, m_session->baselineNotice());
   }
   {
     const QSignalBlocker b(m_attention);

@@ -37,6 +37,7 @@
 #include "gui/core/tabs/timeline_tab.hpp"
 #include "gui/core/tabs/validation_tab.hpp"
 #include "sim/config.hpp"
+#include "sim/spec.hpp"
 
 using namespace modsim;
 using namespace modsim::gui;
@@ -152,7 +153,8 @@ TEST(Controls, HeadlineAndDesignSpaceTableShareTheBaselineForEveryVariant) {
           sawMoe = true;
         }
       EXPECT_TRUE(sawMoe) << variant;
-      EXPECT_TRUE(headline.contains(QStringLiteral("MoE without MoD"))) << headline.toStdString();
+      // Named as every tab names it: the model without (MoD) routing.
+      EXPECT_TRUE(headline.contains(QStringLiteral("mod-220m without routing"))) << headline.toStdString();
     }
   }
 }
@@ -512,6 +514,98 @@ TEST(Controls, TheParallelismTabRanksEverySplitOfTheGpusChosen) {
       EXPECT_LE(parallel->row(0).stepS, parallel->row(r).stepS);
     }
   EXPECT_TRUE(parallel->summary().contains(QString::fromStdString(parallel->row(0).split)));
+}
+
+// --- issue 45: baselines ------------------------------------------------------------------------
+
+TEST(Controls, TheBaselineFollowsTheModelOpenedAndAChosenOneSaysSo) {
+  Window w;
+  // dense-220m chosen on purpose for mod-220m: the headline names it and says it was chosen.
+  w.apply([&] { w.session->setBaseline(shipped("dense-220m")); });
+  ASSERT_TRUE(w.session->config().baseline.has_value());
+  QString headline = w.window.headlineLabel()->text();
+  EXPECT_TRUE(headline.contains(QStringLiteral("dense-220m"))) << headline.toStdString();
+  EXPECT_TRUE(headline.contains(QStringLiteral("chosen in the Baseline box"))) << headline.toStdString();
+
+  // Importing another model: the baseline is that model's own again, and the panel says what
+  // became of the chosen one.
+  w.apply(
+      [&] { ASSERT_TRUE(w.window.openModelFile(QStringLiteral(MODSIM_SOURCE_DIR "/configs/hf/smollm-135m.json"))); });
+  EXPECT_FALSE(w.session->config().baseline.has_value());
+  const std::string name = w.session->config().model.name;
+  headline = w.window.headlineLabel()->text();
+  EXPECT_TRUE(headline.contains(QString::fromStdString(name + " without routing"))) << headline.toStdString();
+  EXPECT_FALSE(headline.contains(QStringLiteral("dense-220m"))) << headline.toStdString();
+  // A model without routing is its own baseline: every ratio is 1.
+  SummaryModel* summary = w.session->summaryModel();
+  EXPECT_DOUBLE_EQ(summary->index(SummaryModel::TotalTime, SummaryModel::RatioColumn).data(ValueRole).toDouble(), 1.0);
+  EXPECT_DOUBLE_EQ(summary->index(SummaryModel::MatmulFlops, SummaryModel::RatioColumn).data(ValueRole).toDouble(),
+                   1.0);
+  const QString note = w.panel->noteText(QStringLiteral("baseline"));
+  EXPECT_TRUE(note.contains(QStringLiteral("dense-220m"))) << note.toStdString();
+
+  // Chosen again for this model, on purpose: it stays, the headline says so, and the sampling
+  // map's absence does not claim the decode step is the baseline's.
+  w.apply([&] { w.session->setBaseline(shipped("dense-220m")); });
+  headline = w.window.headlineLabel()->text();
+  EXPECT_TRUE(headline.contains(QStringLiteral("chosen in the Baseline box"))) << headline.toStdString();
+  SamplingModel* sampling = w.session->resultModel<SamplingModel>();
+  ASSERT_FALSE(sampling->available());
+  EXPECT_FALSE(sampling->unavailableReason().contains(QStringLiteral("its decode step is the baseline's")))
+      << sampling->unavailableReason().toStdString();
+  EXPECT_TRUE(sampling->unavailableReason().contains(QStringLiteral("dense-220m")))
+      << sampling->unavailableReason().toStdString();
+}
+
+TEST(Controls, EveryTabNamesOneBaselineAndAnAdoptedPointKeepsItsRatio) {
+  Window w;
+  // mod-220m has no MoE: its baseline is mod-220m with the routing removed, a dense MLP
+  // (analysis::baseline_label's "<model> without routing").
+  const QString baseline = QStringLiteral("mod-220m without routing");
+  ASSERT_TRUE(w.window.headlineLabel()->text().contains(baseline)) << w.window.headlineLabel()->text().toStdString();
+  SweepModel* sweep = w.session->resultModel<SweepModel>();
+  EXPECT_EQ(sweep->baselineName(), baseline);
+  GapModel* gap = w.session->resultModel<GapModel>();
+  ASSERT_GT(gap->rowCount(), 0);
+  EXPECT_TRUE(gap->describe(0).contains(baseline)) << gap->describe(0).toStdString();
+  ParallelModel* parallel = w.session->resultModel<ParallelModel>();
+  ASSERT_TRUE(parallel->available());
+  EXPECT_TRUE(parallel->summary().contains(baseline)) << parallel->summary().toStdString();
+  SamplingModel* sampling = w.session->resultModel<SamplingModel>();
+  ASSERT_TRUE(sampling->available());
+  EXPECT_EQ(QString::fromStdString(sampling->map().baseline_name), baseline);
+
+  // An MoDE staged point of the design space: its ratio there is against the dense MLP.
+  int row = -1;
+  for (int r = 0; r < sweep->rowCount() && row < 0; ++r)
+    if (sweep->point(r).variant == "MoDE staged" && !sweep->point(r).current) row = r;
+  ASSERT_GE(row, 0);
+  const double ratio = sweep->index(row, SweepModel::TimeRatioColumn).data(ValueRole).toDouble();
+  const double pointS = sweep->point(row).timeS;
+  const double baselineS = sweep->denseTimeS();
+  ASSERT_GT(ratio, 0);
+  DesignSpacePage* page = w.window.page<DesignSpacePage>();
+  w.apply([&] { emit page->adoptRequested(row); });
+  ASSERT_TRUE(w.session->config().model.moe.has_value());
+  // Adopted, it reads the same time over the same baseline: one value.
+  SummaryModel* summary = w.session->summaryModel();
+  EXPECT_NEAR(summary->index(SummaryModel::TotalTime, SummaryModel::CurrentColumn).data(ValueRole).toDouble(), pointS,
+              1e-9 * pointS);
+  EXPECT_NEAR(summary->index(SummaryModel::TotalTime, SummaryModel::DenseColumn).data(ValueRole).toDouble(), baselineS,
+              1e-9 * baselineS);
+  EXPECT_NEAR(summary->index(SummaryModel::TotalTime, SummaryModel::RatioColumn).data(ValueRole).toDouble(), ratio,
+              1e-9);
+  // ... under the same name, and the headline says why it is not the MoE's own baseline.
+  const QString headline = w.window.headlineLabel()->text();
+  EXPECT_TRUE(headline.contains(baseline)) << headline.toStdString();
+  EXPECT_TRUE(headline.contains(QStringLiteral("kept from the design space"))) << headline.toStdString();
+  EXPECT_EQ(sweep->baselineName(), baseline);
+  EXPECT_DOUBLE_EQ(sweep->denseTimeS(), baselineS);
+  // Editing a dimension keeps the kept baseline beside the model: the same d_ff in both.
+  w.apply([&] { w.panel->dimensionEditor(QStringLiteral("d_ff"))->setValue(2048); });
+  ASSERT_TRUE(w.session->config().baseline.has_value());
+  EXPECT_EQ(w.session->config().baseline->d_ff, 2048);
+  EXPECT_FALSE(w.session->config().baseline->moe.has_value());
 }
 
 // --- issue 45: the sampling strategy chosen stays chosen -----------------------------------------

@@ -83,11 +83,11 @@ QVariant ServingModel::headerData(int section, Qt::Orientation o, int role) cons
     case MetricColumn:
       return tr("Metric");
     case DenseColumn:
-      return tr("Dense");
+      return tr("Baseline");
     case CurrentColumn:
       return tr("Current");
     case RatioColumn:
-      return tr("Current / dense");
+      return tr("Current / baseline");
     default:
       return {};
   }
@@ -223,9 +223,9 @@ QChart* makeLatencyChart(const ServingModel& model, const QString& title) {
     if (!s.samples_s.empty() || !s.quantiles_s.empty()) in.series.push_back(std::move(s));
   };
   {
-    add("dense TTFT", model.dense().ttftSamplesS, model.dense().summary.ttft_s);
+    add("baseline TTFT", model.dense().ttftSamplesS, model.dense().summary.ttft_s);
     add("current TTFT", model.current().ttftSamplesS, model.current().summary.ttft_s);
-    add("dense TPOT", model.dense().tpotSamplesS, model.dense().summary.tpot_s);
+    add("baseline TPOT", model.dense().tpotSamplesS, model.dense().summary.tpot_s);
     add("current TPOT", model.current().tpotSamplesS, model.current().summary.tpot_s);
   }
   return reports::make_latency_chart(in);
@@ -320,10 +320,13 @@ ServingPage::ServingPage(ServingModel* model, SamplingModel* sampling, QWidget* 
 
 void ServingPage::rebuild() {
   m_scenario->setText(
-      tr("Serving simulation (sim/des), dense baseline and current configuration under the same load: %1")
-          .arg(m_model->scenario()));
+      tr("Serving simulation (sim/des), the baseline (%1) and the current configuration under the same load: %2")
+          .arg(m_model->baselineName(), m_model->scenario()));
   m_table->resizeColumnsToContents();
-  replaceChart(m_view, makeLatencyChart(*m_model, tr("Serving latency: TTFT and TPOT, dense vs current")));
+  replaceChart(
+      m_view,
+      makeLatencyChart(*m_model,
+                       tr("Serving latency: TTFT and TPOT, baseline (%1) vs current").arg(m_model->baselineName())));
 }
 
 void ServingPage::rebuildSampling() {

@@ -31,6 +31,7 @@ class ServingModel : public ResultModel {
   const ServingStats& dense() const { return m_serving.dense; }
   const ServingStats& current() const { return m_serving.current; }
   QString scenario() const { return QString::fromStdString(m_serving.scenario); }
+  QString baselineName() const { return QString::fromStdString(m_serving.baselineName); }
   // The row of the figure with this key ("ttft_s.p50"), -1 when none.
   static int rowOf(const char* key);
 
