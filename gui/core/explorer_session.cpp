@@ -1,6 +1,7 @@
 #include "gui/core/explorer_session.hpp"
 
 #include <QFile>
+#include <cmath>
 #include <QSaveFile>
 
 #include "sim/config.hpp"
@@ -88,9 +89,12 @@ ExplorerSession::ExplorerSession(QObject* parent)
   m_schedule->setWorkload(m_config.load.run == sim::run_mode::decode, m_config.load.batch);
 
   connect(m_schedule, &ScheduleModel::scheduleEdited, this, &ExplorerSession::applyScheduleToDraft);
-  connect(m_schedule, &ScheduleModel::editRejected, this, [this](const QString& message) {
+  connect(m_schedule, &ScheduleModel::editRejected, this, [this](const QString& message, bool reverted) {
     const ErrorParts parts = splitError(message);
-    emit validationChanged(parts.key, parts.reason);
+    if (reverted)
+      emit editRefused(parts.key, parts.reason);
+    else
+      emit validationChanged(parts.key, parts.reason);
   });
   connect(m_worker, &ComputeWorker::resultReady, this, &ExplorerSession::onResult);
 }
@@ -119,9 +123,32 @@ void ExplorerSession::applyScheduleToDraft() {
       uniform = false;
   }
   sim::model_spec& m = m_draft.model;
+  const bool integrated = m.moe && m.moe->variant == sim::mode_variant::integrated;
+  if (integrated && !uniform) {
+    // Integrated MoDE has one count of no-op experts, so one capacity, for every routed layer:
+    // a layer of its own capacity is refused, and the table shows the configuration's again.
+    const sim::moe_spec& mo = *m.moe;
+    emit editRefused(QStringLiteral("routing.layer_capacities"),
+                     tr("integrated MoDE has one capacity for every routed layer: %1 no-op experts beside %2 "
+                        "(capacity %3) serve them all; change c for every layer, or choose the staged variant for "
+                        "per-layer capacities")
+                         .arg(mo.noop_experts)
+                         .arg(mo.experts)
+                         .arg(double(mo.experts) / double(mo.experts + mo.noop_experts), 0, 'g', 3));
+    QMetaObject::invokeMethod(
+        this, [this] { scheduleFromModel(m_config.model); }, Qt::QueuedConnection);
+    return;
+  }
   if (!first) {
     m.routing.reset();
   } else {
+    // Integrated: the capacity is the share of tokens that reach a real expert, E/(E+N); N
+    // follows a capacity it does not already give (to the editor's four decimals).
+    if (integrated) {
+      sim::moe_spec& mo = *m.moe;
+      if (std::abs(double(mo.experts) / double(mo.experts + mo.noop_experts) - *first) > 5e-5)
+        mo.noop_experts = sim::noop_experts_for(mo.experts, *first);
+    }
     sim::routing_spec r = m.routing.value_or(sim::routing_spec{});
     r.capacity = *first;
     const std::string preset = sim::schedule_preset(routed);
@@ -412,8 +439,17 @@ void ExplorerSession::setVariant(const QString& variant, int experts, int topK, 
     mode.experts = experts;
     mode.top_k = topK;
     mode.noop_experts = 0;
-    if (mode.variant == sim::mode_variant::integrated)
-      mode.noop_experts = noopExperts >= 1 ? noopExperts : sim::noop_experts_for(experts, analysis::capacity_of(m));
+    if (mode.variant == sim::mode_variant::integrated) {
+      if (noopExperts < 1) {
+        emit validationChanged(QStringLiteral("mode.noop_experts"),
+                               tr("must be >= 1, got %1: integrated MoDE skips the MLP for the tokens routed to a "
+                                  "no-op expert (E real and N no-op experts compute E/(E+N) of them); the last valid "
+                                  "value is still used")
+                                   .arg(noopExperts));
+        return;
+      }
+      mode.noop_experts = noopExperts;
+    }
     mode.capacity_factor = capacityFactor;
     m.moe = mode;
   }

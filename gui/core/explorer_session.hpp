@@ -98,6 +98,9 @@ class ExplorerSession : public QObject {
   // The draft's validity: `key` names the field ("routing.capacity", "n_heads", ...) and
   // `message` the reason; both empty when the draft is valid.
   void validationChanged(const QString& key, const QString& message);
+  // An edit was refused and its editor shows the last valid value again (a schedule cell typed
+  // out of range): `message` says why; the configuration and the figures are still current.
+  void editRefused(const QString& key, const QString& message);
   // Every model holds `result` now.
   void resultApplied(modsim::gui::ComputeResultPtr result);
 

@@ -230,16 +230,9 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
   connect(m_nth, &QSpinBox::valueChanged, this, [this](int) {
     if (m_preset->currentData().toString() == QStringLiteral("every_nth")) applyPreset();
   });
-  connect(m_capacity, &QDoubleSpinBox::valueChanged, this, [this](double c) {
-    // Integrated MoDE: the capacity is the share of tokens that reach a real expert, so it
-    // sets the no-op experts (sim::noop_experts_for).
-    if (m_variant->currentData().toString() == QStringLiteral("integrated") && c > 0 && c <= 1) {
-      const QSignalBlocker b(m_noop);
-      m_noop->setValue(sim::noop_experts_for(m_experts->value(), c));
-      applyVariant();
-    }
-    applyPreset();
-  });
+  // Integrated MoDE: the capacity is the share of tokens that reach a real expert, so it sets
+  // the no-op experts (the session, sim::noop_experts_for) in the same edit.
+  connect(m_capacity, &QDoubleSpinBox::valueChanged, this, [this](double) { applyPreset(); });
   layout->addWidget(schedBox, 1);
 
   // --- MoDE variant ---------------------------------------------------------------------------
@@ -254,7 +247,7 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
   vf->addRow(tr("Variant"), m_variant);
   m_experts = spinBox(1, 1 << 12, 1, variantBox);
   m_topK = spinBox(1, 64, 1, variantBox);
-  m_noop = spinBox(1, 1 << 12, 1, variantBox);
+  m_noop = spinBox(0, 1 << 12, 1, variantBox);  // 0 is refused with a message, not clamped
   m_noop->setToolTip(
       tr("Integrated MoDE: no-op experts beside the real ones; a token routed to one skips the MLP. E real and N "
          "no-op experts let E/(E+N) of the tokens compute, so the capacity c sets N = E(1-c)/c"));
@@ -297,8 +290,10 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
   });
   connect(m_topK, &QSpinBox::valueChanged, this, [this](int) { applyVariant(); });
   connect(m_noop, &QSpinBox::valueChanged, this, [this](int n) {
-    // The no-op experts edited directly: the routed layers' capacity follows, E/(E+N).
+    // The no-op experts edited directly: the routed layers' capacity follows, E/(E+N). Fewer
+    // than one is refused (the session says why) and leaves the capacity alone.
     applyVariant();
+    if (n < 1) return;
     const QSignalBlocker b(m_capacity);
     m_capacity->setValue(double(m_experts->value()) / double(m_experts->value() + n));
     applyPreset();
@@ -331,6 +326,7 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
 
   connect(session, &ExplorerSession::configChanged, this, &ModelPanel::refresh);
   connect(session, &ExplorerSession::validationChanged, this, &ModelPanel::showValidation);
+  connect(session, &ExplorerSession::editRefused, this, &ModelPanel::showValidation);
   refresh();
 }
 
@@ -428,10 +424,8 @@ void ModelPanel::applyPreset() {
   m_nth->setEnabled(preset == QStringLiteral("every_nth"));
   ScheduleModel* model = m_session->scheduleModel();
   if (preset == QStringLiteral("custom")) {
-    // Keep the routed set; give every routed layer the capacity.
-    for (int r = 0; r < model->rowCount(); ++r)
-      if (model->layers()[static_cast<std::size_t>(r)])
-        model->setData(model->index(r, ScheduleModel::CapacityColumn), m_capacity->value());
+    // Keep the routed set; give every routed layer the capacity, in one edit.
+    model->setRoutedCapacity(m_capacity->value());
     return;
   }
   model->applyPreset(preset, m_nth->value(), m_capacity->value());

@@ -288,12 +288,13 @@ TEST(Controls, RefusedEditsSayWhyAndMarkTheResultsStale) {
   EXPECT_FALSE(w.window.isStale());
   EXPECT_FALSE(w.window.headlineLabel()->text().contains(QStringLiteral("Stale")));
 
-  // A per-layer capacity of 0 in the schedule table.
+  // A per-layer capacity of 0 in the schedule table: refused with the reason, and the cell keeps
+  // its valid value, so the figures are not stale (see ARefusedScheduleCellSaysWhyAndIsNotStale).
   QAbstractItemModel* schedule = w.panel->scheduleView()->model();
   EXPECT_FALSE(schedule->setData(schedule->index(1, ScheduleModel::CapacityColumn), 0.0));
   EXPECT_TRUE(w.panel->errorFor(QStringLiteral("routing")).contains(QStringLiteral("layer_capacities[1]")))
       << w.panel->errorFor("routing").toStdString();
-  EXPECT_TRUE(w.window.isStale());
+  EXPECT_FALSE(w.window.isStale());
 
   // Layers = 0.
   w.panel->dimensionEditor(QStringLiteral("n_layers"))->setValue(0);
@@ -608,6 +609,53 @@ TEST(Controls, EveryTabNamesOneBaselineAndAnAdoptedPointKeepsItsRatio) {
   EXPECT_FALSE(w.session->config().baseline->moe.has_value());
 }
 
+// --- issue 45: refusals say why, and Stale clears when the value does ----------------------------
+
+TEST(Controls, ARefusedScheduleCellSaysWhyAndIsNotStale) {
+  Window w;
+  w.window.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w.window));
+  QTableView* view = w.panel->scheduleView();
+  const QModelIndex cell = view->model()->index(1, ScheduleModel::CapacityColumn);
+  // Typing 0 in layer 1's cell and pressing Enter.
+  view->setCurrentIndex(cell);
+  view->edit(cell);
+  auto* editor = view->findChild<QDoubleSpinBox*>();
+  ASSERT_NE(editor, nullptr);
+  editor->setValue(0.0);
+  QTest::keyClick(editor, Qt::Key_Return);
+  QTest::qWait(20);
+  // The cell shows the valid capacity again, the reason is shown, and the figures (of 0.125,
+  // what the cell shows) are not stale.
+  EXPECT_DOUBLE_EQ(cell.data(Qt::EditRole).toDouble(), 0.125);
+  const QString error = w.panel->errorFor(QStringLiteral("routing"));
+  EXPECT_TRUE(error.contains(QStringLiteral("(0, 1], got 0"))) << error.toStdString();
+  EXPECT_TRUE(error.contains(QStringLiteral("layer 1 keeps 0.125"))) << error.toStdString();
+  EXPECT_FALSE(w.window.isStale());
+  EXPECT_FALSE(w.window.headlineLabel()->text().contains(QStringLiteral("Stale")));
+}
+
+TEST(Controls, ZeroNoOpExpertsIsRefusedWithTheReasonUntilAValidValue) {
+  Window w;
+  QComboBox* v = w.panel->variantEditor();
+  w.apply([&] { v->setCurrentIndex(v->findData(QStringLiteral("integrated"))); });
+  // 8 experts at c = 0.125: 8·(1 − 0.125)/0.125 = 56 no-op experts.
+  ASSERT_EQ(w.session->config().model.moe->noop_experts, 56);
+  w.panel->noopEditor()->setValue(0);
+  EXPECT_EQ(w.panel->noopEditor()->value(), 0);  // kept as typed, not clamped back silently
+  const QString error = w.panel->errorFor(QStringLiteral("mode"));
+  EXPECT_TRUE(error.contains(QStringLiteral("noop_experts"))) << error.toStdString();
+  EXPECT_TRUE(error.contains(QStringLiteral(">= 1, got 0"))) << error.toStdString();
+  EXPECT_EQ(w.session->config().model.moe->noop_experts, 56);
+  EXPECT_DOUBLE_EQ(w.panel->capacityEditor()->value(), 0.125);
+  EXPECT_TRUE(w.window.isStale());
+  // A valid value clears the error and the stale mark: 8 no-op experts beside 8, c = 8/16.
+  w.apply([&] { w.panel->noopEditor()->setValue(8); });
+  EXPECT_EQ(w.session->config().model.moe->noop_experts, 8);
+  EXPECT_TRUE(w.panel->errorFor(QStringLiteral("mode")).isEmpty());
+  EXPECT_FALSE(w.window.isStale());
+}
+
 // --- issue 45: the sampling strategy chosen stays chosen -----------------------------------------
 
 TEST(Controls, TheSamplingStrategyChosenStaysWhenAnotherModelIsOpened) {
@@ -631,4 +679,30 @@ TEST(Controls, TheSamplingStrategyChosenStaysWhenAnotherModelIsOpened) {
   w.apply([&] { w.session->setBatch(4); });
   EXPECT_EQ(sampling->strategyNames().value(sampling->strategy()), names[other]);
   EXPECT_EQ(box->currentText(), names[other]);
+}
+
+// --- issue 45: integrated MoDE and per-layer capacities ------------------------------------------
+
+TEST(Controls, IntegratedMoDERefusesAPerLayerCapacityWithTheReason) {
+  Window w;
+  QComboBox* v = w.panel->variantEditor();
+  w.apply([&] { v->setCurrentIndex(v->findData(QStringLiteral("integrated"))); });
+  ASSERT_EQ(w.session->config().model.moe->noop_experts, 56);
+  // Layer 1 at 0.5 while layers 3, 5, ..., 15 stay at 0.125: one N cannot give both.
+  QAbstractItemModel* schedule = w.panel->scheduleView()->model();
+  schedule->setData(schedule->index(1, ScheduleModel::CapacityColumn), 0.5);
+  const QString error = w.panel->errorFor(QStringLiteral("routing"));
+  EXPECT_TRUE(error.contains(QStringLiteral("integrated MoDE has one capacity"))) << error.toStdString();
+  EXPECT_TRUE(error.contains(QStringLiteral("staged"))) << error.toStdString();
+  // The table shows the configuration again, which did not change, and nothing is stale.
+  EXPECT_TRUE(QTest::qWaitFor([&] { return *w.session->scheduleModel()->layers()[1] == 0.125; }, 2000));
+  EXPECT_EQ(w.session->config().model.moe->noop_experts, 56);
+  for (const sim::layer_plan& l : sim::plan_layers(w.session->config().model))
+    if (l.routed) {
+      EXPECT_DOUBLE_EQ(l.capacity, 0.125) << l.index;
+    }
+  EXPECT_FALSE(w.window.isStale());
+  // One capacity for every routed layer is honoured: c = 0.5 gives N = 8·(1 − 0.5)/0.5 = 8.
+  w.apply([&] { w.panel->capacityEditor()->setValue(0.5); });
+  EXPECT_EQ(w.session->config().model.moe->noop_experts, 8);
 }
