@@ -61,6 +61,11 @@ struct ErrorParts {
 };
 ErrorParts splitError(const QString& message, const QString& file = {});
 
+// A model's routing in one line, for people (export captions, the notes' mark): "MoD c=0.125
+// every_other", "MoD c=0.125×7 0.5×1 custom", "MoDE integrated c=0.125 every_other E=8 top-1 +56
+// no-op", "dense".
+QString routingText(const sim::model_spec& model);
+
 // Checks a model edited in the explorer (d_model divisible by n_heads, then
 // sim::validate_model); throws modsim::error(bad_input) with "KEY: reason".
 void validateEditedModel(const sim::model_spec& model);

@@ -22,6 +22,34 @@ analysis::configuration analysisConfig(const ExplorerConfig& c) {
   return analysis::configuration{c.model, c.load, c.hardware, c.baseline, c.attention};
 }
 
+std::string routingOf(const sim::model_spec& m) { return routingText(m).toStdString(); }
+
+// A model's notes are written for its routing as loaded. Saved with the routing edited, they
+// end in this mark, which names both routings; loaded again, the mark gives the routing the notes
+// before it describe (ExplorerSession::m_notesRouting).
+constexpr std::string_view kNotesMark = " [modsim-gui: the routing was edited to ";
+constexpr std::string_view kNotesMarkMiddle = "; the notes before this mark describe ";
+
+struct Notes {
+  std::string text;     // without the mark
+  std::string routing;  // the routing `text` describes
+};
+
+// `m`'s notes without the mark, and the routing they describe: the mark's, else `loaded`.
+Notes notesOf(const sim::model_spec& m, const std::string& loaded) {
+  const std::size_t at = m.notes.find(kNotesMark);
+  const std::size_t middle = at == std::string::npos ? at : m.notes.find(kNotesMarkMiddle, at);
+  if (middle == std::string::npos || m.notes.back() != ']') return {m.notes, loaded};
+  const std::size_t from = middle + kNotesMarkMiddle.size();
+  return {m.notes.substr(0, at), m.notes.substr(from, m.notes.size() - 2 - from)};
+}
+
+std::string markedNotes(const Notes& notes, const sim::model_spec& m) {
+  const std::string now = routingOf(m);
+  if (notes.text.empty() || now == notes.routing) return notes.text;
+  return notes.text + std::string(kNotesMark) + now + std::string(kNotesMarkMiddle) + notes.routing + ".]";
+}
+
 // The built-in starting point: the paper's 220M MoD model, prefill of 2,048 tokens, H100.
 sim::model_spec builtinModel() {
   sim::model_spec m;
@@ -64,7 +92,18 @@ ExplorerSession::ExplorerSession(QObject* parent)
       m_schedule(new ScheduleModel(this)),
       m_summary(new SummaryModel(this)),
       m_worker(new ComputeWorker(this)) {
+  // The start-up model is the shipped mod-220m file (its notes included); the built-in copy
+  // only when the file is missing or does not load.
   m_config.model = builtinModel();
+  const QString startup = resolveConfig(QStringLiteral("mod-220m"), QStringLiteral("models"));
+  try {
+    if (QFile::exists(startup)) {
+      m_config.model = sim::load_model(startup.toStdString());
+      m_modelPath = startup;
+    }
+  } catch (const modsim::error&) {
+    // the built-in copy; opening the file shows its error
+  }
   m_config.load.batch = 1;
   m_config.load.seq_len = 2048;
   m_config.load.run = sim::run_mode::forward;
@@ -84,6 +123,8 @@ ExplorerSession::ExplorerSession(QObject* parent)
   }
   m_config.load.type = sim::default_dtype(m_config.hardware);
   m_draft = m_config;
+  markSaved();
+  m_notesRouting = notesOf(m_config.model, routingOf(m_config.model)).routing;
   scheduleFromModel(m_config.model);
   m_schedule->setSeqLen(m_config.load.seq_len);
   m_schedule->setWorkload(m_config.load.run == sim::run_mode::decode, m_config.load.batch);
@@ -251,21 +292,36 @@ bool ExplorerSession::loadModelFile(const QString& path, QString* error) {
   }
   setModel(m);
   markSaved();
+  m_notesRouting = notesOf(m, routingOf(m)).routing;
   emit configChanged();
   return true;
 }
 
 bool ExplorerSession::saveModelFile(const QString& path, QString* error) {
+  // Notes written for another routing than the model's now are saved marked as such.
+  sim::model_spec model = m_config.model;
+  model.notes = markedNotes(notesOf(model, m_notesRouting), model);
   try {
-    sim::save_model(m_config.model, path.toStdString());
+    sim::save_model(model, path.toStdString());
   } catch (const modsim::error& e) {
     if (error) *error = qs(e.what());
     return false;
   }
   m_modelPath = path;
+  m_config.model.notes = model.notes;
+  m_draft.model.notes = model.notes;
   markSaved();
   emit configChanged();
   return true;
+}
+
+QString ExplorerSession::notesStatus() const {
+  const Notes notes = notesOf(m_config.model, m_notesRouting);
+  if (notes.text.empty()) return {};
+  const std::string now = routingOf(m_config.model);
+  if (now == notes.routing) return {};
+  return tr("The model's notes describe %1; the routing is now %2 (saving marks the notes so)")
+      .arg(qs(notes.routing), qs(now));
 }
 
 void ExplorerSession::markSaved() {

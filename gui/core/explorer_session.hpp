@@ -41,6 +41,9 @@ class ExplorerSession : public QObject {
   // model is dropped); empty when nothing changed.
   QString baselineNotice() const { return m_baselineNotice; }
   ComputeResultPtr lastResult() const { return m_lastResult; }
+  // When the routing was edited away from the one the model's notes describe: says so (the
+  // saved file's notes end in a mark naming both); empty otherwise.
+  QString notesStatus() const;
 
   ScheduleModel* scheduleModel() const { return m_schedule; }
   SummaryModel* summaryModel() const { return m_summary; }
@@ -120,6 +123,7 @@ class ExplorerSession : public QObject {
   std::string m_savedJson;  // sim::model_to_json of the model last loaded or saved
   QString m_dtypeNotice;
   QString m_baselineNotice;
+  std::string m_notesRouting;  // the routing the model's notes describe (routingText), as loaded
   QString m_lastWorkloadKey;   // batch or seq_len, whichever was edited last
   bool m_headDerived = true;
   ComputeResultPtr m_lastResult;

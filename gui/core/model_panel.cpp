@@ -70,6 +70,8 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
   m_name = new QLabel(modelBox);
   m_name->setTextInteractionFlags(Qt::TextSelectableByMouse);
   mf->addRow(tr("Name"), m_name);
+  m_notesNote = makeNoteLabel(modelBox);
+  mf->addRow(m_notesNote);
   addErrorRow(mf, QStringLiteral("model"));
   struct Dim {
     const char* key;
@@ -353,6 +355,7 @@ QString ModelPanel::noteText(const QString& which) const {
                     : which == QStringLiteral("variant")  ? m_variantNote
                     : which == QStringLiteral("dtype")    ? m_dtypeNote
                     : which == QStringLiteral("baseline") ? m_baselineNote
+                    : which == QStringLiteral("notes")    ? m_notesNote
                                                           : nullptr;
   return l && !l->isHidden() ? l->text() : QString();
 }
@@ -436,7 +439,8 @@ void ModelPanel::refresh() {
   const sim::workload& w = m_session->draftWorkload();
   const QString path = m_session->modelPath();
   m_name->setText(qs(m.name) + (path.isEmpty() ? QString() : QStringLiteral("  (%1)").arg(QFileInfo(path).fileName())));
-  m_name->setToolTip(path);
+  m_name->setToolTip(path.isEmpty() ? qs(m.notes) : path + QStringLiteral("\n") + qs(m.notes));
+  setNote(m_notesNote, m_session->notesStatus());
   auto set = [](QSpinBox* s, int v) {
     const QSignalBlocker b(s);
     s->setValue(v);

@@ -706,3 +706,70 @@ TEST(Controls, IntegratedMoDERefusesAPerLayerCapacityWithTheReason) {
   w.apply([&] { w.panel->capacityEditor()->setValue(0.5); });
   EXPECT_EQ(w.session->config().model.moe->noop_experts, 8);
 }
+
+// --- issue 45: the start-up model's notes, and notes that describe another routing ---------------
+
+TEST(Controls, TheStartUpModelIsTheShippedFileAndSavesWithItsNotes) {
+  MainWindow window;
+  ExplorerSession* session = window.session();
+  const sim::model_spec shippedSpec = sim::load_model(shipped("mod-220m").toStdString());
+  ASSERT_FALSE(shippedSpec.notes.empty());
+  EXPECT_EQ(session->config().model.notes, shippedSpec.notes);
+  EXPECT_FALSE(session->isModified());
+  QTemporaryDir dir;
+  const QString path = dir.filePath(QStringLiteral("startup.json"));
+  ASSERT_TRUE(window.saveModelFile(path));
+  EXPECT_EQ(sim::load_model(path.toStdString()).notes, shippedSpec.notes);
+}
+
+TEST(Controls, NotesWrittenForAnotherRoutingAreMarkedWhenSaved) {
+  Window w;
+  const std::string notes = w.session->config().model.notes;
+  ASSERT_FALSE(notes.empty());
+  EXPECT_TRUE(w.panel->noteText(QStringLiteral("notes")).isEmpty());
+  // The notes speak of 12.5 %, every other layer; the capacity becomes 0.25.
+  w.apply([&] { w.panel->capacityEditor()->setValue(0.25); });
+  const QString status = w.panel->noteText(QStringLiteral("notes"));
+  EXPECT_TRUE(status.contains(QStringLiteral("MoD c=0.125 every_other"))) << status.toStdString();
+  EXPECT_TRUE(status.contains(QStringLiteral("MoD c=0.25 every_other"))) << status.toStdString();
+  QTemporaryDir dir;
+  const QString path = dir.filePath(QStringLiteral("edited.json"));
+  ASSERT_TRUE(w.window.saveModelFile(path));
+  const std::string saved = sim::load_model(path.toStdString()).notes;
+  EXPECT_EQ(saved.rfind(notes, 0), 0u) << saved;  // the notes as written, then the mark
+  EXPECT_NE(saved.find("routing was edited to MoD c=0.25 every_other"), std::string::npos) << saved;
+  EXPECT_NE(saved.find("describe MoD c=0.125 every_other"), std::string::npos) << saved;
+  // Saved again after another edit: one mark, naming the routing the notes describe.
+  w.apply([&] { w.panel->capacityEditor()->setValue(0.5); });
+  ASSERT_TRUE(w.window.saveModelFile(path));
+  const std::string again = sim::load_model(path.toStdString()).notes;
+  EXPECT_EQ(again, notes +
+                       " [modsim-gui: the routing was edited to MoD c=0.5 every_other; the notes before this "
+                       "mark describe MoD c=0.125 every_other.]");
+  // Back at the routing they describe: saved as written.
+  w.apply([&] { w.panel->capacityEditor()->setValue(0.125); });
+  ASSERT_TRUE(w.window.saveModelFile(path));
+  EXPECT_EQ(sim::load_model(path.toStdString()).notes, notes);
+  EXPECT_TRUE(w.panel->noteText(QStringLiteral("notes")).isEmpty());
+}
+
+// --- issue 45: export captions name the routing --------------------------------------------------
+
+TEST(Controls, AnExportCaptionNamesTheScheduleAndTheCapacity) {
+  Window w;
+  // mod-220m: capacity 0.125 at every other layer.
+  EXPECT_TRUE(w.window.exportCaption().contains(QStringLiteral("MoD c=0.125 every_other")))
+      << w.window.exportCaption().toStdString();
+  // Layer 1 at 0.5: one routed layer at 0.5, the other seven at 0.125.
+  QAbstractItemModel* schedule = w.panel->scheduleView()->model();
+  w.apply([&] { ASSERT_TRUE(schedule->setData(schedule->index(1, ScheduleModel::CapacityColumn), 0.5)); });
+  const QString caption = w.window.exportCaption();
+  EXPECT_TRUE(caption.contains(QStringLiteral("c=0.125×7 0.5×1"))) << caption.toStdString();
+  // The SVG carries the caption as its description.
+  QTemporaryDir dir;
+  const QString svg = dir.filePath(QStringLiteral("view.svg"));
+  ASSERT_TRUE(w.window.exportCurrentView(svg));
+  QFile f(svg);
+  ASSERT_TRUE(f.open(QIODevice::ReadOnly));
+  EXPECT_TRUE(QString::fromUtf8(f.readAll()).contains(QStringLiteral("c=0.125×7 0.5×1")));
+}
