@@ -6,22 +6,38 @@
 // to FILE.png after the first computation and the program exits (0; 2 for bad input, 3 when
 // the computation or the image failed); it works with QT_QPA_PLATFORM=offscreen. --list-tabs
 // prints the names --tab takes, one a line, in the tabs' order (scripts/gui-screenshots.sh).
+// --help, --version and --list-tabs need no display: they are answered before the
+// QApplication (which does need one) is made.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QFileInfo>
 #include <QTimer>
 #include <cstdio>
+#include <cstring>
 
 #include "gui/core/explorer_config.hpp"
 #include "gui/core/explorer_session.hpp"
 #include "gui/core/main_window.hpp"
 
-int main(int argc, char** argv) {
-  QApplication app(argc, argv);
-  QApplication::setOrganizationName(QStringLiteral("modsim"));
-  QApplication::setApplicationName(QStringLiteral("modsim-gui"));
-  QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+namespace {
 
+void nameApplication() {
+  QCoreApplication::setOrganizationName(QStringLiteral("modsim"));
+  QCoreApplication::setApplicationName(QStringLiteral("modsim-gui"));
+  QCoreApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+}
+
+// Whether the command line asks only for text: help, the version or the tab names.
+bool asksForTextOnly(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    for (const char* flag : {"-h", "-?", "--help", "--help-all", "-v", "--version", "--list-tabs"})
+      if (std::strcmp(argv[i], flag) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
   QCommandLineParser parser;
   parser.setApplicationDescription(QStringLiteral("modsim-gui: explore Mixture-of-Depths designs"));
   parser.addHelpOption();
@@ -48,14 +64,32 @@ int main(int argc, char** argv) {
                                         QStringLiteral("CSV"));
   const QCommandLineOption baseline(
       QStringLiteral("baseline"),
-      QStringLiteral("Dense baseline model (file or shipped name, e.g. dense-220m); default: MODEL without routing."),
+      QStringLiteral("Dense baseline model (file or shipped name, e.g. dense-220m), kept until another model is "
+                     "opened; default: MODEL without routing."),
       QStringLiteral("MODEL"));
   const QCommandLineOption listTabs(QStringLiteral("list-tabs"),
                                     QStringLiteral("Print the tab names, one a line, in order, and exit."));
   parser.addOptions({screenshot, tab, size, hardware, mode, measurements, baseline, listTabs});
+  const auto printTabs = [] {
+    for (const QString& name : modsim::gui::MainWindow::tabNames()) std::printf("%s\n", name.toLocal8Bit().constData());
+  };
+  if (asksForTextOnly(argc, argv)) {
+    // Without a display QApplication aborts: help, version (process() prints them and exits)
+    // and the tab names come from a QCoreApplication.
+    QCoreApplication core(argc, argv);
+    nameApplication();
+    parser.process(core);
+    if (parser.isSet(listTabs)) {
+      printTabs();
+      return 0;
+    }
+  }
+
+  QApplication app(argc, argv);
+  nameApplication();
   parser.process(app);
   if (parser.isSet(listTabs)) {
-    for (const QString& name : modsim::gui::MainWindow::tabNames()) std::printf("%s\n", name.toLocal8Bit().constData());
+    printTabs();
     return 0;
   }
 

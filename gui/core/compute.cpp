@@ -30,11 +30,25 @@ std::vector<double> perClass(const sim::layer_prediction& layer, const std::vect
   return out;
 }
 
-// The baseline every ratio compares with, when it is not plain "dense": a chosen model, or
-// for an MoE model the same MoE without MoD routing (analysis::baseline_of).
-std::string baselineNameOf(const analysis::configuration& c) {
-  if (c.baseline) return analysis::baseline_label(c);
-  if (c.model.moe) return "MoE without MoD";
+// The one name of the baseline every ratio compares with (analysis::baseline_label): a chosen
+// model's name, or "<model> without routing" (for an MoE model the MoE without MoD routing,
+// analysis::baseline_of). Every tab shows this name.
+std::string baselineNameOf(const analysis::configuration& c) { return analysis::baseline_label(c); }
+
+// Why the baseline is not the model's own, for people; empty when it is.
+std::string baselineWhyOf(const ExplorerConfig& config) {
+  switch (config.baselineOrigin) {
+    case ExplorerConfig::BaselineOrigin::Chosen:
+      return "chosen in the Baseline box, not the model's own; it stays until another model is opened";
+    case ExplorerConfig::BaselineOrigin::DesignSpace:
+      return std::string("kept from the design space the point was adopted from (") +
+             (config.keptBaselineMoe ? "an MoE without MoD routing" : "a dense MLP") +
+             "), so that the point reads the ratio it read there; the model's own baseline is " +
+             analysis::baseline_label(
+                 analysis::configuration{config.model, config.load, config.hardware, std::nullopt, config.attention});
+    case ExplorerConfig::BaselineOrigin::Model:
+      break;
+  }
   return {};
 }
 
@@ -64,8 +78,7 @@ PredictionResult predictionOf(const analysis::analysis_result& r) {
   out.opClasses = displayClasses();
   out.costLabel = p.cost_label;
   out.hardwareName = r.config.hardware->name;
-  // The baseline every ratio compares with: a chosen dense model, or for an MoE model the MoE
-  // without routing (the design space's ratios use the same one); plain "dense" otherwise.
+  // The baseline every ratio compares with (the design space's ratios use the same one).
   out.baselineName = baselineNameOf(r.config);
   out.memoryVerdict = r.memory_verdict;
   out.attention = modsim::to_string(p.attention);
@@ -221,12 +234,18 @@ ServingResult servingOf(const sim::des::serving_comparison& c, const std::option
 SamplingResult samplingOf(const analysis::analysis_result& r) {
   SamplingResult out;
   if (!r.sampling) {
-    out.unavailable = r.sampling_missing.empty()
-                          ? std::string("The model has no MoD routing: its decode step is the baseline's.")
-                          : r.sampling_missing;
+    if (!r.sampling_missing.empty())
+      out.unavailable = r.sampling_missing;
+    else if (r.config.baseline)
+      out.unavailable = "The model has no MoD routing: there is no routed decode step to map against the baseline, " +
+                        baselineNameOf(r.config) + " (another model; the Layers and Serving figures compare with it).";
+    else
+      out.unavailable =
+          "The model has no MoD routing: its decode step is its baseline's, " + baselineNameOf(r.config) + ".";
     return out;
   }
   out.map = *r.sampling;
+  out.map.baseline_name = baselineNameOf(r.config);  // the one name every tab shows
   if (r.serving_routing) out.servingRouting = routingText(*r.serving_routing);
   out.available = true;
   return out;
@@ -259,7 +278,7 @@ ParallelResult parallelOf(const analysis::analysis_result& a, const ExplorerConf
     return out;
   }
   const analysis::parallel_section& ps = *a.parallel;
-  out.baselineName = analysis::baseline_label(a.config);
+  out.baselineName = baselineNameOf(a.config);
   out.chosen = parallelRowOf(ps.model);
   out.chosen.baselineStepS = ps.baseline.step_s;
   out.chosenBaseline = parallelRowOf(ps.baseline);
@@ -344,7 +363,9 @@ analysis::control controlOf(const ComputeControl& c) {
 
 PredictionResult computePrediction(const ExplorerConfig& config) {
   analysis::scenario s;
-  return predictionOf(analyzeOnly(config, s));
+  PredictionResult out = predictionOf(analyzeOnly(config, s));
+  out.baselineWhy = baselineWhyOf(config);
+  return out;
 }
 
 SweepResult computeSweep(const ExplorerConfig& config, const std::optional<sim::sweep_space>& space,
@@ -370,7 +391,9 @@ ServingResult computeServing(const ExplorerConfig& config) {
   s.serving = analysis::serving_request{};
   s.serving->fastest_routing = true;
   const analysis::analysis_result a = analyzeOnly(config, s);
-  return servingOf(*a.serving, a.serving_routing);
+  ServingResult out = servingOf(*a.serving, a.serving_routing);
+  out.baselineName = baselineNameOf(a.config);
+  return out;
 }
 
 SamplingResult computeSampling(const ExplorerConfig& config) {
@@ -419,6 +442,7 @@ ComputeResult computeAll(const ExplorerConfig& config, const ComputeControl& con
     const analysis::analysis_result a = analysis::analyze(configurationOf(config), s, controlOf(control));
     if (!a.prediction) throw modsim::error(error_kind::bad_input, a.prediction_missing);
     r.prediction = predictionOf(a);
+    r.prediction.baselineWhy = baselineWhyOf(config);
     if (a.timeline)
       r.timeline = timelineOf(*a.timeline);
     else
@@ -432,9 +456,10 @@ ComputeResult computeAll(const ExplorerConfig& config, const ComputeControl& con
     r.parallel = parallelOf(a, config);
     if (!sim::is_gpu(config.hardware))
       r.parallel.unavailable = "The parallelism tab splits a step over GPUs: choose GPU hardware.";
-    if (a.serving)
+    if (a.serving) {
       r.serving = servingOf(*a.serving, a.serving_routing);
-    else
+      r.serving.baselineName = baselineNameOf(a.config);
+    } else
       r.serving.unavailable = config.servingEnabled ? a.serving_missing : "The serving simulation is switched off.";
   } catch (const analysis::cancelled&) {
     r.error = "cancelled";

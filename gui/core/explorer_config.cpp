@@ -5,7 +5,13 @@
 #include <QFileInfo>
 #include <QRegularExpression>
 
+#include <fmt/format.h>
+
+#include <map>
+
+#include "analysis/analysis.hpp"
 #include "sim/config.hpp"
+#include "sim/sweep.hpp"
 #include "core/error.hpp"
 
 namespace modsim::gui {
@@ -69,6 +75,29 @@ ErrorParts splitError(const QString& message, const QString& file) {
     if (keyPattern.match(key).hasMatch()) return {key, rest.mid(colon + 2)};
   }
   return {QString(), rest};
+}
+
+QString routingText(const sim::model_spec& m) {
+  const sim::sweep_variant v = sim::variant_of(m);
+  std::string out = sim::display_name(v);
+  if (m.routing && v != sim::sweep_variant::moe) {
+    std::map<double, int> layers;  // routed layers per capacity
+    for (const sim::layer_plan& l : sim::plan_layers(m))
+      if (l.routed) ++layers[l.capacity];
+    if (layers.size() > 1) {
+      out += " c=";
+      for (auto it = layers.begin(); it != layers.end(); ++it)
+        out += fmt::format("{}{:g}×{}", it == layers.begin() ? "" : " ", it->first, it->second);
+    } else {
+      out += fmt::format(" c={:g}", analysis::capacity_of(m));
+    }
+    out += " " + analysis::schedule_of(m);
+  }
+  if (m.moe) {
+    out += fmt::format(" E={} top-{}", m.moe->experts, m.moe->top_k);
+    if (m.moe->noop_experts > 0) out += fmt::format(" +{} no-op", m.moe->noop_experts);
+  }
+  return QString::fromStdString(out);
 }
 
 void validateEditedModel(const sim::model_spec& m) {

@@ -19,9 +19,18 @@ struct ExplorerConfig {
   sim::model_spec model;
   sim::workload load;  // batch, seq_len, run mode, dtype
   sim::hardware_spec hardware;
-  // The dense baseline every "vs dense" compares with; empty = the model without routing.
+  // The baseline every ratio compares with; empty = the model without routing
+  // (analysis::baseline_of), which follows every edit and every model opened.
   std::optional<sim::model_spec> baseline;
-  QString baselinePath;      // the baseline's file (empty with no baseline)
+  QString baselinePath;  // the baseline's file (empty with no baseline, or one kept from the design space)
+  // Why `baseline` is set: the user chose it (the Baseline box, --baseline), or a design point
+  // was adopted and the design space's baseline was kept, so that the point reads the ratio it
+  // read there. Opening another model returns to Model (the new model's own baseline).
+  enum class BaselineOrigin { Model, Chosen, DesignSpace };
+  BaselineOrigin baselineOrigin = BaselineOrigin::Model;
+  // With DesignSpace: the MoE of the kept baseline (empty: a dense MLP); the rest of it follows
+  // the model's dimensions as they are edited.
+  std::optional<sim::moe_spec> keptBaselineMoe;
   QString measurementsPath;  // measurements CSV for the Validation tab; empty = none chosen
   bool sweepEnabled = true;  // the design-space sweep (the benchmark and tests may switch it off)
   bool servingEnabled = true;
@@ -51,6 +60,11 @@ struct ErrorParts {
   QString reason;
 };
 ErrorParts splitError(const QString& message, const QString& file = {});
+
+// A model's routing in one line, for people (export captions, the notes' mark): "MoD c=0.125
+// every_other", "MoD c=0.125×7 0.5×1 custom", "MoDE integrated c=0.125 every_other E=8 top-1 +56
+// no-op", "dense".
+QString routingText(const sim::model_spec& model);
 
 // Checks a model edited in the explorer (d_model divisible by n_heads, then
 // sim::validate_model); throws modsim::error(bad_input) with "KEY: reason".

@@ -1,6 +1,7 @@
 #include "gui/core/explorer_session.hpp"
 
 #include <QFile>
+#include <cmath>
 #include <QSaveFile>
 
 #include "sim/config.hpp"
@@ -10,10 +11,44 @@
 #include "analysis/analysis.hpp"
 #include "core/error.hpp"
 
+#include <fmt/format.h>
+
 namespace modsim::gui {
 namespace {
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+analysis::configuration analysisConfig(const ExplorerConfig& c) {
+  return analysis::configuration{c.model, c.load, c.hardware, c.baseline, c.attention};
+}
+
+std::string routingOf(const sim::model_spec& m) { return routingText(m).toStdString(); }
+
+// A model's notes are written for its routing as loaded. Saved with the routing edited, they
+// end in this mark, which names both routings; loaded again, the mark gives the routing the notes
+// before it describe (ExplorerSession::m_notesRouting).
+constexpr std::string_view kNotesMark = " [modsim-gui: the routing was edited to ";
+constexpr std::string_view kNotesMarkMiddle = "; the notes before this mark describe ";
+
+struct Notes {
+  std::string text;     // without the mark
+  std::string routing;  // the routing `text` describes
+};
+
+// `m`'s notes without the mark, and the routing they describe: the mark's, else `loaded`.
+Notes notesOf(const sim::model_spec& m, const std::string& loaded) {
+  const std::size_t at = m.notes.find(kNotesMark);
+  const std::size_t middle = at == std::string::npos ? at : m.notes.find(kNotesMarkMiddle, at);
+  if (middle == std::string::npos || m.notes.back() != ']') return {m.notes, loaded};
+  const std::size_t from = middle + kNotesMarkMiddle.size();
+  return {m.notes.substr(0, at), m.notes.substr(from, m.notes.size() - 2 - from)};
+}
+
+std::string markedNotes(const Notes& notes, const sim::model_spec& m) {
+  const std::string now = routingOf(m);
+  if (notes.text.empty() || now == notes.routing) return notes.text;
+  return notes.text + std::string(kNotesMark) + now + std::string(kNotesMarkMiddle) + notes.routing + ".]";
+}
 
 // The built-in starting point: the paper's 220M MoD model, prefill of 2,048 tokens, H100.
 sim::model_spec builtinModel() {
@@ -57,7 +92,18 @@ ExplorerSession::ExplorerSession(QObject* parent)
       m_schedule(new ScheduleModel(this)),
       m_summary(new SummaryModel(this)),
       m_worker(new ComputeWorker(this)) {
+  // The start-up model is the shipped mod-220m file (its notes included); the built-in copy
+  // only when the file is missing or does not load.
   m_config.model = builtinModel();
+  const QString startup = resolveConfig(QStringLiteral("mod-220m"), QStringLiteral("models"));
+  try {
+    if (QFile::exists(startup)) {
+      m_config.model = sim::load_model(startup.toStdString());
+      m_modelPath = startup;
+    }
+  } catch (const modsim::error&) {
+    // the built-in copy; opening the file shows its error
+  }
   m_config.load.batch = 1;
   m_config.load.seq_len = 2048;
   m_config.load.run = sim::run_mode::forward;
@@ -77,14 +123,19 @@ ExplorerSession::ExplorerSession(QObject* parent)
   }
   m_config.load.type = sim::default_dtype(m_config.hardware);
   m_draft = m_config;
+  markSaved();
+  m_notesRouting = notesOf(m_config.model, routingOf(m_config.model)).routing;
   scheduleFromModel(m_config.model);
   m_schedule->setSeqLen(m_config.load.seq_len);
   m_schedule->setWorkload(m_config.load.run == sim::run_mode::decode, m_config.load.batch);
 
   connect(m_schedule, &ScheduleModel::scheduleEdited, this, &ExplorerSession::applyScheduleToDraft);
-  connect(m_schedule, &ScheduleModel::editRejected, this, [this](const QString& message) {
+  connect(m_schedule, &ScheduleModel::editRejected, this, [this](const QString& message, bool reverted) {
     const ErrorParts parts = splitError(message);
-    emit validationChanged(parts.key, parts.reason);
+    if (reverted)
+      emit editRefused(parts.key, parts.reason);
+    else
+      emit validationChanged(parts.key, parts.reason);
   });
   connect(m_worker, &ComputeWorker::resultReady, this, &ExplorerSession::onResult);
 }
@@ -113,9 +164,32 @@ void ExplorerSession::applyScheduleToDraft() {
       uniform = false;
   }
   sim::model_spec& m = m_draft.model;
+  const bool integrated = m.moe && m.moe->variant == sim::mode_variant::integrated;
+  if (integrated && !uniform) {
+    // Integrated MoDE has one count of no-op experts, so one capacity, for every routed layer:
+    // a layer of its own capacity is refused, and the table shows the configuration's again.
+    const sim::moe_spec& mo = *m.moe;
+    emit editRefused(QStringLiteral("routing.layer_capacities"),
+                     tr("integrated MoDE has one capacity for every routed layer: %1 no-op experts beside %2 "
+                        "(capacity %3) serve them all; change c for every layer, or choose the staged variant for "
+                        "per-layer capacities")
+                         .arg(mo.noop_experts)
+                         .arg(mo.experts)
+                         .arg(double(mo.experts) / double(mo.experts + mo.noop_experts), 0, 'g', 3));
+    QMetaObject::invokeMethod(
+        this, [this] { scheduleFromModel(m_config.model); }, Qt::QueuedConnection);
+    return;
+  }
   if (!first) {
     m.routing.reset();
   } else {
+    // Integrated: the capacity is the share of tokens that reach a real expert, E/(E+N); N
+    // follows a capacity it does not already give (to the editor's four decimals).
+    if (integrated) {
+      sim::moe_spec& mo = *m.moe;
+      if (std::abs(double(mo.experts) / double(mo.experts + mo.noop_experts) - *first) > 5e-5)
+        mo.noop_experts = sim::noop_experts_for(mo.experts, *first);
+    }
     sim::routing_spec r = m.routing.value_or(sim::routing_spec{});
     r.capacity = *first;
     const std::string preset = sim::schedule_preset(routed);
@@ -149,6 +223,14 @@ void ExplorerSession::checkCounts(const ExplorerConfig& c, const QString& lastWo
 }
 
 bool ExplorerSession::commitDraft() {
+  if (m_draft.baselineOrigin == ExplorerConfig::BaselineOrigin::DesignSpace) {
+    // The kept baseline follows the model's dimensions; its MoE (or dense MLP) and its name stay.
+    const std::string name = m_draft.baseline ? m_draft.baseline->name : std::string();
+    sim::model_spec kept = sim::dense_baseline(m_draft.model);
+    kept.moe = m_draft.keptBaselineMoe;
+    kept.name = name;
+    m_draft.baseline = std::move(kept);
+  }
   try {
     validateEditedModel(m_draft.model);
     if (m_draft.load.batch < 1) throw input_error("", "batch", "must be >= 1");
@@ -193,23 +275,53 @@ bool ExplorerSession::loadModelFile(const QString& path, QString* error) {
     return false;
   }
   m_modelPath = path;
+  // The baseline follows the model opened: one chosen for the previous model (or kept from its
+  // design space) is dropped, and the notice says so.
+  m_baselineNotice.clear();
+  if (m_draft.baselineOrigin != ExplorerConfig::BaselineOrigin::Model) {
+    const QString before = qs(analysis::baseline_label(analysisConfig(m_config)));
+    const QString now = qs(analysis::baseline_label(
+        analysis::configuration{m, m_config.load, m_config.hardware, std::nullopt, m_config.attention}));
+    m_baselineNotice = tr("Baseline: %1, the model opened with its routing removed; %2, the baseline of %3, was "
+                          "dropped")
+                           .arg(now, before, qs(m_config.model.name));
+    m_draft.baseline.reset();
+    m_draft.baselinePath.clear();
+    m_draft.keptBaselineMoe.reset();
+    m_draft.baselineOrigin = ExplorerConfig::BaselineOrigin::Model;
+  }
   setModel(m);
   markSaved();
+  m_notesRouting = notesOf(m, routingOf(m)).routing;
   emit configChanged();
   return true;
 }
 
 bool ExplorerSession::saveModelFile(const QString& path, QString* error) {
+  // Notes written for another routing than the model's now are saved marked as such.
+  sim::model_spec model = m_config.model;
+  model.notes = markedNotes(notesOf(model, m_notesRouting), model);
   try {
-    sim::save_model(m_config.model, path.toStdString());
+    sim::save_model(model, path.toStdString());
   } catch (const modsim::error& e) {
     if (error) *error = qs(e.what());
     return false;
   }
   m_modelPath = path;
+  m_config.model.notes = model.notes;
+  m_draft.model.notes = model.notes;
   markSaved();
   emit configChanged();
   return true;
+}
+
+QString ExplorerSession::notesStatus() const {
+  const Notes notes = notesOf(m_config.model, m_notesRouting);
+  if (notes.text.empty()) return {};
+  const std::string now = routingOf(m_config.model);
+  if (now == notes.routing) return {};
+  return tr("The model's notes describe %1; the routing is now %2 (saving marks the notes so)")
+      .arg(qs(notes.routing), qs(now));
 }
 
 void ExplorerSession::markSaved() {
@@ -317,16 +429,47 @@ void ExplorerSession::setBaseline(const QString& path) {
   if (path.isEmpty()) {
     m_draft.baseline.reset();
     m_draft.baselinePath.clear();
+    m_draft.baselineOrigin = ExplorerConfig::BaselineOrigin::Model;
   } else {
     try {
       m_draft.baseline = sim::load_model(path.toStdString());
       m_draft.baselinePath = path;
+      m_draft.baselineOrigin = ExplorerConfig::BaselineOrigin::Chosen;
     } catch (const modsim::error& e) {
       emit validationChanged(QStringLiteral("baseline"), splitError(qs(e.what())).reason);
       return;
     }
   }
+  m_draft.keptBaselineMoe.reset();
+  m_baselineNotice.clear();
   commitDraft();
+}
+
+void ExplorerSession::adoptDesignPoint(const sim::model_spec& point) {
+  sim::model_spec adopted = point;
+  adopted.name = m_config.model.name;
+  adopted.notes = m_config.model.notes;
+  // The design space compared every point with the configuration's baseline; when the point's
+  // own baseline would be another one (an MoDE point of a model without MoE: the MoE without
+  // MoD routing instead of the dense MLP), that baseline is kept, so that the point reads after
+  // adopting the ratio it read in the design space.
+  if (m_config.baselineOrigin == ExplorerConfig::BaselineOrigin::Model) {
+    const analysis::configuration c = analysisConfig(m_config);
+    const sim::model_spec current = analysis::baseline_of(c);
+    const sim::model_spec own = sim::dense_baseline(adopted);
+    const auto moeText = [](const std::optional<sim::moe_spec>& m) {
+      return m ? fmt::format("{} {} {} {}", m->experts, m->top_k, m->capacity_factor, m->noop_experts) : std::string();
+    };
+    if (moeText(current.moe) != moeText(own.moe)) {
+      sim::model_spec kept = current;
+      kept.name = analysis::baseline_label(c);
+      m_draft.baseline = std::move(kept);
+      m_draft.baselinePath.clear();
+      m_draft.keptBaselineMoe = current.moe;
+      m_draft.baselineOrigin = ExplorerConfig::BaselineOrigin::DesignSpace;
+    }
+  }
+  setModel(adopted);
 }
 
 void ExplorerSession::setAttention(std::optional<attention_impl> attention) {
@@ -352,8 +495,17 @@ void ExplorerSession::setVariant(const QString& variant, int experts, int topK, 
     mode.experts = experts;
     mode.top_k = topK;
     mode.noop_experts = 0;
-    if (mode.variant == sim::mode_variant::integrated)
-      mode.noop_experts = noopExperts >= 1 ? noopExperts : sim::noop_experts_for(experts, analysis::capacity_of(m));
+    if (mode.variant == sim::mode_variant::integrated) {
+      if (noopExperts < 1) {
+        emit validationChanged(QStringLiteral("mode.noop_experts"),
+                               tr("must be >= 1, got %1: integrated MoDE skips the MLP for the tokens routed to a "
+                                  "no-op expert (E real and N no-op experts compute E/(E+N) of them); the last valid "
+                                  "value is still used")
+                                   .arg(noopExperts));
+        return;
+      }
+      mode.noop_experts = noopExperts;
+    }
     mode.capacity_factor = capacityFactor;
     m.moe = mode;
   }

@@ -37,7 +37,13 @@ class ExplorerSession : public QObject {
   // A setting the session changed on its own with the last edit, for people (e.g. the dtype
   // following a hardware of another kind); empty when none.
   QString dtypeNotice() const { return m_dtypeNotice; }
+  // What became of the baseline when the last model was opened (one chosen for the previous
+  // model is dropped); empty when nothing changed.
+  QString baselineNotice() const { return m_baselineNotice; }
   ComputeResultPtr lastResult() const { return m_lastResult; }
+  // When the routing was edited away from the one the model's notes describe: says so (the
+  // saved file's notes end in a mark naming both); empty otherwise.
+  QString notesStatus() const;
 
   ScheduleModel* scheduleModel() const { return m_schedule; }
   SummaryModel* summaryModel() const { return m_summary; }
@@ -62,15 +68,20 @@ class ExplorerSession : public QObject {
   void setMeasurementsFile(const QString& path);
 
   // Edits of the draft; each recomputes when the draft validates.
-  void setModel(const sim::model_spec& model);       // a whole configuration (adopt, built-in)
+  void setModel(const sim::model_spec& model);  // a whole configuration (built-in)
+  // A design point's configuration (Design space tab), under the current model's name and notes;
+  // the design space's baseline is kept when the point's own would be another (see
+  // ExplorerConfig::BaselineOrigin::DesignSpace).
+  void adoptDesignPoint(const sim::model_spec& point);
   void setDimension(const QString& key, int value);  // d_model n_layers n_heads n_kv_heads d_ff vocab_size
   void setMlp(sim::mlp_kind mlp);
   void setSeqLen(qint64 seqLen);
   void setBatch(qint64 batch);
   void setDtype(sim::dtype type);
   void setMode(sim::run_mode mode);
-  // The dense baseline every "vs dense" compares with: a model file, or empty for the model
-  // without routing. A file that does not load is refused (validationChanged "baseline").
+  // The baseline every ratio compares with: a model file (the user's choice: it stays until
+  // another model is opened), or empty for the model without routing. A file that does not
+  // load is refused (validationChanged "baseline").
   void setBaseline(const QString& path);
   void setAttention(std::optional<attention_impl> attention);  // empty: the hardware's default
   // variant: "none", "moe", "staged", "integrated".
@@ -90,6 +101,9 @@ class ExplorerSession : public QObject {
   // The draft's validity: `key` names the field ("routing.capacity", "n_heads", ...) and
   // `message` the reason; both empty when the draft is valid.
   void validationChanged(const QString& key, const QString& message);
+  // An edit was refused and its editor shows the last valid value again (a schedule cell typed
+  // out of range): `message` says why; the configuration and the figures are still current.
+  void editRefused(const QString& key, const QString& message);
   // Every model holds `result` now.
   void resultApplied(modsim::gui::ComputeResultPtr result);
 
@@ -108,7 +122,9 @@ class ExplorerSession : public QObject {
   bool m_modified = false;
   std::string m_savedJson;  // sim::model_to_json of the model last loaded or saved
   QString m_dtypeNotice;
-  QString m_lastWorkloadKey;  // batch or seq_len, whichever was edited last
+  QString m_baselineNotice;
+  std::string m_notesRouting;  // the routing the model's notes describe (routingText), as loaded
+  QString m_lastWorkloadKey;   // batch or seq_len, whichever was edited last
   bool m_headDerived = true;
   ComputeResultPtr m_lastResult;
 

@@ -358,6 +358,7 @@ bool MainWindow::openModelFile(const QString& path) {
   clearError();
   addRecentFile(path);
   updateTitle();
+  if (!m_session->baselineNotice().isEmpty()) statusBar()->showMessage(m_session->baselineNotice(), 8000);
   return true;
 }
 
@@ -393,12 +394,12 @@ bool MainWindow::saveModelFileAs() {
 
 QString MainWindow::exportCaption() const {
   const ExplorerConfig& c = m_session->config();
-  return tr("%1 · %2 · %3, batch %4, sequence %5, %6 · %7 · modsim-gui %8")
+  return tr("%1 (%9) · %2 · %3, batch %4, sequence %5, %6 · %7 · modsim-gui %8")
       .arg(QString::fromStdString(c.model.name), QString::fromStdString(c.hardware.name), displayName(c.load.run))
       .arg(c.load.batch)
       .arg(c.load.seq_len)
       .arg(QString::fromLatin1(sim::to_string(c.load.type)), m_tabs->tabText(m_tabs->currentIndex()),
-           QDate::currentDate().toString(Qt::ISODate));
+           QDate::currentDate().toString(Qt::ISODate), routingText(c.model));
 }
 
 void MainWindow::paintExport(QPainter& painter, QWidget* page, const QSize& size) const {

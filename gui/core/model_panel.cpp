@@ -54,6 +54,9 @@ QSpinBox* spinBox(int lo, int hi, int step, QWidget* parent) {
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 
+// The Baseline box's item for a baseline kept from the design space (no file).
+const QString kKeptBaseline = QStringLiteral("<kept from the design space>");
+
 }  // namespace
 
 ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(parent), m_session(session) {
@@ -67,6 +70,8 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
   m_name = new QLabel(modelBox);
   m_name->setTextInteractionFlags(Qt::TextSelectableByMouse);
   mf->addRow(tr("Name"), m_name);
+  m_notesNote = makeNoteLabel(modelBox);
+  mf->addRow(m_notesNote);
   addErrorRow(mf, QStringLiteral("model"));
   struct Dim {
     const char* key;
@@ -142,9 +147,13 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
       tr("The dense baseline every \"vs dense\" compares with: the model with its routing removed, or a "
          "matched-quality dense model (the paper's sampling speed-up is against one)"));
   lf->addRow(tr("Baseline"), m_baseline);
+  m_baselineNote = makeNoteLabel(loadBox);
+  lf->addRow(m_baselineNote);
   addErrorRow(lf, QStringLiteral("baseline"));
-  connect(m_baseline, &QComboBox::activated, this,
-          [this](int i) { m_session->setBaseline(m_baseline->itemData(i).toString()); });
+  connect(m_baseline, &QComboBox::activated, this, [this](int i) {
+    const QString path = m_baseline->itemData(i).toString();
+    if (path != kKeptBaseline) m_session->setBaseline(path);
+  });
   m_attention = new QComboBox(loadBox);
   m_attention->addItem(tr("the hardware's default"), QString());
   m_attention->addItem(tr("fused"), QStringLiteral("fused"));
@@ -223,16 +232,9 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
   connect(m_nth, &QSpinBox::valueChanged, this, [this](int) {
     if (m_preset->currentData().toString() == QStringLiteral("every_nth")) applyPreset();
   });
-  connect(m_capacity, &QDoubleSpinBox::valueChanged, this, [this](double c) {
-    // Integrated MoDE: the capacity is the share of tokens that reach a real expert, so it
-    // sets the no-op experts (sim::noop_experts_for).
-    if (m_variant->currentData().toString() == QStringLiteral("integrated") && c > 0 && c <= 1) {
-      const QSignalBlocker b(m_noop);
-      m_noop->setValue(sim::noop_experts_for(m_experts->value(), c));
-      applyVariant();
-    }
-    applyPreset();
-  });
+  // Integrated MoDE: the capacity is the share of tokens that reach a real expert, so it sets
+  // the no-op experts (the session, sim::noop_experts_for) in the same edit.
+  connect(m_capacity, &QDoubleSpinBox::valueChanged, this, [this](double) { applyPreset(); });
   layout->addWidget(schedBox, 1);
 
   // --- MoDE variant ---------------------------------------------------------------------------
@@ -247,7 +249,7 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
   vf->addRow(tr("Variant"), m_variant);
   m_experts = spinBox(1, 1 << 12, 1, variantBox);
   m_topK = spinBox(1, 64, 1, variantBox);
-  m_noop = spinBox(1, 1 << 12, 1, variantBox);
+  m_noop = spinBox(0, 1 << 12, 1, variantBox);  // 0 is refused with a message, not clamped
   m_noop->setToolTip(
       tr("Integrated MoDE: no-op experts beside the real ones; a token routed to one skips the MLP. E real and N "
          "no-op experts let E/(E+N) of the tokens compute, so the capacity c sets N = E(1-c)/c"));
@@ -290,8 +292,10 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
   });
   connect(m_topK, &QSpinBox::valueChanged, this, [this](int) { applyVariant(); });
   connect(m_noop, &QSpinBox::valueChanged, this, [this](int n) {
-    // The no-op experts edited directly: the routed layers' capacity follows, E/(E+N).
+    // The no-op experts edited directly: the routed layers' capacity follows, E/(E+N). Fewer
+    // than one is refused (the session says why) and leaves the capacity alone.
     applyVariant();
+    if (n < 1) return;
     const QSignalBlocker b(m_capacity);
     m_capacity->setValue(double(m_experts->value()) / double(m_experts->value() + n));
     applyPreset();
@@ -324,6 +328,7 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
 
   connect(session, &ExplorerSession::configChanged, this, &ModelPanel::refresh);
   connect(session, &ExplorerSession::validationChanged, this, &ModelPanel::showValidation);
+  connect(session, &ExplorerSession::editRefused, this, &ModelPanel::showValidation);
   refresh();
 }
 
@@ -346,10 +351,12 @@ QLabel* ModelPanel::makeNoteLabel(QWidget* parent) {
 }
 
 QString ModelPanel::noteText(const QString& which) const {
-  const QLabel* l = which == QStringLiteral("schedule")  ? m_scheduleNote
-                    : which == QStringLiteral("variant") ? m_variantNote
-                    : which == QStringLiteral("dtype")   ? m_dtypeNote
-                                                         : nullptr;
+  const QLabel* l = which == QStringLiteral("schedule")   ? m_scheduleNote
+                    : which == QStringLiteral("variant")  ? m_variantNote
+                    : which == QStringLiteral("dtype")    ? m_dtypeNote
+                    : which == QStringLiteral("baseline") ? m_baselineNote
+                    : which == QStringLiteral("notes")    ? m_notesNote
+                                                          : nullptr;
   return l && !l->isHidden() ? l->text() : QString();
 }
 
@@ -420,10 +427,8 @@ void ModelPanel::applyPreset() {
   m_nth->setEnabled(preset == QStringLiteral("every_nth"));
   ScheduleModel* model = m_session->scheduleModel();
   if (preset == QStringLiteral("custom")) {
-    // Keep the routed set; give every routed layer the capacity.
-    for (int r = 0; r < model->rowCount(); ++r)
-      if (model->layers()[static_cast<std::size_t>(r)])
-        model->setData(model->index(r, ScheduleModel::CapacityColumn), m_capacity->value());
+    // Keep the routed set; give every routed layer the capacity, in one edit.
+    model->setRoutedCapacity(m_capacity->value());
     return;
   }
   model->applyPreset(preset, m_nth->value(), m_capacity->value());
@@ -434,7 +439,8 @@ void ModelPanel::refresh() {
   const sim::workload& w = m_session->draftWorkload();
   const QString path = m_session->modelPath();
   m_name->setText(qs(m.name) + (path.isEmpty() ? QString() : QStringLiteral("  (%1)").arg(QFileInfo(path).fileName())));
-  m_name->setToolTip(path);
+  m_name->setToolTip(path.isEmpty() ? qs(m.notes) : path + QStringLiteral("\n") + qs(m.notes));
+  setNote(m_notesNote, m_session->notesStatus());
   auto set = [](QSpinBox* s, int v) {
     const QSignalBlocker b(s);
     s->setValue(v);
@@ -536,8 +542,16 @@ void ModelPanel::refresh() {
   setNote(m_dtypeNote, m_session->dtypeNotice());
   {
     const QSignalBlocker b(m_baseline);
-    const int i = m_baseline->findData(m_session->config().baselinePath);
+    const ExplorerConfig& c = m_session->config();
+    const int kept = m_baseline->findData(kKeptBaseline);
+    if (kept >= 0) m_baseline->removeItem(kept);
+    int i = m_baseline->findData(c.baselinePath);
+    if (c.baselineOrigin == ExplorerConfig::BaselineOrigin::DesignSpace && c.baseline) {
+      m_baseline->insertItem(1, tr("%1 (kept from the design space)").arg(qs(c.baseline->name)), kKeptBaseline);
+      i = 1;
+    }
     m_baseline->setCurrentIndex(i >= 0 ? i : 0);
+    setNote(m_baselineNote, m_session->baselineNotice());
   }
   {
     const QSignalBlocker b(m_attention);

@@ -35,7 +35,9 @@ class ModelPanel : public QWidget {
   QComboBox* variantEditor() const { return m_variant; }
   QSpinBox* noopEditor() const { return m_noop; }
   // A note the panel shows for people: "schedule" (mixed capacities), "variant" (what the
-  // MoDE variant does with the capacity), "dtype" (changed with the hardware); empty when none.
+  // MoDE variant does with the capacity), "dtype" (changed with the hardware), "baseline" (a
+  // chosen baseline dropped when another model was opened), "notes" (the model's notes describe
+  // another routing); empty when none.
   QString noteText(const QString& which) const;
 
  signals:
@@ -79,6 +81,8 @@ class ModelPanel : public QWidget {
   QLabel* m_scheduleNote;
   QLabel* m_variantNote;
   QLabel* m_dtypeNote;
+  QLabel* m_baselineNote;            // what became of a chosen baseline when another model was opened
+  QLabel* m_notesNote;               // the model's notes describe another routing than the one edited
   QString m_presetChoice;            // the preset last picked by the user
   QHash<QString, QLabel*> m_errors;  // by key (or group: "routing", "mode", "hardware", "model")
 };

@@ -123,9 +123,9 @@ QVariant SummaryModel::headerData(int section, Qt::Orientation o, int role) cons
     case CurrentColumn:
       return tr("Current");
     case DenseColumn:
-      return m_prediction.baselineName.empty() ? tr("Dense") : tr("Baseline");
+      return tr("Baseline");
     case RatioColumn:
-      return m_prediction.baselineName.empty() ? tr("Current / dense") : tr("Current / baseline");
+      return tr("Current / baseline");
     default:
       return {};
   }
@@ -153,13 +153,14 @@ QString SummaryModel::headline() const {
   const QString band = !p.bandText.empty()    ? QStringLiteral(" (%1)").arg(qs(p.bandText).toHtmlEscaped())
                        : p.expectedP90Pct > 0 ? tr(" ±%1% (p90)").arg(p.expectedP90Pct, 0, 'f', 1)
                                               : QString();
-  const QString dense = p.baselineName.empty() ? tr("dense") : qs(p.baselineName).toHtmlEscaped();
+  const QString dense = qs(p.baselineName).toHtmlEscaped();
   QString text =
       tr("%1 · %2 on %3:  <b>%4</b>%9 predicted (%10 %5, <b>%6</b>)  ·  FLOPs %7 of %10  ·  %8")
           .arg(m_modeName, m_modelName.toHtmlEscaped(), qs(p.hardwareName).toHtmlEscaped(), formatSeconds(p.totalS),
                formatSeconds(p.denseTotalS), formatRatio(p.totalS, p.denseTotalS),
                formatRatio(double(p.matmulFlops), double(p.denseMatmulFlops)), qs(p.costLabel).toHtmlEscaped(), band)
           .arg(dense);
+  if (!p.baselineWhy.empty()) text += tr("<br>Baseline <b>%1</b>: %2").arg(dense, qs(p.baselineWhy).toHtmlEscaped());
   if (p.calibrated && !p.attentionMeasured && !p.attention.empty())
     text += tr("<br><b>Attention %1</b>: never measured by this calibration, priced by the datasheet roofline; no "
                "error band")

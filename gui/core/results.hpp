@@ -50,7 +50,10 @@ struct PredictionResult {
   std::int64_t params = 0;
   std::string costLabel;  // "datasheet roofline ..." or "calibrated on ..."
   std::string hardwareName;
-  std::string baselineName;  // a chosen dense baseline (--baseline); empty = the model without routing
+  std::string baselineName;  // analysis::baseline_label: "dense-220m", or "<model> without routing"
+  // Why the baseline is not the model's own (chosen by the user, kept from the design space);
+  // empty when it is.
+  std::string baselineWhy;
   // The calibration's cross-validated error (percent, p90 and median); 0 = none recorded.
   double expectedP90Pct = 0;
   double expectedMedianPct = 0;
@@ -87,7 +90,7 @@ struct SweepResult {
   std::vector<SweepPoint> points;
   std::int64_t denseMatmulFlops = 0;
   double denseTimeS = 0;
-  std::string baselineName;  // the baseline of the ratios when not plain dense (PredictionResult's)
+  std::string baselineName;  // the baseline of the ratios (PredictionResult's)
   bool decode = false;       // the points are decode steps
 };
 
@@ -118,7 +121,8 @@ struct ServingStats {
 struct ServingResult {
   bool available = false;
   std::string unavailable;
-  std::string scenario;  // the simulated workload, for people
+  std::string scenario;      // the simulated workload, for people
+  std::string baselineName;  // PredictionResult's: the model `dense` served
   ServingStats dense;
   ServingStats current;
 };

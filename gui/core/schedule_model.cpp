@@ -76,7 +76,8 @@ bool ScheduleModel::setData(const QModelIndex& index, const QVariant& value, int
     bool ok = false;
     const double c = value.toDouble(&ok);
     if (!ok || !(c > 0 && c <= 1)) {
-      emit editRejected(key + QStringLiteral(": capacity must be in (0, 1], got ") + value.toString());
+      const QString kept = layer ? tr("; layer %1 keeps %2").arg(index.row()).arg(*layer, 0, 'g', 4) : QString();
+      emit editRejected(key + QStringLiteral(": capacity must be in (0, 1], got ") + value.toString() + kept, true);
       return false;
     }
     if (layer && *layer == c) return true;
@@ -141,15 +142,30 @@ void ScheduleModel::setWorkload(bool decode, qint64 batch) {
   if (!m_layers.empty()) emit dataChanged(index(0, TokensColumn), index(rowCount() - 1, TokensColumn));
 }
 
+void ScheduleModel::setRoutedCapacity(double capacity) {
+  if (!(capacity > 0 && capacity <= 1)) {
+    emit editRejected(QStringLiteral("routing.capacity: must be in (0, 1], got %1").arg(capacity), false);
+    return;
+  }
+  bool changed = false;
+  for (auto& l : m_layers)
+    if (l && *l != capacity) l = capacity, changed = true;
+  m_lastCapacity = capacity;
+  if (!changed || m_layers.empty()) return;
+  emit dataChanged(index(0, RoutedColumn), index(rowCount() - 1, TokensColumn));
+  emit scheduleEdited();
+}
+
 void ScheduleModel::applyPreset(const QString& preset, int n, double capacity) {
   if (!(capacity > 0 && capacity <= 1)) {
-    emit editRejected(QStringLiteral("routing.capacity: must be in (0, 1], got %1").arg(capacity));
+    emit editRejected(QStringLiteral("routing.capacity: must be in (0, 1], got %1").arg(capacity), false);
     return;
   }
   if (preset == QStringLiteral("every_nth") && (n < 1 || n > static_cast<int>(m_layers.size()))) {
     emit editRejected(QStringLiteral("routing.schedule: every_nth:%1 routes no layer of a %2-layer model")
                           .arg(n)
-                          .arg(m_layers.size()));
+                          .arg(m_layers.size()),
+                      false);
     return;
   }
   beginResetModel();

@@ -35,11 +35,16 @@ class ScheduleModel : public QAbstractTableModel {
 
   // Presets: "none", "all", "every_other", "every_nth" (with n), all at `capacity`.
   void applyPreset(const QString& preset, int n, double capacity);
+  // Every routed layer at `capacity`, the routed set kept: one scheduleEdited() (a refusal as
+  // applyPreset's).
+  void setRoutedCapacity(double capacity);
 
  signals:
   void scheduleEdited();
-  // An edit was refused; `message` is "KEY: reason" in modsim's error form.
-  void editRejected(const QString& message);
+  // An edit was refused; `message` is "KEY: reason" in modsim's error form. `reverted`: the
+  // model still holds (and shows) the last valid value, e.g. a capacity cell typed out of range;
+  // false when the refused value stays in its editor (a preset's capacity box).
+  void editRejected(const QString& message, bool reverted);
 
  private:
   std::vector<std::optional<double>> m_layers;

@@ -37,6 +37,7 @@
 #include "gui/core/tabs/timeline_tab.hpp"
 #include "gui/core/tabs/validation_tab.hpp"
 #include "sim/config.hpp"
+#include "sim/spec.hpp"
 
 using namespace modsim;
 using namespace modsim::gui;
@@ -152,7 +153,8 @@ TEST(Controls, HeadlineAndDesignSpaceTableShareTheBaselineForEveryVariant) {
           sawMoe = true;
         }
       EXPECT_TRUE(sawMoe) << variant;
-      EXPECT_TRUE(headline.contains(QStringLiteral("MoE without MoD"))) << headline.toStdString();
+      // Named as every tab names it: the model without (MoD) routing.
+      EXPECT_TRUE(headline.contains(QStringLiteral("mod-220m without routing"))) << headline.toStdString();
     }
   }
 }
@@ -286,12 +288,13 @@ TEST(Controls, RefusedEditsSayWhyAndMarkTheResultsStale) {
   EXPECT_FALSE(w.window.isStale());
   EXPECT_FALSE(w.window.headlineLabel()->text().contains(QStringLiteral("Stale")));
 
-  // A per-layer capacity of 0 in the schedule table.
+  // A per-layer capacity of 0 in the schedule table: refused with the reason, and the cell keeps
+  // its valid value, so the figures are not stale (see ARefusedScheduleCellSaysWhyAndIsNotStale).
   QAbstractItemModel* schedule = w.panel->scheduleView()->model();
   EXPECT_FALSE(schedule->setData(schedule->index(1, ScheduleModel::CapacityColumn), 0.0));
   EXPECT_TRUE(w.panel->errorFor(QStringLiteral("routing")).contains(QStringLiteral("layer_capacities[1]")))
       << w.panel->errorFor("routing").toStdString();
-  EXPECT_TRUE(w.window.isStale());
+  EXPECT_FALSE(w.window.isStale());
 
   // Layers = 0.
   w.panel->dimensionEditor(QStringLiteral("n_layers"))->setValue(0);
@@ -519,4 +522,261 @@ TEST(Controls, TheParallelismTabRanksEverySplitOfTheGpusChosen) {
       EXPECT_LE(parallel->row(0).stepS, parallel->row(r).stepS);
     }
   EXPECT_TRUE(parallel->summary().contains(QString::fromStdString(parallel->row(0).split)));
+}
+
+// --- issue 45: baselines ------------------------------------------------------------------------
+
+TEST(Controls, TheBaselineFollowsTheModelOpenedAndAChosenOneSaysSo) {
+  Window w;
+  // dense-220m chosen on purpose for mod-220m: the headline names it and says it was chosen.
+  w.apply([&] { w.session->setBaseline(shipped("dense-220m")); });
+  ASSERT_TRUE(w.session->config().baseline.has_value());
+  QString headline = w.window.headlineLabel()->text();
+  EXPECT_TRUE(headline.contains(QStringLiteral("dense-220m"))) << headline.toStdString();
+  EXPECT_TRUE(headline.contains(QStringLiteral("chosen in the Baseline box"))) << headline.toStdString();
+
+  // Importing another model: the baseline is that model's own again, and the panel says what
+  // became of the chosen one.
+  w.apply(
+      [&] { ASSERT_TRUE(w.window.openModelFile(QStringLiteral(MODSIM_SOURCE_DIR "/configs/hf/smollm-135m.json"))); });
+  EXPECT_FALSE(w.session->config().baseline.has_value());
+  const std::string name = w.session->config().model.name;
+  headline = w.window.headlineLabel()->text();
+  EXPECT_TRUE(headline.contains(QString::fromStdString(name + " without routing"))) << headline.toStdString();
+  EXPECT_FALSE(headline.contains(QStringLiteral("dense-220m"))) << headline.toStdString();
+  // A model without routing is its own baseline: every ratio is 1.
+  SummaryModel* summary = w.session->summaryModel();
+  EXPECT_DOUBLE_EQ(summary->index(SummaryModel::TotalTime, SummaryModel::RatioColumn).data(ValueRole).toDouble(), 1.0);
+  EXPECT_DOUBLE_EQ(summary->index(SummaryModel::MatmulFlops, SummaryModel::RatioColumn).data(ValueRole).toDouble(),
+                   1.0);
+  const QString note = w.panel->noteText(QStringLiteral("baseline"));
+  EXPECT_TRUE(note.contains(QStringLiteral("dense-220m"))) << note.toStdString();
+
+  // Chosen again for this model, on purpose: it stays, the headline says so, and the sampling
+  // map's absence does not claim the decode step is the baseline's.
+  w.apply([&] { w.session->setBaseline(shipped("dense-220m")); });
+  headline = w.window.headlineLabel()->text();
+  EXPECT_TRUE(headline.contains(QStringLiteral("chosen in the Baseline box"))) << headline.toStdString();
+  SamplingModel* sampling = w.session->resultModel<SamplingModel>();
+  ASSERT_FALSE(sampling->available());
+  EXPECT_FALSE(sampling->unavailableReason().contains(QStringLiteral("its decode step is the baseline's")))
+      << sampling->unavailableReason().toStdString();
+  EXPECT_TRUE(sampling->unavailableReason().contains(QStringLiteral("dense-220m")))
+      << sampling->unavailableReason().toStdString();
+}
+
+TEST(Controls, EveryTabNamesOneBaselineAndAnAdoptedPointKeepsItsRatio) {
+  Window w;
+  // mod-220m has no MoE: its baseline is mod-220m with the routing removed, a dense MLP
+  // (analysis::baseline_label's "<model> without routing").
+  const QString baseline = QStringLiteral("mod-220m without routing");
+  ASSERT_TRUE(w.window.headlineLabel()->text().contains(baseline)) << w.window.headlineLabel()->text().toStdString();
+  SweepModel* sweep = w.session->resultModel<SweepModel>();
+  EXPECT_EQ(sweep->baselineName(), baseline);
+  GapModel* gap = w.session->resultModel<GapModel>();
+  ASSERT_GT(gap->rowCount(), 0);
+  EXPECT_TRUE(gap->describe(0).contains(baseline)) << gap->describe(0).toStdString();
+  ParallelModel* parallel = w.session->resultModel<ParallelModel>();
+  ASSERT_TRUE(parallel->available());
+  EXPECT_TRUE(parallel->summary().contains(baseline)) << parallel->summary().toStdString();
+  SamplingModel* sampling = w.session->resultModel<SamplingModel>();
+  ASSERT_TRUE(sampling->available());
+  EXPECT_EQ(QString::fromStdString(sampling->map().baseline_name), baseline);
+
+  // An MoDE staged point of the design space: its ratio there is against the dense MLP.
+  int row = -1;
+  for (int r = 0; r < sweep->rowCount() && row < 0; ++r)
+    if (sweep->point(r).variant == "MoDE staged" && !sweep->point(r).current) row = r;
+  ASSERT_GE(row, 0);
+  const double ratio = sweep->index(row, SweepModel::TimeRatioColumn).data(ValueRole).toDouble();
+  const double pointS = sweep->point(row).timeS;
+  const double baselineS = sweep->denseTimeS();
+  ASSERT_GT(ratio, 0);
+  DesignSpacePage* page = w.window.page<DesignSpacePage>();
+  w.apply([&] { emit page->adoptRequested(row); });
+  ASSERT_TRUE(w.session->config().model.moe.has_value());
+  // Adopted, it reads the same time over the same baseline: one value.
+  SummaryModel* summary = w.session->summaryModel();
+  EXPECT_NEAR(summary->index(SummaryModel::TotalTime, SummaryModel::CurrentColumn).data(ValueRole).toDouble(), pointS,
+              1e-9 * pointS);
+  EXPECT_NEAR(summary->index(SummaryModel::TotalTime, SummaryModel::DenseColumn).data(ValueRole).toDouble(), baselineS,
+              1e-9 * baselineS);
+  EXPECT_NEAR(summary->index(SummaryModel::TotalTime, SummaryModel::RatioColumn).data(ValueRole).toDouble(), ratio,
+              1e-9);
+  // ... under the same name, and the headline says why it is not the MoE's own baseline.
+  const QString headline = w.window.headlineLabel()->text();
+  EXPECT_TRUE(headline.contains(baseline)) << headline.toStdString();
+  EXPECT_TRUE(headline.contains(QStringLiteral("kept from the design space"))) << headline.toStdString();
+  EXPECT_EQ(sweep->baselineName(), baseline);
+  EXPECT_DOUBLE_EQ(sweep->denseTimeS(), baselineS);
+  // Editing a dimension keeps the kept baseline beside the model: the same d_ff in both.
+  w.apply([&] { w.panel->dimensionEditor(QStringLiteral("d_ff"))->setValue(2048); });
+  ASSERT_TRUE(w.session->config().baseline.has_value());
+  EXPECT_EQ(w.session->config().baseline->d_ff, 2048);
+  EXPECT_FALSE(w.session->config().baseline->moe.has_value());
+}
+
+// --- issue 45: refusals say why, and Stale clears when the value does ----------------------------
+
+TEST(Controls, ARefusedScheduleCellSaysWhyAndIsNotStale) {
+  Window w;
+  w.window.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w.window));
+  QTableView* view = w.panel->scheduleView();
+  const QModelIndex cell = view->model()->index(1, ScheduleModel::CapacityColumn);
+  // Typing 0 in layer 1's cell and pressing Enter.
+  view->setCurrentIndex(cell);
+  view->edit(cell);
+  auto* editor = view->findChild<QDoubleSpinBox*>();
+  ASSERT_NE(editor, nullptr);
+  editor->setValue(0.0);
+  QTest::keyClick(editor, Qt::Key_Return);
+  QTest::qWait(20);
+  // The cell shows the valid capacity again, the reason is shown, and the figures (of 0.125,
+  // what the cell shows) are not stale.
+  EXPECT_DOUBLE_EQ(cell.data(Qt::EditRole).toDouble(), 0.125);
+  const QString error = w.panel->errorFor(QStringLiteral("routing"));
+  EXPECT_TRUE(error.contains(QStringLiteral("(0, 1], got 0"))) << error.toStdString();
+  EXPECT_TRUE(error.contains(QStringLiteral("layer 1 keeps 0.125"))) << error.toStdString();
+  EXPECT_FALSE(w.window.isStale());
+  EXPECT_FALSE(w.window.headlineLabel()->text().contains(QStringLiteral("Stale")));
+}
+
+TEST(Controls, ZeroNoOpExpertsIsRefusedWithTheReasonUntilAValidValue) {
+  Window w;
+  QComboBox* v = w.panel->variantEditor();
+  w.apply([&] { v->setCurrentIndex(v->findData(QStringLiteral("integrated"))); });
+  // 8 experts at c = 0.125: 8·(1 − 0.125)/0.125 = 56 no-op experts.
+  ASSERT_EQ(w.session->config().model.moe->noop_experts, 56);
+  w.panel->noopEditor()->setValue(0);
+  EXPECT_EQ(w.panel->noopEditor()->value(), 0);  // kept as typed, not clamped back silently
+  const QString error = w.panel->errorFor(QStringLiteral("mode"));
+  EXPECT_TRUE(error.contains(QStringLiteral("noop_experts"))) << error.toStdString();
+  EXPECT_TRUE(error.contains(QStringLiteral(">= 1, got 0"))) << error.toStdString();
+  EXPECT_EQ(w.session->config().model.moe->noop_experts, 56);
+  EXPECT_DOUBLE_EQ(w.panel->capacityEditor()->value(), 0.125);
+  EXPECT_TRUE(w.window.isStale());
+  // A valid value clears the error and the stale mark: 8 no-op experts beside 8, c = 8/16.
+  w.apply([&] { w.panel->noopEditor()->setValue(8); });
+  EXPECT_EQ(w.session->config().model.moe->noop_experts, 8);
+  EXPECT_TRUE(w.panel->errorFor(QStringLiteral("mode")).isEmpty());
+  EXPECT_FALSE(w.window.isStale());
+}
+
+// --- issue 45: the sampling strategy chosen stays chosen -----------------------------------------
+
+TEST(Controls, TheSamplingStrategyChosenStaysWhenAnotherModelIsOpened) {
+  Window w;
+  ASSERT_TRUE(w.window.setCurrentTab(QStringLiteral("serving")));
+  auto* page = qobject_cast<ServingPage*>(w.window.tabs()->currentWidget());
+  ASSERT_NE(page, nullptr);
+  SamplingModel* sampling = w.session->resultModel<SamplingModel>();
+  ASSERT_TRUE(sampling->available());
+  const QStringList names = sampling->strategyNames();
+  ASSERT_GE(names.size(), 2);
+  // A strategy other than the one shown by default, chosen in the page's box.
+  const int other = sampling->strategy() == 0 ? 1 : 0;
+  QComboBox* box = page->strategyEditor();
+  box->setCurrentIndex(other);
+  emit box->activated(other);
+  ASSERT_EQ(sampling->strategy(), other);
+  // Another model opened, then an edit: the choice stands, in the model and in the box.
+  w.apply([&] { ASSERT_TRUE(w.window.openModelFile(shipped("mod-60m"))); });
+  EXPECT_EQ(sampling->strategyNames().value(sampling->strategy()), names[other]);
+  w.apply([&] { w.session->setBatch(4); });
+  EXPECT_EQ(sampling->strategyNames().value(sampling->strategy()), names[other]);
+  EXPECT_EQ(box->currentText(), names[other]);
+}
+
+// --- issue 45: integrated MoDE and per-layer capacities ------------------------------------------
+
+TEST(Controls, IntegratedMoDERefusesAPerLayerCapacityWithTheReason) {
+  Window w;
+  QComboBox* v = w.panel->variantEditor();
+  w.apply([&] { v->setCurrentIndex(v->findData(QStringLiteral("integrated"))); });
+  ASSERT_EQ(w.session->config().model.moe->noop_experts, 56);
+  // Layer 1 at 0.5 while layers 3, 5, ..., 15 stay at 0.125: one N cannot give both.
+  QAbstractItemModel* schedule = w.panel->scheduleView()->model();
+  schedule->setData(schedule->index(1, ScheduleModel::CapacityColumn), 0.5);
+  const QString error = w.panel->errorFor(QStringLiteral("routing"));
+  EXPECT_TRUE(error.contains(QStringLiteral("integrated MoDE has one capacity"))) << error.toStdString();
+  EXPECT_TRUE(error.contains(QStringLiteral("staged"))) << error.toStdString();
+  // The table shows the configuration again, which did not change, and nothing is stale.
+  EXPECT_TRUE(QTest::qWaitFor([&] { return *w.session->scheduleModel()->layers()[1] == 0.125; }, 2000));
+  EXPECT_EQ(w.session->config().model.moe->noop_experts, 56);
+  for (const sim::layer_plan& l : sim::plan_layers(w.session->config().model))
+    if (l.routed) {
+      EXPECT_DOUBLE_EQ(l.capacity, 0.125) << l.index;
+    }
+  EXPECT_FALSE(w.window.isStale());
+  // One capacity for every routed layer is honoured: c = 0.5 gives N = 8·(1 − 0.5)/0.5 = 8.
+  w.apply([&] { w.panel->capacityEditor()->setValue(0.5); });
+  EXPECT_EQ(w.session->config().model.moe->noop_experts, 8);
+}
+
+// --- issue 45: the start-up model's notes, and notes that describe another routing ---------------
+
+TEST(Controls, TheStartUpModelIsTheShippedFileAndSavesWithItsNotes) {
+  MainWindow window;
+  ExplorerSession* session = window.session();
+  const sim::model_spec shippedSpec = sim::load_model(shipped("mod-220m").toStdString());
+  ASSERT_FALSE(shippedSpec.notes.empty());
+  EXPECT_EQ(session->config().model.notes, shippedSpec.notes);
+  EXPECT_FALSE(session->isModified());
+  QTemporaryDir dir;
+  const QString path = dir.filePath(QStringLiteral("startup.json"));
+  ASSERT_TRUE(window.saveModelFile(path));
+  EXPECT_EQ(sim::load_model(path.toStdString()).notes, shippedSpec.notes);
+}
+
+TEST(Controls, NotesWrittenForAnotherRoutingAreMarkedWhenSaved) {
+  Window w;
+  const std::string notes = w.session->config().model.notes;
+  ASSERT_FALSE(notes.empty());
+  EXPECT_TRUE(w.panel->noteText(QStringLiteral("notes")).isEmpty());
+  // The notes speak of 12.5 %, every other layer; the capacity becomes 0.25.
+  w.apply([&] { w.panel->capacityEditor()->setValue(0.25); });
+  const QString status = w.panel->noteText(QStringLiteral("notes"));
+  EXPECT_TRUE(status.contains(QStringLiteral("MoD c=0.125 every_other"))) << status.toStdString();
+  EXPECT_TRUE(status.contains(QStringLiteral("MoD c=0.25 every_other"))) << status.toStdString();
+  QTemporaryDir dir;
+  const QString path = dir.filePath(QStringLiteral("edited.json"));
+  ASSERT_TRUE(w.window.saveModelFile(path));
+  const std::string saved = sim::load_model(path.toStdString()).notes;
+  EXPECT_EQ(saved.rfind(notes, 0), 0u) << saved;  // the notes as written, then the mark
+  EXPECT_NE(saved.find("routing was edited to MoD c=0.25 every_other"), std::string::npos) << saved;
+  EXPECT_NE(saved.find("describe MoD c=0.125 every_other"), std::string::npos) << saved;
+  // Saved again after another edit: one mark, naming the routing the notes describe.
+  w.apply([&] { w.panel->capacityEditor()->setValue(0.5); });
+  ASSERT_TRUE(w.window.saveModelFile(path));
+  const std::string again = sim::load_model(path.toStdString()).notes;
+  EXPECT_EQ(again, notes +
+                       " [modsim-gui: the routing was edited to MoD c=0.5 every_other; the notes before this "
+                       "mark describe MoD c=0.125 every_other.]");
+  // Back at the routing they describe: saved as written.
+  w.apply([&] { w.panel->capacityEditor()->setValue(0.125); });
+  ASSERT_TRUE(w.window.saveModelFile(path));
+  EXPECT_EQ(sim::load_model(path.toStdString()).notes, notes);
+  EXPECT_TRUE(w.panel->noteText(QStringLiteral("notes")).isEmpty());
+}
+
+// --- issue 45: export captions name the routing --------------------------------------------------
+
+TEST(Controls, AnExportCaptionNamesTheScheduleAndTheCapacity) {
+  Window w;
+  // mod-220m: capacity 0.125 at every other layer.
+  EXPECT_TRUE(w.window.exportCaption().contains(QStringLiteral("MoD c=0.125 every_other")))
+      << w.window.exportCaption().toStdString();
+  // Layer 1 at 0.5: one routed layer at 0.5, the other seven at 0.125.
+  QAbstractItemModel* schedule = w.panel->scheduleView()->model();
+  w.apply([&] { ASSERT_TRUE(schedule->setData(schedule->index(1, ScheduleModel::CapacityColumn), 0.5)); });
+  const QString caption = w.window.exportCaption();
+  EXPECT_TRUE(caption.contains(QStringLiteral("c=0.125×7 0.5×1"))) << caption.toStdString();
+  // The SVG carries the caption as its description.
+  QTemporaryDir dir;
+  const QString svg = dir.filePath(QStringLiteral("view.svg"));
+  ASSERT_TRUE(w.window.exportCurrentView(svg));
+  QFile f(svg);
+  ASSERT_TRUE(f.open(QIODevice::ReadOnly));
+  EXPECT_TRUE(QString::fromUtf8(f.readAll()).contains(QStringLiteral("c=0.125×7 0.5×1")));
 }

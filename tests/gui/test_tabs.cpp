@@ -134,3 +134,27 @@ TEST(Tabs, TheAppTakesEachRegistryName) {
             std::string::npos)
       << bad.output;
 }
+
+TEST(Tabs, HelpAndListTabsAnswerWithoutADisplay) {
+  // No display and no platform named: QApplication would abort (exit 134); these only print.
+  const std::string bare = "env -u DISPLAY -u WAYLAND_DISPLAY -u QT_QPA_PLATFORM ";
+  const auto run = [&](const std::string& args) {
+    GuiRun r;
+    const std::string cmd = bare + "'" + MODSIM_GUI_BINARY + "' " + args + " 2>&1";
+    FILE* pipe = popen(cmd.c_str(), "r");
+    if (!pipe) return r;
+    char buf[4096];
+    std::size_t n = 0;
+    while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
+    const int status = pclose(pipe);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+  };
+  const GuiRun help = run("--help");
+  EXPECT_EQ(help.code, 0) << help.output;
+  EXPECT_NE(help.output.find("--list-tabs"), std::string::npos) << help.output;
+  EXPECT_NE(help.output.find("--screenshot"), std::string::npos) << help.output;
+  const GuiRun list = run("--list-tabs");
+  EXPECT_EQ(list.code, 0) << list.output;
+  EXPECT_EQ(list.output, resultTabNames().join(QLatin1Char('\n')).toStdString() + "\n");
+}

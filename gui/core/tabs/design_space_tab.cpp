@@ -33,9 +33,7 @@ int SweepModel::rowCount(const QModelIndex& parent) const {
 }
 int SweepModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
-QString SweepModel::baselineName() const {
-  return m_sweep.baselineName.empty() ? tr("dense") : qs(m_sweep.baselineName);
-}
+QString SweepModel::baselineName() const { return qs(m_sweep.baselineName); }
 
 QString SweepModel::label(int row) const {
   const SweepPoint& p = point(row);
@@ -353,9 +351,7 @@ TabSpec designSpaceTab() {
             session.addResultModel(model);
             QObject::connect(page, &DesignSpacePage::adoptRequested, &session, [&session, model, page](int row) {
               if (row < 0 || row >= model->rowCount()) return;
-              sim::model_spec adopted = model->point(row).model;
-              adopted.name = session.config().model.name;
-              session.setModel(adopted);
+              session.adoptDesignPoint(model->point(row).model);
               if (auto* window = qobject_cast<QMainWindow*>(page->window()))
                 window->statusBar()->showMessage(QObject::tr("Adopted the configuration of the design point"), 4000);
             });

@@ -107,8 +107,8 @@ QVariant LayerTimesModel::headerData(int section, Qt::Orientation o, int role) c
   const int c = section - firstClassColumn();
   if (c >= 0 && c < classCount()) return className(c);
   if (c == classCount()) return tr("Total");
-  if (c == classCount() + 1) return tr("Dense total");
-  if (c == classCount() + 2) return tr("Current / dense");
+  if (c == classCount() + 1) return tr("Baseline total");
+  if (c == classCount() + 2) return tr("Current / baseline");
   return {};
 }
 
@@ -172,11 +172,11 @@ QString GapModel::describe(int row) const {
   if (row == 0) {
     meaning = tr("the FLOP ratio: what the step would take if time followed FLOPs");
   } else if (row == rowCount() - 1) {
-    meaning = tr("the predicted time ratio, current / dense");
+    meaning = tr("the predicted time ratio, current / baseline");
   } else {
     meaning = qs(m_prediction.gap[static_cast<std::size_t>(row - 1)].why);
   }
-  return tr("%1: %2 of the dense step\n%3").arg(term, value, meaning);
+  return tr("%1: %2 of the %3 step\n%4").arg(term, value, baselineName(), meaning);
 }
 
 QVariant GapModel::headerData(int section, Qt::Orientation o, int role) const {
@@ -185,7 +185,7 @@ QVariant GapModel::headerData(int section, Qt::Orientation o, int role) const {
     case TermColumn:
       return tr("Term");
     case PercentColumn:
-      return tr("% of dense step");
+      return tr("% of baseline step");
     case KindColumn:
       return tr("Kind");
     default:
@@ -228,7 +228,7 @@ QChart* makeLayerTimeChart(const LayerTimesModel& model, const QString& title) {
 QChart* makeGapChart(const GapModel& model, const QString& title) {
   reports::waterfall_input in;
   in.title = title.toStdString();
-  in.y_label = "% of the dense step";
+  in.y_label = QObject::tr("% of the %1 step").arg(model.baselineName()).toStdString();
   for (int r = 0; r < model.rowCount(); ++r) {
     reports::waterfall_step s;
     s.label = model.index(r, GapModel::TermColumn).data().toString().toStdString();
@@ -271,7 +271,9 @@ LayersPage::LayersPage(LayerTimesModel* model, GapModel* gap, QWidget* parent)
 }
 
 void LayersPage::rebuild() {
-  QChart* chart = makeLayerTimeChart(*m_model, tr("Predicted time per layer by op class, dense beside current"));
+  QChart* chart = makeLayerTimeChart(
+      *m_model,
+      tr("Predicted time per layer by op class, the baseline (%1) beside current").arg(m_model->baselineName()));
   // Hover over a bar segment: its layer, bar (dense or current), op class and time.
   for (QAbstractSeries* s : chart->series())
     if (auto* bars = qobject_cast<QAbstractBarSeries*>(s))
@@ -289,7 +291,7 @@ void LayersPage::rebuild() {
         const double seconds = dense ? idx.data(DenseValueRole).toDouble() : idx.data(ValueRole).toDouble();
         m_hoverText = tr("layer %1, %2: %3 %4")
                           .arg(layer)
-                          .arg(dense ? tr("dense") : tr("current"), set->label(), formatSeconds(seconds));
+                          .arg(dense ? tr("baseline") : tr("current"), set->label(), formatSeconds(seconds));
         QToolTip::showText(QCursor::pos(), m_hoverText, m_view);
       });
   replaceChart(m_view, chart);
@@ -297,7 +299,8 @@ void LayersPage::rebuild() {
 }
 
 void LayersPage::rebuildGap() {
-  QChart* chart = makeGapChart(*m_gap, tr("From the FLOP ratio to the time ratio (% of the dense step)"));
+  QChart* chart =
+      makeGapChart(*m_gap, tr("From the FLOP ratio to the time ratio (% of the %1 step)").arg(m_gap->baselineName()));
   // Hover over a bar: the term, its value and what it means.
   for (QAbstractSeries* s : chart->series())
     if (auto* bars = qobject_cast<QAbstractBarSeries*>(s))

@@ -31,6 +31,8 @@ class LayerTimesModel : public ResultModel {
   int layerCount() const { return static_cast<int>(m_prediction.layers.size()); }  // rows before the LM head
   QString className(int c) const;
   QStringList classNames() const;
+  // The baseline's one name (analysis::baseline_label), as every tab shows it.
+  QString baselineName() const { return QString::fromStdString(m_prediction.baselineName); }
 
  private:
   PredictionResult m_prediction;
@@ -51,6 +53,7 @@ class GapModel : public ResultModel {
   bool isTotal(int row) const { return row == 0 || row == rowCount() - 1; }
   // For people: the row's term, its value and what it stands for (the chart's tooltip).
   QString describe(int row) const;
+  QString baselineName() const { return QString::fromStdString(m_prediction.baselineName); }
 
  private:
   PredictionResult m_prediction;

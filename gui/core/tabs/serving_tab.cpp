@@ -86,11 +86,11 @@ QVariant ServingModel::headerData(int section, Qt::Orientation o, int role) cons
     case MetricColumn:
       return tr("Metric");
     case DenseColumn:
-      return tr("Dense");
+      return tr("Baseline");
     case CurrentColumn:
       return tr("Current");
     case RatioColumn:
-      return tr("Current / dense");
+      return tr("Current / baseline");
     default:
       return {};
   }
@@ -190,13 +190,17 @@ void SamplingModel::setResult(const ComputeResultPtr& result) {
   const auto& ss = m_sampling.map.strategies;
   for (std::size_t i = 1; i < ss.size(); ++i)
     if (ss[i].reached > ss[static_cast<std::size_t>(m_strategy)].reached) m_strategy = static_cast<int>(i);
+  for (std::size_t i = 0; i < ss.size(); ++i)
+    if (!m_chosenStrategy.empty() && ss[i].strategy.name() == m_chosenStrategy) m_strategy = static_cast<int>(i);
   if (m_sampling.available && ss.empty()) m_sampling.available = false;
   setAvailability(m_sampling.available, qs(m_sampling.unavailable));
   endResetModel();
 }
 
 void SamplingModel::setStrategy(int strategy) {
-  if (strategy < 0 || strategy >= static_cast<int>(m_sampling.map.strategies.size()) || strategy == m_strategy) return;
+  if (strategy < 0 || strategy >= static_cast<int>(m_sampling.map.strategies.size())) return;
+  m_chosenStrategy = m_sampling.map.strategies[static_cast<std::size_t>(strategy)].strategy.name();
+  if (strategy == m_strategy) return;
   beginResetModel();
   m_strategy = strategy;
   endResetModel();
@@ -232,9 +236,9 @@ QChart* makeLatencyChart(const ServingModel& model, const QString& title) {
     if (!s.samples_s.empty() || !s.quantiles_s.empty()) in.series.push_back(std::move(s));
   };
   {
-    add("dense TTFT", model.dense().ttftSamplesS, model.dense().summary.ttft_s);
+    add("baseline TTFT", model.dense().ttftSamplesS, model.dense().summary.ttft_s);
     add("current TTFT", model.current().ttftSamplesS, model.current().summary.ttft_s);
-    add("dense TPOT", model.dense().tpotSamplesS, model.dense().summary.tpot_s);
+    add("baseline TPOT", model.dense().tpotSamplesS, model.dense().summary.tpot_s);
     add("current TPOT", model.current().tpotSamplesS, model.current().summary.tpot_s);
   }
   return reports::make_latency_chart(in);
@@ -329,10 +333,13 @@ ServingPage::ServingPage(ServingModel* model, SamplingModel* sampling, QWidget* 
 
 void ServingPage::rebuild() {
   m_scenario->setText(
-      tr("Serving simulation (sim/des), dense baseline and current configuration under the same load: %1")
-          .arg(m_model->scenario()));
+      tr("Serving simulation (sim/des), the baseline (%1) and the current configuration under the same load: %2")
+          .arg(m_model->baselineName(), m_model->scenario()));
   m_table->resizeColumnsToContents();
-  replaceChart(m_view, makeLatencyChart(*m_model, tr("Serving latency: TTFT and TPOT, dense vs current")));
+  replaceChart(
+      m_view,
+      makeLatencyChart(*m_model,
+                       tr("Serving latency: TTFT and TPOT, baseline (%1) vs current").arg(m_model->baselineName())));
 }
 
 void ServingPage::rebuildSampling() {

@@ -31,6 +31,7 @@ class ServingModel : public ResultModel {
   const ServingStats& dense() const { return m_serving.dense; }
   const ServingStats& current() const { return m_serving.current; }
   QString scenario() const { return QString::fromStdString(m_serving.scenario); }
+  QString baselineName() const { return QString::fromStdString(m_serving.baselineName); }
   // The row of the figure with this key ("ttft_s.p50"), -1 when none.
   static int rowOf(const char* key);
 
@@ -41,7 +42,8 @@ class ServingModel : public ResultModel {
 // The sampling map of one decode strategy: rows are decode batches, columns the batch then one per
 // context; a cell shows the MoD / baseline step ratio and the letter of the component that decides
 // it (ValueRole: the ratio; ToolTipRole: both breakdowns). The strategy shown is the one with the
-// most cells at the target (the first on a tie) until setStrategy().
+// most cells at the target (the first on a tie) until setStrategy(); the strategy set so stays
+// chosen, by name, through later results (another model opened, any edit).
 class SamplingModel : public ResultModel {
   Q_OBJECT
  public:
@@ -54,7 +56,7 @@ class SamplingModel : public ResultModel {
 
   const analysis::sampling_map& map() const { return m_sampling.map; }
   int strategy() const { return m_strategy; }
-  void setStrategy(int strategy);  // resets the model
+  void setStrategy(int strategy);  // resets the model; the user's choice
   QStringList strategyNames() const;
   QString verdict() const;         // the map's verdict, one line per strategy
   QString servingRouting() const;  // the routing the serving simulation chose, or empty
@@ -62,6 +64,7 @@ class SamplingModel : public ResultModel {
  private:
   SamplingResult m_sampling;
   int m_strategy = 0;
+  std::string m_chosenStrategy;  // the name set by setStrategy(); empty: none chosen
 };
 
 class ServingPage : public QWidget {
@@ -72,6 +75,7 @@ class ServingPage : public QWidget {
   ServingPage(ServingModel* model, SamplingModel* sampling, QWidget* parent = nullptr);
   QChartView* chartView() const { return m_view; }
   QChartView* samplingView() const { return m_samplingView; }
+  QComboBox* strategyEditor() const { return m_strategy; }
 
  private:
   void rebuild();
