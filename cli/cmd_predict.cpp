@@ -327,6 +327,8 @@ output output_of(const analysis::analysis_result& a, const std::string& hw_name,
   o.head.push_back(fmt::format("cost model: {}", p.calibrated ? p.cost_label : "DATASHEET ROOFLINE (uncalibrated)"));
   o.head.push_back("baseline (\"dense\"): " + analysis::baseline_label(a.config));
   o.head.push_back(attention_line(a) + fmt::format(", {:.1f}% of the time", 100 * p.attention_share));
+  if (const std::string sw = sliding_window_line(a.config.model, p.load); !sw.empty()) o.head.push_back(sw);
+  add_sliding_window_json(root, a.config.model);
   if (decode)
     o.head.push_back(fmt::format(
         "decode step: discrete-event simulation (as simulate forward), routing {}{}, seed {}; launch row = launches, "

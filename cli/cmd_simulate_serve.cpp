@@ -186,6 +186,14 @@ int simulate_serve(const po::variables_map& vm, output_format format) {
   out.json.as_object()["baseline"] = baseline_json(config);
   add_attention_json(out.json.as_object(), a);
   out.head.push_back(attention_line(a));
+  if (model.sliding_window > 0) {
+    out.head.push_back(fmt::format(
+        "sliding window {}: a decode or prefill query attends to at most {} keys; NOT modelled here: the paged KV "
+        "cache still allocates blocks for every position of a sequence (admission and preemption as without the "
+        "window)",
+        model.sliding_window, model.sliding_window));
+    add_sliding_window_json(out.json.as_object(), model);
+  }
   if (a.serving_routing) {
     const analysis::routing_choice& ch = *a.serving_routing;
     out.json.as_object()["decode_routing_choice"] =

@@ -12,6 +12,8 @@
 //                  train: every layer's, kept for the backward pass (summed over l)
 //   scores         unfused attention: B·H·n_l·L_l·e, L_l the keys each query reads
 //                  (n_l in forward/train, the layer's cached entries in decode)
+// With a sliding window W (model_spec::sliding_window) the KV cache holds min(n_l+1, W)
+// entries per sequence and layer and L_l is at most W.
 // F = d_ff (2·d_ff for swiglu); an MoE MLP counts top_k·F per token. The LM head's logits
 // B·S·V·e (B·V·e in decode) join the activations of the last layer.
 #include <cstdint>
