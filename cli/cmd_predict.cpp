@@ -46,7 +46,9 @@ const char* const k_usage =
     "--attention fused|unfused says how attention runs (default: fused on GPU hardware, unfused on a CPU;\n"
     "JSON \"attention\", \"attention_measured\"). A calibration prices attention as its rows ran it; asked\n"
     "for the other implementation, the attention ops are its datasheet roofline and no error band is\n"
-    "printed (the calibration's validation says nothing of them).\n"
+    "printed (the calibration's validation says nothing of them). Nor has a calibration made without\n"
+    "cross-validation or held-out rows (calibrate --cv 0): the head says `expected error: NO BAND - why`,\n"
+    "the JSON \"no_error_band\" (and no \"expected_error\").\n"
     "\n"
     "Over several GPUs (--tp, --pp, --dp, --ep; JSON \"parallel\"): one step of the split for MODEL and\n"
     "its baseline: each GPU's tensor-parallel shard timed by the cost model, the TP all-reduces and EP\n"
@@ -83,6 +85,19 @@ json::object gap_json(const sim::prediction& p) {
   return g;
 }
 
+// Why a calibrated prediction has no error band (empty: it has one, or it is uncalibrated).
+std::string no_band_reason(const sim::prediction& p) {
+  if (!p.calibrated || p.expected_error) return {};
+  if (!p.attention_measured)
+    return fmt::format(
+        "{} attention was never measured by this calibration and is priced by the datasheet roofline (a lower bound); "
+        "--attention {} predicts with the measured kernels",
+        modsim::to_string(p.attention),
+        modsim::to_string(p.attention == attention_impl::fused ? attention_impl::unfused : attention_impl::fused));
+  return "this calibration was made without cross-validation (calibrate --cv 0) and without held-out rows, so how "
+         "far its predictions miss was never measured; calibrate with --cv K (default 5) to record a band";
+}
+
 json::value prediction_json(const sim::prediction& p, const std::string& hw_name) {
   json::object root;
   root["model"] = p.model_name;
@@ -112,6 +127,7 @@ json::value prediction_json(const sim::prediction& p, const std::string& hw_name
   root["max_wave_factor"] = p.model.max_wave_factor;
   root["unmeasured_wave_s"] = p.model.unmeasured_wave_s;
   if (p.model.unmeasured_wave_s > 0) root["unmeasured_wave_share"] = p.model.unmeasured_wave_s / p.model.total_s;
+  if (const std::string why = no_band_reason(p); !why.empty()) root["no_error_band"] = why;
   if (p.expected_error) {
     const sim::cross_validation_summary& e = *p.expected_error;
     json::object ee;
@@ -349,12 +365,8 @@ output output_of(const analysis::analysis_result& a, const std::string& hw_name,
           decode ? p.holdout->decode_median_abs_pct_error : p.holdout->median_abs_pct_error,
           decode ? p.holdout->decode_p90_abs_pct_error : p.holdout->p90_abs_pct_error));
     if (p.band) o.head.push_back("this prediction: " + p.band->text());
-  } else if (p.calibrated && !p.attention_measured) {
-    o.head.push_back(fmt::format(
-        "expected error: NO BAND - {} attention was never measured by this calibration and is priced by the datasheet "
-        "roofline (a lower bound); --attention {} predicts with the measured kernels",
-        modsim::to_string(p.attention),
-        modsim::to_string(p.attention == attention_impl::fused ? attention_impl::unfused : attention_impl::fused)));
+  } else if (const std::string why = no_band_reason(p); !why.empty()) {
+    o.head.push_back("expected error: NO BAND - " + why);
   }
   o.head.push_back(fmt::format(
       "times are predicted device time; launch overhead (gaps between kernels, host-bound stalls; {:.2f} us per "

@@ -1107,3 +1107,37 @@ TEST(Cli, AGpt2ConfigAndIntegralFloatsRead) {
       << bad.err;
   std::filesystem::remove(path);
 }
+
+// calibrate names its result after --out (cpu-mine.json: "cpu-mine") or --name, and a
+// calibration without cross-validation (--cv 0) has no band: predictions say so, table and JSON.
+TEST(Cli, ACalibrationIsNamedAfterItsFileAndSaysWhenItHasNoBand) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("modsim_cli_name_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string out = (dir / "cpu-mine.json").string();
+  const std::string fit =
+      "calibrate --measurements reports/measurements/cpu-xeon-2core-2026-11-24c-calibration-2.csv --hardware cpu "
+      "--cv 0 --out '" +
+      out + "'";
+  ASSERT_EQ(modsim(fit).code, 0);
+  const result p = modsim("predict mod-60m --hardware '" + out + "' --batch 1 --seq 256");
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_NE(p.out.find("mod-60m on cpu-mine:"), std::string::npos) << p.out.substr(0, 300);
+  EXPECT_EQ(p.out.find("cpu-calibrated"), std::string::npos);
+  EXPECT_NE(p.out.find("expected error: NO BAND - this calibration was made without cross-validation"),
+            std::string::npos)
+      << p.out;
+  const result j = modsim("predict mod-60m --hardware '" + out + "' --batch 1 --seq 256 --format json");
+  ASSERT_EQ(j.code, 0) << j.err;
+  const boost::json::object o = boost::json::parse(j.out).as_object();
+  EXPECT_EQ(o.at("hardware").as_string(), "cpu-mine");
+  EXPECT_FALSE(o.contains("expected_error"));
+  EXPECT_NE(std::string(o.at("no_error_band").as_string()).find("without cross-validation"), std::string::npos);
+  ASSERT_EQ(modsim(fit + " --name xeon-2core").code, 0);
+  const result named = modsim("predict mod-60m --hardware '" + out + "' --batch 1 --seq 256 --format json");
+  EXPECT_EQ(boost::json::parse(named.out).at("hardware").as_string(), "xeon-2core");
+  const result empty = modsim(fit + " --name ''");
+  EXPECT_EQ(empty.code, 2);
+  EXPECT_NE(empty.err.find("--name: must not be empty"), std::string::npos) << empty.err;
+  fs::remove_all(dir);
+}
