@@ -1141,3 +1141,20 @@ TEST(Cli, ACalibrationIsNamedAfterItsFileAndSaysWhenItHasNoBand) {
   EXPECT_NE(empty.err.find("--name: must not be empty"), std::string::npos) << empty.err;
   fs::remove_all(dir);
 }
+
+// A serving run too large to finish is refused at once, one line, exit 2, with the bound.
+TEST(Cli, SimulateServeRefusesARunTooLargeToFinish) {
+  const result r = modsim("simulate serve mod-60m --hardware h100-sxm --rate 1e9 --requests 100000000");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("--requests: 100000000 requests generating"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cannot finish"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty());
+  // Output tokens count too: 100,000 requests of 20,000 tokens each are 2e9 tokens.
+  const result tokens =
+      modsim("simulate serve mod-60m --hardware h100-sxm --requests 100000 --output-tokens 20000 --rate 10");
+  EXPECT_EQ(tokens.code, 2);
+  EXPECT_NE(tokens.err.find("~2e+09 output tokens cannot finish"), std::string::npos) << tokens.err;
+  const result help = modsim("simulate --help");
+  EXPECT_NE(help.out.find("output tokens"), std::string::npos);
+}
