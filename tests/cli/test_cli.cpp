@@ -813,7 +813,8 @@ TEST(Cli, ProfileTimeBudgetCapsTheWholeRun) {
   EXPECT_EQ(o.at("measured").as_int64(), 0);
   EXPECT_TRUE(o.at("time_budget_reached").as_bool());
   EXPECT_FALSE(o.at("interrupted").as_bool());
-  EXPECT_NE(r.err.find("stopped at the --time-budget of 0 s; run again with --resume"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the --time-budget of 0 s stopped the run: 0 of "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("run again with --resume to measure the remaining"), std::string::npos) << r.err;
   EXPECT_NE(slurp(meta.string()).find("\"status\":\"time_budget\""), std::string::npos);
   // The stop rule's caps: --max-time 0.5 (quick) and the noisy cap, 4 x that by default.
   const boost::json::object rule = boost::json::parse(slurp(meta.string())).at("stop_rule").as_object();
@@ -1007,6 +1008,27 @@ TEST(Cli, EveryPredictionSaysHowAttentionRuns) {
     EXPECT_NE(r.err.find("--attention"), std::string::npos) << cmd;
     EXPECT_EQ(r.out, "") << cmd;
   }
+}
+
+// When the time budget stops a run, progress and the last lines count what was measured: a
+// 4-point grid stopped before its first point says 0 of 4, never 4/4.
+TEST(Cli, AProfileStoppedByItsBudgetSaysHowManyOfHowManyItMeasured) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("modsim_cli_stopped_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path grid = dir / "grid.json";
+  std::ofstream(grid) << R"({"ops": ["attn_norm"], "dtype": "fp32", "batch": [1], "seq_len": [8, 16],
+                            "d_model": [32, 64], "n_heads": [2], "d_ff": [64]})";
+  const result r = modsim("profile --backend cpu --threads 1 --time-budget 0 --grid '" + grid.string() + "' --out '" +
+                          (dir / "m.csv").string() + "'");
+  fs::remove_all(dir);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("profile: stopped after 0/4 points (0 measured in this run)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the --time-budget of 0 s stopped the run: 0 of 4 points measured (0 now, 0 already in the "
+                       "file); run again with --resume to measure the remaining 4"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("4/4"), std::string::npos) << r.err;
 }
 
 namespace {
