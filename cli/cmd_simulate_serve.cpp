@@ -114,6 +114,7 @@ class serve_progress : public des::serve_observer {
  public:
   serve_progress(std::int64_t requests, int runs)
       : m_requests(std::max<std::int64_t>(1, requests)), m_runs(runs), m_tty(::isatty(STDERR_FILENO) != 0) {}
+  ~serve_progress() override { finish(); }  // also when the run throws: the error starts a line
   // Ends the redrawn line, when one was drawn.
   void finish() {
     if (m_printed && m_tty) std::cerr << "\n" << std::flush;
