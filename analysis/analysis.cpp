@@ -474,7 +474,9 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
       cancel_observer cancel(ctl);
       std::vector<des::serve_observer*> model_observers = q.observers;
       model_observers.push_back(&cancel);
-      des::serve_observer* dense_observers[] = {&cancel};
+      model_observers.insert(model_observers.end(), q.progress.begin(), q.progress.end());
+      std::vector<des::serve_observer*> dense_observers = {&cancel};
+      dense_observers.insert(dense_observers.end(), q.progress.begin(), q.progress.end());
       des::serving_comparison cmp;
       cmp.scenario = q.arrivals ? q.scenario : des::resolve_scenario(baseline, cm, c.load.type, q.scenario);
       if (q.dense) {

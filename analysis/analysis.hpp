@@ -111,6 +111,9 @@ struct serving_request {
   bool fastest_routing = false;
   // Observers of the model's run only (a trace); the dense run is not observed.
   std::vector<sim::des::serve_observer*> observers;
+  // Observers of both runs, the dense baseline's first when `dense` (a progress display). Not
+  // owned.
+  std::vector<sim::des::serve_observer*> progress;
 };
 
 // Where the validation's measurements come from.

@@ -27,8 +27,8 @@ namespace {
 namespace json = boost::json;
 
 const char* const k_usage =
-    "usage: modsim calibrate --measurements CSV [CSV...] --hardware HW --out HW_CAL.json [--cv K] [--format "
-    "table|json|csv|markdown]\n"
+    "usage: modsim calibrate --measurements CSV [CSV...] --hardware HW --out HW_CAL.json [--name NAME] [--cv K] "
+    "[--format table|json|csv|markdown]\n"
     "\n"
     "GPU hardware: fits the kernel-sequence model (sim/kernel_model.hpp) to every row: each op is\n"
     "the kernels the CUDA backend launches, each kernel a floor plus a wave-quantised compute /\n"
@@ -41,7 +41,8 @@ const char* const k_usage =
     "op's bytes inside a layer from the block rows (block - sum of its predicted ops = kernels x\n"
     "launch + bytes x refetch). Writes a copy of HW with\n"
     "a `calibration` block (data, date, device, fitted parameters) to --out, through a\n"
-    "temporary file. Block rows used here are recorded and never scored by `modsim validate`;\n"
+    "temporary file, named --name or after --out (cpu-mine.json: \"cpu-mine\"), the name every output\n"
+    "that uses it shows. Block rows used here are recorded and never scored by `modsim validate`;\n"
     "validate on blocks from another measurements file.\n"
     "Either way the calibration is then cross-validated (--cv K folds by shape, default 5; 0 = skip)\n"
     "and the expected error it found is recorded in the file, so that predictions made with it\n"
@@ -201,6 +202,9 @@ int cmd_calibrate(const std::vector<std::string>& args) {
                         "measurements CSV file(s) from modsim profile")(
       "hardware", po::value<std::string>()->required(), "hardware JSON (or a shipped name: cpu, h100-sxm, h200)")(
       "out", po::value<std::string>()->required(), "calibrated hardware JSON to write (keep the device in its name)")(
+      "name", po::value<std::string>(),
+      "the calibrated hardware's name, shown by every output that uses it (default: the stem of --out, "
+      "cpu-mine.json -> cpu-mine)")(
       "no-launch-fit",
       "keep the hardware file's kernel_launch_s (no in-layer refetch cost) instead of fitting on block rows")(
       "launch-only", "fit launch_s on block rows but no in-layer refetch cost (median per-kernel gap)")(
@@ -225,6 +229,9 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   const std::string hw_path = resolve_config(vm["hardware"].as<std::string>(), "hardware");
   const sim::hardware_spec hw = sim::load_hardware(hw_path);
   const std::string out = vm["out"].as<std::string>();
+  const std::string name = vm.count("name") ? vm["name"].as<std::string>() : std::string();
+  if (vm.count("name") && name.find_first_not_of(" \t") == std::string::npos)
+    throw input_error("", "--name", "must not be empty");
 
   const std::vector<std::string> files = vm["measurements"].as<std::vector<std::string>>();
   const std::vector<std::string> holdout =
@@ -264,7 +271,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   if (!fitted.no_cross_validation.empty())
     std::cerr << "modsim calibrate: no cross-validation: " << fitted.no_cross_validation << "\n";
   const sim::calibration& cal = fitted.calibration;
-  sim::write_calibrated_hardware(hw_path, cal, out);
+  sim::write_calibrated_hardware(hw_path, cal, out, name);
   // Read it back: what we wrote must load (a check of the writer and the parser together).
   const sim::cost_model check(sim::load_hardware(out));
   (void)check;

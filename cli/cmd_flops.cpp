@@ -102,6 +102,8 @@ output output_of(const analysis::analysis_result& a) {
       "matmul GFLOP: 2 FLOPs per multiply-add, full attention square; other = elementwise; vs dense = matmul FLOPs / "
       "the same layer without routing");
   if (decode) o.head.push_back("decode: expected values for one step; tokens at routed layers = capacity x batch");
+  if (const std::string sw = sliding_window_line(a.config.model, r.load); !sw.empty()) o.head.push_back(sw);
+  add_sliding_window_json(o.json.as_object(), a.config.model);
 
   table layers;
   layers.columns = {"layer", "routed", "capacity", "tokens", "matmul GFLOP", "other GFLOP", "MB", "vs dense"};

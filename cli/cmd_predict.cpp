@@ -48,7 +48,9 @@ const char* const k_usage =
     "for the other implementation, the attention ops are its datasheet roofline and no error band is\n"
     "printed (the calibration's validation says nothing of them). The memory note (a step that does\n"
     "not fit in HW's memory) follows it too: unfused keeps one layer's B·H·S² scores, fused only the\n"
-    "kernel's per-row statistics and output.\n"
+    "kernel's per-row statistics and output. A calibration made without cross-validation or held-out\n"
+    "rows (calibrate --cv 0) has no band either: the head says `expected error: NO BAND - why`, the JSON\n"
+    "\"no_error_band\" (and no \"expected_error\").\n"
     "\n"
     "Over several GPUs (--tp, --pp, --dp, --ep; JSON \"parallel\"): one step of the split for MODEL and\n"
     "its baseline: each GPU's tensor-parallel shard timed by the cost model, the TP all-reduces and EP\n"
@@ -88,6 +90,19 @@ json::object gap_json(const sim::prediction& p) {
   return g;
 }
 
+// Why a calibrated prediction has no error band (empty: it has one, or it is uncalibrated).
+std::string no_band_reason(const sim::prediction& p) {
+  if (!p.calibrated || p.expected_error) return {};
+  if (!p.attention_measured)
+    return fmt::format(
+        "{} attention was never measured by this calibration and is priced by the datasheet roofline (a lower bound); "
+        "--attention {} predicts with the measured kernels",
+        modsim::to_string(p.attention),
+        modsim::to_string(p.attention == attention_impl::fused ? attention_impl::unfused : attention_impl::fused));
+  return "this calibration was made without cross-validation (calibrate --cv 0) and without held-out rows, so how "
+         "far its predictions miss was never measured; calibrate with --cv K (default 5) to record a band";
+}
+
 json::value prediction_json(const sim::prediction& p, const std::string& hw_name) {
   json::object root;
   root["model"] = p.model_name;
@@ -117,6 +132,7 @@ json::value prediction_json(const sim::prediction& p, const std::string& hw_name
   root["max_wave_factor"] = p.model.max_wave_factor;
   root["unmeasured_wave_s"] = p.model.unmeasured_wave_s;
   if (p.model.unmeasured_wave_s > 0) root["unmeasured_wave_share"] = p.model.unmeasured_wave_s / p.model.total_s;
+  if (const std::string why = no_band_reason(p); !why.empty()) root["no_error_band"] = why;
   if (p.expected_error) {
     const sim::cross_validation_summary& e = *p.expected_error;
     json::object ee;
@@ -393,6 +409,8 @@ output output_of(const analysis::analysis_result& a, const std::string& hw_name,
   o.head.push_back(fmt::format("cost model: {}", p.calibrated ? p.cost_label : "DATASHEET ROOFLINE (uncalibrated)"));
   o.head.push_back("baseline (\"dense\"): " + analysis::baseline_label(a.config));
   o.head.push_back(attention_line(a) + fmt::format(", {:.1f}% of the time", 100 * p.attention_share));
+  if (const std::string sw = sliding_window_line(a.config.model, p.load); !sw.empty()) o.head.push_back(sw);
+  add_sliding_window_json(root, a.config.model);
   if (decode)
     o.head.push_back(fmt::format(
         "decode step: discrete-event simulation (as simulate forward), routing {}{}, seed {}; launch row = launches, "
@@ -413,12 +431,8 @@ output output_of(const analysis::analysis_result& a, const std::string& hw_name,
           decode ? p.holdout->decode_median_abs_pct_error : p.holdout->median_abs_pct_error,
           decode ? p.holdout->decode_p90_abs_pct_error : p.holdout->p90_abs_pct_error));
     if (p.band) o.head.push_back("this prediction: " + p.band->text());
-  } else if (p.calibrated && !p.attention_measured) {
-    o.head.push_back(fmt::format(
-        "expected error: NO BAND - {} attention was never measured by this calibration and is priced by the datasheet "
-        "roofline (a lower bound); --attention {} predicts with the measured kernels",
-        modsim::to_string(p.attention),
-        modsim::to_string(p.attention == attention_impl::fused ? attention_impl::unfused : attention_impl::fused)));
+  } else if (const std::string why = no_band_reason(p); !why.empty()) {
+    o.head.push_back("expected error: NO BAND - " + why);
   }
   if (p.load.run == sim::run_mode::train) o.head.push_back(k_train_pricing);
   o.head.push_back(fmt::format(

@@ -350,7 +350,17 @@ int cmd_profile(const std::vector<std::string>& args) {
   auto last_line = std::chrono::steady_clock::now() - std::chrono::hours(1);
   ro.on_progress = [&](const profiler::run_progress& p) {
     const double frac = p.total ? static_cast<double>(p.done) / static_cast<double>(p.total) : 1.0;
-    const double eta = p.done ? p.elapsed_s / static_cast<double>(p.done) * static_cast<double>(p.total - p.done) : 0.0;
+    // The rate of the points measured now (points already in the file took no time).
+    const double eta =
+        p.measured ? p.elapsed_s / static_cast<double>(p.measured) * static_cast<double>(p.total - p.done) : 0.0;
+    if (!p.current && p.done < p.total) {
+      // Stopped (--time-budget, Ctrl-C): what was measured, never the points that were not.
+      std::cerr << (tty ? "\n" : "")
+                << fmt::format("profile: stopped after {}/{} points{} ({} measured in this run), {:.0f} s elapsed\n",
+                               p.done, p.total, passes > 1 ? fmt::format(" ({} passes)", passes) : std::string(),
+                               p.measured, p.elapsed_s);
+      return;
+    }
     if (tty) {
       const int width = 30;
       const int filled = static_cast<int>(frac * width);
@@ -558,14 +568,19 @@ int cmd_profile(const std::vector<std::string>& args) {
           "recent speed around them (a slow spell); {} points kept slow after {} retakes\n",
           result.retaken, ro.retake_slower_pct, result.kept_slow, ro.retakes);
   }
+  const std::size_t in_file = result.measured + result.already_present;
   if (stopped_at_budget) {
     std::cerr << fmt::format(
-        "profile: stopped at the --time-budget of {:g} s; run again with --resume to measure the remaining points\n",
-        *time_budget_s);
+        "profile: the --time-budget of {:g} s stopped the run: {} of {} points measured ({} now, {} already in the "
+        "file); run again with --resume to measure the remaining {}\n",
+        *time_budget_s, in_file, plan.points.size(), result.measured, result.already_present,
+        plan.points.size() - std::min(in_file, plan.points.size()));
     return exit_ok;
   }
   if (result.interrupted) {
-    std::cerr << "profile: interrupted; run again with --resume to measure the remaining points\n";
+    std::cerr << fmt::format(
+        "profile: interrupted: {} of {} points measured; run again with --resume to measure the remaining {}\n",
+        in_file, plan.points.size(), plan.points.size() - std::min(in_file, plan.points.size()));
     return exit_interrupted;
   }
   return exit_ok;

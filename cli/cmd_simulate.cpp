@@ -69,7 +69,12 @@ const char* const k_usage =
     "MODEL, default MODEL without routing) serves the same requests beside the model (JSON: \"dense\",\n"
     "\"baseline\"). --tp/--pp/--ep serve on that many GPUs (a step's TP all-reduces and EP all-to-alls on\n"
     "their own stream; with --pp the step passes the stages in turn); --dp N dispatches the requests\n"
-    "round-robin to N such replicas. Same seed, same output. --attention fused|unfused: how attention runs\n"
+    "round-robin to N such replicas. Same seed, same output. A run is bounded: at most 1,000,000 requests\n"
+    "and 5e8 output tokens (requests x mean --output-tokens, or the trace's sum), refused past that (exit 2):\n"
+    "the simulator advanced 0.75-3.4 M output tokens a second on a busy 2-core machine, up to ~11 minutes\n"
+    "per model at the bound (the dense baseline runs too); 35 k a second at a mean decode batch near 1,\n"
+    "so a low --rate with long outputs can take hours. A run longer than a few seconds shows its progress\n"
+    "(requests finished, time left) on stderr, never on stdout. --attention fused|unfused: how attention runs\n"
     "(default fused on GPU hardware, unfused on a CPU; as modsim predict --attention).";
 
 const char* const k_short_usage =

@@ -3,7 +3,9 @@
 // --tp/--pp/--ep and replicas with --dp.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -104,6 +106,58 @@ std::string per_request_csv(const std::vector<des::request_record>& requests) {
   return out;
 }
 
+// Progress of a long serving run on stderr (never stdout): requests finished over both runs
+// (the dense baseline's, then the model's) and an estimate of the time left, from the rate so
+// far. Quiet for the first few seconds: a short run prints nothing. On a terminal one line
+// redrawn each second; otherwise a line every 10 s.
+class serve_progress : public des::serve_observer {
+ public:
+  serve_progress(std::int64_t requests, int runs)
+      : m_requests(std::max<std::int64_t>(1, requests)), m_runs(runs), m_tty(::isatty(STDERR_FILENO) != 0) {}
+  ~serve_progress() override { finish(); }  // also when the run throws: the error starts a line
+  // Ends the redrawn line, when one was drawn.
+  void finish() {
+    if (m_printed && m_tty) std::cerr << "\n" << std::flush;
+    m_printed = false;
+  }
+  void on_step(const des::step_record&) override {
+    if ((++m_steps & 255) == 0) show();
+  }
+  void on_finish(const des::request_record&) override {
+    ++m_done;
+    if ((m_done & 63) == 0) show();
+  }
+
+ private:
+  void show() {
+    using clock = std::chrono::steady_clock;
+    const clock::time_point now = clock::now();
+    const double elapsed = std::chrono::duration<double>(now - m_start).count();
+    if (elapsed < (m_tty ? 2.0 : 5.0) || now - m_last < std::chrono::seconds(m_tty ? 1 : 10)) return;
+    m_last = now;
+    const double total = static_cast<double>(m_requests) * m_runs;
+    const double frac = std::min(1.0, static_cast<double>(m_done) / total);
+    const std::int64_t run = std::min<std::int64_t>(m_done / m_requests, m_runs - 1);
+    const std::string left =
+        frac > 0 ? fmt::format("~{:.0f} s left", elapsed * (1 - frac) / frac) : std::string("no request finished yet");
+    const std::string line =
+        fmt::format("simulate serve: {} {}/{} requests finished{}, {:.0f} s elapsed, {}",
+                    m_runs > 1 && run == 0 ? "baseline" : "model", m_done - run * m_requests, m_requests,
+                    m_runs > 1 ? fmt::format(" (run {} of {})", run + 1, m_runs) : "", elapsed, left);
+    std::cerr << (m_tty ? "\r" + line + "   " : line + "\n") << std::flush;
+    m_printed = true;
+  }
+
+  std::int64_t m_requests;
+  int m_runs;
+  bool m_tty;
+  std::chrono::steady_clock::time_point m_start = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point m_last{};
+  std::int64_t m_done = 0;
+  std::uint64_t m_steps = 0;
+  bool m_printed = false;
+};
+
 std::int64_t positive(const po::variables_map& vm, const char* key, std::int64_t min) {
   const std::int64_t v = vm[key].as<std::int64_t>();
   if (v < min) throw input_error("", std::string("--") + key, "must be >= " + std::to_string(min));
@@ -159,18 +213,26 @@ int simulate_serve(const po::variables_map& vm, output_format format) {
     const std::string path = vm["arrivals"].as<std::string>();
     q.arrivals = des::parse_arrivals_csv(sim::read_text_file(path), path);
     c.source = fmt::format("{} requests from {}", q.arrivals->size(), path);
+    double outputs = 0;
+    for (const des::request& r : *q.arrivals) outputs += static_cast<double>(r.output_tokens);
+    des::check_serving_size(static_cast<std::int64_t>(q.arrivals->size()), outputs, path);
   } else {
     if (vm.count("rate")) {
       sc.rate_per_s = vm["rate"].as<double>();
       if (!(sc.rate_per_s > 0)) throw input_error("", "--rate", "must be > 0");
     }
     if (vm.count("requests")) sc.requests = vm["requests"].as<std::int64_t>();
+    if (sc.requests < 1) throw input_error("", "--requests", "must be >= 1");
+    des::check_serving_size(sc);  // before the sampling map and the runs: refuse at once
   }
   if (const auto pr = parallel_from(vm)) sc.split = pr->split;
   des::serve_trace trace(fmt::format("modsim simulate serve: {} on {}", model.name, hw.name));
   if (vm.count("trace")) q.observers.push_back(&trace);
+  serve_progress progress(q.arrivals ? static_cast<std::int64_t>(q.arrivals->size()) : sc.requests, q.dense ? 2 : 1);
+  q.progress.push_back(&progress);
   const analysis::configuration config{model, w, hw, baseline_from(vm), attention_from(vm)};
   const analysis::analysis_result a = analysis::analyze(config, scenario);
+  progress.finish();
   const des::serving_comparison& cmp = *a.serving;
   c.cost_label = a.cost_label;
   c.opt.routing = cmp.scenario.options.routing;
@@ -186,6 +248,14 @@ int simulate_serve(const po::variables_map& vm, output_format format) {
   out.json.as_object()["baseline"] = baseline_json(config);
   add_attention_json(out.json.as_object(), a);
   out.head.push_back(attention_line(a));
+  if (model.sliding_window > 0) {
+    out.head.push_back(fmt::format(
+        "sliding window {}: a decode or prefill query attends to at most {} keys; NOT modelled here: the paged KV "
+        "cache still allocates blocks for every position of a sequence (admission and preemption as without the "
+        "window)",
+        model.sliding_window, model.sliding_window));
+    add_sliding_window_json(out.json.as_object(), model);
+  }
   if (a.serving_routing) {
     const analysis::routing_choice& ch = *a.serving_routing;
     out.json.as_object()["decode_routing_choice"] =

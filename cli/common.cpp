@@ -143,6 +143,25 @@ std::string attention_line(const analysis::analysis_result& a) {
   return fmt::format("attention: {} ({}) - {}", impl, how, where);
 }
 
+std::string sliding_window_line(const sim::model_spec& m, const sim::workload& w, const std::string& what_else) {
+  if (m.sliding_window <= 0) return {};
+  const std::int64_t keys = w.run == sim::run_mode::decode ? w.seq_len + 1 : w.seq_len;
+  std::string line = fmt::format(
+      "sliding window {}: each query attends to at most {} keys (attention FLOPs and bytes), a sequence's KV cache "
+      "holds at most {} positions per layer",
+      m.sliding_window, m.sliding_window, m.sliding_window);
+  if (keys <= m.sliding_window)
+    line += fmt::format(" - no effect here ({} keys per query)", keys);
+  else if (m.routing)
+    line += "; at a routed layer the window caps its routed keys (an upper bound)";
+  if (!what_else.empty()) line += "; " + what_else;
+  return line;
+}
+
+void add_sliding_window_json(boost::json::object& o, const sim::model_spec& m) {
+  if (m.sliding_window > 0) o["sliding_window"] = m.sliding_window;
+}
+
 void add_attention_json(boost::json::object& o, const analysis::analysis_result& a) {
   o["attention"] = modsim::to_string(a.attention);
   o["attention_measured"] = a.attention_measured;

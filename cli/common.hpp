@@ -69,6 +69,11 @@ std::optional<attention_impl> attention_from(const po::variables_map& vm);
 std::string attention_line(const analysis::analysis_result& a);
 // {"attention": "fused", "attention_measured": bool} added to a command's JSON object.
 void add_attention_json(boost::json::object& o, const analysis::analysis_result& a);
+// A model with a sliding window (model_spec::sliding_window): one head line saying how it is
+// priced at workload `w` (`what_else`, when not empty, is appended: what the command does not
+// honour); empty for a model without one. add_sliding_window_json adds "sliding_window": W then.
+std::string sliding_window_line(const sim::model_spec& m, const sim::workload& w, const std::string& what_else = {});
+void add_sliding_window_json(boost::json::object& o, const sim::model_spec& m);
 
 // --tp --pp --dp --ep --micro-batches --gpus (predict, report): the step over several GPUs.
 void add_parallel_options(po::options_description& options);

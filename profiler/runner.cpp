@@ -144,10 +144,13 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
   run_result result;
   const int passes = std::max(1, options.passes);
   const auto start = std::chrono::steady_clock::now();
-  auto report = [&](std::size_t done, const point* current) {
+  // What has been finished, counted as it happens: a stopped run reports what it measured.
+  std::size_t finished = 0, measured_takes = 0;
+  auto report = [&](const point* current) {
     if (!options.on_progress) return;
     run_progress p;
-    p.done = done;
+    p.done = finished;
+    p.measured = measured_takes;
     p.total = points.size() * static_cast<std::size_t>(passes);
     p.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     p.current = current;
@@ -268,13 +271,14 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
         for (const point& r : rows_of_point) present = present && out.contains(r);
         if (present) {
           if (pass == 0) ++result.already_present;
+          ++finished;
           continue;
         }
         if (!out.accepts(p.timing))
           throw input_error("", "timing",
                             "the measurements file has no timing/block columns (an old header): it can take only "
                             "isolated rows; write in_block rows to a new file");
-        report(static_cast<std::size_t>(pass) * block_points.size() + i, &p);
+        report(&p);
         if (!ws || ws_index != plan.steps[i].workspace) {
           ws.reset();  // free the previous buffers before allocating the next
           ws_index = plan.steps[i].workspace;
@@ -310,6 +314,8 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
           q.stats[0].push_back(isolated);
         }
         result.sampling_s += seconds_since(sampling);
+        ++finished;
+        ++measured_takes;
         if (last_pass) write_point(q);
       }
     }
@@ -335,11 +341,10 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
         }
         if (out.contains(p)) {
           if (pass == 0) ++result.already_present;
+          ++finished;
           continue;
         }
-        report(static_cast<std::size_t>(passes) * block_points.size() +
-                   static_cast<std::size_t>(pass) * decode_points.size() + i,
-               &p);
+        report(&p);
         const auto made = std::chrono::steady_clock::now();
         const kernels::decode_shape shape = decode_shape_of(p);
         std::unique_ptr<kernels::decode_state> st = options.make_decode(
@@ -389,6 +394,8 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
         });
         decode_kept[i].stats[0].push_back(stats);
         result.sampling_s += seconds_since(sampling);
+        ++finished;
+        ++measured_takes;
         if (last_pass) write_point(decode_kept[i]);
       }
     }
@@ -397,7 +404,7 @@ run_result run_points(kernels::backend& be, const std::vector<point>& points, me
     throw;
   }
   write_unwritten(decode_kept);
-  report(points.size() * static_cast<std::size_t>(passes), nullptr);
+  report(nullptr);
   return result;
 }
 

@@ -15,8 +15,9 @@
 namespace modsim::profiler {
 
 struct run_progress {
-  std::size_t done = 0;  // points finished (measured or already present)
-  std::size_t total = 0;
+  std::size_t done = 0;      // points finished (measured, or already present), passes counted apart
+  std::size_t measured = 0;  // of which measured in this run (the rest were in the file)
+  std::size_t total = 0;     // points × passes; at the end done < total when the run was stopped
   double elapsed_s = 0;
   const point* current = nullptr;  // the point about to be measured; null at the end
   std::size_t retaken = 0;         // takes measured again so far (run_result::retaken)

@@ -13,7 +13,8 @@ namespace modsim::sim {
 
 namespace json = boost::json;
 
-void write_calibrated_hardware(const std::string& hardware_path, const calibration& c, const std::string& out_path) {
+void write_calibrated_hardware(const std::string& hardware_path, const calibration& c, const std::string& out_path,
+                               const std::string& name) {
   const std::string text = read_text_file(hardware_path);
   json::value v;
   try {
@@ -23,12 +24,7 @@ void write_calibrated_hardware(const std::string& hardware_path, const calibrati
   }
   if (!v.is_object()) throw input_error(hardware_path, "", "expected an object");
   json::object& o = v.as_object();
-  if (auto* name = o.if_contains("name"); name && name->is_string()) {
-    std::string n(name->as_string());
-    const std::string suffix = "-calibrated";
-    if (n.size() < suffix.size() || n.compare(n.size() - suffix.size(), suffix.size(), suffix) != 0) n += suffix;
-    *name = n;
-  }
+  o["name"] = name.empty() ? std::filesystem::path(out_path).stem().string() : name;
   std::string files;
   for (const auto& s : c.sources) files += (files.empty() ? "" : ", ") + s.file;
   std::string note = "The `calibration` block is measured: fitted by modsim calibrate on " + c.date + " from " + files +

@@ -136,6 +136,8 @@ model_spec parse_modsim_model(object_reader& r) {
   m.d_ff = r.get_int("d_ff", 1, 1 << 26);
   m.vocab_size = r.get_int("vocab_size", 1, 1 << 26);
   if (auto mlp = r.opt_string("mlp")) m.mlp = parse_mlp(*mlp, r.file(), "mlp");
+  if (const json::value* sw = r.find("sliding_window"); sw && !sw->is_null())
+    m.sliding_window = r.integer(*sw, "sliding_window", 1, std::int64_t{1} << 40);
   if (const json::value* rv = r.find("routing")) {
     object_reader rr(*rv, r.file(), "routing");
     m.routing = parse_routing(rr, m.n_layers);
@@ -149,18 +151,60 @@ model_spec parse_modsim_model(object_reader& r) {
   return m;
 }
 
+// A HuggingFace config's name: _name_or_path, else model_type, else the file's name.
+std::string hf_name(object_reader& r) {
+  std::string name = r.opt_string("_name_or_path").value_or("");
+  if (name.empty()) name = r.opt_string("model_type").value_or("");
+  if (name.empty()) {
+    const std::string& f = r.file();
+    auto slash = f.find_last_of('/');
+    name = slash == std::string::npos ? f : f.substr(slash + 1);
+  }
+  return name;
+}
+
+// An HF activation name: silu/swish → swiglu (the gated MLP of Llama-style configs), gelu* → gelu.
+mlp_kind hf_mlp(const std::string& act, const std::string& file, const std::string& key, bool gated_allowed) {
+  if (gated_allowed && (act == "silu" || act == "swish" || act == "swiglu")) return mlp_kind::swiglu;
+  if (act.rfind("gelu", 0) == 0) return mlp_kind::gelu;
+  throw input_error(
+      file, key, "unsupported activation '" + act + "' (expected " + (gated_allowed ? "silu or gelu*" : "gelu*") + ")");
+}
+
+// `sliding_window` (Mistral; null or absent = none). Qwen2-style configs switch it with
+// `use_sliding_window` and keep the first `max_window_layers` layers full: only the uniform
+// cases (every layer windowed, or none) are modelled; a mixed one is refused with the reason.
+std::int64_t hf_sliding_window(object_reader& r, int n_layers) {
+  const json::value* sw = r.find("sliding_window");
+  bool use = true;
+  if (const json::value* u = r.find("use_sliding_window"); u && !u->is_null()) {
+    if (!u->is_bool())
+      throw input_error(r.file(), "use_sliding_window",
+                        std::string("expected true or false, got ") + json_type_name(*u));
+    use = u->as_bool();
+  }
+  if (!sw || sw->is_null()) return 0;
+  const std::int64_t w = r.integer(*sw, "sliding_window", 1, std::int64_t{1} << 40);
+  if (!use) return 0;
+  if (const json::value* mw = r.find("max_window_layers"); mw && !mw->is_null()) {
+    const std::int64_t full = r.integer(*mw, "max_window_layers", 0, std::int64_t{1} << 40);
+    if (full >= n_layers) return 0;  // every layer below max_window_layers attends in full
+    if (full > 0)
+      throw input_error(r.file(), "max_window_layers",
+                        "layers 0-" + std::to_string(full - 1) + " attend in full and the other " +
+                            std::to_string(n_layers - full) +
+                            " through the sliding window: per-layer windows are not modelled (set max_window_layers "
+                            "to 0 to window every layer, or use_sliding_window to false)");
+  }
+  return w;
+}
+
 // HuggingFace config.json: only the keys modsim needs are read; others are ignored (such
 // files carry many keys modsim has no use for), but the ones read are type- and range-checked.
 model_spec parse_hf_model(object_reader& r) {
   model_spec m;
   m.source_file = r.file();
-  if (auto n = r.opt_string("_name_or_path")) m.name = *n;
-  if (m.name.empty()) m.name = r.opt_string("model_type").value_or("");
-  if (m.name.empty()) {
-    std::string f = r.file();
-    auto slash = f.find_last_of('/');
-    m.name = slash == std::string::npos ? f : f.substr(slash + 1);
-  }
+  m.name = hf_name(r);
   m.d_model = r.get_int("hidden_size", 1, 1 << 24);
   m.n_layers = r.get_int("num_hidden_layers", 1, 100000);
   m.n_heads = r.get_int("num_attention_heads", 1, 1 << 16);
@@ -177,13 +221,8 @@ model_spec parse_hf_model(object_reader& r) {
   }
   m.d_ff = r.get_int("intermediate_size", 1, 1 << 26);
   m.vocab_size = r.get_int("vocab_size", 1, 1 << 26);
-  std::string act = r.opt_string("hidden_act").value_or("silu");
-  if (act == "silu" || act == "swish" || act == "swiglu")
-    m.mlp = mlp_kind::swiglu;
-  else if (act.rfind("gelu", 0) == 0)
-    m.mlp = mlp_kind::gelu;
-  else
-    throw input_error(r.file(), "hidden_act", "unsupported activation '" + act + "' (expected silu or gelu*)");
+  m.mlp = hf_mlp(r.opt_string("hidden_act").value_or("silu"), r.file(), "hidden_act", true);
+  m.sliding_window = hf_sliding_window(r, m.n_layers);
   const json::value* experts = r.find("num_local_experts");
   if (experts && !experts->is_null()) {
     moe_spec mode;
@@ -192,6 +231,32 @@ model_spec parse_hf_model(object_reader& r) {
     mode.top_k = r.opt_int("num_experts_per_tok", 1, mode.experts).value_or(1);
     m.moe = mode;
   }
+  return m;
+}
+
+// A GPT-2 config.json (recognised by `n_embd`): n_embd, n_layer, n_head, n_inner (null or
+// absent: 4·n_embd), vocab_size, activation_function (gelu*), n_positions (checked, not
+// used). Multi-head attention, a gelu MLP; the learned position embeddings, the biases and the
+// tied LM head are not modelled, as for other HF configs.
+model_spec parse_gpt2_model(object_reader& r) {
+  model_spec m;
+  m.source_file = r.file();
+  m.name = hf_name(r);
+  m.d_model = r.get_int("n_embd", 1, 1 << 24);
+  m.n_layers = r.get_int("n_layer", 1, 100000);
+  m.n_heads = r.get_int("n_head", 1, 1 << 16);
+  m.n_kv_heads = m.n_heads;
+  if (m.d_model % m.n_heads != 0)
+    throw input_error(
+        r.file(), "n_head",
+        "n_embd " + std::to_string(m.d_model) + " is not divisible by n_head " + std::to_string(m.n_heads));
+  m.d_head = m.d_model / m.n_heads;
+  const json::value* inner = r.find("n_inner");
+  m.d_ff = inner && !inner->is_null() ? static_cast<int>(r.integer(*inner, "n_inner", 1, 1 << 26))
+                                      : static_cast<int>(std::min<std::int64_t>(4 * std::int64_t{m.d_model}, 1 << 26));
+  m.vocab_size = r.get_int("vocab_size", 1, 1 << 26);
+  (void)r.opt_int("n_positions", 1, 1 << 30);
+  m.mlp = hf_mlp(r.opt_string("activation_function").value_or("gelu_new"), r.file(), "activation_function", false);
   return m;
 }
 
@@ -396,7 +461,9 @@ void validate_model(const model_spec& m, const std::string& file) {
 model_spec parse_model(std::string_view json_text, const std::string& file) {
   json::value v = parse_json(json_text, file);
   object_reader r(v, file, "");
-  model_spec m = r.has("hidden_size") ? parse_hf_model(r) : parse_modsim_model(r);
+  model_spec m = r.has("hidden_size") ? parse_hf_model(r)
+                 : r.has("n_embd")    ? parse_gpt2_model(r)
+                                      : parse_modsim_model(r);
   validate_model(m, file);
   return m;
 }

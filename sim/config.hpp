@@ -10,7 +10,7 @@
 namespace modsim::sim {
 
 // A modsim model file (configs/models/*.json) or a HuggingFace config.json (recognised by its
-// `hidden_size` key); HF files get no routing unless the caller adds one.
+// `hidden_size` key, or `n_embd` for GPT-2); HF files get no routing unless the caller adds one.
 model_spec load_model(const std::string& path);
 model_spec parse_model(std::string_view json_text, const std::string& file);
 

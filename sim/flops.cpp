@@ -110,6 +110,7 @@ evaluation evaluate(const model_spec& model, const workload& w) {
       x.capacity_factor = s.capacity_factor;
       x.noop_experts = s.noop_experts;
       x.predictor_hidden = s.predictor_hidden;
+      x.window = s.window;
       append_ops(lf.ops, x, after_routing(layer_ops({true, has_moe}, s.mlp)));
       lf.expected_tokens = x.batch;
       lf.tokens = std::llround(x.batch);
@@ -162,6 +163,7 @@ op_shape shape_of(const model_spec& model, const workload& w) {
   s.d_ff = model.d_ff;
   s.vocab_size = model.vocab_size;
   s.mlp = model.mlp;
+  s.window = model.sliding_window;
   s.elem_bytes = dtype_bytes(w.type);
   if (model.moe) {
     s.experts = model.moe->experts;

@@ -33,6 +33,11 @@
 //  routed layer:
 //   scatter      0                      | 3·B·k·d              | 4·B·k + e(3·B·k·d + B·k)
 //  (Attention is the full n×L square; the causal mask is not subtracted.)
+//  Sliding window W (model_spec::sliding_window > 0): L → min(L, W) in the three attention
+//  ops, forward, train and decode alike (each query attends to at most W keys; by the same
+//  no-mask convention a query counts min(L, W) keys, so S = 8, W = 3 is 8·3 pairs). At a
+//  routed layer L counts routed tokens, so min(L, W) is an upper bound there (the W positions
+//  of a window hold at most W routed tokens).
 //
 // MoE MLP (model.moe present) replaces mlp_up/mlp_gate/mlp_act/mlp_down (mlp_norm stays):
 //   expert_router 2·T·d·(E+N)           | 5·T·(E+N)            | e(T·d + d(E+N) + T(E+N))
@@ -99,10 +104,13 @@ struct op_cost {
 // decode step) and double for expectations (the decode model). Dimensions are the model's.
 template <class N>
 struct basic_op_shape {
-  N batch = 1;         // B: sequences (expectations: expected sequences that have a token here)
-  N tokens = 1;        // n: tokens per sequence the block sees (k at a routed layer; 1 in decode)
-  N seq_len = 1;       // S: tokens per sequence before routing (router, topk, predictor, lm_head)
-  N context = 0;       // L: keys each query attends to; 0 = tokens (self-attention over the n)
+  N batch = 1;    // B: sequences (expectations: expected sequences that have a token here)
+  N tokens = 1;   // n: tokens per sequence the block sees (k at a routed layer; 1 in decode)
+  N seq_len = 1;  // S: tokens per sequence before routing (router, topk, predictor, lm_head)
+  N context = 0;  // L: keys each query attends to; 0 = tokens (self-attention over the n)
+  // The model's sliding window W (model_spec::sliding_window): the attention ops see
+  // L = min(L, W); 0 = none.
+  std::int64_t window = 0;
   N weight_reads = 1;  // times the op's weights are read (expectations: the probability)
   int d_model = 0;
   int n_heads = 0;

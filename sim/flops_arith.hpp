@@ -86,6 +86,8 @@ dims<typename calc<N>::type> dims_of(const basic_op_shape<N>& s) {
   x.n = C(s.tokens);
   x.S = C(s.seq_len);
   x.L = s.context != N(0) ? C(s.context) : C(s.tokens);
+  if (s.window > 0 && static_cast<double>(s.window) < static_cast<double>(s.context != N(0) ? s.context : s.tokens))
+    x.L = C(s.window);
   x.w = C(s.weight_reads);
   x.d = C(std::int64_t{s.d_model});
   x.H = C(heads);

@@ -96,7 +96,8 @@ template <class N>
 std::optional<gemm_problem> op_gemm_impl(modsim::op o, const basic_op_shape<N>& s) {
   const double B = std::ceil(double(s.batch) - 1e-9);
   const double n = std::max(1.0, std::ceil(double(s.tokens) - 1e-9));
-  const double L = s.context > 0 ? std::ceil(double(s.context) - 1e-9) : n;
+  const double L_all = s.context > 0 ? std::ceil(double(s.context) - 1e-9) : n;
+  const double L = s.window > 0 ? std::min(L_all, static_cast<double>(s.window)) : L_all;
   const double d = s.d_model;
   const double dh = s.d_head > 0 ? s.d_head : (s.n_heads > 0 ? double(s.d_model) / s.n_heads : 0);
   const double H = s.n_heads;

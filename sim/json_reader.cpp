@@ -125,7 +125,12 @@ std::int64_t json_reader::integer(const json::value& v, std::string_view key, st
       throw input_error(m_file, key_path(key), "value too large");
     out = static_cast<std::int64_t>(v.as_uint64());
   } else if (v.is_double()) {
-    throw input_error(m_file, key_path(key), "expected an integer, got " + fmt_num(v.as_double()));
+    // 32.0 is the integer 32 (some exporters write every number as a float); 32.5 is not.
+    const double d = v.as_double();
+    if (!std::isfinite(d) || d != std::floor(d))
+      throw input_error(m_file, key_path(key), "expected an integer, got " + fmt_num(d) + " (not a whole number)");
+    if (d < -9.2e18 || d > 9.2e18) throw input_error(m_file, key_path(key), "value too large");
+    out = static_cast<std::int64_t>(d);
   } else {
     throw input_error(m_file, key_path(key), std::string("expected an integer, got ") + json_type_name(v));
   }

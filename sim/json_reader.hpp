@@ -35,7 +35,8 @@ class json_reader {
   bool has(std::string_view key) const { return m_obj->contains(key); }
   const boost::json::value& require(std::string_view key);
 
-  // Conversions of a value read under `key` (for messages).
+  // Conversions of a value read under `key` (for messages). integer() takes a whole number
+  // written as a float (32.0) and refuses a fraction (32.5).
   std::int64_t integer(const boost::json::value& v, std::string_view key, std::int64_t lo, std::int64_t hi) const;
   double number(const boost::json::value& v, std::string_view key) const;
   std::string string(const boost::json::value& v, std::string_view key) const;

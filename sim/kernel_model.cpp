@@ -30,6 +30,7 @@ dims<N> dims_of(const basic_op_shape<N>& s) {
   x.n = std::max(0.0, static_cast<double>(s.tokens));
   x.S = static_cast<double>(s.seq_len);
   x.L = s.context > 0 ? static_cast<double>(s.context) : x.n;
+  if (s.window > 0) x.L = std::min(x.L, static_cast<double>(s.window));
   x.d = s.d_model;
   x.H = s.n_heads;
   x.dh = s.d_head > 0 ? s.d_head : (s.n_heads > 0 ? double(s.d_model) / s.n_heads : 0);
@@ -83,12 +84,23 @@ bool attention_pointers_aligned(const basic_op_shape<N>& s) {
 template <class N>
 kernel_work fused_attention_impl(const basic_op_shape<N>& s) {
   const dims<N> x = dims_of(s);
-  const double n = x.n, L = std::max(x.L, x.n);
+  // The causal mask over all L keys (dims_of's L is already cut to the sliding window).
+  const double n = x.n, L = std::max(s.context > 0 ? static_cast<double>(s.context) : x.n, x.n);
   kernel_work w;
   w.kind = kernel_kind::batched_gemm;
-  const double keys = n * L - n * (n - 1) / 2;  // query i (of n) sees L − n + i + 1 keys
+  // Query i (of n) sees a_i = L − n + i + 1 keys, at most W with a sliding window W: the
+  // m = W − a_0 first queries see fewer than W, the others W.
+  const double W = static_cast<double>(s.window);
+  const double first = L - n + 1;
+  double keys = n * L - n * (n - 1) / 2;
+  double read = L;  // keys whose K and V rows are read
+  if (W > 0 && W < L) {
+    const double m = std::clamp(W - first, 0.0, n);
+    keys = m * first + m * (m - 1) / 2 + (n - m) * W;
+    read = std::min(L, W + n - 1);
+  }
   w.flops = 4 * x.B * x.H * x.dh * keys;
-  w.bytes = x.e * (2 * x.B * n * x.dq + 2 * x.B * L * x.dkv);
+  w.bytes = x.e * (2 * x.B * n * x.dq + 2 * x.B * read * x.dkv);
   w.tiles = x.B * x.H * up(std::max(n, 1.0) / 128);
   return w;
 }

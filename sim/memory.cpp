@@ -19,6 +19,7 @@ memory_footprint footprint_of(const model_spec& m, const workload& w, attention_
   if (m.moe) F *= m.moe->top_k;
   const bool decode = w.run == run_mode::decode;
   const bool train = w.run == run_mode::train;
+  const double window = static_cast<double>(m.sliding_window);
 
   fp.weights = P * e;
   if (train) fp.training_state = P * e + 2.0 * P * 4.0;
@@ -28,14 +29,16 @@ memory_footprint footprint_of(const model_spec& m, const workload& w, attention_
     // MoD routing shrinks the block's tokens; the integrated and moe variants do not.
     const bool mod = l.routed && !(m.moe && m.moe->variant != mode_variant::staged);
     const double cached = mod ? double(routed_tokens(l.capacity, w.seq_len)) : S;
+    // A sliding window keeps at most W positions per sequence in the cache and W keys per query.
+    const auto windowed = [&](double keys) { return window > 0 ? std::min(keys, window) : keys; };
     double tokens = 0, keys = 0;
     if (decode) {
-      fp.kv_cache += B * (cached + 1) * 2 * dkv * e;
+      fp.kv_cache += B * windowed(cached + 1) * 2 * dkv * e;
       tokens = 1;
-      keys = cached + 1;
+      keys = windowed(cached + 1);
     } else {
       tokens = cached;
-      keys = cached;
+      keys = windowed(cached);
     }
     const double buffers =
         attention == attention_impl::fused ? B * H * tokens * 4 + B * tokens * dq * e : B * H * tokens * keys * e;

@@ -16,6 +16,8 @@
 //                    unfused: the scores B·H·q_l·L_l·e, written and read back
 //                    fused:   no scores; the kernel's per-row softmax statistics B·H·q_l·4
 //                             (fp32) and its output B·q_l·H·d_head·e (H·d_head = d_q)
+// With a sliding window W (model_spec::sliding_window) the KV cache holds min(n_l+1, W)
+// entries per sequence and layer and L_l is at most W.
 // F = d_ff (2·d_ff for swiglu); an MoE MLP counts top_k·F per token. The LM head's logits
 // B·S·V·e (B·V·e in decode) join the activations of the last layer.
 #include <cstdint>

@@ -19,6 +19,7 @@ std::string model_to_json(const model_spec& m) {
   o["d_ff"] = m.d_ff;
   o["vocab_size"] = m.vocab_size;
   o["mlp"] = to_string(m.mlp);
+  if (m.sliding_window > 0) o["sliding_window"] = m.sliding_window;
   if (m.routing) {
     const routing_spec& r = *m.routing;
     const std::vector<layer_plan> plan = plan_layers(m);

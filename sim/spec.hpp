@@ -72,6 +72,10 @@ struct model_spec {
   int d_ff = 0;
   int vocab_size = 0;
   mlp_kind mlp = mlp_kind::gelu;
+  // Sliding-window attention (HF `sliding_window`, Mistral): each query attends to at most this
+  // many keys (itself and the W - 1 before it) and a sequence's KV cache holds at most this many
+  // positions per layer; 0 = full attention.
+  std::int64_t sliding_window = 0;
   std::optional<routing_spec> routing;  // absent = dense
   std::optional<moe_spec> moe;          // the file's "mode"; absent = no MoE
 

@@ -3,6 +3,8 @@
 #include "sim/parallel_predict.hpp"
 #include "sim/des/parallel_step.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "core/error.hpp"
@@ -54,7 +56,23 @@ serving_scenario resolve_scenario(const model_spec& m, const cost_model& cost, d
   return s;
 }
 
+void check_serving_size(std::int64_t requests, double output_tokens, const std::string& key) {
+  if (requests > k_max_serve_requests || output_tokens > k_max_serve_output_tokens)
+    throw input_error(
+        "", key,
+        fmt::format("{} requests generating ~{:.3g} output tokens cannot finish: a serving run simulates at most {} "
+                    "requests and {:.3g} output tokens (up to about 11 minutes per model on a 2-core machine; see "
+                    "modsim simulate --help)",
+                    requests, output_tokens, k_max_serve_requests, k_max_serve_output_tokens));
+}
+
+void check_serving_size(const serving_scenario& s) {
+  const double mean_output = mean_of(parse_length_dist(s.output, "--output-tokens"));
+  check_serving_size(s.requests, static_cast<double>(s.requests) * mean_output, "--requests");
+}
+
 std::vector<request> scenario_requests(const serving_scenario& s) {
+  check_serving_size(s);
   return poisson_arrivals(s.rate_per_s, s.requests, parse_length_dist(s.prompt, "serving prompt"),
                           parse_length_dist(s.output, "serving output"), s.seed);
 }

@@ -43,6 +43,24 @@ struct serving_comparison {
   serving_run model;
 };
 
+// The largest serving run simulated (one model; a comparison serves two): at most
+// k_max_serve_requests requests (about 1 kB of memory each and run) and
+// k_max_serve_output_tokens output tokens in all. The simulator's time grows with the decode
+// tokens (each step visits every running sequence at every layer). Measured with
+// `simulate serve` on the h100-sxm (2-core AMD EPYC shared by other jobs, load ~11, Release):
+// 0.75-0.82 M output tokens a second at the default rate (mod-220m, mod-1b; mean decode batch
+// ~17) and 2.7-3.4 M at --rate 1e9 (batches of 256), so the token bound is about 2.5-11
+// minutes per model there; a mean batch near 1 (--rate 0.05, 2,000-token outputs) ran 35 k tokens a
+// second: such runs can take hours inside the bound, and the progress line on stderr says so.
+inline constexpr std::int64_t k_max_serve_requests = 1'000'000;
+inline constexpr double k_max_serve_output_tokens = 5e8;
+// Throws modsim::error(bad_input) naming `key` when `requests` requests generating
+// `output_tokens` tokens in all are past either bound (the message gives both figures).
+void check_serving_size(std::int64_t requests, double output_tokens, const std::string& key);
+// The scenario's Poisson requests (s.requests of mean length s.output), checked as above
+// against "--requests".
+void check_serving_size(const serving_scenario& s);
+
 // Requests per second the dense baseline of `m` sustains under `s`: one request costs its
 // prefill plus its share of decode steps at a batch of up to 64 sequences.
 double sustainable_rate(const model_spec& m, const cost_model& cost, dtype t, const serving_scenario& s);

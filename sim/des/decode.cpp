@@ -48,18 +48,18 @@ step_load forced_decode_load(const step_builder& b, const decode_case& c) {
     l.decode_tokens = c.batch;
     if (!info.mod_routed) {
       l.decode_routed = c.batch;
-      l.decode_keys = c.batch * (c.context + 1);
+      l.decode_keys = c.batch * b.attended(c.context + 1);
       continue;
     }
     const std::int64_t cached = c.context > 0 ? routed_tokens(info.capacity, c.context) : 0;
     std::int64_t m = c.routed;
     if (c.routing == decode_routing::pad) {
       l.pad_slots = routed_tokens(c.pad_capacity, c.batch);
-      l.pad_keys = cached + 1;
+      l.pad_keys = b.attended(cached + 1);
       m = std::min(m, l.pad_slots);
     }
     l.decode_routed = m;
-    l.decode_keys = m * (cached + 1);
+    l.decode_keys = m * b.attended(cached + 1);
   }
   return load;
 }

@@ -193,7 +193,7 @@ class server {
           if (s.decode) {
             ++L.decode_tokens;
             ++L.decode_routed;
-            L.decode_keys += s.kv.cached + 1;
+            L.decode_keys += m_b.attended(s.kv.cached + 1);
           } else {
             L.prefill.push_back({s.nr_add, s.nr_add, s.kv.cached + s.nr_add});
           }
@@ -208,7 +208,7 @@ class server {
           cached_sum += s.kv.routed[j];
           if (s.add[j] > 0) {
             ++L.decode_routed;
-            L.decode_keys += s.kv.routed[j] + 1;
+            L.decode_keys += m_b.attended(s.kv.routed[j] + 1);
           }
         } else {
           L.prefill.push_back({s.nr_add, s.add[j], s.kv.routed[j] + s.add[j]});
@@ -216,7 +216,7 @@ class server {
       }
       if (m_o.routing == decode_routing::pad && decode_seqs > 0) {
         L.pad_slots = pad_rows(m_o.pad_capacity, info.capacity, decode_seqs);
-        L.pad_keys = (cached_sum + decode_seqs / 2) / decode_seqs + 1;
+        L.pad_keys = m_b.attended((cached_sum + decode_seqs / 2) / decode_seqs + 1);
       }
       ++j;
     }

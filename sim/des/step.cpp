@@ -79,6 +79,7 @@ step_builder::step_builder(const model_spec& model, dtype t, device_model dev)
     s.batch = 1;
     s.tokens = 1;
     s.seq_len = 1;
+    s.window = 0;  // the affine parts; callers pass keys already within the window (attended)
     s.context = 1;
     const op_cost c1 = cost_of(attn[i], s);
     s.context = 2;
@@ -357,7 +358,7 @@ step_load decode_load(const step_builder& b, std::int64_t batch, std::int64_t co
     l.decode_tokens = batch;
     if (!info.mod_routed) {
       l.decode_routed = batch;
-      l.decode_keys = batch * (context + 1);
+      l.decode_keys = batch * b.attended(context + 1);
     } else {
       const std::int64_t cached = context > 0 ? routed_tokens(info.capacity, context) : 0;
       std::int64_t m = 0;
@@ -365,11 +366,11 @@ step_load decode_load(const step_builder& b, std::int64_t batch, std::int64_t co
       if (decisions) *decisions += batch;
       if (routing == decode_routing::pad) {
         l.pad_slots = pad_rows(pad_capacity, info.capacity, batch);
-        l.pad_keys = cached + 1;
+        l.pad_keys = b.attended(cached + 1);
         m = std::min(m, l.pad_slots);  // tokens beyond the padded size are dropped
       }
       l.decode_routed = m;
-      l.decode_keys = m * (cached + 1);
+      l.decode_keys = m * b.attended(cached + 1);
     }
     if (routed) (*routed)[i] = l.decode_routed;
   }

@@ -17,6 +17,7 @@
 //    each sequence's queries over its own keys at that layer) and scatter;
 //  - lm_head over the sampled tokens (one per decode sequence and per finished prefill).
 // Attention follows the FLOP convention: q queries over L keys cost as an (q × L) square.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -89,6 +90,11 @@ class step_builder {
   step_builder(const model_spec& model, dtype t, device_model dev);
 
   const model_spec& model() const { return m_model; }
+  // The keys one decode query attends to over `keys` cached entries and itself: `keys`, or the
+  // model's sliding window when that is smaller.
+  std::int64_t attended(std::int64_t keys) const {
+    return m_model.sliding_window > 0 ? std::min(keys, m_model.sliding_window) : keys;
+  }
   const std::vector<layer_info>& layers() const { return m_layers; }
   dtype type() const { return m_type; }
   const device_model& device() const { return m_dev; }

@@ -927,7 +927,8 @@ TEST(Cli, ProfileTimeBudgetCapsTheWholeRun) {
   EXPECT_EQ(o.at("measured").as_int64(), 0);
   EXPECT_TRUE(o.at("time_budget_reached").as_bool());
   EXPECT_FALSE(o.at("interrupted").as_bool());
-  EXPECT_NE(r.err.find("stopped at the --time-budget of 0 s; run again with --resume"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the --time-budget of 0 s stopped the run: 0 of "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("run again with --resume to measure the remaining"), std::string::npos) << r.err;
   EXPECT_NE(slurp(meta.string()).find("\"status\":\"time_budget\""), std::string::npos);
   // The stop rule's caps: --max-time 0.5 (quick) and the noisy cap, 4 x that by default.
   const boost::json::object rule = boost::json::parse(slurp(meta.string())).at("stop_rule").as_object();
@@ -1249,4 +1250,175 @@ TEST(Cli, ReportPutsTheMeasuredErrorOnlyBesidePredictionsItCovers) {
   EXPECT_NE(unfused.find("median |error| vs measured"), std::string::npos) << unfused;
   EXPECT_EQ(unfused.find("no band"), std::string::npos) << unfused;
   std::filesystem::remove_all(dir);
+}
+
+// When the time budget stops a run, progress and the last lines count what was measured: a
+// 4-point grid stopped before its first point says 0 of 4, never 4/4.
+TEST(Cli, AProfileStoppedByItsBudgetSaysHowManyOfHowManyItMeasured) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("modsim_cli_stopped_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path grid = dir / "grid.json";
+  std::ofstream(grid) << R"({"ops": ["attn_norm"], "dtype": "fp32", "batch": [1], "seq_len": [8, 16],
+                            "d_model": [32, 64], "n_heads": [2], "d_ff": [64]})";
+  const result r = modsim("profile --backend cpu --threads 1 --time-budget 0 --grid '" + grid.string() + "' --out '" +
+                          (dir / "m.csv").string() + "'");
+  fs::remove_all(dir);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("profile: stopped after 0/4 points (0 measured in this run)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the --time-budget of 0 s stopped the run: 0 of 4 points measured (0 now, 0 already in the "
+                       "file); run again with --resume to measure the remaining 4"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("4/4"), std::string::npos) << r.err;
+}
+
+namespace {
+
+// A small HF config: d 64, 2 layers, 4 heads of 16 (dq 64), 2 KV heads (dkv 32), F 128, V 100.
+std::filesystem::path small_hf(const std::string& name, const std::string& extra) {
+  const auto path = std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(path) << R"({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+      "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 100, "hidden_act": "silu")"
+                      << extra << "}";
+  return path;
+}
+
+// The first layer's op `op` from a flops or predict JSON.
+boost::json::object layer0_op(const boost::json::value& v, const std::string& op) {
+  for (const auto& o : v.at("layers").at(0).at("ops").as_array())
+    if (o.at("op").as_string() == op) return o.as_object();
+  ADD_FAILURE() << "no " << op;
+  return {};
+}
+
+std::int64_t int_of(const boost::json::object& o, const char* key) { return o.at(key).to_number<std::int64_t>(); }
+
+}  // namespace
+
+// sliding_window 3 at S = 8: each of the 8 queries attends to min(8, 3) = 3 keys (the full-square
+// convention of flops.hpp: 8·3 = 24 pairs, not 8·8): scores 2·B·n·L·dq = 2·1·8·3·64 = 3,072
+// FLOPs (8,192 without the window), softmax 5·B·H·n·L = 5·4·8·3 = 480. Decode over 10 cached
+// tokens: 3 keys, not 11: 2·1·1·3·64 = 384. predict (forward and decode) prices the same ops and
+// says so; the decode KV cache holds 3 positions per layer: 2 layers · B 1 · 3 · 2 · dkv 32 ·
+// 2 bytes = 768 bytes.
+TEST(Cli, ASlidingWindowCapsTheKeysOfFlopsPredictAndTheKvCache) {
+  const auto windowed = small_hf("modsim_sw", R"(, "sliding_window": 3)");
+  const auto full = small_hf("modsim_sw_null", R"(, "sliding_window": null)");
+  const std::string w = "'" + windowed.string() + "'", f = "'" + full.string() + "'";
+  const result fw = modsim("flops " + w + " --batch 1 --seq 8 --format json");
+  ASSERT_EQ(fw.code, 0) << fw.err;
+  const boost::json::value fj = boost::json::parse(fw.out);
+  EXPECT_EQ(int_of(fj.as_object(), "sliding_window"), 3);
+  EXPECT_EQ(int_of(layer0_op(fj, "attn_scores"), "matmul_flops"), 3072);
+  EXPECT_EQ(int_of(layer0_op(fj, "attn_values"), "matmul_flops"), 3072);
+  EXPECT_EQ(int_of(layer0_op(fj, "attn_softmax"), "other_flops"), 480);
+  const result ff = modsim("flops " + f + " --batch 1 --seq 8 --format json");
+  ASSERT_EQ(ff.code, 0) << ff.err;
+  EXPECT_FALSE(boost::json::parse(ff.out).as_object().contains("sliding_window"));
+  EXPECT_EQ(int_of(layer0_op(boost::json::parse(ff.out), "attn_scores"), "matmul_flops"), 8192);
+  const result fd = modsim("flops " + w + " --batch 1 --seq 10 --mode decode --format json");
+  ASSERT_EQ(fd.code, 0) << fd.err;
+  EXPECT_EQ(int_of(layer0_op(boost::json::parse(fd.out), "attn_scores"), "matmul_flops"), 384);
+  const result table = modsim("flops " + w + " --batch 1 --seq 8");
+  EXPECT_NE(table.out.find("sliding window 3: each query attends to at most 3 keys"), std::string::npos) << table.out;
+
+  const result pf = modsim("predict " + w + " --hardware h100-sxm --batch 1 --seq 8 --format json");
+  ASSERT_EQ(pf.code, 0) << pf.err;
+  EXPECT_EQ(int_of(layer0_op(boost::json::parse(pf.out), "attn_scores"), "matmul_flops"), 3072);
+  const result pd =
+      modsim("predict " + w + " --hardware h100-sxm --batch 1 --seq 10 --mode decode --dp 1 --format json");
+  ASSERT_EQ(pd.code, 0) << pd.err;
+  const boost::json::value pj = boost::json::parse(pd.out);
+  EXPECT_EQ(int_of(pj.as_object(), "sliding_window"), 3);
+  EXPECT_EQ(int_of(layer0_op(pj, "attn_scores"), "matmul_flops"), 384);
+  EXPECT_DOUBLE_EQ(pj.at("parallel").at("model").at("memory_per_gpu").at("kv_cache_bytes").to_number<double>(), 768.0);
+  const result pt = modsim("predict " + w + " --hardware h100-sxm --batch 1 --seq 10 --mode decode");
+  EXPECT_NE(pt.out.find("sliding window 3"), std::string::npos) << pt.out;
+  // simulate serve honours the keys and says what it does not: the paged cache's blocks.
+  const result s = modsim("simulate serve " + w + " --hardware h100-sxm --requests 5 --rate 10");
+  EXPECT_EQ(s.code, 0) << s.err;
+  EXPECT_NE(s.out.find("NOT modelled here: the paged KV cache"), std::string::npos) << s.out;
+  std::filesystem::remove(windowed);
+  std::filesystem::remove(full);
+}
+
+// A GPT-2 config.json reads: d 64, 2 layers, 4 heads, n_inner null → d_ff 4·64 = 256, gelu.
+// Parameters by hand: per layer 4·d² (QKV, out) + 2·d (norms) + 2·d·F (gelu MLP) = 16,384 + 128
+// + 32,768 = 49,280; two layers 98,560; + embedding and LM head 2·V·d = 12,800 + final norm 64:
+// 111,424. Heads written 4.0 read as 4; 4.5 is refused naming the file, the key and why.
+TEST(Cli, AGpt2ConfigAndIntegralFloatsRead) {
+  const auto path = std::filesystem::temp_directory_path() / ("modsim_gpt2_" + std::to_string(::getpid()) + ".json");
+  const auto write = [&](const std::string& heads) {
+    std::ofstream(path) << R"({"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": )" << heads
+                        << R"(, "n_inner": null, "n_positions": 1024, "vocab_size": 100,
+        "activation_function": "gelu_new"})";
+  };
+  write("4");
+  const result r = modsim("flops '" + path.string() + "' --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(int_of(boost::json::parse(r.out).as_object(), "params"), 111424);
+  write("4.0");
+  const result f = modsim("flops '" + path.string() + "' --format json");
+  ASSERT_EQ(f.code, 0) << f.err;
+  EXPECT_EQ(int_of(boost::json::parse(f.out).as_object(), "params"), 111424);
+  write("4.5");
+  const result bad = modsim("flops '" + path.string() + "'");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(lines(bad.err), 1) << bad.err;
+  EXPECT_NE(bad.err.find(path.string() + ": n_head: expected an integer, got 4.5 (not a whole number)"),
+            std::string::npos)
+      << bad.err;
+  std::filesystem::remove(path);
+}
+
+// calibrate names its result after --out (cpu-mine.json: "cpu-mine") or --name, and a
+// calibration without cross-validation (--cv 0) has no band: predictions say so, table and JSON.
+TEST(Cli, ACalibrationIsNamedAfterItsFileAndSaysWhenItHasNoBand) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("modsim_cli_name_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string out = (dir / "cpu-mine.json").string();
+  const std::string fit =
+      "calibrate --measurements reports/measurements/cpu-xeon-2core-2026-11-24c-calibration-2.csv --hardware cpu "
+      "--cv 0 --out '" +
+      out + "'";
+  ASSERT_EQ(modsim(fit).code, 0);
+  const result p = modsim("predict mod-60m --hardware '" + out + "' --batch 1 --seq 256");
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_NE(p.out.find("mod-60m on cpu-mine:"), std::string::npos) << p.out.substr(0, 300);
+  EXPECT_EQ(p.out.find("cpu-calibrated"), std::string::npos);
+  EXPECT_NE(p.out.find("expected error: NO BAND - this calibration was made without cross-validation"),
+            std::string::npos)
+      << p.out;
+  const result j = modsim("predict mod-60m --hardware '" + out + "' --batch 1 --seq 256 --format json");
+  ASSERT_EQ(j.code, 0) << j.err;
+  const boost::json::object o = boost::json::parse(j.out).as_object();
+  EXPECT_EQ(o.at("hardware").as_string(), "cpu-mine");
+  EXPECT_FALSE(o.contains("expected_error"));
+  EXPECT_NE(std::string(o.at("no_error_band").as_string()).find("without cross-validation"), std::string::npos);
+  ASSERT_EQ(modsim(fit + " --name xeon-2core").code, 0);
+  const result named = modsim("predict mod-60m --hardware '" + out + "' --batch 1 --seq 256 --format json");
+  EXPECT_EQ(boost::json::parse(named.out).at("hardware").as_string(), "xeon-2core");
+  const result empty = modsim(fit + " --name ''");
+  EXPECT_EQ(empty.code, 2);
+  EXPECT_NE(empty.err.find("--name: must not be empty"), std::string::npos) << empty.err;
+  fs::remove_all(dir);
+}
+
+// A serving run too large to finish is refused at once, one line, exit 2, with the bound.
+TEST(Cli, SimulateServeRefusesARunTooLargeToFinish) {
+  const result r = modsim("simulate serve mod-60m --hardware h100-sxm --rate 1e9 --requests 100000000");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("--requests: 100000000 requests generating"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cannot finish"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty());
+  // Output tokens count too: 100,000 requests of 20,000 tokens each are 2e9 tokens.
+  const result tokens =
+      modsim("simulate serve mod-60m --hardware h100-sxm --requests 100000 --output-tokens 20000 --rate 10");
+  EXPECT_EQ(tokens.code, 2);
+  EXPECT_NE(tokens.err.find("~2e+09 output tokens cannot finish"), std::string::npos) << tokens.err;
+  const result help = modsim("simulate --help");
+  EXPECT_NE(help.out.find("output tokens"), std::string::npos);
 }

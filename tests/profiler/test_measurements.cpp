@@ -545,22 +545,35 @@ TEST(Measurements, ResumeAfterInterruptionMeasuresEveryPointExactlyOnce) {
     measurement_writer w(path, false);
     run_options o = fast_options();
     o.stop = &stop;
+    run_progress last;
     o.on_progress = [&](const run_progress& p) {
       if (p.done == 4) stop = true;  // "Ctrl-C" while the 5th point is measured
+      last = p;
     };
     run_result r = run_points(be, e.points, w, o);
     EXPECT_TRUE(r.interrupted);
     EXPECT_EQ(r.measured, 5u);
+    // The last report says what was measured: 5 of 10, not 10 of 10.
+    EXPECT_EQ(last.current, nullptr);
+    EXPECT_EQ(last.done, 5u);
+    EXPECT_EQ(last.measured, 5u);
+    EXPECT_EQ(last.total, 10u);
   }
   // A run killed mid-write leaves a partial line; resume must drop it, not keep it.
   std::ofstream(path, std::ios::app) << "fake,fake device,block_dense,fp32,1,";
   {
     measurement_writer w(path, true);
     EXPECT_EQ(w.existing_rows(), 5u);
-    run_result r = run_points(be, e.points, w, fast_options());
+    run_options o = fast_options();
+    run_progress last;
+    o.on_progress = [&](const run_progress& p) { last = p; };
+    run_result r = run_points(be, e.points, w, o);
     EXPECT_FALSE(r.interrupted);
     EXPECT_EQ(r.already_present, 5u);
     EXPECT_EQ(r.measured, 5u);
+    // Resumed: all 10 done at the end, 5 of them measured in this run.
+    EXPECT_EQ(last.done, 10u);
+    EXPECT_EQ(last.measured, 5u);
   }
   std::vector<measurement_row> rows = read_measurements(path);
   ASSERT_EQ(rows.size(), 10u);

@@ -506,6 +506,11 @@ TEST(Calibrate, WritesACalibratedCopyOfTheHardwareFile) {
   const cost_model m(back);
   EXPECT_TRUE(m.calibrated());
   EXPECT_NE(m.label().find("m.csv"), std::string::npos);
+  // The name follows the file written (cpu-mine.json: "cpu-mine"), or is the one given.
+  write_calibrated_hardware(hw.string(), c, (dir / "cpu-mine.json").string());
+  EXPECT_EQ(load_hardware((dir / "cpu-mine.json").string()).name, "cpu-mine");
+  write_calibrated_hardware(hw.string(), c, (dir / "cpu-mine.json").string(), "xeon-2core");
+  EXPECT_EQ(load_hardware((dir / "cpu-mine.json").string()).name, "xeon-2core");
   // A missing output folder fails before anything is written.
   EXPECT_THROW(write_calibrated_hardware(hw.string(), c, (dir / "no" / "x.json").string()), error);
   EXPECT_FALSE(fs::exists(dir / "no"));

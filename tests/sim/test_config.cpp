@@ -103,7 +103,7 @@ TEST(Config, WrongTypeNamesKeyAndTypes) {
   EXPECT_EQ(model_error(with("\"d_model\": 64", "\"d_model\": \"64\"")),
             "m.json: d_model: expected an integer, got a string");
   EXPECT_EQ(model_error(with("\"d_model\": 64", "\"d_model\": 64.5")),
-            "m.json: d_model: expected an integer, got 64.5");
+            "m.json: d_model: expected an integer, got 64.5 (not a whole number)");
   EXPECT_EQ(model_error(with("\"capacity\": 0.25", "\"capacity\": \"high\"")),
             "m.json: routing.capacity: expected a number, got a string");
   EXPECT_EQ(model_error(with("\"routing\": {", "\"routing\": 3, \"x\": {")),
@@ -433,3 +433,79 @@ TEST(Config, DefaultDtypeIsBf16OnAGpuAndFp32OnACpu) {
 
 }  // namespace
 }  // namespace modsim::sim
+
+// GPT-2's config.json (huggingface.co/gpt2: n_embd 768, n_layer 12, n_head 12, n_inner null,
+// n_positions 1024, vocab_size 50257, gelu_new): 12 heads of 64, d_ff = 4·768 = 3072, gelu.
+TEST(Config, HuggingFaceGpt2Imports) {
+  const model_spec m = parse_model(R"({"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12,
+      "n_inner": null, "n_positions": 1024, "vocab_size": 50257, "activation_function": "gelu_new",
+      "layer_norm_epsilon": 1e-05})",
+                                   "config.json");
+  EXPECT_EQ(m.name, "gpt2");
+  EXPECT_EQ(m.d_model, 768);
+  EXPECT_EQ(m.n_layers, 12);
+  EXPECT_EQ(m.n_heads, 12);
+  EXPECT_EQ(m.n_kv_heads, 12);
+  EXPECT_EQ(m.d_head, 64);
+  EXPECT_EQ(m.d_ff, 3072);
+  EXPECT_EQ(m.vocab_size, 50257);
+  EXPECT_EQ(m.mlp, mlp_kind::gelu);
+  EXPECT_FALSE(m.routing);
+  // n_inner given; a missing key and a non-gelu activation are named.
+  EXPECT_EQ(
+      parse_model(R"({"n_embd": 64, "n_layer": 2, "n_head": 4, "n_inner": 100, "vocab_size": 10})", "c.json").d_ff,
+      100);
+  EXPECT_NE(
+      model_error(R"({"n_embd": 64, "n_head": 4, "vocab_size": 10})").find("m.json: n_layer: missing required key"),
+      std::string::npos);
+  EXPECT_NE(model_error(R"({"n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 10, "activation_function": "relu"})")
+                .find("m.json: activation_function: unsupported activation 'relu'"),
+            std::string::npos);
+}
+
+// Exporters that write every number as a float: 32.0 is 32; 32.5 is refused naming file and key.
+TEST(Config, IntegerKeysTakeIntegralFloatsAndRefuseFractions) {
+  const model_spec m = parse_model(R"({"hidden_size": 4096.0, "num_hidden_layers": 32.0, "num_attention_heads": 32.0,
+      "num_key_value_heads": 8.0, "intermediate_size": 14336, "vocab_size": 32000})",
+                                   "config.json");
+  EXPECT_EQ(m.n_heads, 32);
+  EXPECT_EQ(m.n_kv_heads, 8);
+  EXPECT_EQ(m.d_head, 128);
+  const std::string half = model_error(R"({"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32.5,
+      "intermediate_size": 14336, "vocab_size": 32000})");
+  EXPECT_NE(half.find("m.json: num_attention_heads: expected an integer, got 32.5 (not a whole number)"),
+            std::string::npos)
+      << half;
+}
+
+// sliding_window: Mistral's 4096 is read; null (most configs) and use_sliding_window false
+// (Qwen2) mean none; Qwen2's max_window_layers >= n_layers windows no layer, 0 every layer,
+// anything between is refused with the reason. A modsim model file keeps it on save.
+TEST(Config, SlidingWindowIsReadWhereItApplies) {
+  const std::string base =
+      R"({"hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 128,
+          "vocab_size": 100, )";
+  EXPECT_EQ(load_model(k_configs + "/hf/mistral-7b-v0.1.json").sliding_window, 4096);
+  EXPECT_EQ(load_model(k_configs + "/hf/mixtral-8x7b.json").sliding_window, 0);  // "sliding_window": null
+  EXPECT_EQ(parse_model(base + R"("sliding_window": 3})", "c.json").sliding_window, 3);
+  EXPECT_EQ(parse_model(base + R"("sliding_window": 3, "use_sliding_window": false})", "c.json").sliding_window, 0);
+  EXPECT_EQ(parse_model(base + R"("sliding_window": 3, "use_sliding_window": true, "max_window_layers": 4})", "c.json")
+                .sliding_window,
+            0);
+  EXPECT_EQ(parse_model(base + R"("sliding_window": 3, "use_sliding_window": true, "max_window_layers": 0})", "c.json")
+                .sliding_window,
+            3);
+  EXPECT_NE(model_error(base + R"("sliding_window": 3, "use_sliding_window": true, "max_window_layers": 2})")
+                .find("m.json: max_window_layers: layers 0-1 attend in full and the other 2 through the sliding "
+                      "window: per-layer windows are not modelled"),
+            std::string::npos);
+  EXPECT_NE(model_error(base + R"("sliding_window": 0})").find("m.json: sliding_window: value 0 out of range"),
+            std::string::npos);
+  // The modsim model file: the key, and a save that reads back equal.
+  const std::string own = R"({"name": "w", "d_model": 64, "n_layers": 2, "n_heads": 4, "d_ff": 256,
+      "vocab_size": 100, "sliding_window": 16})";
+  const model_spec m = parse_model(own, "w.json");
+  EXPECT_EQ(m.sliding_window, 16);
+  EXPECT_EQ(parse_model(model_to_json(m), "back.json").sliding_window, 16);
+  EXPECT_EQ(model_to_json(parse_model(k_valid_model, "m.json")).find("sliding_window"), std::string::npos);
+}

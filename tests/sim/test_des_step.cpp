@@ -77,6 +77,38 @@ TEST(DesStep, ADecodeQkvProjectionAtARoutedLayerCoversOnlyRoutedTokens) {
   }
 }
 
+// A sliding window of 3: a decode query over a cache of 10 (dense layer) attends to 3 keys,
+// scores 2 x 3 x dq 64 = 384 FLOPs per token (not 2 x 11 x 64); at the routed layer the
+// k_ctx + 1 = 4 routed keys are cut to 3 as well. A prefill of 8 tokens at the dense layer
+// counts n x min(n, W) = 8 x 3 pairs: 2 x 8 x 3 x 64 FLOPs per sequence.
+TEST(DesStep, ASlidingWindowCapsTheKeysOfDecodeAndPrefillQueries) {
+  model_spec m = small_mod(0.25, 2);
+  m.sliding_window = 3;
+  step_builder b(m, dtype::fp32, toy_device());
+  rng r(2);
+  std::vector<std::int64_t> routed;
+  const step_load load = decode_load(b, 40, 10, decode_routing::sync, 1.0, r, &routed);
+  for (const kernel& k : b.step(load, decode_routing::sync)) {
+    if (k.op == modsim::op::attn_scores && k.layer == 0) {
+      EXPECT_EQ(k.matmul_flops, 2 * 3 * 64 * 40);
+    }
+    if (k.op == modsim::op::attn_scores && k.layer == 1) {
+      EXPECT_EQ(k.matmul_flops, 2 * 3 * 64 * routed[1]);
+    }
+  }
+  workload w;
+  w.batch = 2;
+  w.seq_len = 8;
+  w.type = dtype::fp32;
+  bool seen = false;
+  for (const kernel& k : b.forward(w))
+    if (k.op == modsim::op::attn_scores && k.layer == 0) {
+      EXPECT_EQ(k.matmul_flops, 2 * 2 * 8 * 3 * 64);
+      seen = true;
+    }
+  EXPECT_TRUE(seen);
+}
+
 TEST(DesStep, ForwardKernelsAddUpToTheFlopModel) {
   const model_spec m = small_mod(0.125, 4);
   step_builder b(m, dtype::bf16, toy_device());

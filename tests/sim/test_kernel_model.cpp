@@ -538,5 +538,29 @@ TEST(KernelCalibration, AWarmFractionAboveOneIsRejectedByItsKeyPath) {
   }
 }
 
+// A sliding window W: the fused (causal) kernel computes sum over queries of min(keys seen, W).
+// S = 8, W = 3: queries 0..7 see 1, 2, 3, 3, 3, 3, 3, 3 keys = 21 pairs per (sequence, head);
+// 4·B·H·d_head·21 = 4·2·4·64·21 FLOPs. Every key is still read once (8 rows of K and V).
+// Decode over 1,000 cached keys: the query sees W = 3 of them and reads only those.
+TEST(KernelModel, FusedAttentionCountsTheCausalPairsInsideTheSlidingWindow) {
+  op_shape s = small_shape();
+  s.tokens = 8;
+  s.seq_len = 8;
+  s.window = 3;
+  const kernel_work k = fused_attention_kernel(s);
+  EXPECT_DOUBLE_EQ(k.flops, 4.0 * 2 * 4 * 64 * 21);
+  EXPECT_DOUBLE_EQ(k.bytes, 2.0 * (2 * 2 * 8 * 256 + 2 * 2 * 8 * 128));
+  // A window as wide as the sequence changes nothing: 8·8 − 8·7/2 = 36 pairs.
+  s.window = 8;
+  EXPECT_DOUBLE_EQ(fused_attention_kernel(s).flops, 4.0 * 2 * 4 * 64 * 36);
+  op_shape decode = small_shape();
+  decode.tokens = 1;
+  decode.context = 1000;
+  decode.window = 3;
+  const kernel_work d = fused_attention_kernel(decode);
+  EXPECT_DOUBLE_EQ(d.flops, 4.0 * 2 * 4 * 64 * 3);
+  EXPECT_DOUBLE_EQ(d.bytes, 2.0 * (2 * 2 * 1 * 256 + 2 * 2 * 3 * 128));
+}
+
 }  // namespace
 }  // namespace modsim::sim

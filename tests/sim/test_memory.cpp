@@ -122,6 +122,21 @@ TEST(Memory, AFusedPrefillOf64kTokensFitsWhereTheUnfusedOneDoesNot) {
   EXPECT_EQ(memory_verdict(fused, 80e9), "");
 }
 
+// A sliding window of 3 positions: the decode cache holds min(S + 1, 3) = 3 entries per
+// sequence and layer, 2·3·2·64·4 = 3,072 bytes a layer; a query reads 3 keys (scores
+// 2·4·1·3·4 = 96). Forward, the scores are B·H·n·min(n, W)·e = 2·4·8·3·4 = 768.
+TEST(Memory, ASlidingWindowBoundsTheKvCacheAndTheScores) {
+  model_spec m = small();
+  m.sliding_window = 3;
+  const memory_footprint decode = footprint_of(m, load(run_mode::decode), attention_impl::unfused);
+  EXPECT_DOUBLE_EQ(decode.kv_cache, 2 * 3072);
+  EXPECT_DOUBLE_EQ(decode.attention_buffers, 96);
+  EXPECT_DOUBLE_EQ(decode.activations, 4608 + 96 + 800);
+  const memory_footprint forward = footprint_of(m, load(run_mode::forward), attention_impl::unfused);
+  EXPECT_DOUBLE_EQ(forward.attention_buffers, 768);
+  EXPECT_DOUBLE_EQ(forward.activations, 36864 + 768 + 6400);
+}
+
 TEST(Memory, TheVerdictNamesTheLargestPartAndIsEmptyWhenItFits) {
   memory_footprint fp;
   fp.weights = 0.5e9;
