@@ -832,9 +832,11 @@ TEST(Cli, SamplingVerdictNeverNamesACellWhoseKvCacheExceedsTheH100) {
     const result p = modsim("predict " + args + " --hardware h100-sxm --mode decode --format json");
     EXPECT_EQ(p.code, 0) << p.err;
     const boost::json::value parsed = boost::json::parse(p.out);
+    bool noted = false;
     for (const auto& n : parsed.at("notes").as_array())
-      if (std::string(n.as_string()).find("memory: does not fit in 80 GB") != std::string::npos) return true;
-    return false;
+      noted = noted || std::string(n.as_string()).find("memory (one GPU): does not fit in 80 GB") != std::string::npos;
+    EXPECT_EQ(noted, !parsed.at("memory").at("fits").as_bool()) << args;
+    return noted;
   };
   EXPECT_TRUE(warns("mod-220m --batch 256 --seq 16384"));
   EXPECT_FALSE(warns("mod-220m --batch 64 --seq 4096"));
@@ -850,7 +852,7 @@ TEST(Cli, AFusedPrefillOf64kTokensFitsAndTheUnfusedOneSaysItsScores) {
     std::string all;
     const boost::json::value j = boost::json::parse(out);
     for (const auto& n : j.at("notes").as_array())
-      if (std::string(n.as_string()).rfind("memory:", 0) == 0) all += std::string(n.as_string()) + "\n";
+      if (std::string(n.as_string()).rfind("memory (one GPU):", 0) == 0) all += std::string(n.as_string()) + "\n";
     return all;
   };
   const result fused = modsim("predict dense-220m --hardware h100-sxm --seq 65536 --format json");
