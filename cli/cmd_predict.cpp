@@ -227,6 +227,19 @@ std::string des_routing_name(decode_routing r) { return std::string(modsim::to_s
 cell ms_cell(double s) { return cell(ms(s), fmt::format("{}", s)); }
 std::string ratio_text(double a, double b) { return b > 0 ? fmt::format("{:.3f}", a / b) : "-"; }
 
+// A footprint's parts in bytes and whether it fits (`verdict` empty), with the verdict's sentence.
+json::object memory_json(const sim::memory_footprint& m, const std::string& verdict) {
+  json::object j{{"weights_bytes", m.weights},
+                 {"training_state_bytes", m.training_state},
+                 {"kv_cache_bytes", m.kv_cache},
+                 {"activations_bytes", m.activations},
+                 {"attention_buffers_bytes", m.attention_buffers},
+                 {"total_bytes", m.total()},
+                 {"fits", verdict.empty()}};
+  if (!verdict.empty()) j["verdict"] = verdict;
+  return j;
+}
+
 json::object parallel_json(const sim::parallel_prediction& p) {
   json::object j;
   j["tp"] = p.split.tp;
@@ -254,14 +267,7 @@ json::object parallel_json(const sim::parallel_prediction& p) {
   j["stage_first_layer"] = std::move(first);
   j["stage_s"] = std::move(stage_s);
   j["naive_stage_s"] = std::move(naive_s);
-  json::object mem;
-  mem["weights_bytes"] = p.memory_per_gpu.weights;
-  mem["training_state_bytes"] = p.memory_per_gpu.training_state;
-  mem["kv_cache_bytes"] = p.memory_per_gpu.kv_cache;
-  mem["activations_bytes"] = p.memory_per_gpu.activations;
-  mem["total_bytes"] = p.memory_per_gpu.total();
-  mem["fits"] = p.memory_verdict.empty();
-  j["memory_per_gpu"] = std::move(mem);
+  j["memory_per_gpu"] = memory_json(p.memory_per_gpu, p.memory_verdict);
   json::array notes;
   for (const auto& n : p.notes) notes.emplace_back(n);
   j["notes"] = std::move(notes);
@@ -327,17 +333,9 @@ void add_parallel(output& o, const analysis::parallel_section& ps) {
 void add_memory(output& o, const analysis::analysis_result& a, double device_bytes) {
   if (!a.memory) return;
   const sim::memory_footprint& m = *a.memory;
-  json::object j;
+  json::object j = memory_json(m, a.memory_verdict);
   j["scope"] = a.memory_scope;
-  j["weights_bytes"] = m.weights;
-  j["training_state_bytes"] = m.training_state;
-  j["kv_cache_bytes"] = m.kv_cache;
-  j["activations_bytes"] = m.activations;
-  j["attention_buffers_bytes"] = m.attention_buffers;
-  j["total_bytes"] = m.total();
   j["device_bytes"] = device_bytes;
-  j["fits"] = a.memory_verdict.empty();
-  if (!a.memory_verdict.empty()) j["verdict"] = a.memory_verdict;
   o.json.as_object()["memory"] = std::move(j);
 
   table t;
