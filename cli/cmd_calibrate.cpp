@@ -52,7 +52,10 @@ const char* const k_usage =
     "calibration predicts their blocks and decode rows and records how it did; its bands inside the\n"
     "measured range (and between measured values as far out as those rows lay) then come from\n"
     "those errors instead of the cross-validation's, whose fits saw a fifth less. `modsim validate`\n"
-    "still scores such rows (they were never fitted) and says that the band was set by them.";
+    "still scores such rows (they were never fitted) and says that the band was set by them.\n"
+    "A warning names each axis (d_model, d_ff, n_heads, seq_len, batch) along which the blocks of the\n"
+    "measurements have one value: predictions will vary it, and no row says how the model does there\n"
+    "(JSON \"single_value_axes\").";
 
 // The kernel-sequence model's parameters, one row per kernel class.
 void kernel_model_output(const sim::calibration& c, output& o) {
@@ -194,6 +197,41 @@ output calibration_output(const sim::calibration& c, const std::string& out, con
   return o;
 }
 
+// The axes a prediction varies along that the rows' blocks measured at one value only: a
+// prediction at another value of such an axis is an extrapolation the calibration never saw
+// (its band says so, sim::error_band::outside). One line per axis, e.g. "n_heads: every block
+// has 8 (a prediction at another head count is outside what was measured)".
+std::vector<std::string> single_value_axes(const std::vector<sim::measured_sample>& rows) {
+  struct axis {
+    const char* name;
+    const char* what;
+    double (*value)(const sim::measured_sample&);
+  };
+  static const axis axes[] = {
+      {"d_model", "width", [](const sim::measured_sample& r) { return double(r.d_model); }},
+      {"d_ff", "FFN size", [](const sim::measured_sample& r) { return double(r.d_ff); }},
+      {"n_heads", "head count", [](const sim::measured_sample& r) { return double(r.n_heads); }},
+      {"seq_len", "sequence length", [](const sim::measured_sample& r) { return double(r.seq_len); }},
+      {"batch", "batch", [](const sim::measured_sample& r) { return double(r.batch); }},
+  };
+  std::vector<std::string> out;
+  std::vector<const sim::measured_sample*> blocks;
+  for (const auto& r : rows)
+    if (r.is_block()) blocks.push_back(&r);
+  if (blocks.empty()) return out;
+  for (const axis& a : axes) {
+    std::vector<double> seen;
+    for (const auto* r : blocks)
+      if (std::find(seen.begin(), seen.end(), a.value(*r)) == seen.end()) seen.push_back(a.value(*r));
+    if (seen.size() == 1)
+      out.push_back(
+          fmt::format("{}: every block has {:g} (a prediction at another {} is outside what was measured; "
+                      "add a second value to the grid)",
+                      a.name, seen.front(), a.what));
+  }
+  return out;
+}
+
 }  // namespace
 
 int cmd_calibrate(const std::vector<std::string>& args) {
@@ -267,7 +305,9 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     if (co.folds == 0) throw input_error("", "--holdout", "needs a cross-validation (--cv 0 records no band to set)");
     co.holdout = analysis::read_measured_rows(holdout);
   }
-  analysis::calibrated fitted = analysis::calibrate_from(hw, analysis::read_measured_rows(files), co);
+  const analysis::measured_rows rows = analysis::read_measured_rows(files);
+  const std::vector<std::string> single = single_value_axes(rows.points);
+  analysis::calibrated fitted = analysis::calibrate_from(hw, rows, co);
   if (!fitted.no_cross_validation.empty())
     std::cerr << "modsim calibrate: no cross-validation: " << fitted.no_cross_validation << "\n";
   const sim::calibration& cal = fitted.calibration;
@@ -276,7 +316,14 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   const sim::cost_model check(sim::load_hardware(out));
   (void)check;
 
-  print(calibration_output(cal, out, fitted), format, std::cout);
+  output o = calibration_output(cal, out, fitted);
+  json::array axes;
+  for (const std::string& line : single) {
+    axes.emplace_back(line.substr(0, line.find(':')));
+    o.head.push_back("warning: one value of " + line);
+  }
+  o.json.as_object()["single_value_axes"] = std::move(axes);
+  print(o, format, std::cout);
   return exit_ok;
 }
 

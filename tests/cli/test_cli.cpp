@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -1423,4 +1424,52 @@ TEST(Cli, SimulateServeRefusesARunTooLargeToFinish) {
   EXPECT_NE(tokens.err.find("~2e+09 output tokens cannot finish"), std::string::npos) << tokens.err;
   const result help = modsim("simulate --help");
   EXPECT_NE(help.out.find("output tokens"), std::string::npos);
+}
+
+// calibrate names each axis along which the measured blocks have one value (counted here from
+// the CSV itself): predictions vary it, and nothing measured says how the model does there.
+TEST(Cli, CalibrateWarnsOfAxesItsBlocksMeasuredAtOneValue) {
+  const std::string csv = "reports/measurements/cpu-xeon-2core-2026-11-24-calibration.csv";
+  std::istringstream in(slurp(std::string(MODSIM_SOURCE_DIR) + "/" + csv));
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> header;
+  for (std::stringstream hs(line); std::getline(hs, line, ',');) header.push_back(line);
+  const std::vector<std::string> axes = {"d_model", "d_ff", "n_heads", "seq_len", "batch"};
+  std::map<std::string, std::set<std::string>> values;
+  for (std::string row; std::getline(in, row);) {
+    std::vector<std::string> f(1);  // the fields, a quoted field's commas kept
+    bool quoted = false;
+    for (char c : row) {
+      if (c == '"')
+        quoted = !quoted;
+      else if (c == ',' && !quoted)
+        f.emplace_back();
+      else
+        f.back() += c;
+    }
+    const auto col = [&](const std::string& name) {
+      return f[std::size_t(std::find(header.begin(), header.end(), name) - header.begin())];
+    };
+    const std::string op = col("op");
+    if (op != "block_dense" && op != "block_mod" && op != "layer_mode") continue;
+    for (const std::string& a : axes) values[a].insert(col(a));
+  }
+  std::set<std::string> expected;
+  for (const std::string& a : axes)
+    if (values[a].size() == 1) expected.insert(a);
+  ASSERT_FALSE(expected.empty());  // this grid measured one head count
+  const auto out =
+      std::filesystem::temp_directory_path() / ("modsim_single_axis_" + std::to_string(::getpid()) + ".json");
+  const result r =
+      modsim("calibrate --measurements " + csv + " --hardware cpu --cv 0 --format json --out '" + out.string() + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::set<std::string> said;
+  const boost::json::value parsed = boost::json::parse(r.out);
+  for (const auto& a : parsed.at("single_value_axes").as_array())
+    said.insert(std::string(a.as_string()));
+  EXPECT_EQ(said, expected);
+  const result t = modsim("calibrate --measurements " + csv + " --hardware cpu --cv 0 --out '" + out.string() + "'");
+  EXPECT_NE(t.out.find("warning: one value of n_heads: every block has 8"), std::string::npos) << t.out;
+  std::filesystem::remove(out);
 }
