@@ -266,6 +266,32 @@ decode_cell serving_decode_cell(const sim::des::serving_scenario& s) {
   return c;
 }
 
+serving_routing_choice choose_serving_routing(std::vector<serving_routing_trial> trials) {
+  if (trials.empty()) throw runtime_error("choose_serving_routing: no serving run to choose from");
+  const bool any_clean = std::any_of(trials.begin(), trials.end(), [](const auto& t) { return t.dropped == 0; });
+  std::size_t best = trials.size();
+  for (std::size_t i = 0; i < trials.size(); ++i) {
+    if (any_clean && trials[i].dropped != 0) continue;
+    if (best == trials.size() || trials[i].tpot_p50_s < trials[best].tpot_p50_s) best = i;
+  }
+  serving_routing_choice out;
+  out.routing = trials[best].routing;
+  std::string others;
+  for (std::size_t i = 0; i < trials.size(); ++i) {
+    if (i == best) continue;
+    const serving_routing_trial& t = trials[i];
+    others += fmt::format("{}{} {:.3f} ms{}", others.empty() ? "" : ", ", modsim::to_string(t.routing),
+                          t.tpot_p50_s * 1e3, t.dropped ? fmt::format(" with {} dropped tokens", t.dropped) : "");
+  }
+  const serving_routing_trial& w = trials[best];
+  out.why = fmt::format("{}: the lower TPOT p50 {} ({:.3f} ms{}; {}) at the workload's mean decode batch {:.1f}",
+                        modsim::to_string(w.routing), any_clean ? "with no dropped tokens" : "(every routing drops)",
+                        w.tpot_p50_s * 1e3, w.dropped ? fmt::format(", {} dropped tokens", w.dropped) : "", others,
+                        w.mean_decode_batch);
+  out.trials = std::move(trials);
+  return out;
+}
+
 sim::model_spec baseline_of(const configuration& c) { return c.baseline ? *c.baseline : sim::dense_baseline(c.model); }
 
 std::string baseline_label(const configuration& c) {
@@ -460,17 +486,7 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
       namespace des = sim::des;
       const sim::cost_model& cm = cost_of("serving");
       serving_request q = *s.serving;
-      if (q.fastest_routing && c.model.routing) {
-        if (!r.sampling) {
-          sampling_request sr;
-          if (s.sampling) sr = *s.sampling;
-          r.sampling = make_sampling_map(c.model, baseline, !c.baseline, cm, c.load.type, sr);
-        }
-        const decode_cell cell = serving_decode_cell(q.scenario);
-        r.serving_routing = choose_decode_routing(*r.sampling, cell.batch, cell.context, q.scenario.options.cuda_graph,
-                                                  r.sampling->measured);
-        q.scenario.options.routing = r.serving_routing->routing;
-      }
+      const bool try_both = q.fastest_routing && c.model.routing;
       cancel_observer cancel(ctl);
       std::vector<des::serve_observer*> model_observers = q.observers;
       model_observers.push_back(&cancel);
@@ -486,9 +502,37 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
         check(ctl);
       }
       const std::string name = c.model.name.empty() ? "MoD" : c.model.name;
-      cmp.model = q.arrivals
-                      ? des::serve_model(c.model, name, cm, c.load.type, cmp.scenario, *q.arrivals, model_observers)
-                      : des::serve_model(c.model, name, cm, c.load.type, cmp.scenario, model_observers);
+      auto serve = [&](const des::serving_scenario& sc, const std::vector<des::serve_observer*>& obs) {
+        return q.arrivals ? des::serve_model(c.model, name, cm, c.load.type, sc, *q.arrivals, obs)
+                          : des::serve_model(c.model, name, cm, c.load.type, sc, obs);
+      };
+      if (!try_both) {
+        cmp.model = serve(cmp.scenario, model_observers);
+      } else {
+        // The workload's own decode batches decide: serve with each routing, keep the better run.
+        std::vector<des::serve_observer*> trial_observers = {&cancel};
+        trial_observers.insert(trial_observers.end(), q.progress.begin(), q.progress.end());
+        std::vector<des::serving_run> runs;
+        std::vector<serving_routing_trial> trials;
+        for (decode_routing routing : {decode_routing::sync, decode_routing::pad}) {
+          des::serving_scenario sc = cmp.scenario;
+          sc.options.routing = routing;
+          runs.push_back(serve(sc, trial_observers));
+          const sim::des::serve_summary& sm = runs.back().summary;
+          trials.push_back({routing, sm.tpot_s.p50, sm.dropped, sm.mean_decode_batch});
+          check(ctl);
+        }
+        r.serving_routing = choose_serving_routing(std::move(trials));
+        cmp.scenario.options.routing = r.serving_routing->routing;
+        const std::size_t kept = r.serving_routing->routing == decode_routing::sync ? 0 : 1;
+        if (q.observers.empty()) {
+          cmp.model = std::move(runs[kept]);
+        } else {  // the observers (a trace) see the kept run: serve it again, the same draws
+          std::vector<des::serve_observer*> obs = q.observers;
+          obs.push_back(&cancel);
+          cmp.model = serve(cmp.scenario, obs);
+        }
+      }
       r.serving = std::move(cmp);
     });
     check(ctl);

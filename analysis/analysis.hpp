@@ -98,20 +98,36 @@ struct parallel_timeline {
   double predicted_step_s = 0;   // sim::predict_parallel's closed form of the same split
 };
 
+// One decode routing the model was served with (serving_request::fastest_routing).
+struct serving_routing_trial {
+  decode_routing routing = decode_routing::sync;
+  double tpot_p50_s = 0;         // the model's TPOT p50, seconds
+  std::int64_t dropped = 0;      // routed tokens dropped (pad: over the padded size)
+  double mean_decode_batch = 0;  // decode sequences per step, the batches the routing ran at
+};
+struct serving_routing_choice {
+  decode_routing routing = decode_routing::sync;  // the run kept
+  std::vector<serving_routing_trial> trials;      // in the order tried
+  std::string why;                                // "the lower TPOT p50 with no dropped tokens (…)"
+};
+// The trial kept: among the trials with no dropped tokens (all trials when every one drops),
+// the lowest TPOT p50; a tie keeps the earlier. Throws modsim::error(runtime) when empty.
+serving_routing_choice choose_serving_routing(std::vector<serving_routing_trial> trials);
+
 // The serving pair.
 struct serving_request {
   sim::des::serving_scenario scenario;
   // Explicit requests (an arrivals trace) instead of the scenario's Poisson draws.
   std::optional<std::vector<sim::des::request>> arrivals;
   bool dense = true;  // also serve the dense baseline (the pair); false: the model only
-  // Serve with the decode routing that is fastest at the scenario's typical decode cell
-  // (serving_decode_cell) by the sampling map — measured cells first (sampling_request::measured),
-  // else predicted — instead of scenario.options.routing. Needs scenario::sampling (computed with
-  // the default request when absent); the choice is analysis_result::serving_routing.
+  // Instead of scenario.options.routing, serve the model with each decode routing (sync, then
+  // pad) on the same requests and keep the run with no dropped tokens and the lower TPOT p50
+  // (choose_serving_routing); the runs tried and the choice are analysis_result::serving_routing.
   bool fastest_routing = false;
   // Observers of the model's run only (a trace); the dense run is not observed.
   std::vector<sim::des::serve_observer*> observers;
-  // Observers of both runs, the dense baseline's first when `dense` (a progress display). Not
+  // Observers of every run (the dense baseline's first when `dense`, then each routing tried with
+  // fastest_routing: 1 + 2 runs) (a progress display). Not
   // owned.
   std::vector<sim::des::serve_observer*> progress;
 };
@@ -232,7 +248,7 @@ struct analysis_result {
   // serving: the scenario (rate resolved), the dense baseline's run (when asked for) and the
   // model's, each with its per-request records.
   std::optional<sim::des::serving_comparison> serving;
-  std::optional<routing_choice> serving_routing;  // serving_request::fastest_routing: what was chosen
+  std::optional<serving_routing_choice> serving_routing;  // serving_request::fastest_routing: the runs, the choice
   std::string serving_missing;
   std::optional<validation_section> validation;
   std::string validation_missing;

@@ -197,8 +197,8 @@ int simulate_serve(const po::variables_map& vm, output_format format) {
   analysis::scenario scenario;
   scenario.prediction = false;
   analysis::serving_request& q = scenario.serving.emplace();
-  // Without --decode-routing: the routing that is faster at the scenario's typical decode cell
-  // (the sampling map's), as the report and the explorer serve.
+  // Without --decode-routing: serve with sync and with pad, keep the better run (no dropped
+  // tokens, lower TPOT p50), as the report and the explorer serve.
   q.fastest_routing = vm["decode-routing"].defaulted();
   des::serving_scenario& sc = q.scenario;
   sc.seed = o.seed;
@@ -228,7 +228,8 @@ int simulate_serve(const po::variables_map& vm, output_format format) {
   if (const auto pr = parallel_from(vm)) sc.split = pr->split;
   des::serve_trace trace(fmt::format("modsim simulate serve: {} on {}", model.name, hw.name));
   if (vm.count("trace")) q.observers.push_back(&trace);
-  serve_progress progress(q.arrivals ? static_cast<std::int64_t>(q.arrivals->size()) : sc.requests, q.dense ? 2 : 1);
+  serve_progress progress(q.arrivals ? static_cast<std::int64_t>(q.arrivals->size()) : sc.requests,
+                          (q.dense ? 1 : 0) + (q.fastest_routing && model.routing ? 2 : 1));
   q.progress.push_back(&progress);
   const analysis::configuration config{model, w, hw, baseline_from(vm), attention_from(vm)};
   const analysis::analysis_result a = analysis::analyze(config, scenario);
@@ -257,19 +258,19 @@ int simulate_serve(const po::variables_map& vm, output_format format) {
     add_sliding_window_json(out.json.as_object(), model);
   }
   if (a.serving_routing) {
-    const analysis::routing_choice& ch = *a.serving_routing;
+    const analysis::serving_routing_choice& ch = *a.serving_routing;
+    json::array tried;
+    for (const analysis::serving_routing_trial& t : ch.trials)
+      tried.push_back(json::object{{"routing", std::string(modsim::to_string(t.routing))},
+                                   {"tpot_p50_s", t.tpot_p50_s},
+                                   {"dropped_tokens", t.dropped},
+                                   {"mean_decode_batch", t.mean_decode_batch}});
     out.json.as_object()["decode_routing_choice"] =
         json::object{{"chosen", std::string(modsim::to_string(ch.routing))},
-                     {"step_s", ch.step_s},
-                     {"other", std::string(modsim::to_string(ch.other))},
-                     {"other_step_s", ch.other_step_s},
-                     {"batch", ch.batch},
-                     {"context", ch.context},
-                     {"source", ch.measured ? "measured" : "predicted (sampling map)"}};
-    out.head.push_back(
-        fmt::format("decode routing {}: the faster at batch {}, context {} ({} step {:.3f} ms vs {} {:.3f} ms, {})",
-                    modsim::to_string(ch.routing), ch.batch, ch.context, modsim::to_string(ch.routing), ch.step_s * 1e3,
-                    modsim::to_string(ch.other), ch.other_step_s * 1e3, ch.measured ? "measured" : "predicted"));
+                     {"rule", "no dropped tokens, then the lower TPOT p50, over a serving run per routing"},
+                     {"why", ch.why},
+                     {"tried", std::move(tried)}};
+    out.head.push_back("decode routing " + ch.why);
   }
   if (config.baseline)
     out.head[1] = "beside it, the baseline " + analysis::baseline_label(config) + " served the same requests";

@@ -128,7 +128,7 @@ struct report_data {
   std::optional<analysis::sampling_map> sampling;
   std::string sampling_missing;  // why there is no sampling section
   // The decode routing the serving section used (the faster at its typical cell) and the other's step time.
-  std::optional<analysis::routing_choice> serving_routing;
+  std::optional<analysis::serving_routing_choice> serving_routing;
   std::optional<analysis::parallel_section> parallel;
   std::string parallel_missing;  // why there is no parallelism section
 };

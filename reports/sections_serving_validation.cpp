@@ -37,12 +37,7 @@ section serving_section_of(const report_data& d, document& doc) {
       sv.scenario.requests, sv.scenario.rate_per_s, sv.scenario.prompt, sv.scenario.output, o.max_seqs,
       o.max_batched_tokens, o.chunked_prefill > 0 ? fmt::format(", chunked prefill {}", o.chunked_prefill) : "",
       o.block_tokens, sim::des::to_string(o.routing),
-      d.serving_routing
-          ? fmt::format(": the faster at batch {}, context {}, {} ms per step against {} ms with {}",
-                        d.serving_routing->batch, d.serving_routing->context, ms(d.serving_routing->step_s),
-                        ms(d.serving_routing->other_step_s), sim::des::to_string(d.serving_routing->other))
-          : "",
-      sv.scenario.seed)));
+      d.serving_routing ? "; the better of a run per routing, " + d.serving_routing->why : "", sv.scenario.seed)));
   if (sv.runs.size() != 2) return s;
   const auto& a = sv.runs[0].summary;
   const auto& b = sv.runs[1].summary;
@@ -100,12 +95,10 @@ section sampling_section_of(const report_data& d, document& doc) {
   for (const std::string& v : m.verdict) verdict.push_back(v);
   s.blocks.push_back(bullets(verdict));
   if (d.serving_routing) {
-    const analysis::routing_choice& c = *d.serving_routing;
     s.blocks.push_back(paragraph(fmt::format(
-        "The serving section decodes with **{}**, the faster at its typical cell (batch {}, context {}): {} step "
-        "{} ms against {} {} ms ({}).",
-        sim::des::to_string(c.routing), c.batch, c.context, sim::des::to_string(c.routing), ms(c.step_s),
-        sim::des::to_string(c.other), ms(c.other_step_s), c.measured ? "measured" : "predicted")));
+        "The serving section decodes with **{}**, the better of a serving run per routing (no dropped tokens, then "
+        "the lower TPOT p50): {}.",
+        sim::des::to_string(d.serving_routing->routing), d.serving_routing->why)));
   }
   const char* letters = "KWPESL";
   for (std::size_t i = 0; i < m.strategies.size(); ++i) {

@@ -94,9 +94,8 @@ std::vector<summary_figure> summary_figures(const report_data& d) {
             ratio(static_cast<double>(mod.kv_peak_bytes), static_cast<double>(base.kv_peak_bytes)), "x");
     }
     if (d.serving_routing) {
-      const analysis::routing_choice& c = *d.serving_routing;
-      f.add(std::string("decode.") + modsim::to_string(c.routing) + ".step", name, c.step_s, "s");
-      f.add(std::string("decode.") + modsim::to_string(c.other) + ".step", name, c.other_step_s, "s");
+      for (const analysis::serving_routing_trial& t : d.serving_routing->trials)
+        f.add(std::string("serving.") + modsim::to_string(t.routing) + ".tpot_p50", name, t.tpot_p50_s, "s");
     }
     if (d.sampling)
       for (const analysis::sampling_strategy_map& sm : d.sampling->strategies) {

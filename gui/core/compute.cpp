@@ -204,16 +204,10 @@ ServingStats statsOf(const sim::des::serving_run& r) {
   return s;
 }
 
-std::string routingText(const analysis::routing_choice& c) {
-  char text[256];
-  std::snprintf(text, sizeof text, "%s, %.3f ms per step at batch %lld, context %lld (%s %.3f ms, %s)",
-                std::string(modsim::to_string(c.routing)).c_str(), c.step_s * 1e3, static_cast<long long>(c.batch),
-                static_cast<long long>(c.context), std::string(modsim::to_string(c.other)).c_str(),
-                c.other_step_s * 1e3, c.measured ? "measured" : "predicted");
-  return text;
-}
+std::string routingText(const analysis::serving_routing_choice& c) { return c.why; }
 
-ServingResult servingOf(const sim::des::serving_comparison& c, const std::optional<analysis::routing_choice>& r) {
+ServingResult servingOf(const sim::des::serving_comparison& c,
+                        const std::optional<analysis::serving_routing_choice>& r) {
   ServingResult out;
   char text[768];
   std::snprintf(text, sizeof text,
@@ -222,7 +216,7 @@ ServingResult servingOf(const sim::des::serving_comparison& c, const std::option
                 "causal predictor (%s) — as `modsim report` and `modsim simulate serve`.",
                 static_cast<long long>(c.scenario.requests), c.scenario.rate_per_s, c.scenario.prompt.c_str(),
                 c.scenario.output.c_str(), static_cast<unsigned long long>(c.scenario.seed),
-                r ? ("the faster routing: " + routingText(*r)).c_str()
+                r ? ("the better of sync and pad served, " + routingText(*r)).c_str()
                   : std::string(modsim::to_string(c.scenario.options.routing)).c_str());
   out.scenario = text;
   out.dense = statsOf(c.dense);

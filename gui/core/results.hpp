@@ -133,8 +133,7 @@ struct SamplingResult {
   bool available = false;
   std::string unavailable;
   analysis::sampling_map map;
-  std::string
-      servingRouting;  // "pad: 0.61 ms per step at batch 64, context 512 (sync 0.72 ms, predicted)"; may be empty
+  std::string servingRouting;  // the serving routing kept and why (serving_routing_choice::why); may be empty
 };
 
 struct ValidationRow {

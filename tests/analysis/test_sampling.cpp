@@ -250,4 +250,21 @@ TEST(OneDecodePath, PredictTotalIsTheSimulatedDecodeStep) {
   }
 }
 
+TEST(Sampling, ServingKeepsTheRunWithNoDropsThenTheLowerTpot) {
+  using analysis::serving_routing_trial;
+  // pad is faster but drops tokens: sync, which drops none, is kept.
+  analysis::serving_routing_choice c = analysis::choose_serving_routing(
+      {{decode_routing::sync, 2.0e-3, 0, 4.6}, {decode_routing::pad, 1.5e-3, 18, 4.6}});
+  EXPECT_EQ(c.routing, decode_routing::sync);
+  ASSERT_EQ(c.trials.size(), 2u);
+  EXPECT_NE(c.why.find("18 dropped"), std::string::npos) << c.why;
+  // Neither drops: the lower TPOT p50.
+  c = analysis::choose_serving_routing({{decode_routing::sync, 2.0e-3, 0, 16}, {decode_routing::pad, 1.5e-3, 0, 16}});
+  EXPECT_EQ(c.routing, decode_routing::pad);
+  // Both drop: still the lower TPOT p50.
+  c = analysis::choose_serving_routing({{decode_routing::sync, 1.0e-3, 3, 16}, {decode_routing::pad, 1.5e-3, 1, 16}});
+  EXPECT_EQ(c.routing, decode_routing::sync);
+  EXPECT_THROW(analysis::choose_serving_routing({}), modsim::error);
+}
+
 }  // namespace

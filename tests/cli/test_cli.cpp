@@ -1084,6 +1084,51 @@ TEST(Cli, SimulateServeOverGpus) {
   EXPECT_NE(bad.err.find("--dp"), std::string::npos) << bad.err;
 }
 
+TEST(Cli, SimulateServeKeepsTheRoutingWithTheBetterServedTpot) {
+  // Without --decode-routing, serve runs both routings on the workload's own batches. Each routing
+  // served on its own (--decode-routing) gives the figures the choice must be made from.
+  const std::string run = "simulate serve mod-220m --hardware h100-sxm --requests 40 --rate 20 --seed 3 --format json";
+  struct served {
+    double tpot_p50 = 0;
+    std::int64_t dropped = 0;
+  };
+  std::map<std::string, served> alone;
+  for (const char* routing : {"sync", "pad"}) {
+    const result r = modsim(run + " --decode-routing " + routing);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const boost::json::object o = boost::json::parse(r.out).as_object();
+    alone[routing] = {o.at("tpot_s").at("p50").to_number<double>(), o.at("dropped_tokens").to_number<std::int64_t>()};
+  }
+  // The expected winner: no dropped tokens first, then the lower TPOT p50.
+  auto better = [](const served& a, const served& b) {
+    if ((a.dropped == 0) != (b.dropped == 0)) return a.dropped == 0;
+    return a.tpot_p50 < b.tpot_p50;
+  };
+  const std::string expect = better(alone["pad"], alone["sync"]) ? "pad" : "sync";
+
+  const result r = modsim(run);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const boost::json::object o = boost::json::parse(r.out).as_object();
+  const boost::json::object& ch = o.at("decode_routing_choice").as_object();
+  EXPECT_EQ(ch.at("chosen").as_string(), expect);
+  EXPECT_EQ(o.at("decode_routing").as_string(), expect);
+  // The run reported is the chosen routing's run, and each routing tried is the run on its own.
+  EXPECT_DOUBLE_EQ(o.at("tpot_s").at("p50").to_number<double>(), alone[expect].tpot_p50);
+  const boost::json::array& tried = ch.at("tried").as_array();
+  ASSERT_EQ(tried.size(), 2u);
+  for (const boost::json::value& t : tried) {
+    const std::string routing(t.at("routing").as_string());
+    ASSERT_TRUE(alone.count(routing)) << routing;
+    EXPECT_DOUBLE_EQ(t.at("tpot_p50_s").to_number<double>(), alone[routing].tpot_p50) << routing;
+    EXPECT_EQ(t.at("dropped_tokens").to_number<std::int64_t>(), alone[routing].dropped) << routing;
+    EXPECT_GT(t.at("mean_decode_batch").to_number<double>(), 0) << routing;
+  }
+  // The text names the winner and the loser's TPOT.
+  const result text = modsim("simulate serve mod-220m --hardware h100-sxm --requests 40 --rate 20 --seed 3");
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("decode routing " + expect + ": the lower TPOT p50"), std::string::npos) << text.out;
+}
+
 TEST(Cli, EveryPredictionSaysHowAttentionRuns) {
   // The shipped H100 calibration measured unfused attention: the default (fused) is not
   // measured and has no band; --attention unfused is, and has one.

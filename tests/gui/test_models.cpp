@@ -184,6 +184,13 @@ TEST(ResultModels, SamplingPassesModelTester) {
   // A cell's value is its ratio, model over baseline step time.
   const auto& cell = m.map().cell(static_cast<std::size_t>(m.strategy()), 3, 2);
   EXPECT_DOUBLE_EQ(m.index(3, 3).data(ValueRole).toDouble(), cell.model_s / cell.baseline_s);
+  // One convention in the view: the cell and its tooltip both show that ratio (not a speed-up).
+  const QString ratio = QString::number(cell.model_s / cell.baseline_s, 'f', 3);
+  EXPECT_TRUE(m.index(3, 3).data(Qt::DisplayRole).toString().startsWith(ratio));
+  const QString tip = m.index(3, 3).data(Qt::ToolTipRole).toString();
+  EXPECT_TRUE(tip.contains(QStringLiteral("step-time ratio MoD / baseline ") + ratio)) << tip.toStdString();
+  EXPECT_FALSE(tip.contains(QString::number(cell.baseline_s / cell.model_s, 'f', 2) + QStringLiteral("x")))
+      << tip.toStdString();
   m.setStrategy(0);
   EXPECT_EQ(m.strategy(), 0);
 }

@@ -150,11 +150,13 @@ QVariant SamplingModel::data(const QModelIndex& index, int role) const {
       if (!c.fits) return QColor(0x70, 0x70, 0x70);
       return {};
     case Qt::ToolTipRole: {
-      QString t = tr("batch %1, context %2: MoD %3 vs baseline %4 per step (%5x); decided by %6\n")
+      // The cell's own convention: the step-time ratio MoD / baseline (lower is faster).
+      QString t = tr("batch %1, context %2: MoD %3 vs baseline %4 per step, step-time ratio MoD / baseline %5 "
+                     "(lower is faster); decided by %6\n")
                       .arg(c.batch)
                       .arg(c.context)
                       .arg(formatSeconds(c.model_s), formatSeconds(c.baseline_s))
-                      .arg(c.speedup(), 0, 'f', 2)
+                      .arg(c.ratio(), 0, 'f', 3)
                       .arg(QString::fromUtf8(analysis::describe(c.dominant)));
       if (!c.fits)
         t += tr("does not fit in %1: needs %2 (weights, KV cache, one step's activations); left out of the verdict\n")
@@ -292,7 +294,8 @@ ServingPage::ServingPage(ServingModel* model, SamplingModel* sampling, QWidget* 
   auto* ml = new QVBoxLayout(samplingSide);
   ml->setContentsMargins(0, 0, 0, 0);
   auto* top = new QHBoxLayout;
-  auto* mapTitle = new QLabel(tr("<b>Sampling map</b>, strategy"), samplingSide);
+  auto* mapTitle =
+      new QLabel(tr("<b>Sampling map</b>: step-time ratio MoD / baseline (lower is faster), strategy"), samplingSide);
   mapTitle->setToolTip(tr("Decode step time of the model over its baseline's, over decode batch × cached context"));
   top->addWidget(mapTitle);
   top->addWidget(m_strategy);
