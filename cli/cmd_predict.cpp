@@ -160,6 +160,11 @@ json::value prediction_json(const sim::prediction& p, const std::string& hw_name
           if (past) ao["factor"] = std::exp2(a.distance);
           ao["band_pct"] = a.band_pct;
           if (past) ao["extrapolation_measured"] = a.measured;
+          // GPU shape axes at an unmeasured value (only there): the leave-one-value-out p90
+          // the band is at least, and the axis it was measured along.
+          if (!a.shape_lovo_axis.empty())
+            ao["new_gpu_shape"] = json::object{{"leave_one_value_out_axis", a.shape_lovo_axis},
+                                               {"leave_one_value_out_p90_pct", a.shape_lovo_pct}};
           arr.push_back(std::move(ao));
         }
         return arr;
