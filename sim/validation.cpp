@@ -536,7 +536,7 @@ std::optional<error_band> band_for(const calibration& c, const axis_values& valu
       if (ax != *axis || v <= 0) continue;
       const double d = v > a.max ? std::log2(v / a.max) : v < a.min ? std::log2(a.min / v) : 0.0;
       if (d > near) {
-        if (d > out.distance) out = {a.axis, v, a.min, a.max, d, 0.0, a.blocks > 0};
+        if (d > out.distance) out = {a.axis, v, a.min, a.max, d, 0.0, a.blocks > 0, {}, 0.0};
         continue;
       }
       // Fewer than two measured values; and tokens (batch × the tokens per sequence a row
@@ -546,7 +546,7 @@ std::optional<error_band> band_for(const calibration& c, const axis_values& valu
       if (gpu_shape && measured.size() == 1 && std::abs(std::log2(v / measured[0])) > near) {
         // One value measured: no interpolation along it, but on a GPU still a new shape.
         const double to_value = std::abs(std::log2(v / measured[0]));
-        if (to_value > mid.distance) mid = {a.axis, v, a.min, a.max, to_value, 0.0, false};
+        if (to_value > mid.distance) mid = {a.axis, v, a.min, a.max, to_value, 0.0, false, {}, 0.0};
         continue;
       }
       if (measured.size() < 2 || *axis == cv_axis::tokens) continue;
@@ -557,7 +557,7 @@ std::optional<error_band> band_for(const calibration& c, const axis_values& valu
       const double above = has_above ? *hi : a.max, below = has_below ? *(hi - 1) : a.min;
       const double inf = std::numeric_limits<double>::infinity();
       const double to_value = std::min(has_above ? std::log2(above / v) : inf, has_below ? std::log2(v / below) : inf);
-      if (to_value > near && to_value > mid.distance) mid = {a.axis, v, below, above, to_value, 0.0, true};
+      if (to_value > near && to_value > mid.distance) mid = {a.axis, v, below, above, to_value, 0.0, true, {}, 0.0};
     }
     if (!out.axis.empty()) {
       // The held-out ends lay `reach` past the rest and missed by their p90: nearer the range,
