@@ -51,6 +51,9 @@ const char* const k_usage =
     "kernel's per-row statistics and output. A calibration made without cross-validation or held-out\n"
     "rows (calibrate --cv 0) has no band either: the head says `expected error: NO BAND - why`, the JSON\n"
     "\"no_error_band\" (and no \"expected_error\").\n"
+    "On GPU hardware a d_model, d_ff or n_heads at none of the calibration's measured values is a new\n"
+    "tile/wave shape: its band is at least that axis's leave-one-value-out p90 (the widest of the other\n"
+    "two where it has none), and says so (JSON between[]/outside[] \"new_gpu_shape\").\n"
     "\n"
     "Over several GPUs (--tp, --pp, --dp, --ep; JSON \"parallel\"): one step of the split for MODEL and\n"
     "its baseline: each GPU's tensor-parallel shard timed by the cost model, the TP all-reduces and EP\n"
@@ -160,6 +163,11 @@ json::value prediction_json(const sim::prediction& p, const std::string& hw_name
           if (past) ao["factor"] = std::exp2(a.distance);
           ao["band_pct"] = a.band_pct;
           if (past) ao["extrapolation_measured"] = a.measured;
+          // GPU shape axes at an unmeasured value (only there): the leave-one-value-out p90
+          // the band is at least, and the axis it was measured along.
+          if (!a.shape_lovo_axis.empty())
+            ao["new_gpu_shape"] = json::object{{"leave_one_value_out_axis", a.shape_lovo_axis},
+                                               {"leave_one_value_out_p90_pct", a.shape_lovo_pct}};
           arr.push_back(std::move(ao));
         }
         return arr;

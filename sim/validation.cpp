@@ -436,6 +436,15 @@ std::string error_band::text() const {
     held += x.checked_on.empty() ? fmt::format("; {} timed as {}, never checked (not covered)", x.op, x.as)
                                  : fmt::format("; {} timed as {} +{:.1f} %{}", x.op, x.as, x.share * x.p90_pct,
                                                x.checked_on == x.op ? "" : ", checked on " + x.checked_on);
+  // GPU shape axes at an unmeasured value: the leave-one-value-out figure the band took.
+  for (const auto* axes : {&outside, &between})
+    for (const outside_axis& o : *axes)
+      if (!o.shape_lovo_axis.empty())
+        held += fmt::format(
+            "; {} {:g} was never measured: on a GPU a new tile/wave shape; band from leaving each measured {} out{}: "
+            "{}",
+            o.axis, o.value, o.shape_lovo_axis, o.shape_lovo_axis == o.axis ? "" : " (none along " + o.axis + ")",
+            pct(o.shape_lovo_pct));
   if (inside()) {
     if (mid.empty()) return "±" + pct(p90_pct) + " at p90 (inside the calibration's measured range" + held + ")";
     return "±" + pct(p90_pct) + " at p90 (inside the measured range, between measured values: " + mid + held + ")";
@@ -478,12 +487,10 @@ std::optional<error_band> band_for(const calibration& c, const axis_values& valu
   error_band b;
   b.p90_pct = inside;
   b.holdout_blocks = held ? held->count(decode) : 0;
-  for (const axis_coverage& kinds : c.coverage) {
-    const std::optional<cv_axis> axis = find_cv_axis(kinds.axis);
-    if (!axis || kinds.min <= 0) continue;
-    // The held-out predictions of this prediction's kind: a decode prediction takes the
-    // decode rows' where the calibration held some out; a forward block those of held-out
-    // blocks predicted to take about as long, where the calibration recorded their terciles.
+  // The held-out predictions of this prediction's kind: a decode prediction takes the decode
+  // rows' where the calibration held some out; a forward block those of held-out blocks
+  // predicted to take about as long, where the calibration recorded their terciles.
+  const auto of_kind = [&](const axis_coverage& kinds) {
     axis_coverage a = kinds;
     if (decode && kinds.decode_blocks > 0) {
       a.blocks = kinds.decode_blocks;
@@ -494,6 +501,34 @@ std::optional<error_band> band_for(const calibration& c, const axis_values& valu
       a.p90_abs_pct_error = kinds.ends_p90_at(predicted_s);
       a.inner_p90_abs_pct_error = kinds.inner_p90_at(predicted_s);
     }
+    return a;
+  };
+  // On a GPU, the shape axes (width, FFN size, heads): a value at none of the measured ones is
+  // a new tile/wave shape. Each axis's leave-one-value-out p90 (inner values held out, else
+  // the ends; 0: none measured), and the widest of them, for an axis without its own.
+  const bool gpu = c.backend == "cuda";
+  const auto is_shape = [](cv_axis x) { return x == cv_axis::d_model || x == cv_axis::d_ff || x == cv_axis::n_heads; };
+  const auto lovo_of = [](const axis_coverage& a) {
+    return a.inner_blocks > 0 ? a.inner_p90_abs_pct_error : a.blocks > 0 ? a.p90_abs_pct_error : 0.0;
+  };
+  std::string widest_axis;
+  double widest_lovo = 0;
+  if (gpu)
+    for (const axis_coverage& kinds : c.coverage)
+      if (const std::optional<cv_axis> x = find_cv_axis(kinds.axis); x && is_shape(*x))
+        if (const double l = lovo_of(of_kind(kinds)); l > widest_lovo) widest_lovo = l, widest_axis = kinds.axis;
+  // Raises `o`'s band to the leave-one-value-out p90 of its axis (else the widest) and names it.
+  const auto new_shape = [&](error_band::outside_axis& o, const axis_coverage& a) {
+    const double own = lovo_of(a);
+    o.shape_lovo_axis = own > 0 ? a.axis : widest_axis;
+    o.shape_lovo_pct = own > 0 ? own : widest_lovo;
+    o.band_pct = std::max(o.band_pct, o.shape_lovo_pct);
+  };
+  for (const axis_coverage& kinds : c.coverage) {
+    const std::optional<cv_axis> axis = find_cv_axis(kinds.axis);
+    if (!axis || kinds.min <= 0) continue;
+    const axis_coverage a = of_kind(kinds);
+    const bool gpu_shape = gpu && is_shape(*axis);
     // The farthest of the prediction's values outside the range along this axis, and the
     // farthest from a measured value among those inside it.
     error_band::outside_axis out, mid;
@@ -501,13 +536,19 @@ std::optional<error_band> band_for(const calibration& c, const axis_values& valu
       if (ax != *axis || v <= 0) continue;
       const double d = v > a.max ? std::log2(v / a.max) : v < a.min ? std::log2(a.min / v) : 0.0;
       if (d > near) {
-        if (d > out.distance) out = {a.axis, v, a.min, a.max, d, 0.0, a.blocks > 0};
+        if (d > out.distance) out = {a.axis, v, a.min, a.max, d, 0.0, a.blocks > 0, {}, 0.0};
         continue;
       }
       // Fewer than two measured values; and tokens (batch × the tokens per sequence a row
       // processes) lies between measured products whenever batch or seq_len does, whose own
       // held-out predictions speak for it.
       const std::vector<double>& measured = a.values_of_kind(decode);
+      if (gpu_shape && measured.size() == 1 && std::abs(std::log2(v / measured[0])) > near) {
+        // One value measured: no interpolation along it, but on a GPU still a new shape.
+        const double to_value = std::abs(std::log2(v / measured[0]));
+        if (to_value > mid.distance) mid = {a.axis, v, a.min, a.max, to_value, 0.0, false, {}, 0.0};
+        continue;
+      }
       if (measured.size() < 2 || *axis == cv_axis::tokens) continue;
       // The distance to the nearest value of the prediction's kind (past the last of them, the
       // range's end, which other rows set, is named as the bound but is no measured value).
@@ -516,7 +557,7 @@ std::optional<error_band> band_for(const calibration& c, const axis_values& valu
       const double above = has_above ? *hi : a.max, below = has_below ? *(hi - 1) : a.min;
       const double inf = std::numeric_limits<double>::infinity();
       const double to_value = std::min(has_above ? std::log2(above / v) : inf, has_below ? std::log2(v / below) : inf);
-      if (to_value > near && to_value > mid.distance) mid = {a.axis, v, below, above, to_value, 0.0, true};
+      if (to_value > near && to_value > mid.distance) mid = {a.axis, v, below, above, to_value, 0.0, true, {}, 0.0};
     }
     if (!out.axis.empty()) {
       // The held-out ends lay `reach` past the rest and missed by their p90: nearer the range,
@@ -527,6 +568,7 @@ std::optional<error_band> band_for(const calibration& c, const axis_values& valu
       out.band_pct = a.blocks == 0           ? inside * std::max(1.0, out.distance)
                      : out.distance >= reach ? std::max(inside, ends * out.distance / reach)
                                              : std::max(inside, inside + (ends - inside) * out.distance / reach);
+      if (gpu_shape) new_shape(out, a);
       b.p90_pct = std::max(b.p90_pct, out.band_pct);
       b.outside.push_back(std::move(out));
     } else if (!mid.axis.empty()) {
@@ -536,11 +578,12 @@ std::optional<error_band> band_for(const calibration& c, const axis_values& valu
       // (two values: neither measured) the inside band, and the text says no interpolation
       // was measured along the axis.
       const bool within_reach = held && mid.distance <= held->reach_along(a.axis, decode) + near;
-      mid.measured = within_reach || a.inner_blocks > 0;
+      if (mid.measured) mid.measured = within_reach || a.inner_blocks > 0;
       mid.band_pct = within_reach         ? inside
                      : a.inner_blocks > 0 ? std::max(inside, a.inner_p90_abs_pct_error)
                      : a.blocks > 0       ? std::max(inside, a.p90_abs_pct_error)
                                           : inside;
+      if (gpu_shape) new_shape(mid, a);
       b.p90_pct = std::max(b.p90_pct, mid.band_pct);
       b.between.push_back(std::move(mid));
     }

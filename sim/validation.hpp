@@ -164,6 +164,11 @@ value_cv_result cross_validate_by(const hardware_spec& hw, const std::vector<mea
 // what it misses the long ones by. An axis where no such extrapolation could be measured
 // widens the band by the distance alone (as if one factor of two had been measured at no
 // loss), and the band says it was not measured. Several axes: the widest.
+// On GPU hardware (a CUDA calibration) a d_model, d_ff or n_heads at none of the measured
+// values, inside or past the range, gets at least the leave-one-value-out p90 of that axis
+// (the inner values' where some were held out, else the ends'), whatever the held-out rows'
+// reach: tiles and waves make it a new shape. An axis with no such figure (one value carries
+// blocks) takes the widest of the other two's, and the band says so.
 
 // The calibration rows' range along every axis, the values that carry forward blocks and
 // decode rows, and, where two or more values carry them, the errors of the values held out:
@@ -180,6 +185,12 @@ struct error_band {
     double distance = 0;                 // log2 factor past the range
     double band_pct = 0;                 // the band this axis alone gives
     bool measured = true;                // an extrapolation along this axis was measured
+    // On a GPU, a width, FFN size or head count at none of the measured values is a new
+    // tile/wave shape, not a point on a smooth curve: the band is at least the p90 the leave-
+    // one-value-out of that axis measured (`shape_lovo_axis`: the axis whose figure it is;
+    // another GPU shape axis, the widest, where this one has no such figure). Empty elsewhere.
+    std::string shape_lovo_axis;
+    double shape_lovo_pct = 0;
   };
   std::vector<outside_axis> outside;  // empty: inside the measured range on every axis
   // Axes along which the prediction's value lies inside the range but at none of the values

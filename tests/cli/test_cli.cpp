@@ -600,6 +600,57 @@ TEST(Cli, ErrorBandsHoldOnH100ValuesLeftOut) {
   EXPECT_LE(0.5 * (bands[n / 2 - 1] + bands[n / 2]), 2.5 * 0.5 * (errors[n / 2 - 1] + errors[n / 2]));
 }
 
+// On the shipped H100 calibration (one head count measured, 16), mod-1b with 32 heads is a
+// GPU shape no row measured: its band is at least the widest leave-one-value-out p90 of the
+// width and FFN axes, read here from the file's coverage; mod-1b itself (2048, 8192, 16
+// heads, all measured) names no new shape.
+TEST(Cli, AnUnmeasuredHeadCountOnTheH100TakesTheLeaveOneValueOutBand) {
+  std::ifstream in("configs/hardware/h100-sxm-calibrated.json");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  double widest = 0;
+  std::string widest_axis;
+  const boost::json::value hw = boost::json::parse(text);
+  for (const auto& v : hw.at("calibration").at("coverage").as_array()) {
+    const auto& a = v.as_object();
+    const std::string axis(a.at("axis").as_string());
+    if (axis != "d_model" && axis != "d_ff" && axis != "n_heads") continue;
+    const double lovo = a.at("inner_blocks").to_number<int>() > 0 ? a.at("inner_p90_abs_pct_error").to_number<double>()
+                        : a.at("blocks").to_number<int>() > 0     ? a.at("p90_abs_pct_error").to_number<double>()
+                                                                  : 0.0;
+    if (lovo > widest) widest = lovo, widest_axis = axis;
+  }
+  ASSERT_GT(widest, 0.0);
+  const auto model =
+      std::filesystem::temp_directory_path() / ("modsim_heads32_" + std::to_string(::getpid()) + ".json");
+  {
+    std::ofstream f(model);
+    f << R"({"name": "heads32", "d_model": 2048, "n_layers": 4, "n_heads": 32, "n_kv_heads": 32, "d_ff": 8192,
+             "vocab_size": 32000, "mlp": "gelu"})";
+  }
+  const result r =
+      modsim("predict '" + model.string() + "' --hardware h100-sxm-calibrated --attention unfused --format json");
+  std::filesystem::remove(model);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const boost::json::object e = boost::json::parse(r.out).at("expected_error").as_object();
+  EXPECT_GE(e.at("band_pct").as_double(), widest);
+  bool named = false;
+  for (const auto& v : e.at("between").as_array()) {
+    const auto& a = v.as_object();
+    if (a.at("axis").as_string() != "n_heads") continue;
+    named = true;
+    const auto& shape = a.at("new_gpu_shape").as_object();
+    EXPECT_EQ(shape.at("leave_one_value_out_axis").as_string(), widest_axis);
+    EXPECT_DOUBLE_EQ(shape.at("leave_one_value_out_p90_pct").as_double(), widest);
+  }
+  EXPECT_TRUE(named) << r.out;
+  EXPECT_NE(std::string(e.at("band").as_string()).find("n_heads 32 was never measured"), std::string::npos);
+  const result m = modsim("predict mod-1b --hardware h100-sxm-calibrated --attention unfused --format json");
+  ASSERT_EQ(m.code, 0) << m.err;
+  const boost::json::object me = boost::json::parse(m.out).at("expected_error").as_object();
+  EXPECT_TRUE(me.at("between").as_array().empty());
+  EXPECT_EQ(std::string(me.at("band").as_string()).find("never measured"), std::string::npos);
+}
+
 // Validating a calibration on the very rows it was fitted on has nothing held out: validate
 // says so and cross-validates the method on those rows instead of stopping.
 TEST(Cli, ValidatingACalibrationOnItsOwnRowsCrossValidatesInstead) {

@@ -516,5 +516,72 @@ TEST(ErrorBand, StandInChecksSurviveTheCalibrationJson) {
   }
 }
 
+// On a GPU a width, FFN size or head count at none of the measured values is a new tile/wave
+// shape: the band is at least the leave-one-value-out p90 of that axis, even where the
+// held-out rows lay as far from a measured value. with_holdout() (held-out rows 1.5 % at p90
+// for a 5 ms block, lying up to log2(1.25) from a measured width; widths 512 and 1024 whose
+// ends missed by 12 %), plus FFN sizes 1024, 2048, 4096 whose inner value missed by 9 % (ends
+// 20 %) and heads 8 and 16 with no value held out.
+TEST(ErrorBand, AnUnmeasuredGpuShapeGetsItsAxisLeaveOneValueOutBand) {
+  calibration cpu = with_holdout();
+  axis_coverage ff;
+  ff.axis = "d_ff";
+  ff.min = 1024;
+  ff.max = 4096;
+  ff.values = {1024, 2048, 4096};
+  ff.blocks = 10;
+  ff.p90_abs_pct_error = 20.0;
+  ff.max_distance = 1.0;
+  ff.inner_blocks = 6;
+  ff.inner_p90_abs_pct_error = 9.0;
+  cpu.coverage.push_back(ff);
+  cpu.backend = "cpu";
+  calibration gpu = cpu;
+  gpu.backend = "cuda";
+  // d_model 900: log2(1024/900) = 0.19 from 1024, within the held-out rows' reach (0.32): on a
+  // CPU their 1.5 %; on a GPU the width's leave-one-value-out p90, 12 %, and it says so.
+  EXPECT_DOUBLE_EQ(band_for(cpu, {{cv_axis::d_model, 900}}, 5e-3)->p90_pct, 1.5);
+  std::optional<error_band> b = band_for(gpu, {{cv_axis::d_model, 900}}, 5e-3);
+  EXPECT_DOUBLE_EQ(b->p90_pct, 12.0);
+  ASSERT_EQ(b->between.size(), 1u);
+  EXPECT_EQ(b->between[0].shape_lovo_axis, "d_model");
+  EXPECT_DOUBLE_EQ(b->between[0].shape_lovo_pct, 12.0);
+  EXPECT_NE(b->text().find("d_model 900 was never measured: on a GPU a new tile/wave shape; band from leaving each "
+                           "measured d_model out: 12 %"),
+            std::string::npos)
+      << b->text();
+  // d_ff 3072 (between 2048 and 4096): the inner value's 9 %, not the ends' 20 %.
+  EXPECT_DOUBLE_EQ(band_for(gpu, {{cv_axis::d_ff, 3072}}, 5e-3)->p90_pct, 9.0);
+  // Heads 12 between 8 and 16, none held out: on a CPU the inside 1.5 %; on a GPU the widest of
+  // the other shape axes, max(12 % of d_model, 9 % of d_ff) = 12 %, named as d_model's.
+  EXPECT_DOUBLE_EQ(band_for(cpu, {{cv_axis::n_heads, 12}}, 5e-3)->p90_pct, 1.5);
+  b = band_for(gpu, {{cv_axis::n_heads, 12}}, 5e-3);
+  EXPECT_DOUBLE_EQ(b->p90_pct, 12.0);
+  ASSERT_EQ(b->between.size(), 1u);
+  EXPECT_EQ(b->between[0].shape_lovo_axis, "d_model");
+  EXPECT_NE(b->text().find("band from leaving each measured d_model out (none along n_heads): 12 %"), std::string::npos)
+      << b->text();
+  // All three unmeasured: the widest axis, 12 %.
+  EXPECT_DOUBLE_EQ(
+      band_for(gpu, {{cv_axis::d_model, 900}, {cv_axis::d_ff, 3072}, {cv_axis::n_heads, 12}}, 5e-3)->p90_pct, 12.0);
+  // Measured values keep the old band: the held-out rows' 1.5 %, nothing between.
+  b = band_for(gpu, {{cv_axis::d_model, 1024}, {cv_axis::d_ff, 2048}, {cv_axis::n_heads, 16}}, 5e-3);
+  EXPECT_DOUBLE_EQ(b->p90_pct, 1.5);
+  EXPECT_TRUE(b->between.empty());
+  EXPECT_EQ(b->text(), band_for(cpu, {{cv_axis::d_model, 1024}}, 5e-3)->text());
+  // One head count measured (16, range 16-40): 24 is no measured value; a CPU names nothing,
+  // a GPU gives it the widest figure, 12 %.
+  cpu.coverage[1].values = {16};
+  cpu.coverage[1].min = 16;
+  cpu.coverage[1].max = 40;
+  gpu.coverage[1] = cpu.coverage[1];
+  EXPECT_TRUE(band_for(cpu, {{cv_axis::n_heads, 24}}, 5e-3)->between.empty());
+  b = band_for(gpu, {{cv_axis::n_heads, 24}}, 5e-3);
+  EXPECT_DOUBLE_EQ(b->p90_pct, 12.0);
+  ASSERT_EQ(b->between.size(), 1u);
+  EXPECT_FALSE(b->between[0].measured);
+  EXPECT_TRUE(band_for(gpu, {{cv_axis::n_heads, 16}}, 5e-3)->between.empty());
+}
+
 }  // namespace
 }  // namespace modsim::sim
