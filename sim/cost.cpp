@@ -889,13 +889,15 @@ op_time cost_model::time_impl(const op_cost& original, const Shape& s, dtype t) 
   if (c.other_flops > 0 && pv > 0) r.compute_s += double(c.other_flops) / pv;
   if (c.bytes > 0 && m_hw.memory_bandwidth_bytes_s > 0) r.memory_s = double(c.bytes) / m_hw.memory_bandwidth_bytes_s;
   r.roofline_s = std::max(r.compute_s, r.memory_s);
-  // The datasheet roofline tiles GEMMs as the hardware file says (sim/gemm_tiles.hpp); a
-  // calibration keeps the tiling it was fitted with (curves: the fixed 128×128 tile).
-  // Attention ops of an implementation the calibration never measured are the datasheet's.
+  // The uncalibrated datasheet roofline tiles GEMMs as hw.roofline_gemm_tiles says (a GPU
+  // file without "gemm_tiles": the tile chooser, sim/gemm_tiles.hpp); a calibration keeps the
+  // tiling it was fitted with (curves: the fixed 128×128 tile). Attention ops of an
+  // implementation the calibration never measured are the datasheet's, tiled as the file's key.
   const bool roofline_attention = m_cal && is_attention_op(c.op) && !attention_measured();
-  const gemm_tiling tiling = !m_cal || roofline_attention ? m_hw.gemm_tiles
-                             : m_cal->kernels             ? m_cal->kernels->gemm_tiles
-                                                          : gemm_tiling::fixed128;
+  const gemm_tiling tiling = !m_cal               ? m_hw.roofline_gemm_tiles
+                             : roofline_attention ? m_hw.gemm_tiles
+                             : m_cal->kernels     ? m_cal->kernels->gemm_tiles
+                                                  : gemm_tiling::fixed128;
   r.waves = gemm_waves(c.op, s, m_hw, t, tiling);
   const double quantised = std::max(r.compute_s * r.waves, r.memory_s);
   r.time_s = quantised;
