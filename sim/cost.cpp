@@ -902,6 +902,7 @@ op_time cost_model::time_impl(const op_cost& original, const Shape& s, dtype t) 
   const double quantised = std::max(r.compute_s * r.waves, r.memory_s);
   r.time_s = quantised;
   r.isolated_s = quantised;
+  r.wave_s = quantised - std::max(r.compute_s * std::min(r.waves, 1.0), r.memory_s);
   if (!m_cal || roofline_attention) return r;
   const bool fp16_as_bf16 = fp16_runs_as_bf16(m_hw, t);
   if (const std::optional<dtype> kt = kernel_model_dtype(t)) {
@@ -910,10 +911,12 @@ op_time cost_model::time_impl(const op_cost& original, const Shape& s, dtype t) 
       const kernel_params& p = *m_cal->kernels;
       const std::vector<kernel_work> ks = gpu_kernels(c.op, s, attention);
       r.time_s = 0;
+      r.wave_s = 0;
       std::vector<double> cold;
       for (const kernel_work& k : ks) {
         r.kernel_s.push_back(kernel_device_s(k, used, p, m_hw, true));
         r.time_s += r.kernel_s.back();
+        r.wave_s += r.kernel_s.back() - kernel_device_s(k, used, p, m_hw, true, 1.0);
         cold.push_back(kernel_device_s(k, used, p, m_hw, false));
         const double q = gemm_wave_factor(k, used, p.gemm_tiles, m_hw);
         r.wave_factor = std::max(r.wave_factor, q);
@@ -939,6 +942,7 @@ op_time cost_model::time_impl(const op_cost& original, const Shape& s, dtype t) 
     }
   }
   if (curve) {
+    r.wave_s = 0;
     r.isolated_s = curve->time_s(r.roofline_s, quantised, static_cast<double>(s.batch) * static_cast<double>(s.tokens));
     r.time_s = r.isolated_s + double(c.bytes) * m_cal->in_layer_s_per_byte;
     r.calibrated = true;

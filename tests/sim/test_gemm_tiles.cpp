@@ -373,10 +373,14 @@ TEST(GemmTiles, UncalibratedH100PricesTheRoutedMlpDownWithChosenTiles) {
   EXPECT_NEAR(routed.roofline_s, memory, 1e-15);
   EXPECT_NEAR(routed.time_s, compute * q, 1e-13);
   EXPECT_LT(routed.time_s, 1.25 * routed.roofline_s);
+  // The wave term: what the partial wave adds beyond the roofline (memory: at q = 1 the
+  // compute term 2.17 µs is below it).
+  EXPECT_NEAR(routed.wave_s, compute * q - memory, 1e-13);
   s.tokens = 2048;
   const op_time dense = cost.time_of(mlp_down(2048), s, dtype::bf16);
   const double dense_compute = 2.0 * 2048 * 1024 * 4096 / 989.4e12;
   EXPECT_NEAR(dense.time_s, dense_compute * 132 / 128, 1e-13);
+  EXPECT_NEAR(dense.wave_s, dense_compute * (132.0 / 128 - 1), 1e-13);
   EXPECT_LT(routed.time_s, dense.time_s / 4);
   // A file that keeps the fixed tile: 16 tiles fill one wave of 132, q = 8.25 (the issue's
   // 17.9 µs).
