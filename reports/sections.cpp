@@ -20,6 +20,8 @@ const std::vector<gap_term>& gap_terms() {
        "attention FLOPs shrink with capacity², its time share decides the sign"},
       {"memory_bound", "memory-bound ops", &sim::gap_decomposition::memory_bound,
        "norms, activations and small GEMMs whose weight reads do not shrink with k"},
+      {"wave_quantisation", "wave quantisation", &sim::gap_decomposition::wave_quantisation,
+       "GEMMs on k rows fill part of a wave of output tiles: the idle SMs' time"},
   };
   return terms;
 }

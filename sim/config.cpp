@@ -499,7 +499,12 @@ hardware_spec parse_hardware(std::string_view json_text, const std::string& file
   h.kernel_launch_s = r.get_non_negative("kernel_launch_s", 0.0);
   h.host_enqueue_s = r.get_non_negative("host_enqueue_s", 0.0);
   h.interconnect_bytes_s = r.get_non_negative("interconnect_bytes_s", 0.0);
-  if (const auto g = r.opt_string("gemm_tiles")) h.gemm_tiles = parse_gemm_tiling(*g, file, "gemm_tiles");
+  if (const auto g = r.opt_string("gemm_tiles")) {
+    h.gemm_tiles = parse_gemm_tiling(*g, file, "gemm_tiles");
+    h.roofline_gemm_tiles = h.gemm_tiles;
+  } else {
+    h.roofline_gemm_tiles = h.kind == hardware_kind::gpu ? gemm_tiling::chosen : gemm_tiling::fixed128;
+  }
   if (const json::value* ic = r.find("interconnect")) {
     object_reader ir(*ic, file, "interconnect");
     h.interconnect = parse_interconnect(ir);

@@ -889,17 +889,20 @@ op_time cost_model::time_impl(const op_cost& original, const Shape& s, dtype t) 
   if (c.other_flops > 0 && pv > 0) r.compute_s += double(c.other_flops) / pv;
   if (c.bytes > 0 && m_hw.memory_bandwidth_bytes_s > 0) r.memory_s = double(c.bytes) / m_hw.memory_bandwidth_bytes_s;
   r.roofline_s = std::max(r.compute_s, r.memory_s);
-  // The datasheet roofline tiles GEMMs as the hardware file says (sim/gemm_tiles.hpp); a
-  // calibration keeps the tiling it was fitted with (curves: the fixed 128×128 tile).
-  // Attention ops of an implementation the calibration never measured are the datasheet's.
+  // The uncalibrated datasheet roofline tiles GEMMs as hw.roofline_gemm_tiles says (a GPU
+  // file without "gemm_tiles": the tile chooser, sim/gemm_tiles.hpp); a calibration keeps the
+  // tiling it was fitted with (curves: the fixed 128×128 tile). Attention ops of an
+  // implementation the calibration never measured are the datasheet's, tiled as the file's key.
   const bool roofline_attention = m_cal && is_attention_op(c.op) && !attention_measured();
-  const gemm_tiling tiling = !m_cal || roofline_attention ? m_hw.gemm_tiles
-                             : m_cal->kernels             ? m_cal->kernels->gemm_tiles
-                                                          : gemm_tiling::fixed128;
+  const gemm_tiling tiling = !m_cal               ? m_hw.roofline_gemm_tiles
+                             : roofline_attention ? m_hw.gemm_tiles
+                             : m_cal->kernels     ? m_cal->kernels->gemm_tiles
+                                                  : gemm_tiling::fixed128;
   r.waves = gemm_waves(c.op, s, m_hw, t, tiling);
   const double quantised = std::max(r.compute_s * r.waves, r.memory_s);
   r.time_s = quantised;
   r.isolated_s = quantised;
+  r.wave_s = quantised - std::max(r.compute_s * std::min(r.waves, 1.0), r.memory_s);
   if (!m_cal || roofline_attention) return r;
   const bool fp16_as_bf16 = fp16_runs_as_bf16(m_hw, t);
   if (const std::optional<dtype> kt = kernel_model_dtype(t)) {
@@ -908,10 +911,12 @@ op_time cost_model::time_impl(const op_cost& original, const Shape& s, dtype t) 
       const kernel_params& p = *m_cal->kernels;
       const std::vector<kernel_work> ks = gpu_kernels(c.op, s, attention);
       r.time_s = 0;
+      r.wave_s = 0;
       std::vector<double> cold;
       for (const kernel_work& k : ks) {
         r.kernel_s.push_back(kernel_device_s(k, used, p, m_hw, true));
         r.time_s += r.kernel_s.back();
+        r.wave_s += r.kernel_s.back() - kernel_device_s(k, used, p, m_hw, true, 1.0);
         cold.push_back(kernel_device_s(k, used, p, m_hw, false));
         const double q = gemm_wave_factor(k, used, p.gemm_tiles, m_hw);
         r.wave_factor = std::max(r.wave_factor, q);
@@ -937,6 +942,7 @@ op_time cost_model::time_impl(const op_cost& original, const Shape& s, dtype t) 
     }
   }
   if (curve) {
+    r.wave_s = 0;
     r.isolated_s = curve->time_s(r.roofline_s, quantised, static_cast<double>(s.batch) * static_cast<double>(s.tokens));
     r.time_s = r.isolated_s + double(c.bytes) * m_cal->in_layer_s_per_byte;
     r.calibrated = true;

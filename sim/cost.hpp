@@ -375,6 +375,11 @@ struct op_time {
   double compute_s = 0;   // roofline compute term (matmul/peak + other/peak)
   double memory_s = 0;    // roofline memory term (bytes/bandwidth)
   double waves = 1;       // GEMM wave quantisation factor (GPU)
+  // Of time_s, what the partial waves of the GEMMs' tiles add beyond the same op at wave
+  // factor 1 (the roofline at the op's efficiency): datasheet, time_s − max(compute_s·min(q, 1),
+  // memory_s); kernel model, Σ over its GEMM kernels of the warm time at q minus at min(q, 1).
+  // 0 for a curve-calibrated op (the curve takes q in; its share is not separable).
+  double wave_s = 0;
   std::int64_t matmul_flops = 0;
   std::int64_t other_flops = 0;
   std::int64_t bytes = 0;

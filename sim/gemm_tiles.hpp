@@ -32,11 +32,12 @@
 //
 // gemm_tiling (sim/spec.hpp) is which tiling the cost model uses: fixed128, one 128×128 tile
 // for every shape and q = ⌈tiles/SMs⌉·SMs/tiles (sim/cost.cpp gemm_waves, sim/kernel_model.cpp
-// kernel_device_s); chosen, choose_gemm_tile's q. A hardware file picks it for its datasheet
-// roofline and for what `modsim calibrate` fits (JSON key "gemm_tiles", absent = fixed128: the
-// chosen tiles were not better on the committed H100 data, README "GEMM tiling"); a
-// calibration records the tiling it was fitted with (its "gemm_tiles" key, absent = fixed128,
-// as in every calibration written before the chooser).
+// kernel_device_s); chosen, choose_gemm_tile's q. A hardware file's JSON key "gemm_tiles" picks
+// it for what `modsim calibrate` fits (absent = fixed128: the chosen tiles were not better on
+// the committed H100 data, README "GEMM tiling") and for its uncalibrated datasheet roofline
+// (absent = chosen on a GPU: hardware_spec::roofline_gemm_tiles); a calibration records the
+// tiling it was fitted with (its "gemm_tiles" key, absent = fixed128, as in every calibration
+// written before the chooser).
 #include <optional>
 #include <string>
 #include <string_view>

@@ -19,6 +19,7 @@ op_prediction to_prediction(const op_time& t, const op_cost& reported, double ti
   p.op_class = op_class_of(reported.op);
   p.time_s = t.time_s * time_scale;
   p.roofline_s = t.roofline_s * time_scale;
+  p.wave_s = t.wave_s * time_scale;
   p.matmul_flops = reported.matmul_flops;
   p.other_flops = reported.other_flops;
   p.bytes = reported.bytes;
@@ -122,13 +123,21 @@ gap_decomposition decompose_gap(const model_time& mod, const model_time& dense) 
     else
       g.gemm_efficiency += v;
   };
+  // Wave quantisation: its own term, and in by_class with the op's other terms.
+  auto waves = [&](std::string_view cls, double v) {
+    g.by_class[std::string(cls)] += v;
+    g.wave_quantisation += v;
+  };
   auto paired = [&](const op_prediction* m, const op_prediction& d) {
     const double fd = flops(d);
     const double fm = m ? flops(*m) : 0.0;
     const double tm = m ? m->time_s : 0.0;
+    const double wm = m ? m->wave_s : 0.0;
     if (fd > 0) {
       const double rho_o = fm / fd;
-      const double eff = (tm - rho_o * d.time_s) / T;
+      const double wave = (wm - rho_o * d.wave_s) / T;
+      const double eff = (tm - rho_o * d.time_s) / T - wave;
+      waves(d.op_class, wave);
       const double mix = (d.time_s / T - fd / F) * (rho_o - rho);
       // Efficiency is judged on the MoD side (a GEMM at small k may turn bandwidth-bound),
       // the mix on the dense side (how the op's time share compares with its FLOP share).
@@ -139,7 +148,10 @@ gap_decomposition decompose_gap(const model_time& mod, const model_time& dense) 
       add(m ? *m : d, d.op_class, (tm - rho * d.time_s) / T);
     }
   };
-  auto unpaired = [&](const op_prediction& m) { add(m, m.op_class, m.time_s / T - flops(m) / F); };
+  auto unpaired = [&](const op_prediction& m) {
+    waves(m.op_class, m.wave_s / T);
+    add(m, m.op_class, (m.time_s - m.wave_s) / T - flops(m) / F);
+  };
 
   const std::size_t n = std::max(mod.layers.size(), dense.layers.size());
   for (std::size_t li = 0; li < n; ++li) {
@@ -178,6 +190,8 @@ std::span<const gap_term> gap_terms() {
        "attention FLOPs shrink with capacity^2; its time share decides", &gap_decomposition::attention},
       {"memory_bound", "memory-bound ops", "mem-bound", "weights read whatever k is; norms and activations",
        &gap_decomposition::memory_bound},
+      {"wave_quantisation", "wave quantisation", "waves",
+       "GEMMs on fewer rows fill part of a wave of tiles; the idle SMs' time", &gap_decomposition::wave_quantisation},
   };
   return terms;
 }

@@ -29,7 +29,13 @@
 //     t_mod,o / T_dense − F_mod,o / F_dense  (its time share minus its FLOP share);
 //   launch: (overhead_mod − ρ · overhead_dense) / T_dense (kernel count does not shrink with
 //     capacity; routing adds kernels).
-// Σ of all terms = τ − ρ exactly (the algebra is in predict.cpp). The terms are grouped:
+// Σ of all terms = τ − ρ exactly (the algebra is in predict.cpp). Wave quantisation is taken
+// out of the efficiency (and unpaired) terms first: with w the op's wave_s (the time its GEMM
+// tiles' partial waves add beyond the op at wave factor 1),
+//   paired: (w_mod,o − ρ_o · w_dense,o) / T_dense, and the efficiency term keeps
+//     ((t_mod,o − w_mod,o) − ρ_o · (t_dense,o − w_dense,o)) / T_dense;
+//   unpaired: w_mod,o / T_dense, the op's term keeps the rest;
+// so the sum is unchanged. The terms are grouped:
 //   routing           the MoD-only ops (router/topk/gather/scatter/predictor);
 //   launch            the launch term;
 //   attention         attn_scores, attn_softmax, attn_values (both terms): attention FLOPs
@@ -38,7 +44,9 @@
 //   memory_bound      the other ops whose predicted MoD-side roofline is bandwidth-bound or
 //                     that have no matmul (norms, activation; GEMMs at small k whose weight
 //                     reads dominate);
-//   gemm_efficiency   the other ops (compute-bound matmuls: projections, MLP, lm_head).
+//   gemm_efficiency   the other ops (compute-bound matmuls: projections, MLP, lm_head);
+//   wave_quantisation the wave terms of every op (a GEMM on k rows fills a fraction of a wave
+//                     of tiles that the dense one's rows filled whole).
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -59,6 +67,7 @@ struct op_prediction {
   std::string_view op_class;  // op_class_of(op): static storage
   double time_s = 0;          // device time, launch excluded
   double roofline_s = 0;
+  double wave_s = 0;  // of time_s, what the GEMM tiles' partial waves add (op_time::wave_s)
   std::int64_t matmul_flops = 0;
   std::int64_t other_flops = 0;
   std::int64_t bytes = 0;
@@ -84,10 +93,11 @@ struct gap_decomposition {
   double gemm_efficiency = 0;
   double attention = 0;
   double memory_bound = 0;
+  double wave_quantisation = 0;
   // The same terms per op class (routing, norm, attn_proj, attn_core, mlp, moe, lm_head),
   // launch excluded.
   std::map<std::string, double> by_class;
-  double total() const { return routing + launch + gemm_efficiency + attention + memory_bound; }
+  double total() const { return routing + launch + gemm_efficiency + attention + memory_bound + wave_quantisation; }
 };
 
 // The gap's terms, declared once: `modsim predict`'s JSON and lines, the report's waterfall and

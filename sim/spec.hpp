@@ -188,9 +188,14 @@ struct hardware_spec {
   double host_enqueue_s = 0;        // host-side cost of enqueuing one kernel
   double interconnect_bytes_s = 0;  // 0 = none
   std::string calibration_json;     // the raw `calibration` block (written by `modsim calibrate`), or empty
-  // The GEMM tiling of the datasheet roofline and of what `modsim calibrate` fits (JSON key
-  // "gemm_tiles", absent = fixed128); a calibration block keeps the tiling it was fitted with.
+  // The GEMM tiling `modsim calibrate` fits (JSON key "gemm_tiles", absent = fixed128); a
+  // calibration block keeps the tiling it was fitted with, and so do the datasheet-roofline
+  // ops of a calibrated file (attention it never measured).
   gemm_tiling gemm_tiles = gemm_tiling::fixed128;
+  // The GEMM tiling of the uncalibrated datasheet roofline: the file's "gemm_tiles" when it
+  // has the key, else chosen on a GPU (the tile chooser, sim/gemm_tiles.hpp) and fixed128 on a
+  // CPU (no waves). parse_hardware sets it; a spec built in code keeps fixed128.
+  gemm_tiling roofline_gemm_tiles = gemm_tiling::fixed128;
   // The `interconnect` object; absent = only interconnect_bytes_s (sim/comm.hpp then takes it
   // as the intra-node bandwidth).
   std::optional<interconnect_spec> interconnect;

@@ -289,7 +289,7 @@ TEST(Report, GapTableSumsToTheTimeRatioMinusTheFlopRatio) {
     else if (r[0] == "time_ratio")
       time = std::stod(r[1]);
     else if (r[0] == "routing" || r[0] == "launch" || r[0] == "gemm_efficiency" || r[0] == "attention" ||
-             r[0] == "memory_bound")
+             r[0] == "memory_bound" || r[0] == "wave_quantisation")
       sum += std::stod(r[1]);
   }
   EXPECT_GT(flop, 0);

@@ -103,6 +103,9 @@ TEST(AttentionChoice, CalibratedH100FusedChangesOnlyTheAttentionOps) {
   const hardware_spec cal = load_hardware(k_configs + "/hardware/h100-sxm-calibrated.json");
   hardware_spec plain = cal;
   plain.calibration_json.clear();
+  // A calibrated file's datasheet-roofline ops keep the tiling its key names (none: fixed128);
+  // the tile chooser is the default of uncalibrated files only.
+  plain.roofline_gemm_tiles = cal.gemm_tiles;
   const model_spec m = load_model(k_configs + "/models/mod-220m.json");
   workload w;
   w.batch = 1;

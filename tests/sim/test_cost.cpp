@@ -120,13 +120,13 @@ TEST(Cost, GemmWaveQuantisationOnAGpu) {
   EXPECT_EQ(gemm_waves(modsim::op::mlp_up, s, round_cpu(), dtype::bf16, fixed), 1.0);
   EXPECT_EQ(gemm_waves(modsim::op::attn_norm, s, gpu, dtype::bf16, gemm_tiling::chosen), 1.0);
   EXPECT_EQ(gemm_waves(modsim::op::mlp_up, s, round_cpu(), dtype::bf16, gemm_tiling::chosen), 1.0);
-  // The datasheet roofline of a hardware file without "gemm_tiles" keeps the fixed tile: the
-  // compute term, 1e9 FLOPs at 100e9 = 0.01 s, × 264/133.
+  // The datasheet roofline of a spec built in code (roofline_gemm_tiles fixed128) keeps the
+  // fixed tile: the compute term, 1e9 FLOPs at 100e9 = 0.01 s, × 264/133.
   s.tokens = 133 * 128;
   const op_cost c = cost(modsim::op::mlp_up, 1'000'000'000, 0, 0);
   EXPECT_NEAR(cost_model(gpu).time_of(c, s, dtype::bf16).time_s, 0.01 * 264.0 / 133.0, 1e-12);
-  // One that says "chosen" tiles as the chooser does (sim/gemm_tiles.hpp). M 17024, N 128,
-  // K 128 (too shallow for split-K), times in SM multiply-accumulates:
+  // One whose roofline says "chosen" (a GPU file without the key) tiles as the chooser does (sim/gemm_tiles.hpp). M
+  // 17024, N 128, K 128 (too shallow for split-K), times in SM multiply-accumulates:
   //   128×128: 133 tiles, 2 waves: 2·16384·128 = 4 194 304
   //   128×256: 133 tiles, 2 waves: 2·32768·128/1.05 = 7 989 089
   //   256×128: 67 tiles, 1 wave: 32768·128/1.05 = 3 994 575
@@ -134,7 +134,7 @@ TEST(Cost, GemmWaveQuantisationOnAGpu) {
   //   64×64: 532 tiles, 5 waves: 5·4096·128/0.8 = 3 276 800   <- chosen
   // q = 3 276 800 / (17024·128·128 / 132) = 200·132 / 17024 = 825/532.
   // 0.01 s × 825/532.
-  gpu.gemm_tiles = gemm_tiling::chosen;
+  gpu.roofline_gemm_tiles = gemm_tiling::chosen;
   const op_time t = cost_model(gpu).time_of(c, s, dtype::bf16);
   EXPECT_NEAR(t.waves, 825.0 / 532.0, 1e-12);
   EXPECT_NEAR(t.time_s, 0.01 * 825.0 / 532.0, 1e-12);

@@ -211,9 +211,9 @@ TEST(GemmTiles, RooflineWavesFollowTheChosenTiling) {
   EXPECT_NEAR(gemm_waves(modsim::op::mlp_up, s, hw, dtype::bf16, gemm_tiling::fixed128), 3.0, 1e-12);
   // The uncalibrated model prices the compute term × q: 1e9 FLOPs at 100e12 = 10 µs.
   const op_cost c{modsim::op::mlp_up, 1'000'000'000, 0, 0};
-  EXPECT_EQ(hw.gemm_tiles, gemm_tiling::fixed128);
+  EXPECT_EQ(hw.roofline_gemm_tiles, gemm_tiling::fixed128);
   EXPECT_NEAR(cost_model(hw).time_of(c, s, dtype::bf16).time_s, 1e-5 * 3.0, 1e-15);
-  hw.gemm_tiles = gemm_tiling::chosen;
+  hw.roofline_gemm_tiles = gemm_tiling::chosen;
   const op_time t = cost_model(hw).time_of(c, s, dtype::bf16);
   EXPECT_NEAR(t.waves, 32.0 / 15.0, 1e-12);
   EXPECT_NEAR(t.time_s, 1e-5 * 32.0 / 15.0, 1e-15);
@@ -311,12 +311,83 @@ TEST(GemmTiles, HardwareFileNamesItsTiling) {
     "memory_bandwidth_bytes_s": 1e12, "memory_bytes": 1e10, "l2_bytes": 1e6, "sm_count": 132)";
   EXPECT_EQ(parse_hardware(text + "}", "g.json").gemm_tiles, gemm_tiling::fixed128);
   EXPECT_EQ(parse_hardware(text + R"(, "gemm_tiles": "chosen"})", "g.json").gemm_tiles, gemm_tiling::chosen);
+  // The uncalibrated roofline: the chooser on a GPU file without the key, the key where given,
+  // the fixed tile on a CPU (no waves); what calibrate fits stays the key's (absent: fixed128).
+  EXPECT_EQ(load_hardware(path).roofline_gemm_tiles, gemm_tiling::chosen);
+  EXPECT_EQ(parse_hardware(text + "}", "g.json").roofline_gemm_tiles, gemm_tiling::chosen);
+  EXPECT_EQ(parse_hardware(text + R"(, "gemm_tiles": "fixed128"})", "g.json").roofline_gemm_tiles,
+            gemm_tiling::fixed128);
+  const std::string cpu = std::string(MODSIM_SOURCE_DIR) + "/configs/hardware/cpu.json";
+  EXPECT_EQ(load_hardware(cpu).roofline_gemm_tiles, gemm_tiling::fixed128);
   try {
     parse_hardware(text + R"(, "gemm_tiles": "best"})", "g.json");
     FAIL() << "accepted gemm_tiles \"best\"";
   } catch (const modsim::error& e) {
     EXPECT_NE(std::string(e.what()).find("gemm_tiles"), std::string::npos) << e.what();
   }
+}
+
+// Issue 45: the routed layer's mlp_down of mod-220m (256 × 1024 × 4096, bf16) on the shipped
+// h100-sxm (132 SMs, 989.4 TFLOP/s, 3.35 TB/s), uncalibrated. r = 2·989.4e12/3.35e12 = 590.69;
+// ideal = 256·1024·4096/132 = 8 134 038 SM multiply-accumulates. Candidates (best split each):
+//   128×128: 16 tiles; s=4: 64 CTAs, 1 wave: 128·128·1024 + 8·262144/132·r = 26 161 000
+//   128×256, 256×128: 8 tiles; s=8: 1 wave: 128·256·512/1.05 + 16·1985.9·r = 34 753 000
+//   128×64 (and 64×128, a tie): 32 tiles; s=4: 128 CTAs, 1 wave: 128·64·1024/0.9 + 8·1985.9·r
+//       = 18 705 000
+//   64×64: 64 tiles; s=2: 128 CTAs, 1 wave: 64·64·2048/0.8 + 4·1985.9·r = 15 178 100  <- chosen
+// q = 15 178 100 / 8 134 038 = 1.866. Compute 2·256·1024·4096/989.4e12 = 2.170 µs, × q =
+// 4.050 µs; memory 2·(256·4096 + 4096·1024 + 256·1024)/3.35e12 = 3.287 µs (the roofline). So
+// 4.05 µs, 1.23× the roofline (within 1.25×), where the fixed tile gave 16 tiles a whole
+// wave: × 132/16 = 17.9 µs. The dense layer's 2048 rows: 128×128, 128 tiles in one wave, q =
+// 132/128 (no candidate beats it: 256×128 64 tiles 1 wave 128·256·4096/1.05 is 1.9× longer);
+// 17.364 µs × 1.03125 = 17.906 µs.
+TEST(GemmTiles, UncalibratedH100PricesTheRoutedMlpDownWithChosenTiles) {
+  const hardware_spec hw = load_hardware(std::string(MODSIM_SOURCE_DIR) + "/configs/hardware/h100-sxm.json");
+  const double r = 2 * 989.4e12 / 3.35e12;
+  const double chosen = 64.0 * 64 * 2048 / 0.8 + 2.0 * 2 * 256 * 1024 / 132 * r;
+  const double q = chosen / (256.0 * 1024 * 4096 / 132);
+  const gemm_tile_choice t = choose_gemm_tile(gemm_problem{256, 1024, 4096, 1}, hw, dtype::bf16);
+  EXPECT_EQ(t.tile_m, 64);
+  EXPECT_EQ(t.tile_n, 64);
+  EXPECT_EQ(t.split_k, 2);
+  EXPECT_DOUBLE_EQ(t.waves, 1.0);
+  EXPECT_NEAR(t.q, q, 1e-9);
+
+  op_shape s;
+  s.batch = 1;
+  s.seq_len = 2048;
+  s.d_model = 1024;
+  s.n_heads = 16;
+  s.d_ff = 4096;
+  s.elem_bytes = 2;
+  auto mlp_down = [](double rows) {
+    return op_cost{modsim::op::mlp_down, static_cast<std::int64_t>(2 * rows * 1024 * 4096), 0,
+                   static_cast<std::int64_t>(2 * (rows * 4096 + 4096.0 * 1024 + rows * 1024))};
+  };
+  const cost_model cost(hw);
+  s.tokens = 256;
+  const op_time routed = cost.time_of(mlp_down(256), s, dtype::bf16);
+  const double compute = 2.0 * 256 * 1024 * 4096 / 989.4e12;
+  const double memory = 2.0 * (256.0 * 4096 + 4096.0 * 1024 + 256.0 * 1024) / 3.35e12;
+  EXPECT_NEAR(routed.waves, q, 1e-9);
+  EXPECT_NEAR(routed.roofline_s, memory, 1e-15);
+  EXPECT_NEAR(routed.time_s, compute * q, 1e-13);
+  EXPECT_LT(routed.time_s, 1.25 * routed.roofline_s);
+  // The wave term: what the partial wave adds beyond the roofline (memory: at q = 1 the
+  // compute term 2.17 µs is below it).
+  EXPECT_NEAR(routed.wave_s, compute * q - memory, 1e-13);
+  s.tokens = 2048;
+  const op_time dense = cost.time_of(mlp_down(2048), s, dtype::bf16);
+  const double dense_compute = 2.0 * 2048 * 1024 * 4096 / 989.4e12;
+  EXPECT_NEAR(dense.time_s, dense_compute * 132 / 128, 1e-13);
+  EXPECT_NEAR(dense.wave_s, dense_compute * (132.0 / 128 - 1), 1e-13);
+  EXPECT_LT(routed.time_s, dense.time_s / 4);
+  // A file that keeps the fixed tile: 16 tiles fill one wave of 132, q = 8.25 (the issue's
+  // 17.9 µs).
+  hardware_spec fixed = hw;
+  fixed.roofline_gemm_tiles = gemm_tiling::fixed128;
+  s.tokens = 256;
+  EXPECT_NEAR(cost_model(fixed).time_of(mlp_down(256), s, dtype::bf16).time_s, compute * 132 / 16, 1e-13);
 }
 
 }  // namespace

@@ -151,6 +151,57 @@ TEST(Predict, GapDecompositionOfAHandMadeCase) {
   EXPECT_NEAR(g.by_class.at("mlp"), 0.14, 1e-12);
 }
 
+// Wave quantisation is its own term. One layer, one op: the mlp_down of
+// UncalibratedH100PricesTheRoutedMlpDownWithChosenTiles (test_gemm_tiles.cpp), dense 2048
+// rows, MoD 256. With c_d = 2·2048·1024·4096/989.4e12 (17.364 µs), c_m = c_d/8, m_m the MoD
+// op's memory term (3.287 µs), q its wave factor (1.866):
+//   dense: t_d = c_d·132/128, w_d = c_d·4/128;  MoD: t_m = c_m·q, w_m = c_m·q − m_m
+//   T = t_d, ρ = ρ_o = 1/8, mix 0 (the one op has all the time and all the FLOPs)
+//   wave_quantisation = (w_m − w_d/8)/T
+//   the rest of the efficiency term (the MoD op is bandwidth-bound: memory_bound) =
+//     ((t_m − w_m) − (t_d − w_d)/8)/T = (m_m − c_d/8)/T
+//   sum = t_m/T − 1/8 = τ − ρ.
+TEST(Predict, WaveQuantisationIsItsOwnGapTerm) {
+  const double cd = 2.0 * 2048 * 1024 * 4096 / 989.4e12, cm = cd / 8;
+  const double mm = 2.0 * (256.0 * 4096 + 4096.0 * 1024 + 256.0 * 1024) / 3.35e12;
+  const double r = 2 * 989.4e12 / 3.35e12;
+  const double q = (64.0 * 64 * 2048 / 0.8 + 2.0 * 2 * 256 * 1024 / 132 * r) / (256.0 * 1024 * 4096 / 132);
+  const double td = cd * 132 / 128, wd = cd * 4 / 128, tm = cm * q, wm = cm * q - mm;
+  auto op = [](double t, double w, std::int64_t f, bool memory_bound) {
+    op_prediction o;
+    o.op = modsim::op::mlp_down;
+    o.op_class = "mlp";
+    o.time_s = t;
+    o.wave_s = w;
+    o.matmul_flops = f;
+    o.memory_bound = memory_bound;
+    return o;
+  };
+  const std::int64_t fd = std::int64_t{2} * 2048 * 1024 * 4096;
+  model_time dense, mod;
+  layer_prediction ld, lm;
+  ld.ops = {op(td, wd, fd, false)};
+  lm.ops = {op(tm, wm, fd / 8, true)};
+  dense.layers = {ld};
+  mod.layers = {lm};
+  dense.lm_head.op = mod.lm_head.op = modsim::op::lm_head;
+  dense.lm_head.op_class = mod.lm_head.op_class = "lm_head";
+  dense.matmul_flops = fd;
+  mod.matmul_flops = fd / 8;
+  dense.total_s = dense.ops_s = td;
+  mod.total_s = mod.ops_s = tm;
+  const gap_decomposition g = decompose_gap(mod, dense);
+  EXPECT_NEAR(g.wave_quantisation, (wm - wd / 8) / td, 1e-12);  // (0.763 − 0.068) / 17.906 = 0.039
+  EXPECT_NEAR(g.memory_bound, (mm - cd / 8) / td, 1e-12);
+  EXPECT_NEAR(g.gemm_efficiency, 0.0, 1e-12);
+  EXPECT_NEAR(g.total(), tm / td - 1.0 / 8, 1e-12);
+  EXPECT_NEAR(g.by_class.at("mlp"), tm / td - 1.0 / 8, 1e-12);
+  bool named = false;
+  for (const gap_term& t : gap_terms())
+    if (std::string(t.key) == "wave_quantisation") named = t.value == &gap_decomposition::wave_quantisation;
+  EXPECT_TRUE(named);
+}
+
 TEST(Predict, GapDecompositionSumsToTheGapForShippedModels) {
   const cost_model h100(load_hardware(k_configs + "/hardware/h100-sxm.json"));
   const cost_model cpu(load_hardware(k_configs + "/hardware/cpu.json"));
