@@ -605,7 +605,7 @@ TEST(Cli, ErrorBandsHoldOnH100ValuesLeftOut) {
 // width and FFN axes, read here from the file's coverage; mod-1b itself (2048, 8192, 16
 // heads, all measured) names no new shape.
 TEST(Cli, AnUnmeasuredHeadCountOnTheH100TakesTheLeaveOneValueOutBand) {
-  std::ifstream in("configs/hardware/h100-sxm-calibrated.json");
+  std::ifstream in(std::string(MODSIM_SOURCE_DIR) + "/configs/hardware/h100-sxm-calibrated.json");
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   double widest = 0;
   std::string widest_axis;
