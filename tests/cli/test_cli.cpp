@@ -1562,8 +1562,7 @@ TEST(Cli, CalibrateWarnsOfAxesItsBlocksMeasuredAtOneValue) {
   ASSERT_EQ(r.code, 0) << r.err;
   std::set<std::string> said;
   const boost::json::value parsed = boost::json::parse(r.out);
-  for (const auto& a : parsed.at("single_value_axes").as_array())
-    said.insert(std::string(a.as_string()));
+  for (const auto& a : parsed.at("single_value_axes").as_array()) said.insert(std::string(a.as_string()));
   EXPECT_EQ(said, expected);
   const result t = modsim("calibrate --measurements " + csv + " --hardware cpu --cv 0 --out '" + out.string() + "'");
   EXPECT_NE(t.out.find("warning: one value of n_heads: every block has 8"), std::string::npos) << t.out;
