@@ -161,7 +161,8 @@ TEST(CommConfig, RampParses) {
   EXPECT_EQ(f.below_1mib_max_abs_pct_error, 4.0);
   EXPECT_EQ(f.from_1mib_median_abs_pct_error, 1.25);
   // Without them: no ramp, the errors not known.
-  const collective_fit& g = parse_hardware(k_base + k_interconnect, "hw.json").interconnect->calibration.at(0);
+  const hardware_spec plain = parse_hardware(k_base + k_interconnect, "hw.json");
+  const collective_fit& g = plain.interconnect->calibration.at(0);
   EXPECT_EQ(g.ramp_to_bytes, 0);
   EXPECT_FALSE(g.below_1mib_median_abs_pct_error);
 }
