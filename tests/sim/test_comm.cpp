@@ -31,6 +31,21 @@ hardware_spec round_hardware() {
   return h;
 }
 
+// A fitted all-reduce over 4 GPUs of the intra-node link: alpha, bus bandwidth and the sizes it
+// was fitted on (6 points unless set).
+collective_fit all_reduce_fit(double alpha_s, double bus_bytes_s, std::int64_t min_bytes, std::int64_t max_bytes) {
+  collective_fit f;
+  f.collective = "all_reduce";
+  f.link = "intra_node";
+  f.gpus = 4;
+  f.alpha_s = alpha_s;
+  f.bus_bytes_s = bus_bytes_s;
+  f.points = 6;
+  f.min_bytes = min_bytes;
+  f.max_bytes = max_bytes;
+  return f;
+}
+
 constexpr std::int64_t k_gb = 1'000'000'000;  // N = 1e9 bytes keeps the hand arithmetic decimal
 
 double t(collective c, comm_algorithm a, std::int64_t n, int g) { return collective_time(c, a, n, g, round_links()); }
@@ -132,16 +147,7 @@ TEST(Comm, AutoTakesTheFastestAndSaysWhich) {
 
 TEST(Comm, FitIsUsedByAutoWhenPresent) {
   hardware_spec hw = round_hardware();
-  collective_fit f;
-  f.collective = "all_reduce";
-  f.link = "intra_node";
-  f.gpus = 4;
-  f.alpha_s = 5e-6;
-  f.bus_bytes_s = 80e9;
-  f.points = 6;
-  f.min_bytes = 8;
-  f.max_bytes = 4 * k_gb;
-  hw.interconnect->calibration.push_back(f);
+  hw.interconnect->calibration.push_back(all_reduce_fit(5e-6, 80e9, 8, 4 * k_gb));
   comm_request r;
   r.op = collective::all_reduce;
   r.gpus = 4;
@@ -182,18 +188,11 @@ TEST(Comm, FitIsUsedByAutoWhenPresent) {
 // bus byte straight in log2(size) between; 4 GPUs (busbw factor 1.5).
 TEST(Comm, FitWithARampByHand) {
   hardware_spec hw = round_hardware();
-  collective_fit f;
-  f.collective = "all_reduce";
-  f.link = "intra_node";
-  f.gpus = 4;
-  f.alpha_s = 20e-6;
-  f.bus_bytes_s = 400e9;
+  collective_fit f = all_reduce_fit(20e-6, 400e9, 1024, std::int64_t{1} << 32);
   f.ramp_bus_bytes_s = 100e9;
   f.ramp_from_bytes = std::int64_t{1} << 20;
   f.ramp_to_bytes = std::int64_t{1} << 30;
   f.points = 10;
-  f.min_bytes = 1024;
-  f.max_bytes = std::int64_t{1} << 32;
   hw.interconnect->calibration.push_back(f);
   comm_request r;
   r.op = collective::all_reduce;
@@ -214,16 +213,7 @@ TEST(Comm, FitWithARampByHand) {
 // A fitted line used outside the sizes it was fitted on says so (a note and a flag).
 TEST(Comm, OutsideTheFittedSizesIsSaid) {
   hardware_spec hw = round_hardware();
-  collective_fit f;
-  f.collective = "all_reduce";
-  f.link = "intra_node";
-  f.gpus = 4;
-  f.alpha_s = 5e-6;
-  f.bus_bytes_s = 80e9;
-  f.points = 6;
-  f.min_bytes = 1024;
-  f.max_bytes = 1 << 20;
-  hw.interconnect->calibration.push_back(f);
+  hw.interconnect->calibration.push_back(all_reduce_fit(5e-6, 80e9, 1024, 1 << 20));
   comm_request r;
   r.op = collective::all_reduce;
   r.gpus = 4;
