@@ -1,4 +1,4 @@
-// The README's recipes for extending modsim name the files a change touches. These tests read
+// The recipes (docs/architecture.md) for extending modsim name the files a change touches. These tests read
 // the recipes and the source tree, so a recipe cannot drift from the code: a new `switch` over
 // the ops in a file the recipe does not name fails here, as does a recipe that names a file
 // that is not there or grows past its budget.
@@ -26,9 +26,9 @@ std::string read(const fs::path& p) {
   return s.str();
 }
 
-// The README paragraph that starts with `opening` (up to the next blank line).
+// The paragraph that starts with `opening` (up to the next blank line).
 std::string paragraph(const std::string& opening) {
-  const std::string readme = read(root / "README.md");
+  const std::string readme = read(root / "docs" / "architecture.md");
   const std::size_t at = readme.find("\n" + opening);
   if (at == std::string::npos) return {};
   const std::size_t end = readme.find("\n\n", at + 1);
@@ -61,7 +61,7 @@ bool switches_over_ops(const std::string& text) {
 
 TEST(Recipes, AddingAnOpNamesEveryOpSwitch) {
   const std::string recipe = paragraph("Adding an op");
-  ASSERT_FALSE(recipe.empty()) << "README.md has no paragraph starting with 'Adding an op'";
+  ASSERT_FALSE(recipe.empty()) << "docs/architecture.md has no paragraph starting with 'Adding an op'";
   const std::set<std::string> named = named_files(recipe);
   EXPECT_LE(named.size(), 8u) << "adding an op should touch at most 8 files";
   EXPECT_TRUE(named.contains("core/op_table.hpp"));
@@ -80,7 +80,8 @@ TEST(Recipes, AddingAnOpNamesEveryOpSwitch) {
   EXPECT_TRUE(switching.contains("sim/flops_formulas.cpp"));
   EXPECT_TRUE(switching.contains("kernels/cpu/cpu_backend.cpp"));
   for (const std::string& f : switching)
-    EXPECT_TRUE(named.contains(f)) << f << " switches over the ops, but README.md's 'Adding an op' does not name it";
+    EXPECT_TRUE(named.contains(f))
+        << f << " switches over the ops, but docs/architecture.md's 'Adding an op' does not name it";
 }
 
 TEST(Recipes, TheDetectorTellsOpSwitchesFromOthers) {
@@ -94,7 +95,7 @@ TEST(Recipes, TheDetectorTellsOpSwitchesFromOthers) {
 
 TEST(Recipes, AddingAServingFigureTouchesAtMostThreeFiles) {
   const std::string recipe = paragraph("Adding a serving figure");
-  ASSERT_FALSE(recipe.empty()) << "README.md has no paragraph starting with 'Adding a serving figure'";
+  ASSERT_FALSE(recipe.empty()) << "docs/architecture.md has no paragraph starting with 'Adding a serving figure'";
   const std::set<std::string> named = named_files(recipe);
   EXPECT_LE(named.size(), 3u);
   for (const std::string& f : named)
