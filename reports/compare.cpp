@@ -102,16 +102,21 @@ comparison compare_summaries(const summary& base, const summary& now, const comp
     return nullptr;
   };
 
+  // A row for figure `f`, as either side names it.
+  const auto row_of = [&](const summary_figure& f) {
+    figure_change x;
+    x.key = f.key;
+    x.model = f.model;
+    x.unit = f.unit;
+    x.higher_is_better = f.higher_is_better;
+    x.threshold_pct = threshold(f.key);
+    return x;
+  };
   comparison c;
   for (const summary_figure& b : base.figures) {
     if (!wanted(b.key)) continue;
-    figure_change x;
-    x.key = b.key;
-    x.model = b.model;
-    x.unit = b.unit;
-    x.higher_is_better = b.higher_is_better;
+    figure_change x = row_of(b);
     x.base = b.value;
-    x.threshold_pct = threshold(b.key);
     const summary_figure* n = find(now, b);
     if (!n) {
       x.verdict = change_verdict::base_only;
@@ -136,13 +141,8 @@ comparison compare_summaries(const summary& base, const summary& now, const comp
   }
   for (const summary_figure& n : now.figures) {
     if (!wanted(n.key) || find(base, n)) continue;
-    figure_change x;
-    x.key = n.key;
-    x.model = n.model;
-    x.unit = n.unit;
-    x.higher_is_better = n.higher_is_better;
+    figure_change x = row_of(n);
     x.now = n.value;
-    x.threshold_pct = threshold(n.key);
     x.verdict = change_verdict::new_only;
     c.figures.push_back(std::move(x));
   }
