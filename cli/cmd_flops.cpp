@@ -1,5 +1,5 @@
 // `modsim flops MODEL`: the exact FLOP/byte model of sim/flops.hpp, per op and layer, as a
-// table for people or JSON / CSV for programs (the JSON object is DESIGN.md's contract).
+// table for people or JSON / CSV for programs (the JSON object is the contract of docs/contracts.md).
 #include <fmt/format.h>
 
 #include <boost/json.hpp>

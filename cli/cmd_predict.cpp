@@ -1,6 +1,6 @@
 // `modsim predict MODEL --hardware HW`: the predicted time of MODEL per op, layer and model
 // (sim/predict.hpp), next to its dense baseline, and where the difference between the time
-// saved and the FLOPs saved goes. JSON is DESIGN.md's contract plus extra fields.
+// saved and the FLOPs saved goes. JSON is the contract of docs/contracts.md plus extra fields.
 #include <fmt/format.h>
 
 #include <boost/json.hpp>

@@ -5,7 +5,7 @@
 //   table     the lines, then each table with aligned columns (titles as lines);
 //   markdown  the lines as paragraphs, each table as a pipe table under a `###` title;
 //   csv       the table marked `csv`, its raw (full-precision) values, RFC 4180 quoting;
-//   json      the JSON value, one line (the contracts of ../shared/DESIGN.md); an object gets
+//   json      the JSON value, one line (the contracts of docs/contracts.md); an object gets
 //             "modsim": {"version", "commit"} (cli/version.hpp) unless it has that key already.
 #include <boost/json.hpp>
 #include <cstdint>

@@ -16,7 +16,7 @@ namespace modsim {
 
 // In the order of the kernels' original interface (kernel ops, then whole blocks, then the
 // MoE ops), followed by the ops that exist only in the model. The names are a contract shared
-// with the profiler's CSV, the grid files and the calibration files (DESIGN.md).
+// with the profiler's CSV, the grid files and the calibration files (docs/contracts.md).
 enum class op {
   router,         // r = x·w over all B·S tokens
   topk,           // per sequence: k positions with the largest r, sorted by position

@@ -20,7 +20,7 @@ enum class mlp_kind { gelu, swiglu };
 // kernel block runs it as integrated without no-op experts). The values are part of the
 // calibration files' block keys: append, never reorder.
 enum class mode_variant { none, staged, integrated, moe };
-// How a decode step sizes a routed block (DESIGN.md, decode measurements). sync: the routed
+// How a decode step sizes a routed block (docs/contracts.md, decode measurements). sync: the routed
 // count is read back to the host and the block runs on exactly those rows. pad: the block
 // has a static ceil(pad_capacity·B) rows and no host sync (the whole step can be captured in
 // a CUDA graph); rows beyond the routed count are padding, routed tokens beyond it are dropped.

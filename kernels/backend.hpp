@@ -4,7 +4,7 @@
 // a backend (CPU here, CUDA in kernels/cuda/) owns its workspaces, whose buffers are opaque;
 // the host reaches them only through explicit copies (upload/download).
 //
-// Semantics follow shared/DESIGN.md "Semantics of a MoD layer" and the paper (Raposo et al.
+// Semantics follow docs/contracts.md "Semantics of a MoD layer" and the paper (Raposo et al.
 // 2024, §3): per sequence r_i = w·x_i; k = clamp(ceil(capacity·S), 1, S) tokens with the
 // largest r (ties: lower position wins), sorted by position; the block runs on the gathered
 // tokens under the ordinary causal mask; out_i = x_i + r_i·Δ_i for routed tokens, with

@@ -1,7 +1,7 @@
 #pragma once
 // A KV-cached decode step of a MoD transformer: B sequences, one new token each, through a
 // stack of dense and routed layers, then the final norm and the LM head. The forward block of
-// kernels/backend.hpp is the prefill; this is sampling (DESIGN.md "Decode measurements", the
+// kernels/backend.hpp is the prefill; this is sampling (docs/contracts.md "Decode measurements", the
 // paper's §3.5).
 //
 // Per layer, for the B new tokens x [B, d]:

@@ -1,5 +1,5 @@
 #pragma once
-// Measuring decode points (decode_dense, decode_mod, decode_step; DESIGN.md "Decode
+// Measuring decode points (decode_dense, decode_mod, decode_step; docs/contracts.md "Decode
 // measurements"): each point gets a decode state of its own (kernels/decode.hpp) with a cache
 // as after a prefill of `seq_len` tokens (routed layers hold routed_tokens(capacity, seq_len)
 // of them), and one sample is one step of `batch` new tokens with round(capacity·batch) of

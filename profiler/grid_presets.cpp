@@ -57,7 +57,7 @@ grid preset(std::string_view name, std::string_view backend) {
     return g;
   }
   if (name == "decode") {
-    // KV-cached decode steps (DESIGN.md "Decode measurements"): one dense and one routed
+    // KV-cached decode steps (docs/contracts.md "Decode measurements"): one dense and one routed
     // layer over batches, cached contexts and widths, both routing strategies (and CUDA
     // graphs on a GPU); decode_step of the models given with --model. About 7 minutes on a
     // 2-core CPU (fp32, with mod-60m and dense-60m); on a GPU (bf16) about 220 points with

@@ -1,5 +1,5 @@
 #pragma once
-// A report's summary.json (contract, ../shared/DESIGN.md "Report summary"): which modsim made
+// A report's summary.json (contract, docs/contracts.md "Report summary"): which modsim made
 // it, from which files, and every headline figure of the report under a stable key, for a
 // machine to compare (reports/compare.hpp, `modsim compare`). The figures are read from the
 // report_data the report prints, never computed again. No date inside: the same inputs give

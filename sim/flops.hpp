@@ -3,7 +3,7 @@
 // `modsim flops`, the profiler's achieved-throughput column and the cost model.
 //
 // ---------------------------------------------------------------------------------------
-// FLOP convention (the reference; DESIGN.md "FLOP convention" is the contract it follows)
+// FLOP convention (the reference; docs/contracts.md "FLOP convention" is the contract it follows)
 // ---------------------------------------------------------------------------------------
 // Notation: B batch (sequences), S seq_len, d d_model, H n_heads, dh d_head, dq = H·dh,
 // dkv = n_kv_heads·dh, F d_ff, V vocab, e bytes per element of the dtype (fp32 4, bf16 and

@@ -3,7 +3,7 @@
 // block's GEMM sizes; the MoD block's time as a fraction of the dense block's at capacities
 // 1/8, 1/4, 1/2, 1 beside its FLOP fraction; and the routing overhead (router + topk +
 // gather + scatter) as a share of the MoD block at capacity 1/8. FLOPs follow shared/
-// DESIGN.md: matmuls 2·m·n·k; attention the full n×n square, 2·n²·d_q for scores and again
+// docs/contracts.md: matmuls 2·m·n·k; attention the full n×n square, 2·n²·d_q for scores and again
 // for values; the router 2·d per token. Median of repeats after a warm-up, steady clock.
 // A program that prints figures, not a test.
 #include <cblas.h>

@@ -70,7 +70,7 @@ def forced_count(capacity, batch):
 
 
 def routed_layers(n_layers, schedule):
-    """The routed layer indices of a modsim schedule (DESIGN.md: none, all, every_other = odd
+    """The routed layer indices of a modsim schedule (docs/contracts.md: none, all, every_other = odd
     indices, every_nth:N = index % N == N-1, or an explicit list)."""
     if isinstance(schedule, list):
         return sorted({int(i) for i in schedule if 0 <= int(i) < n_layers})

@@ -1,5 +1,5 @@
 #pragma once
-// A measured decode step as the simulator sees it (DESIGN.md "Decode measurements"): the
+// A measured decode step as the simulator sees it (docs/contracts.md "Decode measurements"): the
 // profiler's decode_dense, decode_mod and decode_step rows, each the model it ran (a one-layer
 // model for the single-layer ops), its batch, cached context, routing strategy and the forced
 // routed count the measurement used. Its predicted time comes from the same code as

@@ -9,7 +9,7 @@
 // KV cache (des/kv_block_manager), the run's statistics (des/serving_stats); serving.cpp is
 // the event loop that wires them together.
 //
-// Semantics (DESIGN.md "Semantics of a MoD layer"):
+// Semantics (docs/contracts.md "Semantics of a MoD layer"):
 //  - Prefill: top-k per sequence at routed layers, so a routed layer caches
 //    k = routed_tokens(capacity, n) of a chunk's n tokens (with chunked prefill the top-k is
 //    taken per chunk). A prefill that completes samples the next token.

@@ -4,7 +4,7 @@
 // tokens with the routed counts drawn for that step. Costs come from sim/flops (one formula
 // per op) and times from a device_model.
 //
-// A serving step, per layer (MoD semantics of DESIGN.md):
+// A serving step, per layer (MoD semantics of docs/contracts.md):
 //  - prefill chunks: the router scores each chunk's n tokens and a top-k per sequence keeps
 //    k = routed_tokens(capacity, n) of them (`router`, `topk`); decode tokens: the causal
 //    predictor (or the router, inference == router) decides per token (`predictor`);

@@ -1236,7 +1236,7 @@ TEST(Cli, PredictOverASplitHeadlinesTheSplitsStepAndItsMemoryPerGpu) {
   ASSERT_EQ(r.code, 0) << r.err;
   const boost::json::object j = boost::json::parse(r.out).as_object();
   const boost::json::object& par = j.at("parallel").as_object();
-  // DESIGN.md: total_s is the split's step; the one-GPU figures stay beside it, labelled.
+  // docs/contracts.md: total_s is the split's step; the one-GPU figures stay beside it, labelled.
   EXPECT_EQ(j.at("total_s").as_double(), par.at("model").at("step_s").as_double());
   EXPECT_EQ(j.at("dense_total_s").as_double(), par.at("baseline").at("step_s").as_double());
   EXPECT_DOUBLE_EQ(j.at("time_ratio").as_double(),

@@ -1,6 +1,6 @@
 #pragma once
 // A naive float64 reference of one (MoD / MoDE) transformer block, written from the paper
-// and shared/DESIGN.md independently of kernels/cpu: plain loops, no BLAS, no tricks.
+// and docs/contracts.md independently of kernels/cpu: plain loops, no BLAS, no tricks.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

@@ -254,7 +254,7 @@ TEST(Grid, AShardSpecIsIOfN) {
     EXPECT_THROW(parse_shard(bad), modsim::error) << bad;
 }
 
-// Decode ops (DESIGN.md "Decode measurements"): counted by hand from the axes.
+// Decode ops (docs/contracts.md "Decode measurements"): counted by hand from the axes.
 TEST(Grid, DecodeOpsCrossRoutingAndSkipWhatHasNoRoutedLayer) {
   const grid g = parse_grid(
       R"({"ops": ["decode_dense", "decode_mod"], "batch": [1, 8], "seq_len": [512], "d_model": [256],
