@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "core/error.hpp"
-#include "profiler/measurements.hpp"
+#include "sim/measurements.hpp"
 
 namespace modsim::analysis {
 namespace {
@@ -65,7 +65,7 @@ void check_on_holdout(const sim::hardware_spec& hw, sim::calibration& c, const m
 measured_rows read_measured_rows(const std::vector<std::string>& files) {
   measured_rows out;
   for (const std::string& file : files) {
-    std::vector<sim::measured_sample> p = profiler::read_measured_samples(file);
+    std::vector<sim::measured_sample> p = sim::read_measured_samples(file);
     out.sources.push_back(sim::calibration_source{file, static_cast<int>(p.size()), 0});
     out.points.insert(out.points.end(), std::make_move_iterator(p.begin()), std::make_move_iterator(p.end()));
   }

@@ -20,7 +20,7 @@ struct measured_rows {
   std::vector<sim::calibration_source> sources;  // one per file: its name and its rows
 };
 
-// Every row of `files` (profiler::read_measured_samples), in order. Throws bad_input as that
+// Every row of `files` (sim::read_measured_samples), in order. Throws bad_input as that
 // reader does (a bad row, a file with no rows).
 measured_rows read_measured_rows(const std::vector<std::string>& files);
 

@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "analysis/calibration.hpp"
-#include "analysis/cpu_holdout.hpp"
 #include "profiler/grid.hpp"
 #include "reports/report.hpp"
 #include "cli/common.hpp"
+#include "cli/cpu_holdout.hpp"
 #include "sim/config.hpp"
 #include "core/error.hpp"
 #if MODSIM_HAVE_QT
@@ -154,7 +154,7 @@ int cmd_report(const std::vector<std::string>& args) {
       val.hardware = sim::load_hardware(resolve_config("cpu", "hardware"));
     }
   } else if (cpu_profile) {
-    analysis::cpu_holdout_check check;
+    cpu_holdout_check check;
     check.dir = out_dir;
     check.fresh = vm["fresh-profile"].as<bool>();
     check.calibration_grid = profiler::preset("quick", "cpu");
@@ -164,7 +164,7 @@ int cmd_report(const std::vector<std::string>& args) {
     check.progress = [](const std::string& line) { std::cerr << "report: " << line << "\n"; };
     g_stop.store(false);
     auto previous = std::signal(SIGINT, on_report_sigint);
-    std::optional<analysis::validation_request> held_out = analysis::cpu_holdout_validation(check);
+    std::optional<analysis::validation_request> held_out = cpu_holdout_validation(check);
     std::signal(SIGINT, previous);
     if (!held_out) {
       std::cerr << "report: interrupted while profiling; the previous report is untouched, run again to resume\n";

@@ -1,5 +1,5 @@
-// analysis::make_validation (which rows are scored, skipped or refused), summaries_by_op and
-// the held-out CPU check's edges. Expected values are worked by hand.
+// analysis::make_validation (which rows are scored, skipped or refused) and summaries_by_op.
+// Expected values are worked by hand.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -8,7 +8,6 @@
 #include <set>
 #include <string>
 
-#include "analysis/cpu_holdout.hpp"
 #include "analysis/validation.hpp"
 #include "core/error.hpp"
 #include "sim/config.hpp"
@@ -219,38 +218,6 @@ TEST(Validation, CalibratingHereCrossValidatesByShapeInsteadOfScoringTheFittedRo
   for (const auto& r : rows) blocks += sim::scored_whole(r.op);
   EXPECT_EQ(v.points.size(), blocks);
   EXPECT_EQ(v.groups, static_cast<int>(groups.size()));
-}
-
-TEST(Validation, TheHeldOutCpuCheckNeedsCpuHardwareAndStopsWhenAsked) {
-  cpu_holdout_check check;
-  check.dir = (fs::temp_directory_path() / "modsim-holdout-test").string();
-  fs::remove_all(check.dir);
-  check.cpu = sim::load_hardware(config("hardware/h100-sxm.json"));
-  EXPECT_THROW(cpu_holdout_validation(check), modsim::error);
-
-  check.cpu = sim::load_hardware(config("hardware/cpu.json"));
-  profiler::grid g;
-  g.ops = {kernels::op::mlp_act};  // no block: nothing to time inside a block
-  check.calibration_grid = g;
-  EXPECT_THROW(cpu_holdout_validation(check), modsim::error);
-  g.ops = {kernels::op::block_dense};
-  g.dtypes = {kernels::dtype::fp32};
-  g.batch = {1};
-  g.seq_len = {16};
-  g.d_model = {64};
-  g.n_heads = {2};
-  g.d_ff = {128};
-  g.capacity = {1.0};
-  g.mlp = {kernels::mlp_kind::gelu};
-  check.calibration_grid = g;
-  check.holdout_grid = g;
-  std::atomic<bool> stop{true};  // stop after the first point
-  check.stop = &stop;
-  EXPECT_FALSE(cpu_holdout_validation(check).has_value());
-  // What was measured stays for the next run to resume; nothing claims to be complete.
-  EXPECT_TRUE(fs::exists(fs::path(check.dir) / "measurements-cpu.csv.partial"));
-  EXPECT_FALSE(fs::exists(fs::path(check.dir) / "measurements-cpu.csv"));
-  fs::remove_all(check.dir);
 }
 
 // A calibration that records the machine speed it was fitted at (an anchor of 1 ms, elasticity

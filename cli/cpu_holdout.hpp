@@ -2,7 +2,9 @@
 // The held-out check of the cost model on this CPU (what `modsim report` shows with no model
 // given, and scripts/validate-cpu.sh runs by hand): a quick profile calibrates the CPU cost
 // model, the blocks of a held-out grid — shapes the calibration never saw — score it.
-// Library code: never prints (progress goes through a callback), throws modsim::error.
+// It measures this machine, so it lives with the command line, not in analysis/ (which
+// neither measures nor links the kernels). Never prints (progress goes through a callback),
+// throws modsim::error.
 #include <atomic>
 #include <functional>
 #include <optional>
@@ -12,7 +14,7 @@
 #include "profiler/grid.hpp"
 #include "sim/spec.hpp"
 
-namespace modsim::analysis {
+namespace modsim::cli {
 
 struct cpu_holdout_check {
   // Where the measurements go: DIR/measurements-cpu.csv (the calibration's, ops timed inside
@@ -31,6 +33,6 @@ struct cpu_holdout_check {
 // Profiles (or reuses) both files on one thread (OpenBLAS's threads and the kernel pool share
 // cores badly), calibrates `cpu` on the first and returns the request that validates that
 // calibration on the held-out blocks. std::nullopt when `stop` was set while profiling.
-std::optional<validation_request> cpu_holdout_validation(const cpu_holdout_check& check);
+std::optional<analysis::validation_request> cpu_holdout_validation(const cpu_holdout_check& check);
 
-}  // namespace modsim::analysis
+}  // namespace modsim::cli

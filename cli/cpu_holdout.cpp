@@ -1,6 +1,6 @@
 // cpu_holdout_validation: profile this CPU (or reuse what was measured), calibrate, validate
 // on held-out shapes.
-#include "analysis/cpu_holdout.hpp"
+#include "cli/cpu_holdout.hpp"
 
 #include <fmt/format.h>
 
@@ -15,7 +15,7 @@
 #include "profiler/runner.hpp"
 #include "sim/calibrate.hpp"
 
-namespace modsim::analysis {
+namespace modsim::cli {
 namespace {
 
 namespace fs = std::filesystem;
@@ -72,7 +72,7 @@ bool profile_into(const cpu_holdout_check& c, const std::string& csv, const prof
 
 }  // namespace
 
-std::optional<validation_request> cpu_holdout_validation(const cpu_holdout_check& c) {
+std::optional<analysis::validation_request> cpu_holdout_validation(const cpu_holdout_check& c) {
   if (c.cpu.kind != sim::hardware_kind::cpu)
     throw input_error(c.cpu.source_file, "kind", "the held-out check needs CPU hardware");
   fs::create_directories(c.dir);
@@ -83,16 +83,16 @@ std::optional<validation_request> cpu_holdout_validation(const cpu_holdout_check
       !profile_into(c, holdout, c.holdout_grid, "held-out blocks", profiler::timing_mode::isolated))
     return std::nullopt;
 
-  const sim::calibration cal = calibrate_from(c.cpu, read_measured_rows({quick}), {}).calibration;
+  const sim::calibration cal = analysis::calibrate_from(c.cpu, analysis::read_measured_rows({quick}), {}).calibration;
 
-  validation_request val;
-  val.from = validation_request::source::measurements;
+  analysis::validation_request val;
+  val.from = analysis::validation_request::source::measurements;
   val.label = holdout;
-  val.points = read_measured_rows({holdout}).points;
+  val.points = analysis::read_measured_rows({holdout}).points;
   val.hardware = c.cpu;
   val.hardware->calibration_json = sim::calibration_to_json(cal);
   val.calibrate = false;
   return val;
 }
 
-}  // namespace modsim::analysis
+}  // namespace modsim::cli
