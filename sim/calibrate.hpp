@@ -36,6 +36,7 @@
 
 #include "sim/calibrated_hardware.hpp"
 #include "sim/measured_sample.hpp"
+#include "sim/sample_costs.hpp"
 #include "sim/cost.hpp"
 #include "sim/efficiency_fit.hpp"
 #include "sim/spec.hpp"

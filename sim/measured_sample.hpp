@@ -2,8 +2,8 @@
 // One measured row as the cost model reads it, from the measurements CSV to the fit and the
 // validation (sim::measured_sample): the row's columns, profiler-independent, its key
 // (sim::shape_key), and the op_shape the profiler ran with its FLOP/byte costs (sim/flops),
-// filled in by with_costs; plus the kernel sequence the CUDA backend ran for it
-// (sim/kernel_fit) and its predicted time under a cost model.
+// filled in by with_costs (sim/sample_costs.hpp, with its kernel sequence and its predicted
+// time under a cost model).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -80,30 +80,5 @@ struct measured_sample {
 // block's (isolated, unfused) plus "|in_block", "|" and the op for an op row, and "|fused".
 // Unfused and isolated rows keep the keys of files written before those columns existed.
 std::string shape_key(const measured_sample& s);
-
-// `s` with its op_shape the way the profiler ran it (tokens = k for single ops at capacity
-// < 1 except in an integrated layer), its layer_variant and its costs from sim/flops.
-// Throws modsim::error(bad_input) naming `s.where` for an unknown op or an invalid shape.
-measured_sample with_costs(measured_sample s);
-
-// The predicted time of a block sample: its ops (block_costs) timed by `model`, plus
-// kernels × launch_s. For a single-op sample, that op (with its own launch). For a decode
-// sample, the simulator's decode step (sim/des/decode.hpp decode_timeline) timed with
-// decode_device_model (sim/decode_fit.hpp): the code behind `modsim simulate forward --mode
-// decode`.
-struct block_prediction {
-  double ops_s = 0;  // Σ op times
-  int kernels = 0;
-  double overhead_s = 0;  // kernels × launch_s
-  double total_s = 0;     // ops_s + overhead_s
-  // The ops timed with a stand-in's curve (a calibration that never measured them), with their
-  // shares of total_s.
-  std::vector<stand_in_use> stand_ins;
-};
-block_prediction predict_sample(const measured_sample& s, const cost_model& model);
-
-// A sample as the kernel sequence the CUDA backend ran for it (sim/kernel_fit.hpp): an isolated
-// or in-block op row, or a block (all its ops' kernels). Throws bad_input naming s.where.
-kernel_row kernel_row_of(const measured_sample& s);
 
 }  // namespace modsim::sim

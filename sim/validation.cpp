@@ -240,34 +240,6 @@ cross_validation_result cross_validate(const hardware_spec& hw, const std::vecto
   return out;
 }
 
-namespace {
-
-constexpr std::pair<cv_axis, std::string_view> k_axes[] = {
-    {cv_axis::d_model, "d_model"}, {cv_axis::d_ff, "d_ff"},   {cv_axis::n_heads, "n_heads"},
-    {cv_axis::seq_len, "seq_len"}, {cv_axis::batch, "batch"}, {cv_axis::capacity, "capacity"},
-    {cv_axis::tokens, "tokens"},
-};
-
-}  // namespace
-
-std::string_view to_string(cv_axis a) {
-  for (const auto& [axis, name] : k_axes)
-    if (axis == a) return name;
-  return "?";
-}
-
-std::optional<cv_axis> find_cv_axis(std::string_view name) {
-  for (const auto& [axis, n] : k_axes)
-    if (n == name) return axis;
-  return std::nullopt;
-}
-
-std::string cv_axis_names() {
-  std::string out;
-  for (const auto& [axis, name] : k_axes) out += (out.empty() ? "" : ", ") + std::string(name);
-  return out;
-}
-
 double axis_value(const measured_sample& s, cv_axis a) {
   const op_shape& x = s.shape;
   switch (a) {
@@ -339,9 +311,9 @@ std::vector<axis_coverage> estimate_coverage(const hardware_spec& hw, const std:
   if (samples.empty()) return out;
   hardware_spec plain = hw;
   plain.calibration_json.clear();
-  for (const auto& [axis, name] : k_axes) {
+  for (const cv_axis axis : k_cv_axes) {
     axis_coverage c;
-    c.axis = std::string(name);
+    c.axis = std::string(to_string(axis));
     c.min = c.max = axis_value(samples.front(), axis);
     std::vector<double> with_blocks;  // the values that carry block rows (forward or decode)
     for (const auto& s : samples) {
@@ -419,7 +391,7 @@ std::vector<axis_coverage> estimate_coverage(const hardware_spec& hw, const std:
 
 axis_values values_of(const measured_sample& s) {
   axis_values v;
-  for (const auto& [axis, name] : k_axes) v.emplace_back(axis, axis_value(s, axis));
+  for (const cv_axis axis : k_cv_axes) v.emplace_back(axis, axis_value(s, axis));
   return v;
 }
 

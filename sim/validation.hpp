@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "sim/measured_sample.hpp"
+#include "sim/sample_costs.hpp"
+#include "sim/calibration_record.hpp"
 #include "sim/cost.hpp"
 #include "sim/efficiency_fit.hpp"
 #include "sim/spec.hpp"
@@ -107,14 +109,9 @@ cross_validation_result cross_validate(const hardware_spec& hw, const std::vecto
 // and ops alike) is predicted by a calibration fitted on the rows whose value is not v. A
 // value below the smallest or above the largest of the others is an extrapolation; one
 // between them an interpolation. So the errors say how the model does at a width, a context,
-// a capacity... it never saw, and whether it was asked to reach past what it saw.
+// a capacity... it never saw, and whether it was asked to reach past what it saw. (The axes,
+// cv_axis, are the calibration record's: sim/calibration_record.hpp.)
 
-enum class cv_axis { d_model, d_ff, n_heads, seq_len, batch, capacity, tokens };
-std::string_view to_string(cv_axis a);
-// Accepts the names to_string gives; nullopt otherwise.
-std::optional<cv_axis> find_cv_axis(std::string_view name);
-// Every axis's name, for messages ("d_model, d_ff, ...").
-std::string cv_axis_names();
 // The sample's value along `a`: its shape's field; capacity as measured (1 for dense rows);
 // tokens = batch × the tokens per sequence the row processes (shape.tokens: k at a routed op).
 double axis_value(const measured_sample& s, cv_axis a);
