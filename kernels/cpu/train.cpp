@@ -1,0 +1,538 @@
+// The training kernels of kernels/train.hpp on the CPU: one layer's forward (keeping what the
+// backward reads), its backward, and AdamW. GEMMs through OpenBLAS, the rest through the pool,
+// never both at once (as the backend's forward).
+#include "kernels/train.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "kernels/cpu/ops.hpp"
+#include "kernels/cpu/thread_pool.hpp"
+#include "kernels/cpu/vec_math.hpp"
+#include "kernels/init.hpp"
+#include "core/error.hpp"
+
+namespace modsim::kernels::train {
+
+std::string_view to_string(recompute r) {
+  switch (r) {
+    case recompute::none:
+      return "none";
+    case recompute::selective:
+      return "selective";
+    case recompute::full:
+      return "full";
+  }
+  return "?";
+}
+
+recompute parse_recompute(std::string_view name) {
+  for (const auto r : {recompute::none, recompute::selective, recompute::full})
+    if (name == to_string(r)) return r;
+  throw input_error("", "recompute", "must be none, selective or full, got '" + std::string(name) + "'");
+}
+
+std::vector<std::vector<float>*> layer_params::tensors() {
+  return {&router_w, &attn_norm_g, &w_q, &w_k, &w_v, &w_o, &mlp_norm_g, &w_up, &w_gate, &w_down};
+}
+
+std::vector<const std::vector<float>*> layer_params::tensors() const {
+  return {&router_w, &attn_norm_g, &w_q, &w_k, &w_v, &w_o, &mlp_norm_g, &w_up, &w_gate, &w_down};
+}
+
+std::int64_t layer_params::parameter_count() const {
+  std::int64_t n = 0;
+  for (const auto* t : tensors()) n += static_cast<std::int64_t>(t->size());
+  return n;
+}
+
+namespace {
+
+using i64 = std::int64_t;
+
+void validate_shape(const block_shape& s) {
+  s.validate();
+  if (s.variant != mode_variant::none)
+    throw input_error(
+        "", "block_shape.variant",
+        "the training kernels run dense and MoD layers only, got variant " + std::string(modsim::to_string(s.variant)));
+}
+
+// Elements of each parameter tensor, in layer_params::tensors() order.
+std::vector<i64> tensor_sizes(const block_shape& s, bool routed) {
+  const i64 d = s.d_model, f = s.d_ff;
+  return {routed ? d : 0,
+          d,
+          d * s.d_q(),
+          d * s.d_kv(),
+          d * s.d_kv(),
+          s.d_q() * d,
+          d,
+          d * f,
+          s.mlp == mlp_kind::swiglu ? d * f : 0,
+          f * d};
+}
+
+// The workspace tensor whose initial values a parameter takes (kernels/init.hpp).
+constexpr tensor init_tensors[] = {tensor::router_w, tensor::attn_norm_g, tensor::w_q,  tensor::w_k,    tensor::w_v,
+                                   tensor::w_o,      tensor::mlp_norm_g,  tensor::w_up, tensor::w_gate, tensor::w_down};
+
+void check_size(const std::vector<float>& v, i64 expected, const char* name) {
+  if (static_cast<i64>(v.size()) != expected)
+    throw input_error("", std::string("layer_params.") + name,
+                      "has " + std::to_string(v.size()) + " elements, the shape needs " + std::to_string(expected));
+}
+
+constexpr const char* tensor_names[] = {"router_w", "attn_norm_g", "w_q",  "w_k",    "w_v",
+                                        "w_o",      "mlp_norm_g",  "w_up", "w_gate", "w_down"};
+
+void check_params(const layer_params& p) {
+  validate_shape(p.shape);
+  const auto sizes = tensor_sizes(p.shape, p.routed);
+  const auto tensors = p.tensors();
+  for (std::size_t i = 0; i < sizes.size(); ++i) check_size(*tensors[i], sizes[i], tensor_names[i]);
+}
+
+void check_span(std::size_t size, i64 expected, const char* name) {
+  if (static_cast<i64>(size) != expected)
+    throw input_error("", name,
+                      "has " + std::to_string(size) + " elements, the layer needs " + std::to_string(expected));
+}
+
+int i32(i64 v) { return static_cast<int>(v); }
+
+// C[m×n] = alpha·op(A)·op(B) + beta·C, row-major; op(A) is m×k, op(B) k×n.
+void gemm(bool a_t, bool b_t, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda, const float* b, i64 ldb,
+          float beta, float* c, i64 ldc) {
+  cblas_sgemm(CblasRowMajor, a_t ? CblasTrans : CblasNoTrans, b_t ? CblasTrans : CblasNoTrans, i32(m), i32(n), i32(k),
+              alpha, a, i32(lda), b, i32(ldb), beta, c, i32(ldc));
+}
+
+// dW[in×out] = Aᵀ·dC for A [m×in], dC [m×out].
+void weight_grad(i64 m, i64 in, i64 out, const float* a, const float* dc, float* dw) {
+  gemm(true, false, in, out, m, 1.0f, a, in, dc, out, 0.0f, dw, out);
+}
+
+template <class T>
+void fit(std::vector<T>& v, i64 n) {
+  v.resize(static_cast<std::size_t>(n));
+}
+
+}  // namespace
+
+layer_params zero_params(const block_shape& shape, bool routed) {
+  validate_shape(shape);
+  layer_params p;
+  p.shape = shape;
+  p.routed = routed;
+  const auto sizes = tensor_sizes(shape, routed);
+  const auto tensors = p.tensors();
+  for (std::size_t i = 0; i < sizes.size(); ++i) tensors[i]->assign(static_cast<std::size_t>(sizes[i]), 0.0f);
+  return p;
+}
+
+layer_params random_params(const block_shape& shape, bool routed, std::uint64_t seed) {
+  layer_params p = zero_params(shape, routed);
+  const auto tensors = p.tensors();
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    auto& v = *tensors[i];
+    if (v.empty()) continue;
+    const auto rule = initial_values(init_tensors[i], shape);
+    fill_normal_parallel(v, seed, rule->stream, rule->mean, rule->std_dev);
+  }
+  return p;
+}
+
+std::int64_t saved_activations::bytes() const {
+  const std::vector<const std::vector<float>*> floats = {&x,        &routed_r, &attn_in, &q,  &k,    &v,   &probs,
+                                                         &attn_out, &h,        &mlp_in,  &up, &gate, &act, &y};
+  i64 n = static_cast<i64>(routed_index.size());
+  for (const auto* f : floats) n += static_cast<i64>(f->size());
+  return n * 4;
+}
+
+std::int64_t adamw_state::bytes() const { return (m.parameter_count() + v.parameter_count()) * 4; }
+
+struct cpu_trainer::impl {
+  explicit impl(int n_threads) : threads(n_threads), pool(n_threads) {}
+
+  int threads;
+  cpu::thread_pool pool;
+  // The activations a `full` forward does not keep: written by forward's run (probabilities
+  // not kept) and by backward's recomputation (all kept).
+  saved_activations recomputed;
+  // Scratch, grown on first use.
+  std::vector<std::pair<float, std::int32_t>> topk_pairs;  // [T]
+  std::vector<float> r;                                    // [T] router weights
+  std::vector<float> xt;                                   // [m, d] gathered input
+  std::vector<float> probs;                                // [n, n] one head's probabilities
+  std::vector<float> dprobs;                               // [n, n]
+  std::vector<float> grad_y, dxt, grad_h, du;              // [m, d]
+  std::vector<float> dact, dup, dgate;                     // [m, f]
+  std::vector<float> grad_attn, grad_q, grad_k, grad_v;    // [m, d_q], [m, d_kv] ×2
+  std::vector<float> da;                                   // [m, d]
+  std::vector<float> dr;                                   // [m]
+  std::vector<float> gain_partials;                        // [chunks, d]
+
+  void ensure_blas_threads() {
+    if (openblas_get_num_threads() != threads) openblas_set_num_threads(threads);
+  }
+
+  i64 row_grain(i64 rows) const { return std::max<i64>(8, rows / (4 * pool.size()) + 1); }
+  i64 elem_grain(i64 count) const { return std::max<i64>(1 << 14, count / (4 * pool.size()) + 1); }
+
+  void copy(const float* src, float* dst, i64 count) { cpu::parallel_copy(pool, src, dst, count); }
+
+  void rms_norm(const float* in, const float* g, float* out, i64 rows, i64 d) {
+    pool.parallel_for(rows, row_grain(rows),
+                      [&](i64 r0, i64 r1) { cpu::rms_norm_rows(in + r0 * d, g, out + r0 * d, r1 - r0, d); });
+  }
+
+  // d_in += RMSNorm backward; d_gain = Σ over rows (overwritten).
+  void rms_norm_backward(const float* in, const float* g, const float* d_out, float* d_in, float* d_gain, i64 rows,
+                         i64 d) {
+    const i64 chunks = std::min<i64>(rows, 4 * pool.size());
+    fit(gain_partials, chunks * d);
+    std::fill(gain_partials.begin(), gain_partials.end(), 0.0f);
+    pool.parallel_for(chunks, 1, [&](i64 c0, i64 c1) {
+      for (i64 c = c0; c < c1; ++c) {
+        const i64 r0 = rows * c / chunks, r1 = rows * (c + 1) / chunks;
+        cpu::rms_norm_backward_rows(in + r0 * d, g, d_out + r0 * d, d_in + r0 * d, gain_partials.data() + c * d,
+                                    r1 - r0, d);
+      }
+    });
+    std::fill(d_gain, d_gain + d, 0.0f);
+    for (i64 c = 0; c < chunks; ++c) cpu::axpy(1.0f, gain_partials.data() + c * d, d_gain, d);
+  }
+
+  // The block on xin [m, d] (n tokens per sequence); y [m, d] = xin + Δ. Keeps its
+  // activations in `s` (probs only when keep_probs).
+  void block_forward(const layer_params& p, const float* xin, i64 n, float* y, saved_activations& s, bool keep_probs) {
+    const auto& sh = p.shape;
+    const i64 B = sh.batch, m = B * n, d = sh.d_model, f = sh.d_ff, H = sh.n_heads, dh = sh.d_head;
+    const i64 dq = sh.d_q(), dkv = sh.d_kv(), group = sh.n_heads / sh.n_kv_heads;
+    const bool swiglu = sh.mlp == mlp_kind::swiglu;
+    fit(s.attn_in, m * d);
+    fit(s.q, m * dq);
+    fit(s.k, m * dkv);
+    fit(s.v, m * dkv);
+    fit(s.attn_out, m * dq);
+    fit(s.h, m * d);
+    fit(s.mlp_in, m * d);
+    fit(s.up, m * f);
+    fit(s.gate, swiglu ? m * f : 0);
+    fit(s.act, m * f);
+    if (keep_probs) {
+      fit(s.probs, B * H * n * n);
+    } else {
+      s.probs.clear();
+      fit(probs, n * n);
+    }
+
+    rms_norm(xin, p.attn_norm_g.data(), s.attn_in.data(), m, d);
+    gemm(false, false, m, dq, d, 1.0f, s.attn_in.data(), d, p.w_q.data(), dq, 0.0f, s.q.data(), dq);
+    gemm(false, false, m, dkv, d, 1.0f, s.attn_in.data(), d, p.w_k.data(), dkv, 0.0f, s.k.data(), dkv);
+    gemm(false, false, m, dkv, d, 1.0f, s.attn_in.data(), d, p.w_v.data(), dkv, 0.0f, s.v.data(), dkv);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+    for (i64 bh = 0; bh < B * H; ++bh) {
+      const i64 b = bh / H, head = bh % H, kv = head / group;
+      float* pr = keep_probs ? s.probs.data() + bh * n * n : probs.data();
+      attention_probs(s, b, head, kv, n, dq, dkv, dh, scale, pr);
+      gemm(false, false, n, dh, n, 1.0f, pr, n, s.v.data() + b * n * dkv + kv * dh, dkv, 0.0f,
+           s.attn_out.data() + b * n * dq + head * dh, dq);
+    }
+    copy(xin, s.h.data(), m * d);
+    gemm(false, false, m, d, dq, 1.0f, s.attn_out.data(), dq, p.w_o.data(), d, 1.0f, s.h.data(), d);
+    rms_norm(s.h.data(), p.mlp_norm_g.data(), s.mlp_in.data(), m, d);
+    gemm(false, false, m, f, d, 1.0f, s.mlp_in.data(), d, p.w_up.data(), f, 0.0f, s.up.data(), f);
+    if (swiglu) gemm(false, false, m, f, d, 1.0f, s.mlp_in.data(), d, p.w_gate.data(), f, 0.0f, s.gate.data(), f);
+    const i64 count = m * f;
+    pool.parallel_for(count, elem_grain(count), [&](i64 b, i64 e) {
+      if (swiglu)
+        cpu::silu_mul_to(s.up.data() + b, s.gate.data() + b, s.act.data() + b, e - b);
+      else
+        cpu::gelu_to(s.up.data() + b, s.act.data() + b, e - b);
+    });
+    copy(s.h.data(), y, m * d);
+    gemm(false, false, m, d, f, 1.0f, s.act.data(), f, p.w_down.data(), d, 1.0f, y, d);
+  }
+
+  // pr [n, n] = causal softmax(q_head·k_kvᵀ·scale) of sequence b.
+  void attention_probs(const saved_activations& s, i64 b, i64 head, i64 kv, i64 n, i64 dq, i64 dkv, i64 dh, float scale,
+                       float* pr) {
+    gemm(false, true, n, n, dh, scale, s.q.data() + b * n * dq + head * dh, dq, s.k.data() + b * n * dkv + kv * dh, dkv,
+         0.0f, pr, n);
+    const i64 grain = std::clamp<i64>(n / (8 * pool.size()), 1, 64);
+    pool.parallel_for(n, grain, [&](i64 r0, i64 r1) { cpu::softmax_causal_rows(pr, n, r0, r1); });
+  }
+
+  // The whole layer on x: out [T, d]; activations into `s` (probs only when keep_probs).
+  void layer_forward(const layer_params& p, const float* x, float* out, saved_activations& s, bool keep_probs) {
+    const auto& sh = p.shape;
+    const i64 T = sh.tokens(), d = sh.d_model, S = sh.seq_len;
+    if (!p.routed) {
+      s.routed_index.clear();
+      s.routed_r.clear();
+      s.y.clear();
+      block_forward(p, x, S, out, s, keep_probs);
+      return;
+    }
+    const i64 k = sh.routed_tokens(), m = sh.batch * k;
+    fit(r, T);
+    fit(topk_pairs, T);
+    fit(s.routed_index, m);
+    fit(s.routed_r, m);
+    fit(s.y, m * d);
+    fit(xt, m * d);
+    const float* w = p.router_w.data();
+    pool.parallel_for(T, std::max<i64>(16, T / (4 * pool.size()) + 1), [&](i64 b, i64 e) {
+      for (i64 t = b; t < e; ++t) r[static_cast<std::size_t>(t)] = cpu::dot(x + t * d, w, d);
+    });
+    pool.parallel_for(sh.batch, 1, [&](i64 b0, i64 b1) {
+      for (i64 b = b0; b < b1; ++b)
+        cpu::topk_sequence(r.data() + b * S, S, k, topk_pairs.data() + b * S, s.routed_index.data() + b * k);
+    });
+    pool.parallel_for(m, std::max<i64>(16, m / pool.size() + 1), [&](i64 j0, i64 j1) {
+      for (i64 j = j0; j < j1; ++j) {
+        const i64 row = (j / k) * S + s.routed_index[static_cast<std::size_t>(j)];
+        std::memcpy(xt.data() + j * d, x + row * d, static_cast<std::size_t>(d) * sizeof(float));
+        s.routed_r[static_cast<std::size_t>(j)] = r[static_cast<std::size_t>(row)];
+      }
+    });
+    block_forward(p, xt.data(), k, s.y.data(), s, keep_probs);
+    copy(x, out, T * d);
+    pool.parallel_for(m, std::max<i64>(16, m / pool.size() + 1), [&](i64 j0, i64 j1) {
+      for (i64 j = j0; j < j1; ++j) {
+        const i64 row = (j / k) * S + s.routed_index[static_cast<std::size_t>(j)];
+        cpu::scaled_delta_add(x + row * d, s.y.data() + j * d, xt.data() + j * d,
+                              s.routed_r[static_cast<std::size_t>(j)], out + row * d, d);
+      }
+    });
+  }
+
+  // The block's backward: given dy [m, d], writes dxin [m, d] (the residual included) and the
+  // block's weight gradients. xin is the block's input (x or the gathered x̃).
+  void block_backward(const layer_params& p, const saved_activations& s, const float* xin, i64 n, const float* dy,
+                      float* dxin, layer_grads& g) {
+    const auto& sh = p.shape;
+    const i64 B = sh.batch, m = B * n, d = sh.d_model, f = sh.d_ff, H = sh.n_heads, dh = sh.d_head;
+    const i64 dq = sh.d_q(), dkv = sh.d_kv(), group = sh.n_heads / sh.n_kv_heads;
+    const bool swiglu = sh.mlp == mlp_kind::swiglu;
+    fit(dact, m * f);
+    fit(dup, m * f);
+    fit(dgate, swiglu ? m * f : 0);
+    fit(grad_h, m * d);
+    fit(du, m * d);
+    fit(grad_attn, m * dq);
+    fit(grad_q, m * dq);
+    fit(grad_k, m * dkv);
+    fit(grad_v, m * dkv);
+    fit(da, m * d);
+    fit(probs, n * n);
+    fit(dprobs, n * n);
+
+    // MLP: y = h + act·W_down.
+    gemm(false, true, m, f, d, 1.0f, dy, d, p.w_down.data(), d, 0.0f, dact.data(), f);
+    weight_grad(m, f, d, s.act.data(), dy, g.w_down.data());
+    const i64 count = m * f;
+    pool.parallel_for(count, elem_grain(count), [&](i64 b, i64 e) {
+      if (swiglu)
+        cpu::silu_mul_backward(s.up.data() + b, s.gate.data() + b, dact.data() + b, dup.data() + b, dgate.data() + b,
+                               e - b);
+      else
+        cpu::gelu_backward(s.up.data() + b, dact.data() + b, dup.data() + b, e - b);
+    });
+    weight_grad(m, d, f, s.mlp_in.data(), dup.data(), g.w_up.data());
+    gemm(false, true, m, d, f, 1.0f, dup.data(), f, p.w_up.data(), f, 0.0f, du.data(), d);
+    if (swiglu) {
+      weight_grad(m, d, f, s.mlp_in.data(), dgate.data(), g.w_gate.data());
+      gemm(false, true, m, d, f, 1.0f, dgate.data(), f, p.w_gate.data(), f, 1.0f, du.data(), d);
+    }
+    copy(dy, grad_h.data(), m * d);
+    rms_norm_backward(s.h.data(), p.mlp_norm_g.data(), du.data(), grad_h.data(), g.mlp_norm_g.data(), m, d);
+
+    // Attention: h = xin + attn_out·W_o.
+    weight_grad(m, dq, d, s.attn_out.data(), grad_h.data(), g.w_o.data());
+    gemm(false, true, m, dq, d, 1.0f, grad_h.data(), d, p.w_o.data(), dq, 0.0f, grad_attn.data(), dq);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+    const i64 grain = std::clamp<i64>(n / (8 * pool.size()), 1, 64);
+    for (i64 bh = 0; bh < B * H; ++bh) {
+      const i64 b = bh / H, head = bh % H, kv = head / group;
+      const float beta = head % group == 0 ? 0.0f : 1.0f;  // GQA: the group's heads add up
+      const float* pr = s.probs.data() + bh * n * n;
+      if (s.probs.empty()) {
+        attention_probs(s, b, head, kv, n, dq, dkv, dh, scale, probs.data());
+        pr = probs.data();
+      }
+      const float* q_h = s.q.data() + b * n * dq + head * dh;
+      const float* k_kv = s.k.data() + b * n * dkv + kv * dh;
+      const float* v_kv = s.v.data() + b * n * dkv + kv * dh;
+      const float* do_h = grad_attn.data() + b * n * dq + head * dh;
+      gemm(false, true, n, n, dh, 1.0f, do_h, dq, v_kv, dkv, 0.0f, dprobs.data(), n);  // dP = dO·Vᵀ
+      gemm(true, false, n, dh, n, 1.0f, pr, n, do_h, dq, beta, grad_v.data() + b * n * dkv + kv * dh,
+           dkv);  // dV = Pᵀ·dO
+      float* ds = dprobs.data();
+      pool.parallel_for(n, grain, [&](i64 r0, i64 r1) { cpu::softmax_causal_backward_rows(pr, ds, n, r0, r1, scale); });
+      gemm(false, false, n, dh, n, 1.0f, ds, n, k_kv, dkv, 0.0f, grad_q.data() + b * n * dq + head * dh,
+           dq);  // dQ = dS·K
+      gemm(true, false, n, dh, n, 1.0f, ds, n, q_h, dq, beta, grad_k.data() + b * n * dkv + kv * dh,
+           dkv);  // dK = dSᵀ·Q
+    }
+    weight_grad(m, d, dq, s.attn_in.data(), grad_q.data(), g.w_q.data());
+    weight_grad(m, d, dkv, s.attn_in.data(), grad_k.data(), g.w_k.data());
+    weight_grad(m, d, dkv, s.attn_in.data(), grad_v.data(), g.w_v.data());
+    gemm(false, true, m, d, dq, 1.0f, grad_q.data(), dq, p.w_q.data(), dq, 0.0f, da.data(), d);
+    gemm(false, true, m, d, dkv, 1.0f, grad_k.data(), dkv, p.w_k.data(), dkv, 1.0f, da.data(), d);
+    gemm(false, true, m, d, dkv, 1.0f, grad_v.data(), dkv, p.w_v.data(), dkv, 1.0f, da.data(), d);
+    copy(grad_h.data(), dxin, m * d);
+    rms_norm_backward(xin, p.attn_norm_g.data(), da.data(), dxin, g.attn_norm_g.data(), m, d);
+  }
+
+  void layer_backward(const layer_params& p, const saved_activations& s, const float* x, const float* dout, float* dx,
+                      layer_grads& g) {
+    const auto& sh = p.shape;
+    const i64 T = sh.tokens(), d = sh.d_model, S = sh.seq_len;
+    if (!p.routed) {
+      block_backward(p, s, x, S, dout, dx, g);
+      return;
+    }
+    const i64 k = sh.routed_tokens(), m = sh.batch * k;
+    fit(xt, m * d);
+    fit(grad_y, m * d);
+    fit(dxt, m * d);
+    fit(dr, m);
+    const auto row_of = [&](i64 j) { return (j / k) * S + s.routed_index[static_cast<std::size_t>(j)]; };
+    // out_i = x_i + r_i·(y_j − x̃_j): dy_j = r_i·dout_i, dr_i = ⟨dout_i, y_j − x̃_j⟩.
+    pool.parallel_for(m, std::max<i64>(16, m / pool.size() + 1), [&](i64 j0, i64 j1) {
+      for (i64 j = j0; j < j1; ++j) {
+        const i64 row = row_of(j);
+        const float* go = dout + row * d;
+        float* xj = xt.data() + j * d;
+        std::memcpy(xj, x + row * d, static_cast<std::size_t>(d) * sizeof(float));
+        const float rj = s.routed_r[static_cast<std::size_t>(j)];
+        const float* yj = s.y.data() + j * d;
+        float* dyj = grad_y.data() + j * d;
+        float sum = 0.0f;
+        for (i64 c = 0; c < d; ++c) {
+          sum += go[c] * (yj[c] - xj[c]);
+          dyj[c] = rj * go[c];
+        }
+        dr[static_cast<std::size_t>(j)] = sum;
+      }
+    });
+    block_backward(p, s, xt.data(), k, grad_y.data(), dxt.data(), g);
+    // dL/dw = Σ_j dr_j·x̃_j (skipped tokens have no router gradient).
+    cblas_sgemv(CblasRowMajor, CblasTrans, i32(m), i32(d), 1.0f, xt.data(), i32(d), dr.data(), 1, 0.0f,
+                g.router_w.data(), 1);
+    copy(dout, dx, T * d);
+    const float* w = p.router_w.data();
+    pool.parallel_for(m, std::max<i64>(16, m / pool.size() + 1), [&](i64 j0, i64 j1) {
+      for (i64 j = j0; j < j1; ++j) {
+        const i64 row = row_of(j);
+        const float rj = s.routed_r[static_cast<std::size_t>(j)];
+        // dx_i = dout_i (the identity) + dx̃_j − r_i·dout_i (the −x̃ of Δ) + dr_i·w (r = w·x).
+        float* dxi = dx + row * d;
+        const float* dxj = dxt.data() + j * d;
+        const float drj = dr[static_cast<std::size_t>(j)];
+        for (i64 c = 0; c < d; ++c) dxi[c] += dxj[c] - rj * dout[row * d + c] + drj * w[c];
+      }
+    });
+  }
+};
+
+cpu_trainer::cpu_trainer(int threads) {
+  if (threads < 0) throw input_error("", "threads", "must not be negative, got " + std::to_string(threads));
+  if (threads == 0) threads = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  m_impl = std::make_unique<impl>(threads);
+  openblas_set_num_threads(threads);
+}
+
+cpu_trainer::~cpu_trainer() = default;
+
+void cpu_trainer::forward(const layer_params& params, std::span<const float> x, std::span<float> out,
+                          saved_activations& saved, recompute mode) {
+  check_params(params);
+  const i64 td = params.shape.tokens() * params.shape.d_model;
+  check_span(x.size(), td, "x");
+  check_span(out.size(), td, "out");
+  m_impl->ensure_blas_threads();
+  saved.mode = mode;
+  fit(saved.x, td);
+  m_impl->copy(x.data(), saved.x.data(), td);
+  if (mode == recompute::full) {
+    m_impl->layer_forward(params, x.data(), out.data(), m_impl->recomputed, false);
+    for (auto* v : {&saved.routed_r, &saved.attn_in, &saved.q, &saved.k, &saved.v, &saved.probs, &saved.attn_out,
+                    &saved.h, &saved.mlp_in, &saved.up, &saved.gate, &saved.act, &saved.y})
+      v->clear();
+    saved.routed_index.clear();
+    return;
+  }
+  m_impl->layer_forward(params, x.data(), out.data(), saved, mode == recompute::none);
+}
+
+void cpu_trainer::backward(const layer_params& params, const saved_activations& saved, std::span<const float> dout,
+                           std::span<float> dx, layer_grads& grads) {
+  check_params(params);
+  const i64 td = params.shape.tokens() * params.shape.d_model;
+  check_span(saved.x.size(), td, "saved.x");
+  check_span(dout.size(), td, "dout");
+  check_span(dx.size(), td, "dx");
+  m_impl->ensure_blas_threads();
+  const auto sizes = tensor_sizes(params.shape, params.routed);
+  grads.shape = params.shape;
+  grads.routed = params.routed;
+  const auto gt = grads.tensors();
+  for (std::size_t i = 0; i < sizes.size(); ++i) fit(*gt[i], sizes[i]);
+  const saved_activations* s = &saved;
+  if (saved.mode == recompute::full) {
+    // The layer's forward again, keeping everything; its output is not needed (dx is scratch
+    // until the backward writes it).
+    m_impl->layer_forward(params, saved.x.data(), dx.data(), m_impl->recomputed, true);
+    s = &m_impl->recomputed;
+  }
+  m_impl->layer_backward(params, *s, saved.x.data(), dout.data(), dx.data(), grads);
+}
+
+void cpu_trainer::adamw_step(layer_params& params, const layer_grads& grads, adamw_state& state,
+                             const adamw_options& o) {
+  check_params(params);
+  if (grads.parameter_count() != params.parameter_count())
+    throw input_error("", "layer_grads", "do not match the parameters' sizes");
+  if (state.m.parameter_count() != params.parameter_count()) {
+    state.m = zero_params(params.shape, params.routed);
+    state.v = zero_params(params.shape, params.routed);
+    state.step = 0;
+  }
+  ++state.step;
+  const double t = static_cast<double>(state.step);
+  const auto lr = static_cast<float>(o.lr), b1 = static_cast<float>(o.beta1), b2 = static_cast<float>(o.beta2);
+  const auto eps = static_cast<float>(o.eps), decay = static_cast<float>(o.lr * o.weight_decay);
+  const auto c1 = static_cast<float>(1.0 / (1.0 - std::pow(o.beta1, t)));
+  const auto c2 = static_cast<float>(1.0 / (1.0 - std::pow(o.beta2, t)));
+  const auto pt = params.tensors();
+  const auto gt = grads.tensors();
+  const auto mt = state.m.tensors();
+  const auto vt = state.v.tensors();
+  for (std::size_t i = 0; i < pt.size(); ++i) {
+    float* p = pt[i]->data();
+    const float* g = gt[i]->data();
+    float* m = mt[i]->data();
+    float* v = vt[i]->data();
+    const auto count = static_cast<i64>(pt[i]->size());
+    m_impl->pool.parallel_for(count, m_impl->elem_grain(count), [&](i64 b, i64 e) {
+      for (i64 j = b; j < e; ++j) {
+        m[j] = b1 * m[j] + (1.0f - b1) * g[j];
+        v[j] = b2 * v[j] + (1.0f - b2) * g[j] * g[j];
+        p[j] -= lr * (m[j] * c1) / (std::sqrt(v[j] * c2) + eps) + decay * p[j];
+      }
+    });
+  }
+}
+
+}  // namespace modsim::kernels::train
