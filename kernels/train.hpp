@@ -97,6 +97,18 @@ struct adamw_state {
   std::int64_t bytes() const;
 };
 
+// The causal predictor of a routed layer (as kernels/decode.hpp runs it): p_i = relu(x_i·W_1)·w_2 + b,
+// d → hidden → 1, trained to tell whether token i is in its sequence's top-k (the paper's
+// §3.5) with binary cross-entropy on stop-gradient inputs: no gradient reaches x or the router.
+struct predictor_params {
+  std::int64_t d_model = 0;
+  std::int64_t hidden = 0;
+  std::vector<float> w1;  // [d, hidden]
+  std::vector<float> w2;  // [hidden]
+  float bias = 0.0f;
+};
+using predictor_grads = predictor_params;
+
 // Runs the layer on the CPU: GEMMs through OpenBLAS (its own threads), every other loop
 // through a thread pool, never both at once. Holds its scratch buffers (grown on first use);
 // calls on one trainer must not overlap.
@@ -116,6 +128,13 @@ class cpu_trainer {
   // (sized like params; resized when not). `saved` comes from forward with the same params.
   void backward(const layer_params& params, const saved_activations& saved, std::span<const float> dout,
                 std::span<float> dx, layer_grads& grads);
+  // The predictor's loss L = mean over the T = batch·S tokens of BCE(sigmoid(p_i), t_i) with
+  // t_i = 1 for the tokens in routed_index ([B, k] positions per sequence, as
+  // saved_activations keeps them) and 0 otherwise; returns L and overwrites grads with
+  // dL/dW_1, dL/dw_2, dL/db. x is [T, d] (its values only: no gradient flows into it).
+  // Throws modsim::error (bad_input) on a size mismatch.
+  double predictor_backward(const predictor_params& params, const block_shape& shape, std::span<const float> x,
+                            std::span<const std::int32_t> routed_index, predictor_grads& grads);
   // One AdamW step over every tensor of params (the loops through the pool).
   void adamw_step(layer_params& params, const layer_grads& grads, adamw_state& state, const adamw_options& options);
 

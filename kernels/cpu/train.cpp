@@ -179,6 +179,8 @@ struct cpu_trainer::impl {
   std::vector<float> da;                                   // [m, d]
   std::vector<float> dr;                                   // [m]
   std::vector<float> gain_partials;                        // [chunks, d]
+  std::vector<float> pred_hidden, pred_dhidden;            // [T, hidden] predictor
+  std::vector<float> pred_logits, pred_dlogits;            // [T]
 
   void ensure_blas_threads() {
     if (openblas_get_num_threads() != threads) openblas_set_num_threads(threads);
@@ -497,6 +499,67 @@ void cpu_trainer::backward(const layer_params& params, const saved_activations& 
     s = &m_impl->recomputed;
   }
   m_impl->layer_backward(params, *s, saved.x.data(), dout.data(), dx.data(), grads);
+}
+
+double cpu_trainer::predictor_backward(const predictor_params& p, const block_shape& shape, std::span<const float> x,
+                                       std::span<const std::int32_t> routed_index, predictor_grads& grads) {
+  shape.validate();
+  const i64 T = shape.tokens(), d = shape.d_model, hd = p.hidden, S = shape.seq_len, k = shape.routed_tokens();
+  if (p.d_model != d)
+    throw input_error("", "predictor_params.d_model",
+                      "is " + std::to_string(p.d_model) + ", the layer's d_model is " + std::to_string(d));
+  if (hd <= 0) throw input_error("", "predictor_params.hidden", "must be positive, got " + std::to_string(hd));
+  check_span(p.w1.size(), d * hd, "predictor_params.w1");
+  check_span(p.w2.size(), hd, "predictor_params.w2");
+  check_span(x.size(), T * d, "x");
+  check_span(routed_index.size(), shape.batch * k, "routed_index");
+  auto& im = *m_impl;
+  im.ensure_blas_threads();
+  fit(im.pred_hidden, T * hd);
+  fit(im.pred_dhidden, T * hd);
+  fit(im.pred_logits, T);
+  fit(im.pred_dlogits, T);
+  grads.d_model = d;
+  grads.hidden = hd;
+  fit(grads.w1, d * hd);
+  fit(grads.w2, hd);
+  // Targets: 1 at the routed positions (written into pred_dlogits first).
+  float* target = im.pred_dlogits.data();
+  std::fill(target, target + T, 0.0f);
+  for (i64 j = 0; j < shape.batch * k; ++j) {
+    const std::int32_t pos = routed_index[static_cast<std::size_t>(j)];
+    if (pos < 0 || pos >= S) throw input_error("", "routed_index", "holds position " + std::to_string(pos));
+    target[(j / k) * S + pos] = 1.0f;
+  }
+  float* hidden = im.pred_hidden.data();
+  gemm(false, false, T, hd, d, 1.0f, x.data(), d, p.w1.data(), hd, 0.0f, hidden, hd);
+  im.pool.parallel_for(T * hd, im.elem_grain(T * hd), [&](i64 b, i64 e) {
+    for (i64 i = b; i < e; ++i) hidden[i] = std::max(hidden[i], 0.0f);
+  });
+  float* logits = im.pred_logits.data();
+  std::fill(logits, logits + T, p.bias);
+  cblas_sgemv(CblasRowMajor, CblasNoTrans, i32(T), i32(hd), 1.0f, hidden, i32(hd), p.w2.data(), 1, 1.0f, logits, 1);
+  // BCE with logits, per token: max(p, 0) − t·p + log(1 + e^−|p|); dL/dp = (σ(p) − t) / T.
+  double loss = 0.0, dbias = 0.0;
+  const float inv_t = 1.0f / static_cast<float>(T);
+  for (i64 i = 0; i < T; ++i) {
+    const double z = logits[i], t = target[i];
+    loss += std::max(z, 0.0) - t * z + std::log1p(std::exp(-std::abs(z)));
+    const float dz = (1.0f / (1.0f + std::exp(-logits[i])) - target[i]) * inv_t;
+    target[i] = dz;  // pred_dlogits now holds dL/dp
+    dbias += dz;
+  }
+  const float* dlogits = im.pred_dlogits.data();
+  grads.bias = static_cast<float>(dbias);
+  cblas_sgemv(CblasRowMajor, CblasTrans, i32(T), i32(hd), 1.0f, hidden, i32(hd), dlogits, 1, 0.0f, grads.w2.data(), 1);
+  float* dhidden = im.pred_dhidden.data();
+  const float* w2 = p.w2.data();
+  im.pool.parallel_for(T, im.row_grain(T), [&](i64 r0, i64 r1) {
+    for (i64 r = r0; r < r1; ++r)
+      for (i64 c = 0; c < hd; ++c) dhidden[r * hd + c] = hidden[r * hd + c] > 0.0f ? dlogits[r] * w2[c] : 0.0f;
+  });
+  weight_grad(T, d, hd, x.data(), dhidden, grads.w1.data());
+  return loss / static_cast<double>(T);
 }
 
 void cpu_trainer::adamw_step(layer_params& params, const layer_grads& grads, adamw_state& state,

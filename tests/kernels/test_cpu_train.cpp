@@ -505,6 +505,83 @@ TEST(TrainSaved, MoDeShapesAndMismatchedSizesAreRefused) {
   EXPECT_THROW(trainer.forward(p, x, out, saved), modsim::error);
 }
 
+// The predictor's mean BCE in float64, plain loops: p_i = relu(x_i·W_1)·w_2 + b, target 1 at
+// the routed positions.
+double predictor_loss(const block_shape& s, const mat& w1, const mat& w2, double b, const mat& x,
+                      const std::vector<std::int32_t>& routed, i64 hidden) {
+  const i64 T = s.tokens(), d = s.d_model, k = s.routed_tokens();
+  std::vector<double> t(static_cast<std::size_t>(T), 0.0);
+  for (i64 j = 0; j < s.batch * k; ++j) t[static_cast<std::size_t>((j / k) * s.seq_len + routed[j])] = 1.0;
+  double loss = 0.0;
+  for (i64 i = 0; i < T; ++i) {
+    double p = b;
+    for (i64 c = 0; c < hidden; ++c) {
+      double pre = 0.0;
+      for (i64 e = 0; e < d; ++e) pre += x[i * d + e] * w1[e * hidden + c];
+      p += std::max(pre, 0.0) * w2[c];
+    }
+    const double sig = 1.0 / (1.0 + std::exp(-p));
+    loss -= t[i] * std::log(sig) + (1.0 - t[i]) * std::log(1.0 - sig);
+  }
+  return loss / static_cast<double>(T);
+}
+
+TEST(TrainPredictor, BceGradientsMatchCentralFiniteDifferences) {
+  const block_shape s = tiny_shape(mlp_kind::gelu, 1);
+  const i64 hidden = 6;
+  train::predictor_params p;
+  p.d_model = s.d_model;
+  p.hidden = hidden;
+  p.w1 = ref::random_floats(static_cast<std::size_t>(s.d_model * hidden), 61, 0.5);
+  p.w2 = ref::random_floats(static_cast<std::size_t>(hidden), 67);
+  p.bias = 0.3f;
+  const auto x = ref::random_floats(static_cast<std::size_t>(s.tokens() * s.d_model), 71);
+  const std::vector<std::int32_t> routed = {0, 2, 3, 1, 3, 4};  // k = 3 per sequence
+  train::cpu_trainer trainer(2);
+  train::predictor_grads g;
+  const double loss = trainer.predictor_backward(p, s, x, routed, g);
+  mat w1 = ref::to_double(p.w1), w2 = ref::to_double(p.w2);
+  double b = p.bias;
+  const mat xd = ref::to_double(x);
+  const auto l = [&] { return predictor_loss(s, w1, w2, b, xd, routed, hidden); };
+  EXPECT_NEAR(loss, l(), 1e-6);
+  EXPECT_LE(ref::relative_error(g.w1, finite_differences(w1, l)), 1e-4);
+  EXPECT_LE(ref::relative_error(g.w2, finite_differences(w2, l)), 1e-4);
+  mat bias = {b};
+  const auto lb = [&] { return predictor_loss(s, w1, w2, bias[0], xd, routed, hidden); };
+  EXPECT_NEAR(g.bias, finite_differences(bias, lb)[0], 1e-6);
+}
+
+// d = 1, hidden 1, W_1 = 1, w_2 = 2, b = −1; one sequence x = (1, −1), k = 1, token 0 routed
+// (targets 1, 0). Hidden relu(x) = (1, 0), p = (1, −1), σ(p) = (0.7310586, 0.2689414).
+// L = mean(log(1 + e^−1), log(1 + e^−1)) = 0.3132617. dL/dp = (σ(p) − t)/2 = (−0.1344707,
+// 0.1344707): dL/db = 0, dL/dw_2 = 1·(−0.1344707) + 0 = −0.1344707, dL/dW_1 =
+// x_0·w_2·dL/dp_0 (token 1's relu is off) = −0.2689414.
+TEST(TrainPredictor, BceWorkedByHandOnTwoTokens) {
+  block_shape s;
+  s.batch = 1;
+  s.seq_len = 2;
+  s.d_model = 1;
+  s.n_heads = 1;
+  s.n_kv_heads = 1;
+  s.d_head = 1;
+  s.d_ff = 1;
+  s.capacity = 0.5;
+  train::predictor_params p;
+  p.d_model = 1;
+  p.hidden = 1;
+  p.w1 = {1};
+  p.w2 = {2};
+  p.bias = -1;
+  train::cpu_trainer trainer(1);
+  train::predictor_grads g;
+  EXPECT_NEAR(trainer.predictor_backward(p, s, std::vector<float>{1, -1}, std::vector<std::int32_t>{0}, g), 0.3132617,
+              1e-6);
+  EXPECT_NEAR(g.bias, 0.0, 1e-7);
+  EXPECT_NEAR(g.w2[0], -0.1344707, 1e-6);
+  EXPECT_NEAR(g.w1[0], -0.2689414, 1e-6);
+}
+
 // Every parameter 1, gradient 0.5 then −0.25; lr 0.01, β = (0.9, 0.999), eps 1e-8, weight
 // decay 0.1. Step 1: m = 0.05, v = 2.5e-4, m̂ = 0.5, v̂ = 0.25, p = 1 − 0.01·(0.5/(0.5 + 1e-8) +
 // 0.1·1) = 0.9890000002. Step 2: m = 0.045 − 0.025 = 0.02, v = 2.4975e-4 + 6.25e-5 = 3.1225e-4,
