@@ -12,7 +12,14 @@
 // for routed tokens, dL/dw = Σ_i dL/dr_i·x_i; top-k itself has no gradient: the routing is held
 // fixed) and the input's (skipped tokens pass dL/dout straight through).
 //
-// MoDE variants (block_shape::variant != none) are not implemented here yet: they are refused.
+// MoDE (paper §5): the block's MLP is an MoE of shape.experts real experts, token-choice top-1
+// as the backend's expert_router/experts ops run it (largest logit, ties to the lower expert;
+// gate = softmax(logits)[chosen]; a real expert keeps at most expert_capacity(m) tokens in
+// token order, later ones are dropped; a no-op expert skips the MLP): y = h + gate·expert(u)
+// for kept tokens, y = h otherwise. `staged` is a routed layer with that MLP, `integrated` an
+// unrouted one whose router has noop_experts no-op experts. The backward gives the experts'
+// GEMM gradients over the tokens each took (an expert that took none gets zeros, no-op experts
+// run nothing) and the expert router's (through the gate; the choice itself has no gradient).
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -33,14 +40,18 @@ std::string_view to_string(recompute r);
 // Throws modsim::error (bad_input, key "recompute") for another name.
 recompute parse_recompute(std::string_view name);
 
-// The parameters of one layer; gradients have the same form. Sizes (d = d_model, f = d_ff):
-// router_w [d] (routed layers only, else empty), attn_norm_g [d], w_q [d, d_q], w_k and
-// w_v [d, d_kv], w_o [d_q, d], mlp_norm_g [d], w_up [d, f], w_gate [d, f] (swiglu only, else
-// empty), w_down [f, d].
+// The parameters of one layer; gradients have the same form. Sizes (d = d_model, f = d_ff,
+// E = experts, E' = router_experts()): router_w [d] (routed layers only, else empty),
+// attn_norm_g [d], w_q [d, d_q], w_k and w_v [d, d_kv], w_o [d_q, d], mlp_norm_g [d]; a dense
+// MLP (variant none): w_up [d, f], w_gate [d, f] (swiglu only), w_down [f, d]; an MoE MLP
+// (staged, integrated): expert_router_w [d, E'], expert_w_up [E, d, f], expert_w_gate
+// [E, d, f] (swiglu only), expert_w_down [E, f, d]. Tensors a layer has not are empty.
+// routed must be true for staged and false for integrated.
 struct layer_params {
   block_shape shape;
   bool routed = false;
   std::vector<float> router_w, attn_norm_g, w_q, w_k, w_v, w_o, mlp_norm_g, w_up, w_gate, w_down;
+  std::vector<float> expert_router_w, expert_w_up, expert_w_gate, expert_w_down;
 
   // Every tensor in one fixed order (the order above), for loops over all parameters.
   std::vector<std::vector<float>*> tensors();
@@ -50,7 +61,8 @@ struct layer_params {
 };
 using layer_grads = layer_params;
 
-// Tensors of `shape` sized and zero-filled (throws bad_input for an invalid or MoDE shape).
+// Tensors of `shape` sized and zero-filled (throws bad_input for an invalid shape, or routed
+// not matching the variant).
 layer_params zero_params(const block_shape& shape, bool routed);
 // Drawn as a workspace's weights are (kernels/init.hpp: std 1/sqrt(fan_in), gains
 // 1 + 0.1·N(0, 1)), from `seed`.
@@ -64,16 +76,19 @@ struct saved_activations {
   std::vector<std::int32_t> routed_index;  // [B, k]   routed positions, ascending (routed)
   std::vector<float> routed_r;             // [B·k]    r of the routed tokens (routed)
   std::vector<float> attn_in;              // [m, d]   RMSNorm(x̃)·g_attn
-  std::vector<float> attn_rstd;            // [m]      1/sqrt(mean(x̃²) + eps)
   std::vector<float> q, k, v;              // [m, d_q], [m, d_kv], [m, d_kv]
   std::vector<float> probs;                // [B, H, n, n] causal softmax (none only)
   std::vector<float> attn_out;             // [m, d_q]
   std::vector<float> h;                    // [m, d]   x̃ + attention output
-  std::vector<float> mlp_rstd;             // [m]
   std::vector<float> mlp_in;               // [m, d]   RMSNorm(h)·g_mlp
   std::vector<float> up, gate;             // [m, f]   pre-activations (gate: swiglu only)
   std::vector<float> act;                  // [m, f]   gelu(up) or silu(gate)·up
   std::vector<float> y;                    // [m, d]   block output (routed only: Δ = y − x̃)
+  // MoE MLP only; then up, gate and act hold the `kept` rows that real experts took, grouped
+  // by expert, in token order within one ([kept, f]).
+  std::vector<float> expert_probs;         // [m, E']  softmax of the expert logits
+  std::vector<std::int32_t> expert_index;  // [m]      chosen expert, -1 dropped, >= E no-op
+  std::vector<float> expert_out;           // [kept, d] each kept token's expert output
 
   // Bytes of the kept activations (4 per float or int32 element).
   std::int64_t bytes() const;

@@ -39,11 +39,13 @@ recompute parse_recompute(std::string_view name) {
 }
 
 std::vector<std::vector<float>*> layer_params::tensors() {
-  return {&router_w, &attn_norm_g, &w_q, &w_k, &w_v, &w_o, &mlp_norm_g, &w_up, &w_gate, &w_down};
+  return {&router_w, &attn_norm_g,     &w_q,         &w_k,           &w_v,          &w_o, &mlp_norm_g, &w_up, &w_gate,
+          &w_down,   &expert_router_w, &expert_w_up, &expert_w_gate, &expert_w_down};
 }
 
 std::vector<const std::vector<float>*> layer_params::tensors() const {
-  return {&router_w, &attn_norm_g, &w_q, &w_k, &w_v, &w_o, &mlp_norm_g, &w_up, &w_gate, &w_down};
+  return {&router_w, &attn_norm_g,     &w_q,         &w_k,           &w_v,          &w_o, &mlp_norm_g, &w_up, &w_gate,
+          &w_down,   &expert_router_w, &expert_w_up, &expert_w_gate, &expert_w_down};
 }
 
 std::int64_t layer_params::parameter_count() const {
@@ -56,17 +58,19 @@ namespace {
 
 using i64 = std::int64_t;
 
-void validate_shape(const block_shape& s) {
+void validate_shape(const block_shape& s, bool routed) {
   s.validate();
-  if (s.variant != mode_variant::none)
-    throw input_error(
-        "", "block_shape.variant",
-        "the training kernels run dense and MoD layers only, got variant " + std::string(modsim::to_string(s.variant)));
+  if (s.variant == mode_variant::staged && !routed)
+    throw input_error("", "layer_params.routed", "a staged MoDE layer is routed");
+  if (s.variant == mode_variant::integrated && routed)
+    throw input_error("", "layer_params.routed", "an integrated MoDE layer is not routed (its no-op experts route)");
 }
 
 // Elements of each parameter tensor, in layer_params::tensors() order.
 std::vector<i64> tensor_sizes(const block_shape& s, bool routed) {
   const i64 d = s.d_model, f = s.d_ff;
+  const bool moe = s.variant != mode_variant::none, swiglu = s.mlp == mlp_kind::swiglu;
+  const i64 dense = moe ? 0 : 1, E = moe ? s.experts : 0;
   return {routed ? d : 0,
           d,
           d * s.d_q(),
@@ -74,14 +78,30 @@ std::vector<i64> tensor_sizes(const block_shape& s, bool routed) {
           d * s.d_kv(),
           s.d_q() * d,
           d,
-          d * f,
-          s.mlp == mlp_kind::swiglu ? d * f : 0,
-          f * d};
+          dense * d * f,
+          swiglu ? dense * d * f : 0,
+          dense * f * d,
+          moe ? d * s.router_experts() : 0,
+          E * d * f,
+          swiglu ? E * d * f : 0,
+          E * f * d};
 }
 
 // The workspace tensor whose initial values a parameter takes (kernels/init.hpp).
-constexpr tensor init_tensors[] = {tensor::router_w, tensor::attn_norm_g, tensor::w_q,  tensor::w_k,    tensor::w_v,
-                                   tensor::w_o,      tensor::mlp_norm_g,  tensor::w_up, tensor::w_gate, tensor::w_down};
+constexpr tensor init_tensors[] = {tensor::router_w,
+                                   tensor::attn_norm_g,
+                                   tensor::w_q,
+                                   tensor::w_k,
+                                   tensor::w_v,
+                                   tensor::w_o,
+                                   tensor::mlp_norm_g,
+                                   tensor::w_up,
+                                   tensor::w_gate,
+                                   tensor::w_down,
+                                   tensor::expert_router_w,
+                                   tensor::expert_w_up,
+                                   tensor::expert_w_gate,
+                                   tensor::expert_w_down};
 
 void check_size(const std::vector<float>& v, i64 expected, const char* name) {
   if (static_cast<i64>(v.size()) != expected)
@@ -89,11 +109,23 @@ void check_size(const std::vector<float>& v, i64 expected, const char* name) {
                       "has " + std::to_string(v.size()) + " elements, the shape needs " + std::to_string(expected));
 }
 
-constexpr const char* tensor_names[] = {"router_w", "attn_norm_g", "w_q",  "w_k",    "w_v",
-                                        "w_o",      "mlp_norm_g",  "w_up", "w_gate", "w_down"};
+constexpr const char* tensor_names[] = {"router_w",
+                                        "attn_norm_g",
+                                        "w_q",
+                                        "w_k",
+                                        "w_v",
+                                        "w_o",
+                                        "mlp_norm_g",
+                                        "w_up",
+                                        "w_gate",
+                                        "w_down",
+                                        "expert_router_w",
+                                        "expert_w_up",
+                                        "expert_w_gate",
+                                        "expert_w_down"};
 
 void check_params(const layer_params& p) {
-  validate_shape(p.shape);
+  validate_shape(p.shape, p.routed);
   const auto sizes = tensor_sizes(p.shape, p.routed);
   const auto tensors = p.tensors();
   for (std::size_t i = 0; i < sizes.size(); ++i) check_size(*tensors[i], sizes[i], tensor_names[i]);
@@ -127,7 +159,7 @@ void fit(std::vector<T>& v, i64 n) {
 }  // namespace
 
 layer_params zero_params(const block_shape& shape, bool routed) {
-  validate_shape(shape);
+  validate_shape(shape, routed);
   layer_params p;
   p.shape = shape;
   p.routed = routed;
@@ -150,9 +182,10 @@ layer_params random_params(const block_shape& shape, bool routed, std::uint64_t 
 }
 
 std::int64_t saved_activations::bytes() const {
-  const std::vector<const std::vector<float>*> floats = {&x,        &routed_r, &attn_in, &q,  &k,    &v,   &probs,
-                                                         &attn_out, &h,        &mlp_in,  &up, &gate, &act, &y};
-  i64 n = static_cast<i64>(routed_index.size());
+  const std::vector<const std::vector<float>*> floats = {
+      &x, &routed_r, &attn_in, &q,    &k,   &v, &probs,        &attn_out,
+      &h, &mlp_in,   &up,      &gate, &act, &y, &expert_probs, &expert_out};
+  i64 n = static_cast<i64>(routed_index.size() + expert_index.size());
   for (const auto* f : floats) n += static_cast<i64>(f->size());
   return n * 4;
 }
@@ -179,8 +212,14 @@ struct cpu_trainer::impl {
   std::vector<float> da;                                   // [m, d]
   std::vector<float> dr;                                   // [m]
   std::vector<float> gain_partials;                        // [chunks, d]
-  std::vector<float> pred_hidden, pred_dhidden;            // [T, hidden] predictor
-  std::vector<float> pred_logits, pred_dlogits;            // [T]
+  // MoE: kept rows grouped by expert (offsets [E + 1], the token row of each grouped row),
+  // the grouped inputs and their gradients, the expert logits' and gates' gradients.
+  std::vector<i64> expert_offsets, expert_fill;
+  std::vector<std::int32_t> expert_rows;
+  std::vector<float> expert_in, d_expert_out, d_expert_in;  // [kept, d]
+  std::vector<float> d_logits;                              // [m, E']
+  std::vector<float> pred_hidden, pred_dhidden;             // [T, hidden] predictor
+  std::vector<float> pred_logits, pred_dlogits;             // [T]
 
   void ensure_blas_threads() {
     if (openblas_get_num_threads() != threads) openblas_set_num_threads(threads);
@@ -227,9 +266,6 @@ struct cpu_trainer::impl {
     fit(s.attn_out, m * dq);
     fit(s.h, m * d);
     fit(s.mlp_in, m * d);
-    fit(s.up, m * f);
-    fit(s.gate, swiglu ? m * f : 0);
-    fit(s.act, m * f);
     if (keep_probs) {
       fit(s.probs, B * H * n * n);
     } else {
@@ -252,17 +288,185 @@ struct cpu_trainer::impl {
     copy(xin, s.h.data(), m * d);
     gemm(false, false, m, d, dq, 1.0f, s.attn_out.data(), dq, p.w_o.data(), d, 1.0f, s.h.data(), d);
     rms_norm(s.h.data(), p.mlp_norm_g.data(), s.mlp_in.data(), m, d);
-    gemm(false, false, m, f, d, 1.0f, s.mlp_in.data(), d, p.w_up.data(), f, 0.0f, s.up.data(), f);
-    if (swiglu) gemm(false, false, m, f, d, 1.0f, s.mlp_in.data(), d, p.w_gate.data(), f, 0.0f, s.gate.data(), f);
-    const i64 count = m * f;
+    copy(s.h.data(), y, m * d);
+    if (sh.variant == mode_variant::none) {
+      s.expert_probs.clear();
+      s.expert_index.clear();
+      s.expert_out.clear();
+      fit(s.up, m * f);
+      fit(s.gate, swiglu ? m * f : 0);
+      fit(s.act, m * f);
+      mlp_forward(s.mlp_in.data(), m, p.w_up.data(), p.w_gate.data(), p.w_down.data(), s.up.data(), s.gate.data(),
+                  s.act.data(), y, swiglu, d, f, 1.0f);
+    } else {
+      moe_forward(p, s, m, y);
+    }
+  }
+
+  // One MLP on rows u [rows, d]: up, gate (swiglu), act [rows, f] kept; out [rows, d] =
+  // act·W_down + beta·out.
+  void mlp_forward(const float* u, i64 rows, const float* w_up, const float* w_gate, const float* w_down, float* up,
+                   float* gate, float* act, float* out, bool swiglu, i64 d, i64 f, float beta) {
+    gemm(false, false, rows, f, d, 1.0f, u, d, w_up, f, 0.0f, up, f);
+    if (swiglu) gemm(false, false, rows, f, d, 1.0f, u, d, w_gate, f, 0.0f, gate, f);
+    const i64 count = rows * f;
     pool.parallel_for(count, elem_grain(count), [&](i64 b, i64 e) {
       if (swiglu)
-        cpu::silu_mul_to(s.up.data() + b, s.gate.data() + b, s.act.data() + b, e - b);
+        cpu::silu_mul_to(up + b, gate + b, act + b, e - b);
       else
-        cpu::gelu_to(s.up.data() + b, s.act.data() + b, e - b);
+        cpu::gelu_to(up + b, act + b, e - b);
     });
-    copy(s.h.data(), y, m * d);
-    gemm(false, false, m, d, f, 1.0f, s.act.data(), f, p.w_down.data(), d, 1.0f, y, d);
+    gemm(false, false, rows, d, f, 1.0f, act, f, w_down, d, beta, out, d);
+  }
+
+  // One MLP's backward on rows u [rows, d] given d_out [rows, d]: the three (two) weight
+  // gradients, and d_u [rows, d] (overwritten).
+  void mlp_backward(const float* u, i64 rows, const float* w_up, const float* w_gate, const float* w_down,
+                    const float* up, const float* gate, const float* act, const float* d_out, float* d_u, float* g_up,
+                    float* g_gate, float* g_down, bool swiglu, i64 d, i64 f) {
+    fit(dact, rows * f);
+    fit(dup, rows * f);
+    fit(dgate, swiglu ? rows * f : 0);
+    gemm(false, true, rows, f, d, 1.0f, d_out, d, w_down, d, 0.0f, dact.data(), f);
+    weight_grad(rows, f, d, act, d_out, g_down);
+    const i64 count = rows * f;
+    pool.parallel_for(count, elem_grain(count), [&](i64 b, i64 e) {
+      if (swiglu)
+        cpu::silu_mul_backward(up + b, gate + b, dact.data() + b, dup.data() + b, dgate.data() + b, e - b);
+      else
+        cpu::gelu_backward(up + b, dact.data() + b, dup.data() + b, e - b);
+    });
+    weight_grad(rows, d, f, u, dup.data(), g_up);
+    gemm(false, true, rows, d, f, 1.0f, dup.data(), f, w_up, f, 0.0f, d_u, d);
+    if (swiglu) {
+      weight_grad(rows, d, f, u, dgate.data(), g_gate);
+      gemm(false, true, rows, d, f, 1.0f, dgate.data(), f, w_gate, f, 1.0f, d_u, d);
+    }
+  }
+
+  // Groups the rows that real experts kept by expert (token order within one) from `index`.
+  i64 group_experts(const std::vector<std::int32_t>& index, i64 m, i64 E) {
+    expert_offsets.assign(static_cast<std::size_t>(E + 1), 0);
+    for (i64 t = 0; t < m; ++t)
+      if (index[t] >= 0 && index[t] < E) ++expert_offsets[static_cast<std::size_t>(index[t]) + 1];
+    for (i64 e = 0; e < E; ++e) expert_offsets[e + 1] += expert_offsets[e];
+    expert_fill.assign(expert_offsets.begin(), expert_offsets.end() - 1);
+    const i64 kept = expert_offsets[static_cast<std::size_t>(E)];
+    fit(expert_rows, kept);
+    for (i64 t = 0; t < m; ++t)
+      if (index[t] >= 0 && index[t] < E)
+        expert_rows[static_cast<std::size_t>(expert_fill[static_cast<std::size_t>(index[t])]++)] =
+            static_cast<std::int32_t>(t);
+    return kept;
+  }
+
+  // Gathers u's kept rows into expert_in [kept, d].
+  void gather_expert_in(const float* u, i64 kept, i64 d) {
+    fit(expert_in, kept * d);
+    pool.parallel_for(kept, std::max<i64>(16, kept / pool.size() + 1), [&](i64 j0, i64 j1) {
+      for (i64 j = j0; j < j1; ++j)
+        std::memcpy(expert_in.data() + j * d, u + i64{expert_rows[static_cast<std::size_t>(j)]} * d,
+                    static_cast<std::size_t>(d) * sizeof(float));
+    });
+  }
+
+  // The MoE MLP on u = s.mlp_in [m, d]: y (holding h) += gate·expert(u) for kept rows.
+  void moe_forward(const layer_params& p, saved_activations& s, i64 m, float* y) {
+    const auto& sh = p.shape;
+    const i64 d = sh.d_model, f = sh.d_ff, E = sh.experts, Et = sh.router_experts();
+    const bool swiglu = sh.mlp == mlp_kind::swiglu;
+    fit(s.expert_probs, m * Et);
+    fit(s.expert_index, m);
+    float* probs_t = s.expert_probs.data();
+    gemm(false, false, m, Et, d, 1.0f, s.mlp_in.data(), d, p.expert_router_w.data(), Et, 0.0f, probs_t, Et);
+    std::vector<i64> taken(static_cast<std::size_t>(E), 0);
+    const i64 cap = sh.expert_capacity(m);
+    for (i64 t = 0; t < m; ++t) {  // sequential: capacity is first come, first served
+      float* l = probs_t + t * Et;
+      i64 best = 0;
+      for (i64 e = 1; e < Et; ++e)
+        if (l[e] > l[best]) best = e;
+      const float top = l[best];
+      float sum = 0.0f;
+      for (i64 e = 0; e < Et; ++e) sum += (l[e] = std::exp(l[e] - top));
+      for (i64 e = 0; e < Et; ++e) l[e] /= sum;
+      std::int32_t chosen = static_cast<std::int32_t>(best);
+      if (best < E) {
+        if (taken[static_cast<std::size_t>(best)] < cap)
+          ++taken[static_cast<std::size_t>(best)];
+        else
+          chosen = -1;
+      }
+      s.expert_index[static_cast<std::size_t>(t)] = chosen;
+    }
+    const i64 kept = group_experts(s.expert_index, m, E);
+    gather_expert_in(s.mlp_in.data(), kept, d);
+    fit(s.up, kept * f);
+    fit(s.gate, swiglu ? kept * f : 0);
+    fit(s.act, kept * f);
+    fit(s.expert_out, kept * d);
+    for (i64 e = 0; e < E; ++e) {
+      const i64 off = expert_offsets[static_cast<std::size_t>(e)], cnt = expert_offsets[e + 1] - off;
+      if (cnt == 0) continue;
+      mlp_forward(expert_in.data() + off * d, cnt, p.expert_w_up.data() + e * d * f,
+                  swiglu ? p.expert_w_gate.data() + e * d * f : nullptr, p.expert_w_down.data() + e * f * d,
+                  s.up.data() + off * f, swiglu ? s.gate.data() + off * f : nullptr, s.act.data() + off * f,
+                  s.expert_out.data() + off * d, swiglu, d, f, 0.0f);
+    }
+    for (i64 j = 0; j < kept; ++j) {
+      const i64 t = expert_rows[static_cast<std::size_t>(j)];
+      const float gate = probs_t[t * Et + s.expert_index[static_cast<std::size_t>(t)]];
+      cpu::axpy(gate, s.expert_out.data() + j * d, y + t * d, d);
+    }
+  }
+
+  // The MoE MLP's backward given dy [m, d]: du [m, d] (overwritten), the experts' and the
+  // expert router's gradients.
+  void moe_backward(const layer_params& p, const saved_activations& s, i64 m, const float* dy, layer_grads& g) {
+    const auto& sh = p.shape;
+    const i64 d = sh.d_model, f = sh.d_ff, E = sh.experts, Et = sh.router_experts();
+    const bool swiglu = sh.mlp == mlp_kind::swiglu;
+    const i64 kept = group_experts(s.expert_index, m, E);
+    gather_expert_in(s.mlp_in.data(), kept, d);
+    fit(d_expert_out, kept * d);
+    fit(d_expert_in, kept * d);
+    fit(d_logits, m * Et);
+    std::fill(d_logits.begin(), d_logits.end(), 0.0f);
+    const float* probs_t = s.expert_probs.data();
+    // y_t = h_t + gate_t·out_j: d out_j = gate_t·dy_t; d gate_t = ⟨dy_t, out_j⟩, and through
+    // gate_t = softmax(l_t)[e*]: d l_t[e] = d gate_t·gate_t·(δ(e, e*) − probs_t[e]).
+    pool.parallel_for(kept, std::max<i64>(16, kept / pool.size() + 1), [&](i64 j0, i64 j1) {
+      for (i64 j = j0; j < j1; ++j) {
+        const i64 t = expert_rows[static_cast<std::size_t>(j)];
+        const i64 chosen = s.expert_index[static_cast<std::size_t>(t)];
+        const float* pt = probs_t + t * Et;
+        const float gate = pt[chosen];
+        const float* dyt = dy + t * d;
+        float* dout = d_expert_out.data() + j * d;
+        for (i64 c = 0; c < d; ++c) dout[c] = gate * dyt[c];
+        const float dgate_t = cpu::dot(dyt, s.expert_out.data() + j * d, d);
+        float* dl = d_logits.data() + t * Et;
+        for (i64 e = 0; e < Et; ++e) dl[e] = dgate_t * gate * ((e == chosen ? 1.0f : 0.0f) - pt[e]);
+      }
+    });
+    std::fill(g.expert_w_up.begin(), g.expert_w_up.end(), 0.0f);
+    std::fill(g.expert_w_gate.begin(), g.expert_w_gate.end(), 0.0f);
+    std::fill(g.expert_w_down.begin(), g.expert_w_down.end(), 0.0f);
+    for (i64 e = 0; e < E; ++e) {
+      const i64 off = expert_offsets[static_cast<std::size_t>(e)], cnt = expert_offsets[e + 1] - off;
+      if (cnt == 0) continue;
+      mlp_backward(expert_in.data() + off * d, cnt, p.expert_w_up.data() + e * d * f,
+                   swiglu ? p.expert_w_gate.data() + e * d * f : nullptr, p.expert_w_down.data() + e * f * d,
+                   s.up.data() + off * f, swiglu ? s.gate.data() + off * f : nullptr, s.act.data() + off * f,
+                   d_expert_out.data() + off * d, d_expert_in.data() + off * d, g.expert_w_up.data() + e * d * f,
+                   swiglu ? g.expert_w_gate.data() + e * d * f : nullptr, g.expert_w_down.data() + e * f * d, swiglu, d,
+                   f);
+    }
+    // du = d l·W_routerᵀ, plus each kept row's expert input gradient.
+    weight_grad(m, d, Et, s.mlp_in.data(), d_logits.data(), g.expert_router_w.data());
+    gemm(false, true, m, d, Et, 1.0f, d_logits.data(), Et, p.expert_router_w.data(), Et, 0.0f, du.data(), d);
+    for (i64 j = 0; j < kept; ++j)
+      cpu::axpy(1.0f, d_expert_in.data() + j * d, du.data() + i64{expert_rows[static_cast<std::size_t>(j)]} * d, d);
   }
 
   // pr [n, n] = causal softmax(q_head·k_kvᵀ·scale) of sequence b.
@@ -326,9 +530,6 @@ struct cpu_trainer::impl {
     const i64 B = sh.batch, m = B * n, d = sh.d_model, f = sh.d_ff, H = sh.n_heads, dh = sh.d_head;
     const i64 dq = sh.d_q(), dkv = sh.d_kv(), group = sh.n_heads / sh.n_kv_heads;
     const bool swiglu = sh.mlp == mlp_kind::swiglu;
-    fit(dact, m * f);
-    fit(dup, m * f);
-    fit(dgate, swiglu ? m * f : 0);
     fit(grad_h, m * d);
     fit(du, m * d);
     fit(grad_attn, m * dq);
@@ -339,23 +540,12 @@ struct cpu_trainer::impl {
     fit(probs, n * n);
     fit(dprobs, n * n);
 
-    // MLP: y = h + act·W_down.
-    gemm(false, true, m, f, d, 1.0f, dy, d, p.w_down.data(), d, 0.0f, dact.data(), f);
-    weight_grad(m, f, d, s.act.data(), dy, g.w_down.data());
-    const i64 count = m * f;
-    pool.parallel_for(count, elem_grain(count), [&](i64 b, i64 e) {
-      if (swiglu)
-        cpu::silu_mul_backward(s.up.data() + b, s.gate.data() + b, dact.data() + b, dup.data() + b, dgate.data() + b,
-                               e - b);
-      else
-        cpu::gelu_backward(s.up.data() + b, dact.data() + b, dup.data() + b, e - b);
-    });
-    weight_grad(m, d, f, s.mlp_in.data(), dup.data(), g.w_up.data());
-    gemm(false, true, m, d, f, 1.0f, dup.data(), f, p.w_up.data(), f, 0.0f, du.data(), d);
-    if (swiglu) {
-      weight_grad(m, d, f, s.mlp_in.data(), dgate.data(), g.w_gate.data());
-      gemm(false, true, m, d, f, 1.0f, dgate.data(), f, p.w_gate.data(), f, 1.0f, du.data(), d);
-    }
+    // MLP: y = h + MLP(u).
+    if (sh.variant == mode_variant::none)
+      mlp_backward(s.mlp_in.data(), m, p.w_up.data(), p.w_gate.data(), p.w_down.data(), s.up.data(), s.gate.data(),
+                   s.act.data(), dy, du.data(), g.w_up.data(), g.w_gate.data(), g.w_down.data(), swiglu, d, f);
+    else
+      moe_backward(p, s, m, dy, g);
     copy(dy, grad_h.data(), m * d);
     rms_norm_backward(s.h.data(), p.mlp_norm_g.data(), du.data(), grad_h.data(), g.mlp_norm_g.data(), m, d);
 
@@ -469,10 +659,12 @@ void cpu_trainer::forward(const layer_params& params, std::span<const float> x, 
   m_impl->copy(x.data(), saved.x.data(), td);
   if (mode == recompute::full) {
     m_impl->layer_forward(params, x.data(), out.data(), m_impl->recomputed, false);
-    for (auto* v : {&saved.routed_r, &saved.attn_in, &saved.q, &saved.k, &saved.v, &saved.probs, &saved.attn_out,
-                    &saved.h, &saved.mlp_in, &saved.up, &saved.gate, &saved.act, &saved.y})
+    for (auto* v :
+         {&saved.routed_r, &saved.attn_in, &saved.q, &saved.k, &saved.v, &saved.probs, &saved.attn_out, &saved.h,
+          &saved.mlp_in, &saved.up, &saved.gate, &saved.act, &saved.y, &saved.expert_probs, &saved.expert_out})
       v->clear();
     saved.routed_index.clear();
+    saved.expert_index.clear();
     return;
   }
   m_impl->layer_forward(params, x.data(), out.data(), saved, mode == recompute::none);

@@ -36,12 +36,18 @@ ref::weights to_weights(const layer_params& p) {
   w.wup = ref::to_double(p.w_up);
   w.wgate = ref::to_double(p.w_gate);
   w.wdown = ref::to_double(p.w_down);
+  w.expert_router_w = ref::to_double(p.expert_router_w);
+  w.expert_up = ref::to_double(p.expert_w_up);
+  w.expert_gate = ref::to_double(p.expert_w_gate);
+  w.expert_down = ref::to_double(p.expert_w_down);
   return w;
 }
 
 // The parameters of ref::weights in layer_params::tensors() order.
 std::vector<mat*> weight_tensors(ref::weights& w) {
-  return {&w.router_w, &w.attn_g, &w.wq, &w.wk, &w.wv, &w.wo, &w.mlp_g, &w.wup, &w.wgate, &w.wdown};
+  return {
+      &w.router_w, &w.attn_g,          &w.wq,        &w.wk,          &w.wv,         &w.wo, &w.mlp_g, &w.wup, &w.wgate,
+      &w.wdown,    &w.expert_router_w, &w.expert_up, &w.expert_gate, &w.expert_down};
 }
 
 // The layer's output for x, the routing held at `routed` ([B, k] positions) for a routed layer.
@@ -410,6 +416,129 @@ INSTANTIATE_TEST_SUITE_P(Layers, TrainLayer,
                                             ::testing::Values(2, 1)),
                          case_name);
 
+// ---- MoDE: the MLP is an MoE; the experts' choice is held fixed as top-k is ----
+
+// The block on `in` with the MoE MLP, each row's expert held at expert[row] (-1 dropped,
+// >= experts no-op); gate = softmax(u·W_router)[expert] recomputed from the weights.
+mat moe_block(const block_shape& s, const ref::weights& w, const mat& in, i64 n, const std::vector<int>& expert) {
+  const i64 m = s.batch * n, d = s.d_model, dq = s.d_q(), dkv = s.d_kv(), Et = s.router_experts();
+  const mat a = ref::rms_norm(in, w.attn_g, m, d);
+  const mat q = ref::matmul(a, w.wq, m, d, dq), k = ref::matmul(a, w.wk, m, d, dkv),
+            v = ref::matmul(a, w.wv, m, d, dkv);
+  const mat p = ref::causal_softmax(ref::attention_scores(s, q, k, n), s.batch * s.n_heads, n);
+  mat h = ref::matmul(ref::attention_values(s, p, v, n), w.wo, m, dq, d);
+  for (std::size_t i = 0; i < h.size(); ++i) h[i] += in[i];
+  const mat u = ref::rms_norm(h, w.mlp_g, m, d);
+  const mat logits = ref::matmul(u, w.expert_router_w, m, d, Et);
+  std::vector<double> gate(static_cast<std::size_t>(m), 0.0);
+  for (i64 t = 0; t < m; ++t) {
+    const int e = expert[static_cast<std::size_t>(t)];
+    if (e < 0) continue;
+    double sum = 0.0;
+    for (i64 j = 0; j < Et; ++j) sum += std::exp(logits[t * Et + j] - logits[t * Et + e]);
+    gate[static_cast<std::size_t>(t)] = 1.0 / sum;
+  }
+  return ref::moe_apply(s, w, u, h, m, expert, gate);
+}
+
+// The MoDE layer: staged routes (Equation 1) around moe_block, integrated runs it on all tokens.
+mat mode_layer_out(const block_shape& s, const ref::weights& w, const mat& x, const std::vector<int>& routed,
+                   const std::vector<int>& expert) {
+  if (s.variant == mode_variant::integrated) return moe_block(s, w, x, s.seq_len, expert);
+  const i64 S = s.seq_len, k = s.routed_tokens(), d = s.d_model;
+  const mat r = ref::router_logits(s, x, w.router_w);
+  mat xt(static_cast<std::size_t>(s.batch * k * d));
+  for (i64 j = 0; j < s.batch * k; ++j)
+    for (i64 c = 0; c < d; ++c) xt[j * d + c] = x[((j / k) * S + routed[static_cast<std::size_t>(j)]) * d + c];
+  const mat y = moe_block(s, w, xt, k, expert);
+  mat out = x;
+  for (i64 j = 0; j < s.batch * k; ++j) {
+    const i64 row = (j / k) * S + routed[static_cast<std::size_t>(j)];
+    for (i64 c = 0; c < d; ++c) out[row * d + c] = x[row * d + c] + r[row] * (y[j * d + c] - xt[j * d + c]);
+  }
+  return out;
+}
+
+using mode_case = std::tuple<mode_variant, mlp_kind>;
+
+std::string mode_case_name(const ::testing::TestParamInfo<mode_case>& info) {
+  const auto [variant, mlp] = info.param;
+  return std::string(variant == mode_variant::staged ? "Staged" : "Integrated") +
+         (mlp == mlp_kind::swiglu ? "Swiglu" : "Gelu");
+}
+
+class TrainMoDe : public ::testing::TestWithParam<mode_case> {
+ protected:
+  // Tiny GQA shape; 2 real experts at capacity factor 0.5 (staged: m = 6 rows, 2 kept per
+  // expert; integrated: one no-op expert, m = 10 rows, 2 kept per expert), so tokens drop.
+  static block_shape shape() {
+    const auto [variant, mlp] = GetParam();
+    block_shape s = tiny_shape(mlp, 1);
+    s.variant = variant;
+    s.experts = 2;
+    s.noop_experts = variant == mode_variant::integrated ? 1 : 0;
+    s.capacity_factor = 0.5;
+    return s;
+  }
+};
+
+TEST_P(TrainMoDe, EveryGradientMatchesCentralFiniteDifferences) {
+  const block_shape s = shape();
+  const bool routed = s.variant == mode_variant::staged;
+  const layer_params p = train::random_params(s, routed, 9);
+  const auto x = ref::random_floats(static_cast<std::size_t>(s.tokens() * s.d_model), 47);
+  const auto g = ref::random_floats(x.size(), 53);
+  const kernel_run k = run_kernels(p, x, g);
+  const auto routed_at = routing_of(k.saved);
+  const std::vector<int> expert(k.saved.expert_index.begin(), k.saved.expert_index.end());
+  // The kernels' expert choice is the reference's for the same logits (float64 here).
+  const i64 m = static_cast<i64>(expert.size());
+  EXPECT_EQ(m, s.batch * (routed ? s.routed_tokens() : s.seq_len));
+  EXPECT_EQ(expert, ref::assign_experts(s, ref::to_double(k.saved.expert_probs), m).expert);
+  // The case covers a dropped token, and for integrated a no-op expert's.
+  EXPECT_TRUE(std::count(expert.begin(), expert.end(), -1) > 0);
+  if (s.variant == mode_variant::integrated) {
+    EXPECT_TRUE(std::count(expert.begin(), expert.end(), s.experts) > 0);
+  }
+
+  ref::weights w = to_weights(p);
+  mat xd = ref::to_double(x);
+  const mat gd = ref::to_double(g);
+  const auto l = [&] { return loss(mode_layer_out(s, w, xd, routed_at, expert), gd); };
+  EXPECT_LE(ref::relative_error(k.out, mode_layer_out(s, w, xd, routed_at, expert)), 1e-5);
+  const auto wt = weight_tensors(w);
+  const auto kt = k.grads.tensors();
+  for (std::size_t i = 0; i < wt.size(); ++i) {
+    SCOPED_TRACE("parameter tensor " + std::to_string(i));
+    ASSERT_EQ(kt[i]->size(), wt[i]->size());
+    if (wt[i]->empty()) continue;
+    EXPECT_LE(ref::relative_error(*kt[i], finite_differences(*wt[i], l)), 1e-4);
+  }
+  EXPECT_LE(ref::relative_error(k.dx, finite_differences(xd, l)), 1e-4);
+}
+
+TEST_P(TrainMoDe, SelectiveAndFullRecomputationGiveTheGradientsOfNone) {
+  const block_shape s = shape();
+  const layer_params p = train::random_params(s, s.variant == mode_variant::staged, 9);
+  const auto x = ref::random_floats(static_cast<std::size_t>(s.tokens() * s.d_model), 47);
+  const auto g = ref::random_floats(x.size(), 53);
+  const kernel_run none = run_kernels(p, x, g, recompute::none);
+  for (const auto mode : {recompute::selective, recompute::full}) {
+    SCOPED_TRACE(std::string(train::to_string(mode)));
+    const kernel_run other = run_kernels(p, x, g, mode);
+    EXPECT_EQ(other.out, none.out);
+    const auto a = none.grads.tensors(), b = other.grads.tensors();
+    for (std::size_t i = 0; i < a.size(); ++i)
+      for (std::size_t j = 0; j < a[i]->size(); ++j) EXPECT_NEAR((*b[i])[j], (*a[i])[j], 1e-6);
+    for (std::size_t j = 0; j < x.size(); ++j) EXPECT_NEAR(other.dx[j], none.dx[j], 1e-6);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, TrainMoDe,
+                         ::testing::Combine(::testing::Values(mode_variant::staged, mode_variant::integrated),
+                                            ::testing::Values(mlp_kind::gelu, mlp_kind::swiglu)),
+                         mode_case_name);
+
 // Two tokens, d = 2, one head (d_head 2), d_ff 2, capacity 0.5 (k = 1), gains 1, W_q = W_k = 0,
 // W_v = I, W_o = 0.5·I, W_up = 0 (so the MLP adds gelu(0)·W_down = 0), W_down all ones,
 // router w = (1, 0). x_1 = (1, −1), x_2 = (0, 2): r = (1, 0), token 1 is routed.
@@ -492,10 +621,13 @@ TEST(TrainSaved, RecomputeNamesRoundTripAndOthersAreRefused) {
   EXPECT_THROW(train::parse_recompute("partial"), modsim::error);
 }
 
-TEST(TrainSaved, MoDeShapesAndMismatchedSizesAreRefused) {
+TEST(TrainSaved, MoDeLayersOfTheWrongRoutingAndMismatchedSizesAreRefused) {
   block_shape s = tiny_shape(mlp_kind::gelu, 1);
   s.variant = mode_variant::staged;
   s.experts = 2;
+  EXPECT_THROW(train::zero_params(s, false), modsim::error);
+  s.variant = mode_variant::integrated;
+  s.noop_experts = 1;
   EXPECT_THROW(train::zero_params(s, true), modsim::error);
   layer_params p = train::zero_params(tiny_shape(mlp_kind::gelu, 1), true);
   p.w_q.pop_back();
