@@ -130,25 +130,18 @@ double gelu_derivative(double x) {
 }
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
+mat moe_block(const block_shape& s, const ref::weights& w, const mat& in, i64 n, const std::vector<int>& expert);
+
 struct reference_grads {
   ref::weights dw;  // router_w .. w_down
   mat dx;
 };
 
-// The block's backward on `in` [B·n, d] given dy: returns d_in and fills the weight grads.
-mat block_backward(const block_shape& s, const ref::weights& w, const mat& in, i64 n, const mat& dy, ref::weights& dw) {
-  const i64 m = s.batch * n, d = s.d_model, dq = s.d_q(), dkv = s.d_kv(), f = s.d_ff, H = s.n_heads, dh = s.d_head;
-  const i64 group = s.n_heads / s.n_kv_heads;
+// The dense MLP's backward on u [m, d] given dy: returns du, fills its weights' gradients.
+mat dense_mlp_backward(const block_shape& s, const ref::weights& w, const mat& u, i64 m, const mat& dy,
+                       ref::weights& dw) {
+  const i64 d = s.d_model, f = s.d_ff;
   const bool swiglu = s.mlp == mlp_kind::swiglu;
-  // The forward again, keeping its intermediates.
-  const mat a = ref::rms_norm(in, w.attn_g, m, d);
-  const mat q = ref::matmul(a, w.wq, m, d, dq), k = ref::matmul(a, w.wk, m, d, dkv),
-            v = ref::matmul(a, w.wv, m, d, dkv);
-  const mat p = ref::causal_softmax(ref::attention_scores(s, q, k, n), s.batch * H, n);
-  const mat o = ref::attention_values(s, p, v, n);
-  mat h = ref::matmul(o, w.wo, m, dq, d);
-  for (std::size_t i = 0; i < h.size(); ++i) h[i] += in[i];
-  const mat u = ref::rms_norm(h, w.mlp_g, m, d);
   const mat z = ref::matmul(u, w.wup, m, d, f);
   const mat zg = swiglu ? ref::matmul(u, w.wgate, m, d, f) : mat();
   mat act(z.size());
@@ -175,6 +168,98 @@ mat block_backward(const block_shape& s, const ref::weights& w, const mat& in, i
   } else {
     dw.wgate.clear();
   }
+  return du;
+}
+
+// The MoE MLP's backward, row by row, each row's expert held at expert[row]: y_t = h_t +
+// gate_t·expert_e(u_t), gate_t = softmax(u_t·W_router)[e]. Returns du, fills the experts' and
+// the expert router's gradients.
+mat moe_mlp_backward(const block_shape& s, const ref::weights& w, const mat& u, i64 m, const mat& dy,
+                     const std::vector<int>& expert, ref::weights& dw) {
+  const i64 d = s.d_model, f = s.d_ff, Et = s.router_experts();
+  const bool swiglu = s.mlp == mlp_kind::swiglu;
+  const mat logits = ref::matmul(u, w.expert_router_w, m, d, Et);
+  mat du(static_cast<std::size_t>(m * d), 0.0);
+  dw.expert_router_w.assign(w.expert_router_w.size(), 0.0);
+  dw.expert_up.assign(w.expert_up.size(), 0.0);
+  dw.expert_gate.assign(w.expert_gate.size(), 0.0);
+  dw.expert_down.assign(w.expert_down.size(), 0.0);
+  for (i64 t = 0; t < m; ++t) {
+    const int e = expert[static_cast<std::size_t>(t)];
+    if (e < 0 || e >= s.experts) continue;
+    std::vector<double> prob(static_cast<std::size_t>(Et));
+    double sum = 0.0;
+    for (i64 j = 0; j < Et; ++j) sum += prob[j] = std::exp(logits[t * Et + j]);
+    for (auto& pj : prob) pj /= sum;
+    const double gate = prob[static_cast<std::size_t>(e)];
+    const double* up = &w.expert_up[static_cast<std::size_t>(e * d * f)];
+    const double* gt = swiglu ? &w.expert_gate[static_cast<std::size_t>(e * d * f)] : nullptr;
+    const double* down = &w.expert_down[static_cast<std::size_t>(e * f * d)];
+    std::vector<double> z(static_cast<std::size_t>(f), 0.0), zg(z.size(), 0.0), act(z.size());
+    for (i64 j = 0; j < f; ++j) {
+      for (i64 l = 0; l < d; ++l) {
+        z[j] += u[t * d + l] * up[l * f + j];
+        if (swiglu) zg[j] += u[t * d + l] * gt[l * f + j];
+      }
+      act[j] = swiglu ? ref::silu(zg[j]) * z[j] : ref::gelu(z[j]);
+    }
+    double dgate = 0.0;
+    for (i64 c = 0; c < d; ++c) {
+      double out = 0.0;
+      for (i64 j = 0; j < f; ++j) out += act[j] * down[j * d + c];
+      dgate += dy[t * d + c] * out;
+    }
+    for (i64 j = 0; j < f; ++j) {
+      double dact = 0.0;
+      for (i64 c = 0; c < d; ++c) {
+        dact += gate * dy[t * d + c] * down[j * d + c];
+        dw.expert_down[static_cast<std::size_t>(e * f * d + j * d + c)] += act[j] * gate * dy[t * d + c];
+      }
+      double dz = 0.0, dzg = 0.0;
+      if (swiglu) {
+        const double sg = sigmoid(zg[j]);
+        dz = dact * ref::silu(zg[j]);
+        dzg = dact * z[j] * sg * (1.0 + zg[j] * (1.0 - sg));
+      } else {
+        dz = dact * gelu_derivative(z[j]);
+      }
+      for (i64 l = 0; l < d; ++l) {
+        dw.expert_up[static_cast<std::size_t>(e * d * f + l * f + j)] += u[t * d + l] * dz;
+        du[t * d + l] += dz * up[l * f + j];
+        if (swiglu) {
+          dw.expert_gate[static_cast<std::size_t>(e * d * f + l * f + j)] += u[t * d + l] * dzg;
+          du[t * d + l] += dzg * gt[l * f + j];
+        }
+      }
+    }
+    for (i64 j = 0; j < Et; ++j) {
+      const double dl = dgate * gate * ((j == e ? 1.0 : 0.0) - prob[static_cast<std::size_t>(j)]);
+      for (i64 l = 0; l < d; ++l) {
+        dw.expert_router_w[static_cast<std::size_t>(l * Et + j)] += u[t * d + l] * dl;
+        du[t * d + l] += dl * w.expert_router_w[static_cast<std::size_t>(l * Et + j)];
+      }
+    }
+  }
+  return du;
+}
+
+// The block's backward on `in` [B·n, d] given dy: returns d_in and fills the weight grads
+// (an MoE MLP's rows held at `expert`).
+mat block_backward(const block_shape& s, const ref::weights& w, const mat& in, i64 n, const mat& dy, ref::weights& dw,
+                   const std::vector<int>& expert = {}) {
+  const i64 m = s.batch * n, d = s.d_model, dq = s.d_q(), dkv = s.d_kv(), H = s.n_heads, dh = s.d_head;
+  const i64 group = s.n_heads / s.n_kv_heads;
+  // The forward again, keeping its intermediates.
+  const mat a = ref::rms_norm(in, w.attn_g, m, d);
+  const mat q = ref::matmul(a, w.wq, m, d, dq), k = ref::matmul(a, w.wk, m, d, dkv),
+            v = ref::matmul(a, w.wv, m, d, dkv);
+  const mat p = ref::causal_softmax(ref::attention_scores(s, q, k, n), s.batch * H, n);
+  const mat o = ref::attention_values(s, p, v, n);
+  mat h = ref::matmul(o, w.wo, m, dq, d);
+  for (std::size_t i = 0; i < h.size(); ++i) h[i] += in[i];
+  const mat u = ref::rms_norm(h, w.mlp_g, m, d);
+  const mat du = s.variant == mode_variant::none ? dense_mlp_backward(s, w, u, m, dy, dw)
+                                                 : moe_mlp_backward(s, w, u, m, dy, expert, dw);
   mat dhh = dy;
   rms_norm_backward(h, w.mlp_g, du, dhh, dw.mlp_g, m, d);
 
@@ -218,10 +303,10 @@ mat block_backward(const block_shape& s, const ref::weights& w, const mat& in, i
 
 // The layer's backward for L = Σ out·G (routing held at `routed`).
 reference_grads layer_backward(const block_shape& s, bool routed_layer, const ref::weights& w, const mat& x,
-                               const std::vector<int>& routed, const mat& g) {
+                               const std::vector<int>& routed, const mat& g, const std::vector<int>& expert = {}) {
   reference_grads res;
   if (!routed_layer) {
-    res.dx = block_backward(s, w, x, s.seq_len, g, res.dw);
+    res.dx = block_backward(s, w, x, s.seq_len, g, res.dw, expert);
     return res;
   }
   const i64 S = s.seq_len, k = s.routed_tokens(), d = s.d_model, m = s.batch * k;
@@ -235,8 +320,8 @@ reference_grads layer_backward(const block_shape& s, bool routed_layer, const re
       dy[j * d + c] = r[rows.back()] * g[rows.back() * d + c];
     }
   }
-  const mat y = ref::block(s, w, xt, k);
-  const mat dxt = block_backward(s, w, xt, k, dy, res.dw);
+  const mat y = s.variant == mode_variant::none ? ref::block(s, w, xt, k) : moe_block(s, w, xt, k, expert);
+  const mat dxt = block_backward(s, w, xt, k, dy, res.dw, expert);
   res.dx = g;
   res.dw.router_w.assign(static_cast<std::size_t>(d), 0.0);
   for (i64 j = 0; j < m; ++j) {
@@ -517,6 +602,39 @@ TEST_P(TrainMoDe, EveryGradientMatchesCentralFiniteDifferences) {
   EXPECT_LE(ref::relative_error(k.dx, finite_differences(xd, l)), 1e-4);
 }
 
+TEST_P(TrainMoDe, EveryGradientMatchesTheFloat64LoopReferenceOnALargerShape) {
+  block_shape s = shape();
+  s.seq_len = 24;
+  s.d_model = 48;
+  s.n_heads = 6;
+  s.n_kv_heads = 2;
+  s.d_head = 8;
+  s.d_ff = 96;
+  s.capacity = 0.375;  // k = 9 of 24
+  s.experts = 4;
+  const bool routed = s.variant == mode_variant::staged;
+  const layer_params p = train::random_params(s, routed, 13);
+  const auto x = ref::random_floats(static_cast<std::size_t>(s.tokens() * s.d_model), 59);
+  const auto g = ref::random_floats(x.size(), 61);
+  const kernel_run k = run_kernels(p, x, g);
+  const auto routed_at = routing_of(k.saved);
+  const std::vector<int> expert(k.saved.expert_index.begin(), k.saved.expert_index.end());
+  const ref::weights w = to_weights(p);
+  const mat xd = ref::to_double(x);
+  EXPECT_LE(ref::relative_error(k.out, mode_layer_out(s, w, xd, routed_at, expert)), 1e-5);
+  reference_grads loops = layer_backward(s, routed, w, xd, routed_at, ref::to_double(g), expert);
+  const auto lt = weight_tensors(loops.dw);
+  const auto kt = k.grads.tensors();
+  for (std::size_t i = 0; i < lt.size(); ++i) {
+    SCOPED_TRACE("parameter tensor " + std::to_string(i));
+    ASSERT_EQ(kt[i]->size(), lt[i]->size());
+    if (!lt[i]->empty()) {
+      EXPECT_LE(ref::relative_error(*kt[i], *lt[i]), 1e-4);
+    }
+  }
+  EXPECT_LE(ref::relative_error(k.dx, loops.dx), 1e-4);
+}
+
 TEST_P(TrainMoDe, SelectiveAndFullRecomputationGiveTheGradientsOfNone) {
   const block_shape s = shape();
   const layer_params p = train::random_params(s, s.variant == mode_variant::staged, 9);
@@ -590,6 +708,10 @@ TEST(TrainRouter, GradientWorkedByHandOnTwoTokens) {
 //     up and act 2·2·3, y 2·2 = 4 + 12 + 4 + 4 + 4 + 4 + 12 + 4 = 48 → 60 elements, 240 bytes;
 //   selective: the same without probs, 56 → 224 bytes; full: x only, 8 → 32 bytes.
 //   dense (m = 4, no index, r or y), none: 8 + 8 + 24 + 16 + 8 + 8 + 8 + 24 = 104 → 416 bytes.
+//   integrated MoDE, one real expert and one no-op, dropless, the expert router all zeros (every
+//   logit ties, the lower expert wins: all 4 tokens go to the real one, kept = 4): the dense
+//   layer's 8 + 8 + 24 + 16 + 8 + 8 + 8 = 80 up to mlp_in, then expert probabilities 4·2,
+//   expert index 4 (int32), up and act 4·3 each, expert outputs 4·2 → 124 elements, 496 bytes.
 // The skipped tokens keep nothing but their row of x.
 TEST(TrainSaved, ActivationBytesMatchAHandCount) {
   block_shape s;
@@ -606,13 +728,20 @@ TEST(TrainSaved, ActivationBytesMatchAHandCount) {
     train::cpu_trainer trainer(1);
     train::saved_activations saved;
     std::vector<float> out(8);
-    trainer.forward(train::random_params(s, routed, 2), x, out, saved, mode);
+    layer_params p = train::random_params(s, routed, 2);
+    std::fill(p.expert_router_w.begin(), p.expert_router_w.end(), 0.0f);
+    trainer.forward(p, x, out, saved, mode);
     return saved.bytes();
   };
   EXPECT_EQ(bytes(true, recompute::none), 240);
   EXPECT_EQ(bytes(true, recompute::selective), 224);
   EXPECT_EQ(bytes(true, recompute::full), 32);
   EXPECT_EQ(bytes(false, recompute::none), 416);
+  s.variant = mode_variant::integrated;
+  s.experts = 1;
+  s.noop_experts = 1;
+  s.capacity_factor = 0.0;
+  EXPECT_EQ(bytes(false, recompute::none), 496);
 }
 
 TEST(TrainSaved, RecomputeNamesRoundTripAndOthersAreRefused) {
