@@ -2,7 +2,8 @@
 // sgemm. Prints, per shape and layer (dense, MoD at capacities 1/8 and 1/2) and per activation
 // recomputation: forward, backward and AdamW times, the step's achieved GFLOP/s, and the
 // activation bytes the forward kept; then OpenBLAS sgemm alone at the shape's MLP up
-// projection (T×d·d×d_ff), the rate a matmul-bound step could reach. Step FLOPs are the
+// projection (T×d·d×d_ff), the rate a matmul-bound step could reach. MoDE rows (staged at
+// capacity 1/2, integrated; 4 experts, one no-op for integrated) are counted as the dense MLP. Step FLOPs are the
 // convention of shared/DESIGN.md for `--mode train`: 3× the forward's matmul FLOPs (the
 // router's 2·d per token included; attention the full n×n square), so recomputation's extra
 // work shows as a lower rate, not as more FLOPs. Median of repeats after a warm-up, steady
@@ -70,18 +71,31 @@ void bench_shape(const block_shape& base, int threads, int repeats) {
 
   std::printf("  %-14s %-10s %9s %9s %9s %9s %9s %11s\n", "layer", "recompute", "fwd ms", "bwd ms", "adamw ms",
               "step ms", "GFLOP/s", "saved MiB");
+  using modsim::kernels::mode_variant;
   struct layer_case {
     const char* name;
     bool routed;
     double capacity;
+    mode_variant variant;
   };
   for (const layer_case lc :
-       {layer_case{"dense", false, 1.0}, layer_case{"mod c=1/8", true, 0.125}, layer_case{"mod c=1/2", true, 0.5}}) {
+       {layer_case{"dense", false, 1.0, mode_variant::none}, layer_case{"mod c=1/8", true, 0.125, mode_variant::none},
+        layer_case{"mod c=1/2", true, 0.5, mode_variant::none},
+        layer_case{"staged c=1/2", true, 0.5, mode_variant::staged},
+        layer_case{"integrated", false, 1.0, mode_variant::integrated}}) {
     block_shape s = base;
     s.capacity = lc.capacity;
+    s.variant = lc.variant;
+    if (lc.variant != mode_variant::none) {  // 4 experts (integrated: and one no-op), factor 1.25
+      s.experts = 4;
+      s.noop_experts = lc.variant == mode_variant::integrated ? 1 : 0;
+      s.capacity_factor = 1.25;
+    }
     auto params = modsim::kernels::train::random_params(s, lc.routed, 3);
     modsim::kernels::train::layer_grads grads;
     modsim::kernels::train::adamw_state state;
+    // An MoE MLP is counted as the dense one (each token through one expert; drops and no-op
+    // experts not subtracted), so its rate is an upper bound.
     const double flops = 3.0 * layer_flops(s, lc.routed);
     for (const auto mode : {recompute::none, recompute::selective, recompute::full}) {
       modsim::kernels::train::saved_activations saved;
