@@ -781,11 +781,7 @@ void cpu_trainer::adamw_step(layer_params& params, const layer_grads& grads, ada
     float* v = vt[i]->data();
     const auto count = static_cast<i64>(pt[i]->size());
     m_impl->pool.parallel_for(count, m_impl->elem_grain(count), [&](i64 b, i64 e) {
-      for (i64 j = b; j < e; ++j) {
-        m[j] = b1 * m[j] + (1.0f - b1) * g[j];
-        v[j] = b2 * v[j] + (1.0f - b2) * g[j] * g[j];
-        p[j] -= lr * (m[j] * c1) / (std::sqrt(v[j] * c2) + eps) + decay * p[j];
-      }
+      cpu::adamw_update(p + b, g + b, m + b, v + b, e - b, b1, b2, c1, c2, lr, eps, decay);
     });
   }
 }

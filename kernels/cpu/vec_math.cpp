@@ -158,6 +158,18 @@ void rms_norm_backward_rows(const float* in, const float* gain, const float* d_o
 }
 
 MODSIM_VECTORIZE
+void adamw_update(float* p, const float* g, float* m, float* v, std::int64_t count, float beta1, float beta2, float c1,
+                  float c2, float lr, float eps, float decay) {
+  for (std::int64_t i = 0; i < count; ++i) {
+    const float mi = beta1 * m[i] + (1.0f - beta1) * g[i];
+    const float vi = beta2 * v[i] + (1.0f - beta2) * g[i] * g[i];
+    m[i] = mi;
+    v[i] = vi;
+    p[i] -= lr * (mi * c1) / (std::sqrt(vi * c2) + eps) + decay * p[i];
+  }
+}
+
+MODSIM_VECTORIZE
 void scaled_delta_add(const float* x, const float* y, const float* xt, float r, float* out, std::int64_t d) {
   for (std::int64_t i = 0; i < d; ++i) out[i] = x[i] + r * (y[i] - xt[i]);
 }

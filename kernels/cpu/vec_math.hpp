@@ -57,6 +57,12 @@ void softmax_causal_backward_rows(const float* probs, float* grad, std::int64_t 
 void rms_norm_backward_rows(const float* in, const float* gain, const float* d_out, float* d_in, float* d_gain,
                             std::int64_t rows, std::int64_t d);
 
+// One AdamW update of `count` parameters p with gradients g and moments m, v (in place):
+// m ← β1·m + (1 − β1)·g; v ← β2·v + (1 − β2)·g²; p ← p − lr·(m·c1 / (sqrt(v·c2) + eps)) − decay·p,
+// with c1, c2 the bias corrections 1/(1 − β^t) and decay = lr·weight_decay.
+void adamw_update(float* p, const float* g, float* m, float* v, std::int64_t count, float beta1, float beta2, float c1,
+                  float c2, float lr, float eps, float decay);
+
 // out = x + r·(y − xt), vectors of length d (Equation 1 for one routed token).
 void scaled_delta_add(const float* x, const float* y, const float* xt, float r, float* out, std::int64_t d);
 
