@@ -2,11 +2,11 @@
 // sgemm. Prints, per shape and layer (dense, MoD at capacities 1/8 and 1/2) and per activation
 // recomputation: forward, backward and AdamW times, the step's achieved GFLOP/s, and the
 // activation bytes the forward kept; then OpenBLAS sgemm alone at the shape's MLP up
-// projection (T×d·d×d_ff), the rate a matmul-bound step could reach. MoDE rows (staged at
-// capacity 1/2, integrated; 4 experts, one no-op for integrated) are counted as the dense MLP. Step FLOPs are the
-// convention of shared/DESIGN.md for `--mode train`: 3× the forward's matmul FLOPs (the
+// projection (T×d·d×d_ff), the rate a matmul-bound step could reach. Step FLOPs are the
+// convention of docs/contracts.md for `--mode train`: 3× the forward's matmul FLOPs (the
 // router's 2·d per token included; attention the full n×n square), so recomputation's extra
-// work shows as a lower rate, not as more FLOPs. Median of repeats after a warm-up, steady
+// work shows as a lower rate, not as more FLOPs. MoDE rows (staged at capacity 1/2,
+// integrated; 4 experts, one no-op for integrated) are counted as the dense MLP. Median of repeats after a warm-up, steady
 // clock. A program that prints figures, not a test.
 //   modsim-bench-train [--quick] [--threads N] [--repeats N]
 #include <cblas.h>
