@@ -140,14 +140,15 @@ class cpu_trainer {
   void forward(const layer_params& params, std::span<const float> x, std::span<float> out, saved_activations& saved,
                recompute mode = recompute::none);
   // Given dL/dout [T, d], writes dL/dx [T, d] into dx and overwrites every tensor of `grads`
-  // (sized like params; resized when not). `saved` comes from forward with the same params.
+  // (sized like params; resized when not). `saved` comes from forward with the same params;
+  // dx must not overlap dout (under `full` it is scratch for the recomputed output first).
   void backward(const layer_params& params, const saved_activations& saved, std::span<const float> dout,
                 std::span<float> dx, layer_grads& grads);
   // The predictor's loss L = mean over the T = batch·S tokens of BCE(sigmoid(p_i), t_i) with
   // t_i = 1 for the tokens in routed_index ([B, k] positions per sequence, as
-  // saved_activations keeps them) and 0 otherwise; returns L and overwrites grads with
-  // dL/dW_1, dL/dw_2, dL/db. x is [T, d] (its values only: no gradient flows into it).
-  // Throws modsim::error (bad_input) on a size mismatch.
+  // saved_activations keeps them under recompute none or selective) and 0 otherwise; returns L and overwrites grads
+  // with dL/dW_1, dL/dw_2, dL/db. x is [T, d] (its values only: no gradient flows into it). Throws modsim::error
+  // (bad_input) on a size mismatch.
   double predictor_backward(const predictor_params& params, const block_shape& shape, std::span<const float> x,
                             std::span<const std::int32_t> routed_index, predictor_grads& grads);
   // One AdamW step over every tensor of params (the loops through the pool).
