@@ -3,6 +3,7 @@
 // GEMMs go through OpenBLAS (its own threads); all other loops through the thread pool,
 // never concurrently with a BLAS call.
 #include <cstdint>
+#include <utility>
 
 #include "kernels/cpu/cpu_workspace.hpp"
 #include "kernels/cpu/thread_pool.hpp"
@@ -27,6 +28,10 @@ void router(context& c);
 void topk(context& c);
 void gather(context& c);
 void scatter(context& c);
+// The k largest router weights of one sequence r[0, S) (NaN counts as -inf; ties: the lower
+// position wins), their positions ascending into idx[0, k); pairs: S entries of scratch.
+void topk_sequence(const float* r, std::int64_t S, std::int64_t k, std::pair<float, std::int32_t>* pairs,
+                   std::int32_t* idx);
 
 // attention.cpp; the (sequence, head) range versions let a block interleave the three
 // attention ops head by head for locality. bh = b·n_heads + head.

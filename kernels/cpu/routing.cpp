@@ -36,23 +36,24 @@ void topk(context& c) {
   std::int32_t* out = c.ws.indices(tensor::routed_index);
   auto* pairs = c.ws.m_topk_pairs.data();
   c.pool.parallel_for(s.batch, 1, [&](std::int64_t b0, std::int64_t b1) {
-    for (std::int64_t b = b0; b < b1; ++b) {
-      auto* p = pairs + b * S;
-      for (std::int64_t i = 0; i < S; ++i) {
-        const float v = r[b * S + i];
-        p[i] = {std::isnan(v) ? -std::numeric_limits<float>::infinity() : v, static_cast<std::int32_t>(i)};
-      }
-      // Larger weight first; on equal weight the lower position wins (a stable descending
-      // argsort), so exactly k are chosen even when all weights are equal.
-      auto before = [](const std::pair<float, std::int32_t>& a, const std::pair<float, std::int32_t>& o) {
-        return a.first > o.first || (a.first == o.first && a.second < o.second);
-      };
-      if (k < S) std::nth_element(p, p + k, p + S, before);
-      std::int32_t* idx = out + b * k;
-      for (std::int64_t j = 0; j < k; ++j) idx[j] = p[j].second;
-      std::sort(idx, idx + k);
-    }
+    for (std::int64_t b = b0; b < b1; ++b) topk_sequence(r + b * S, S, k, pairs + b * S, out + b * k);
   });
+}
+
+void topk_sequence(const float* r, std::int64_t S, std::int64_t k, std::pair<float, std::int32_t>* pairs,
+                   std::int32_t* idx) {
+  for (std::int64_t i = 0; i < S; ++i) {
+    const float v = r[i];
+    pairs[i] = {std::isnan(v) ? -std::numeric_limits<float>::infinity() : v, static_cast<std::int32_t>(i)};
+  }
+  // Larger weight first; on equal weight the lower position wins (a stable descending
+  // argsort), so exactly k are chosen even when all weights are equal.
+  auto before = [](const std::pair<float, std::int32_t>& a, const std::pair<float, std::int32_t>& o) {
+    return a.first > o.first || (a.first == o.first && a.second < o.second);
+  };
+  if (k < S) std::nth_element(pairs, pairs + k, pairs + S, before);
+  for (std::int64_t j = 0; j < k; ++j) idx[j] = pairs[j].second;
+  std::sort(idx, idx + k);
 }
 
 void gather(context& c) {

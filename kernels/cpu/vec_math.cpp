@@ -82,6 +82,94 @@ void silu_mul_inplace(float* up, const float* gate, std::int64_t count) {
 }
 
 MODSIM_VECTORIZE
+void gelu_to(const float* in, float* out, std::int64_t count) {
+  constexpr float c = 0.7978845608028654f;  // sqrt(2/pi)
+  for (std::int64_t i = 0; i < count; ++i) {
+    const float v = in[i];
+    const float u = 2.0f * c * (v + 0.044715f * v * v * v);
+    out[i] = v / (1.0f + fast_exp(-u));
+  }
+}
+
+MODSIM_VECTORIZE
+void silu_mul_to(const float* up, const float* gate, float* out, std::int64_t count) {
+  for (std::int64_t i = 0; i < count; ++i) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + fast_exp(-g)) * up[i];
+  }
+}
+
+MODSIM_VECTORIZE
+void gelu_backward(const float* in, const float* d_out, float* d_in, std::int64_t count) {
+  constexpr float c = 0.7978845608028654f;  // sqrt(2/pi)
+  for (std::int64_t i = 0; i < count; ++i) {
+    const float v = in[i];
+    const float u = 2.0f * c * (v + 0.044715f * v * v * v);
+    const float sig = 1.0f / (1.0f + fast_exp(-u));
+    const float du = 2.0f * c * (1.0f + 3.0f * 0.044715f * v * v);
+    d_in[i] = d_out[i] * (sig + v * sig * (1.0f - sig) * du);
+  }
+}
+
+MODSIM_VECTORIZE
+void silu_mul_backward(const float* up, const float* gate, const float* d_out, float* d_up, float* d_gate,
+                       std::int64_t count) {
+  for (std::int64_t i = 0; i < count; ++i) {
+    const float g = gate[i];
+    const float sig = 1.0f / (1.0f + fast_exp(-g));
+    d_up[i] = d_out[i] * g * sig;
+    d_gate[i] = d_out[i] * up[i] * sig * (1.0f + g * (1.0f - sig));
+  }
+}
+
+MODSIM_VECTORIZE
+void softmax_causal_backward_rows(const float* probs, float* grad, std::int64_t n, std::int64_t row_begin,
+                                  std::int64_t row_end, float scale) {
+  for (std::int64_t i = row_begin; i < row_end; ++i) {
+    const float* p = probs + i * n;
+    float* g = grad + i * n;
+    const std::int64_t len = i + 1;
+    float dot = 0.0f;
+    for (std::int64_t j = 0; j < len; ++j) dot += p[j] * g[j];
+    for (std::int64_t j = 0; j < len; ++j) g[j] = scale * p[j] * (g[j] - dot);
+    if (len < n) std::memset(g + len, 0, static_cast<std::size_t>(n - len) * sizeof(float));
+  }
+}
+
+MODSIM_VECTORIZE
+void rms_norm_backward_rows(const float* in, const float* gain, const float* d_out, float* d_in, float* d_gain,
+                            std::int64_t rows, std::int64_t d) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* a = in + r * d;
+    const float* go = d_out + r * d;
+    float* gi = d_in + r * d;
+    float ss = 0.0f;
+    for (std::int64_t c = 0; c < d; ++c) ss += a[c] * a[c];
+    const float inv = 1.0f / std::sqrt(ss / static_cast<float>(d) + rms_norm_eps);
+    float dot = 0.0f;
+    for (std::int64_t c = 0; c < d; ++c) dot += go[c] * gain[c] * a[c];
+    const float mean = dot * inv / static_cast<float>(d);  // mean(ĝ·n̂)
+    for (std::int64_t c = 0; c < d; ++c) {
+      const float n_hat = a[c] * inv;
+      gi[c] += inv * (go[c] * gain[c] - n_hat * mean);
+      d_gain[c] += go[c] * n_hat;
+    }
+  }
+}
+
+MODSIM_VECTORIZE
+void adamw_update(float* p, const float* g, float* m, float* v, std::int64_t count, float beta1, float beta2, float c1,
+                  float c2, float lr, float eps, float decay) {
+  for (std::int64_t i = 0; i < count; ++i) {
+    const float mi = beta1 * m[i] + (1.0f - beta1) * g[i];
+    const float vi = beta2 * v[i] + (1.0f - beta2) * g[i] * g[i];
+    m[i] = mi;
+    v[i] = vi;
+    p[i] -= lr * (mi * c1) / (std::sqrt(vi * c2) + eps) + decay * p[i];
+  }
+}
+
+MODSIM_VECTORIZE
 void scaled_delta_add(const float* x, const float* y, const float* xt, float r, float* out, std::int64_t d) {
   for (std::int64_t i = 0; i < d; ++i) out[i] = x[i] + r * (y[i] - xt[i]);
 }

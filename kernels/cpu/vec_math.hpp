@@ -31,6 +31,38 @@ void gelu_inplace(float* x, std::int64_t count);
 // up ← silu(gate)·up = gate·sigmoid(gate)·up.
 void silu_mul_inplace(float* up, const float* gate, std::int64_t count);
 
+// Out-of-place forms for the training forward, which keeps the pre-activations:
+// out = gelu(in) (as gelu_inplace) and out = silu(gate)·up (as silu_mul_inplace).
+void gelu_to(const float* in, float* out, std::int64_t count);
+void silu_mul_to(const float* up, const float* gate, float* out, std::int64_t count);
+
+// Backward of gelu_to: d_in = d_out · gelu'(in), with gelu' the derivative of the form
+// gelu_inplace computes, x·σ(u), u = 2·√(2/π)(x + 0.044715x³):
+// σ(u) + x·σ(u)(1 − σ(u))·2·√(2/π)(1 + 3·0.044715x²). No argument may alias another.
+void gelu_backward(const float* in, const float* d_out, float* d_in, std::int64_t count);
+// Backward of silu_mul_to: d_up = d_out·silu(gate), d_gate = d_out·up·σ(gate)(1 + gate(1 − σ(gate))).
+// No argument may alias another.
+void silu_mul_backward(const float* up, const float* gate, const float* d_out, float* d_up, float* d_gate,
+                       std::int64_t count);
+
+// Backward of softmax_causal_rows for rows [row_begin, row_end) of one n×n matrix: with P the
+// probabilities and dP = dL/dP (in `grad`), grad ← scale·P ⊙ (dP − Σ_j P_j·dP_j) on columns
+// 0..i of row i, 0 after (the scores' gradient, times the scores' scale).
+void softmax_causal_backward_rows(const float* probs, float* grad, std::int64_t n, std::int64_t row_begin,
+                                  std::int64_t row_end, float scale);
+
+// Backward of rms_norm_rows over rows [0, rows): with inv = 1/sqrt(mean(in²) + eps) and
+// n̂ = in·inv, d_in += inv·(ĝ − n̂·mean(ĝ·n̂)) where ĝ = d_out·gain, and d_gain += d_out·n̂
+// (summed over the rows). Accumulates into d_in and d_gain.
+void rms_norm_backward_rows(const float* in, const float* gain, const float* d_out, float* d_in, float* d_gain,
+                            std::int64_t rows, std::int64_t d);
+
+// One AdamW update of `count` parameters p with gradients g and moments m, v (in place):
+// m ← β1·m + (1 − β1)·g; v ← β2·v + (1 − β2)·g²; p ← p − lr·(m·c1 / (sqrt(v·c2) + eps)) − decay·p,
+// with c1, c2 the bias corrections 1/(1 − β^t) and decay = lr·weight_decay.
+void adamw_update(float* p, const float* g, float* m, float* v, std::int64_t count, float beta1, float beta2, float c1,
+                  float c2, float lr, float eps, float decay);
+
 // out = x + r·(y − xt), vectors of length d (Equation 1 for one routed token).
 void scaled_delta_add(const float* x, const float* y, const float* xt, float r, float* out, std::int64_t d);
 
