@@ -162,7 +162,11 @@ int cmd_profile(const std::vector<std::string>& args) {
   opts.add_options()("backend", po::value<std::string>(), "cpu | cuda (required)")(
       "preset", po::value<std::string>()->default_value("quick"),
       "quick (CPU: under 2 minutes) | full | decode (KV-cached decode steps: decode_dense, decode_mod, and "
-      "decode_step of each --model)")(
+      "decode_step of each --model) | calibration (CPU: the grid the CPU model's published errors come from, to "
+      "calibrate on: configs/grids/calibration-5-cpu.json's 96 blocks with every op timed inside its block "
+      "(in_block) and configs/grids/gemm-rows-cpu.json's 400 GEMMs timed alone, in one CSV; 496 points, 3-7 "
+      "minutes (median 4) with --threads 1 on the 2-core AMD EPYC; --timing does not apply; on a GPU calibrate "
+      "on full and decode)")(
       "model", po::value<std::vector<std::string>>()->composing(),
       "a model (name under configs/models/ or a path) whose whole decode step decode_step measures; repeat for "
       "several (added to the grid's \"model\" list)")("grid", po::value<std::string>(),
@@ -222,9 +226,10 @@ int cmd_profile(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!parse_args(
           args, opts, pos, vm,
-          "usage: modsim profile --backend cpu|cuda [--preset quick|full] [--grid FILE] --out FILE.csv [--resume] "
-          "[--timing isolated|in_block] [--attention unfused|fused] [--shard I/N] [--model MODEL]... "
-          "[--max-time S per point] [--max-noisy-time S] [--passes N] [--time-budget S for the run]\n"
+          "usage: modsim profile --backend cpu|cuda [--preset quick|full|decode|calibration] [--grid FILE] "
+          "--out FILE.csv [--resume] [--timing isolated|in_block] [--attention unfused|fused] [--shard I/N] "
+          "[--model MODEL]... [--max-time S per point] [--max-noisy-time S] [--passes N] [--time-budget S for the "
+          "run]\n"
           "       modsim profile --backend cpu|cuda [--preset P|--grid FILE] --check CSV...   (the shards add up?)"))
     return exit_ok;
   if (!vm.count("backend")) throw input_error("", "--backend", "required (cpu or cuda)");
@@ -245,12 +250,21 @@ int cmd_profile(const std::vector<std::string>& args) {
   std::optional<double> time_budget_s;
   if (vm.count("time-budget")) time_budget_s = vm["time-budget"].as<double>();
   const std::string preset_name = vm["preset"].as<std::string>();
-  profiler::grid grid = vm.count("grid") ? profiler::load_grid(vm["grid"].as<std::string>())
-                                         : profiler::preset(preset_name, backend_name);
-  if (vm.count("model"))
-    for (const std::string& m : vm["model"].as<std::vector<std::string>>()) grid.model_names.push_back(m);
-  for (const std::string& m : grid.model_names)
-    grid.models.push_back(std::make_shared<const sim::model_spec>(sim::load_model(resolve_config(m, "models"))));
+  std::vector<profiler::preset_part> parts =
+      vm.count("grid") ? std::vector<profiler::preset_part>{{profiler::load_grid(vm["grid"].as<std::string>()), {}}}
+                       : profiler::preset_parts(preset_name, backend_name);
+  // A preset of several grids times each its own way: --timing would contradict it.
+  const bool timing_fixed = !vm.count("grid") && profiler::preset_fixes_timing(preset_name);
+  if (timing_fixed && !vm["timing"].defaulted())
+    throw input_error("", "--timing",
+                      "--preset " + preset_name +
+                          " times its blocks in_block and its GEMM rows isolated, in one file; drop --timing");
+  for (profiler::preset_part& part : parts) {
+    if (vm.count("model"))
+      for (const std::string& m : vm["model"].as<std::vector<std::string>>()) part.g.model_names.push_back(m);
+    for (const std::string& m : part.g.model_names)
+      part.g.models.push_back(std::make_shared<const sim::model_spec>(sim::load_model(resolve_config(m, "models"))));
+  }
   const profiler::timing_mode timing = modsim::parse_timing(vm["timing"].as<std::string>(), "--timing");
   const profiler::attention_impl attention =
       profiler::parse_attention_impl(vm["attention"].as<std::string>(), "--attention");
@@ -260,7 +274,7 @@ int cmd_profile(const std::vector<std::string>& args) {
     throw input_error("", "--attention",
                       "in_block timing names attn_scores, attn_softmax and attn_values separately; fused attention "
                       "is one kernel: use --timing isolated");
-  profiler::expansion plan = profiler::with_attention(profiler::with_timing(profiler::expand(grid), timing), attention);
+  profiler::expansion plan = profiler::with_attention(profiler::expand_parts(parts, timing), attention);
   if (backend_name == "cpu") {
     // CUDA graphs exist on the GPU only.
     std::vector<profiler::point> kept;
@@ -288,6 +302,14 @@ int cmd_profile(const std::vector<std::string>& args) {
                       fmt::format("the grid yields no valid point ({} skipped; first: {})", plan.skipped.size(), why));
   }
   for (const auto& s : plan.skipped) std::cerr << "profile: skip " << describe(s.p) << ": " << s.reason << "\n";
+  if (timing_fixed) {
+    std::size_t blocks = 0;
+    for (const profiler::point& p : plan.points) blocks += kernels::is_block(p.op);
+    std::cerr << fmt::format(
+        "profile: --preset {}: {} blocks with every op timed inside them (in_block), then {} GEMMs timed alone, "
+        "in one file\n",
+        preset_name, blocks, plan.points.size() - blocks);
+  }
   if (vm["dry-run"].as<bool>()) {
     for (const auto& p : plan.points) std::cout << describe(p) << " " << kernels::to_string(p.type) << "\n";
     std::cerr << fmt::format("profile: {} points, {} skipped\n", plan.points.size(), plan.skipped.size());
@@ -308,7 +330,7 @@ int cmd_profile(const std::vector<std::string>& args) {
 #endif
   }
   profiler::measurement_writer writer(out_path, vm["resume"].as<bool>());
-  if (!writer.accepts(timing))
+  if (!writer.accepts(timing_fixed ? profiler::timing_mode::in_block : timing))
     throw input_error(out_path, "--timing",
                       "has the old header without the timing/block columns: --resume can add only isolated rows to "
                       "it; write --timing in_block to a new file");
@@ -401,7 +423,8 @@ int cmd_profile(const std::vector<std::string>& args) {
                        {"noisy_max_time_s", ro.rule.noisy_max_time_s},
                        {"noisy_min_samples", ro.rule.noisy_min_samples},
                        {"target_rel_error", ro.rule.target_rel_error}};
-  meta["timing"] = modsim::to_string(timing);
+  // A preset that fixes its own timing: both kinds, each row's `timing` column says which.
+  meta["timing"] = timing_fixed ? std::string("in_block+isolated") : std::string(modsim::to_string(timing));
   if (shard.second > 1) meta["shard"] = std::to_string(shard.first) + "/" + std::to_string(shard.second);
   meta["attention"] = std::string(to_string(attention));
   meta["passes"] = ro.passes;

@@ -4,6 +4,7 @@
 // n_heads, a MoDE layer without experts, ...) is skipped with a reason, never silently.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -132,8 +133,27 @@ grid load_grid(const std::string& path);
 
 // Built-in grids. quick: a CPU run of under two minutes on two cores; full: the capacity ×
 // shape sweep for a GPU (or a patient CPU). `backend` is "cpu" or "cuda" (GPU grids are
-// larger and use bf16 too). Throws bad_input for an unknown name.
+// larger and use bf16 too). Throws bad_input for an unknown name, and for a preset of several
+// grids (calibration: preset_parts).
 grid preset(std::string_view name, std::string_view backend);
+
+// A preset as the grids it measures, each with the timing its points take (nullopt: the
+// command line's --timing). quick, full and decode are one grid each; calibration (CPU only)
+// is the procedure the CPU model is validated with: configs/grids/calibration-5-cpu.json's 96
+// blocks timed in_block (a row per block and per op of it), then configs/grids/gemm-rows-cpu.json's
+// 400 dense GEMMs timed isolated, in one file. On "cuda" calibration throws bad_input naming
+// the GPU's grids (the full and decode presets, which h100-sxm-calibrated was fitted on).
+struct preset_part {
+  grid g;
+  std::optional<timing_mode> timing;
+};
+std::vector<preset_part> preset_parts(std::string_view name, std::string_view backend);
+// Whether `name` is a preset whose parts fix their own timing (--timing does not apply).
+bool preset_fixes_timing(std::string_view name);
+
+// The points of `parts` in order, each part expanded and timed by its own timing (else `t`),
+// the skipped points of all parts together.
+expansion expand_parts(const std::vector<preset_part>& parts, timing_mode t);
 
 // The sample a point will yield, before it is timed (no time, no costs): its shape, timing,
 // block, attention and decode fields (sim::des::decode_case_of reads a decode point this way).

@@ -5,14 +5,22 @@
 
 namespace modsim::profiler {
 
-grid preset(std::string_view name, std::string_view backend) {
-  using kernels::op;
-  const bool gpu = backend == "cuda";
+namespace {
+// The axes every built-in grid shares (a preset's MoDE axes apply to layer_mode only).
+grid preset_defaults() {
   grid g;
   g.mlp = {kernels::mlp_kind::gelu};
   g.variants = {kernels::mode_variant::staged, kernels::mode_variant::integrated};
   g.noop_experts = {1};
   g.capacity_factor = {1.25};
+  return g;
+}
+}  // namespace
+
+grid preset(std::string_view name, std::string_view backend) {
+  using kernels::op;
+  const bool gpu = backend == "cuda";
+  grid g = preset_defaults();
   if (name == "quick") {
     // Seconds per point on two CPU cores: enough shapes to calibrate and to validate.
     g.ops = {op::block_dense, op::block_mod, op::router,      op::topk,         op::gather,
@@ -85,7 +93,71 @@ grid preset(std::string_view name, std::string_view backend) {
     }
     return g;
   }
-  throw input_error("", "--preset", "unknown preset '" + std::string(name) + "' (expected quick, full or decode)");
+  if (name == "calibration")
+    throw input_error("", "--preset", "calibration is two grids with their own timing (profiler::preset_parts)");
+  throw input_error("", "--preset",
+                    "unknown preset '" + std::string(name) + "' (expected quick, full, decode or calibration)");
+}
+
+namespace {
+
+// configs/grids/calibration-5-cpu.json: the in-family CPU calibration grid (see that file's
+// notes and configs/grids/README.md), its blocks timed in_block.
+grid calibration_blocks_cpu() {
+  using kernels::mlp_kind;
+  using kernels::op;
+  grid g = preset_defaults();
+  g.ops = {op::block_dense, op::block_mod};
+  g.dtypes = {kernels::dtype::fp32};
+  g.batch = {1, 4};
+  g.seq_len = {256, 1024};
+  g.capacity = {0.125, 0.25, 0.5};
+  g.experts = {0};
+  g.shapes = {{256, 8, 0, 1024, mlp_kind::gelu, ""},   {256, 8, 0, 3072, mlp_kind::gelu, ""},
+              {768, 8, 0, 1024, mlp_kind::gelu, ""},   {768, 8, 0, 3072, mlp_kind::gelu, ""},
+              {256, 8, 2, 1024, mlp_kind::swiglu, ""}, {768, 8, 2, 3072, mlp_kind::swiglu, ""}};
+  return g;
+}
+
+// configs/grids/gemm-rows-cpu.json: the layer's four dense GEMMs alone at every row count from
+// 256 to 284 and 504 to 524 (calibrate fits what the rows left over past a group of four cost).
+grid gemm_rows_cpu() {
+  using kernels::mlp_kind;
+  using kernels::op;
+  grid g = preset_defaults();
+  g.ops = {op::qkv_proj, op::out_proj, op::mlp_up, op::mlp_down};
+  g.dtypes = {kernels::dtype::fp32};
+  g.batch = {1};
+  g.seq_len.clear();
+  for (std::int64_t s = 256; s <= 284; ++s) g.seq_len.push_back(s);
+  for (std::int64_t s = 504; s <= 524; ++s) g.seq_len.push_back(s);
+  g.capacity = {1.0};
+  g.experts = {0};
+  g.shapes = {{640, 8, 0, 2560, mlp_kind::gelu, ""}, {768, 8, 0, 3072, mlp_kind::gelu, ""}};
+  return g;
+}
+
+}  // namespace
+
+bool preset_fixes_timing(std::string_view name) { return name == "calibration"; }
+
+std::vector<preset_part> preset_parts(std::string_view name, std::string_view backend) {
+  if (name != "calibration") return {{preset(name, backend), std::nullopt}};
+  if (backend == "cuda")
+    throw input_error("", "--preset",
+                      "calibration is the CPU's procedure; on a GPU calibrate on --preset full and --preset decode "
+                      "(the grids h100-sxm-calibrated was fitted on)");
+  return {{calibration_blocks_cpu(), timing_mode::in_block}, {gemm_rows_cpu(), timing_mode::isolated}};
+}
+
+expansion expand_parts(const std::vector<preset_part>& parts, timing_mode t) {
+  expansion all;
+  for (const preset_part& part : parts) {
+    expansion e = with_timing(expand(part.g), part.timing.value_or(t));
+    for (point& p : e.points) all.points.push_back(std::move(p));
+    for (skipped_point& s : e.skipped) all.skipped.push_back(std::move(s));
+  }
+  return all;
 }
 
 }  // namespace modsim::profiler

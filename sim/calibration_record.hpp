@@ -77,8 +77,9 @@ struct holdout_summary {
   double median_abs_pct_error = 0, p90_abs_pct_error = 0, max_abs_pct_error = 0;
   int decode_blocks = 0;  // decode rows predicted (JSON "decode_blocks", "decode_median_abs_pct_error", ...)
   double decode_median_abs_pct_error = 0, decode_p90_abs_pct_error = 0, decode_max_abs_pct_error = 0;
-  // p90 |error| by predicted time, terciles of 30 rows or more (as cross_validation_summary's
-  // by_time; JSON "by_time", "decode_by_time").
+  // p90 |error| by predicted time, terciles of 30 rows or more each (90 held out of the kind,
+  // k_holdout_tercile_rows; fewer: empty, and p90_at takes the p90 of all of them); JSON
+  // "by_time", "decode_by_time".
   std::vector<std::pair<double, double>> p90_by_time, decode_p90_by_time;
   // Per axis (cv_axis name): the farthest the held-out rows lay from the calibration's
   // measured values of their kind, inside its range, log2 (JSON objects "reach",

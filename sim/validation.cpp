@@ -120,12 +120,13 @@ cross_validation_summary cross_validation_result::summary() const {
   return c;
 }
 
-std::vector<std::pair<double, double>> p90_terciles(const std::vector<validation_point>& points, bool decode) {
+std::vector<std::pair<double, double>> p90_terciles(const std::vector<validation_point>& points, bool decode,
+                                                    std::size_t min_points) {
   std::vector<const validation_point*> by_time;
   for (const auto& p : points)
     if (p.sample.is_decode() == decode) by_time.push_back(&p);
   std::vector<std::pair<double, double>> out;
-  if (by_time.size() < 30) return out;
+  if (by_time.size() < min_points) return out;
   std::sort(by_time.begin(), by_time.end(),
             [](const auto* x, const auto* y) { return x->predicted_s < y->predicted_s; });
   const std::size_t n = by_time.size();
@@ -150,7 +151,7 @@ holdout_summary summarize_holdout(const calibration& c, const std::vector<valida
     (decode ? h.decode_median_abs_pct_error : h.median_abs_pct_error) = v.median_abs_pct_error;
     (decode ? h.decode_p90_abs_pct_error : h.p90_abs_pct_error) = v.p90_abs_pct_error;
     (decode ? h.decode_max_abs_pct_error : h.max_abs_pct_error) = v.max_abs_pct_error;
-    (decode ? h.decode_p90_by_time : h.p90_by_time) = p90_terciles(points, decode);
+    (decode ? h.decode_p90_by_time : h.p90_by_time) = p90_terciles(points, decode, k_holdout_tercile_rows);
     // How far from the measured values of its kind a held-out row lay along each axis
     // (inside the range; tokens aside, as in band_for).
     auto& reach = decode ? h.decode_reach : h.reach;

@@ -380,7 +380,7 @@ TEST(Cli, CalibrateMeasuresExtrapolationsOnlyAlongAxesWithThreeValues) {
   std::filesystem::remove(out);
 }
 // The row-count factor of the dense GEMMs (sim/efficiency_fit.hpp). A GEMM of
-// configs/grids/calibration-2-cpu.json has batch × sequence × capacity rows: 32 (B 1, S 256,
+// configs/grids/archive/calibration-2-cpu.json has batch × sequence × capacity rows: 32 (B 1, S 256,
 // c 1/8), 64 (B 1 S 256 c 1/4, B 1 S 512 c 1/8, B 2 S 256 c 1/8) or 128 and more (batches 1/2/4,
 // sequences 256-1,024, capacities 1/8-1), so qkv_proj's factor sits at log2 rows 5 and 6, and 1
 // at 7 (128 rows). calibration-cpu.json (batches 1/4, capacities 1/8 and 1/2) has 32 rows only
@@ -659,7 +659,7 @@ TEST(Cli, ValidatingACalibrationOnItsOwnRowsCrossValidatesInstead) {
       "cpu-calibrated --no-bands --format json");
   ASSERT_EQ(r.code, 0) << r.err;
   const boost::json::object j = boost::json::parse(r.out).as_object();
-  EXPECT_EQ(j.at("points").as_int64(), 48);  // the grid's 48 blocks (configs/grids/calibration-cpu.json)
+  EXPECT_EQ(j.at("points").as_int64(), 48);  // the grid's 48 blocks (configs/grids/archive/calibration-cpu.json)
   bool said = false;
   for (const auto& n : j.at("notes").as_array())
     said = said || std::string(n.as_string()).find("none is held out") != std::string::npos;

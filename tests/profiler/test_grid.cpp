@@ -165,6 +165,56 @@ TEST(Grid, PresetsAreValidAndNonEmpty) {
   EXPECT_THROW(preset("medium", "cpu"), error);
 }
 
+// --preset calibration is the grid files the CPU model's published errors were measured on:
+// configs/grids/calibration-5-cpu.json timed in_block, then configs/grids/gemm-rows-cpu.json
+// timed alone. Its points, in order, are those two files' (read from the files), whatever
+// --timing says; by hand: 6 shapes × 2 batches × 2 sequences × (1 dense + 3 capacities) = 96
+// blocks, 4 GEMMs × 2 shapes × (29 + 21 row counts) = 400 GEMMs.
+TEST(Grid, TheCalibrationPresetIsCalibration5InBlockThenGemmRowsAlone) {
+  const std::string grids = std::string(MODSIM_SOURCE_DIR) + "/configs/grids/";
+  std::vector<std::string> want;
+  for (const point& p : with_timing(expand(load_grid(grids + "calibration-5-cpu.json")), timing_mode::in_block).points)
+    want.push_back(point_key(p));
+  ASSERT_EQ(want.size(), 96u);
+  for (const point& p : expand(load_grid(grids + "gemm-rows-cpu.json")).points) want.push_back(point_key(p));
+  ASSERT_EQ(want.size(), 496u);
+  const std::vector<preset_part> parts = preset_parts("calibration", "cpu");
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_TRUE(preset_fixes_timing("calibration"));
+  EXPECT_FALSE(preset_fixes_timing("quick"));
+  for (const timing_mode asked : {timing_mode::isolated, timing_mode::in_block}) {
+    const expansion e = expand_parts(parts, asked);
+    EXPECT_TRUE(e.skipped.empty());
+    std::vector<std::string> got;
+    int blocks = 0, gemms = 0;
+    for (const point& p : e.points) {
+      got.push_back(point_key(p));
+      if (kernels::is_block(p.op)) {
+        ++blocks;
+        EXPECT_EQ(p.timing, timing_mode::in_block);
+        EXPECT_EQ(p.block, p.op);
+      } else {
+        ++gemms;
+        EXPECT_EQ(p.timing, timing_mode::isolated);
+      }
+    }
+    EXPECT_EQ(got, want);
+    EXPECT_EQ(blocks, 96);
+    EXPECT_EQ(gemms, 400);
+  }
+  // The one-grid presets are their grid, timed as asked.
+  EXPECT_EQ(expand_parts(preset_parts("quick", "cpu"), timing_mode::isolated).points.size(),
+            expand(preset("quick", "cpu")).points.size());
+  // The GPU's calibration grids are the full and decode presets: refused, naming them.
+  try {
+    preset_parts("calibration", "cuda");
+    FAIL();
+  } catch (const error& e) {
+    EXPECT_NE(std::string(e.what()).find("--preset full and --preset decode"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(preset("calibration", "cpu"), error);
+}
+
 TEST(Grid, InBlockTimingKeepsOnlyBlocksAndSaysWhyTheRestIsSkipped) {
   const expansion e = with_timing(
       expand(parse_grid(R"({"ops": ["block_dense", "block_mod", "attn_norm"], "seq_len": [8], "d_model": [8],

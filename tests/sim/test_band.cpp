@@ -374,6 +374,39 @@ TEST(ErrorBand, HoldoutSummaryReachIsTheFarthestRowFromAMeasuredValue) {
   EXPECT_DOUBLE_EQ(h.reach_along("d_model", true), 0.0);  // no decode rows
 }
 
+// The held-out rows' p90 goes by terciles of predicted time only with 30 rows a tercile (90
+// held out): 48 blocks (holdout-cpu.json's count) give one pooled p90, 90 give three. The rows:
+// the shortest third missed by 10 %, the others by 1 %.
+TEST(ErrorBand, HoldoutTercilesNeedThirtyRowsEach) {
+  const auto rows = [](int n) {
+    std::vector<validation_point> v;
+    for (int i = 0; i < n; ++i) {
+      validation_point p;
+      p.sample.op = modsim::op::block_mod;
+      p.sample.shape.d_model = 512;
+      p.predicted_s = 1e-3 * (i + 1);
+      p.error_pct = i < n / 3 ? 10.0 : -1.0;
+      v.push_back(p);
+    }
+    return v;
+  };
+  const calibration c;
+  const holdout_summary few = summarize_holdout(c, rows(48), {"holdout.csv"});
+  EXPECT_TRUE(few.p90_by_time.empty());
+  // 16 of 48 at 10 %: the p90 (position 0.9 · 47 = 42.3 of the sorted errors) is 10 %, for a
+  // short block and a long one alike.
+  EXPECT_DOUBLE_EQ(few.p90_abs_pct_error, 10.0);
+  EXPECT_DOUBLE_EQ(few.p90_at(2e-3, false), 10.0);
+  EXPECT_DOUBLE_EQ(few.p90_at(40e-3, false), 10.0);
+  const holdout_summary many = summarize_holdout(c, rows(90), {"holdout.csv"});
+  ASSERT_EQ(many.p90_by_time.size(), 3u);
+  EXPECT_NEAR(many.p90_by_time[0].first, 30e-3, 1e-15);  // the longest of the first 30
+  EXPECT_DOUBLE_EQ(many.p90_by_time[0].second, 10.0);
+  EXPECT_DOUBLE_EQ(many.p90_by_time[1].second, 1.0);
+  EXPECT_DOUBLE_EQ(many.p90_at(2e-3, false), 10.0);
+  EXPECT_DOUBLE_EQ(many.p90_at(80e-3, false), 1.0);
+}
+
 // A curve's row-count factor (efficiency_curve::rows_factor) is written and read back, and a
 // factor that is not positive or knots out of order are refused with their key.
 TEST(ErrorBand, RowCountFactorSurvivesTheCalibrationJson) {
