@@ -1,4 +1,4 @@
-// libFuzzer target: the measurements CSV reader (profiler/measurements_parse.cpp) and the step every
+// libFuzzer target: the measurements CSV reader (sim/measurements_parse.cpp) and the step every
 // reader of it takes next (sim::with_costs, the FLOP model of each row). Any file must read or be
 // rejected with modsim::error(bad_input).
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <string>
 
-#include "profiler/measurements.hpp"
+#include "sim/measurements.hpp"
 #include "sim/calibrate.hpp"
 #include "core/error.hpp"
 
@@ -22,7 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   try {
-    for (const modsim::sim::measured_sample& p : modsim::profiler::read_measured_samples(path)) {
+    for (const modsim::sim::measured_sample& p : modsim::sim::read_measured_samples(path)) {
       try {
         (void)modsim::sim::with_costs(p);
       } catch (const modsim::error& e) {
