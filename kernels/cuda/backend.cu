@@ -275,20 +275,7 @@ class executor {
 
   // C = A·W (row-major), all of the workspace's dtype.
   void project(const void* a, std::int64_t m, std::int64_t k, tensor w, std::int64_t n, void* c, float beta) {
-    gemm_args g;
-    g.ab = m_t;
-    g.c = m_t;
-    g.m = m;
-    g.n = n;
-    g.k = k;
-    g.beta = beta;
-    g.a = a;
-    g.lda = k;
-    g.b = m_ws.ptr(w);
-    g.ldb = n;
-    g.c_ptr = c;
-    g.ldc = n;
-    gemm(m_cublas, g);
+    cuda::project(m_cublas, m_t, a, m, k, m_ws.ptr(w), n, c, m_t, beta);
   }
 
   void qkv_proj(const block_io& io) {

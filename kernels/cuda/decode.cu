@@ -597,20 +597,7 @@ class cuda_decode final : public decode_state {
   // C[m, n] (type c) = A[m, k]·W[k, n] + beta·C, A and W of the step's type.
   void project(const void* a, std::int64_t m, std::int64_t k, const void* w, std::int64_t n, void* c, dtype c_type,
                float beta) {
-    gemm_args g;
-    g.ab = m_t;
-    g.c = c_type;
-    g.m = m;
-    g.n = n;
-    g.k = k;
-    g.beta = beta;
-    g.a = a;
-    g.lda = k;
-    g.b = w;
-    g.ldb = n;
-    g.c_ptr = c;
-    g.ldc = n;
-    gemm(m_ctx->cublas, g);
+    cuda::project(m_ctx->cublas, m_t, a, m, k, w, n, c, c_type, beta);
   }
 
   void routed_layer(std::size_t l) {

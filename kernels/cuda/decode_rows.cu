@@ -14,26 +14,6 @@ constexpr int warps_per_block = 8;
 constexpr int route_threads = 256;
 
 template <class T>
-__global__ void __launch_bounds__(row_threads) rms_norm_kernel(const float* __restrict__ in, const T* __restrict__ gain,
-                                                               T* __restrict__ out, std::int64_t rows, std::int64_t d) {
-  using reduce = cub::BlockReduce<float, row_threads>;
-  __shared__ typename reduce::TempStorage storage;
-  __shared__ float s_scale;
-  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const float* a = in + row * d;
-    T* o = out + row * d;
-    float sum = 0.0f;
-    for (std::int64_t i = threadIdx.x; i < d; i += row_threads) sum = fmaf(a[i], a[i], sum);
-    sum = reduce(storage).Sum(sum);
-    if (threadIdx.x == 0) s_scale = 1.0f / sqrtf(sum / static_cast<float>(d) + rms_norm_eps);
-    __syncthreads();
-    const float scale = s_scale;
-    for (std::int64_t i = threadIdx.x; i < d; i += row_threads) o[i] = from_float<T>(a[i] * scale * to_float(gain[i]));
-    __syncthreads();  // s_scale and the reduce storage are reused by the next row
-  }
-}
-
-template <class T>
 __global__ void __launch_bounds__(row_threads)
     convert_kernel(const float* __restrict__ in, T* __restrict__ out, std::int64_t count) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * row_threads;
@@ -165,13 +145,7 @@ __global__ void __launch_bounds__(row_threads)
 
 void decode_rms_norm(dtype t, const float* in, const void* gain, void* out, std::int64_t rows, std::int64_t d,
                      cudaStream_t stream) {
-  if (rows == 0) return;
-  dispatch_dtype(t, [&](auto tag) {
-    using T = decltype(tag);
-    rms_norm_kernel<T><<<grid_for(rows, 1, 1 << 16), row_threads, 0, stream>>>(in, static_cast<const T*>(gain),
-                                                                               static_cast<T*>(out), rows, d);
-    MODSIM_CUDA_CHECK_LAUNCH("rms_norm_kernel");
-  });
+  rms_norm_from_f32(t, in, gain, out, rows, d, stream);
 }
 
 void decode_convert(dtype t, const float* in, void* out, std::int64_t count, cudaStream_t stream) {

@@ -221,4 +221,22 @@ backend::gemm_choice lt_heuristic(cublasLtHandle_t lt, const gemm_args& g, std::
   return out;
 }
 
+void project(cublasHandle_t handle, dtype ab, const void* a, std::int64_t m, std::int64_t k, const void* w,
+             std::int64_t n, void* c, dtype c_type, float beta) {
+  gemm_args g;
+  g.ab = ab;
+  g.c = c_type;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.beta = beta;
+  g.a = a;
+  g.lda = k;
+  g.b = w;
+  g.ldb = n;
+  g.c_ptr = c;
+  g.ldc = n;
+  gemm(handle, g);
+}
+
 }  // namespace modsim::kernels::cuda

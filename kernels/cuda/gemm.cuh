@@ -29,6 +29,11 @@ struct gemm_args {
 
 void gemm(cublasHandle_t handle, const gemm_args& g);
 
+// A projection: C[m, n] (type c_type) = A[m, k]·W[k, n] + beta·C, row-major and tightly packed,
+// A and W of type ab. The one helper the prefill block and the decode step project through.
+void project(cublasHandle_t handle, dtype ab, const void* a, std::int64_t m, std::int64_t k, const void* w,
+             std::int64_t n, void* c, dtype c_type, float beta);
+
 // `batch` GEMMs, operand i at a + i·stride_a (elements), etc.
 void gemm_strided_batched(cublasHandle_t handle, const gemm_args& g, std::int64_t stride_a, std::int64_t stride_b,
                           std::int64_t stride_c, std::int64_t batch);
