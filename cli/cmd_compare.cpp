@@ -218,11 +218,8 @@ int cmd_compare(const std::vector<std::string>& args) {
     co.thresholds = reports::parse_thresholds(read_text(path), path, known);
   }
   if (vm.count("only"))
-    for (const std::string& arg : vm["only"].as<std::vector<std::string>>()) {
-      std::stringstream in(arg);
-      for (std::string k; std::getline(in, k, ',');)
-        if (!k.empty()) co.only.push_back(k);
-    }
+    for (const std::string& arg : vm["only"].as<std::vector<std::string>>())
+      for (const std::string& k : comma_list(arg, "--only")) co.only.push_back(k);
   const comparison c = reports::compare_summaries(base, now, co);
 
   if (format == output_format::markdown) {

@@ -39,23 +39,11 @@ const char* const k_usage =
     "(modsim predict --tp ...: TP shards, collectives, 1F1B stages); a point the split does not fit\n"
     "(heads not divisible, no MoE for --ep) is infeasible with the reason.";
 
-std::vector<std::string> split(const std::string& text, char sep) {
-  std::vector<std::string> out;
-  std::string item;
-  std::istringstream in(text);
-  while (std::getline(in, item, sep)) {
-    const auto b = item.find_first_not_of(" \t");
-    const auto e = item.find_last_not_of(" \t");
-    if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
-  }
-  return out;
-}
-
 sim::sweep_space space_from(const po::variables_map& vm, const sim::model_spec& model) {
   sim::sweep_space space = sim::default_space(model);
   if (vm.count("capacities")) {
     space.capacities.clear();
-    for (const std::string& s : split(vm["capacities"].as<std::string>(), ',')) {
+    for (const std::string& s : comma_list(vm["capacities"].as<std::string>(), "--capacities")) {
       std::size_t used = 0;
       double c = 0;
       try {
@@ -67,22 +55,19 @@ sim::sweep_space space_from(const po::variables_map& vm, const sim::model_spec& 
         throw input_error("", "--capacities", "'" + s + "' is not a capacity in (0, 1]");
       space.capacities.push_back(c);
     }
-    if (space.capacities.empty()) throw input_error("", "--capacities", "empty list");
   }
   if (vm.count("schedules")) {
     space.schedules.clear();
-    for (std::string s : split(vm["schedules"].as<std::string>(), ',')) {
+    for (std::string s : comma_list(vm["schedules"].as<std::string>(), "--schedules")) {
       for (char& ch : s)
         if (ch == '+') ch = ',';
       space.schedules.push_back(sim::parse_schedule(s, model.n_layers, "", "--schedules"));
     }
-    if (space.schedules.empty()) throw input_error("", "--schedules", "empty list");
   }
   if (vm.count("variants")) {
     space.variants.clear();
-    for (const std::string& s : split(vm["variants"].as<std::string>(), ','))
+    for (const std::string& s : comma_list(vm["variants"].as<std::string>(), "--variants"))
       space.variants.push_back(sim::parse_sweep_variant(s, "--variants"));
-    if (space.variants.empty()) throw input_error("", "--variants", "empty list");
   }
   return space;
 }
@@ -187,7 +172,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   const output_format format = parse_format(vm["format"].as<std::string>());
   if (!vm.count("hardware")) throw input_error("", "--hardware", "required (a hardware JSON or h100-sxm, h200, cpu)");
   if (!vm.count("out")) throw input_error("", "--out", "required (the CSV to write)");
-  const std::vector<std::string> axes = split(vm["pareto-axes"].as<std::string>(), ',');
+  const std::vector<std::string> axes = comma_list(vm["pareto-axes"].as<std::string>(), "--pareto-axes");
   if (axes.size() != 2) throw input_error("", "--pareto-axes", "expected two axes X,Y");
 
   const sim::model_spec model = load_model_arg(vm["model"].as<std::string>(), vm);

@@ -537,14 +537,10 @@ int cmd_validate(const std::vector<std::string>& args) {
     if (vm.count("cv")) throw input_error("", "--cv-by", "is a run of its own: give --cv or --cv-by, not both");
     std::vector<sim::cv_axis> axes;
     for (const std::string& arg : vm["cv-by"].as<std::vector<std::string>>()) {
-      std::size_t start = 0;
-      while (start <= arg.size()) {
-        const std::size_t comma = std::min(arg.find(',', start), arg.size());
-        const std::string name = arg.substr(start, comma - start);
+      for (const std::string& name : comma_list(arg, "--cv-by")) {
         const std::optional<sim::cv_axis> a = sim::find_cv_axis(name);
         if (!a) throw input_error("", "--cv-by", "unknown axis '" + name + "' (one of " + sim::cv_axis_names() + ")");
         if (std::find(axes.begin(), axes.end(), *a) == axes.end()) axes.push_back(*a);
-        start = comma + 1;
       }
     }
     return cross_validate_by(vm["measurements"].as<std::vector<std::string>>(), hw_path, axes, max_error, format,

@@ -197,18 +197,12 @@ boost::json::object baseline_json(const analysis::configuration& c) {
 
 namespace {
 
-// The shipped configs' folder: $MODSIM_CONFIGS, else the source tree's configs/ (as sim::resolve_config).
-std::filesystem::path configs_root() {
-  const char* env = std::getenv("MODSIM_CONFIGS");
-  return env && *env ? std::filesystem::path(env) : std::filesystem::path(MODSIM_SOURCE_DIR) / "configs";
-}
-
 // The bare names of <configs>/<folder>/*.json, sorted, comma-separated ("" when none).
 std::string names_in(const std::string& folder, bool with_folder) {
   namespace fs = std::filesystem;
   std::vector<std::string> names;
   std::error_code ec;
-  for (fs::directory_iterator it(configs_root() / folder, ec), end; !ec && it != end; it.increment(ec))
+  for (fs::directory_iterator it(sim::configs_root() / folder, ec), end; !ec && it != end; it.increment(ec))
     if (it->path().extension() == ".json")
       names.push_back(with_folder ? "configs/" + folder + "/" + it->path().filename().string()
                                   : it->path().stem().string());
@@ -273,6 +267,20 @@ sim::model_spec load_model_arg(const std::string& model, const po::variables_map
   }
   if (changed) sim::validate_model(m, m.source_file);
   return m;
+}
+
+std::vector<std::string> comma_list(const std::string& text, const std::string& flag) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    const std::size_t b = item.find_first_not_of(" \t");
+    if (b != std::string::npos) out.push_back(item.substr(b, item.find_last_not_of(" \t") - b + 1));
+    start = comma + 1;
+  }
+  if (out.empty()) throw input_error("", flag, "needs at least one value (a comma-separated list)");
+  return out;
 }
 
 }  // namespace modsim::cli

@@ -87,6 +87,11 @@ boost::json::object baseline_json(const analysis::configuration& c);
 // existing path. <configs> is $MODSIM_CONFIGS, else the source tree's configs/ folder.
 std::string resolve_config(const std::string& name, const char* kind);
 
+// The items of a comma-separated flag value (`--capacities 0.125,0.5`), trimmed of spaces and
+// tabs, empty items skipped; a value with no item at all is bad input naming `flag`. The one
+// list parser of the command line.
+std::vector<std::string> comma_list(const std::string& text, const std::string& flag);
+
 // The rows of a measurements CSV as profiler-independent points (sim/calibrate.hpp), each
 // with its profiler point key and "FILE:LINE". Throws modsim::error(bad_input) naming the
 // file when it is missing, malformed or has no data rows. (Defined in cmd_calibrate.cpp.)
