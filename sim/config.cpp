@@ -535,13 +535,28 @@ workload load_workload(const std::string& path, workload w) {
   return w;
 }
 
-std::string resolve_config(const std::string& name, const char* kind) {
+std::filesystem::path configs_root(const std::filesystem::path& program_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const char* env = std::getenv("MODSIM_CONFIGS");
+  if (env && *env && fs::is_directory(env, ec)) return fs::path(env);
+  const fs::path source(MODSIM_CONFIG_DIR);
+  if (fs::is_directory(source, ec)) return source;
+  if (!program_dir.empty()) {
+    fs::path dir = program_dir;
+    for (int up = 0; up <= 4; ++up, dir = dir.parent_path()) {
+      if (fs::is_directory(dir / "configs" / "models", ec)) return dir / "configs";
+      if (dir == dir.parent_path()) break;
+    }
+  }
+  return source;
+}
+
+std::string resolve_config(const std::string& name, const char* kind, const std::filesystem::path& program_dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::exists(name, ec) || name.find('/') != std::string::npos || name.ends_with(".json")) return name;
-  const char* env = std::getenv("MODSIM_CONFIGS");
-  const fs::path root = env && *env ? fs::path(env) : fs::path(MODSIM_CONFIG_DIR);
-  const fs::path candidate = root / kind / (name + ".json");
+  const fs::path candidate = configs_root(program_dir) / kind / (name + ".json");
   if (fs::exists(candidate, ec)) return candidate.string();
   return name;
 }

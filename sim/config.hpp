@@ -2,6 +2,7 @@
 // Configuration files -> spec structs. Strict: a missing file, malformed JSON (with line and
 // column), an unknown key, a wrong type, an out-of-range or inconsistent value throws
 // modsim::error(bad_input) whose message is one line "FILE: KEY.PATH: reason".
+#include <filesystem>
 #include <string>
 #include <string_view>
 
@@ -41,10 +42,16 @@ void validate_model(const model_spec& model, const std::string& file);
 // Reads a whole file; throws bad_input naming the file when it cannot be read.
 std::string read_text_file(const std::string& path);
 
+// The shipped configs' folder, the one rule every face uses: $MODSIM_CONFIGS when it names a
+// folder, else the source tree's configs/ when it is there, else (an installed program moved
+// away from its sources) the first configs/ holding models/ found in `program_dir` or up to
+// four folders above it, else the source tree's path.
+std::filesystem::path configs_root(const std::filesystem::path& program_dir = {});
+
 // A config named on the command line or in a file: `name` itself when it is a path (it exists,
-// holds a '/', or ends in .json), else <root>/<kind>/<name>.json when that exists, root being
-// $MODSIM_CONFIGS or the source tree's configs/ folder; else `name` (the loader then reports
-// the missing file under the name the user gave). kind: "models", "hardware", "grids", ...
-std::string resolve_config(const std::string& name, const char* kind);
+// holds a '/', or ends in .json), else <configs_root>/<kind>/<name>.json when that exists; else
+// `name` (the loader then reports the missing file under the name the user gave). kind:
+// "models", "hardware", "grids", ...
+std::string resolve_config(const std::string& name, const char* kind, const std::filesystem::path& program_dir = {});
 
 }  // namespace modsim::sim

@@ -29,27 +29,13 @@ QString displayName(sim::run_mode mode) {
 }
 
 QString configsDir() {
-  const QByteArray env = qgetenv("MODSIM_CONFIGS");
-  if (!env.isEmpty() && QDir(QString::fromLocal8Bit(env)).exists()) return QString::fromLocal8Bit(env);
-  const QString source = QStringLiteral(MODSIM_GUI_SOURCE_DIR) + QStringLiteral("/configs");
-  if (QDir(source).exists()) return source;
-  if (QCoreApplication::instance()) {
-    QDir dir(QCoreApplication::applicationDirPath());
-    for (int up = 0; up < 4; ++up) {
-      if (dir.exists(QStringLiteral("configs/models"))) return dir.filePath(QStringLiteral("configs"));
-      if (!dir.cdUp()) break;
-    }
-  }
-  return source;
+  const std::string program = QCoreApplication::instance() ? QCoreApplication::applicationDirPath().toStdString() : "";
+  return QString::fromStdString(sim::configs_root(program).string());
 }
 
 QString resolveConfig(const QString& nameOrPath, const QString& kind) {
-  if (QFileInfo::exists(nameOrPath) || nameOrPath.contains(QLatin1Char('/')) ||
-      nameOrPath.endsWith(QStringLiteral(".json")))
-    return nameOrPath;
-  const QString candidate =
-      configsDir() + QLatin1Char('/') + kind + QLatin1Char('/') + nameOrPath + QStringLiteral(".json");
-  return QFileInfo::exists(candidate) ? candidate : nameOrPath;
+  const std::string program = QCoreApplication::instance() ? QCoreApplication::applicationDirPath().toStdString() : "";
+  return QString::fromStdString(sim::resolve_config(nameOrPath.toStdString(), kind.toStdString().c_str(), program));
 }
 
 QStringList hardwareFiles(const QStringList& extra) {
