@@ -141,9 +141,7 @@ json::value prediction_json(const sim::prediction& p, const std::string& hw_name
   if (p.expected_error) {
     const sim::cross_validation_summary& e = *p.expected_error;
     json::object ee;
-    ee["median_abs_pct_error"] = e.median_abs_pct_error;
-    ee["p90_abs_pct_error"] = e.p90_abs_pct_error;
-    ee["max_abs_pct_error"] = e.max_abs_pct_error;
+    for (const auto& f : sim::k_cv_block_errors) ee[f.key] = e.*f.value;
     ee["blocks"] = e.blocks;
     ee["folds"] = e.folds;
     ee["method"] = "cross-validation grouped by shape: blocks predicted by calibrations that never saw their shape";
@@ -195,11 +193,9 @@ json::value prediction_json(const sim::prediction& p, const std::string& hw_name
     if (p.holdout) {
       json::object h;
       h["blocks"] = p.holdout->blocks;
-      h["median_abs_pct_error"] = p.holdout->median_abs_pct_error;
-      h["p90_abs_pct_error"] = p.holdout->p90_abs_pct_error;
+      for (const auto& f : sim::k_holdout_block_errors) h[f.key] = (*p.holdout).*f.value;
       h["decode_blocks"] = p.holdout->decode_blocks;
-      h["decode_median_abs_pct_error"] = p.holdout->decode_median_abs_pct_error;
-      h["decode_p90_abs_pct_error"] = p.holdout->decode_p90_abs_pct_error;
+      for (const auto& f : sim::k_holdout_decode_errors) h[f.key] = (*p.holdout).*f.value;
       ee["holdout"] = std::move(h);
     }
     root["expected_error"] = std::move(ee);

@@ -290,17 +290,24 @@ void by_time_json(json::object& o, const std::vector<std::pair<double, double>>&
   terciles_json(o, "decode_by_time", decode_by_time);
 }
 
+template <class S, std::size_t N>
+void read_errors(reader& r, S& s, const error_field<S> (&fields)[N]) {
+  for (const error_field<S>& f : fields) s.*f.value = r.get_number(f.key, 0.0);
+}
+
+template <class S, std::size_t N>
+void write_errors(json::object& o, const S& s, const error_field<S> (&fields)[N]) {
+  for (const error_field<S>& f : fields) o[f.key] = s.*f.value;
+}
+
 cross_validation_summary parse_cv(const json::value& v, const std::string& file, const std::string& path) {
   reader r(v, file, path);
   cross_validation_summary c;
   c.folds = r.get_int("folds", 2, 1000);
   c.blocks = r.get_int("blocks", 0, std::numeric_limits<int>::max());
-  c.median_abs_pct_error = r.get_number("median_abs_pct_error", 0.0);
-  c.p90_abs_pct_error = r.get_number("p90_abs_pct_error", 0.0);
-  c.max_abs_pct_error = r.get_number("max_abs_pct_error", 0.0);
+  read_errors(r, c, k_cv_block_errors);
   c.ops = r.get_int("ops", 0, std::numeric_limits<int>::max());
-  c.op_median_abs_pct_error = r.get_number("op_median_abs_pct_error", 0.0);
-  c.op_p90_abs_pct_error = r.get_number("op_p90_abs_pct_error", 0.0);
+  read_errors(r, c, k_cv_op_errors);
   parse_by_time(r, c.p90_by_time, c.decode_p90_by_time);
   r.finish();
   return c;
@@ -312,13 +319,9 @@ holdout_summary parse_holdout(const json::value& v, const std::string& file, con
   for (const json::value& f : r.get_array("files")) h.files.push_back(r.string(f, "files"));
   const int most = std::numeric_limits<int>::max();
   h.blocks = r.get_int("blocks", 0, most);
-  h.median_abs_pct_error = r.get_number("median_abs_pct_error", 0.0);
-  h.p90_abs_pct_error = r.get_number("p90_abs_pct_error", 0.0);
-  h.max_abs_pct_error = r.get_number("max_abs_pct_error", 0.0);
+  read_errors(r, h, k_holdout_block_errors);
   h.decode_blocks = r.get_int("decode_blocks", 0, most);
-  h.decode_median_abs_pct_error = r.get_number("decode_median_abs_pct_error", 0.0);
-  h.decode_p90_abs_pct_error = r.get_number("decode_p90_abs_pct_error", 0.0);
-  h.decode_max_abs_pct_error = r.get_number("decode_max_abs_pct_error", 0.0);
+  read_errors(r, h, k_holdout_decode_errors);
   parse_by_time(r, h.p90_by_time, h.decode_p90_by_time);
   for (const auto& [key, into] : {std::pair{"reach", &h.reach}, std::pair{"decode_reach", &h.decode_reach}}) {
     const json::value* m = r.find(key);
@@ -340,12 +343,9 @@ json::object cv_json(const cross_validation_summary& c) {
   json::object o;
   o["folds"] = c.folds;
   o["blocks"] = c.blocks;
-  o["median_abs_pct_error"] = c.median_abs_pct_error;
-  o["p90_abs_pct_error"] = c.p90_abs_pct_error;
-  o["max_abs_pct_error"] = c.max_abs_pct_error;
+  write_errors(o, c, k_cv_block_errors);
   o["ops"] = c.ops;
-  o["op_median_abs_pct_error"] = c.op_median_abs_pct_error;
-  o["op_p90_abs_pct_error"] = c.op_p90_abs_pct_error;
+  write_errors(o, c, k_cv_op_errors);
   by_time_json(o, c.p90_by_time, c.decode_p90_by_time);
   return o;
 }
@@ -356,13 +356,9 @@ json::object holdout_json(const holdout_summary& h) {
   for (const auto& f : h.files) files.emplace_back(f);
   o["files"] = std::move(files);
   o["blocks"] = h.blocks;
-  o["median_abs_pct_error"] = h.median_abs_pct_error;
-  o["p90_abs_pct_error"] = h.p90_abs_pct_error;
-  o["max_abs_pct_error"] = h.max_abs_pct_error;
+  write_errors(o, h, k_holdout_block_errors);
   o["decode_blocks"] = h.decode_blocks;
-  o["decode_median_abs_pct_error"] = h.decode_median_abs_pct_error;
-  o["decode_p90_abs_pct_error"] = h.decode_p90_abs_pct_error;
-  o["decode_max_abs_pct_error"] = h.decode_max_abs_pct_error;
+  write_errors(o, h, k_holdout_decode_errors);
   by_time_json(o, h.p90_by_time, h.decode_p90_by_time);
   for (const auto& [key, from] : {std::pair{"reach", &h.reach}, std::pair{"decode_reach", &h.decode_reach}}) {
     json::object m;

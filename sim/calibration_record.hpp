@@ -267,6 +267,29 @@ struct calibration {
   bool kernel_model_fitted_on(dtype t) const;
 };
 
+// The error figures of a summary, declared once (JSON key, member; percent): the calibration
+// file reads and writes them from these lists, and `modsim predict` shows them from the same.
+template <class S>
+struct error_field {
+  const char* key;
+  double S::*value;
+};
+inline constexpr error_field<cross_validation_summary> k_cv_block_errors[] = {
+    {"median_abs_pct_error", &cross_validation_summary::median_abs_pct_error},
+    {"p90_abs_pct_error", &cross_validation_summary::p90_abs_pct_error},
+    {"max_abs_pct_error", &cross_validation_summary::max_abs_pct_error}};
+inline constexpr error_field<cross_validation_summary> k_cv_op_errors[] = {
+    {"op_median_abs_pct_error", &cross_validation_summary::op_median_abs_pct_error},
+    {"op_p90_abs_pct_error", &cross_validation_summary::op_p90_abs_pct_error}};
+inline constexpr error_field<holdout_summary> k_holdout_block_errors[] = {
+    {"median_abs_pct_error", &holdout_summary::median_abs_pct_error},
+    {"p90_abs_pct_error", &holdout_summary::p90_abs_pct_error},
+    {"max_abs_pct_error", &holdout_summary::max_abs_pct_error}};
+inline constexpr error_field<holdout_summary> k_holdout_decode_errors[] = {
+    {"decode_median_abs_pct_error", &holdout_summary::decode_median_abs_pct_error},
+    {"decode_p90_abs_pct_error", &holdout_summary::decode_p90_abs_pct_error},
+    {"decode_max_abs_pct_error", &holdout_summary::decode_max_abs_pct_error}};
+
 // Parses a calibration block (JSON text) strictly; throws modsim::error(bad_input)
 // "FILE: calibration.KEY: reason".
 calibration parse_calibration(std::string_view json_text, const std::string& file);
