@@ -480,8 +480,8 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
 
   // Decode: one strategy and one set of routing draws for the prediction, the timeline and the
   // sweep (timeline_request; absent: its defaults, the fastest strategy).
-  timeline_request decode_request = s.timeline ? *s.timeline : timeline_request{};
-  if (c.load.run == sim::run_mode::decode && cost && (s.prediction || s.timeline || s.sweep)) {
+  timeline_request decode_request = s.timeline ? *s.timeline : s.decode ? *s.decode : timeline_request{};
+  if (c.load.run == sim::run_mode::decode && cost && (s.prediction || s.timeline || s.sweep || s.sampling)) {
     part(s, r.prediction_missing, [&] {
       r.decode_choice = choose_decode_strategy(c, baseline, *cost, decode_request);
       decode_request.routing = r.decode_choice->strategy.routing;

@@ -211,8 +211,11 @@ struct scenario {
   std::optional<parallel_request> parallel;
   std::optional<sweep_request> sweep;
   bool variants = false;
-  // The timeline; in decode mode also how the prediction's step runs (absent: the defaults).
+  // The timeline; in decode mode also how the prediction's step runs (absent: `decode`).
   std::optional<timeline_request> timeline;
+  // Decode mode without a timeline: how the prediction's and the sweep's steps run (the strategy
+  // and the routing draws); absent: timeline_request's defaults (the fastest strategy).
+  std::optional<timeline_request> decode;
   std::optional<sampling_request> sampling;
   std::optional<serving_request> serving;
   validation_request validation;
@@ -269,7 +272,8 @@ struct analysis_result {
   std::optional<sim::des::timeline> timeline;
   std::int64_t decode_decisions = 0, decode_routed = 0;  // decode timeline: routing draws
   std::optional<decode_breakdown> decode;                // decode timeline: where the step goes
-  // Decode mode with a prediction, timeline or sweep: the strategy they show and the candidates.
+  // Decode mode with a prediction, timeline, sweep or sampling map: the strategy the first three
+  // show (the map shows every strategy) and the candidates.
   std::optional<decode_strategy_choice> decode_choice;
   std::optional<parallel_timeline> timeline_parallel;  // a timeline over several GPUs
   std::string timeline_missing;
