@@ -149,7 +149,8 @@ PredictionResult predictionOf(const analysis::analysis_result& r) {
   out.notes = p.notes;
   if (r.decode_choice && p.load.run == sim::run_mode::decode) {
     out.decodeStrategy = r.decode_choice->strategy.name();
-    out.decodeStrategyLabel = r.decode_choice->label();
+    out.decodeStrategyLabel = fmt::format("{}; mean of {} routing draw{}", r.decode_choice->rule,
+                                          r.decode_choice->draws, r.decode_choice->draws == 1 ? "" : "s");
     out.decodeCandidates = candidatesText(*r.decode_choice);
   }
   return out;

@@ -70,8 +70,9 @@ struct PredictionResult {
   // "does not fit in 80 GB: ..." when the step's footprint exceeds the hardware's memory
   // (sim/memory.hpp); empty when it fits.
   std::string memoryVerdict;
-  // Decode: the strategy the figures are of ("pad+graphs"), its label (analysis::
-  // decode_strategy_choice::label: the rule and the draws) and the candidates' steps, for people.
+  // Decode: the strategy the figures are of ("pad+graphs"), how it was chosen and over how many
+  // routing draws ("fastest of sync/pad/pad+graphs; mean of 8 routing draws") and the
+  // candidates' steps, for people.
   std::string decodeStrategy, decodeStrategyLabel, decodeCandidates;
 };
 
