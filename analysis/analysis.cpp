@@ -302,7 +302,7 @@ decode_strategy_choice choose_decode_strategy(const configuration& c, const sim:
   for (const decode_strategy& st : tried) {
     decode_strategy_figure f;
     f.strategy = st;
-    if (st.cuda_graph && !gpu) {
+    if (st.cuda_graph && !gpu && (r.fastest || !(st == asked))) {
       f.applies = false;
       f.why_not = cost.hardware().name + " is a CPU: it runs no CUDA graphs";
       out.candidates.push_back(std::move(f));
@@ -335,7 +335,9 @@ decode_strategy_choice choose_decode_strategy(const configuration& c, const sim:
   } else {
     out.strategy = asked;
     out.rule = "the user's choice";
-    if (asked.cuda_graph && !gpu) out.notes.push_back(asked.name() + " on a CPU: CUDA graphs are priced as asked");
+    if (asked.cuda_graph && !gpu)
+      out.notes.push_back(asked.name() +
+                          " on a CPU, which runs no CUDA graphs: priced as asked (one launch per graph)");
   }
   return out;
 }
