@@ -72,6 +72,30 @@ analysis::validation_request validationRequestOf(const ExplorerConfig& config) {
   return v;
 }
 
+// How the configuration's decode steps run: the user's strategy (the sampling map's choice), else
+// the fastest (analysis::timeline_request::fastest); the routing draws are the map's.
+analysis::timeline_request decodeRequestOf(const ExplorerConfig& config) {
+  analysis::timeline_request q;
+  // Forward and training timelines stay eager: the strategy is a decode step's.
+  if (config.decodeStrategy.empty() || config.load.run != sim::run_mode::decode) return q;
+  const std::string& n = config.decodeStrategy;
+  q.fastest = false;
+  q.cuda_graph = n.size() > 7 && n.compare(n.size() - 7, 7, "+graphs") == 0;
+  q.routing = n.rfind("pad", 0) == 0 ? decode_routing::pad : decode_routing::sync;
+  return q;
+}
+
+// "sync 752.8 µs, pad 666.9 µs, pad+graphs 166.6 µs; pad+graphs does not apply: ..."
+std::string candidatesText(const analysis::decode_strategy_choice& ch) {
+  std::string out;
+  for (const analysis::decode_strategy_figure& f : ch.candidates)
+    if (f.applies)
+      out += fmt::format("{}{} {:.1f} µs (×{:.3f})", out.empty() ? "" : ", ", f.strategy.name(), f.model_s * 1e6,
+                         f.baseline_s > 0 ? f.model_s / f.baseline_s : 0.0);
+  for (const std::string& n : ch.notes) out += "; " + n;
+  return out;
+}
+
 PredictionResult predictionOf(const analysis::analysis_result& r) {
   const sim::prediction& p = *r.prediction;
   PredictionResult out;
@@ -123,14 +147,22 @@ PredictionResult predictionOf(const analysis::analysis_result& r) {
                        fmt::format(fmt::runtime(t.why), fmt::arg("launches", p.model.kernels),
                                    fmt::arg("dense_launches", p.dense.kernels))});
   out.notes = p.notes;
+  if (r.decode_choice && p.load.run == sim::run_mode::decode) {
+    out.decodeStrategy = r.decode_choice->strategy.name();
+    out.decodeStrategyLabel = fmt::format("{}; mean of {} routing draw{}", r.decode_choice->rule,
+                                          r.decode_choice->draws, r.decode_choice->draws == 1 ? "" : "s");
+    out.decodeCandidates = candidatesText(*r.decode_choice);
+  }
   return out;
 }
 
-SweepResult sweepOf(const analysis::sweep_section& s, const analysis::configuration& c) {
+SweepResult sweepOf(const analysis::sweep_section& s, const analysis::configuration& c,
+                    const std::optional<analysis::decode_strategy_choice>& strategy) {
   SweepResult out;
   out.available = true;
   out.baselineName = baselineNameOf(c);
   out.decode = c.load.run == sim::run_mode::decode;
+  if (out.decode && strategy) out.strategy = strategy->strategy.name();
   out.denseTimeS = s.result.dense_time_s;
   out.denseMatmulFlops = s.result.dense_matmul_flops;
   out.points.reserve(s.result.points.size());
@@ -225,8 +257,10 @@ ServingResult servingOf(const sim::des::serving_comparison& c,
   return out;
 }
 
-SamplingResult samplingOf(const analysis::analysis_result& r) {
+SamplingResult samplingOf(const analysis::analysis_result& r, const ExplorerConfig& config) {
   SamplingResult out;
+  // The map opens on the strategy of the headline and the Design space (decode), else the user's.
+  out.headlineStrategy = r.decode_choice ? r.decode_choice->strategy.name() : config.decodeStrategy;
   if (!r.sampling) {
     if (!r.sampling_missing.empty())
       out.unavailable = r.sampling_missing;
@@ -357,6 +391,7 @@ analysis::control controlOf(const ComputeControl& c) {
 
 PredictionResult computePrediction(const ExplorerConfig& config) {
   analysis::scenario s;
+  s.decode = decodeRequestOf(config);
   PredictionResult out = predictionOf(analyzeOnly(config, s));
   out.baselineWhy = baselineWhyOf(config);
   return out;
@@ -368,14 +403,15 @@ SweepResult computeSweep(const ExplorerConfig& config, const std::optional<sim::
   s.prediction = false;
   s.sweep = analysis::sweep_request{};
   s.sweep->space = space;
+  s.decode = decodeRequestOf(config);
   const analysis::analysis_result a = analyzeOnly(config, s, controlOf(control));
-  return sweepOf(*a.sweep, a.config);
+  return sweepOf(*a.sweep, a.config, a.decode_choice);
 }
 
 TimelineResult computeTimeline(const ExplorerConfig& config) {
   analysis::scenario s;
   s.prediction = false;
-  s.timeline = analysis::timeline_request{};
+  s.timeline = decodeRequestOf(config);
   return timelineOf(*analyzeOnly(config, s).timeline);
 }
 
@@ -394,7 +430,8 @@ SamplingResult computeSampling(const ExplorerConfig& config) {
   analysis::scenario s;
   s.prediction = false;
   if (config.model.routing) s.sampling = analysis::sampling_request{};
-  return samplingOf(analyzeOnly(config, s));
+  s.decode = decodeRequestOf(config);
+  return samplingOf(analyzeOnly(config, s), config);
 }
 
 ParallelResult computeParallel(const ExplorerConfig& config) {
@@ -419,7 +456,7 @@ ComputeResult computeAll(const ExplorerConfig& config, const ComputeControl& con
   try {
     analysis::scenario s;
     s.parts_may_fail = true;
-    s.timeline = analysis::timeline_request{};
+    s.timeline = decodeRequestOf(config);
     if (config.sweepEnabled) s.sweep = analysis::sweep_request{};
     if (config.model.routing) s.sampling = analysis::sampling_request{};
     s.parallel = parallelRequestOf(config);
@@ -442,11 +479,11 @@ ComputeResult computeAll(const ExplorerConfig& config, const ComputeControl& con
     else
       r.timeline.unavailable = a.timeline_missing;
     if (a.sweep)
-      r.sweep = sweepOf(*a.sweep, a.config);
+      r.sweep = sweepOf(*a.sweep, a.config, a.decode_choice);
     else
       r.sweep.unavailable = config.sweepEnabled ? a.sweep_missing : "The design-space sweep is switched off.";
     r.validation = validationOf(a, config);
-    r.sampling = samplingOf(a);
+    r.sampling = samplingOf(a, config);
     r.parallel = parallelOf(a, config);
     if (!sim::is_gpu(config.hardware))
       r.parallel.unavailable = "The parallelism tab splits a step over GPUs: choose GPU hardware.";

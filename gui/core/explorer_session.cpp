@@ -477,6 +477,12 @@ void ExplorerSession::setAttention(std::optional<attention_impl> attention) {
   commitDraft();
 }
 
+void ExplorerSession::setDecodeStrategy(const std::string& name) {
+  if (m_draft.decodeStrategy == name) return;
+  m_draft.decodeStrategy = name;
+  commitDraft();
+}
+
 void ExplorerSession::setMode(sim::run_mode mode) {
   m_draft.load.run = mode;
   commitDraft();

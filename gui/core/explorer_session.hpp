@@ -84,6 +84,8 @@ class ExplorerSession : public QObject {
   // load is refused (validationChanged "baseline").
   void setBaseline(const QString& path);
   void setAttention(std::optional<attention_impl> attention);  // empty: the hardware's default
+  // The decode strategy of every decode figure (ExplorerConfig::decodeStrategy); empty: the fastest.
+  void setDecodeStrategy(const std::string& name);
   // variant: "none", "moe", "staged", "integrated".
   void setVariant(const QString& variant, int experts, int topK, int noopExperts, double capacityFactor);
   void setSweepEnabled(bool enabled);

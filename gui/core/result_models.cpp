@@ -167,6 +167,11 @@ QString SummaryModel::headline() const {
                 .arg(qs(p.attention));
   else if (!p.attention.empty())
     text += tr("<br>Attention %1%2").arg(qs(p.attention), p.calibrated ? tr(", as measured") : QString());
+  if (!p.decodeStrategy.empty())
+    text += tr("<br>Decode strategy <b>%1</b> (%2; the Design space and the sampling map's %1 column are the same "
+               "steps): %3")
+                .arg(qs(p.decodeStrategy).toHtmlEscaped(), qs(p.decodeStrategyLabel).toHtmlEscaped(),
+                     qs(p.decodeCandidates).toHtmlEscaped());
   if (!p.memoryVerdict.empty())
     text += tr("<br><span style='color:#b00020'><b>Memory</b>: this step %1.</span>")
                 .arg(qs(p.memoryVerdict).toHtmlEscaped());

@@ -70,6 +70,10 @@ struct PredictionResult {
   // "does not fit in 80 GB: ..." when the step's footprint exceeds the hardware's memory
   // (sim/memory.hpp); empty when it fits.
   std::string memoryVerdict;
+  // Decode: the strategy the figures are of ("pad+graphs"), how it was chosen and over how many
+  // routing draws ("fastest of sync/pad/pad+graphs; mean of 8 routing draws") and the
+  // candidates' steps, for people.
+  std::string decodeStrategy, decodeStrategyLabel, decodeCandidates;
 };
 
 // One configuration of the design-space sweep.
@@ -92,6 +96,7 @@ struct SweepResult {
   double denseTimeS = 0;
   std::string baselineName;  // the baseline of the ratios (PredictionResult's)
   bool decode = false;       // the points are decode steps
+  std::string strategy;      // decode: the strategy of every point (PredictionResult::decodeStrategy)
 };
 
 struct TimelineSpan {
@@ -134,6 +139,9 @@ struct SamplingResult {
   std::string unavailable;
   analysis::sampling_map map;
   std::string servingRouting;  // the serving routing kept and why (serving_routing_choice::why); may be empty
+  // The strategy the headline and the Design space show (decode), or the user's choice; the map
+  // opens on it. Empty: none (the map opens on the strategy with the most cells at the target).
+  std::string headlineStrategy;
 };
 
 struct ValidationRow {

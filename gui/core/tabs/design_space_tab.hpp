@@ -47,6 +47,7 @@ class SweepModel : public ResultModel {
   QString label(int row) const;  // "staged · every_other · c=0.125"
   double denseTimeS() const { return m_sweep.denseTimeS; }
   bool decode() const { return m_sweep.decode; }
+  const std::string& strategy() const { return m_sweep.strategy; }  // decode: every point's strategy
   // What the ratios compare with: "dense", or the named baseline (the headline's).
   QString baselineName() const;
   std::int64_t denseMatmulFlops() const { return m_sweep.denseMatmulFlops; }

@@ -194,6 +194,11 @@ void SamplingModel::setResult(const ComputeResultPtr& result) {
     if (ss[i].reached > ss[static_cast<std::size_t>(m_strategy)].reached) m_strategy = static_cast<int>(i);
   for (std::size_t i = 0; i < ss.size(); ++i)
     if (!m_chosenStrategy.empty() && ss[i].strategy.name() == m_chosenStrategy) m_strategy = static_cast<int>(i);
+  // The strategy of the headline and the Design space (the fastest, or the user's) wins: one
+  // strategy for one question.
+  for (std::size_t i = 0; i < ss.size(); ++i)
+    if (!m_sampling.headlineStrategy.empty() && ss[i].strategy.name() == m_sampling.headlineStrategy)
+      m_strategy = static_cast<int>(i);
   if (m_sampling.available && ss.empty()) m_sampling.available = false;
   setAvailability(m_sampling.available, qs(m_sampling.unavailable));
   endResetModel();
@@ -213,6 +218,8 @@ QStringList SamplingModel::strategyNames() const {
   for (const auto& s : m_sampling.map.strategies) out << qs(s.strategy.name());
   return out;
 }
+
+QString SamplingModel::headlineStrategy() const { return qs(m_sampling.headlineStrategy); }
 
 QString SamplingModel::verdict() const {
   QStringList lines;
@@ -275,7 +282,9 @@ ServingPage::ServingPage(ServingModel* model, SamplingModel* sampling, QWidget* 
   m_samplingTable->verticalHeader()->setDefaultSectionSize(20);
   m_strategy->setToolTip(
       tr("Decode strategy: sync reads the routed count back to the host before each routed block; pad sizes the "
-         "block to the capacity + 3 sigma of the batch with no sync; +graphs runs the step as CUDA graphs"));
+         "block to the capacity + 3 sigma of the batch with no sync; +graphs runs the step as CUDA graphs. It opens "
+         "on the headline's strategy (the fastest for the configuration); choosing one here makes it the strategy "
+         "of the headline and the Design space too"));
 
   // Left: serving under load; right: the sampling map.
   auto* servingSide = new QWidget(this);
@@ -367,6 +376,9 @@ void ServingPage::rebuildSampling() {
     verdict += tr(" Hatched grey cells (✗) do not fit in %1 (weights, KV cache, one step's activations) and are left "
                   "out of the verdict.")
                    .arg(qs(reports::sampling_memory_name(m)));
+  if (!m_sampling->headlineStrategy().isEmpty())
+    verdict += tr(" The headline and the Design space are <b>%1</b> steps, the same routing draws: its map is shown.")
+                   .arg(m_sampling->headlineStrategy().toHtmlEscaped());
   for (const std::string& v : m.verdict)
     verdict += QStringLiteral("<br>• ") + QString::fromStdString(v).toHtmlEscaped();
   m_verdict->setText(verdict);
@@ -386,6 +398,12 @@ TabSpec servingTab() {
             sampling->setParent(page);
             session.addResultModel(model);
             session.addResultModel(sampling);
+            // The strategy chosen in the map is the user's choice for every decode figure (the
+            // headline and the Design space follow it).
+            QObject::connect(page->strategyEditor(), &QComboBox::activated, &session, [&session, sampling](int i) {
+              const QStringList names = sampling->strategyNames();
+              if (i >= 0 && i < names.size()) session.setDecodeStrategy(names[i].toStdString());
+            });
             return page;
           }};
 }

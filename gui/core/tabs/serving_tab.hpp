@@ -58,6 +58,8 @@ class SamplingModel : public ResultModel {
   int strategy() const { return m_strategy; }
   void setStrategy(int strategy);  // resets the model; the user's choice
   QStringList strategyNames() const;
+  // The strategy the headline and the Design space show (SamplingResult::headlineStrategy); may be empty.
+  QString headlineStrategy() const;
   QString verdict() const;         // the map's verdict, one line per strategy
   QString servingRouting() const;  // the routing the serving simulation chose, or empty
 
