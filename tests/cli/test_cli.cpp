@@ -1670,3 +1670,27 @@ TEST(Cli, CalibrateWarnsOfAxesItsBlocksMeasuredAtOneValue) {
   EXPECT_NE(t.out.find("warning: one value of n_heads: every block has 8"), std::string::npos) << t.out;
   std::filesystem::remove(out);
 }
+
+// The report describes the sliding window of an HF config that has one (Mistral-7B's
+// config.json: "sliding_window": 4096) in its configuration table, and not for a model without.
+TEST(Cli, ReportShowsTheSlidingWindow) {
+  const auto dir = std::filesystem::temp_directory_path() / ("modsim_sw_report_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const result r = modsim(
+      "report configs/hf/mistral-7b-v0.1.json --hardware h100-sxm --no-serving --no-sampling "
+      "--no-charts --out '" +
+      dir.string() + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string md = slurp((dir / "report.md").string());
+  const std::size_t at = md.find("{#configuration}");
+  ASSERT_NE(at, std::string::npos);
+  const std::string config = md.substr(at, md.find("\n## ", at) - at);
+  EXPECT_NE(config.find("sliding window 4096"), std::string::npos) << config;
+  EXPECT_NE(config.find("at most 4096 keys"), std::string::npos) << config;
+  std::filesystem::remove_all(dir);
+  const result d =
+      modsim("report mod-60m --hardware h100-sxm --no-serving --no-sampling --no-charts --out '" + dir.string() + "'");
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_EQ(slurp((dir / "report.md").string()).find("sliding window"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}

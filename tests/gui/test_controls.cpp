@@ -842,3 +842,23 @@ TEST(Controls, AnExportCaptionNamesTheScheduleAndTheCapacity) {
   ASSERT_TRUE(f.open(QIODevice::ReadOnly));
   EXPECT_TRUE(QString::fromUtf8(f.readAll()).contains(QStringLiteral("c=0.125×7 0.5×1")));
 }
+
+// The model panel shows the attention window read-only: "full" for mod-220m, the window of
+// Mistral-7B's config.json (sliding_window 4096) once it is opened, with a tooltip saying what
+// it prices; the label takes no edits.
+TEST(Controls, ModelPanelShowsTheSlidingWindow) {
+  Window w;
+  QLabel* window = w.panel->windowLabel();
+  ASSERT_NE(window, nullptr);
+  EXPECT_EQ(window->text(), QStringLiteral("full"));
+  w.apply([&] {
+    ASSERT_TRUE(w.window.openModelFile(QStringLiteral(MODSIM_SOURCE_DIR "/configs/hf/mistral-7b-v0.1.json")));
+  });
+  EXPECT_EQ(w.session->config().model.sliding_window, 4096);
+  EXPECT_TRUE(window->text().contains(QStringLiteral("4096"))) << window->text().toStdString();
+  EXPECT_TRUE(window->toolTip().contains(QStringLiteral("at most 4096 keys"))) << window->toolTip().toStdString();
+  EXPECT_TRUE(window->toolTip().contains(QStringLiteral("KV"))) << window->toolTip().toStdString();
+  EXPECT_FALSE(window->textInteractionFlags() & Qt::TextEditable);
+  w.apply([&] { ASSERT_TRUE(w.window.openModelFile(shipped("mod-60m"))); });
+  EXPECT_EQ(window->text(), QStringLiteral("full"));
+}
