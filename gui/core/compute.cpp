@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <type_traits>
 
 #include "analysis/analysis.hpp"
 #include "analysis/calibration.hpp"
@@ -448,59 +449,111 @@ ValidationResult computeValidation(const ExplorerConfig& config) {
   return validationOf(analyzeOnly(config, s), config);
 }
 
-ComputeResult computeAll(const ExplorerConfig& config, const ComputeControl& control) {
+void computeParts(const ExplorerConfig& config, ResultParts parts, ComputeResult& r, const ComputeControl& control) {
   const auto start = std::chrono::steady_clock::now();
-  ComputeResult r;
-  r.model = config.model;
-  r.load = config.load;
+  const bool headline = parts & PredictionPart;
+  if (headline) {
+    r.model = config.model;
+    r.load = config.load;
+  }
   try {
+    // Each part alone asks analyze for that part only; the decode steps of the prediction, the
+    // sweep and the timeline run with the user's strategy and routing draws whether the timeline
+    // is asked for or not (scenario::decode), so every part gives the one decode answer.
     analysis::scenario s;
     s.parts_may_fail = true;
-    s.timeline = decodeRequestOf(config);
-    if (config.sweepEnabled) s.sweep = analysis::sweep_request{};
-    if (config.model.routing) s.sampling = analysis::sampling_request{};
-    s.parallel = parallelRequestOf(config);
-    if (config.servingEnabled) {
+    s.prediction = headline;
+    // The decode steps (headline, sweep) run as the user chose (the sampling map's strategy).
+    s.decode = decodeRequestOf(config);
+    if (parts & TimelinePart) s.timeline = decodeRequestOf(config);
+    if ((parts & SweepPart) && config.sweepEnabled) s.sweep = analysis::sweep_request{};
+    if ((parts & SamplingPart) && config.model.routing) s.sampling = analysis::sampling_request{};
+    if (parts & ParallelPart) s.parallel = parallelRequestOf(config);
+    if ((parts & ServingPart) && config.servingEnabled) {
       s.serving = analysis::serving_request{};
       s.serving->fastest_routing = true;
     }
-    try {
-      s.validation = validationRequestOf(config);
-    } catch (const modsim::error& e) {
-      s.validation.from = analysis::validation_request::source::none;
-      s.validation.missing = e.what();
+    if (parts & ValidationPart) {
+      try {
+        s.validation = validationRequestOf(config);
+      } catch (const modsim::error& e) {
+        s.validation.from = analysis::validation_request::source::none;
+        s.validation.missing = e.what();
+      }
     }
     const analysis::analysis_result a = analysis::analyze(configurationOf(config), s, controlOf(control));
-    if (!a.prediction) throw modsim::error(error_kind::bad_input, a.prediction_missing);
-    r.prediction = predictionOf(a);
-    r.prediction.baselineWhy = baselineWhyOf(config);
-    if (a.timeline)
-      r.timeline = timelineOf(*a.timeline);
-    else
-      r.timeline.unavailable = a.timeline_missing;
-    if (a.sweep)
-      r.sweep = sweepOf(*a.sweep, a.config, a.decode_choice);
-    else
-      r.sweep.unavailable = config.sweepEnabled ? a.sweep_missing : "The design-space sweep is switched off.";
-    r.validation = validationOf(a, config);
-    r.sampling = samplingOf(a, config);
-    r.parallel = parallelOf(a, config);
-    if (!sim::is_gpu(config.hardware))
-      r.parallel.unavailable = "The parallelism tab splits a step over GPUs: choose GPU hardware.";
-    if (a.serving) {
-      r.serving = servingOf(*a.serving, a.serving_routing);
-      r.serving.baselineName = baselineNameOf(a.config);
-    } else
-      r.serving.unavailable = config.servingEnabled ? a.serving_missing : "The serving simulation is switched off.";
+    if (headline) {
+      if (!a.prediction) throw modsim::error(error_kind::bad_input, a.prediction_missing);
+      r.prediction = predictionOf(a);
+      r.prediction.baselineWhy = baselineWhyOf(config);
+    }
+    if (parts & TimelinePart) {
+      r.timeline = a.timeline ? timelineOf(*a.timeline) : TimelineResult{};
+      if (!a.timeline) r.timeline.unavailable = a.timeline_missing;
+    }
+    if (parts & SweepPart) {
+      if (a.sweep) {
+        r.sweep = sweepOf(*a.sweep, a.config, a.decode_choice);
+      } else {
+        r.sweep = SweepResult{};
+        r.sweep.unavailable = config.sweepEnabled ? a.sweep_missing : "The design-space sweep is switched off.";
+      }
+    }
+    if (parts & ValidationPart) r.validation = validationOf(a, config);
+    if (parts & SamplingPart) r.sampling = samplingOf(a, config);
+    if (parts & ParallelPart) {
+      r.parallel = parallelOf(a, config);
+      if (!sim::is_gpu(config.hardware))
+        r.parallel.unavailable = "The parallelism tab splits a step over GPUs: choose GPU hardware.";
+    }
+    if (parts & ServingPart) {
+      if (a.serving) {
+        r.serving = servingOf(*a.serving, a.serving_routing);
+        r.serving.baselineName = baselineNameOf(a.config);
+      } else {
+        r.serving = ServingResult{};
+        r.serving.unavailable = config.servingEnabled ? a.serving_missing : "The serving simulation is switched off.";
+      }
+    }
   } catch (const analysis::cancelled&) {
     r.error = "cancelled";
-  } catch (const modsim::error& e) {
-    r.error = e.what();
   } catch (const std::exception& e) {
-    r.error = std::string("internal error: ") + e.what();
+    const bool ours = dynamic_cast<const modsim::error*>(&e) != nullptr;
+    const std::string why = ours ? std::string(e.what()) : std::string("internal error: ") + e.what();
+    if (headline) {
+      r.error = why;
+    } else {  // the headline stands; the parts asked for say why they are missing
+      auto missing = [&why](auto& part) {
+        part = std::decay_t<decltype(part)>{};
+        part.unavailable = why;
+      };
+      if (parts & TimelinePart) missing(r.timeline);
+      if (parts & SweepPart) missing(r.sweep);
+      if (parts & ValidationPart) missing(r.validation);
+      if (parts & SamplingPart) missing(r.sampling);
+      if (parts & ParallelPart) missing(r.parallel);
+      if (parts & ServingPart) missing(r.serving);
+    }
   }
-  r.computeMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  r.updated = parts;
+  if (!r.error.empty() && r.error != "cancelled") r.updated = kAllParts;  // every part shows the error
+  r.computed |= r.updated;
+  r.computeMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+ComputeResult computeAll(const ExplorerConfig& config, const ComputeControl& control) {
+  ComputeResult r;
+  computeParts(config, kAllParts, r, control);
   return r;
+}
+
+ResultParts nextParts(ResultParts remaining, ResultParts visible) {
+  remaining &= kAllParts;
+  if (remaining & PredictionPart) return PredictionPart;
+  if (remaining & visible) return remaining & visible;
+  for (ResultPart p : {SweepPart, TimelinePart, SamplingPart, ServingPart, ParallelPart, ValidationPart})
+    if (remaining & p) return p;
+  return 0;
 }
 
 }  // namespace modsim::gui

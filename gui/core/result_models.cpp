@@ -21,8 +21,14 @@ QString qs(const std::string& s) { return QString::fromStdString(s); }
 
 }  // namespace
 
+void ResultModel::setPending() {
+  setAvailability(false, tr("Computing the figures of the current inputs…"));
+  m_pending = true;
+}
+
 // Called inside a model reset, so that views rebuilding on modelReset see the new state.
 void ResultModel::setAvailability(bool available, const QString& reason) {
+  m_pending = false;
   if (available == m_available && reason == m_unavailable) return;
   m_available = available;
   m_unavailable = reason;

@@ -254,7 +254,7 @@ TEST(Controls, DesignSpacePointsAndGapBarsShowTooltipsOnHover) {
 
   // The waterfall's bars: hovering the first one (the FLOP ratio) names it and its value.
   ASSERT_TRUE(w.window.setCurrentTab(QStringLiteral("layers")));
-  auto* layers = qobject_cast<LayersPage*>(w.window.tabs()->currentWidget());
+  auto* layers = qobject_cast<LayersPage*>(w.window.currentPage());
   ASSERT_NE(layers, nullptr);
   QAbstractBarSeries* bars = nullptr;
   for (QAbstractSeries* s : layers->gapView()->chart()->series())
@@ -425,7 +425,7 @@ TEST(Controls, AnExportedViewIsTheChartUnderACaption) {
   // The design space's chart alone (not its table and check box) plus the caption strip.
   QChartView* chart = w.window.page<DesignSpacePage>()->chartView();
   EXPECT_EQ(image.height(), int((chart->height() + 28) * w.window.devicePixelRatioF()));
-  EXPECT_LT(image.height(), int(w.window.tabs()->currentWidget()->height() * w.window.devicePixelRatioF()));
+  EXPECT_LT(image.height(), int(w.window.currentPage()->height() * w.window.devicePixelRatioF()));
 }
 
 TEST(Controls, ScreenshotRunsLeaveTheRecentFilesAlone) {
@@ -566,7 +566,7 @@ TEST(Controls, TheParallelismTabRanksEverySplitOfTheGpusChosen) {
   }
   // Four GPUs from the tab's own box: 4x1 and 2x2 and 1x4.
   ASSERT_TRUE(w.window.setCurrentTab(QStringLiteral("parallel")));
-  auto* page = qobject_cast<ParallelPage*>(w.window.tabs()->currentWidget());
+  auto* page = qobject_cast<ParallelPage*>(w.window.currentPage());
   ASSERT_NE(page, nullptr);
   w.apply([&] { page->gpusEditor()->setValue(4); });
   EXPECT_EQ(w.session->config().gpus, 4);
@@ -730,7 +730,7 @@ TEST(Controls, ZeroNoOpExpertsIsRefusedWithTheReasonUntilAValidValue) {
 TEST(Controls, TheSamplingStrategyChosenStaysWhenAnotherModelIsOpened) {
   Window w;
   ASSERT_TRUE(w.window.setCurrentTab(QStringLiteral("serving")));
-  auto* page = qobject_cast<ServingPage*>(w.window.tabs()->currentWidget());
+  auto* page = qobject_cast<ServingPage*>(w.window.currentPage());
   ASSERT_NE(page, nullptr);
   SamplingModel* sampling = w.session->resultModel<SamplingModel>();
   ASSERT_TRUE(sampling->available());

@@ -254,7 +254,7 @@ DesignSpacePage::DesignSpacePage(SweepModel* model, QWidget* parent)
   m_view->setMouseTracking(true);
   m_view->viewport()->setMouseTracking(true);
   m_view->viewport()->installEventFilter(this);
-  connect(model, &QAbstractItemModel::modelReset, this, &DesignSpacePage::rebuild);
+  rebuildOnReset(this, model, [this] { rebuild(); });
   connect(m_frontOnly, &QCheckBox::toggled, this,
           [this](bool on) { static_cast<SweepProxy*>(m_proxy)->setFrontOnly(on); });
   connect(m_table, &QTableView::doubleClicked, this,

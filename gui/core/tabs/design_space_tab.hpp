@@ -41,6 +41,7 @@ class SweepModel : public ResultModel {
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
   void setResult(const ComputeResultPtr& result) override;
+  ResultParts parts() const override { return SweepPart; }
   void setSweep(SweepResult sweep);  // for the benchmark: a sweep computed on its own
 
   const SweepPoint& point(int row) const { return m_sweep.points[static_cast<std::size_t>(row)]; }

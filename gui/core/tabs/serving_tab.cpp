@@ -274,9 +274,9 @@ ServingPage::ServingPage(ServingModel* model, SamplingModel* sampling, QWidget* 
       m_strategy(new QComboBox(this)),
       m_verdict(new QLabel(this)) {
   m_scenario->setWordWrap(true);
-  m_scenario->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  wrapToWidth(m_scenario);
   m_verdict->setWordWrap(true);
-  m_verdict->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  wrapToWidth(m_verdict);
   m_verdict->setTextFormat(Qt::RichText);
   m_samplingTable->horizontalHeader()->setStretchLastSection(false);
   m_samplingTable->verticalHeader()->setDefaultSectionSize(20);
@@ -298,6 +298,7 @@ ServingPage::ServingPage(ServingModel* model, SamplingModel* sampling, QWidget* 
   servingSplit->setStretchFactor(1, 2);
   sl->addWidget(servingSplit, 1);
   m_table->horizontalHeader()->setStretchLastSection(false);
+  m_view->setMinimumHeight(320);  // the latency chart's y title and two-line legend need it
 
   auto* samplingSide = new QWidget(this);
   auto* ml = new QVBoxLayout(samplingSide);
@@ -329,6 +330,7 @@ ServingPage::ServingPage(ServingModel* model, SamplingModel* sampling, QWidget* 
   ml->addWidget(samplingSplit, 1);
 
   auto* split = new QSplitter(Qt::Horizontal, this);
+  m_split = split;
   split->addWidget(new AvailabilityStack(servingSide, model, this));
   split->addWidget(new AvailabilityStack(samplingSide, sampling, this));
   split->setStretchFactor(0, 1);
@@ -336,11 +338,19 @@ ServingPage::ServingPage(ServingModel* model, SamplingModel* sampling, QWidget* 
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(6, 6, 6, 6);
   layout->addWidget(split, 1);
-  connect(model, &QAbstractItemModel::modelReset, this, &ServingPage::rebuild);
-  connect(sampling, &QAbstractItemModel::modelReset, this, &ServingPage::rebuildSampling);
+  rebuildOnReset(this, model, [this] { rebuild(); });
+  rebuildOnReset(this, sampling, [this] { rebuildSampling(); });
   connect(m_strategy, &QComboBox::activated, this, [this](int i) { m_sampling->setStrategy(i); });
   rebuild();
   rebuildSampling();
+}
+
+void ServingPage::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  // Side by side from kSideBySideWidth up; below it, one above the other (the page scrolls), so
+  // that neither half's charts get too narrow for their titles and legends.
+  const Qt::Orientation o = width() >= kSideBySideWidth ? Qt::Horizontal : Qt::Vertical;
+  if (m_split->orientation() != o) m_split->setOrientation(o);
 }
 
 void ServingPage::rebuild() {
