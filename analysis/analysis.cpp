@@ -59,10 +59,17 @@ class cancel_observer : public sim::des::serve_observer {
 };
 
 sim::model_time decode_model_time(const sim::model_spec& m, const sim::cost_model& cost, const sim::workload& w,
-                                  const decode_step_options& o, const sim::model_time& like);
+                                  const decode_step_options& o, int draws, const sim::model_time& like);
+
+// The mean decode step of `m` (mean_decode_step), seconds.
+double mean_decode_s(const sim::model_spec& m, const sim::cost_model& cost, const sim::workload& w,
+                     const decode_step_options& o, int draws) {
+  const sim::des::step_builder b(m, w.type, decode_step_device(cost, w.type));
+  return mean_decode_step(b, w.batch, w.seq_len, o, draws).step_s;
+}
 
 sweep_section sweep_around(const configuration& c, const sim::cost_model& cost, const sweep_request& r,
-                           const decode_step_options& decode, const control& ctl, int from_pct, int to_pct) {
+                           const decode_step_options& decode, int draws, const control& ctl, int from_pct, int to_pct) {
   const sim::sweep_space space = r.space ? *r.space : default_sweep_space(c.model);
   // A decode step is timed as the prediction times it (the discrete-event step, launches and
   // syncs included), so the current point and the headline are one number.
@@ -71,8 +78,8 @@ sweep_section sweep_around(const configuration& c, const sim::cost_model& cost, 
         return sim::predict_parallel(m, w, cost, split).step_s;
       })
       : c.load.run == sim::run_mode::decode
-          ? sim::time_function([&cost, decode](const sim::model_spec& m, const sim::workload& w) {
-              return decode_model_time(m, cost, w, decode, sim::time_model(m, w, cost)).total_s;
+          ? sim::time_function([&cost, decode, draws](const sim::model_spec& m, const sim::workload& w) {
+              return mean_decode_s(m, cost, w, decode, draws);
             })
           : sim::predicted_time(cost);
   const std::size_t expected = std::max<std::size_t>(1, sim::enumerate_space(c.model, space).size());
@@ -165,7 +172,8 @@ sim::des::timeline step_timeline(const configuration& c, const sim::cost_model& 
     return des::simulate_execution(std::move(ps.kernels), dev, ps.options);
   }
   if (c.load.run == sim::run_mode::decode) {
-    // A decode step is timed with the calibration's decode fit where it has one.
+    // A decode step is timed with the calibration's decode fit where it has one; the timeline is
+    // the first of the routing draws the figures average.
     const des::step_builder b(c.model, c.load.type, decode_step_device(cost, c.load.type));
     decode_step_options o = r.decode_options();
     o.record_spans = true;
@@ -181,14 +189,15 @@ sim::des::timeline step_timeline(const configuration& c, const sim::cost_model& 
   return des::simulate_execution(b.forward(c.load), b.device(), eo);
 }
 
-// A model's decode step as a model_time: per layer its kernels' device times, the lm_head its
-// kernel, overhead_s the rest of the step (launches, waits on the host, routed-count syncs).
+// A model's decode step as a model_time, the mean of `draws` routing draws (mean_decode_step):
+// per layer its kernels' mean device times, the lm_head its kernel, overhead_s the rest of the
+// mean step (launches, waits on the host, routed-count syncs); total_s is the mean step.
 // `like` (sim::predict's expected-count prediction of the same model) names the curves used.
 sim::model_time decode_model_time(const sim::model_spec& m, const sim::cost_model& cost, const sim::workload& w,
-                                  const decode_step_options& o, const sim::model_time& like) {
+                                  const decode_step_options& o, int draws, const sim::model_time& like) {
   namespace des = sim::des;
   const des::step_builder b(m, w.type, decode_step_device(cost, w.type));
-  const decode_step st = decode_step_time(b, w.batch, w.seq_len, o);
+  const mean_decode mean = mean_decode_step(b, w.batch, w.seq_len, o, draws, true);
   sim::model_time out;
   out.timed_as_dtype = like.timed_as_dtype;
   for (const des::layer_info& info : b.layers()) {
@@ -225,8 +234,34 @@ sim::model_time decode_model_time(const sim::model_spec& m, const sim::cost_mode
     out.kernels += p.kernels;
     return p;
   };
-  for (const des::kernel& k : st.timeline.kernels) {
-    if (!k.op.model_op()) continue;  // the routed count's read-back
+  // The i-th model kernel of every draw is the same op of the same layer (the draws change the
+  // rows a routed block computes, not the kernels): its mean over the draws.
+  std::vector<std::vector<const des::kernel*>> draws_of;  // per draw, its model kernels in order
+  for (const decode_step& d : mean.steps) {
+    std::vector<const des::kernel*> ks;
+    for (const des::kernel& k : d.timeline.kernels)
+      if (k.op.model_op()) ks.push_back(&k);
+    draws_of.push_back(std::move(ks));
+  }
+  const double n = static_cast<double>(mean.steps.size());
+  for (std::size_t i = 0; i < draws_of.front().size(); ++i) {
+    des::kernel k = *draws_of.front()[i];
+    double device_s = 0, tokens = 0, roofline_s = 0, matmul = 0, other = 0, bytes = 0;
+    for (const auto& ks : draws_of) {
+      const des::kernel& x = i < ks.size() && ks[i]->op == k.op && ks[i]->layer == k.layer ? *ks[i] : k;
+      device_s += x.device_s;
+      roofline_s += x.roofline_s;
+      tokens += static_cast<double>(x.tokens);
+      matmul += static_cast<double>(x.matmul_flops);
+      other += static_cast<double>(x.other_flops);
+      bytes += static_cast<double>(x.bytes);
+    }
+    k.device_s = device_s / n;
+    k.roofline_s = roofline_s / n;
+    k.tokens = static_cast<std::int64_t>(std::llround(tokens / n));
+    k.matmul_flops = static_cast<std::int64_t>(std::llround(matmul / n));
+    k.other_flops = static_cast<std::int64_t>(std::llround(other / n));
+    k.bytes = static_cast<std::int64_t>(std::llround(bytes / n));
     if (k.layer < 0) {
       out.lm_head = prediction_of(k);
       continue;
@@ -238,12 +273,80 @@ sim::model_time decode_model_time(const sim::model_spec& m, const sim::cost_mode
     l.kernels += p.kernels;
     l.ops.push_back(std::move(p));
   }
-  out.total_s = st.step_s();
+  out.total_s = mean.step_s;
   out.overhead_s = out.total_s - out.ops_s;
   return out;
 }
 
+std::string strategy_list(const std::vector<decode_strategy_figure>& c) {
+  std::string out;
+  for (const decode_strategy_figure& f : c)
+    if (f.applies) out += (out.empty() ? "" : "/") + f.strategy.name();
+  return out;
+}
+
+// The decode strategy of configuration `c` (timeline_request::fastest): every candidate's mean
+// step for the model and its baseline at the configuration's cell, and the one kept.
+decode_strategy_choice choose_decode_strategy(const configuration& c, const sim::model_spec& baseline,
+                                              const sim::cost_model& cost, const timeline_request& r) {
+  namespace des = sim::des;
+  const bool gpu = sim::is_gpu(cost.hardware());
+  const des::device_model dev = decode_step_device(cost, c.load.type);
+  const des::step_builder bm(c.model, c.load.type, dev), bb(baseline, c.load.type, dev);
+  decode_strategy_choice out;
+  out.seed = r.seed;
+  std::vector<decode_strategy> tried = {{decode_routing::sync, false}, {decode_routing::pad, false}};
+  tried.push_back({decode_routing::pad, true});
+  const decode_strategy asked{r.routing, r.cuda_graph};
+  if (!r.fastest && std::find(tried.begin(), tried.end(), asked) == tried.end()) tried.push_back(asked);
+  for (const decode_strategy& st : tried) {
+    decode_strategy_figure f;
+    f.strategy = st;
+    if (st.cuda_graph && !gpu && (r.fastest || !(st == asked))) {
+      f.applies = false;
+      f.why_not = cost.hardware().name + " is a CPU: it runs no CUDA graphs";
+      out.candidates.push_back(std::move(f));
+      continue;
+    }
+    decode_step_options o = r.decode_options();
+    o.routing = st.routing;
+    o.cuda_graph = st.cuda_graph;
+    const mean_decode m = mean_decode_step(bm, c.load.batch, c.load.seq_len, o, r.draws);
+    f.model_s = m.step_s;
+    f.baseline_s = mean_decode_step(bb, c.load.batch, c.load.seq_len, o, r.draws).step_s;
+    out.draws = m.draws;
+    out.candidates.push_back(std::move(f));
+  }
+  for (const decode_strategy_figure& f : out.candidates)
+    if (!f.applies) out.notes.push_back(f.strategy.name() + " does not apply: " + f.why_not);
+  const bool routes =
+      std::any_of(bm.layers().begin(), bm.layers().end(), [](const des::layer_info& l) { return l.mod_routed; });
+  if (!routes)
+    out.notes.push_back(
+        "the model routes no layer: sync and pad run the same step (no routed count to read back, "
+        "nothing to pad)");
+  if (r.fastest) {
+    const decode_strategy_figure* best = nullptr;
+    for (const decode_strategy_figure& f : out.candidates)
+      if (f.applies && (!best || f.model_s < best->model_s)) best = &f;  // a tie keeps the earlier
+    out.strategy = best->strategy;
+    out.fastest = true;
+    out.rule = "fastest of " + strategy_list(out.candidates);
+  } else {
+    out.strategy = asked;
+    out.rule = "the user's choice";
+    if (asked.cuda_graph && !gpu)
+      out.notes.push_back(asked.name() +
+                          " on a CPU, which runs no CUDA graphs: priced as asked (one launch per graph)");
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string decode_strategy_choice::label() const {
+  return fmt::format("{} ({}; mean of {} routing draw{})", strategy.name(), rule, draws, draws == 1 ? "" : "s");
+}
 
 decode_step_options timeline_request::decode_options() const {
   decode_step_options o;
@@ -377,6 +480,19 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
     return *cost;
   };
 
+  // Decode: one strategy and one set of routing draws for the prediction, the timeline and the
+  // sweep (timeline_request; absent: its defaults, the fastest strategy).
+  timeline_request decode_request = s.timeline ? *s.timeline : s.decode ? *s.decode : timeline_request{};
+  if (c.load.run == sim::run_mode::decode && cost && (s.prediction || s.timeline || s.sweep || s.sampling)) {
+    part(s, r.prediction_missing, [&] {
+      r.decode_choice = choose_decode_strategy(c, baseline, *cost, decode_request);
+      decode_request.routing = r.decode_choice->strategy.routing;
+      decode_request.cuda_graph = r.decode_choice->strategy.cuda_graph;
+    });
+    check(ctl);
+  }
+  const decode_step_options decode_options = decode_request.decode_options();
+
   if (s.prediction) {
     say(ctl, 2, "predicted time");
     part(s, r.prediction_missing, [&] {
@@ -384,10 +500,9 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
       r.prediction = sim::predict(c.model, baseline, c.load, cm);
       if (c.load.run == sim::run_mode::decode) {
         // One decode path: the discrete-event step (syncs and launches included).
-        const decode_step_options o = s.timeline ? s.timeline->decode_options() : decode_step_options{};
         sim::prediction& p = *r.prediction;
-        p.model = decode_model_time(c.model, cm, c.load, o, p.model);
-        p.dense = decode_model_time(baseline, cm, c.load, o, p.dense);
+        p.model = decode_model_time(c.model, cm, c.load, decode_options, decode_request.draws, p.model);
+        p.dense = decode_model_time(baseline, cm, c.load, decode_options, decode_request.draws, p.dense);
         sim::compare_with_baseline(p);
         p.attention_share = sim::attention_share(p.model);
       }
@@ -429,7 +544,7 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
     r.prediction->notes.push_back("memory (" + r.memory_scope + "): " + r.memory_verdict);
   if (s.timeline) {
     say(ctl, 5, "step timeline");
-    part(s, r.timeline_missing, [&] { r.timeline = step_timeline(c, cost_of("a timeline"), *s.timeline, r); });
+    part(s, r.timeline_missing, [&] { r.timeline = step_timeline(c, cost_of("a timeline"), decode_request, r); });
     check(ctl);
   }
   if (s.sampling) {
@@ -443,8 +558,7 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
   if (s.sweep) {
     say(ctl, 10, "sweeping the design space");
     part(s, r.sweep_missing, [&] {
-      r.sweep = sweep_around(c, cost_of("a sweep"), *s.sweep,
-                             s.timeline ? s.timeline->decode_options() : decode_step_options{}, ctl, 10, 55);
+      r.sweep = sweep_around(c, cost_of("a sweep"), *s.sweep, decode_options, decode_request.draws, ctl, 10, 55);
     });
     check(ctl);
   }

@@ -79,15 +79,45 @@ struct sweep_request {
 // One step through the discrete-event executor (`modsim simulate forward`, the explorer's
 // timeline). In decode mode the same options time the prediction's step (decode_step_time), so
 // `modsim predict --mode decode` and `modsim simulate forward --mode decode` give one number.
+//
+// Decode: the step is the mean over `draws` routing draws (mean_decode_step: seeds seed, seed + 1,
+// ...), the sampling map's cell; the timeline shown is the first draw. With `fastest` (the
+// default) the decode strategy is the fastest of sync, pad and, on a GPU, pad + graphs for the
+// model at the configuration's cell (decode_choice); routing and cuda_graph are then ignored in
+// decode mode. Without it, routing and cuda_graph are the strategy (the user's choice).
 struct timeline_request {
   bool cuda_graph = false;
   sim::des::decode_routing routing = sim::des::decode_routing::sync;
   std::optional<double> pad_capacity;  // empty: sim::des::pad_rows' default rule
-  std::uint64_t seed = 1;              // decode routing draws
+  std::uint64_t seed = 1;              // decode routing draws: the first seed
+  int draws = 8;                       // decode routing draws averaged (sampling_request::draws)
+  bool fastest = true;                 // decode: choose the fastest strategy (see above)
   // The step over several GPUs (sim/des/parallel_step.hpp): the kernels of one data-parallel
   // replica's pipeline, collectives on streams of their own. Absent or one GPU: one device.
   std::optional<sim::parallel_spec> split;
   decode_step_options decode_options() const;
+};
+
+// One decode strategy evaluated at the configuration's cell (decode_choice).
+struct decode_strategy_figure {
+  decode_strategy strategy;
+  double model_s = 0, baseline_s = 0;  // mean steps over the draws (mean_decode_step), seconds
+  bool applies = true;                 // false: not evaluated, `why_not` says why
+  std::string why_not;
+};
+// The decode strategy every decode figure of one analysis shows (the prediction, the timeline,
+// the Design space; the sampling map shows it among the others), and the candidates beside it.
+struct decode_strategy_choice {
+  decode_strategy strategy;  // the one shown
+  bool fastest = false;      // chosen as the fastest candidate; false: the user's choice
+  int draws = 0;             // routing draws averaged (the model's; 1 when it routes nowhere)
+  std::uint64_t seed = 1;    // the first draw's seed
+  // sync, pad, pad + graphs (not applying on a CPU), plus the user's strategy when it is none of them.
+  std::vector<decode_strategy_figure> candidates;
+  std::string rule;                // "fastest of sync/pad/pad+graphs" or "the user's choice (...)"
+  std::vector<std::string> notes;  // strategies that cannot apply or do not differ, and why
+  // "pad+graphs (fastest of sync/pad/pad+graphs; mean of 8 routing draws)": the label faces show.
+  std::string label() const;
 };
 
 // What a timeline over several GPUs ran (analysis_result::timeline_parallel).
@@ -181,8 +211,11 @@ struct scenario {
   std::optional<parallel_request> parallel;
   std::optional<sweep_request> sweep;
   bool variants = false;
-  // The timeline; in decode mode also how the prediction's step runs (absent: the defaults).
+  // The timeline; in decode mode also how the prediction's step runs (absent: `decode`).
   std::optional<timeline_request> timeline;
+  // Decode mode without a timeline: how the prediction's and the sweep's steps run (the strategy
+  // and the routing draws); absent: timeline_request's defaults (the fastest strategy).
+  std::optional<timeline_request> decode;
   std::optional<sampling_request> sampling;
   std::optional<serving_request> serving;
   validation_request validation;
@@ -239,7 +272,10 @@ struct analysis_result {
   std::optional<sim::des::timeline> timeline;
   std::int64_t decode_decisions = 0, decode_routed = 0;  // decode timeline: routing draws
   std::optional<decode_breakdown> decode;                // decode timeline: where the step goes
-  std::optional<parallel_timeline> timeline_parallel;    // a timeline over several GPUs
+  // Decode mode with a prediction, timeline, sweep or sampling map: the strategy the first three
+  // show (the map shows every strategy) and the candidates.
+  std::optional<decode_strategy_choice> decode_choice;
+  std::optional<parallel_timeline> timeline_parallel;  // a timeline over several GPUs
   std::string timeline_missing;
   std::optional<sampling_map> sampling;
   std::string sampling_missing;

@@ -150,6 +150,24 @@ decode_step decode_step_time(const des::step_builder& b, std::int64_t batch, std
   return out;
 }
 
+mean_decode mean_decode_step(const des::step_builder& b, std::int64_t batch, std::int64_t context,
+                             const decode_step_options& o, int draws, bool keep_steps) {
+  if (draws < 1) throw input_error("", "draws", "must be >= 1");
+  mean_decode m;
+  m.draws = has_routed_layers(b) ? draws : 1;
+  for (int d = 0; d < m.draws; ++d) {
+    decode_step_options od = o;
+    od.seed = o.seed + static_cast<std::uint64_t>(d);
+    decode_step st = decode_step_time(b, batch, context, od);
+    m.step_s += st.step_s();
+    m.breakdown += st.breakdown;
+    if (keep_steps) m.steps.push_back(std::move(st));
+  }
+  m.step_s /= m.draws;
+  m.breakdown = scaled(m.breakdown, 1.0 / m.draws);
+  return m;
+}
+
 sim::des::device_model decode_step_device(const sim::cost_model& cost, sim::dtype t) {
   des::device_model dev = sim::decode_device_model(cost, t);
   if (!cost.calibration() || cost.attention_measured()) return dev;
@@ -176,30 +194,6 @@ void check_axis(const std::vector<std::int64_t>& v, const char* key, std::int64_
   if (v.empty()) throw input_error("", key, "needs at least one value");
   for (std::int64_t x : v)
     if (x < min) throw input_error("", key, fmt::format("{} is out of range (must be >= {})", x, min));
-}
-
-// The mean step of `draws` routing draws (one when the model routes nowhere: nothing is drawn).
-struct mean_step {
-  double step_s = 0;
-  decode_breakdown breakdown;
-};
-mean_step mean_decode_step(const des::step_builder& b, std::int64_t batch, std::int64_t context,
-                           const decode_strategy& s, const sampling_request& r) {
-  const int draws = has_routed_layers(b) ? r.draws : 1;
-  mean_step m;
-  for (int d = 0; d < draws; ++d) {
-    decode_step_options o;
-    o.routing = s.routing;
-    o.pad_capacity = r.pad_capacity;
-    o.cuda_graph = s.cuda_graph;
-    o.seed = r.seed + static_cast<std::uint64_t>(d);
-    const decode_step st = decode_step_time(b, batch, context, o);
-    m.step_s += st.step_s();
-    m.breakdown += st.breakdown;
-  }
-  m.step_s /= draws;
-  m.breakdown = scaled(m.breakdown, 1.0 / draws);
-  return m;
 }
 
 // "batch >= 64" when `v` is every batch of `all` from some one on, else the list.
@@ -337,8 +331,13 @@ sampling_map make_sampling_map(const sim::model_spec& model, const sim::model_sp
           sampling_cell& cell = sm.cells[bi * nc + ci];
           cell.batch = r.batches[bi];
           cell.context = r.contexts[ci];
-          const mean_step a = mean_decode_step(bm, cell.batch, cell.context, sm.strategy, r);
-          const mean_step z = mean_decode_step(bb, cell.batch, cell.context, sm.strategy, r);
+          decode_step_options o;
+          o.routing = sm.strategy.routing;
+          o.cuda_graph = sm.strategy.cuda_graph;
+          o.pad_capacity = r.pad_capacity;
+          o.seed = r.seed;
+          const mean_decode a = mean_decode_step(bm, cell.batch, cell.context, o, r.draws);
+          const mean_decode z = mean_decode_step(bb, cell.batch, cell.context, o, r.draws);
           cell.model_s = a.step_s;
           cell.baseline_s = z.step_s;
           cell.model = a.breakdown;

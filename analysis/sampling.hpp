@@ -81,6 +81,20 @@ decode_step decode_step_time(const sim::des::step_builder& b, std::int64_t batch
 decode_step decode_step_time(const sim::model_spec& model, const sim::cost_model& cost, sim::dtype t,
                              std::int64_t batch, std::int64_t context, const decode_step_options& o);
 
+// The decode figure every face shows for one strategy: the mean step over `draws` routing draws
+// (seeds o.seed, o.seed + 1, ...; a decode step is random), one draw when the model routes
+// nowhere (nothing is drawn). The sampling map's cells, `modsim predict --mode decode`, `modsim
+// simulate forward --mode decode` and the explorer's headline and Design space are this figure.
+// Throws modsim::error(bad_input) as decode_step_time, and for draws < 1.
+struct mean_decode {
+  double step_s = 0;  // Σ step / draws, the draws summed in order
+  decode_breakdown breakdown;
+  int draws = 0;                   // the draws made
+  std::vector<decode_step> steps;  // each draw's step, with keep_steps (else empty)
+};
+mean_decode mean_decode_step(const sim::des::step_builder& b, std::int64_t batch, std::int64_t context,
+                             const decode_step_options& o, int draws, bool keep_steps = false);
+
 // ---- the sampling map ----------------------------------------------------------------------
 
 // A decode strategy: how the routed block is sized, and whether the step is a CUDA graph.
@@ -88,6 +102,7 @@ struct decode_strategy {
   decode_routing routing = decode_routing::sync;
   bool cuda_graph = false;
   std::string name() const;  // "sync", "pad", "pad+graphs", "sync+graphs"
+  bool operator==(const decode_strategy&) const = default;
 };
 
 // A measured decode step (the lead fills these from measured CSV rows): the model's and the

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -426,22 +427,41 @@ std::optional<validation_section> validation_for_hardware(const sim::hardware_sp
 }
 
 std::optional<validation_section> cached_validation_for_hardware(const sim::hardware_spec& hw, std::string* why_not) {
+  using entry = std::pair<std::optional<validation_section>, std::string>;  // the section, or why not
   static std::mutex mutex;
-  static std::map<std::string, std::pair<std::optional<validation_section>, std::string>> cache;
+  // One computation per key: a caller that finds it under way waits for it (the explorer's
+  // computation of an edit may reach it while an earlier one still computes it).
+  static std::map<std::string, std::shared_future<entry>> cache;
   const std::string key = hw.source_file + "\n" + hw.name + "\n" + hw.calibration_json;
+  std::promise<entry> promise;
+  std::shared_future<entry> result;
+  bool compute = false;
   {
     std::lock_guard<std::mutex> lock(mutex);
     if (auto it = cache.find(key); it != cache.end()) {
-      if (why_not) *why_not = it->second.second;
-      return it->second.first;
+      result = it->second;
+    } else {
+      result = promise.get_future().share();
+      cache.emplace(key, result);
+      compute = true;
     }
   }
-  std::string why;
-  std::optional<validation_section> v = validation_for_hardware(hw, &why);
-  std::lock_guard<std::mutex> lock(mutex);
-  cache[key] = {v, why};
-  if (why_not) *why_not = why;
-  return v;
+  if (compute) {
+    try {
+      std::string why;
+      std::optional<validation_section> v = validation_for_hardware(hw, &why);
+      promise.set_value({std::move(v), std::move(why)});
+    } catch (...) {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        cache.erase(key);  // not kept: the next caller tries again
+      }
+      promise.set_exception(std::current_exception());
+    }
+  }
+  const entry& e = result.get();  // rethrows the computation's error
+  if (why_not) *why_not = e.second;
+  return e.first;
 }
 
 }  // namespace modsim::analysis

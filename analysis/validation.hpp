@@ -148,7 +148,8 @@ std::optional<validation_section> validation_for_hardware(const sim::hardware_sp
 
 // validation_for_hardware, computed once per hardware file (its path, name and calibration)
 // and kept for the life of the process: the cross-validation behind a calibrated file takes
-// seconds and depends on the file only. Thread-safe.
+// seconds and depends on the file only. Thread-safe: a second caller for the same file while the
+// first computes it waits for that computation instead of starting its own.
 std::optional<validation_section> cached_validation_for_hardware(const sim::hardware_spec& hw,
                                                                  std::string* why_not = nullptr);
 

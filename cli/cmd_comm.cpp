@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <boost/json.hpp>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <iostream>
@@ -31,7 +32,7 @@ const char* const k_usage =
     "usage: modsim comm COLLECTIVE --bytes N --gpus G --hardware HW [--algorithm auto|ring|tree|direct|fitted]\n"
     "                              [--format table|json|csv|markdown]\n"
     "       modsim comm calibrate --hardware HW --out NEW.json [--collective C] [--gpus G] [--min-bytes N]\n"
-    "                             [--max-bytes N] [--every K] [--offset I] FILE...\n"
+    "                             [--max-bytes N] [--every K] [--offset I] [--floor-us US] [--merge] FILE...\n"
     "       modsim comm check --hardware HW [--collective C] [--gpus G] [--min-bytes N] [--max-bytes N]\n"
     "                         [--every K] [--offset I] [--max-error PCT] FILE...\n"
     "\n"
@@ -46,10 +47,14 @@ const char* const k_usage =
     "ring for all_gather and reduce_scatter, direct for all_to_all and send_recv, alpha-beta\n"
     "costs per link class (intra-node when G <= interconnect.gpus_per_node); auto takes the\n"
     "fastest, or the line fitted to nccl-tests (`fitted`) when HW has interconnect.calibration\n"
-    "(h100-sxm and h200 ship one for all_reduce in one node, fitted to a published 8xH100 run).\n"
-    "The output says the fit's error on its nccl-tests rows below 1 MiB (JSON error_below_1mib)\n"
-    "and from 1 MiB up, and when N is outside the sizes the fit was made on (a note;\n"
-    "JSON outside_fitted_range).\n"
+    "(h100-sxm and h200 ship fits to published one-node H100 runs: all_reduce at 2, 4 and 8\n"
+    "GPUs, all_gather and reduce_scatter at 4). Without a fit for the collective at G, auto\n"
+    "derives one: from its own fit at the nearest GPU count, else from another collective's\n"
+    "(all_to_all and send_recv from all_gather): the floor as measured there, the bus bandwidth\n"
+    "carried by the busbw factor; JSON source says fitted, derived or analytic (floor_source,\n"
+    "bandwidth_source per term). The output says the fit's error on its nccl-tests rows below\n"
+    "1 MiB (JSON error_below_1mib) and from 1 MiB up, and when N is outside the sizes the fit was\n"
+    "made on (a note; JSON outside_fitted_range).\n"
     "\n"
     "calibrate: fits time = alpha + N x busbw factor / bus bandwidth to the out-of-place times of\n"
     "each nccl-tests output FILE (all_reduce_perf, all_gather_perf, reduce_scatter_perf,\n"
@@ -57,8 +62,11 @@ const char* const k_usage =
     "starting' line, else from the file name, else --collective) and writes HW with\n"
     "interconnect.calibration to --out. With 8 or more sizes the bus bandwidth may saturate\n"
     "instead: it rises between two of the sizes, straight in log size, when that halves the\n"
-    "squared error. check: predicted vs measured for each row of FILE, and the median error;\n"
-    "exit 1 above --max-error.";
+    "squared error. --floor-us fixes alpha (for a run without small sizes, whose rows cannot\n"
+    "show the floor; the fit records floor_source given) and fits the bandwidth alone. --merge\n"
+    "keeps HW's own fits (one of the same collective, link and GPU count is replaced).\n"
+    "check: predicted vs measured for each row of FILE, and the median error; exit 1 above\n"
+    "--max-error.";
 
 sim::comm_fit_options fit_options_from(const po::variables_map& vm) {
   sim::comm_fit_options o;
@@ -79,6 +87,12 @@ sim::comm_fit_options fit_options_from(const po::variables_map& vm) {
   o.offset = vm["offset"].as<int>();
   if (o.every < 1) throw input_error("", "--every", "must be >= 1");
   if (o.offset < 0 || o.offset >= o.every) throw input_error("", "--offset", "must be in [0, --every)");
+  if (vm.count("floor-us")) {
+    const double us = vm["floor-us"].as<double>();
+    if (!(us > 0) || !std::isfinite(us))
+      throw input_error("", "--floor-us", "must be a positive number of microseconds");
+    o.floor_s = us * 1e-6;
+  }
   return o;
 }
 
@@ -118,7 +132,7 @@ std::string bus_words(const sim::collective_fit& f) {
 // The model's error against the nccl-tests rows it was fitted on, below 1 MiB (null: not
 // fitted, or no such rows).
 json::value below_1mib_json(const sim::comm_prediction& p) {
-  if (!p.fit || !p.fit->below_1mib_median_abs_pct_error) return nullptr;
+  if (!p.fit || p.source != "fitted" || !p.fit->below_1mib_median_abs_pct_error) return nullptr;
   return json::object{{"median_abs_pct_error", *p.fit->below_1mib_median_abs_pct_error},
                       {"max_abs_pct_error", p.fit->below_1mib_max_abs_pct_error.value_or(0.0)},
                       {"file", p.fit->file}};
@@ -129,7 +143,12 @@ std::string error_line(const sim::comm_prediction& p) {
     return "error vs nccl-tests: not known (no fit to nccl-tests for this collective and link: the alpha-beta model "
            "of the hardware file)";
   const sim::collective_fit& f = *p.fit;
-  std::string s = "error vs the nccl-tests rows fitted (" + f.file + "):";
+  std::string s = p.source == "derived"
+                      ? fmt::format(
+                            "error vs nccl-tests: not known for {} at {} GPUs (derived); the {} fit at {} GPUs "
+                            "it comes from, on its own rows ({}):",
+                            sim::to_string(p.op), p.gpus, f.collective, f.gpus, f.file)
+                      : "error vs the nccl-tests rows fitted (" + f.file + "):";
   if (f.from_1mib_median_abs_pct_error)
     s += fmt::format(" median |error| {:.1f}% from 1 MiB up;", *f.from_1mib_median_abs_pct_error);
   if (f.below_1mib_median_abs_pct_error)
@@ -185,6 +204,9 @@ int run_predict(const std::vector<std::string>& args) {
   root["link"] = sim::to_string(p.link);
   root["link_name"] = p.link_name;
   root["calibrated"] = p.calibrated;
+  root["source"] = p.source;
+  root["floor_source"] = p.floor_source;
+  root["bandwidth_source"] = p.bandwidth_source;
   root["nodes"] = p.nodes;
   root["gpus_per_node"] = p.gpus_per_node;
   root["hardware"] = hw.name;
@@ -203,9 +225,12 @@ int run_predict(const std::vector<std::string>& args) {
   o.head.push_back(fmt::format("{} of {} bytes per GPU over {} GPUs on {}: {} ({}), {} node(s){}", sim::to_string(p.op),
                                p.bytes, p.gpus, hw.name, sim::to_string(p.link), p.link_name, p.nodes,
                                p.gpus_per_node > 0 ? fmt::format(" of {} GPUs", p.gpus_per_node) : std::string()));
-  o.head.push_back(fmt::format("time {} us with {}{}; algbw {} GB/s, busbw {} GB/s", us(p.time_s),
-                               sim::to_string(p.algorithm), p.calibrated ? " (fitted to nccl-tests)" : "",
-                               gbs(p.algbw_bytes_s), gbs(p.busbw_bytes_s)));
+  o.head.push_back(fmt::format(
+      "time {} us with {}{}; algbw {} GB/s, busbw {} GB/s", us(p.time_s), sim::to_string(p.algorithm),
+      !p.calibrated          ? std::string()
+      : p.source == "fitted" ? std::string(" (fitted to nccl-tests)")
+                             : fmt::format(" (derived from the {} fit at {} GPUs)", p.fit->collective, p.fit->gpus),
+      gbs(p.algbw_bytes_s), gbs(p.busbw_bytes_s)));
   table t;
   t.columns = {"algorithm", "time us", "algbw GB/s", "busbw GB/s", "chosen"};
   const double f = sim::busbw_factor(p.op, p.gpus);
@@ -221,16 +246,18 @@ int run_predict(const std::vector<std::string>& args) {
   table csv;
   csv.people = false;
   csv.csv = true;
-  csv.columns = {"collective",    "bytes",         "gpus", "algorithm", "time_s",
-                 "algbw_bytes_s", "busbw_bytes_s", "link", "calibrated"};
+  csv.columns = {"collective",    "bytes",         "gpus", "algorithm",  "time_s",
+                 "algbw_bytes_s", "busbw_bytes_s", "link", "calibrated", "source"};
   csv.rows.push_back({sim::to_string(p.op), integer(p.bytes), integer(p.gpus), sim::to_string(p.algorithm),
                       fmt::format("{}", p.time_s), fmt::format("{}", p.algbw_bytes_s),
-                      fmt::format("{}", p.busbw_bytes_s), sim::to_string(p.link), p.calibrated ? "true" : "false"});
+                      fmt::format("{}", p.busbw_bytes_s), sim::to_string(p.link), p.calibrated ? "true" : "false",
+                      p.source});
   o.tables.push_back(std::move(csv));
   if (p.fit)
-    o.tail.push_back(fmt::format("fit: alpha {} us, {}; {} rows of {} at {} GPUs, {} .. {} bytes", us(p.fit->alpha_s),
-                                 bus_words(*p.fit), p.fit->points, p.fit->file, p.fit->gpus, p.fit->min_bytes,
-                                 p.fit->max_bytes));
+    o.tail.push_back(fmt::format("fit: {} alpha {} us{}, {}; {} rows of {} at {} GPUs, {} .. {} bytes",
+                                 p.fit->collective, us(p.fit->alpha_s),
+                                 p.fit->floor_source == "given" ? " (given, not fitted)" : "", bus_words(*p.fit),
+                                 p.fit->points, p.fit->file, p.fit->gpus, p.fit->min_bytes, p.fit->max_bytes));
   o.tail.push_back(error_line(p));
   for (const std::string& n : p.notes) o.tail.push_back("note: " + n);
   print(o, format, std::cout);
@@ -240,7 +267,10 @@ int run_predict(const std::vector<std::string>& args) {
 int run_calibrate(const std::vector<std::string>& args) {
   po::options_description options("modsim comm calibrate options");
   add_file_options(options);
-  options.add_options()("out", po::value<std::string>()->required(), "the hardware JSON to write");
+  options.add_options()("out", po::value<std::string>()->required(), "the hardware JSON to write")(
+      "floor-us", po::value<double>(),
+      "fix the latency floor at this many microseconds and fit the bandwidth alone (a run without small sizes)")(
+      "merge", po::bool_switch(), "keep HW's own fits (one of the same collective, link and GPU count is replaced)");
   po::positional_options_description positional;
   positional.add("files", -1);
   po::variables_map vm;
@@ -272,16 +302,30 @@ int run_calibrate(const std::vector<std::string>& args) {
     source += (source.empty() ? "" : ", ") + file;
     fits.push_back(std::move(f));
   }
+  std::string merged;
+  if (vm["merge"].as<bool>() && !hw.interconnect->calibration.empty()) {
+    std::vector<sim::collective_fit> kept;
+    for (const sim::collective_fit& g : hw.interconnect->calibration) {
+      bool replaced = false;
+      for (const sim::collective_fit& f : fits)
+        replaced = replaced || (g.collective == f.collective && g.link == f.link && g.gpus == f.gpus);
+      if (!replaced) kept.push_back(g);
+    }
+    merged = "; kept from " + hw_path + ": " + hw.interconnect->calibration_source;
+    fits.insert(fits.begin(), kept.begin(), kept.end());
+  }
   std::string range;
   if (fo.min_bytes > 0 || fo.max_bytes < std::numeric_limits<std::int64_t>::max())
     range = fmt::format(
         ", sizes {}..{}", fo.min_bytes,
         fo.max_bytes == std::numeric_limits<std::int64_t>::max() ? std::string("") : std::to_string(fo.max_bytes));
   if (fo.every > 1) range += fmt::format(", every {}th row from row {}", fo.every, fo.offset);
+  if (fo.floor_s) range += fmt::format(", latency floor given as {} us (not fitted)", *fo.floor_s * 1e6);
   const std::string date = sim::utc_now_iso8601();
   sim::write_comm_calibrated_hardware(
       hw_path, fits,
-      "measured: nccl-tests out-of-place times of " + source + range + ", fitted by modsim comm calibrate", date, out);
+      "measured: nccl-tests out-of-place times of " + source + range + ", fitted by modsim comm calibrate" + merged,
+      date, out);
   (void)sim::load_hardware(out);  // what we wrote must load
 
   output o;
@@ -291,14 +335,14 @@ int run_calibrate(const std::vector<std::string>& args) {
   o.head.push_back(
       fmt::format("wrote {} with {} fit(s): time = alpha + size x busbw factor / bus bandwidth", out, fits.size()));
   table t;
-  t.columns = {"collective",       "link",      "gpus",       "alpha us", "bus GB/s", "rows", "sizes",
+  t.columns = {"collective",       "link",      "gpus",       "alpha us", "floor", "bus GB/s", "rows", "sizes",
                "median |error| %", "< 1 MiB %", ">= 1 MiB %", "file"};
   t.left_columns = 2;
   t.csv = true;
   const auto pct = [](const std::optional<double>& v) { return v ? number(*v, "{:.1f}") : cell("-"); };
   for (const auto& f : fits)
-    t.rows.push_back({f.collective, f.link, integer(f.gpus), number(f.alpha_s * 1e6, "{:.2f}"), bus_text(f),
-                      integer(f.points), fmt::format("{}..{}", f.min_bytes, f.max_bytes),
+    t.rows.push_back({f.collective, f.link, integer(f.gpus), number(f.alpha_s * 1e6, "{:.2f}"), f.floor_source,
+                      bus_text(f), integer(f.points), fmt::format("{}..{}", f.min_bytes, f.max_bytes),
                       number(f.median_abs_pct_error, "{:.1f}"), pct(f.below_1mib_median_abs_pct_error),
                       pct(f.from_1mib_median_abs_pct_error), f.file});
   o.tables.push_back(std::move(t));

@@ -27,7 +27,7 @@ namespace json = boost::json;
 const char* const k_usage =
     "usage: modsim predict MODEL --hardware HW [--batch B] [--seq S] [--mode forward|train|decode]\n"
     "                      [--dtype fp32|bf16|fp16] [--capacity C] [--schedule S] [--baseline MODEL]\n"
-    "                      [--graph] [--decode-routing sync|pad] [--pad-capacity C] [--seed N]\n"
+    "                      [--graph] [--decode-routing fastest|sync|pad] [--pad-capacity C] [--seed N] [--draws N]\n"
     "                      [--tp N] [--pp N] [--dp N] [--ep N] [--micro-batches M] [--gpus G]\n"
     "                      [--attention fused|unfused] [--format table|json|csv|markdown]\n"
     "\n"
@@ -40,9 +40,13 @@ const char* const k_usage =
     "(README \"GEMM tiling\") unless they set gemm_tiles. --dtype defaults to bf16\n"
     "on GPU hardware and fp32 on a CPU. --mode train times 3 x forward. --mode decode is one decode\n"
     "step through the discrete-event simulator, the step `modsim simulate forward --mode decode` and\n"
-    "`modsim sampling` time (routing drawn with --seed; --decode-routing sync includes the routed-count\n"
-    "round trips; --graph, --pad-capacity as there): overhead_s is then the step's launches, GPU waits\n"
-    "on the host and syncs. --baseline MODEL compares with a matched-quality dense model instead of\n"
+    "`modsim sampling` time: the mean over --draws routing draws (default 8, seeds --seed, --seed + 1, ...),\n"
+    "equal to the `modsim sampling` cell of the same strategy. The strategy (named in the head, JSON\n"
+    "decode.strategy) is --decode-routing sync (reads the routed count back: round trips) or pad (no sync,\n"
+    "padded rows), with --graph as CUDA graphs (--graph alone: pad + graphs); by default the fastest of\n"
+    "sync, pad and, on a GPU, pad + graphs for the model at this batch and context, the others' steps\n"
+    "beside it (JSON decode_routing_choice). overhead_s is then the step's launches, GPU waits on the host\n"
+    "and syncs. --baseline MODEL compares with a matched-quality dense model instead of\n"
     "MODEL without routing (JSON: \"baseline\").\n"
     "\n"
     "--attention fused|unfused says how attention runs (default: fused on GPU hardware, unfused on a CPU;\n"
@@ -394,18 +398,24 @@ output output_of(const analysis::analysis_result& a, const std::string& hw_name,
                                          {"batch", "global (batch / dp per replica)"}};
   root["baseline"] = baseline_json(a.config);
   add_attention_json(root, a);
-  if (decode) {
+  if (decode && a.decode_choice) {
+    const analysis::decode_strategy_choice& ch = *a.decode_choice;
     json::object d;
-    d["decode_routing"] = des_routing_name(step.routing);
+    d["strategy"] = ch.strategy.name();
+    d["decode_routing"] = des_routing_name(ch.strategy.routing);
     if (step.pad_capacity)
       d["pad_capacity"] = *step.pad_capacity;
     else
       d["pad_capacity"] = "default (capacity + 3 sigma)";
-    d["graph"] = step.cuda_graph;
-    d["seed"] = step.seed;
+    d["graph"] = ch.strategy.cuda_graph;
+    d["seed"] = ch.seed;
+    d["draws"] = ch.draws;
     d["step_s"] = p.total_s();
-    d["source"] = "discrete-event decode step (analysis::decode_step_time), as modsim simulate forward --mode decode";
+    d["source"] =
+        "discrete-event decode step (analysis::mean_decode_step), the mean over the routing draws, as modsim "
+        "simulate forward --mode decode and the modsim sampling cell";
     root["decode"] = std::move(d);
+    root["decode_routing_choice"] = decode_choice_json(ch);
   }
   o.head.push_back(fmt::format("{} on {}: {}, batch {}, {} {}, {}", p.model_name.empty() ? "model" : p.model_name,
                                hw_name, sim::to_string(p.load.run), p.load.batch, decode ? "context" : "seq",
@@ -415,11 +425,16 @@ output output_of(const analysis::analysis_result& a, const std::string& hw_name,
   o.head.push_back(attention_line(a) + fmt::format(", {:.1f}% of the time", 100 * p.attention_share));
   if (const std::string sw = sliding_window_line(a.config.model, p.load); !sw.empty()) o.head.push_back(sw);
   add_sliding_window_json(root, a.config.model);
-  if (decode)
+  if (decode && a.decode_choice) {
+    const analysis::decode_strategy_choice& ch = *a.decode_choice;
     o.head.push_back(fmt::format(
-        "decode step: discrete-event simulation (as simulate forward), routing {}{}, seed {}; launch row = launches, "
-        "GPU waits on the host and routed-count syncs",
-        des_routing_name(step.routing), step.cuda_graph ? ", CUDA graphs" : "", step.seed));
+        "decode step: discrete-event simulation (as simulate forward), strategy {}, {}; launch row = "
+        "launches, GPU waits on the host and routed-count syncs",
+        ch.label(),
+        ch.draws > 1 ? fmt::format("seeds {}-{}", ch.seed, ch.seed + static_cast<std::uint64_t>(ch.draws - 1))
+                     : fmt::format("seed {}", ch.seed)));
+    o.head.push_back("decode strategies at this cell: " + decode_candidates_text(ch));
+  }
   if (p.expected_error) {
     o.head.push_back(fmt::format(
         "expected error: median {:.1f}%, p90 {:.1f}% (|predicted - measured| of {} blocks this calibration never saw, "
@@ -573,7 +588,7 @@ int cmd_predict(const std::vector<std::string>& args) {
   if (w.run == sim::run_mode::decode) {
     scenario.timeline = step;
   } else {
-    for (const char* k : {"graph", "decode-routing", "pad-capacity", "seed"})
+    for (const char* k : {"graph", "decode-routing", "pad-capacity", "seed", "draws"})
       if (vm.count(k) && !vm[k].defaulted())
         throw input_error("", std::string("--") + k, "applies to --mode decode only");
   }

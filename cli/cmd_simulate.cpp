@@ -40,14 +40,15 @@ namespace des = sim::des;
 
 const char* const k_usage =
     "usage: modsim simulate forward MODEL --hardware HW [--batch B] [--seq S] [--mode forward|train|decode]\n"
-    "                               [--dtype D] [--graph] [--decode-routing sync|pad] [--pad-capacity C]\n"
-    "                               [--seed N] [--tp N] [--pp N] [--dp N] [--ep N] [--micro-batches M]\n"
+    "                               [--dtype D] [--graph] [--decode-routing fastest|sync|pad] [--pad-capacity C]\n"
+    "                               [--seed N] [--draws N] [--tp N] [--pp N] [--dp N] [--ep N] [--micro-batches M]\n"
     "                               [--attention fused|unfused] [--trace FILE.json] [--format "
     "table|json|csv|markdown]\n"
     "       modsim simulate serve MODEL --hardware HW [--rate R --requests N | --arrivals FILE.csv] [--seed N]\n"
     "                               [--prompt-tokens D] [--output-tokens D] [--max-seqs N]\n"
     "                               [--max-batched-tokens N] [--chunked-prefill N] [--kv-budget BYTES]\n"
-    "                               [--graph] [--decode-routing sync|pad] [--pad-capacity C] [--baseline MODEL]\n"
+    "                               [--graph] [--decode-routing fastest|sync|pad] [--pad-capacity C] [--baseline "
+    "MODEL]\n"
     "                               [--tp N] [--pp N] [--ep N] [--attention fused|unfused] [--per-request FILE.csv]\n"
     "                               [--trace FILE.json] [--format table|json|csv|markdown]\n"
     "\n"
@@ -58,8 +59,13 @@ const char* const k_usage =
     "sequence's routing at each routed layer (probability = capacity, --seed); --decode-routing sync\n"
     "reads the routed count back to the host before sizing the routed block, pad sizes it to\n"
     "--pad-capacity of the batch with no sync (wasted FLOPs; default: the layer's capacity + 3 sigma\n"
-    "of the binomial routed count, min(1, c + 3 sqrt(c(1-c)/B)), rounded up to whole rows). The decode\n"
-    "step time is the one `modsim predict --mode decode` prints. --tp/--pp/--dp/--ep split the step over\n"
+    "of the binomial routed count, min(1, c + 3 sqrt(c(1-c)/B)), rounded up to whole rows). Without\n"
+    "--decode-routing (or with fastest) the decode strategy is the fastest of sync, pad and, on a GPU, pad +\n"
+    "graphs for the model at the workload's batch and context (--graph alone: pad + graphs); the output names\n"
+    "it with the others' steps beside it (JSON decode_routing_choice). The decode step time (JSON step_s) is\n"
+    "the mean over --draws routing draws (default 8, seeds --seed, --seed + 1, ...): the step `modsim predict\n"
+    "--mode decode` prints and the `modsim sampling` cell of that strategy; the kernels and the timeline shown\n"
+    "are the first draw's (JSON timeline_step_s). --tp/--pp/--dp/--ep split the step over\n"
     "GPUs: each pipeline stage is a GPU with its own host, a compute stream and streams for the layers'\n"
     "collectives, the stage sends and the gradient buckets; 1F1B micro-batches; the table splits each\n"
     "GPU's time into compute, exposed communication and idle (bubble). `serve` simulates requests arriving\n"
@@ -67,7 +73,8 @@ const char* const k_usage =
     "continuous batching, a paged KV cache of device memory minus weights (or --kv-budget) with\n"
     "preemption by recompute. Token distributions: N, uniform:A:B, exp:MEAN. The dense baseline (--baseline\n"
     "MODEL, default MODEL without routing) serves the same requests beside the model (JSON: \"dense\",\n"
-    "\"baseline\"). Without --decode-routing, serve runs the model with sync and with pad and keeps the run\n"
+    "\"baseline\"). Without --decode-routing (or with fastest), serve runs the model with sync and with pad and keeps "
+    "the run\n"
     "with no dropped tokens and the lower TPOT p50 (JSON decode_routing_choice: the runs tried). --tp/--pp/\n"
     "--ep serve on that many GPUs (a step's TP all-reduces and EP all-to-alls on their own stream; with\n"
     "--pp the step passes the stages in turn); --dp N dispatches the requests round-robin to N such\n"
@@ -153,6 +160,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
     for (const char* k : {"batch", "seq", "mode", "workload", "micro-batches", "gpus"}) {
       if (vm.count(k)) throw input_error("", std::string("--") + k, "is a `simulate forward` option");
     }
+    if (!vm["draws"].defaulted()) throw input_error("", "--draws", "is a `simulate forward` option");
     return simulate_serve(vm, format);
   }
   return exit_bad_input;  // unreachable: `what` was checked above

@@ -65,6 +65,15 @@ std::string stage_layers(const analysis::parallel_timeline& p, std::size_t s, in
   return out;
 }
 
+// A one-GPU decode step: the strategy's mean step over the routing draws (the timeline is the
+// first draw); null otherwise.
+const analysis::decode_strategy_figure* mean_step(const forward_run& r) {
+  if (r.load.run != sim::run_mode::decode || r.parallel || !r.analysis->decode_choice) return nullptr;
+  for (const analysis::decode_strategy_figure& f : r.analysis->decode_choice->candidates)
+    if (f.applies && f.strategy == r.analysis->decode_choice->strategy) return &f;
+  return nullptr;
+}
+
 json::object class_json(const des::class_summary& c, double step_s) {
   json::object o;
   o["class"] = c.op_class;
@@ -90,6 +99,15 @@ json::value forward_json(const forward_run& r) {
   root["decode_routing"] = des::to_string(r.request.routing);
   root["seed"] = r.request.seed;
   root["step_s"] = s.step_s;
+  if (const analysis::decode_strategy_figure* f = mean_step(r)) {
+    // The decode step: the mean over the routing draws; the timeline below is the first draw.
+    const analysis::decode_strategy_choice& ch = *r.analysis->decode_choice;
+    root["strategy"] = ch.strategy.name();
+    root["draws"] = ch.draws;
+    root["step_s"] = f->model_s;
+    root["timeline_step_s"] = s.step_s;
+    root["decode_routing_choice"] = decode_choice_json(ch);
+  }
   root["gpu_busy_s"] = s.gpu_busy_s;
   root["gpu_busy_pct"] = 100.0 * s.gpu_busy_fraction();
   root["gpu_wait_host_s"] = s.gpu_wait_host_s;
@@ -169,12 +187,16 @@ output forward_output(const forward_run& r) {
   const bool decode = r.load.run == sim::run_mode::decode;
   output o;
   o.json = forward_json(r);
-  o.head.push_back(fmt::format(
-      "{} on {} ({}): {}, batch {}, {} {}, {}, {}{}", r.model, r.hardware, r.cost_label, sim::to_string(r.load.run),
-      r.load.batch, decode ? "context" : "seq", r.load.seq_len, sim::to_string(r.load.type),
-      r.request.cuda_graph ? "CUDA graphs" : "eager launches",
-      decode ? fmt::format(", decode routing {} (seed {})", des::to_string(r.request.routing), r.request.seed) : ""));
+  o.head.push_back(
+      fmt::format("{} on {} ({}): {}, batch {}, {} {}, {}, {}{}", r.model, r.hardware, r.cost_label,
+                  sim::to_string(r.load.run), r.load.batch, decode ? "context" : "seq", r.load.seq_len,
+                  sim::to_string(r.load.type), r.request.cuda_graph ? "CUDA graphs" : "eager launches",
+                  decode && r.analysis->decode_choice
+                      ? fmt::format(", decode strategy {}, seed {}", r.analysis->decode_choice->label(), r.request.seed)
+                      : ""));
   o.head.push_back(attention_line(*r.analysis));
+  const analysis::decode_strategy_figure* mean = mean_step(r);
+  if (mean) o.head.push_back("decode strategies at this cell: " + decode_candidates_text(*r.analysis->decode_choice));
   table summary;
   summary.columns = {"", ""};
   summary.left_columns = 2;
@@ -187,6 +209,13 @@ output forward_output(const forward_run& r) {
       {"kernels / launches", fmt::format("{} / {}", s.kernels, s.launches)},
       {"matmul GFLOP", fmt::format("{:.4f} (wasted on padding {:.4f})", static_cast<double>(s.matmul_flops) / 1e9,
                                    static_cast<double>(s.wasted_matmul_flops) / 1e9)}};
+  if (mean) {
+    // The step every face prints: the mean over the draws; the rows below are the first draw's.
+    summary.rows[0] = {fmt::format("step time (mean of {} routing draws)", r.analysis->decode_choice->draws),
+                       usec(mean->model_s)};
+    summary.rows.insert(summary.rows.begin() + 1,
+                        {fmt::format("this draw's step (seed {}, the rows below)", r.request.seed), usec(s.step_s)});
+  }
   if (decode && r.decisions > 0)
     summary.rows.push_back(
         {"decode routed", fmt::format("{} of {} decisions ({:.3f})", r.routed, r.decisions,
@@ -245,6 +274,10 @@ int simulate_forward(const po::variables_map& vm, output_format format) {
     q.split = pr->split;
   }
   const analysis::analysis_result a = analysis::analyze({model, w, hw, std::nullopt, attention_from(vm)}, scenario);
+  if (a.decode_choice) {  // the strategy the step ran with (the fastest, unless the user chose)
+    q.routing = a.decode_choice->strategy.routing;
+    q.cuda_graph = a.decode_choice->strategy.cuda_graph;
+  }
 
   const forward_run r{model.name,
                       hw.name,

@@ -199,7 +199,7 @@ int simulate_serve(const po::variables_map& vm, output_format format) {
   analysis::serving_request& q = scenario.serving.emplace();
   // Without --decode-routing: serve with sync and with pad, keep the better run (no dropped
   // tokens, lower TPOT p50), as the report and the explorer serve.
-  q.fastest_routing = vm["decode-routing"].defaulted();
+  q.fastest_routing = vm["decode-routing"].as<std::string>() == "fastest";
   des::serving_scenario& sc = q.scenario;
   sc.seed = o.seed;
   sc.options = o;

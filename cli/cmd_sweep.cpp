@@ -202,6 +202,12 @@ int cmd_sweep(const std::vector<std::string>& args) {
   add_attention_json(out.json.as_object(), a);
   out.head.push_back("baseline (\"dense\" in the ratios): " + analysis::baseline_label(config));
   out.head.push_back(attention_line(a));
+  if (a.decode_choice && !a.sweep->result.points.empty() && !scenario.sweep->split) {
+    // Every decode point is a step of the strategy chosen at the configuration's cell.
+    out.head.push_back("decode: every point is one decode step, strategy " + a.decode_choice->label() +
+                       " at the configuration's cell; " + decode_candidates_text(*a.decode_choice));
+    out.json.as_object()["decode_routing_choice"] = decode_choice_json(*a.decode_choice);
+  }
   print(out, format, std::cout);
   std::cerr << fmt::format("sweep: {} points, {} on the Pareto front, written to {}\n", r.points.size(),
                            std::count_if(r.points.begin(), r.points.end(), [](const auto& p) { return p.pareto; }),

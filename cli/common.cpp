@@ -9,6 +9,7 @@
 
 #include "sim/config.hpp"
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace modsim::cli {
 
@@ -73,20 +74,35 @@ const char* const pad_capacity_help =
     "the batch B, rounded up to whole rows";
 
 void add_step_options(po::options_description& options) {
-  options.add_options()("graph", po::bool_switch(), "CUDA-graph mode: one launch per step (split at host syncs)")(
-      "decode-routing", po::value<std::string>()->default_value("sync"), "MoD decode: sync | pad")(
+  options.add_options()("graph", po::bool_switch(),
+                        "CUDA-graph mode: one launch per step (split at host syncs); in decode, with no "
+                        "--decode-routing, the strategy pad + graphs")(
+      "decode-routing", po::value<std::string>()->default_value("fastest"),
+      "MoD decode strategy: fastest | sync | pad (fastest: the fastest of sync, pad and, on a GPU, pad + CUDA "
+      "graphs for the model at the workload's batch and context)")(
       "pad-capacity", po::value<double>(), pad_capacity_help)("seed", po::value<std::int64_t>()->default_value(1),
-                                                              "seed of every random draw (decode routing)");
+                                                              "seed of every random draw (decode routing)")(
+      "draws", po::value<int>()->default_value(8),
+      "decode: routing draws averaged (seeds --seed, --seed + 1, ...), as a `modsim sampling` cell");
 }
 
 analysis::timeline_request step_options_from(const po::variables_map& vm) {
   analysis::timeline_request q;
   q.cuda_graph = vm.count("graph") && vm["graph"].as<bool>();
-  if (vm.count("decode-routing")) {
-    const std::string text = vm["decode-routing"].as<std::string>();
+  const std::string text = vm.count("decode-routing") ? vm["decode-routing"].as<std::string>() : "fastest";
+  if (text == "fastest") {
+    // --graph alone asks for graphs: the graph strategy of the list, pad + graphs.
+    q.fastest = !q.cuda_graph;
+    if (q.cuda_graph) q.routing = decode_routing::pad;
+  } else {
     const auto r = find_decode_routing(text);
-    if (!r) throw input_error("", "--decode-routing", "unknown mode '" + text + "' (expected sync or pad)");
+    if (!r) throw input_error("", "--decode-routing", "unknown mode '" + text + "' (expected fastest, sync or pad)");
     q.routing = *r;
+    q.fastest = false;
+  }
+  if (vm.count("draws")) {
+    q.draws = vm["draws"].as<int>();
+    if (q.draws < 1) throw input_error("", "--draws", "must be >= 1");
   }
   if (vm.count("pad-capacity")) {
     const double c = vm["pad-capacity"].as<double>();
@@ -99,6 +115,48 @@ analysis::timeline_request step_options_from(const po::variables_map& vm) {
     q.seed = static_cast<std::uint64_t>(s);
   }
   return q;
+}
+
+// The decode strategies tried and the one kept (`modsim predict` and `modsim simulate forward`).
+boost::json::object decode_choice_json(const analysis::decode_strategy_choice& ch) {
+  boost::json::array candidates;
+  for (const analysis::decode_strategy_figure& f : ch.candidates) {
+    boost::json::object c{{"strategy", f.strategy.name()}, {"applies", f.applies}};
+    if (f.applies) {
+      c["step_s"] = f.model_s;
+      c["baseline_step_s"] = f.baseline_s;
+      c["time_ratio"] = f.baseline_s > 0 ? f.model_s / f.baseline_s : 0.0;
+    } else {
+      c["why_not"] = f.why_not;
+    }
+    candidates.push_back(std::move(c));
+  }
+  boost::json::array notes;
+  for (const std::string& n : ch.notes) notes.emplace_back(n);
+  return boost::json::object{{"chosen", ch.strategy.name()},
+                             {"rule", ch.rule},
+                             {"fastest", ch.fastest},
+                             {"draws", ch.draws},
+                             {"seed", ch.seed},
+                             {"candidates", std::move(candidates)},
+                             {"notes", std::move(notes)}};
+}
+
+// "sync 0.9120 ms (x1.010), pad 0.8800 ms (x0.975), pad+graphs 0.6100 ms (x0.912) <- shown; ..."
+std::string decode_candidates_text(const analysis::decode_strategy_choice& ch) {
+  std::string out;
+  for (const analysis::decode_strategy_figure& f : ch.candidates) {
+    if (!out.empty()) out += ", ";
+    if (!f.applies) {
+      out += f.strategy.name() + " does not apply (" + f.why_not + ")";
+      continue;
+    }
+    out += fmt::format("{} {} ms (x{:.3f} the baseline's){}", f.strategy.name(), text::ms(f.model_s, 4),
+                       f.baseline_s > 0 ? f.model_s / f.baseline_s : 0.0, f.strategy == ch.strategy ? " <- shown" : "");
+  }
+  for (const std::string& n : ch.notes)
+    if (n.find("does not apply") == std::string::npos) out += "; " + n;
+  return out;
 }
 
 void add_baseline_option(po::options_description& options) {

@@ -48,10 +48,15 @@ boost::json::object workload_json(const sim::workload& w);
 // overrides from `vm`, re-validating the result.
 sim::model_spec load_model_arg(const std::string& model, const po::variables_map& vm);
 
-// How one step runs (simulate forward, predict --mode decode): --graph, --decode-routing sync|pad,
-// --pad-capacity C (default: sim::des::pad_rows' rule), --seed N.
+// How one step runs (simulate forward, predict --mode decode): --graph, --decode-routing
+// fastest|sync|pad (default fastest: timeline_request::fastest; --graph alone: pad + graphs),
+// --pad-capacity C (default: sim::des::pad_rows' rule), --seed N, --draws N.
 void add_step_options(po::options_description& options);
 analysis::timeline_request step_options_from(const po::variables_map& vm);
+// The decode strategies tried and the one kept (analysis::decode_strategy_choice): the JSON
+// object "decode_routing_choice" of predict and simulate forward, and its one line for people.
+boost::json::object decode_choice_json(const analysis::decode_strategy_choice& ch);
+std::string decode_candidates_text(const analysis::decode_strategy_choice& ch);
 // The text of --pad-capacity's default rule (the --help of every command that takes it).
 extern const char* const pad_capacity_help;
 

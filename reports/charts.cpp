@@ -265,10 +265,12 @@ void relabel(QCategoryAxis* axis, double room, bool horizontal) {
     set_positioned_labels(axis, positions, labels, lo, hi);
 }
 
-// The layer axis of the per-layer chart: labels "0", "s", "2s", ... under the current
-// configuration's bars (index 2·layer + 1), the stride s the smallest of 1, 2, 5, 10, 20, 50...
-// that Qt can draw whole in `room` pixels; the range spans every bar.
+// The layer axis of the per-layer chart: labels "0", "s", "2s", ... under the middle of each
+// layer's pair of bars (indices 3·layer and 3·layer + 1; 3·layer + 2 is the empty slot that
+// keeps one layer's bars apart from the next's), the stride s the smallest of 1, 2, 5, 10, 20,
+// 50... that Qt can draw whole in `room` pixels; the range spans every bar.
 const char* const k_layer_axis = "modsim_layer_axis";
+constexpr int k_layer_slots = 3;  // bar slots per layer: baseline, current, gap
 
 void relabel_layers(QCategoryAxis* axis, double room) {
   const int layers = axis->property(k_layer_axis).toInt();
@@ -284,12 +286,12 @@ void relabel_layers(QCategoryAxis* axis, double room) {
   std::vector<double> positions;
   QStringList labels;
   for (int l = 0; l < layers; l += stride) {
-    positions.push_back(2.0 * l + 1);
+    positions.push_back(k_layer_slots * l + 0.5);
     labels << QString::number(l);
   }
   QStringList current;
   for (const QString& l : axis->categoriesLabels()) current << l;
-  if (current != labels) set_positioned_labels(axis, positions, labels, -0.5, 2.0 * layers - 0.5);
+  if (current != labels) set_positioned_labels(axis, positions, labels, -0.5, k_layer_slots * layers - 1.5);
 }
 
 // A linear value axis over [lo, hi] (base units), labelled with plain numbers in the unit the
@@ -334,9 +336,24 @@ QFont sized(QFont f, double pt) {
   return f;
 }
 
+// `word` cut into pieces no wider than `width`, each but the last ending in a hyphen ("atten-",
+// "tion"); a piece keeps at least three characters.
+QStringList hyphenated(const QString& word, const QFontMetricsF& fm, double width) {
+  QStringList out;
+  QString rest = word;
+  while (fm.horizontalAdvance(rest) > width && rest.size() > 5) {
+    int n = static_cast<int>(rest.size()) - 3;
+    while (n > 3 && fm.horizontalAdvance(rest.left(n) + '-') > width) --n;
+    out << rest.left(n) + '-';
+    rest = rest.mid(n);
+  }
+  out << rest;
+  return out;
+}
+
 // `text` broken at spaces (and after hyphens) into lines no wider than `width`; a word wider
-// than `width` stays whole on its line.
-QStringList wrap_words(const QString& text, const QFontMetricsF& fm, double width) {
+// than `width` stays whole on its line, or with `hyphenate` is cut with hyphens.
+QStringList wrap_words(const QString& text, const QFontMetricsF& fm, double width, bool hyphenate = false) {
   QStringList words;
   QString word;
   for (QChar c : text) {
@@ -352,6 +369,17 @@ QStringList wrap_words(const QString& text, const QFontMetricsF& fm, double widt
     }
   }
   if (!word.isEmpty()) words << word;
+  if (hyphenate) {
+    QStringList cut;
+    for (const QString& w : words) {
+      const bool glued = w.endsWith(QChar(0x1));
+      const QString bare = glued ? w.chopped(1) : w;
+      const QStringList pieces = fm.horizontalAdvance(bare) <= width ? QStringList{bare} : hyphenated(bare, fm, width);
+      for (int i = 0; i < pieces.size(); ++i)
+        cut << pieces[i] + (i + 1 < pieces.size() || glued ? QString(QChar(0x1)) : QString());
+    }
+    words = cut;
+  }
   QStringList lines;
   QString line;
   for (const QString& w : words) {
@@ -393,17 +421,42 @@ struct fitted_text {
 // The largest of `sizes` at which `text` (its own line breaks kept) wraps into at most
 // `max_lines` lines no wider than `width`; the smallest size when none does.
 fitted_text fit_text(const QString& text, const QFont& font, const std::vector<double>& sizes, double width,
-                     int max_lines) {
+                     int max_lines, bool hyphenate = false) {
   fitted_text out;
   for (double pt : sizes) {
     const QFontMetricsF fm(sized(font, pt));
     QStringList lines;
-    for (const QString& part : text.split('\n')) lines << wrap_words(part, fm, width);
+    for (const QString& part : text.split('\n')) lines << wrap_words(part, fm, width, hyphenate);
     out = {as_lines(lines), pt, static_cast<int>(lines.size()),
            static_cast<int>(lines.size()) <= max_lines && widest(lines, fm) <= width};
     if (out.fits) break;
   }
   return out;
+}
+
+// A horizontal log axis labelled at the powers of its base (Qt's QLogValueAxis): with too little
+// room for every power Qt cuts the labels ("1…"), so the base steps up to base², base⁴... (the
+// labels stay powers of the first base: 1, 4, 16, 64, 256 for 2) until each label fits. Qt gives
+// a label the axis length / labels, less 2 × 5 px of padding and 2 × 4 px of text margin.
+const char* const k_log_base = "modsim_log_base";  // the base the caller gave
+void thin_log_labels(QLogValueAxis* axis, double room) {
+  if (!axis->property(k_log_base).isValid()) axis->setProperty(k_log_base, axis->base());
+  const double first = axis->property(k_log_base).toDouble();
+  const double lo = axis->min(), hi = axis->max();
+  if (!(first > 1) || !(lo > 0) || !(hi > lo)) return;
+  const QFontMetricsF fm(axis->labelsFont());
+  double base = first;
+  for (int i = 0; i < 6; ++i, base *= base) {
+    const double k0 = std::ceil(std::log(lo) / std::log(base) - 1e-9),
+                 k1 = std::floor(std::log(hi) / std::log(base) + 1e-9);
+    const int labels = std::max(1, static_cast<int>(k1 - k0) + 1);
+    double need = 0;
+    for (double k = k0; k <= k1; ++k)
+      need = std::max(
+          need, fm.horizontalAdvance(QString::asprintf(axis->labelFormat().toLatin1().constData(), std::pow(base, k))));
+    if (0.95 * room / labels - 18 >= need || labels <= 2) break;
+  }
+  if (axis->base() != base) axis->setBase(base);
 }
 
 class fitted_chart : public QChart {
@@ -434,12 +487,17 @@ void fitted_chart::fit(const QSizeF& size) {
   const QMargins m = margins();
   const double inner_w = w - m.left() - m.right() - 16;
 
-  // Title: up to two lines, then smaller.
+  // Title: up to two lines, then smaller; in a narrow chart three, then four lines at the
+  // smallest sizes rather than a cut title.
   if (title() != m_fitted_title) m_title = title();  // set by the caller since
   int title_lines = 0;
   double title_pt = k_title_pt;
   if (!m_title.isEmpty()) {
-    const fitted_text t = fit_text(m_title, titleFont(), {13, 12, 11, 10, 9, 8}, inner_w, 2);
+    // Qt draws the title a little narrower than the chart's inner width: 12 px to spare.
+    const double title_w = inner_w - 12;
+    fitted_text t = fit_text(m_title, titleFont(), {13, 12, 11, 10, 9, 8}, title_w, 2);
+    if (!t.fits) t = fit_text(m_title, titleFont(), {9, 8}, title_w, 3);
+    if (!t.fits) t = fit_text(m_title, titleFont(), {8}, title_w, 4);
     title_lines = t.lines;
     title_pt = t.pt;
     setTitleFont(sized(titleFont(), t.pt));
@@ -533,6 +591,7 @@ void fitted_chart::fit(const QSizeF& size) {
       relabel(values, horizontal ? plot_w : plot_h, horizontal);
       relabel_layers(values, horizontal ? plot_w : plot_h);
     }
+    if (auto* log = qobject_cast<QLogValueAxis*>(a); log && horizontal) thin_log_labels(log, plot_w);
     // Category labels: each within its category's width, wrapped into up to three lines, one
     // font size for all.
     auto* cat = qobject_cast<QBarCategoryAxis*>(a);
@@ -542,18 +601,23 @@ void fitted_chart::fit(const QSizeF& size) {
     // Qt gives each label the axis length / (categories + 1), less 2 × 5 px of padding; the text
     // item adds 4 px of document margin on each side.
     const double cell = (horizontal ? plot_w : plot_h) / double(labels.size() + 1) - 20;
+    // Whole words first; when no size fits them, long words cut with a hyphen ("atten-" "tion").
     QStringList fitted;
     double chosen = 6.0;
-    for (double pt : {9.5, 8.5, 7.5, 6.5, 6.0}) {
-      fitted.clear();
-      bool ok = true;
-      const QFont f = sized(cat->labelsFont(), pt);
-      for (const QString& l : labels) {
-        const fitted_text t = fit_text(l, f, {pt}, cell, 3);
-        ok = ok && t.fits;
-        fitted << t.text;
+    bool ok = false;
+    for (bool hyphenate : {false, true}) {
+      for (double pt : {9.5, 8.5, 7.5, 6.5, 6.0}) {
+        fitted.clear();
+        ok = true;
+        const QFont f = sized(cat->labelsFont(), pt);
+        for (const QString& l : labels) {
+          const fitted_text t = fit_text(l, f, {pt}, cell, hyphenate ? 4 : 3, hyphenate);
+          ok = ok && t.fits;
+          fitted << t.text;
+        }
+        chosen = pt;
+        if (ok) break;
       }
-      chosen = pt;
       if (ok) break;
     }
     cat->setLabelsFont(sized(cat->labelsFont(), chosen));
@@ -744,14 +808,16 @@ QChart* make_layer_time_chart(const layer_time_input& in) {
   bars.title = in.title;
   bars.y_label = in.y_label;
   bars.stacked = true;
-  // Each layer has a dense bar (left, unlabelled: a unique run of zero-width spaces) and the
-  // current configuration's bar (right, labelled with the layer index).
+  // Each layer has a dense bar (left) and the current configuration's bar (right), then an
+  // empty slot before the next layer's (not after the last), so that neighbouring layers' bars
+  // do not run together. The categories are unique runs of zero-width spaces: the axis is
+  // replaced below by one numbered by layer.
   bars.x_label = "layer (left bar: " + in.dense_name + ", right bar: " + in.current_name + ")";
-  for (std::size_t l = 0; l < layers; ++l) {
-    std::string blank;
-    for (std::size_t i = 0; i <= l; ++i) blank += "\u200B";
+  const std::size_t bar_slots = k_layer_slots * layers - 1;  // no gap after the last layer
+  std::string blank;
+  for (std::size_t i = 0; i < bar_slots; ++i) {
+    blank += "\u200B";
     bars.categories.push_back(blank);
-    bars.categories.push_back(std::to_string(l));
   }
   for (std::size_t c = 0; c < in.classes.size(); ++c) {
     bar_set set{in.classes[c], {}, static_cast<int>(c)};
@@ -762,14 +828,17 @@ QChart* make_layer_time_chart(const layer_time_input& in) {
       any = any || dv != 0 || cv != 0;
       set.values.push_back(dv);
       set.values.push_back(cv);
+      if (l + 1 < layers) set.values.push_back(0.0);  // the gap slot
     }
     if (any) bars.sets.push_back(std::move(set));
   }
   QChart* chart = make_bar_chart(bars);
-  // The x axis numbered by layer under the right bars, every so many layers to fit (fit()); the
-  // bars sit at their index, 2·layer (dense) and 2·layer + 1 (current).
+  // The x axis numbered by layer under each pair of bars, every so many layers to fit (fit());
+  // the bars sit at their index, 3·layer (dense) and 3·layer + 1 (current). Wide bars keep a
+  // pair together, the empty slot keeps layers apart.
   const auto horizontal = chart->axes(Qt::Horizontal);
   if (horizontal.isEmpty() || chart->series().isEmpty()) return chart;
+  if (auto* series = qobject_cast<QAbstractBarSeries*>(chart->series().first())) series->setBarWidth(0.85);
   QAbstractAxis* old_axis = horizontal.first();
   const QString title = old_axis->titleText();
   chart->removeAxis(old_axis);

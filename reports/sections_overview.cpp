@@ -210,8 +210,15 @@ section configuration_section(const report_data& d) {
   t.rows.push_back({"model", model_label(m) + (m.source_file.empty() ? "" : " (" + m.source_file + ")")});
   t.rows.push_back(
       {"dimensions",
-       fmt::format("d_model {}, {} layers, {} heads ({} KV), d_head {}, d_ff {}, vocab {}, {}", m.d_model, m.n_layers,
-                   m.n_heads, m.n_kv_heads, m.d_head, m.d_ff, m.vocab_size, sim::to_string(m.mlp))});
+       fmt::format("d_model {}, {} layers, {} heads ({} KV), d_head {}, d_ff {}, vocab {}, {}{}", m.d_model, m.n_layers,
+                   m.n_heads, m.n_kv_heads, m.d_head, m.d_ff, m.vocab_size, sim::to_string(m.mlp),
+                   m.sliding_window > 0 ? fmt::format(", sliding window {}", m.sliding_window) : std::string())});
+  if (m.sliding_window > 0)
+    t.rows.push_back({"sliding window",
+                      fmt::format("{} positions: each query attends to at most {} keys, and a sequence's KV cache "
+                                  "holds at most {} positions per layer (HF sliding_window; priced in attention FLOPs, "
+                                  "bytes and KV memory)",
+                                  m.sliding_window, m.sliding_window, m.sliding_window)});
   t.rows.push_back({"parameters", fmt::format("{:.1f} M", static_cast<double>(subject(d).flops.params) / 1e6)});
   t.rows.push_back({"routing", routing_text(m)});
   if (m.moe)

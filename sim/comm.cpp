@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <limits>
 
+#include <fmt/format.h>
+
 #include "core/error.hpp"
 #include "sim/json_reader.hpp"
 
@@ -234,6 +236,29 @@ const collective_fit* find_fit(const interconnect_spec& ic, collective c, link_c
   return best;
 }
 
+const collective_fit* fit_for(const interconnect_spec& ic, collective c, link_class l, int gpus) {
+  if (const collective_fit* f = find_fit(ic, c, l, gpus)) return f;
+  std::vector<collective> kin;
+  switch (c) {
+    case collective::all_to_all:
+    case collective::send_recv:
+      kin = {collective::all_gather, collective::reduce_scatter, collective::all_reduce};
+      break;
+    case collective::all_gather:
+      kin = {collective::reduce_scatter, collective::all_reduce};
+      break;
+    case collective::reduce_scatter:
+      kin = {collective::all_gather, collective::all_reduce};
+      break;
+    case collective::all_reduce:
+      kin = {collective::reduce_scatter, collective::all_gather};
+      break;
+  }
+  for (collective k : kin)
+    if (const collective_fit* f = find_fit(ic, k, l, gpus)) return f;
+  return nullptr;
+}
+
 double fitted_time(const collective_fit& f, collective c, std::int64_t bytes, int gpus) {
   double beta = 1.0 / f.bus_bytes_s;
   if (f.ramp_to_bytes > 0 && f.ramp_bus_bytes_s > 0 && bytes < f.ramp_to_bytes) {
@@ -265,19 +290,35 @@ comm_prediction predict_collective(const hardware_spec& hw, const comm_request& 
     out.analytic.push_back({a, collective_time(r.op, a, r.bytes, r.gpus, ic, file)});
 
   const collective_fit* fit = nullptr;
-  if (!r.algorithm || *r.algorithm == comm_algorithm::fitted) fit = find_fit(ic, r.op, out.link, r.gpus);
+  if (!r.algorithm || *r.algorithm == comm_algorithm::fitted) fit = fit_for(ic, r.op, out.link, r.gpus);
   if (r.algorithm && *r.algorithm == comm_algorithm::fitted && !fit)
-    throw input_error(
-        file, "interconnect.calibration",
-        std::string("no fit for ") + to_string(r.op) + " over " + to_string(out.link) + " (run modsim comm calibrate)");
+    throw input_error(file, "interconnect.calibration",
+                      std::string("no fit for ") + to_string(r.op) + " or a collective it can be derived from over " +
+                          to_string(out.link) + " (run modsim comm calibrate)");
   if (fit) {
     out.calibrated = true;
     out.fit = *fit;
     out.algorithm = comm_algorithm::fitted;
     out.time_s = fitted_time(*fit, r.op, r.bytes, r.gpus);
-    if (fit->gpus != r.gpus)
-      out.notes.push_back("fitted at " + std::to_string(fit->gpus) +
-                          " GPUs: latency as measured there, bandwidth carried by the busbw factor");
+    const bool own = fit->collective == to_string(r.op);
+    const bool here = own && fit->gpus == r.gpus;
+    out.source = here ? "fitted" : "derived";
+    out.bandwidth_source = out.source;
+    out.floor_source = here ? fit->floor_source : "derived";
+    const std::string floor_words = fit->floor_source == "given" ? "floor as given there" : "floor as measured there";
+    if (!own)
+      out.notes.push_back(fmt::format(
+          "derived: no fit for {} over {}; the {} fit at {} GPUs ({}) is used: its {}, its bus bandwidth times {}'s "
+          "busbw factor {:.3g} at {} GPUs (the bytes its steps move per GPU)",
+          to_string(r.op), to_string(out.link), fit->collective, fit->gpus, fit->file,
+          fit->floor_source == "given" ? "floor (given)" : "latency floor", to_string(r.op), busbw_factor(r.op, r.gpus),
+          r.gpus));
+    else if (fit->gpus != r.gpus)
+      out.notes.push_back("derived: fitted at " + std::to_string(fit->gpus) + " GPUs: " + floor_words +
+                          ", bandwidth carried by the busbw factor");
+    else if (fit->floor_source == "given")
+      out.notes.push_back("the latency floor of this fit was given, not fitted (its rows start at " +
+                          std::to_string(fit->min_bytes) + " bytes; interconnect.calibration.source says from where)");
     if (r.bytes < fit->min_bytes || r.bytes > fit->max_bytes) {
       out.outside_fit_range = true;
       out.notes.push_back(std::to_string(r.bytes) + " bytes is outside the sizes the fit was made on (" +

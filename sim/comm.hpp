@@ -39,6 +39,17 @@
 // 1 / bus_bytes_s from ramp_to_bytes, straight in log2(N) between; alpha as measured, the bus
 // bandwidth carried to other G by the busbw factor. A size outside the fit's min_bytes ..
 // max_bytes is predicted by extending the line, and the prediction says so.
+// Which fit (fit_for): the collective's own at G, else its own at the nearest GPU count
+// ("derived": the floor as measured there, the bus bandwidth carried by the busbw factor),
+// else another collective's over the same link, nearest in kind and then in GPU count
+// ("derived": its floor, its bus bandwidth times this collective's busbw factor, i.e. the
+// bytes this algorithm's (G-1) or 2(G-1) steps move per GPU; nccl-tests defines busbw so that
+// it is comparable across collectives). The floor is not scaled by the step count: in the
+// shipped one-node H100 runs it is the launch and synchronisation cost (all_reduce,
+// all_gather and reduce_scatter on 4 GPUs: 23, 22 and 21 us for 6, 3 and 3 ring steps).
+// Nearest in kind: all_to_all and send_recv take all_gather, reduce_scatter, all_reduce (no
+// reduction first); all_gather takes reduce_scatter, all_reduce; reduce_scatter takes
+// all_gather, all_reduce; all_reduce takes reduce_scatter, all_gather.
 // A hardware file without `interconnect` but with interconnect_bytes_s > 0: that bandwidth is
 // the one link (as if every GPU were on one node), latency 0.
 #include <cstdint>
@@ -111,6 +122,15 @@ struct comm_prediction {
   link_class link = link_class::intra_node;
   std::string link_name;
   bool calibrated = false;
+  // Where time_s comes from: "fitted" (a fit of this collective at this GPU count, its bus
+  // bandwidth from its own rows), "derived" (a fit of another GPU count or collective, carried
+  // as the header says; a note names it), "analytic" (the alpha-beta model of the links).
+  std::string source = "analytic";
+  // The same for each term: floor_source fitted | given (the fit's floor was fixed, not
+  // fitted: collective_fit::floor_source) | derived | analytic; bandwidth_source fitted |
+  // derived | analytic.
+  std::string floor_source = "analytic";
+  std::string bandwidth_source = "analytic";
   std::optional<collective_fit> fit;     // the fit used, when calibrated
   bool outside_fit_range = false;        // the fit used outside the sizes it was fitted on
   std::vector<comm_candidate> analytic;  // every alpha-beta algorithm that applies, in algorithms_for order
@@ -123,6 +143,10 @@ link_class link_for(int gpus, const interconnect_spec& ic);
 // The fit for (collective, link class), preferring one measured at `gpus`, else the nearest
 // GPU count; nullptr when none.
 const collective_fit* find_fit(const interconnect_spec& ic, collective c, link_class l, int gpus);
+
+// The fit `auto` uses for c: find_fit's, else another collective's (nearest in kind, then in
+// GPU count; the header); nullptr when the link has none.
+const collective_fit* fit_for(const interconnect_spec& ic, collective c, link_class l, int gpus);
 
 // The fitted time (the formula above) of `bytes` per GPU over `gpus` GPUs.
 double fitted_time(const collective_fit& f, collective c, std::int64_t bytes, int gpus);

@@ -192,7 +192,22 @@ collective_fit fit_nccl_table(const nccl_table& t, const interconnect_spec& ic, 
     y.push_back(r->time_s);
     n.push_back(r->bytes);
   }
-  const line_fit f = fit_relative_line(x, y);
+  line_fit f;
+  if (o.floor_s) {
+    // alpha given: minimise sum ((alpha + x_i beta - t_i) / t_i)^2 over beta alone.
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      num += (x[i] / y[i]) * (1 - *o.floor_s / y[i]);
+      den += (x[i] / y[i]) * (x[i] / y[i]);
+    }
+    f.alpha = *o.floor_s;
+    f.beta = den > 0 ? num / den : 0;
+    if (!(f.beta > 0))
+      throw input_error(t.file, "",
+                        "with the floor given, the times leave no bandwidth to fit (every row at or below the floor)");
+  } else {
+    f = fit_relative_line(x, y);
+  }
   if (!(f.beta > 0)) throw input_error(t.file, "", "the times do not grow with the size: no bandwidth to fit");
   ramp_fit best;
   best.alpha = f.alpha;
@@ -201,7 +216,8 @@ collective_fit fit_nccl_table(const nccl_table& t, const interconnect_spec& ic, 
   // A saturating bandwidth (a ramp between two of the sizes) when there are enough sizes to
   // tell it from the line, the line is off by more than 0.1 % rms, and the ramp halves the
   // squared error.
-  if (sizes.size() >= k_min_sizes_for_ramp && std::sqrt(best.ssr / static_cast<double>(x.size())) > 1e-3) {
+  if (!o.floor_s && sizes.size() >= k_min_sizes_for_ramp &&
+      std::sqrt(best.ssr / static_cast<double>(x.size())) > 1e-3) {
     const ramp_fit line = best;
     for (auto a = sizes.begin(); a != sizes.end(); ++a)
       for (auto b = std::next(a); b != sizes.end(); ++b) {
@@ -217,6 +233,7 @@ collective_fit fit_nccl_table(const nccl_table& t, const interconnect_spec& ic, 
                        : t.nodes == 1 ? link_class::intra_node
                                       : link_for(gpus, ic));
   out.alpha_s = best.alpha;
+  out.floor_source = o.floor_s ? "given" : "fitted";
   out.bus_bytes_s = 1.0 / best.beta_hi;
   if (best.to > 0) {
     out.ramp_bus_bytes_s = 1.0 / best.beta_lo;
@@ -272,6 +289,7 @@ json::object collective_fit_json(const collective_fit& f) {
   j["link"] = f.link;
   j["gpus"] = f.gpus;
   j["alpha_s"] = f.alpha_s;
+  j["floor_source"] = f.floor_source;
   j["bus_bytes_s"] = f.bus_bytes_s;
   if (f.ramp_to_bytes > 0) {
     j["ramp_bus_bytes_s"] = f.ramp_bus_bytes_s;

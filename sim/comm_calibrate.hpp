@@ -40,6 +40,10 @@ struct comm_fit_options {
   // split a file in two whatever the size range.
   int every = 1;
   int offset = 0;
+  // The latency floor, seconds, when the rows cannot show it (a run without small sizes):
+  // alpha is fixed at this value, only the bus bandwidth is fitted (a line, no ramp), and the
+  // fit records floor_source "given". nullopt: alpha is fitted.
+  std::optional<double> floor_s;
 };
 
 // The line through (x_i, t_i) minimising the relative residuals, alpha >= 0. Returns
@@ -52,8 +56,8 @@ line_fit fit_relative_line(const std::vector<double>& x, const std::vector<doubl
 // The link class the table's rows ran over (see above).
 link_class table_link(const nccl_table& t, const interconnect_spec& ic);
 
-// Fits one table. Throws modsim::error(bad_input) naming the file when the collective or the
-// GPU count is unknown, fewer than two distinct sizes are in range, or the bandwidth is not
+// Fits one table (o.floor_s: with that floor, see comm_fit_options). Throws modsim::error(bad_input) naming the file
+// when the collective or the GPU count is unknown, fewer than two distinct sizes are in range, or the bandwidth is not
 // positive.
 collective_fit fit_nccl_table(const nccl_table& t, const interconnect_spec& ic, const comm_fit_options& o);
 

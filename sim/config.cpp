@@ -321,6 +321,10 @@ collective_fit parse_collective_fit(object_reader& r) {
     if (r.find(key)) *field = r.get_non_negative(key, 0.0);
   }
   f.file = r.opt_string("file").value_or("");
+  f.floor_source = r.opt_string("floor_source").value_or("fitted");
+  if (f.floor_source != "fitted" && f.floor_source != "given")
+    throw input_error(r.file(), r.key_path("floor_source"),
+                      "'" + f.floor_source + "' is not a floor source (expected fitted or given)");
   r.finish();
   return f;
 }

@@ -136,6 +136,10 @@ struct collective_fit {
   std::string link;        // intra_node | inter_node
   int gpus = 0;            // the GPU count the rows were measured at
   double alpha_s = 0;
+  // Where alpha_s comes from: "fitted" (the rows' own floor) or "given" (fixed by
+  // `modsim comm calibrate --floor-us` for a run without small sizes, whose rows cannot show
+  // the floor; the calibration's source says where the figure comes from).
+  std::string floor_source = "fitted";
   double bus_bytes_s = 0;
   double ramp_bus_bytes_s = 0;  // the bus bandwidth up to ramp_from_bytes (0 = no ramp)
   std::int64_t ramp_from_bytes = 0, ramp_to_bytes = 0;

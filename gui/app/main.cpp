@@ -144,11 +144,15 @@ int main(int argc, char** argv) {
     return app.exec();
   }
 
-  // Screenshot: compute now, wait for the result, let the pages lay out, grab, exit.
+  // Screenshot: compute now, wait for every tab's figures (a settled window: the status bar says
+  // what was computed, no progress bar), let the pages lay out, grab, exit.
   const QString file = parser.value(screenshot);
   int code = 0;
+  bool grabbing = false;
   QObject::connect(
       session, &modsim::gui::ExplorerSession::resultApplied, &window, [&](const modsim::gui::ComputeResultPtr& r) {
+        if (grabbing || !r->complete() || !window.visibleTabIsCurrent()) return;
+        grabbing = true;
         if (!r->error.empty()) code = 3;
         QTimer::singleShot(300, &window, [&] {
           if (!window.grab().save(file)) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <type_traits>
 
 #include "analysis/analysis.hpp"
 #include "analysis/calibration.hpp"
@@ -72,6 +73,30 @@ analysis::validation_request validationRequestOf(const ExplorerConfig& config) {
   return v;
 }
 
+// How the configuration's decode steps run: the user's strategy (the sampling map's choice), else
+// the fastest (analysis::timeline_request::fastest); the routing draws are the map's.
+analysis::timeline_request decodeRequestOf(const ExplorerConfig& config) {
+  analysis::timeline_request q;
+  // Forward and training timelines stay eager: the strategy is a decode step's.
+  if (config.decodeStrategy.empty() || config.load.run != sim::run_mode::decode) return q;
+  const std::string& n = config.decodeStrategy;
+  q.fastest = false;
+  q.cuda_graph = n.size() > 7 && n.compare(n.size() - 7, 7, "+graphs") == 0;
+  q.routing = n.rfind("pad", 0) == 0 ? decode_routing::pad : decode_routing::sync;
+  return q;
+}
+
+// "sync 752.8 µs, pad 666.9 µs, pad+graphs 166.6 µs; pad+graphs does not apply: ..."
+std::string candidatesText(const analysis::decode_strategy_choice& ch) {
+  std::string out;
+  for (const analysis::decode_strategy_figure& f : ch.candidates)
+    if (f.applies)
+      out += fmt::format("{}{} {:.1f} µs (×{:.3f})", out.empty() ? "" : ", ", f.strategy.name(), f.model_s * 1e6,
+                         f.baseline_s > 0 ? f.model_s / f.baseline_s : 0.0);
+  for (const std::string& n : ch.notes) out += "; " + n;
+  return out;
+}
+
 PredictionResult predictionOf(const analysis::analysis_result& r) {
   const sim::prediction& p = *r.prediction;
   PredictionResult out;
@@ -123,14 +148,22 @@ PredictionResult predictionOf(const analysis::analysis_result& r) {
                        fmt::format(fmt::runtime(t.why), fmt::arg("launches", p.model.kernels),
                                    fmt::arg("dense_launches", p.dense.kernels))});
   out.notes = p.notes;
+  if (r.decode_choice && p.load.run == sim::run_mode::decode) {
+    out.decodeStrategy = r.decode_choice->strategy.name();
+    out.decodeStrategyLabel = fmt::format("{}; mean of {} routing draw{}", r.decode_choice->rule,
+                                          r.decode_choice->draws, r.decode_choice->draws == 1 ? "" : "s");
+    out.decodeCandidates = candidatesText(*r.decode_choice);
+  }
   return out;
 }
 
-SweepResult sweepOf(const analysis::sweep_section& s, const analysis::configuration& c) {
+SweepResult sweepOf(const analysis::sweep_section& s, const analysis::configuration& c,
+                    const std::optional<analysis::decode_strategy_choice>& strategy) {
   SweepResult out;
   out.available = true;
   out.baselineName = baselineNameOf(c);
   out.decode = c.load.run == sim::run_mode::decode;
+  if (out.decode && strategy) out.strategy = strategy->strategy.name();
   out.denseTimeS = s.result.dense_time_s;
   out.denseMatmulFlops = s.result.dense_matmul_flops;
   out.points.reserve(s.result.points.size());
@@ -225,8 +258,10 @@ ServingResult servingOf(const sim::des::serving_comparison& c,
   return out;
 }
 
-SamplingResult samplingOf(const analysis::analysis_result& r) {
+SamplingResult samplingOf(const analysis::analysis_result& r, const ExplorerConfig& config) {
   SamplingResult out;
+  // The map opens on the strategy of the headline and the Design space (decode), else the user's.
+  out.headlineStrategy = r.decode_choice ? r.decode_choice->strategy.name() : config.decodeStrategy;
   if (!r.sampling) {
     if (!r.sampling_missing.empty())
       out.unavailable = r.sampling_missing;
@@ -357,6 +392,7 @@ analysis::control controlOf(const ComputeControl& c) {
 
 PredictionResult computePrediction(const ExplorerConfig& config) {
   analysis::scenario s;
+  s.decode = decodeRequestOf(config);
   PredictionResult out = predictionOf(analyzeOnly(config, s));
   out.baselineWhy = baselineWhyOf(config);
   return out;
@@ -368,14 +404,15 @@ SweepResult computeSweep(const ExplorerConfig& config, const std::optional<sim::
   s.prediction = false;
   s.sweep = analysis::sweep_request{};
   s.sweep->space = space;
+  s.decode = decodeRequestOf(config);
   const analysis::analysis_result a = analyzeOnly(config, s, controlOf(control));
-  return sweepOf(*a.sweep, a.config);
+  return sweepOf(*a.sweep, a.config, a.decode_choice);
 }
 
 TimelineResult computeTimeline(const ExplorerConfig& config) {
   analysis::scenario s;
   s.prediction = false;
-  s.timeline = analysis::timeline_request{};
+  s.timeline = decodeRequestOf(config);
   return timelineOf(*analyzeOnly(config, s).timeline);
 }
 
@@ -394,7 +431,8 @@ SamplingResult computeSampling(const ExplorerConfig& config) {
   analysis::scenario s;
   s.prediction = false;
   if (config.model.routing) s.sampling = analysis::sampling_request{};
-  return samplingOf(analyzeOnly(config, s));
+  s.decode = decodeRequestOf(config);
+  return samplingOf(analyzeOnly(config, s), config);
 }
 
 ParallelResult computeParallel(const ExplorerConfig& config) {
@@ -411,59 +449,111 @@ ValidationResult computeValidation(const ExplorerConfig& config) {
   return validationOf(analyzeOnly(config, s), config);
 }
 
-ComputeResult computeAll(const ExplorerConfig& config, const ComputeControl& control) {
+void computeParts(const ExplorerConfig& config, ResultParts parts, ComputeResult& r, const ComputeControl& control) {
   const auto start = std::chrono::steady_clock::now();
-  ComputeResult r;
-  r.model = config.model;
-  r.load = config.load;
+  const bool headline = parts & PredictionPart;
+  if (headline) {
+    r.model = config.model;
+    r.load = config.load;
+  }
   try {
+    // Each part alone asks analyze for that part only; the decode steps of the prediction, the
+    // sweep and the timeline run with the user's strategy and routing draws whether the timeline
+    // is asked for or not (scenario::decode), so every part gives the one decode answer.
     analysis::scenario s;
     s.parts_may_fail = true;
-    s.timeline = analysis::timeline_request{};
-    if (config.sweepEnabled) s.sweep = analysis::sweep_request{};
-    if (config.model.routing) s.sampling = analysis::sampling_request{};
-    s.parallel = parallelRequestOf(config);
-    if (config.servingEnabled) {
+    s.prediction = headline;
+    // The decode steps (headline, sweep) run as the user chose (the sampling map's strategy).
+    s.decode = decodeRequestOf(config);
+    if (parts & TimelinePart) s.timeline = decodeRequestOf(config);
+    if ((parts & SweepPart) && config.sweepEnabled) s.sweep = analysis::sweep_request{};
+    if ((parts & SamplingPart) && config.model.routing) s.sampling = analysis::sampling_request{};
+    if (parts & ParallelPart) s.parallel = parallelRequestOf(config);
+    if ((parts & ServingPart) && config.servingEnabled) {
       s.serving = analysis::serving_request{};
       s.serving->fastest_routing = true;
     }
-    try {
-      s.validation = validationRequestOf(config);
-    } catch (const modsim::error& e) {
-      s.validation.from = analysis::validation_request::source::none;
-      s.validation.missing = e.what();
+    if (parts & ValidationPart) {
+      try {
+        s.validation = validationRequestOf(config);
+      } catch (const modsim::error& e) {
+        s.validation.from = analysis::validation_request::source::none;
+        s.validation.missing = e.what();
+      }
     }
     const analysis::analysis_result a = analysis::analyze(configurationOf(config), s, controlOf(control));
-    if (!a.prediction) throw modsim::error(error_kind::bad_input, a.prediction_missing);
-    r.prediction = predictionOf(a);
-    r.prediction.baselineWhy = baselineWhyOf(config);
-    if (a.timeline)
-      r.timeline = timelineOf(*a.timeline);
-    else
-      r.timeline.unavailable = a.timeline_missing;
-    if (a.sweep)
-      r.sweep = sweepOf(*a.sweep, a.config);
-    else
-      r.sweep.unavailable = config.sweepEnabled ? a.sweep_missing : "The design-space sweep is switched off.";
-    r.validation = validationOf(a, config);
-    r.sampling = samplingOf(a);
-    r.parallel = parallelOf(a, config);
-    if (!sim::is_gpu(config.hardware))
-      r.parallel.unavailable = "The parallelism tab splits a step over GPUs: choose GPU hardware.";
-    if (a.serving) {
-      r.serving = servingOf(*a.serving, a.serving_routing);
-      r.serving.baselineName = baselineNameOf(a.config);
-    } else
-      r.serving.unavailable = config.servingEnabled ? a.serving_missing : "The serving simulation is switched off.";
+    if (headline) {
+      if (!a.prediction) throw modsim::error(error_kind::bad_input, a.prediction_missing);
+      r.prediction = predictionOf(a);
+      r.prediction.baselineWhy = baselineWhyOf(config);
+    }
+    if (parts & TimelinePart) {
+      r.timeline = a.timeline ? timelineOf(*a.timeline) : TimelineResult{};
+      if (!a.timeline) r.timeline.unavailable = a.timeline_missing;
+    }
+    if (parts & SweepPart) {
+      if (a.sweep) {
+        r.sweep = sweepOf(*a.sweep, a.config, a.decode_choice);
+      } else {
+        r.sweep = SweepResult{};
+        r.sweep.unavailable = config.sweepEnabled ? a.sweep_missing : "The design-space sweep is switched off.";
+      }
+    }
+    if (parts & ValidationPart) r.validation = validationOf(a, config);
+    if (parts & SamplingPart) r.sampling = samplingOf(a, config);
+    if (parts & ParallelPart) {
+      r.parallel = parallelOf(a, config);
+      if (!sim::is_gpu(config.hardware))
+        r.parallel.unavailable = "The parallelism tab splits a step over GPUs: choose GPU hardware.";
+    }
+    if (parts & ServingPart) {
+      if (a.serving) {
+        r.serving = servingOf(*a.serving, a.serving_routing);
+        r.serving.baselineName = baselineNameOf(a.config);
+      } else {
+        r.serving = ServingResult{};
+        r.serving.unavailable = config.servingEnabled ? a.serving_missing : "The serving simulation is switched off.";
+      }
+    }
   } catch (const analysis::cancelled&) {
     r.error = "cancelled";
-  } catch (const modsim::error& e) {
-    r.error = e.what();
   } catch (const std::exception& e) {
-    r.error = std::string("internal error: ") + e.what();
+    const bool ours = dynamic_cast<const modsim::error*>(&e) != nullptr;
+    const std::string why = ours ? std::string(e.what()) : std::string("internal error: ") + e.what();
+    if (headline) {
+      r.error = why;
+    } else {  // the headline stands; the parts asked for say why they are missing
+      auto missing = [&why](auto& part) {
+        part = std::decay_t<decltype(part)>{};
+        part.unavailable = why;
+      };
+      if (parts & TimelinePart) missing(r.timeline);
+      if (parts & SweepPart) missing(r.sweep);
+      if (parts & ValidationPart) missing(r.validation);
+      if (parts & SamplingPart) missing(r.sampling);
+      if (parts & ParallelPart) missing(r.parallel);
+      if (parts & ServingPart) missing(r.serving);
+    }
   }
-  r.computeMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  r.updated = parts;
+  if (!r.error.empty() && r.error != "cancelled") r.updated = kAllParts;  // every part shows the error
+  r.computed |= r.updated;
+  r.computeMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+ComputeResult computeAll(const ExplorerConfig& config, const ComputeControl& control) {
+  ComputeResult r;
+  computeParts(config, kAllParts, r, control);
   return r;
+}
+
+ResultParts nextParts(ResultParts remaining, ResultParts visible) {
+  remaining &= kAllParts;
+  if (remaining & PredictionPart) return PredictionPart;
+  if (remaining & visible) return remaining & visible;
+  for (ResultPart p : {SweepPart, TimelinePart, SamplingPart, ServingPart, ParallelPart, ValidationPart})
+    if (remaining & p) return p;
+  return 0;
 }
 
 }  // namespace modsim::gui

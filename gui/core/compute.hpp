@@ -21,9 +21,22 @@ struct ComputeControl {
   std::function<void(int)> progress;
 };
 
-// Never throws: a modsim::error (bad input, an infeasible configuration) becomes
-// ComputeResult::error, and the parts that could not be computed say so.
+// Every part of `config` in one go. Never throws: a modsim::error (bad input, an infeasible
+// configuration) becomes ComputeResult::error, and the parts that could not be computed say so.
 ComputeResult computeAll(const ExplorerConfig& config, const ComputeControl& control = {});
+
+// The parts `parts` of `config` into `result`, whose other parts stay as they are: `parts` join
+// result.computed and become result.updated, and computeMs grows by the time taken. The first
+// call for a result includes PredictionPart (it sets the model and the workload); a prediction
+// that fails sets result.error and marks every part computed. A part that fails says why in its
+// `unavailable`. Cancelled: result.error is "cancelled". Never throws.
+void computeParts(const ExplorerConfig& config, ResultParts parts, ComputeResult& result,
+                  const ComputeControl& control = {});
+
+// What the worker computes next of the parts `remaining`: the headline's part first, then the
+// `visible` tab's parts together, then one part at a time (sweep, timeline, sampling, serving,
+// parallel, validation: the slowest last). 0 when nothing remains.
+ResultParts nextParts(ResultParts remaining, ResultParts visible);
 
 // The parts, for the benchmark and the tests. They throw modsim::error.
 PredictionResult computePrediction(const ExplorerConfig& config);

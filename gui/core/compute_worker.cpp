@@ -2,6 +2,8 @@
 
 #include <QPromise>
 #include <QtConcurrent/QtConcurrentRun>
+#include <algorithm>
+#include <bit>
 
 namespace modsim::gui {
 
@@ -10,7 +12,7 @@ void registerMetaTypes() { qRegisterMetaType<ComputeResultPtr>("modsim::gui::Com
 ComputeWorker::ComputeWorker(QObject* parent) : QObject(parent) {
   registerMetaTypes();
   m_debounce.setSingleShot(true);
-  m_debounce.setInterval(150);
+  m_debounce.setInterval(50);  // a burst of keystrokes in a field computes once
   connect(&m_debounce, &QTimer::timeout, this, &ComputeWorker::launch);
 }
 
@@ -22,6 +24,8 @@ ComputeWorker::~ComputeWorker() {
 void ComputeWorker::request(const ExplorerConfig& config) {
   const bool wasBusy = isBusy();
   m_pending = config;
+  // What runs computes an earlier configuration: it stops, and its results are dropped.
+  m_latest->store(++m_generation);
   m_debounce.start();
   if (!wasBusy) emit busyChanged(true);
 }
@@ -52,39 +56,56 @@ void ComputeWorker::launch() {
   const quint64 gen = ++m_generation;
   m_latest->store(gen);
   auto latest = m_latest;
+  auto visible = m_visible;
   ExplorerConfig config = m_pending;
 
-  auto* watcher = new QFutureWatcher<ComputeResult>(this);
+  // Leaves the busy state once per launch: before the complete result (so that listeners see a
+  // settled worker), else when the task ends.
+  auto settled = std::make_shared<bool>(false);
+  auto settle = [this, settled] {
+    if (*settled) return;
+    *settled = true;
+    setRunning(-1);
+  };
+  auto* watcher = new QFutureWatcher<ComputeResultPtr>(this);
   connect(watcher, &QFutureWatcherBase::progressValueChanged, this, [this, gen](int value) {
     if (gen == m_generation) emit progressChanged(value);
   });
-  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, gen] {
-    const QFuture<ComputeResult> future = watcher->future();
-    watcher->deleteLater();
-    if (gen == m_generation && !future.isCanceled() && future.resultCount() > 0) {
-      auto result = std::make_shared<ComputeResult>(future.result());
-      if (result->error != "cancelled") {
-        // Leave the busy state before the result so listeners see a settled worker.
-        setRunning(-1);
-        emit progressChanged(100);
-        emit resultReady(std::move(result));
-        return;
-      }
+  connect(watcher, &QFutureWatcherBase::resultReadyAt, this, [this, watcher, gen, settle](int index) {
+    ComputeResultPtr result = watcher->future().resultAt(index);
+    if (gen != m_generation || !result || result->error == "cancelled") return;
+    if (result->complete()) {
+      settle();
+      emit progressChanged(100);
     }
-    setRunning(-1);
+    emit resultReady(std::move(result));
+  });
+  connect(watcher, &QFutureWatcherBase::finished, this, [watcher, settle] {
+    watcher->deleteLater();
+    settle();
   });
 
   m_running += 1;  // busy already announced by request()/computeNow()
   emit started(gen);
-  QFuture<ComputeResult> future =
-      QtConcurrent::run([config = std::move(config), gen, latest](QPromise<ComputeResult>& promise) {
+  QFuture<ComputeResultPtr> future =
+      QtConcurrent::run([config = std::move(config), gen, latest, visible](QPromise<ComputeResultPtr>& promise) {
         promise.setProgressRange(0, 100);
+        ComputeResult r;
+        r.generation = gen;
+        int done = 0;  // parts computed
         ComputeControl control;
         control.cancelled = [&] { return promise.isCanceled() || latest->load() != gen; };
-        control.progress = [&](int pct) { promise.setProgressValue(pct); };
-        ComputeResult r = computeAll(config, control);
-        r.generation = gen;
-        promise.addResult(std::move(r));
+        control.progress = [&](int pct) {
+          promise.setProgressValue(std::min(99, (100 * done + pct) / std::popcount(kAllParts)));
+        };
+        for (ResultParts next = nextParts(kAllParts, visible->load()); next != 0;
+             next = nextParts(kAllParts & ~r.computed, visible->load())) {
+          if (control.cancelled()) return;
+          computeParts(config, next, r, control);
+          if (r.error == "cancelled") return;
+          done = std::popcount(r.computed);
+          promise.addResult(std::make_shared<const ComputeResult>(r));
+        }
       });
   watcher->setFuture(future);
 }

@@ -40,6 +40,10 @@ struct ExplorerConfig {
   // How attention runs (modsim --attention): empty = the hardware's default (fused on a GPU,
   // unfused on a CPU; analysis::configuration::attention).
   std::optional<attention_impl> attention;
+  // The decode strategy every decode figure shows (the headline, the Design space, the sampling
+  // map's strategy): "sync", "pad" or "pad+graphs" (analysis::decode_strategy::name), the user's
+  // choice in the sampling map; empty = the fastest for the configuration.
+  std::string decodeStrategy;
 };
 
 // The folder holding models/, hardware/, workloads/: $MODSIM_CONFIGS, else the source tree's

@@ -89,9 +89,13 @@ sim::hardware_spec builtinHardware() {
 
 ExplorerSession::ExplorerSession(QObject* parent)
     : QObject(parent),
+      m_pendingTimer(new QTimer(this)),
       m_schedule(new ScheduleModel(this)),
       m_summary(new SummaryModel(this)),
       m_worker(new ComputeWorker(this)) {
+  m_pendingTimer->setSingleShot(true);
+  m_pendingTimer->setInterval(250);
+  connect(m_pendingTimer, &QTimer::timeout, this, [this] { markPending(0); });
   // The start-up model is the shipped mod-220m file (its notes included); the built-in copy
   // only when the file is missing or does not load.
   m_config.model = builtinModel();
@@ -248,16 +252,37 @@ bool ExplorerSession::commitDraft() {
   m_schedule->setWorkload(m_config.load.run == sim::run_mode::decode, m_config.load.batch);
   emit configChanged();
   m_worker->request(m_config);
+  // Every figure shown is now of an earlier configuration: the hidden tabs say so at once, the
+  // visible one when its figures take longer than an edit should.
+  m_currentParts = 0;
+  markPending(m_visible);
+  m_pendingTimer->start();
   return true;
+}
+
+void ExplorerSession::markPending(ResultParts except) {
+  m_results.removeAll(nullptr);
+  for (const QPointer<ResultModel>& m : m_results)
+    if (!(m->parts() & (except | m_currentParts)) && !m->isPending()) m->setPending();
+}
+
+void ExplorerSession::setVisibleParts(ResultParts parts) {
+  m_visible = parts;
+  m_worker->setVisibleParts(parts);
+  // A tab shown before its figures are computed says so (the worker computes them next).
+  markPending(~parts);
 }
 
 void ExplorerSession::recompute() { m_worker->computeNow(m_config); }
 
 void ExplorerSession::onResult(const ComputeResultPtr& result) {
   m_lastResult = result;
-  m_summary->setResult(result);
+  m_currentParts |= result->updated;
+  if (m_currentParts == kAllParts) m_pendingTimer->stop();
+  if (result->updated & m_summary->parts()) m_summary->setResult(result);
   m_results.removeAll(nullptr);
-  for (const QPointer<ResultModel>& m : m_results) m->setResult(result);
+  for (const QPointer<ResultModel>& m : m_results)
+    if (result->updated & m->parts()) m->setResult(result);
   emit resultApplied(result);
 }
 
@@ -474,6 +499,12 @@ void ExplorerSession::adoptDesignPoint(const sim::model_spec& point) {
 
 void ExplorerSession::setAttention(std::optional<attention_impl> attention) {
   m_draft.attention = attention;
+  commitDraft();
+}
+
+void ExplorerSession::setDecodeStrategy(const std::string& name) {
+  if (m_draft.decodeStrategy == name) return;
+  m_draft.decodeStrategy = name;
   commitDraft();
 }
 

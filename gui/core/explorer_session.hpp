@@ -10,6 +10,7 @@
 #include <QObject>
 #include <QPointer>
 #include <QString>
+#include <QTimer>
 #include <memory>
 
 #include "gui/core/compute_worker.hpp"
@@ -49,9 +50,18 @@ class ExplorerSession : public QObject {
   SummaryModel* summaryModel() const { return m_summary; }
   ComputeWorker* worker() const { return m_worker; }
 
-  // The tabs' item models (gui/core/tabs/): each result is set on every model added here
-  // before resultApplied. The session does not own them (a model may go with its page).
+  // The tabs' item models (gui/core/tabs/): each result is set, before resultApplied, on every
+  // model added here one of whose parts it updated. The session does not own them (a model may
+  // go with its page).
   void addResultModel(ResultModel* model);
+  // The parts the visible tab shows: the worker computes them right after the headline, and
+  // those not computed for the current configuration yet say so (ResultModel::setPending).
+  void setVisibleParts(ResultParts parts);
+  ResultParts visibleParts() const { return m_visible; }
+  // The parts whose models hold the current configuration's figures. An edit empties it; the
+  // models of the other parts say they are computing (at once when hidden, after 250 ms when
+  // shown), so a tab never shows an earlier configuration's figures unmarked.
+  ResultParts currentParts() const { return m_currentParts; }
   // The first added model of type Model (e.g. session->resultModel<SweepModel>()); null if none.
   template <class Model>
   Model* resultModel() const {
@@ -84,6 +94,8 @@ class ExplorerSession : public QObject {
   // load is refused (validationChanged "baseline").
   void setBaseline(const QString& path);
   void setAttention(std::optional<attention_impl> attention);  // empty: the hardware's default
+  // The decode strategy of every decode figure (ExplorerConfig::decodeStrategy); empty: the fastest.
+  void setDecodeStrategy(const std::string& name);
   // variant: "none", "moe", "staged", "integrated".
   void setVariant(const QString& variant, int experts, int topK, int noopExperts, double capacityFactor);
   void setSweepEnabled(bool enabled);
@@ -115,6 +127,8 @@ class ExplorerSession : public QObject {
   static void checkCounts(const ExplorerConfig& config, const QString& lastWorkloadKey);
   void markSaved();
   void onResult(const ComputeResultPtr& result);
+  // Marks the models of parts outside `except` that are not current as pending.
+  void markPending(ResultParts except);
 
   ExplorerConfig m_config;
   ExplorerConfig m_draft;
@@ -127,6 +141,9 @@ class ExplorerSession : public QObject {
   QString m_lastWorkloadKey;   // batch or seq_len, whichever was edited last
   bool m_headDerived = true;
   ComputeResultPtr m_lastResult;
+  ResultParts m_visible = 0;
+  ResultParts m_currentParts = 0;
+  QTimer* m_pendingTimer;  // marks the visible tab's parts pending when they are slow to come
 
   ScheduleModel* m_schedule;
   SummaryModel* m_summary;

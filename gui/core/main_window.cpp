@@ -91,7 +91,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), m_session(new Exp
   for (const TabSpec& tab : resultTabs()) {
     QWidget* page = tab.makePage(*m_session, m_tabs);
     page->setObjectName(tab.name);
-    m_tabs->addTab(page, tab.title);
+    // A page scrolls when the window is smaller than its charts and tables need (a 1,024 × 700
+    // screen): they keep their minimum sizes instead of being squeezed or cut.
+    auto* pageScroll = new QScrollArea(m_tabs);
+    pageScroll->setObjectName(tab.name);
+    pageScroll->setWidget(page);
+    pageScroll->setWidgetResizable(true);
+    pageScroll->setFrameShape(QFrame::NoFrame);
+    m_tabs->addTab(pageScroll, tab.title);
   }
   rl->addWidget(m_bannerFrame);
   rl->addWidget(m_headline);
@@ -125,13 +132,18 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), m_session(new Exp
   });
   connect(worker, &ComputeWorker::progressChanged, m_progress, &QProgressBar::setValue);
   connect(m_session, &ExplorerSession::resultApplied, this, [this](const ComputeResultPtr& r) {
-    updateHeadline();
+    if (r->updated & PredictionPart) updateHeadline();
     if (!r->error.empty())
       m_status->setText(tr("not computed: %1").arg(QString::fromStdString(r->error)));
-    else
+    else if (r->complete())
       m_status->setText(
           tr("computed in %1 ms · %2 design points").arg(r->computeMs, 0, 'f', 0).arg(r->sweep.points.size()));
+    else
+      m_status->setText(tr("%1 ms so far · computing the other tabs…").arg(r->computeMs, 0, 'f', 0));
   });
+  // The visible tab's parts come first (and a tab shown before its figures says so).
+  connect(m_tabs, &QTabWidget::currentChanged, this, [this] { m_session->setVisibleParts(visibleParts()); });
+  m_session->setVisibleParts(visibleParts());
   connect(m_session, &ExplorerSession::configChanged, this, &MainWindow::updateTitle);
   connect(m_session, &ExplorerSession::configChanged, this, [this] {
     if (!m_session->dtypeNotice().isEmpty()) statusBar()->showMessage(m_session->dtypeNotice(), 8000);
@@ -200,6 +212,18 @@ void MainWindow::updateHeadline() {
 }
 
 bool MainWindow::isStale() const { return !m_staleReason.isEmpty(); }
+
+ResultParts MainWindow::visibleParts() const {
+  ResultParts parts = 0;
+  if (QWidget* page = currentPage())
+    for (const ResultModel* m : page->findChildren<ResultModel*>()) parts |= m->parts();
+  return parts;
+}
+
+bool MainWindow::visibleTabIsCurrent() const {
+  const ResultParts needed = visibleParts() | PredictionPart;
+  return m_session->lastResult() != nullptr && (m_session->currentParts() & needed) == needed;
+}
 
 QString MainWindow::lastFolder(const QString& fallback) const {
   const QString dir = QSettings().value(QLatin1String(kLastFolderKey)).toString();
@@ -435,8 +459,13 @@ QSize MainWindow::exportSize(QWidget* page) const {
   return {std::max(width, 200), height};
 }
 
+QWidget* MainWindow::pageAt(int index) const {
+  auto* scroll = qobject_cast<QScrollArea*>(m_tabs->widget(index));
+  return scroll ? scroll->widget() : m_tabs->widget(index);
+}
+
 bool MainWindow::exportCurrentView(const QString& path) {
-  QWidget* page = m_tabs->currentWidget();
+  QWidget* page = currentPage();
   const QSize size = exportSize(page);
   if (path.endsWith(QStringLiteral(".svg"), Qt::CaseInsensitive)) {
     QSvgGenerator svg;

@@ -7,6 +7,8 @@
 #include <QStringList>
 #include <QTabWidget>
 
+#include "gui/core/results.hpp"
+
 class QLabel;
 class QProgressBar;
 class QMenu;
@@ -29,11 +31,15 @@ class MainWindow : public QMainWindow {
   ModelPanel* panel() const { return m_panel; }
   QLabel* headlineLabel() const { return m_headline; }
   QTabWidget* tabs() const { return m_tabs; }
+  // The page of the tab at `index` (each tab is a scroll area around its page), and the
+  // visible tab's.
+  QWidget* pageAt(int index) const;
+  QWidget* currentPage() const { return pageAt(m_tabs->currentIndex()); }
   // The page of type Page among the tabs (e.g. page<DesignSpacePage>()); null if none.
   template <class Page>
   Page* page() const {
     for (int i = 0; i < m_tabs->count(); ++i)
-      if (auto* p = qobject_cast<Page*>(m_tabs->widget(i))) return p;
+      if (auto* p = qobject_cast<Page*>(pageAt(i))) return p;
     return nullptr;
   }
   // The error banner's text; empty when it is hidden.
@@ -53,6 +59,10 @@ class MainWindow : public QMainWindow {
   bool confirmDiscard(const QString& action);
   // Whether the figures shown belong to an earlier configuration (an edit was refused).
   bool isStale() const;
+  // Whether the headline and the visible tab show the current configuration's figures.
+  bool visibleTabIsCurrent() const;
+  // The parts of a result the visible tab shows (those of its pages' item models).
+  ResultParts visibleParts() const;
   // Files opened or saved join the recent list (off for --screenshot runs).
   void setRememberFiles(bool on) { m_rememberFiles = on; }
   QAction* saveAsAction() const { return m_saveAsAction; }

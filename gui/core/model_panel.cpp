@@ -108,6 +108,9 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
   mf->addRow(tr("MLP"), m_mlp);
   connect(m_mlp, &QComboBox::currentIndexChanged, this,
           [this](int i) { m_session->setMlp(i == 0 ? sim::mlp_kind::gelu : sim::mlp_kind::swiglu); });
+  m_window = new QLabel(modelBox);
+  m_window->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  mf->addRow(tr("Attention window"), m_window);
   layout->addWidget(modelBox);
 
   // --- Workload and mode ----------------------------------------------------------------------
@@ -454,6 +457,20 @@ void ModelPanel::refresh() {
   {
     const QSignalBlocker b(m_mlp);
     m_mlp->setCurrentIndex(m.mlp == sim::mlp_kind::gelu ? 0 : 1);
+  }
+  if (m.sliding_window > 0) {
+    m_window->setText(tr("sliding, %1 positions").arg(m.sliding_window));
+    m_window->setToolTip(
+        tr("Sliding-window attention (the model file's sliding_window, as in Mistral): each query attends to at most "
+           "%1 keys, and a sequence's KV cache holds at most %1 positions per layer. Priced in the attention FLOPs, "
+           "bytes and KV memory; at a routed layer the window caps the routed keys (an upper bound). Read from the "
+           "model file, not editable here.")
+            .arg(m.sliding_window));
+  } else {
+    m_window->setText(tr("full"));
+    m_window->setToolTip(
+        tr("Full causal attention: each query attends to every earlier position (the model file has no "
+           "sliding_window)."));
   }
   set(m_seq, int(std::min<std::int64_t>(w.seq_len, m_seq->maximum())));
   set(m_batch, int(std::min<std::int64_t>(w.batch, m_batch->maximum())));

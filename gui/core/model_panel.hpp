@@ -29,6 +29,9 @@ class ModelPanel : public QWidget {
   // Hardware files offered (absolute paths); `extra` are added by the user (QSettings).
   void setHardwareFiles(const QStringList& files);
   QSpinBox* dimensionEditor(const QString& key) const { return m_dims.value(key); }
+  // The read-only attention window of the model (HF sliding_window): "full" or "sliding, W
+  // positions", with a tooltip saying what it prices.
+  QLabel* windowLabel() const { return m_window; }
   QComboBox* presetEditor() const { return m_preset; }
   QSpinBox* nthEditor() const { return m_nth; }
   QDoubleSpinBox* capacityEditor() const { return m_capacity; }
@@ -60,6 +63,7 @@ class ModelPanel : public QWidget {
   QLabel* m_name;
   QHash<QString, QSpinBox*> m_dims;
   QComboBox* m_mlp;
+  QLabel* m_window;
   QSpinBox* m_seq;
   QSpinBox* m_batch;
   QComboBox* m_dtype;

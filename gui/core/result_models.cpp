@@ -21,8 +21,14 @@ QString qs(const std::string& s) { return QString::fromStdString(s); }
 
 }  // namespace
 
+void ResultModel::setPending() {
+  setAvailability(false, tr("Computing the figures of the current inputs…"));
+  m_pending = true;
+}
+
 // Called inside a model reset, so that views rebuilding on modelReset see the new state.
 void ResultModel::setAvailability(bool available, const QString& reason) {
+  m_pending = false;
   if (available == m_available && reason == m_unavailable) return;
   m_available = available;
   m_unavailable = reason;
@@ -167,6 +173,11 @@ QString SummaryModel::headline() const {
                 .arg(qs(p.attention));
   else if (!p.attention.empty())
     text += tr("<br>Attention %1%2").arg(qs(p.attention), p.calibrated ? tr(", as measured") : QString());
+  if (!p.decodeStrategy.empty())
+    text += tr("<br>Decode strategy <b>%1</b> (%2; the Design space and the sampling map's %1 column are the same "
+               "steps): %3")
+                .arg(qs(p.decodeStrategy).toHtmlEscaped(), qs(p.decodeStrategyLabel).toHtmlEscaped(),
+                     qs(p.decodeCandidates).toHtmlEscaped());
   if (!p.memoryVerdict.empty())
     text += tr("<br><span style='color:#b00020'><b>Memory</b>: this step %1.</span>")
                 .arg(qs(p.memoryVerdict).toHtmlEscaped());

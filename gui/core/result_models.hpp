@@ -24,7 +24,15 @@ class ResultModel : public QAbstractTableModel {
   using QAbstractTableModel::QAbstractTableModel;
   bool available() const { return m_available; }
   QString unavailableReason() const { return m_unavailable; }
+  // Takes its part of `result` (resets the model).
   virtual void setResult(const ComputeResultPtr& result) = 0;
+  // The parts of a result this model shows (results.hpp); the session hands it a result only
+  // when one of them was updated.
+  virtual ResultParts parts() const { return kAllParts; }
+  // Its figures are not those of the current configuration: unavailable, saying it computes,
+  // until the next setResult (the figures stay, no reset: pages keep their charts).
+  void setPending();
+  bool isPending() const { return m_pending; }
 
  signals:
   void availabilityChanged(bool available, const QString& reason);
@@ -35,6 +43,7 @@ class ResultModel : public QAbstractTableModel {
  private:
   bool m_available = false;
   QString m_unavailable;
+  bool m_pending = false;
 };
 
 // Whole-step figures: current vs dense.
@@ -49,6 +58,7 @@ class SummaryModel : public ResultModel {
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
   void setResult(const ComputeResultPtr& result) override;
+  ResultParts parts() const override { return PredictionPart; }
   // The one-line headline of the current result ("Prefill · mod-220m on h100-sxm: ...").
   QString headline() const;
   const PredictionResult& prediction() const { return m_prediction; }

@@ -14,6 +14,20 @@
 
 namespace modsim::gui {
 
+// The parts of a ComputeResult. The worker computes them one after the other: the headline's
+// first, then the visible tab's, then the others (compute.hpp, computeParts).
+enum ResultPart : unsigned {
+  PredictionPart = 1u << 0,  // PredictionResult: the headline, the Layers tab
+  SweepPart = 1u << 1,       // the Design space tab
+  TimelinePart = 1u << 2,    // the Timeline tab
+  ServingPart = 1u << 3,     // the Serving / sampling tab: the serving simulation
+  SamplingPart = 1u << 4,    // ... and the sampling map
+  ParallelPart = 1u << 5,    // the Parallelism tab
+  ValidationPart = 1u << 6,  // the Validation tab
+};
+using ResultParts = unsigned;  // a set of ResultPart bits
+inline constexpr ResultParts kAllParts = (1u << 7) - 1;
+
 // Times of one layer per op class (sim::op_classes() order, see PredictionResult::opClasses).
 struct LayerTiming {
   int index = 0;
@@ -70,6 +84,10 @@ struct PredictionResult {
   // "does not fit in 80 GB: ..." when the step's footprint exceeds the hardware's memory
   // (sim/memory.hpp); empty when it fits.
   std::string memoryVerdict;
+  // Decode: the strategy the figures are of ("pad+graphs"), how it was chosen and over how many
+  // routing draws ("fastest of sync/pad/pad+graphs; mean of 8 routing draws") and the
+  // candidates' steps, for people.
+  std::string decodeStrategy, decodeStrategyLabel, decodeCandidates;
 };
 
 // One configuration of the design-space sweep.
@@ -92,6 +110,7 @@ struct SweepResult {
   double denseTimeS = 0;
   std::string baselineName;  // the baseline of the ratios (PredictionResult's)
   bool decode = false;       // the points are decode steps
+  std::string strategy;      // decode: the strategy of every point (PredictionResult::decodeStrategy)
 };
 
 struct TimelineSpan {
@@ -134,6 +153,9 @@ struct SamplingResult {
   std::string unavailable;
   analysis::sampling_map map;
   std::string servingRouting;  // the serving routing kept and why (serving_routing_choice::why); may be empty
+  // The strategy the headline and the Design space show (decode), or the user's choice; the map
+  // opens on it. Empty: none (the map opens on the strategy with the most cells at the target).
+  std::string headlineStrategy;
 };
 
 struct ValidationRow {
@@ -187,6 +209,12 @@ struct ParallelResult {
 struct ComputeResult {
   std::uint64_t generation = 0;
   std::string error;  // non-empty: the computation failed with this message (modsim::error)
+  // The parts that hold this configuration's figures (the others are not computed yet: their
+  // structs are empty), and those this result brought over the previous one of its generation.
+  // A failed computation has every part computed and updated (each shows `error`).
+  ResultParts computed = 0;
+  ResultParts updated = 0;
+  bool complete() const { return (computed & kAllParts) == kAllParts; }
   sim::model_spec model;
   sim::workload load;
   PredictionResult prediction;
@@ -196,7 +224,7 @@ struct ComputeResult {
   SamplingResult sampling;
   ParallelResult parallel;
   ValidationResult validation;
-  double computeMs = 0;  // wall-clock of the computation
+  double computeMs = 0;  // wall-clock of the computation of the parts computed so far
 };
 
 using ComputeResultPtr = std::shared_ptr<const ComputeResult>;

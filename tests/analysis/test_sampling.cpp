@@ -221,9 +221,11 @@ TEST(ChooseDecodeRouting, TakesTheFasterPredictedStrategyUnlessBothAreMeasured) 
   EXPECT_FALSE(r.measured);
 }
 
-TEST(OneDecodePath, PredictTotalIsTheSimulatedDecodeStep) {
-  // mod-220m on the H100 datasheet, batch 8, context 2048: the prediction's total, its dense
-  // total and the timeline's step come from one function; the op rows and the overhead add up.
+TEST(OneDecodePath, PredictTotalIsTheMeanOfTheSimulatedDecodeSteps) {
+  // mod-220m on the H100 datasheet, batch 8, context 2048: the prediction's total is the mean of
+  // the simulated steps of the 8 routing draws (seeds 1..8, summed here one by one), its dense
+  // total the baseline's one step (it routes nothing: nothing is drawn), the timeline the first
+  // draw; the op rows and the overhead add up.
   const sim::model_spec m = sim::load_model(std::string(MODSIM_SOURCE_DIR) + "/configs/models/mod-220m.json");
   const sim::hardware_spec hw = sim::load_hardware(std::string(MODSIM_SOURCE_DIR) + "/configs/hardware/h100-sxm.json");
   sim::workload w;
@@ -231,15 +233,26 @@ TEST(OneDecodePath, PredictTotalIsTheSimulatedDecodeStep) {
   w.seq_len = 2048;
   w.run = sim::run_mode::decode;
   w.type = sim::dtype::bf16;
+  const sim::cost_model cost(hw);
   for (const decode_routing routing : {decode_routing::sync, decode_routing::pad}) {
     analysis::scenario s;
-    s.timeline.emplace().routing = routing;
+    analysis::timeline_request& q = s.timeline.emplace();
+    q.routing = routing;
+    q.fastest = false;
     const analysis::analysis_result a = analysis::analyze({m, w, hw, std::nullopt}, s);
-    ASSERT_TRUE(a.prediction && a.timeline);
-    EXPECT_DOUBLE_EQ(a.prediction->total_s(), a.timeline->summary.step_s);
-    const sim::cost_model cost(hw);
+    ASSERT_TRUE(a.prediction && a.timeline && a.decode_choice);
+    EXPECT_EQ(a.decode_choice->strategy.routing, routing);
+    EXPECT_FALSE(a.decode_choice->fastest);
     analysis::decode_step_options o;
     o.routing = routing;
+    double sum = 0;
+    for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+      o.seed = seed;
+      sum += analysis::decode_step_time(m, cost, w.type, 8, 2048, o).step_s();
+    }
+    EXPECT_DOUBLE_EQ(a.prediction->total_s(), sum / 8);
+    o.seed = 1;
+    EXPECT_DOUBLE_EQ(a.timeline->summary.step_s, analysis::decode_step_time(m, cost, w.type, 8, 2048, o).step_s());
     EXPECT_DOUBLE_EQ(a.prediction->dense_total_s(),
                      analysis::decode_step_time(sim::dense_baseline(m), cost, w.type, 8, 2048, o).step_s());
     double ops = a.prediction->model.lm_head.time_s;

@@ -764,6 +764,108 @@ TEST(Cli, PredictDecodeTotalIsSimulateForwardDecodeStep) {
   }
 }
 
+// One decode answer: `predict --mode decode` with a strategy is the `sampling` cell of that
+// strategy at the same batch and context, over the same routing draws (--seed, --draws), for the
+// model and for its baseline; the JSON names the strategy.
+TEST(Cli, PredictDecodeIsTheSamplingCellOfItsStrategy) {
+  const std::string draws = " --seed 3 --draws 4";
+  const result m =
+      modsim("sampling mod-220m --hardware h100-sxm --batches 16 --contexts 512 --threads 1 --format json" + draws);
+  ASSERT_EQ(m.code, 0) << m.err;
+  const boost::json::object mj = boost::json::parse(m.out).as_object();
+  const std::map<std::string, std::string> flags = {{"sync", "--decode-routing sync"},
+                                                    {"pad", "--decode-routing pad"},
+                                                    {"pad+graphs", "--decode-routing pad --graph"}};
+  int seen = 0;
+  for (const auto& s : mj.at("strategies").as_array()) {
+    const std::string name(s.at("strategy").as_string());
+    ASSERT_TRUE(flags.count(name)) << name;
+    const boost::json::object& cell = s.at("cells").as_array().at(0).as_object();
+    const result p = modsim("predict mod-220m --hardware h100-sxm --mode decode --batch 16 --seq 512 --format json " +
+                            flags.at(name) + draws);
+    ASSERT_EQ(p.code, 0) << p.err;
+    const boost::json::object pj = boost::json::parse(p.out).as_object();
+    EXPECT_EQ(pj.at("total_s").as_double(), cell.at("model_s").as_double()) << name;
+    EXPECT_EQ(pj.at("dense_total_s").as_double(), cell.at("baseline_s").as_double()) << name;
+    EXPECT_EQ(pj.at("decode").at("strategy").as_string(), name);
+    EXPECT_EQ(pj.at("decode").at("draws").as_int64(), 4);
+    EXPECT_EQ(pj.at("decode_routing_choice").at("rule").as_string(), "the user's choice");
+    ++seen;
+  }
+  EXPECT_EQ(seen, 3);
+  EXPECT_EQ(modsim("predict mod-220m --hardware h100-sxm --mode decode --draws 0").code, 2);
+  EXPECT_EQ(modsim("predict mod-220m --hardware h100-sxm --mode decode --decode-routing fast").code, 2);
+  EXPECT_EQ(modsim("predict mod-220m --hardware h100-sxm --draws 2").code, 2);  // decode only
+}
+
+// Without --decode-routing the decode step is the fastest of sync, pad and pad + graphs (the
+// minimum of the three figures the JSON lists), and predict, simulate forward and their text
+// name it.
+TEST(Cli, DecodeDefaultsToTheFastestStrategyAndListsTheOthers) {
+  const std::string cell = " mod-220m --hardware h200 --mode decode --batch 16 --seq 512";
+  const result p = modsim("predict" + cell + " --format json");
+  ASSERT_EQ(p.code, 0) << p.err;
+  const boost::json::object pj = boost::json::parse(p.out).as_object();
+  const boost::json::object& ch = pj.at("decode_routing_choice").as_object();
+  EXPECT_EQ(ch.at("rule").as_string(), "fastest of sync/pad/pad+graphs");
+  EXPECT_TRUE(ch.at("fastest").as_bool());
+  const auto& candidates = ch.at("candidates").as_array();
+  ASSERT_EQ(candidates.size(), 3u);
+  std::string fastest;
+  double least = 0;
+  for (const auto& c : candidates) {
+    ASSERT_TRUE(c.at("applies").as_bool());
+    const double t = c.at("step_s").as_double();
+    if (fastest.empty() || t < least) {
+      fastest = std::string(c.at("strategy").as_string());
+      least = t;
+    }
+  }
+  EXPECT_EQ(ch.at("chosen").as_string(), fastest);
+  EXPECT_EQ(pj.at("decode").at("strategy").as_string(), fastest);
+  EXPECT_EQ(pj.at("total_s").as_double(), least);
+  const result s = modsim("simulate forward" + cell + " --format json");
+  ASSERT_EQ(s.code, 0) << s.err;
+  const boost::json::object sj = boost::json::parse(s.out).as_object();
+  EXPECT_EQ(sj.at("step_s").as_double(), least);
+  EXPECT_EQ(sj.at("strategy").as_string(), fastest);
+  const std::string label = "strategy " + fastest + " (fastest of sync/pad/pad+graphs; mean of 8 routing draws)";
+  const result pt = modsim("predict" + cell);
+  EXPECT_NE(pt.out.find("decode step: discrete-event simulation (as simulate forward), " + label), std::string::npos)
+      << pt.out;
+  const result st = modsim("simulate forward" + cell);
+  EXPECT_NE(st.out.find("decode " + label), std::string::npos) << st.out;
+}
+
+// Where a strategy cannot apply it says so: a CPU runs no CUDA graphs, and a model that routes
+// nothing has one decode step whatever the strategy (no count to read back, nothing to pad), so
+// sync and pad give the same time to the last bit.
+TEST(Cli, ADecodeStrategyThatCannotApplySaysSo) {
+  const std::string cell = "predict dense-220m --hardware cpu --mode decode --batch 2 --seq 256 --format json";
+  const result p = modsim(cell);
+  ASSERT_EQ(p.code, 0) << p.err;
+  const boost::json::value pj = boost::json::parse(p.out);
+  const boost::json::object& ch = pj.at("decode_routing_choice").as_object();
+  const auto& c = ch.at("candidates").as_array();
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0].at("strategy").as_string(), "sync");
+  EXPECT_EQ(c[1].at("strategy").as_string(), "pad");
+  EXPECT_EQ(c[0].at("step_s").as_double(), c[1].at("step_s").as_double());
+  EXPECT_EQ(c[2].at("strategy").as_string(), "pad+graphs");
+  EXPECT_FALSE(c[2].at("applies").as_bool());
+  EXPECT_NE(std::string(c[2].at("why_not").as_string()).find("CPU"), std::string::npos);
+  EXPECT_EQ(ch.at("rule").as_string(), "fastest of sync/pad");
+  bool says = false;
+  for (const auto& n : ch.at("notes").as_array())
+    says = says || std::string(n.as_string()).find("routes no layer") != std::string::npos;
+  EXPECT_TRUE(says);
+  const result sync = modsim(cell + " --decode-routing sync"), pad = modsim(cell + " --decode-routing pad");
+  ASSERT_EQ(sync.code, 0) << sync.err;
+  ASSERT_EQ(pad.code, 0) << pad.err;
+  EXPECT_EQ(boost::json::parse(sync.out).at("total_s").as_double(),
+            boost::json::parse(pad.out).at("total_s").as_double());
+}
+
 TEST(Cli, PredictNamesTheBaselineItComparedWith) {
   const result r = modsim("predict mod-220m --hardware h100-sxm --baseline dense-220m --format json");
   ASSERT_EQ(r.code, 0) << r.err;
@@ -1567,4 +1669,28 @@ TEST(Cli, CalibrateWarnsOfAxesItsBlocksMeasuredAtOneValue) {
   const result t = modsim("calibrate --measurements " + csv + " --hardware cpu --cv 0 --out '" + out.string() + "'");
   EXPECT_NE(t.out.find("warning: one value of n_heads: every block has 8"), std::string::npos) << t.out;
   std::filesystem::remove(out);
+}
+
+// The report describes the sliding window of an HF config that has one (Mistral-7B's
+// config.json: "sliding_window": 4096) in its configuration table, and not for a model without.
+TEST(Cli, ReportShowsTheSlidingWindow) {
+  const auto dir = std::filesystem::temp_directory_path() / ("modsim_sw_report_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const result r = modsim(
+      "report configs/hf/mistral-7b-v0.1.json --hardware h100-sxm --no-serving --no-sampling "
+      "--no-charts --out '" +
+      dir.string() + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string md = slurp((dir / "report.md").string());
+  const std::size_t at = md.find("{#configuration}");
+  ASSERT_NE(at, std::string::npos);
+  const std::string config = md.substr(at, md.find("\n## ", at) - at);
+  EXPECT_NE(config.find("sliding window 4096"), std::string::npos) << config;
+  EXPECT_NE(config.find("at most 4096 keys"), std::string::npos) << config;
+  std::filesystem::remove_all(dir);
+  const result d =
+      modsim("report mod-60m --hardware h100-sxm --no-serving --no-sampling --no-charts --out '" + dir.string() + "'");
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_EQ(slurp((dir / "report.md").string()).find("sliding window"), std::string::npos);
+  std::filesystem::remove_all(dir);
 }

@@ -165,6 +165,75 @@ TEST_F(CommCli, CalibrateThenPredictUsesTheFit) {
   fs::remove(out);
 }
 
+// A collective without a fit of its own: all_to_all on h100-sxm is derived from the 4-GPU
+// all_gather fit, and the JSON says so (source, floor_source, bandwidth_source, the fit used);
+// its own error is not known, so error_below_1mib is null.
+TEST_F(CommCli, DerivedCollectiveSaysWhereItComesFrom) {
+  result r = modsim("comm all_to_all --bytes 1M --gpus 8 --hardware h100-sxm --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  boost::json::object o = boost::json::parse(r.out).as_object();
+  EXPECT_EQ(o.at("source").as_string(), "derived");
+  EXPECT_EQ(o.at("floor_source").as_string(), "derived");
+  EXPECT_EQ(o.at("bandwidth_source").as_string(), "derived");
+  EXPECT_EQ(o.at("fit").as_object().at("collective").as_string(), "all_gather");
+  EXPECT_EQ(o.at("fit").as_object().at("gpus").to_number<std::int64_t>(), 4);
+  EXPECT_TRUE(o.at("error_below_1mib").is_null());
+  ASSERT_FALSE(o.at("notes").as_array().empty());
+  EXPECT_EQ(std::string(o.at("notes").as_array()[0].as_string()).rfind("derived: no fit for all_to_all", 0), 0u);
+  // A fit of its own at the count: fitted.
+  r = modsim("comm all_reduce --bytes 1M --gpus 4 --hardware h100-sxm --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  o = boost::json::parse(r.out).as_object();
+  EXPECT_EQ(o.at("source").as_string(), "fitted");
+  EXPECT_EQ(o.at("fit").as_object().at("gpus").to_number<std::int64_t>(), 4);
+  // The alpha-beta model by name: analytic.
+  r = modsim("comm all_reduce --bytes 1M --gpus 4 --hardware h100-sxm --algorithm ring --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(boost::json::parse(r.out).as_object().at("source").as_string(), "analytic");
+  // The table names the fit it derives from.
+  r = modsim("comm send_recv --bytes 1M --gpus 2 --hardware h100-sxm");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("(derived from the all_gather fit at 4 GPUs)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("error vs nccl-tests: not known for send_recv at 2 GPUs (derived)"), std::string::npos) << r.out;
+}
+
+// --floor-us fixes the floor (floor_source given) and --merge keeps the file's own fits: the
+// hand-made file's rows are t = 10 us + 1.75 N / 175 GB/s (tests/data/nccl/README.md), so with
+// the floor given as its own 10 us the bandwidth comes back as 175 GB/s.
+TEST_F(CommCli, CalibrateWithAGivenFloorAndMerge) {
+  const fs::path out = fs::temp_directory_path() / ("modsim-comm-merge-" + std::to_string(::getpid()) + ".json");
+  result r = modsim("comm calibrate --hardware h100-sxm --out '" + out.string() +
+                    "' --floor-us 10 --merge tests/data/nccl/all_reduce_perf-8gpu.txt --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const boost::json::array fits = boost::json::parse(r.out).as_object().at("fits").as_array();
+  // h100-sxm's own fits, less its 8-GPU all_reduce one (replaced), plus the new one.
+  bool found = false;
+  int eight_gpu_all_reduce = 0;
+  for (const auto& v : fits) {
+    const boost::json::object& f = v.as_object();
+    if (f.at("collective").as_string() == "all_reduce" && f.at("gpus").to_number<std::int64_t>() == 8) {
+      ++eight_gpu_all_reduce;
+      found = true;
+      EXPECT_EQ(f.at("floor_source").as_string(), "given");
+      EXPECT_NEAR(num(f, "alpha_s"), 10e-6, 1e-15);
+      EXPECT_NEAR(num(f, "bus_bytes_s") / 175e9, 1.0, 1e-6);
+    }
+  }
+  EXPECT_TRUE(found);
+  EXPECT_EQ(eight_gpu_all_reduce, 1);
+  EXPECT_GE(fits.size(), 4u);  // all_reduce at 2 and 4, all_gather and reduce_scatter at 4 kept
+  r = modsim("comm all_gather --bytes 1M --gpus 4 --hardware '" + out.string() + "' --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(boost::json::parse(r.out).as_object().at("source").as_string(), "fitted");
+  fs::remove(out);
+  for (const char* bad : {"--floor-us 0", "--floor-us -3"}) {
+    r = modsim(std::string("comm calibrate --hardware h100-sxm --out /tmp/never.json ") + bad +
+               " tests/data/nccl/all_reduce_perf-8gpu.txt");
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_EQ(r.err, "modsim comm: error: --floor-us: must be a positive number of microseconds\n") << r.err;
+  }
+}
+
 TEST_F(CommCli, BadInputIsOneLineAndExitTwo) {
   for (const char* args :
        {"comm all_reduce --bytes 1.5M --gpus 8 --hardware h100-sxm",

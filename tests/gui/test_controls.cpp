@@ -25,6 +25,7 @@
 #include <QtCharts/QChart>
 #include <QtCharts/QChartView>
 #include <QtCharts/QLineSeries>
+#include <algorithm>
 #include <functional>
 
 #include "gui/core/explorer_session.hpp"
@@ -253,7 +254,7 @@ TEST(Controls, DesignSpacePointsAndGapBarsShowTooltipsOnHover) {
 
   // The waterfall's bars: hovering the first one (the FLOP ratio) names it and its value.
   ASSERT_TRUE(w.window.setCurrentTab(QStringLiteral("layers")));
-  auto* layers = qobject_cast<LayersPage*>(w.window.tabs()->currentWidget());
+  auto* layers = qobject_cast<LayersPage*>(w.window.currentPage());
   ASSERT_NE(layers, nullptr);
   QAbstractBarSeries* bars = nullptr;
   for (QAbstractSeries* s : layers->gapView()->chart()->series())
@@ -424,7 +425,7 @@ TEST(Controls, AnExportedViewIsTheChartUnderACaption) {
   // The design space's chart alone (not its table and check box) plus the caption strip.
   QChartView* chart = w.window.page<DesignSpacePage>()->chartView();
   EXPECT_EQ(image.height(), int((chart->height() + 28) * w.window.devicePixelRatioF()));
-  EXPECT_LT(image.height(), int(w.window.tabs()->currentWidget()->height() * w.window.devicePixelRatioF()));
+  EXPECT_LT(image.height(), int(w.window.currentPage()->height() * w.window.devicePixelRatioF()));
 }
 
 TEST(Controls, ScreenshotRunsLeaveTheRecentFilesAlone) {
@@ -484,10 +485,71 @@ TEST(Controls, InDecodeTheDesignSpaceTimesTheStepTheHeadlineShows) {
   // The chart draws the step a 1.5x faster sampling needs: the baseline's step / 1.5 (in ms).
   QLineSeries* target = nullptr;
   for (QAbstractSeries* s : w.window.page<DesignSpacePage>()->chartView()->chart()->series())
-    if (s->name() == QStringLiteral("1.5x faster than the baseline")) target = qobject_cast<QLineSeries*>(s);
+    if (s->name().startsWith(QStringLiteral("1.5x faster than the baseline"))) target = qobject_cast<QLineSeries*>(s);
   ASSERT_NE(target, nullptr);
   ASSERT_GE(target->count(), 1);
   EXPECT_DOUBLE_EQ(target->at(0).y(), sweep->denseTimeS() / 1.5 * 1e3);
+}
+
+// One decode answer: the headline, the Design space and the sampling map show one strategy (the
+// fastest of the map's strategies at the configuration's cell, until the user picks one in the
+// map) over the same routing draws, so the headline is the map's cell of that strategy.
+TEST(Controls, InDecodeTheHeadlineTheDesignSpaceAndTheMapShowOneStrategy) {
+  Window w;
+  w.apply([&] {
+    w.session->setMode(sim::run_mode::decode);
+    w.session->setBatch(16);
+    w.session->setSeqLen(512);
+  });
+  ASSERT_TRUE(w.window.setCurrentTab(QStringLiteral("serving")));
+  auto* page = qobject_cast<ServingPage*>(w.window.tabs()->currentWidget());
+  ASSERT_NE(page, nullptr);
+  SamplingModel* sampling = w.session->resultModel<SamplingModel>();
+  ASSERT_TRUE(sampling->available()) << sampling->unavailableReason().toStdString();
+  const analysis::sampling_map& m = sampling->map();
+  const auto at = [](const std::vector<std::int64_t>& v, std::int64_t x) {
+    return static_cast<std::size_t>(std::find(v.begin(), v.end(), x) - v.begin());
+  };
+  const std::size_t b = at(m.batches, 16), c = at(m.contexts, 512);
+  ASSERT_LT(b, m.batches.size());
+  ASSERT_LT(c, m.contexts.size());
+  // Checks that every face shows strategy `name` and the map's cell of it.
+  const auto expectOneAnswer = [&](const std::string& name) {
+    const PredictionResult& p = w.session->lastResult()->prediction;
+    EXPECT_EQ(p.decodeStrategy, name);
+    EXPECT_EQ(sampling->strategyNames().value(sampling->strategy()).toStdString(), name);
+    EXPECT_EQ(page->strategyEditor()->currentText().toStdString(), name);
+    const analysis::sampling_cell& cell = sampling->map().cell(static_cast<std::size_t>(sampling->strategy()), b, c);
+    EXPECT_DOUBLE_EQ(p.totalS, cell.model_s) << name;
+    EXPECT_DOUBLE_EQ(p.denseTotalS, cell.baseline_s) << name;
+    EXPECT_TRUE(w.session->summaryModel()->headline().contains(
+        QStringLiteral("Decode strategy <b>%1</b>").arg(QString::fromStdString(name))))
+        << w.session->summaryModel()->headline().toStdString();
+    SweepModel* sweep = w.session->resultModel<SweepModel>();
+    int current = -1;
+    for (int r = 0; r < sweep->rowCount(); ++r)
+      if (sweep->point(r).current) current = r;
+    ASSERT_GE(current, 0);
+    EXPECT_DOUBLE_EQ(sweep->point(current).timeS, p.totalS) << name;
+    EXPECT_EQ(sweep->strategy(), name);
+    EXPECT_TRUE(w.window.page<DesignSpacePage>()->chartView()->chart()->title().contains(QString::fromStdString(name)));
+  };
+  // By default: the fastest of the map's strategies at this cell.
+  std::size_t fastest = 0;
+  for (std::size_t s = 1; s < m.strategies.size(); ++s)
+    if (m.cell(s, b, c).model_s < m.cell(fastest, b, c).model_s) fastest = s;
+  const std::string fastestName = m.strategies[fastest].strategy.name();
+  expectOneAnswer(fastestName);
+  EXPECT_NE(w.session->lastResult()->prediction.decodeStrategyLabel.find("fastest of"), std::string::npos);
+  // The user's choice in the map: every face follows it.
+  const int other = fastest == 0 ? 1 : 0;
+  const std::string otherName = sampling->strategyNames().value(other).toStdString();
+  w.apply([&] {
+    page->strategyEditor()->setCurrentIndex(other);
+    emit page->strategyEditor()->activated(other);
+  });
+  expectOneAnswer(otherName);
+  EXPECT_NE(w.session->lastResult()->prediction.decodeStrategyLabel.find("the user's choice"), std::string::npos);
 }
 
 // --- the step over several GPUs ------------------------------------------------------------------
@@ -504,7 +566,7 @@ TEST(Controls, TheParallelismTabRanksEverySplitOfTheGpusChosen) {
   }
   // Four GPUs from the tab's own box: 4x1 and 2x2 and 1x4.
   ASSERT_TRUE(w.window.setCurrentTab(QStringLiteral("parallel")));
-  auto* page = qobject_cast<ParallelPage*>(w.window.tabs()->currentWidget());
+  auto* page = qobject_cast<ParallelPage*>(w.window.currentPage());
   ASSERT_NE(page, nullptr);
   w.apply([&] { page->gpusEditor()->setValue(4); });
   EXPECT_EQ(w.session->config().gpus, 4);
@@ -668,7 +730,7 @@ TEST(Controls, ZeroNoOpExpertsIsRefusedWithTheReasonUntilAValidValue) {
 TEST(Controls, TheSamplingStrategyChosenStaysWhenAnotherModelIsOpened) {
   Window w;
   ASSERT_TRUE(w.window.setCurrentTab(QStringLiteral("serving")));
-  auto* page = qobject_cast<ServingPage*>(w.window.tabs()->currentWidget());
+  auto* page = qobject_cast<ServingPage*>(w.window.currentPage());
   ASSERT_NE(page, nullptr);
   SamplingModel* sampling = w.session->resultModel<SamplingModel>();
   ASSERT_TRUE(sampling->available());
@@ -779,4 +841,24 @@ TEST(Controls, AnExportCaptionNamesTheScheduleAndTheCapacity) {
   QFile f(svg);
   ASSERT_TRUE(f.open(QIODevice::ReadOnly));
   EXPECT_TRUE(QString::fromUtf8(f.readAll()).contains(QStringLiteral("c=0.125×7 0.5×1")));
+}
+
+// The model panel shows the attention window read-only: "full" for mod-220m, the window of
+// Mistral-7B's config.json (sliding_window 4096) once it is opened, with a tooltip saying what
+// it prices; the label takes no edits.
+TEST(Controls, ModelPanelShowsTheSlidingWindow) {
+  Window w;
+  QLabel* window = w.panel->windowLabel();
+  ASSERT_NE(window, nullptr);
+  EXPECT_EQ(window->text(), QStringLiteral("full"));
+  w.apply([&] {
+    ASSERT_TRUE(w.window.openModelFile(QStringLiteral(MODSIM_SOURCE_DIR "/configs/hf/mistral-7b-v0.1.json")));
+  });
+  EXPECT_EQ(w.session->config().model.sliding_window, 4096);
+  EXPECT_TRUE(window->text().contains(QStringLiteral("4096"))) << window->text().toStdString();
+  EXPECT_TRUE(window->toolTip().contains(QStringLiteral("at most 4096 keys"))) << window->toolTip().toStdString();
+  EXPECT_TRUE(window->toolTip().contains(QStringLiteral("KV"))) << window->toolTip().toStdString();
+  EXPECT_FALSE(window->textInteractionFlags() & Qt::TextEditable);
+  w.apply([&] { ASSERT_TRUE(w.window.openModelFile(shipped("mod-60m"))); });
+  EXPECT_EQ(window->text(), QStringLiteral("full"));
 }

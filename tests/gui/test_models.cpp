@@ -311,12 +311,18 @@ TEST(ComputeWorker, DebouncedBurstComputesOnceAndDropsStaleResults) {
     c.model.routing->capacity = cap;
     worker.request(c);
   }
-  ASSERT_TRUE(ready.wait(30000));
+  ASSERT_TRUE(QTest::qWaitFor([&] { return !worker.isBusy(); }, 30000));
   QTest::qWait(200);
-  ASSERT_EQ(ready.count(), 1);
-  const auto r = ready.first().first().value<ComputeResultPtr>();
-  EXPECT_EQ(r->model.routing->capacity, 0.125);
-  EXPECT_EQ(r->generation, worker.generation());
+  // One computation, the last request's: its results part by part, one of them complete.
+  ASSERT_GE(ready.count(), 1);
+  int complete = 0;
+  for (const QList<QVariant>& args : ready) {
+    const auto r = args.first().value<ComputeResultPtr>();
+    EXPECT_EQ(r->model.routing->capacity, 0.125);
+    EXPECT_EQ(r->generation, worker.generation());
+    complete += r->complete();
+  }
+  EXPECT_EQ(complete, 1);
 }
 
 TEST(ComputeWorker, ANewerRequestReplacesARunningOne) {
@@ -327,10 +333,17 @@ TEST(ComputeWorker, ANewerRequestReplacesARunningOne) {
   worker.computeNow(c);
   c.model.routing->capacity = 0.25;
   worker.computeNow(c);
-  ASSERT_TRUE(ready.wait(30000));
+  ASSERT_TRUE(QTest::qWaitFor([&] { return !worker.isBusy(); }, 30000));
   QTest::qWait(300);
-  ASSERT_EQ(ready.count(), 1);
-  EXPECT_EQ(ready.first().first().value<ComputeResultPtr>()->model.routing->capacity, 0.25);
+  // Only the newer request's results arrive (part by part), one of them complete.
+  ASSERT_GE(ready.count(), 1);
+  int complete = 0;
+  for (const QList<QVariant>& args : ready) {
+    const auto r = args.first().value<ComputeResultPtr>();
+    EXPECT_EQ(r->model.routing->capacity, 0.25);
+    complete += r->complete();
+  }
+  EXPECT_EQ(complete, 1);
   EXPECT_FALSE(worker.isBusy());
 }
 

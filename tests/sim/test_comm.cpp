@@ -176,11 +176,23 @@ TEST(Comm, FitIsUsedByAutoWhenPresent) {
   p = predict_collective(hw, r);
   EXPECT_FALSE(p.calibrated);
   EXPECT_EQ(p.algorithm, comm_algorithm::tree);
-  // Another collective has no fit either; asking for `fitted` is an error that says so.
+  // Another collective without a fit of its own is derived from the all-reduce fit: its floor,
+  // its bus bandwidth times all_gather's busbw factor 3/4: 5 us + 1e9 x 0.75 / 80e9 = 5 us +
+  // 9.375 ms, and a note names the fit.
   r.op = collective::all_gather;
   r.gpus = 4;
+  p = predict_collective(hw, r);
+  EXPECT_TRUE(p.calibrated);
+  EXPECT_EQ(p.source, "derived");
+  EXPECT_DOUBLE_EQ(p.time_s, 5e-6 + 0.009375);
+  ASSERT_EQ(p.notes.size(), 1u);
+  EXPECT_NE(p.notes[0].find("the all_reduce fit at 4 GPUs"), std::string::npos) << p.notes[0];
+  // Across nodes no fit of any collective: asking for `fitted` is an error that says so.
+  r.gpus = 8;
   r.algorithm = comm_algorithm::fitted;
-  EXPECT_NE(bad_input([&] { predict_collective(hw, r); }).find("interconnect.calibration: no fit for all_gather"),
+  EXPECT_NE(bad_input([&] { predict_collective(hw, r); })
+                .find("interconnect.calibration: no fit for all_gather or a collective it can be derived from over "
+                      "inter_node"),
             std::string::npos);
 }
 

@@ -2,6 +2,7 @@
 // value rejected with one line naming its key path.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 
 #include "core/error.hpp"
@@ -81,8 +82,19 @@ TEST(CommConfig, InterconnectObjectParses) {
   EXPECT_EQ(f.min_bytes, 8);
   EXPECT_EQ(f.max_bytes, 1048576);
   EXPECT_EQ(f.file, "x.txt");
+  EXPECT_EQ(f.floor_source, "fitted");  // absent: the fit's own floor
   // The old key stays as it was.
   EXPECT_DOUBLE_EQ(h.interconnect_bytes_s, 900e9);
+}
+
+// floor_source: fitted or given, anything else named with its key.
+TEST(CommConfig, FloorSourceIsFittedOrGiven) {
+  const hardware_spec h =
+      parse_hardware(with(R"("file": "x.txt")", R"("file": "x.txt", "floor_source": "given")"), "hw.json");
+  EXPECT_EQ(h.interconnect->calibration[0].floor_source, "given");
+  EXPECT_NE(error_of(with(R"("file": "x.txt")", R"("file": "x.txt", "floor_source": "guessed")"))
+                .find("hw.json: interconnect.calibration.fits[0].floor_source: 'guessed' is not a floor source"),
+            std::string::npos);
 }
 
 TEST(CommConfig, InterconnectIsOptional) {
@@ -180,10 +192,20 @@ TEST(CommConfig, ShippedGpuFilesHaveTheDatasheetInterconnect) {
     EXPECT_NE(h.interconnect->source.find("datasheet"), std::string::npos) << name;
     EXPECT_NE(h.interconnect->source.find("typical"), std::string::npos) << name;  // the latencies say what they are
     EXPECT_DOUBLE_EQ(h.interconnect_bytes_s, 900e9) << name;                       // kept as it was
-    // ... and the all-reduce in one node fitted to a published 8xH100 nccl-tests run.
-    ASSERT_EQ(h.interconnect->calibration.size(), 1u) << name;
-    EXPECT_EQ(h.interconnect->calibration[0].collective, "all_reduce") << name;
-    EXPECT_EQ(h.interconnect->calibration[0].link, "intra_node") << name;
+    // ... and collectives in one node fitted to published H100 nccl-tests runs: all_reduce at
+    // 8 (vpbenchmarking), 4 and 2 GPUs, all_gather and reduce_scatter at 4
+    // (tests/data/nccl/published/README.md).
+    ASSERT_EQ(h.interconnect->calibration.size(), 5u) << name;
+    std::set<std::pair<std::string, int>> fitted;
+    for (const collective_fit& f : h.interconnect->calibration) {
+      EXPECT_EQ(f.link, "intra_node") << name;
+      EXPECT_NE(f.file.find("tests/data/nccl/published/"), std::string::npos) << name;
+      fitted.insert({f.collective, f.gpus});
+    }
+    EXPECT_EQ(fitted,
+              (std::set<std::pair<std::string, int>>{
+                  {"all_reduce", 2}, {"all_reduce", 4}, {"all_reduce", 8}, {"all_gather", 4}, {"reduce_scatter", 4}}))
+        << name;
     EXPECT_NE(h.interconnect->calibration[0].file.find("vpbenchmarking"), std::string::npos) << name;
     EXPECT_NE(h.interconnect->calibration_source.find("published"), std::string::npos) << name;
   }

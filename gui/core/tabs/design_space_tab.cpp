@@ -174,7 +174,10 @@ QChart* makeDesignSpaceChart(const SweepModel& model, const QString& title) {
   // needs (the paper's claim): which points reach it is read off the chart.
   if (model.denseTimeS() > 0) {
     in.references.push_back({"baseline: " + model.baselineName().toStdString(), model.denseTimeS(), false});
-    if (model.decode()) in.references.push_back({"1.5x faster than the baseline", model.denseTimeS() / 1.5, true});
+    if (model.decode())
+      in.references.push_back(
+          {"1.5x faster than the baseline" + (model.strategy().empty() ? std::string() : " (" + model.strategy() + ")"),
+           model.denseTimeS() / 1.5, true});
   }
   return reports::make_pareto_chart(in);
 }
@@ -251,7 +254,7 @@ DesignSpacePage::DesignSpacePage(SweepModel* model, QWidget* parent)
   m_view->setMouseTracking(true);
   m_view->viewport()->setMouseTracking(true);
   m_view->viewport()->installEventFilter(this);
-  connect(model, &QAbstractItemModel::modelReset, this, &DesignSpacePage::rebuild);
+  rebuildOnReset(this, model, [this] { rebuild(); });
   connect(m_frontOnly, &QCheckBox::toggled, this,
           [this](bool on) { static_cast<SweepProxy*>(m_proxy)->setFrontOnly(on); });
   connect(m_table, &QTableView::doubleClicked, this,
@@ -260,7 +263,12 @@ DesignSpacePage::DesignSpacePage(SweepModel* model, QWidget* parent)
 }
 
 void DesignSpacePage::rebuild() {
-  QChart* chart = makeDesignSpaceChart(*m_model, tr("Design space: predicted wall-clock vs matmul FLOPs"));
+  // In decode every point is a decode step of one strategy (the headline's): the title names it.
+  const QString title =
+      m_model->decode() && !m_model->strategy().empty()
+          ? tr("Design space: decode step (%1, the headline's strategy) vs matmul FLOPs").arg(qs(m_model->strategy()))
+          : tr("Design space: predicted wall-clock vs matmul FLOPs");
+  QChart* chart = makeDesignSpaceChart(*m_model, title);
   // Hover and click are found from the pointer's pixel position over every marker, so that the
   // Pareto line and the current point's star drawn above them do not hide points.
   m_markers.clear();

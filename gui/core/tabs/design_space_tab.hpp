@@ -41,12 +41,14 @@ class SweepModel : public ResultModel {
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
   void setResult(const ComputeResultPtr& result) override;
+  ResultParts parts() const override { return SweepPart; }
   void setSweep(SweepResult sweep);  // for the benchmark: a sweep computed on its own
 
   const SweepPoint& point(int row) const { return m_sweep.points[static_cast<std::size_t>(row)]; }
   QString label(int row) const;  // "staged · every_other · c=0.125"
   double denseTimeS() const { return m_sweep.denseTimeS; }
   bool decode() const { return m_sweep.decode; }
+  const std::string& strategy() const { return m_sweep.strategy; }  // decode: every point's strategy
   // What the ratios compare with: "dense", or the named baseline (the headline's).
   QString baselineName() const;
   std::int64_t denseMatmulFlops() const { return m_sweep.denseMatmulFlops; }

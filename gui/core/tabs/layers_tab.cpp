@@ -253,6 +253,7 @@ LayersPage::LayersPage(LayerTimesModel* model, GapModel* gap, QWidget* parent)
   auto* split = new QSplitter(Qt::Vertical, this);
   split->addWidget(m_view);
   auto* bottom = new QSplitter(Qt::Horizontal, split);
+  m_bottom = bottom;
   m_gapView->setMinimumWidth(420);
   bottom->addWidget(m_gapView);
   bottom->addWidget(m_table);
@@ -264,10 +265,18 @@ LayersPage::LayersPage(LayerTimesModel* model, GapModel* gap, QWidget* parent)
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(6, 6, 6, 6);
   layout->addWidget(new AvailabilityStack(split, model, this));
-  connect(model, &QAbstractItemModel::modelReset, this, &LayersPage::rebuild);
-  connect(gap, &QAbstractItemModel::modelReset, this, &LayersPage::rebuildGap);
+  rebuildOnReset(this, model, [this] { rebuild(); });
+  rebuildOnReset(this, gap, [this] { rebuildGap(); });
   rebuild();
   rebuildGap();
+}
+
+void LayersPage::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  // The waterfall beside the table from kSideBySideWidth up; below it, above the table at the
+  // page's whole width (the page scrolls), so that its nine labels keep their words.
+  const Qt::Orientation o = width() >= kSideBySideWidth ? Qt::Horizontal : Qt::Vertical;
+  if (m_bottom->orientation() != o) m_bottom->setOrientation(o);
 }
 
 void LayersPage::rebuild() {
@@ -283,8 +292,10 @@ void LayersPage::rebuild() {
           QToolTip::hideText();
           return;
         }
-        const int layer = index / 2;
-        const bool dense = index % 2 == 0;
+        // Three slots per layer (reports::make_layer_time_chart): baseline, current, gap.
+        if (index % 3 == 2) return;
+        const int layer = index / 3;
+        const bool dense = index % 3 == 0;
         const int column = m_model->firstClassColumn() + int(m_model->classNames().indexOf(set->label()));
         if (layer >= m_model->layerCount() || column < m_model->firstClassColumn()) return;
         const QModelIndex idx = m_model->index(layer, column);

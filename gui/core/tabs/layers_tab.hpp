@@ -9,6 +9,7 @@
 #include "gui/core/tabs/tab.hpp"
 
 class QChartView;
+class QSplitter;
 class QTableView;
 
 namespace modsim::gui {
@@ -23,6 +24,7 @@ class LayerTimesModel : public ResultModel {
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
   void setResult(const ComputeResultPtr& result) override;
+  ResultParts parts() const override { return PredictionPart; }
 
   // Columns: layer, routed, capacity, one per op class, total, dense total, ratio.
   int firstClassColumn() const { return 3; }
@@ -50,6 +52,7 @@ class GapModel : public ResultModel {
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
   void setResult(const ComputeResultPtr& result) override;
+  ResultParts parts() const override { return PredictionPart; }
   bool isTotal(int row) const { return row == 0 || row == rowCount() - 1; }
   // For people: the row's term, its value and what it stands for (the chart's tooltip).
   QString describe(int row) const;
@@ -68,9 +71,16 @@ class LayersPage : public QWidget {
   // The tooltip last shown over a bar (empty when none).
   QString hoverText() const { return m_hoverText; }
 
+  // The page's width from which the waterfall stands beside the table.
+  static constexpr int kSideBySideWidth = 1100;
+
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
  private:
   void rebuild();
   void rebuildGap();
+  QSplitter* m_bottom = nullptr;
   LayerTimesModel* m_model;
   GapModel* m_gap;
   QChartView* m_view;

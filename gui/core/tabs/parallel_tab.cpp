@@ -197,7 +197,7 @@ ParallelPage::ParallelPage(ParallelModel* model, QWidget* parent)
          "(tp and pp powers of two, tp within a node) is ranked"));
   m_summary->setWordWrap(true);
   m_summary->setTextFormat(Qt::RichText);
-  m_summary->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  wrapToWidth(m_summary);
   auto* top = new QHBoxLayout;
   top->addWidget(new QLabel(tr("GPUs"), this));
   top->addWidget(m_gpus);
@@ -205,8 +205,8 @@ ParallelPage::ParallelPage(ParallelModel* model, QWidget* parent)
                             "tokens its block computes (a routed layer's k); stages are balanced by time, 1F1B"),
                          this);
   how->setWordWrap(true);
-  how->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
-  top->addWidget(how, 1);
+  wrapToWidth(how);
+  top->addStretch(1);
   auto* content = new QWidget(this);
   auto* cl = new QVBoxLayout(content);
   cl->setContentsMargins(0, 0, 0, 0);
@@ -220,9 +220,10 @@ ParallelPage::ParallelPage(ParallelModel* model, QWidget* parent)
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(6, 6, 6, 6);
   layout->addLayout(top);
+  layout->addWidget(how);  // its own line: the whole width to wrap in
   layout->addWidget(new AvailabilityStack(content, model, this), 1);
   connect(m_gpus, &QSpinBox::valueChanged, this, &ParallelPage::gpusChosen);
-  connect(model, &QAbstractItemModel::modelReset, this, &ParallelPage::rebuild);
+  rebuildOnReset(this, model, [this] { rebuild(); });
   rebuild();
 }
 

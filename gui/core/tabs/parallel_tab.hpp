@@ -37,6 +37,7 @@ class ParallelModel : public ResultModel {
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
   void setResult(const ComputeResultPtr& result) override;
+  ResultParts parts() const override { return ParallelPart; }
 
   const ParallelResult& result() const { return m_parallel; }
   const ParallelRow& row(int r) const { return m_parallel.rows[static_cast<std::size_t>(r)]; }

@@ -194,6 +194,11 @@ void SamplingModel::setResult(const ComputeResultPtr& result) {
     if (ss[i].reached > ss[static_cast<std::size_t>(m_strategy)].reached) m_strategy = static_cast<int>(i);
   for (std::size_t i = 0; i < ss.size(); ++i)
     if (!m_chosenStrategy.empty() && ss[i].strategy.name() == m_chosenStrategy) m_strategy = static_cast<int>(i);
+  // The strategy of the headline and the Design space (the fastest, or the user's) wins: one
+  // strategy for one question.
+  for (std::size_t i = 0; i < ss.size(); ++i)
+    if (!m_sampling.headlineStrategy.empty() && ss[i].strategy.name() == m_sampling.headlineStrategy)
+      m_strategy = static_cast<int>(i);
   if (m_sampling.available && ss.empty()) m_sampling.available = false;
   setAvailability(m_sampling.available, qs(m_sampling.unavailable));
   endResetModel();
@@ -213,6 +218,8 @@ QStringList SamplingModel::strategyNames() const {
   for (const auto& s : m_sampling.map.strategies) out << qs(s.strategy.name());
   return out;
 }
+
+QString SamplingModel::headlineStrategy() const { return qs(m_sampling.headlineStrategy); }
 
 QString SamplingModel::verdict() const {
   QStringList lines;
@@ -267,15 +274,17 @@ ServingPage::ServingPage(ServingModel* model, SamplingModel* sampling, QWidget* 
       m_strategy(new QComboBox(this)),
       m_verdict(new QLabel(this)) {
   m_scenario->setWordWrap(true);
-  m_scenario->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  wrapToWidth(m_scenario);
   m_verdict->setWordWrap(true);
-  m_verdict->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  wrapToWidth(m_verdict);
   m_verdict->setTextFormat(Qt::RichText);
   m_samplingTable->horizontalHeader()->setStretchLastSection(false);
   m_samplingTable->verticalHeader()->setDefaultSectionSize(20);
   m_strategy->setToolTip(
       tr("Decode strategy: sync reads the routed count back to the host before each routed block; pad sizes the "
-         "block to the capacity + 3 sigma of the batch with no sync; +graphs runs the step as CUDA graphs"));
+         "block to the capacity + 3 sigma of the batch with no sync; +graphs runs the step as CUDA graphs. It opens "
+         "on the headline's strategy (the fastest for the configuration); choosing one here makes it the strategy "
+         "of the headline and the Design space too"));
 
   // Left: serving under load; right: the sampling map.
   auto* servingSide = new QWidget(this);
@@ -289,6 +298,7 @@ ServingPage::ServingPage(ServingModel* model, SamplingModel* sampling, QWidget* 
   servingSplit->setStretchFactor(1, 2);
   sl->addWidget(servingSplit, 1);
   m_table->horizontalHeader()->setStretchLastSection(false);
+  m_view->setMinimumHeight(320);  // the latency chart's y title and two-line legend need it
 
   auto* samplingSide = new QWidget(this);
   auto* ml = new QVBoxLayout(samplingSide);
@@ -320,6 +330,7 @@ ServingPage::ServingPage(ServingModel* model, SamplingModel* sampling, QWidget* 
   ml->addWidget(samplingSplit, 1);
 
   auto* split = new QSplitter(Qt::Horizontal, this);
+  m_split = split;
   split->addWidget(new AvailabilityStack(servingSide, model, this));
   split->addWidget(new AvailabilityStack(samplingSide, sampling, this));
   split->setStretchFactor(0, 1);
@@ -327,11 +338,19 @@ ServingPage::ServingPage(ServingModel* model, SamplingModel* sampling, QWidget* 
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(6, 6, 6, 6);
   layout->addWidget(split, 1);
-  connect(model, &QAbstractItemModel::modelReset, this, &ServingPage::rebuild);
-  connect(sampling, &QAbstractItemModel::modelReset, this, &ServingPage::rebuildSampling);
+  rebuildOnReset(this, model, [this] { rebuild(); });
+  rebuildOnReset(this, sampling, [this] { rebuildSampling(); });
   connect(m_strategy, &QComboBox::activated, this, [this](int i) { m_sampling->setStrategy(i); });
   rebuild();
   rebuildSampling();
+}
+
+void ServingPage::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  // Side by side from kSideBySideWidth up; below it, one above the other (the page scrolls), so
+  // that neither half's charts get too narrow for their titles and legends.
+  const Qt::Orientation o = width() >= kSideBySideWidth ? Qt::Horizontal : Qt::Vertical;
+  if (m_split->orientation() != o) m_split->setOrientation(o);
 }
 
 void ServingPage::rebuild() {
@@ -367,6 +386,9 @@ void ServingPage::rebuildSampling() {
     verdict += tr(" Hatched grey cells (✗) do not fit in %1 (weights, KV cache, one step's activations) and are left "
                   "out of the verdict.")
                    .arg(qs(reports::sampling_memory_name(m)));
+  if (!m_sampling->headlineStrategy().isEmpty())
+    verdict += tr(" The headline and the Design space are <b>%1</b> steps, the same routing draws: its map is shown.")
+                   .arg(m_sampling->headlineStrategy().toHtmlEscaped());
   for (const std::string& v : m.verdict)
     verdict += QStringLiteral("<br>• ") + QString::fromStdString(v).toHtmlEscaped();
   m_verdict->setText(verdict);
@@ -386,6 +408,12 @@ TabSpec servingTab() {
             sampling->setParent(page);
             session.addResultModel(model);
             session.addResultModel(sampling);
+            // The strategy chosen in the map is the user's choice for every decode figure (the
+            // headline and the Design space follow it).
+            QObject::connect(page->strategyEditor(), &QComboBox::activated, &session, [&session, sampling](int i) {
+              const QStringList names = sampling->strategyNames();
+              if (i >= 0 && i < names.size()) session.setDecodeStrategy(names[i].toStdString());
+            });
             return page;
           }};
 }

@@ -11,6 +11,7 @@
 class QChartView;
 class QComboBox;
 class QLabel;
+class QSplitter;
 class QTableView;
 
 namespace modsim::gui {
@@ -27,6 +28,7 @@ class ServingModel : public ResultModel {
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
   void setResult(const ComputeResultPtr& result) override;
+  ResultParts parts() const override { return ServingPart; }
 
   const ServingStats& dense() const { return m_serving.dense; }
   const ServingStats& current() const { return m_serving.current; }
@@ -53,11 +55,14 @@ class SamplingModel : public ResultModel {
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
   void setResult(const ComputeResultPtr& result) override;
+  ResultParts parts() const override { return SamplingPart; }
 
   const analysis::sampling_map& map() const { return m_sampling.map; }
   int strategy() const { return m_strategy; }
   void setStrategy(int strategy);  // resets the model; the user's choice
   QStringList strategyNames() const;
+  // The strategy the headline and the Design space show (SamplingResult::headlineStrategy); may be empty.
+  QString headlineStrategy() const;
   QString verdict() const;         // the map's verdict, one line per strategy
   QString servingRouting() const;  // the routing the serving simulation chose, or empty
 
@@ -77,9 +82,16 @@ class ServingPage : public QWidget {
   QChartView* samplingView() const { return m_samplingView; }
   QComboBox* strategyEditor() const { return m_strategy; }
 
+  // The page's width from which serving and the sampling map stand side by side.
+  static constexpr int kSideBySideWidth = 760;
+
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
  private:
   void rebuild();
   void rebuildSampling();
+  QSplitter* m_split = nullptr;
   ServingModel* m_model;
   SamplingModel* m_sampling;
   QChartView* m_view;

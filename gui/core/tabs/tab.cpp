@@ -1,8 +1,10 @@
 #include "gui/core/tabs/tab.hpp"
 
 #include <QAbstractItemModel>
+#include <QEvent>
 #include <QHeaderView>
 #include <QLabel>
+#include <QScrollBar>
 #include <QTableView>
 #include <QtCharts/QChart>
 #include <QtCharts/QChartView>
@@ -10,6 +12,47 @@
 #include "gui/core/result_models.hpp"
 
 namespace modsim::gui {
+
+namespace {
+class RebuildWhenShown : public QObject {
+ public:
+  RebuildWhenShown(QWidget* page, std::function<void()> rebuild)
+      : QObject(page), m_page(page), m_rebuild(std::move(rebuild)) {
+    page->installEventFilter(this);
+  }
+  void request() {
+    m_dirty = true;
+    if (m_page->isVisible() || !m_page->window()->isVisible()) run();
+  }
+
+ protected:
+  bool eventFilter(QObject* watched, QEvent* event) override {
+    if (watched == m_page && event->type() == QEvent::Show && m_dirty) run();
+    return false;
+  }
+
+ private:
+  void run() {
+    m_dirty = false;
+    m_rebuild();
+  }
+  QWidget* m_page;
+  std::function<void()> m_rebuild;
+  bool m_dirty = false;
+};
+}  // namespace
+
+void rebuildOnReset(QWidget* page, QAbstractItemModel* model, std::function<void()> rebuild) {
+  auto* r = new RebuildWhenShown(page, std::move(rebuild));
+  QObject::connect(model, &QAbstractItemModel::modelReset, r, [r] { r->request(); });
+}
+
+void wrapToWidth(QLabel* label) {
+  label->setWordWrap(true);
+  QSizePolicy policy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  policy.setHeightForWidth(true);
+  label->setSizePolicy(policy);
+}
 
 QTableView* makeTable(QAbstractItemModel* model, QWidget* parent) {
   auto* t = new QTableView(parent);
@@ -21,6 +64,12 @@ QTableView* makeTable(QAbstractItemModel* model, QWidget* parent) {
   t->verticalHeader()->setDefaultSectionSize(22);
   t->horizontalHeader()->setStretchLastSection(true);
   t->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  // At least kMinTableRows rows in view beside the header and a horizontal scroll bar: a small
+  // window scrolls the page (MainWindow) rather than squeezing the table to a row or two.
+  const int frame = 2 * t->frameWidth();
+  t->setMinimumHeight(frame + t->horizontalHeader()->sizeHint().height() +
+                      (kMinTableRows + 1) * t->verticalHeader()->defaultSectionSize() +
+                      t->horizontalScrollBar()->sizeHint().height());
   return t;
 }
 

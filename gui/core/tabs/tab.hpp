@@ -47,7 +47,17 @@ class AvailabilityStack : public QStackedWidget {
   QLabel* m_message;
 };
 
-// A read-only table over `model`, rows selected whole.
+// Connects `model`'s reset to `rebuild` (the page's charts drawn from the model): run at once
+// while `page` is shown or its window is not, else the next time the page is shown, so a hidden
+// tab does not redraw its charts for every result and shows the latest one when it appears.
+void rebuildOnReset(QWidget* page, QAbstractItemModel* model, std::function<void()> rebuild);
+
+// Makes `label` wrap its words to whatever width the layout gives it and ask for the height its
+// lines then need (height for width), so that a narrow window never clips it.
+void wrapToWidth(QLabel* label);
+
+// A read-only table over `model`, rows selected whole, at least kMinTableRows rows high.
+inline constexpr int kMinTableRows = 5;
 QTableView* makeTable(QAbstractItemModel* model, QWidget* parent);
 // An antialiased chart view (its chart is set by replaceChart).
 QChartView* makeChartView(QWidget* parent);

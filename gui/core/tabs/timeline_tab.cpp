@@ -122,7 +122,7 @@ TimelinePage::TimelinePage(TimelineModel* model, QWidget* parent)
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(6, 6, 6, 6);
   layout->addWidget(new AvailabilityStack(content, model, this));
-  connect(model, &QAbstractItemModel::modelReset, this, &TimelinePage::rebuild);
+  rebuildOnReset(this, model, [this] { rebuild(); });
   rebuild();
 }
 

@@ -24,6 +24,7 @@ class TimelineModel : public ResultModel {
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
   void setResult(const ComputeResultPtr& result) override;
+  ResultParts parts() const override { return TimelinePart; }
 
   const std::vector<std::string>& lanes() const { return m_timeline.lanes; }
   const TimelineSpan& span(int row) const { return m_timeline.spans[static_cast<std::size_t>(row)]; }

@@ -143,7 +143,7 @@ ValidationPage::ValidationPage(ValidationModel* model, QWidget* parent)
       m_summary(new QLabel(this)),
       m_open(new QPushButton(tr("Open measurements CSV…"), this)) {
   m_summary->setWordWrap(true);
-  m_summary->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  wrapToWidth(m_summary);
   auto* top = new QHBoxLayout;
   top->addWidget(m_open, 0, Qt::AlignTop);
   top->addWidget(m_summary, 1);
@@ -158,7 +158,7 @@ ValidationPage::ValidationPage(ValidationModel* model, QWidget* parent)
   layout->setContentsMargins(6, 6, 6, 6);
   layout->addLayout(top);
   layout->addWidget(new AvailabilityStack(split, model, this), 1);
-  connect(model, &QAbstractItemModel::modelReset, this, &ValidationPage::rebuild);
+  rebuildOnReset(this, model, [this] { rebuild(); });
   connect(m_open, &QPushButton::clicked, this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, tr("Open measurements"), m_model->file(),
                                                       tr("Measurements (*.csv);;All files (*)"));

@@ -24,6 +24,7 @@ class ValidationModel : public ResultModel {
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
   void setResult(const ComputeResultPtr& result) override;
+  ResultParts parts() const override { return ValidationPart; }
 
   const ValidationRow& row(int r) const { return m_validation.rows[static_cast<std::size_t>(r)]; }
   QString summary() const;  // "N points · median |error| 4.1% · p90 9.8% · max 15%"
