@@ -9,9 +9,9 @@
 #include <cmath>
 
 #include "core/error.hpp"
-#include "sim/decode_fit.hpp"
-#include "sim/config.hpp"
-#include "sim/cost.hpp"
+#include "sim/cost/decode_fit.hpp"
+#include "sim/model/config.hpp"
+#include "sim/cost/cost.hpp"
 #include "sim/des/step.hpp"
 
 namespace modsim::analysis {

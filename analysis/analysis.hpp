@@ -25,16 +25,16 @@
 
 #include "analysis/sampling.hpp"
 #include "analysis/validation.hpp"
-#include "sim/memory.hpp"
-#include "sim/parallel_predict.hpp"
+#include "sim/model/memory.hpp"
+#include "sim/parallel/parallel_predict.hpp"
 #include "sim/des/comparison.hpp"
 #include "sim/des/execution.hpp"
 #include "sim/des/serving.hpp"
-#include "sim/flops.hpp"
-#include "sim/predict.hpp"
-#include "sim/rollup.hpp"
-#include "sim/spec.hpp"
-#include "sim/sweep.hpp"
+#include "sim/model/flops.hpp"
+#include "sim/cost/predict.hpp"
+#include "sim/model/rollup.hpp"
+#include "sim/model/spec.hpp"
+#include "sim/cost/sweep.hpp"
 
 namespace modsim::analysis {
 
@@ -71,7 +71,7 @@ struct sweep_request {
   unsigned threads = 0;                   // 0 = all hardware threads
   sim::sweep_axis x_axis = sim::sweep_axis::matmul_flops;
   sim::sweep_axis y_axis = sim::sweep_axis::time_s;
-  // Time every point as one step over these GPUs (sim/parallel_predict.hpp step_s) instead of
+  // Time every point as one step over these GPUs (sim/parallel/parallel_predict.hpp step_s) instead of
   // one device; a point the split does not fit is infeasible with the reason.
   std::optional<sim::parallel_spec> split;
 };
@@ -178,7 +178,7 @@ struct validation_request {
 };
 
 // What to compute. `flops` is always computed.
-// The model over several GPUs (sim/parallel_predict.hpp): one split, and with `gpus` > 0 every
+// The model over several GPUs (sim/parallel/parallel_predict.hpp): one split, and with `gpus` > 0 every
 // split of that many GPUs ranked; a split of one GPU with `gpus` > 0 details the ranking's first
 // (the fastest that fits in memory).
 struct parallel_request {

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "core/error.hpp"
-#include "sim/measurements.hpp"
+#include "sim/cost/measurements.hpp"
 
 namespace modsim::analysis {
 namespace {

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/calibrate.hpp"
-#include "sim/machine_speed.hpp"
-#include "sim/spec.hpp"
+#include "sim/cost/calibrate.hpp"
+#include "sim/cost/machine_speed.hpp"
+#include "sim/model/spec.hpp"
 
 namespace modsim::analysis {
 
@@ -48,7 +48,7 @@ struct calibrate_options {
   // Must come from the calibration's device and backend and hold block rows.
   measured_rows holdout;
   // Hold the rows (and the held-out rows) to one machine speed before fitting
-  // (sim/machine_speed.hpp): the median anchor of the rows given, recorded in the calibration
+  // (sim/cost/machine_speed.hpp): the median anchor of the rows given, recorded in the calibration
   // (calibration::anchor_reference_s) so that validate holds what it scores to the same speed.
   // Only calibrate_from(hw, measured_rows, ...) does; rows without an anchor stay as measured.
   bool hold_speed = true;

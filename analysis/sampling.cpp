@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "core/error.hpp"
-#include "sim/decode_fit.hpp"
-#include "sim/memory.hpp"
+#include "sim/cost/decode_fit.hpp"
+#include "sim/model/memory.hpp"
 
 namespace modsim::analysis {
 

@@ -22,11 +22,11 @@
 #include <vector>
 
 #include "core/types.hpp"
-#include "sim/measured_sample.hpp"
-#include "sim/cost.hpp"
+#include "sim/cost/measured_sample.hpp"
+#include "sim/cost/cost.hpp"
 #include "sim/des/execution.hpp"
 #include "sim/des/step.hpp"
-#include "sim/spec.hpp"
+#include "sim/model/spec.hpp"
 
 namespace modsim::analysis {
 

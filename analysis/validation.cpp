@@ -13,9 +13,9 @@
 
 #include "analysis/calibration.hpp"
 #include "core/error.hpp"
-#include "sim/config.hpp"
-#include "sim/cost.hpp"
-#include "sim/validation_fields.hpp"
+#include "sim/model/config.hpp"
+#include "sim/cost/cost.hpp"
+#include "sim/cost/validation_fields.hpp"
 
 namespace modsim::analysis {
 namespace {

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/calibrate.hpp"
-#include "sim/machine_speed.hpp"
-#include "sim/spec.hpp"
+#include "sim/cost/calibrate.hpp"
+#include "sim/cost/machine_speed.hpp"
+#include "sim/model/spec.hpp"
 
 namespace modsim::analysis {
 
@@ -39,7 +39,7 @@ struct validation_section {
   // Cross-validated (make_cv_validation): folds > 0 and the shape groups dealt into them.
   int folds = 0;
   int groups = 0;
-  // The rows held to one machine speed before scoring (sim/machine_speed.hpp): to the
+  // The rows held to one machine speed before scoring (sim/cost/machine_speed.hpp): to the
   // calibration's (make_validation), or to their own median anchor (make_cv_validation);
   // speed.any() false when none was. With a calibration's speed, `as_measured` is the blocks'
   // summary without holding them (the same rows, scored as they were measured).
@@ -89,7 +89,7 @@ struct validation_options {
   bool cv_when_all_used = false;
   bool cv_bands = true;  // ... with each fold's band (make_cv_validation's `bands`)
   // Hold rows that carry an anchor to the machine speed the calibration of `hw` was fitted at
-  // (calibration::anchor_reference_s; sim/machine_speed.hpp) before scoring them, with a note
+  // (calibration::anchor_reference_s; sim/cost/machine_speed.hpp) before scoring them, with a note
   // and the as-measured summary beside; rows are scored as measured when off, when the
   // calibration has no reference, or when the rows have no anchors. The cross-validations
   // this falls back to hold rows to their own median anchor.
@@ -112,7 +112,7 @@ validation_section make_validation(const std::vector<sim::measured_sample>& poin
 // (sim::cross_validate with bands: about 25 more fits per fold, tens of seconds on the H100
 // data); the report and the explorer leave it off.
 // With `hold_speed`, rows that carry an anchor are first held to their median anchor (one
-// machine speed, sim/machine_speed.hpp), as `modsim calibrate` holds what it fits.
+// machine speed, sim/cost/machine_speed.hpp), as `modsim calibrate` holds what it fits.
 validation_section make_cv_validation(const std::vector<sim::measured_sample>& points, const sim::hardware_spec& hw,
                                       int folds, const std::string& measurements_label, bool bands = false,
                                       bool hold_speed = true);

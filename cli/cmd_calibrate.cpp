@@ -1,5 +1,5 @@
 // `modsim calibrate --measurements CSV... --hardware HW --out HW_CAL.json`: fits the cost
-// model (sim/cost.hpp, sim/calibrate.hpp) to measured single ops (and the launch overhead to
+// model (sim/cost/cost.hpp, sim/cost/calibrate.hpp) to measured single ops (and the launch overhead to
 // measured blocks) and writes a copy of the hardware file with a `calibration` block.
 #include <fmt/format.h>
 
@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "analysis/calibration.hpp"
-#include "sim/calibrate.hpp"
+#include "sim/cost/calibrate.hpp"
 #include "cli/common.hpp"
 #include "cli/printer.hpp"
-#include "sim/config.hpp"
-#include "sim/validation.hpp"
+#include "sim/model/config.hpp"
+#include "sim/cost/validation.hpp"
 #include "core/error.hpp"
 
 namespace modsim::cli {
@@ -30,7 +30,7 @@ const char* const k_usage =
     "usage: modsim calibrate --measurements CSV [CSV...] --hardware HW --out HW_CAL.json [--name NAME] [--cv K] "
     "[--format table|json|csv|markdown]\n"
     "\n"
-    "GPU hardware: fits the kernel-sequence model (sim/kernel_model.hpp) to every row: each op is\n"
+    "GPU hardware: fits the kernel-sequence model (sim/cost/kernel_model.hpp) to every row: each op is\n"
     "the kernels the CUDA backend launches, each kernel a floor plus a wave-quantised compute /\n"
     "bandwidth bound with fitted efficiencies (never above the datasheet), a host queue and the\n"
     "gaps between kernels; isolated op rows (cold, alone), in-block op rows and whole blocks are\n"

@@ -1,5 +1,5 @@
-// `modsim comm`: the time of one collective over G GPUs (sim/comm.hpp), and its calibration
-// from nccl-tests' output (sim/nccl_tests.hpp, sim/comm_calibrate.hpp):
+// `modsim comm`: the time of one collective over G GPUs (sim/parallel/comm.hpp), and its calibration
+// from nccl-tests' output (sim/parallel/nccl_tests.hpp, sim/parallel/comm_calibrate.hpp):
 //   modsim comm COLLECTIVE --bytes N --gpus G --hardware HW [--algorithm A] [--format F]
 //   modsim comm calibrate --hardware HW --out NEW.json FILE...
 //   modsim comm check --hardware HW FILE...
@@ -17,11 +17,11 @@
 #include "cli/common.hpp"
 #include "cli/printer.hpp"
 #include "core/error.hpp"
-#include "sim/calibrate.hpp"
-#include "sim/comm.hpp"
-#include "sim/comm_calibrate.hpp"
-#include "sim/config.hpp"
-#include "sim/nccl_tests.hpp"
+#include "sim/cost/calibrate.hpp"
+#include "sim/parallel/comm.hpp"
+#include "sim/parallel/comm_calibrate.hpp"
+#include "sim/model/config.hpp"
+#include "sim/parallel/nccl_tests.hpp"
 
 namespace modsim::cli {
 namespace {

@@ -17,7 +17,7 @@
 #include "core/error.hpp"
 #include "core/text.hpp"
 #include "reports/compare.hpp"
-#include "sim/io.hpp"
+#include "sim/common/io.hpp"
 
 namespace modsim::cli {
 namespace {

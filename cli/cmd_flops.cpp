@@ -1,4 +1,4 @@
-// `modsim flops MODEL`: the exact FLOP/byte model of sim/flops.hpp, per op and layer, as a
+// `modsim flops MODEL`: the exact FLOP/byte model of sim/model/flops.hpp, per op and layer, as a
 // table for people or JSON / CSV for programs (the JSON object is the contract of docs/contracts.md).
 #include <fmt/format.h>
 
@@ -12,7 +12,7 @@
 #include "cli/common.hpp"
 #include "cli/printer.hpp"
 #include "analysis/analysis.hpp"
-#include "sim/flops.hpp"
+#include "sim/model/flops.hpp"
 
 namespace modsim::cli {
 namespace {

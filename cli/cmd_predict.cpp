@@ -1,5 +1,5 @@
 // `modsim predict MODEL --hardware HW`: the predicted time of MODEL per op, layer and model
-// (sim/predict.hpp), next to its dense baseline, and where the difference between the time
+// (sim/cost/predict.hpp), next to its dense baseline, and where the difference between the time
 // saved and the FLOPs saved goes. JSON is the contract of docs/contracts.md plus extra fields.
 #include <fmt/format.h>
 
@@ -15,9 +15,9 @@
 #include "cli/printer.hpp"
 #include "core/text.hpp"
 #include "core/error.hpp"
-#include "sim/config.hpp"
-#include "sim/cost.hpp"
-#include "sim/predict.hpp"
+#include "sim/model/config.hpp"
+#include "sim/cost/cost.hpp"
+#include "sim/cost/predict.hpp"
 
 namespace modsim::cli {
 namespace {
@@ -137,7 +137,7 @@ json::value prediction_json(const sim::prediction& p, const std::string& hw_name
   root["gap"] = gap_json(p);
   root["attention_share"] = p.attention_share;
   // GPU kernel-sequence model: the largest GEMM wave factor and the share of the time its
-  // waves add past what the calibration's rows measured (sim/kernel_model.hpp).
+  // waves add past what the calibration's rows measured (sim/cost/kernel_model.hpp).
   root["max_wave_factor"] = p.model.max_wave_factor;
   root["unmeasured_wave_s"] = p.model.unmeasured_wave_s;
   if (p.model.unmeasured_wave_s > 0) root["unmeasured_wave_share"] = p.model.unmeasured_wave_s / p.model.total_s;

@@ -31,9 +31,9 @@
 #include "cli/common.hpp"
 #include "cli/printer.hpp"
 #include "core/error.hpp"
-#include "sim/config.hpp"
-#include "sim/io.hpp"
-#include "sim/validation.hpp"
+#include "sim/model/config.hpp"
+#include "sim/common/io.hpp"
+#include "sim/cost/validation.hpp"
 #if MODSIM_HAVE_CUDA
 #include "kernels/cuda_backend.hpp"
 #endif

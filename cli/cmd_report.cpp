@@ -18,7 +18,7 @@
 #include "reports/report.hpp"
 #include "cli/common.hpp"
 #include "cli/cpu_holdout.hpp"
-#include "sim/config.hpp"
+#include "sim/model/config.hpp"
 #include "core/error.hpp"
 #if MODSIM_HAVE_QT
 #include "reports/charts.hpp"

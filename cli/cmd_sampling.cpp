@@ -14,8 +14,8 @@
 #include "profiler/measurements.hpp"
 #include "cli/printer.hpp"
 #include "core/error.hpp"
-#include "sim/config.hpp"
-#include "sim/memory.hpp"
+#include "sim/model/config.hpp"
+#include "sim/model/memory.hpp"
 
 namespace modsim::cli {
 namespace {

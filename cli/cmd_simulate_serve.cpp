@@ -20,9 +20,9 @@
 #include "cli/cmd_simulate.hpp"
 #include "cli/common.hpp"
 #include "cli/printer.hpp"
-#include "sim/io.hpp"
-#include "sim/config.hpp"
-#include "sim/cost.hpp"
+#include "sim/common/io.hpp"
+#include "sim/model/config.hpp"
+#include "sim/cost/cost.hpp"
 #include "sim/des/comparison.hpp"
 #include "sim/des/execution.hpp"
 #include "sim/des/serving.hpp"
@@ -30,7 +30,7 @@
 #include "sim/des/step.hpp"
 #include "sim/des/trace.hpp"
 #include "core/error.hpp"
-#include "sim/flops.hpp"
+#include "sim/model/flops.hpp"
 
 namespace modsim::cli {
 namespace {

@@ -12,11 +12,11 @@
 #include "analysis/analysis.hpp"
 #include "cli/common.hpp"
 #include "cli/printer.hpp"
-#include "sim/io.hpp"
-#include "sim/config.hpp"
-#include "sim/cost.hpp"
+#include "sim/common/io.hpp"
+#include "sim/model/config.hpp"
+#include "sim/cost/cost.hpp"
 #include "core/error.hpp"
-#include "sim/sweep.hpp"
+#include "sim/cost/sweep.hpp"
 
 namespace modsim::cli {
 namespace {

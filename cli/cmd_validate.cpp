@@ -13,14 +13,14 @@
 
 #include "analysis/validation.hpp"
 #include "analysis/calibration.hpp"
-#include "sim/calibrate.hpp"
+#include "sim/cost/calibrate.hpp"
 #include "cli/common.hpp"
 #include "cli/printer.hpp"
-#include "sim/config.hpp"
-#include "sim/cost.hpp"
-#include "sim/repeatability.hpp"
-#include "sim/validation.hpp"
-#include "sim/validation_fields.hpp"
+#include "sim/model/config.hpp"
+#include "sim/cost/cost.hpp"
+#include "sim/cost/repeatability.hpp"
+#include "sim/cost/validation.hpp"
+#include "sim/cost/validation_fields.hpp"
 #include "core/error.hpp"
 
 namespace modsim::cli {
@@ -316,7 +316,7 @@ json::array notes_json(const analysis::validation_section& v) {
   return ns;
 }
 
-// How the rows were held to one machine speed (sim/machine_speed.hpp), and the blocks' errors
+// How the rows were held to one machine speed (sim/cost/machine_speed.hpp), and the blocks' errors
 // as measured where those were scored too.
 json::object speed_json(const sim::speed_hold& h, const std::optional<sim::validation_summary>& as_measured) {
   json::object o{{"reference_s", h.reference_s},   {"rows_held", h.held},      {"rows_without", h.without},

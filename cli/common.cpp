@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include "sim/config.hpp"
+#include "sim/model/config.hpp"
 #include "core/error.hpp"
 #include "core/text.hpp"
 

@@ -13,7 +13,7 @@
 
 #include "analysis/analysis.hpp"
 #include "cli/printer.hpp"
-#include "sim/spec.hpp"
+#include "sim/model/spec.hpp"
 
 namespace modsim::cli {
 
@@ -97,7 +97,7 @@ std::string resolve_config(const std::string& name, const char* kind);
 // list parser of the command line.
 std::vector<std::string> comma_list(const std::string& text, const std::string& flag);
 
-// The rows of a measurements CSV as profiler-independent points (sim/calibrate.hpp), each
+// The rows of a measurements CSV as profiler-independent points (sim/cost/calibrate.hpp), each
 // with its profiler point key and "FILE:LINE". Throws modsim::error(bad_input) naming the
 // file when it is missing, malformed or has no data rows. (Defined in cmd_calibrate.cpp.)
 

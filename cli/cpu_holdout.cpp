@@ -13,7 +13,7 @@
 #include "kernels/backend.hpp"
 #include "profiler/measurements.hpp"
 #include "profiler/runner.hpp"
-#include "sim/calibrate.hpp"
+#include "sim/cost/calibrate.hpp"
 
 namespace modsim::cli {
 namespace {

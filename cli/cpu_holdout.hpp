@@ -12,7 +12,7 @@
 
 #include "analysis/analysis.hpp"
 #include "profiler/grid.hpp"
-#include "sim/spec.hpp"
+#include "sim/model/spec.hpp"
 
 namespace modsim::cli {
 

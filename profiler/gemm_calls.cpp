@@ -7,8 +7,8 @@
 #include <tuple>
 
 #include "profiler/measurements.hpp"
-#include "sim/flops.hpp"
-#include "sim/gemm_tiles.hpp"
+#include "sim/model/flops.hpp"
+#include "sim/cost/gemm_tiles.hpp"
 
 namespace modsim::profiler {
 namespace {
@@ -79,7 +79,7 @@ boost::json::object gemm_choices_json(const std::vector<gemm_call>& calls,
   boost::json::object o;
   o["library"] =
       "cuBLASLt's heuristic, first answer, for each GEMM as the CUDA backend calls cuBLAS (tile: rows x columns of the "
-      "row-major output); model: sim/gemm_tiles.hpp choose_gemm_tile";
+      "row-major output); model: sim/cost/gemm_tiles.hpp choose_gemm_tile";
   o["sm_count"] = sm_count;
   boost::json::array rows;
   int known = 0, same_tile = 0, same_split = 0;

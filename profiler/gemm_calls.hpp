@@ -1,6 +1,6 @@
 #pragma once
 // The GEMMs a profiled point makes the CUDA backend call, and what a GEMM library would run
-// for each next to the kernel the cost model picks (sim/gemm_tiles.hpp): the profiler's
+// for each next to the kernel the cost model picks (sim/cost/gemm_tiles.hpp): the profiler's
 // metadata ("gemm_choices") so that the tile chooser can be checked against the library where
 // the library can be asked (the CUDA backend: cuBLASLt's heuristic).
 #include <optional>

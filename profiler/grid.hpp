@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "kernels/backend.hpp"
-#include "sim/measured_sample.hpp"
-#include "sim/spec.hpp"
+#include "sim/cost/measured_sample.hpp"
+#include "sim/model/spec.hpp"
 
 namespace modsim::profiler {
 

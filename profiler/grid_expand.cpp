@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
-#include "sim/config.hpp"
+#include "sim/model/config.hpp"
 #include "sim/des/decode.hpp"
 
 namespace modsim::profiler {

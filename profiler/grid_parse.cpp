@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
-#include "sim/config.hpp"
+#include "sim/model/config.hpp"
 
 namespace json = boost::json;
 

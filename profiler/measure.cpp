@@ -5,7 +5,7 @@
 #include <numeric>
 
 #include "core/error.hpp"
-#include "sim/stats.hpp"
+#include "sim/common/stats.hpp"
 
 namespace modsim::profiler {
 

@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "profiler/grid.hpp"
-#include "sim/calibrate.hpp"
-#include "sim/measurements.hpp"
+#include "sim/cost/calibrate.hpp"
+#include "sim/cost/measurements.hpp"
 
 namespace modsim::profiler {
 
-// The file's row, columns and reader are sim's (sim/measurements.hpp).
+// The file's row, columns and reader are sim's (sim/cost/measurements.hpp).
 using sim::csv_header;
 using sim::csv_layout;
 using sim::format_row;
@@ -28,11 +28,11 @@ using sim::read_measurements;
 using sim::sample_of;
 
 // The row for point `p` measured with `stats` on `backend`/`device`; FLOPs and bytes come
-// from sim/flops (the same functions as `modsim flops`).
+// from sim/model/flops (the same functions as `modsim flops`).
 struct sample_stats;
 measurement_row make_row(const point& p, const std::string& backend, const std::string& device,
                          const sample_stats& stats);
-// matmul_flops, other_flops, bytes and tokens of point `p` per sim/flops. An in_block op
+// matmul_flops, other_flops, bytes and tokens of point `p` per sim/model/flops. An in_block op
 // point has the costs and tokens of the same op measured isolated on the block's shape.
 void fill_costs(const point& p, measurement_row& row);
 // The names of the ops of block point `p.block` on `p.shape`, as sim::block_costs lists
@@ -40,7 +40,7 @@ void fill_costs(const point& p, measurement_row& row);
 // an invalid block shape.
 std::vector<modsim::op> block_ops(const point& p);
 
-// sim/flops's view of point `p`'s shape (tokens = the block's tokens per sequence).
+// sim/model/flops's view of point `p`'s shape (tokens = the block's tokens per sequence).
 sim::op_shape op_shape_of(const point& p);
 
 // Appends rows to a measurements file. Opening checks everything first and never truncates a

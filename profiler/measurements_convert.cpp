@@ -1,5 +1,5 @@
 // The measurements CSV (profiler/measurements.hpp): the row a point yields (shape, costs per
-// sim/flops, times) and a row as the cost model's measured sample.
+// sim/model/flops, times) and a row as the cost model's measured sample.
 #include "profiler/measurements.hpp"
 
 #include <map>
@@ -8,14 +8,14 @@
 
 #include "core/error.hpp"
 #include "profiler/measure.hpp"
-#include "sim/config.hpp"
+#include "sim/model/config.hpp"
 #include "sim/des/decode.hpp"
-#include "sim/flops.hpp"
+#include "sim/model/flops.hpp"
 
 namespace modsim::profiler {
 namespace {
 
-// sim/flops's op list of block op `block` on `p`'s shape.
+// sim/model/flops's op list of block op `block` on `p`'s shape.
 std::vector<sim::op_cost> costs_of_block(kernels::op block, const point& p) {
   const kernels::block_shape& k = p.shape;
   const sim::op_shape s = op_shape_of(p);

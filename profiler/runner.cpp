@@ -118,7 +118,7 @@ block_samples sample_in_block(kernels::backend& be, const point& p, kernels::wor
     for (const auto& t : times) ran += " " + std::string(kernels::to_string(t.o));
     for (const auto o : out.ops) listed += " " + std::string(kernels::to_string(o));
     throw runtime_error(std::string(be.name()) + " backend: " + std::string(kernels::to_string(p.block)) + " ran ops" +
-                        ran + "; sim/flops lists" + listed);
+                        ran + "; sim/model/flops lists" + listed);
   };
   int calls = 0;
   auto sample = [&] {

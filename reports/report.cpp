@@ -13,7 +13,7 @@
 
 #include "core/error.hpp"
 #include "core/sha256.hpp"
-#include "sim/io.hpp"
+#include "sim/common/io.hpp"
 
 namespace modsim::reports {
 

@@ -21,15 +21,15 @@
 #include "analysis/analysis.hpp"
 #include "analysis/validation.hpp"
 #include "core/version.hpp"
-#include "sim/calibrate.hpp"
+#include "sim/cost/calibrate.hpp"
 #include "sim/des/comparison.hpp"
 #include "sim/des/serving.hpp"
-#include "sim/flops.hpp"
-#include "sim/memory.hpp"
-#include "sim/predict.hpp"
-#include "sim/rollup.hpp"
-#include "sim/spec.hpp"
-#include "sim/sweep.hpp"
+#include "sim/model/flops.hpp"
+#include "sim/model/memory.hpp"
+#include "sim/cost/predict.hpp"
+#include "sim/model/rollup.hpp"
+#include "sim/model/spec.hpp"
+#include "sim/cost/sweep.hpp"
 
 namespace modsim::reports {
 
@@ -88,7 +88,7 @@ using analysis::validation_section;
 
 // --- Results ---------------------------------------------------------------------------------
 
-// FLOPs and predicted time of one op class, model vs its dense baseline (sim/rollup.hpp).
+// FLOPs and predicted time of one op class, model vs its dense baseline (sim/model/rollup.hpp).
 using class_row = sim::class_rollup;
 
 struct model_result {

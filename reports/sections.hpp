@@ -6,7 +6,7 @@
 
 #include "reports/document.hpp"
 #include "reports/report.hpp"
-#include "sim/predict.hpp"
+#include "sim/cost/predict.hpp"
 
 namespace modsim::reports::detail {
 

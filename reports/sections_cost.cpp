@@ -14,8 +14,8 @@
 #include "reports/sections.hpp"
 #include "reports/text.hpp"
 #include "reports/views.hpp"
-#include "sim/flops.hpp"
-#include "sim/io.hpp"
+#include "sim/model/flops.hpp"
+#include "sim/common/io.hpp"
 
 namespace modsim::reports::detail {
 

@@ -12,12 +12,12 @@
 
 #include "reports/document.hpp"
 #include "reports/sections.hpp"
-#include "sim/cost.hpp"
-#include "sim/kernel_model.hpp"
+#include "sim/cost/cost.hpp"
+#include "sim/cost/kernel_model.hpp"
 #include "reports/text.hpp"
 #include "reports/views.hpp"
-#include "sim/flops.hpp"
-#include "sim/io.hpp"
+#include "sim/model/flops.hpp"
+#include "sim/common/io.hpp"
 
 namespace modsim::reports::detail {
 
@@ -272,14 +272,16 @@ section models_section(const report_data& d) {
 section method_section(const report_data& d) {
   section s{"method", "Method and reproduction", "Method", {}};
   s.blocks.push_back(bullets({
-      "FLOPs: exact per-op formulas (`sim/flops.hpp`): a matmul (m×k)(k×n) is 2mnk FLOPs, attention counts the full "
+      "FLOPs: exact per-op formulas (`sim/model/flops.hpp`): a matmul (m×k)(k×n) is 2mnk FLOPs, attention counts the "
+      "full "
       "n×n "
       "square, elementwise work is counted apart. Ratios in this report are of matmul FLOPs unless they say otherwise; "
       "the gap uses matmul + elementwise FLOPs.",
       "Time: uncalibrated, each op's roofline time on the hardware (max of compute and memory time) plus one launch "
       "per kernel. Calibrated on a GPU, each op is the kernels the CUDA backend launches for it, each a floor plus a "
       "wave-quantised compute bound or a bandwidth bound with fitted efficiencies, run through a host queue and a "
-      "device queue (`sim/kernel_model.hpp`); on a CPU, per-op efficiency curves (`sim/cost.hpp`). A prediction, not "
+      "device queue (`sim/cost/kernel_model.hpp`); on a CPU, per-op efficiency curves (`sim/cost/cost.hpp`). A "
+      "prediction, not "
       "a measurement: the calibration's cross-validated error is its expected error band.",
       "Serving: the discrete-event simulator (`sim/des/`) runs every step's kernels on a host queue and a GPU stream.",
       "Sampling: each cell is one decode step through the same simulator (`analysis::decode_step_time`, the step of "

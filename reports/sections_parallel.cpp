@@ -1,5 +1,5 @@
 // The Parallelism section: one step of the subject and its baseline over several GPUs
-// (sim/parallel_predict.hpp), the chosen split's parts and every split of the GPU count ranked.
+// (sim/parallel/parallel_predict.hpp), the chosen split's parts and every split of the GPU count ranked.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,7 +10,7 @@
 #include "reports/document.hpp"
 #include "reports/sections.hpp"
 #include "reports/text.hpp"
-#include "sim/memory.hpp"
+#include "sim/model/memory.hpp"
 #if MODSIM_HAVE_QT
 #include "reports/charts.hpp"
 #endif

@@ -14,9 +14,9 @@
 #include "reports/sections.hpp"
 #include "reports/text.hpp"
 #include "reports/views.hpp"
-#include "sim/flops.hpp"
-#include "sim/io.hpp"
-#include "sim/validation_fields.hpp"
+#include "sim/model/flops.hpp"
+#include "sim/common/io.hpp"
+#include "sim/cost/validation_fields.hpp"
 
 namespace modsim::reports::detail {
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "reports/report.hpp"
-#include "sim/spec.hpp"
+#include "sim/model/spec.hpp"
 
 namespace modsim::reports::detail {
 

@@ -4,8 +4,8 @@
 
 #include <map>
 
-#include "sim/flops.hpp"
-#include "sim/memory.hpp"
+#include "sim/model/flops.hpp"
+#include "sim/model/memory.hpp"
 
 namespace modsim::reports {
 

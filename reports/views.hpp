@@ -7,8 +7,8 @@
 
 #include "reports/chart_data.hpp"
 #include "reports/report.hpp"
-#include "sim/predict.hpp"
-#include "sim/sweep.hpp"
+#include "sim/cost/predict.hpp"
+#include "sim/cost/sweep.hpp"
 
 namespace modsim::reports {
 

@@ -24,8 +24,8 @@
 #include "kernels/cpu/vec_math.hpp"  // MODSIM_VECTORIZE
 #include "kernels/decode.hpp"
 #include "kernels/init.hpp"
-#include "sim/config.hpp"
-#include "sim/spec.hpp"
+#include "sim/model/config.hpp"
+#include "sim/model/spec.hpp"
 
 namespace {
 

@@ -33,7 +33,7 @@
 #include "gui/core/main_window.hpp"
 #include "gui/core/result_models.hpp"
 #include "gui/core/tabs/design_space_tab.hpp"
-#include "sim/config.hpp"
+#include "sim/model/config.hpp"
 
 namespace {
 

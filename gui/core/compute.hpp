@@ -9,7 +9,7 @@
 
 #include "gui/core/explorer_config.hpp"
 #include "gui/core/results.hpp"
-#include "sim/sweep.hpp"
+#include "sim/cost/sweep.hpp"
 
 namespace modsim::gui {
 

@@ -10,8 +10,8 @@
 #include <map>
 
 #include "analysis/analysis.hpp"
-#include "sim/config.hpp"
-#include "sim/sweep.hpp"
+#include "sim/model/config.hpp"
+#include "sim/cost/sweep.hpp"
 #include "core/error.hpp"
 
 namespace modsim::gui {

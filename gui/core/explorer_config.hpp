@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/spec.hpp"
+#include "sim/model/spec.hpp"
 
 namespace modsim::gui {
 

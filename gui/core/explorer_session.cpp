@@ -4,10 +4,10 @@
 #include <cmath>
 #include <QSaveFile>
 
-#include "sim/config.hpp"
-#include "sim/cost.hpp"
-#include "sim/flops.hpp"
-#include "sim/sweep.hpp"
+#include "sim/model/config.hpp"
+#include "sim/cost/cost.hpp"
+#include "sim/model/flops.hpp"
+#include "sim/cost/sweep.hpp"
 #include "analysis/analysis.hpp"
 #include "core/error.hpp"
 

@@ -21,9 +21,9 @@
 #include "core/error.hpp"
 #include "gui/core/explorer_config.hpp"
 #include "gui/core/explorer_session.hpp"
-#include "sim/config.hpp"
-#include "sim/cost.hpp"
-#include "sim/sweep.hpp"
+#include "sim/model/config.hpp"
+#include "sim/cost/cost.hpp"
+#include "sim/cost/sweep.hpp"
 
 namespace modsim::gui {
 namespace {

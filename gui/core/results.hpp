@@ -9,8 +9,8 @@
 
 #include "analysis/sampling.hpp"
 #include "sim/des/serving.hpp"
-#include "sim/spec.hpp"
-#include "sim/validation.hpp"
+#include "sim/model/spec.hpp"
+#include "sim/cost/validation.hpp"
 
 namespace modsim::gui {
 
@@ -39,7 +39,7 @@ struct LayerTiming {
   double denseTotalS = 0;
 };
 
-// One named term of the gap between the time ratio and the FLOP ratio (sim/predict.hpp
+// One named term of the gap between the time ratio and the FLOP ratio (sim/cost/predict.hpp
 // gap_decomposition), as a fraction of the dense step time: Σ terms = timeRatio − flopRatio.
 struct GapTerm {
   std::string name;  // sim::gap_term::key
@@ -82,7 +82,7 @@ struct PredictionResult {
   std::vector<GapTerm> gap;        // empty when the predictor gives no decomposition
   std::vector<std::string> notes;  // the predictor's remarks (uncalibrated ops, ...)
   // "does not fit in 80 GB: ..." when the step's footprint exceeds the hardware's memory
-  // (sim/memory.hpp); empty when it fits.
+  // (sim/model/memory.hpp); empty when it fits.
   std::string memoryVerdict;
   // Decode: the strategy the figures are of ("pad+graphs"), how it was chosen and over how many
   // routing draws ("fastest of sync/pad/pad+graphs; mean of 8 routing draws") and the
@@ -173,13 +173,13 @@ struct ValidationResult {
   std::string costLabel;  // the cost model the predictions come from
   std::vector<std::string> notes;
   std::vector<ValidationRow> rows;
-  sim::validation_summary summary;  // of the rows (sim/validation_fields.hpp names its figures)
+  sim::validation_summary summary;  // of the rows (sim/cost/validation_fields.hpp names its figures)
   // Cross-validated (folds > 0): the op rows' errors, predicted the same way.
   int folds = 0;
   sim::validation_summary opSummary;
 };
 
-// One split of the GPUs (sim/parallel_predict.hpp): its step for the model and its baseline.
+// One split of the GPUs (sim/parallel/parallel_predict.hpp): its step for the model and its baseline.
 struct ParallelRow {
   std::string split;  // "TP 2 × PP 1 × DP 4"
   int tp = 1, pp = 1, dp = 1, ep = 1, microBatches = 1;

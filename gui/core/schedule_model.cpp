@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "sim/spec.hpp"
+#include "sim/model/spec.hpp"
 
 namespace modsim::gui {
 

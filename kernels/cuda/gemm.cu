@@ -78,7 +78,7 @@ void gemm_pointer_batched(cublasHandle_t handle, const gemm_args& g, const void*
 
 namespace {
 
-// The tile sizes of the cuBLASLt tile ids named here (the candidates of sim/gemm_tiles.hpp and
+// The tile sizes of the cuBLASLt tile ids named here (the candidates of sim/cost/gemm_tiles.hpp and
 // their neighbours); {0, 0} for another id.
 std::pair<int, int> tile_size(std::uint32_t id) {
   switch (id) {

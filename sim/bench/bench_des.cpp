@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/cost.hpp"
+#include "sim/cost/cost.hpp"
 #include "sim/des/engine.hpp"
 #include "sim/des/execution.hpp"
 #include "sim/des/serving.hpp"

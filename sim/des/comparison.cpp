@@ -1,6 +1,6 @@
 #include "sim/des/comparison.hpp"
-#include "sim/flops.hpp"
-#include "sim/parallel_predict.hpp"
+#include "sim/model/flops.hpp"
+#include "sim/parallel/parallel_predict.hpp"
 #include "sim/des/parallel_step.hpp"
 
 #include <fmt/format.h>
@@ -9,7 +9,7 @@
 
 #include "core/error.hpp"
 #include "sim/des/execution.hpp"
-#include "sim/sweep.hpp"
+#include "sim/cost/sweep.hpp"
 
 namespace modsim::sim::des {
 

@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "sim/cost.hpp"
+#include "sim/cost/cost.hpp"
 #include "sim/des/serving.hpp"
-#include "sim/parallel.hpp"
+#include "sim/parallel/parallel.hpp"
 #include "sim/des/step.hpp"
-#include "sim/spec.hpp"
+#include "sim/model/spec.hpp"
 
 namespace modsim::sim::des {
 

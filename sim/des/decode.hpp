@@ -9,10 +9,10 @@
 #include <string>
 
 #include "core/types.hpp"
-#include "sim/measured_sample.hpp"
+#include "sim/cost/measured_sample.hpp"
 #include "sim/des/execution.hpp"
 #include "sim/des/step.hpp"
-#include "sim/spec.hpp"
+#include "sim/model/spec.hpp"
 
 namespace modsim::sim::des {
 

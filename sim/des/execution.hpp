@@ -29,8 +29,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/cost.hpp"
-#include "sim/flops.hpp"
+#include "sim/cost/cost.hpp"
+#include "sim/model/flops.hpp"
 
 namespace modsim::sim::des {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sim/flops.hpp"
+#include "sim/model/flops.hpp"
 
 namespace modsim::sim::des {
 

@@ -11,7 +11,7 @@
 #include <span>
 #include <vector>
 
-#include "sim/spec.hpp"
+#include "sim/model/spec.hpp"
 
 namespace modsim::sim::des {
 

@@ -7,8 +7,8 @@
 #include <tuple>
 
 #include "core/error.hpp"
-#include "sim/flops.hpp"
-#include "sim/parallel_predict.hpp"
+#include "sim/model/flops.hpp"
+#include "sim/parallel/parallel_predict.hpp"
 
 namespace modsim::sim::des {
 namespace {

@@ -1,6 +1,6 @@
 #pragma once
 // One step of a model split over tp × pp × dp GPUs as kernels for the executor
-// (des/execution): what sim/parallel_predict computes in closed form, run event by event, with
+// (des/execution): what sim/parallel/parallel_predict computes in closed form, run event by event, with
 // communication on streams of its own so that it overlaps compute where the schedule allows.
 //
 // One data-parallel replica is simulated: device s is pipeline stage s and stands for each of
@@ -14,7 +14,7 @@
 //   layer, padded rows included in a padded decode step.
 // - EP (MoE, MoDE): an all-to-all of expert_slots · d_model · e bytes before the experts
 //   (dispatch) and after them (combine), both on the critical path.
-// - PP: layers split into stages by sim/parallel_predict's time-balanced split; m micro-batches
+// - PP: layers split into stages by sim/parallel/parallel_predict's time-balanced split; m micro-batches
 //   in a 1F1B order (stage s: min(p − s − 1, m) forwards, then one forward and one backward in
 //   turn, then the remaining backwards; forward-only steps run the m forwards). A stage's
 //   micro-batch ends with a send of B_mb · S · d_model · e bytes (activations forward, input
@@ -24,18 +24,18 @@
 //   of that layer ends; they fill 25 MB buckets (dp_bucket_bytes), each all-reduced over the dp
 //   replicas on the gradient stream as soon as it is full, overlapping the rest of the backward
 //   pass; the embedding and LM head (outside the layers) join the last bucket of their stage.
-// Collectives are timed by sim/comm (collective_seconds, dp_allreduce_seconds), the compute
+// Collectives are timed by sim/parallel/comm (collective_seconds, dp_allreduce_seconds), the compute
 // kernels by the device model given, as a single-GPU step.
 #include <cstdint>
 #include <optional>
 #include <vector>
 
-#include "sim/comm.hpp"
-#include "sim/cost.hpp"
+#include "sim/parallel/comm.hpp"
+#include "sim/cost/cost.hpp"
 #include "sim/des/execution.hpp"
 #include "sim/des/step.hpp"
-#include "sim/parallel.hpp"
-#include "sim/spec.hpp"
+#include "sim/parallel/parallel.hpp"
+#include "sim/model/spec.hpp"
 
 namespace modsim::sim::des {
 

@@ -40,15 +40,15 @@
 #include "sim/des/execution.hpp"
 #include "sim/des/kv_block_manager.hpp"
 #include "sim/des/step.hpp"
-#include "sim/spec.hpp"
-#include "sim/stats.hpp"
+#include "sim/model/spec.hpp"
+#include "sim/common/stats.hpp"
 
 namespace modsim::sim::des {
 
 class parallel_serving_step;
 
 // Requests and their generation: sim/des/arrivals.hpp; the KV budget and block pool:
-// sim/des/kv_block_manager.hpp; percentiles: sim/stats.hpp (des::percentiles stays their name
+// sim/des/kv_block_manager.hpp; percentiles: sim/common/stats.hpp (des::percentiles stays their name
 // here).
 using sim::percentiles;
 using sim::percentiles_of;

@@ -1,6 +1,6 @@
 #pragma once
 // The statistics of a serving run (serve_summary), gathered as an observer: latency
-// percentiles (sim/stats.hpp), throughput, requests in system (time-averaged), decode
+// percentiles (sim/common/stats.hpp), throughput, requests in system (time-averaged), decode
 // batch size, KV peak, routing and execution totals.
 #include <cstdint>
 #include <vector>

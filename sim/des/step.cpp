@@ -26,7 +26,7 @@ std::vector<layer_info> resolve_layers(const model_spec& model) {
   const mode_variant variant = has_moe ? model.moe->variant : mode_variant::staged;
   std::vector<layer_info> out;
   for (const layer_plan& p : plan_layers(model)) {
-    // As sim/flops: `moe` ignores the schedule; `integrated` routes through no-op experts.
+    // As sim/model/flops: `moe` ignores the schedule; `integrated` routes through no-op experts.
     const bool routed = p.routed && !(has_moe && variant == mode_variant::moe);
     layer_info li;
     li.index = p.index;
@@ -233,7 +233,7 @@ void step_builder::append_layer(std::vector<kernel>& out, const layer_info& info
   prefill.seq_len = sum_n;
   prefill.tokens = sum_k;
 
-  // The layer's ops in sim/flops' order (layer_ops); each runs at this step's shapes.
+  // The layer's ops in sim/model/flops' order (layer_ops); each runs at this step's shapes.
   for (const modsim::op id : layer_ops({info.mod_routed, info.moe}, m_model.mlp)) {
     switch (id) {
       case modsim::op::router:

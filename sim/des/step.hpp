@@ -1,7 +1,7 @@
 #pragma once
 // What kernels one step runs, from the shapes that step actually has: a forward pass or a
 // training step of B×S tokens, or one serving iteration mixing prefill chunks and decode
-// tokens with the routed counts drawn for that step. Costs come from sim/flops (one formula
+// tokens with the routed counts drawn for that step. Costs come from sim/model/flops (one formula
 // per op) and times from a device_model.
 //
 // A serving step, per layer (MoD semantics of docs/contracts.md):
@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "sim/des/execution.hpp"
-#include "sim/spec.hpp"
+#include "sim/model/spec.hpp"
 
 namespace modsim::sim::des {
 
@@ -100,9 +100,9 @@ class step_builder {
   const device_model& device() const { return m_dev; }
 
   // A forward pass of w.batch sequences of w.seq_len tokens (top-k per sequence at routed
-  // layers, lm_head over every position, as sim/flops' forward mode). run_mode::train adds
+  // layers, lm_head over every position, as sim/model/flops' forward mode). run_mode::train adds
   // the backward pass: layers in reverse, each op again at twice its forward cost and
-  // launches (3× forward in all, as sim/flops' train mode). run_mode::decode is rejected
+  // launches (3× forward in all, as sim/model/flops' train mode). run_mode::decode is rejected
   // (use decode_load + step).
   std::vector<kernel> forward(const workload& w) const;
 

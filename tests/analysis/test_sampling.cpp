@@ -8,8 +8,8 @@
 #include "analysis/analysis.hpp"
 #include "analysis/sampling.hpp"
 #include "core/error.hpp"
-#include "sim/config.hpp"
-#include "sim/flops.hpp"
+#include "sim/model/config.hpp"
+#include "sim/model/flops.hpp"
 #include "sim/des/step.hpp"
 
 namespace {

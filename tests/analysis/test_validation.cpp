@@ -10,9 +10,9 @@
 
 #include "analysis/validation.hpp"
 #include "core/error.hpp"
-#include "sim/config.hpp"
-#include "sim/cost.hpp"
-#include "sim/validation.hpp"
+#include "sim/model/config.hpp"
+#include "sim/cost/cost.hpp"
+#include "sim/cost/validation.hpp"
 #include "analysis/calibration.hpp"
 
 namespace modsim::analysis {

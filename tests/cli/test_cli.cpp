@@ -379,7 +379,7 @@ TEST(Cli, CalibrateMeasuresExtrapolationsOnlyAlongAxesWithThreeValues) {
       << p.out;
   std::filesystem::remove(out);
 }
-// The row-count factor of the dense GEMMs (sim/efficiency_fit.hpp). A GEMM of
+// The row-count factor of the dense GEMMs (sim/cost/efficiency_fit.hpp). A GEMM of
 // configs/grids/archive/calibration-2-cpu.json has batch × sequence × capacity rows: 32 (B 1, S 256,
 // c 1/8), 64 (B 1 S 256 c 1/4, B 1 S 512 c 1/8, B 2 S 256 c 1/8) or 128 and more (batches 1/2/4,
 // sequences 256-1,024, capacities 1/8-1), so qkv_proj's factor sits at log2 rows 5 and 6, and 1

@@ -9,7 +9,7 @@
 
 #include "cli/cpu_holdout.hpp"
 #include "core/error.hpp"
-#include "sim/config.hpp"
+#include "sim/model/config.hpp"
 
 namespace modsim::cli {
 namespace {

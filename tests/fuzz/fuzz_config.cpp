@@ -1,13 +1,13 @@
-// libFuzzer target: the strict JSON reader of model and hardware files (sim/config.cpp,
-// sim/json_reader.cpp, the calibration block of sim/cost.cpp). Any input must either parse or
+// libFuzzer target: the strict JSON reader of model and hardware files (sim/model/config.cpp,
+// sim/common/json_reader.cpp, the calibration block of sim/cost/cost.cpp). Any input must either parse or
 // be rejected with modsim::error(bad_input): never a crash, a hang, another exception or a
 // sanitizer report.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
-#include "sim/config.hpp"
-#include "sim/cost.hpp"
+#include "sim/model/config.hpp"
+#include "sim/cost/cost.hpp"
 #include "core/error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

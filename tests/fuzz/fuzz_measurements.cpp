@@ -1,4 +1,4 @@
-// libFuzzer target: the measurements CSV reader (sim/measurements_parse.cpp) and the step every
+// libFuzzer target: the measurements CSV reader (sim/cost/measurements_parse.cpp) and the step every
 // reader of it takes next (sim::with_costs, the FLOP model of each row). Any file must read or be
 // rejected with modsim::error(bad_input).
 #include <unistd.h>
@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <string>
 
-#include "sim/measurements.hpp"
-#include "sim/calibrate.hpp"
+#include "sim/cost/measurements.hpp"
+#include "sim/cost/calibrate.hpp"
 #include "core/error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

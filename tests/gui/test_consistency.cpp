@@ -19,7 +19,7 @@
 #include "gui/core/compute.hpp"
 #include "gui/core/explorer_config.hpp"
 #include "reports/report.hpp"
-#include "sim/config.hpp"
+#include "sim/model/config.hpp"
 
 namespace {
 

@@ -27,7 +27,7 @@
 #include "gui/core/tabs/serving_tab.hpp"
 #include "gui/core/tabs/timeline_tab.hpp"
 #include "gui/core/tabs/validation_tab.hpp"
-#include "sim/config.hpp"
+#include "sim/model/config.hpp"
 
 using namespace modsim;
 using namespace modsim::gui;

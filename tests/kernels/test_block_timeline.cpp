@@ -40,7 +40,7 @@ TEST(BlockTimeline, AnOpsTimeIsTheSumOfTheIntervalsEndingAtItsMarks) {
   EXPECT_TRUE(ops.empty());
 }
 
-// The op lists by hand, in the order the paper's block runs them (= sim/flops's block_costs).
+// The op lists by hand, in the order the paper's block runs them (= sim/model/flops's block_costs).
 const std::vector<std::string> dense_gelu = {"attn_norm", "qkv_proj", "attn_scores", "attn_softmax", "attn_values",
                                              "out_proj",  "mlp_norm", "mlp_up",      "mlp_act",      "mlp_down"};
 

@@ -1,4 +1,4 @@
-// The measurements CSV: header and row round-trip, FLOPs from sim/flops, the writer never
+// The measurements CSV: header and row round-trip, FLOPs from sim/model/flops, the writer never
 // truncating a user's file, resume after an interruption measuring every point once, files
 // written before the timing columns existed, and in_block runs (the block and its ops).
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include <type_traits>
 
 #include "profiler/measurements.hpp"
-#include "sim/predict.hpp"
+#include "sim/cost/predict.hpp"
 #include "profiler/anchor.hpp"
 #include "profiler/runner.hpp"
 #include "core/error.hpp"
@@ -644,7 +644,7 @@ TEST(Measurements, InBlockWritesTheBlockThenItsOpsAsSimFlopsListsThem) {
   std::stable_partition(r.in_block_samples.begin(), r.in_block_samples.end(),
                         [](const block_samples& b) { return b.block.op == kernels::op::block_dense; });
 
-  // The rows: each block, then its ops in sim/flops's order, all with the block's shape.
+  // The rows: each block, then its ops in sim/model/flops's order, all with the block's shape.
   std::vector<modsim::op> expected = {modsim::op::block_dense};
   expected.insert(expected.end(), dense_ops.begin(), dense_ops.end());
   expected.push_back(modsim::op::block_mod);

@@ -1,5 +1,5 @@
 // The cost report (reports/report.hpp): every section is there, the HTML is well formed and
-// self-contained, its numbers are those of sim/flops and sim/predict, and a failed write
+// self-contained, its numbers are those of sim/model/flops and sim/cost/predict, and a failed write
 // leaves the previous report untouched. Passes with and without Qt.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -16,10 +16,10 @@
 #include "reports/report.hpp"
 #include "reports/text.hpp"
 #include "reports/views.hpp"
-#include "sim/config.hpp"
+#include "sim/model/config.hpp"
 #include "core/error.hpp"
-#include "sim/flops.hpp"
-#include "sim/predict.hpp"
+#include "sim/model/flops.hpp"
+#include "sim/cost/predict.hpp"
 
 namespace modsim::reports {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "core/error.hpp"
 #include "core/sha256.hpp"
-#include "sim/config.hpp"
+#include "sim/model/config.hpp"
 #include "analysis/analysis.hpp"
 
 namespace modsim::reports {

@@ -2,8 +2,8 @@
 // Shared fixtures of the discrete-event simulator tests: a small MoD model and a made-up
 // device whose op times are easy to compute by hand.
 #include "sim/des/execution.hpp"
-#include "sim/flops.hpp"
-#include "sim/spec.hpp"
+#include "sim/model/flops.hpp"
+#include "sim/model/spec.hpp"
 
 namespace modsim::sim::des::test {
 

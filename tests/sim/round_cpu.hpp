@@ -1,7 +1,7 @@
 #pragma once
 // A CPU with round numbers, shared by the calibration, prediction and decode-fit tests: 100
 // GFLOP/s matmul, 10 GFLOP/s vector, 10 GB/s, 1 us per launch.
-#include "sim/spec.hpp"
+#include "sim/model/spec.hpp"
 
 namespace modsim::sim::test {
 

@@ -1,15 +1,15 @@
-// How a prediction prices attention (--attention fused|unfused; sim/cost.hpp cost_model's
-// attention, sim/predict.hpp's attention fields). The datasheet figures are worked by hand
+// How a prediction prices attention (--attention fused|unfused; sim/cost/cost.hpp cost_model's
+// attention, sim/cost/predict.hpp's attention fields). The datasheet figures are worked by hand
 // below from the roofline law max(matmul/peak_matmul + other/peak_vector, bytes/bandwidth).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
 
-#include "sim/config.hpp"
-#include "sim/cost.hpp"
-#include "sim/flops.hpp"
-#include "sim/predict.hpp"
+#include "sim/model/config.hpp"
+#include "sim/cost/cost.hpp"
+#include "sim/model/flops.hpp"
+#include "sim/cost/predict.hpp"
 
 namespace modsim::sim {
 namespace {

@@ -1,4 +1,4 @@
-// sim/validation.hpp band_for: the band a prediction carries, from hand-built calibrations
+// sim/cost/validation.hpp band_for: the band a prediction carries, from hand-built calibrations
 // whose cross-validation and coverage are given, so every band below is worked out by hand.
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "sim/cost.hpp"
-#include "sim/validation.hpp"
+#include "sim/cost/cost.hpp"
+#include "sim/cost/validation.hpp"
 
 namespace modsim::sim {
 namespace {

@@ -1,6 +1,6 @@
-// Tests of calibration (sim/calibrate.cpp): synthetic measurements generated from a known
+// Tests of calibration (sim/cost/calibrate.cpp): synthetic measurements generated from a known
 // law must give that law back; validation statistics on known errors.
-#include "sim/calibrate.hpp"
+#include "sim/cost/calibrate.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/config.hpp"
+#include "sim/model/config.hpp"
 #include "core/error.hpp"
 #include "round_cpu.hpp"
 

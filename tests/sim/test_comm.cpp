@@ -1,4 +1,4 @@
-// Collectives (sim/comm.hpp): every algorithm's alpha-beta time worked by hand for both link
+// Collectives (sim/parallel/comm.hpp): every algorithm's alpha-beta time worked by hand for both link
 // classes, the choice of the fastest, nccl-tests' busbw factors, byte suffixes, and the
 // bad-input errors.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "sim/comm.hpp"
+#include "sim/parallel/comm.hpp"
 
 using namespace modsim;
 using namespace modsim::sim;

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "sim/config.hpp"
+#include "sim/model/config.hpp"
 
 using namespace modsim;
 using namespace modsim::sim;

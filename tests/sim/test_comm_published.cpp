@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "sim/comm_calibrate.hpp"
-#include "sim/config.hpp"
-#include "sim/nccl_tests.hpp"
+#include "sim/parallel/comm_calibrate.hpp"
+#include "sim/model/config.hpp"
+#include "sim/parallel/nccl_tests.hpp"
 
 using namespace modsim;
 using namespace modsim::sim;

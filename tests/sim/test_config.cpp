@@ -11,7 +11,7 @@
 #include <string>
 #include <utility>
 
-#include "sim/config.hpp"
+#include "sim/model/config.hpp"
 #include "core/error.hpp"
 
 using namespace modsim;

@@ -1,6 +1,6 @@
-// Tests of the cost model (sim/cost.cpp). Expected values are computed by hand in the
-// comments from the roofline law and the curve definition in sim/cost.hpp.
-#include "sim/cost.hpp"
+// Tests of the cost model (sim/cost/cost.cpp). Expected values are computed by hand in the
+// comments from the roofline law and the curve definition in sim/cost/cost.hpp.
+#include "sim/cost/cost.hpp"
 
 #include <gtest/gtest.h>
 
@@ -125,8 +125,8 @@ TEST(Cost, GemmWaveQuantisationOnAGpu) {
   s.tokens = 133 * 128;
   const op_cost c = cost(modsim::op::mlp_up, 1'000'000'000, 0, 0);
   EXPECT_NEAR(cost_model(gpu).time_of(c, s, dtype::bf16).time_s, 0.01 * 264.0 / 133.0, 1e-12);
-  // One whose roofline says "chosen" (a GPU file without the key) tiles as the chooser does (sim/gemm_tiles.hpp). M
-  // 17024, N 128, K 128 (too shallow for split-K), times in SM multiply-accumulates:
+  // One whose roofline says "chosen" (a GPU file without the key) tiles as the chooser does (sim/cost/gemm_tiles.hpp).
+  // M 17024, N 128, K 128 (too shallow for split-K), times in SM multiply-accumulates:
   //   128×128: 133 tiles, 2 waves: 2·16384·128 = 4 194 304
   //   128×256: 133 tiles, 2 waves: 2·32768·128/1.05 = 7 989 089
   //   256×128: 67 tiles, 1 wave: 32768·128/1.05 = 3 994 575

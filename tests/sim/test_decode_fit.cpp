@@ -1,4 +1,4 @@
-// sim/decode_fit.cpp and sim/des/decode.cpp: the features of a decode row counted by hand, the
+// sim/cost/decode_fit.cpp and sim/des/decode.cpp: the features of a decode row counted by hand, the
 // fit recovering a known law, the executor's step time equal to the fitted sum, the forced
 // load and the padded capacity's default.
 #include <gtest/gtest.h>
@@ -7,8 +7,8 @@
 #include <memory>
 
 #include "core/error.hpp"
-#include "sim/calibrate.hpp"
-#include "sim/decode_fit.hpp"
+#include "sim/cost/calibrate.hpp"
+#include "sim/cost/decode_fit.hpp"
 #include "sim/des/decode.hpp"
 #include "round_cpu.hpp"
 

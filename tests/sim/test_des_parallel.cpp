@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "sim/config.hpp"
-#include "sim/cost.hpp"
+#include "sim/model/config.hpp"
+#include "sim/cost/cost.hpp"
 #include "sim/des/execution.hpp"
 #include "sim/des/parallel_step.hpp"
-#include "sim/flops.hpp"
-#include "sim/parallel_predict.hpp"
+#include "sim/model/flops.hpp"
+#include "sim/parallel/parallel_predict.hpp"
 #include "des_fixtures.hpp"
 
 namespace modsim::sim::des {

@@ -13,10 +13,10 @@
 #include "sim/des/serving.hpp"
 #include "sim/des/step.hpp"
 #include "sim/des/trace.hpp"
-#include "sim/config.hpp"
-#include "sim/cost.hpp"
+#include "sim/model/config.hpp"
+#include "sim/cost/cost.hpp"
 #include "core/error.hpp"
-#include "sim/flops.hpp"
+#include "sim/model/flops.hpp"
 
 namespace modsim::sim::des {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "des_fixtures.hpp"
 #include "sim/des/execution.hpp"
-#include "sim/flops.hpp"
+#include "sim/model/flops.hpp"
 
 namespace modsim::sim::des {
 namespace {

@@ -1,7 +1,7 @@
-// Tests of the FLOP/byte model (sim/flops.cpp). Every expected value is computed by hand
-// in the comment beside it, from the convention in sim/flops.hpp and the paper; none is
+// Tests of the FLOP/byte model (sim/model/flops.cpp). Every expected value is computed by hand
+// in the comment beside it, from the convention in sim/model/flops.hpp and the paper; none is
 // taken from the code's output.
-#include "sim/flops.hpp"
+#include "sim/model/flops.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,19 +1,19 @@
-// Tests of the GEMM tile chooser (sim/gemm_tiles.cpp) and of the wave quantisation that follows
+// Tests of the GEMM tile chooser (sim/cost/gemm_tiles.cpp) and of the wave quantisation that follows
 // it in the cost model and the kernel model. Every expected tiling, count and factor is worked
-// by hand in the comments from the rule in sim/gemm_tiles.hpp:
+// by hand in the comments from the rule in sim/cost/gemm_tiles.hpp:
 //   time(tile, s) = waves · tm·tn·(K/s) / eff + (s > 1 ? 2·s·M·N·batch / SMs · r : 0)
 //   eff: 128×128 1, 128×256 and 256×128 1.05, 128×64 and 64×128 0.9, 64×64 0.8
 //   split-K only when tiles < SMs and K/s ≥ 256; ties keep the earlier candidate.
-#include "sim/gemm_tiles.hpp"
+#include "sim/cost/gemm_tiles.hpp"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "core/error.hpp"
-#include "sim/config.hpp"
-#include "sim/cost.hpp"
-#include "sim/kernel_model.hpp"
+#include "sim/model/config.hpp"
+#include "sim/cost/cost.hpp"
+#include "sim/cost/kernel_model.hpp"
 
 namespace modsim::sim {
 namespace {

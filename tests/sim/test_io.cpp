@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
-#include "sim/io.hpp"
+#include "sim/common/io.hpp"
 
 using namespace modsim::sim;
 

@@ -1,8 +1,8 @@
-// Tests of the GPU kernel-sequence model (sim/kernel_model.cpp) and its fit
-// (sim/kernel_fit.cpp): kernel decompositions counted by hand from the CUDA backend's calls,
+// Tests of the GPU kernel-sequence model (sim/cost/kernel_model.cpp) and its fit
+// (sim/cost/kernel_fit.cpp): kernel decompositions counted by hand from the CUDA backend's calls,
 // kernel and queue times worked by hand, a known parameter set recovered from rows it
 // generated, and cross-validation that never lets a fold see its own shape.
-#include "sim/kernel_model.hpp"
+#include "sim/cost/kernel_model.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "sim/calibrate.hpp"
-#include "sim/cost.hpp"
+#include "sim/cost/calibrate.hpp"
+#include "sim/cost/cost.hpp"
 #include "core/error.hpp"
-#include "sim/kernel_fit.hpp"
-#include "sim/validation.hpp"
+#include "sim/cost/kernel_fit.hpp"
+#include "sim/cost/validation.hpp"
 
 namespace modsim::sim {
 namespace {
@@ -221,7 +221,7 @@ TEST(CostModel, AnUncalibratedGpuPricesAttentionAsTheFusedKernel) {
     EXPECT_EQ(t.matmul_flops + t.other_flops + t.bytes, 0) << to_string(op);
     EXPECT_EQ(t.time_s, 0.0) << to_string(op);
   }
-  // A CPU keeps the unfused ops of sim/flops.
+  // A CPU keeps the unfused ops of sim/model/flops.
   hardware_spec cpu = round_gpu();
   cpu.kind = hardware_kind::cpu;
   const op_cost unfused = cost_of(modsim::op::attn_softmax, s);

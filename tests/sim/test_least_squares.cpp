@@ -1,9 +1,9 @@
-// The calibration's dense solvers (sim/least_squares.hpp) on systems solved by hand.
+// The calibration's dense solvers (sim/common/least_squares.hpp) on systems solved by hand.
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "sim/least_squares.hpp"
+#include "sim/common/least_squares.hpp"
 
 namespace modsim::sim {
 namespace {

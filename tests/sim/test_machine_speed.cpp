@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/machine_speed.hpp"
+#include "sim/cost/machine_speed.hpp"
 
 namespace modsim::sim {
 namespace {

@@ -1,8 +1,8 @@
-// The step's memory footprint (sim/memory.hpp), worked out by hand for a small model.
+// The step's memory footprint (sim/model/memory.hpp), worked out by hand for a small model.
 #include <gtest/gtest.h>
 
-#include "sim/flops.hpp"
-#include "sim/memory.hpp"
+#include "sim/model/flops.hpp"
+#include "sim/model/memory.hpp"
 
 using namespace modsim::sim;
 using modsim::attention_impl;

@@ -1,8 +1,8 @@
-// Writing model files (sim/config.hpp model_to_json): the layout written out by hand, and the
+// Writing model files (sim/model/config.hpp model_to_json): the layout written out by hand, and the
 // parser reading it back.
 #include <gtest/gtest.h>
 
-#include "sim/config.hpp"
+#include "sim/model/config.hpp"
 
 using namespace modsim::sim;
 

@@ -1,4 +1,4 @@
-// nccl-tests' output (sim/nccl_tests.hpp) and the fit to it (sim/comm_calibrate.hpp), on the
+// nccl-tests' output (sim/parallel/nccl_tests.hpp) and the fit to it (sim/parallel/comm_calibrate.hpp), on the
 // hand-made files of tests/data/nccl/ (README there: their times follow t = alpha + N x
 // factor / B exactly, so the fit must give back alpha and B).
 #include <gtest/gtest.h>
@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include "core/error.hpp"
-#include "sim/comm_calibrate.hpp"
-#include "sim/config.hpp"
-#include "sim/nccl_tests.hpp"
+#include "sim/parallel/comm_calibrate.hpp"
+#include "sim/model/config.hpp"
+#include "sim/parallel/nccl_tests.hpp"
 
 using namespace modsim;
 using namespace modsim::sim;
@@ -117,7 +117,7 @@ TEST(NcclTests, FitGivesBackAlphaAndBusBandwidth) {
 
 // 8 GPUs in one node, one row per power of two from 1 KiB to 4 GiB (23 sizes), the times made
 // here by t = 30 us + 1.75 N x beta(N), beta = 1 / 300e9 up to 8 MiB, 1 / 480e9 from 512 MiB,
-// straight in log2(N) between (the ramp of sim/spec.hpp's collective_fit), or 1 / 400e9 for
+// straight in log2(N) between (the ramp of sim/model/spec.hpp's collective_fit), or 1 / 400e9 for
 // every size (a line).
 nccl_table made_up_table(bool ramp) {
   nccl_table t;

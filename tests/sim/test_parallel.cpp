@@ -1,13 +1,13 @@
-// MoD across GPUs (sim/parallel.hpp): traffic, bubbles and stage splits worked out by hand.
+// MoD across GPUs (sim/parallel/parallel.hpp): traffic, bubbles and stage splits worked out by hand.
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
-#include "sim/flops.hpp"
-#include "sim/parallel.hpp"
-#include "sim/config.hpp"
-#include "sim/cost.hpp"
-#include "sim/parallel_predict.hpp"
-#include "sim/predict.hpp"
+#include "sim/model/flops.hpp"
+#include "sim/parallel/parallel.hpp"
+#include "sim/model/config.hpp"
+#include "sim/cost/cost.hpp"
+#include "sim/parallel/parallel_predict.hpp"
+#include "sim/cost/predict.hpp"
 
 using namespace modsim::sim;
 
@@ -135,7 +135,7 @@ TEST(Parallel, TensorShardDividesHeadsAndTheMlp) {
   EXPECT_THROW(validate_parallel(mod_model(), prefill(), p), modsim::error);
 }
 
-// --- one step over several GPUs (sim/parallel_predict.hpp) ---------------------------------------
+// --- one step over several GPUs (sim/parallel/parallel_predict.hpp) ---------------------------------------
 
 namespace {
 cost_model h100() {

@@ -1,6 +1,6 @@
-// Tests of model prediction (sim/predict.cpp): the uncalibrated prediction of a small model
+// Tests of model prediction (sim/cost/predict.cpp): the uncalibrated prediction of a small model
 // against a roofline computed by hand, and the exactness of the gap decomposition.
-#include "sim/predict.hpp"
+#include "sim/cost/predict.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/calibrate.hpp"
-#include "sim/config.hpp"
+#include "sim/cost/calibrate.hpp"
+#include "sim/model/config.hpp"
 #include "core/error.hpp"
 #include "des_fixtures.hpp"
 #include "round_cpu.hpp"

@@ -1,10 +1,10 @@
-// The JSON layout of the calibrated hardware files (sim/io.hpp pretty_json), written out by hand.
+// The JSON layout of the calibrated hardware files (sim/common/io.hpp pretty_json), written out by hand.
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
 #include <string>
 
-#include "sim/io.hpp"
+#include "sim/common/io.hpp"
 
 namespace modsim::sim {
 namespace {

@@ -77,7 +77,7 @@ TEST(Recipes, AddingAnOpNamesEveryOpSwitch) {
     }
   }
   // The detector finds the switches it is meant to find (a check of the check).
-  EXPECT_TRUE(switching.contains("sim/flops_formulas.cpp"));
+  EXPECT_TRUE(switching.contains("sim/model/flops_formulas.cpp"));
   EXPECT_TRUE(switching.contains("kernels/cpu/cpu_backend.cpp"));
   for (const std::string& f : switching)
     EXPECT_TRUE(named.contains(f))

@@ -2,7 +2,7 @@
 // grouped by row key, backend and device; figures worked by hand.
 #include <gtest/gtest.h>
 
-#include "sim/repeatability.hpp"
+#include "sim/cost/repeatability.hpp"
 
 namespace {
 

@@ -1,12 +1,12 @@
-// Tests of the per-class roll-up (sim/rollup.cpp): the classes partition the model's FLOPs,
+// Tests of the per-class roll-up (sim/model/rollup.cpp): the classes partition the model's FLOPs,
 // bytes and device time, and the routing class exists only where routing runs.
-#include "sim/rollup.hpp"
+#include "sim/model/rollup.hpp"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "sim/config.hpp"
+#include "sim/model/config.hpp"
 
 namespace modsim::sim {
 namespace {

@@ -1,10 +1,10 @@
-// The shared order statistics (sim/stats.hpp) against values worked out by hand.
+// The shared order statistics (sim/common/stats.hpp) against values worked out by hand.
 #include <gtest/gtest.h>
 
 #include <vector>
 
 #include "sim/des/serving.hpp"
-#include "sim/stats.hpp"
+#include "sim/common/stats.hpp"
 
 namespace modsim::sim {
 namespace {

@@ -1,4 +1,4 @@
-// The design-space sweep (sim/sweep.hpp): enumeration, the Pareto front, the paper's point,
+// The design-space sweep (sim/cost/sweep.hpp): enumeration, the Pareto front, the paper's point,
 // parallel evaluation.
 #include <gtest/gtest.h>
 
@@ -6,13 +6,13 @@
 #include <set>
 #include <string>
 
-#include "sim/config.hpp"
+#include "sim/model/config.hpp"
 #include "core/error.hpp"
-#include "sim/cost.hpp"
-#include "sim/flops.hpp"
-#include "sim/predict.hpp"
-#include "sim/io.hpp"
-#include "sim/sweep.hpp"
+#include "sim/cost/cost.hpp"
+#include "sim/model/flops.hpp"
+#include "sim/cost/predict.hpp"
+#include "sim/common/io.hpp"
+#include "sim/cost/sweep.hpp"
 
 namespace modsim::sim {
 namespace {

@@ -40,7 +40,7 @@ class LayerTimesModel : public ResultModel {
   PredictionResult m_prediction;
 };
 
-// From the FLOP saving to the wall-clock saving (sim/predict gap_decomposition): the FLOP
+// From the FLOP saving to the wall-clock saving (sim/cost/predict gap_decomposition): the FLOP
 // ratio, each term of the gap, the time ratio, in % of the dense step.
 class GapModel : public ResultModel {
   Q_OBJECT

@@ -1,6 +1,6 @@
 #pragma once
 // The Parallelism tab: every tp × pp × dp split of the GPUs chosen on the tab, the fastest that
-// fits detailed against its baseline (sim/parallel_predict.hpp).
+// fits detailed against its baseline (sim/parallel/parallel_predict.hpp).
 #include <QString>
 #include <QWidget>
 
@@ -53,7 +53,7 @@ class ParallelPage : public QWidget {
   Q_OBJECT
  public:
   // The step over several GPUs: every tp × pp × dp split of the GPU count chosen here, the
-  // fastest that fits detailed (sim/parallel_predict.hpp).
+  // fastest that fits detailed (sim/parallel/parallel_predict.hpp).
   explicit ParallelPage(ParallelModel* model, QWidget* parent = nullptr);
   QChartView* chartView() const { return m_view; }
   QSpinBox* gpusEditor() const { return m_gpus; }

@@ -20,7 +20,7 @@
 #include "reports/charts.hpp"
 #include "reports/views.hpp"
 #include "sim/des/serving_fields.hpp"
-#include "sim/memory.hpp"
+#include "sim/model/memory.hpp"
 
 namespace modsim::gui {
 

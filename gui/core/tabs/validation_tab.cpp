@@ -13,7 +13,7 @@
 #include "gui/core/explorer_session.hpp"
 #include "gui/core/format.hpp"
 #include "reports/chart_data.hpp"
-#include "sim/validation_fields.hpp"
+#include "sim/cost/validation_fields.hpp"
 #include "reports/charts.hpp"
 #include "reports/views.hpp"
 
@@ -86,7 +86,7 @@ QVariant ValidationModel::headerData(int section, Qt::Orientation o, int role) c
 
 QString ValidationModel::summary() const {
   if (!m_validation.available) return {};
-  // The figures as sim/validation_fields.hpp names and prints them, as validate and the report do.
+  // The figures as sim/cost/validation_fields.hpp names and prints them, as validate and the report do.
   auto figures = [](const sim::validation_summary& s) {
     QStringList out;
     for (const sim::summary_field& f : sim::summary_fields) out << qs(f.label) + " " + qs(sim::format_field(f, s));

@@ -1,0 +1,340 @@
+#include "sim/cost/predict.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "core/error.hpp"
+#include "sim/cost/gemm_tiles.hpp"
+
+namespace modsim::sim {
+
+namespace {
+
+op_prediction to_prediction(const op_time& t, const op_cost& reported, double time_scale, int kernel_scale) {
+  op_prediction p;
+  p.op = reported.op;
+  p.op_class = op_class_of(reported.op);
+  p.time_s = t.time_s * time_scale;
+  p.roofline_s = t.roofline_s * time_scale;
+  p.wave_s = t.wave_s * time_scale;
+  p.matmul_flops = reported.matmul_flops;
+  p.other_flops = reported.other_flops;
+  p.bytes = reported.bytes;
+  p.kernels = t.kernels * kernel_scale;
+  p.memory_bound = t.memory_bound() || reported.matmul_flops == 0;
+  p.calibrated = t.calibrated;
+  p.calibrated_as = t.calibrated_as;
+  return p;
+}
+
+}  // namespace
+
+model_time time_model(const model_spec& model, const workload& w, const cost_model& cost) {
+  // Train is timed as 3 × forward (see predict.hpp); the FLOPs reported are the train ones.
+  workload timed = w;
+  if (w.run == run_mode::train) timed.run = run_mode::forward;
+  const double scale = w.run == run_mode::train ? 3.0 : 1.0;
+  const int kscale = w.run == run_mode::train ? 3 : 1;
+  const flops_report timed_flops = evaluate_flops(model, timed);
+  const flops_report reported = w.run == run_mode::train ? evaluate_flops(model, w) : timed_flops;
+
+  const op_shape base = shape_of(model, timed);
+  const bool decode = w.run == run_mode::decode;
+
+  model_time out;
+  std::vector<op_time> sequence;  // every op in launch order, for the host/device queue
+  for (std::size_t li = 0; li < timed_flops.layers.size(); ++li) {
+    const layer_flops& lf = timed_flops.layers[li];
+    const layer_flops& rf = reported.layers[li];
+    const op_shape& s = lf.shape;  // the shapes sim/model/flops evaluated the ops at
+    const expected_op_shape& x = lf.expected;
+    const bool expected = lf.has_expected;
+    layer_prediction lp;
+    lp.index = lf.index;
+    lp.routed = lf.routed;
+    lp.capacity = lf.capacity;
+    lp.tokens = lf.tokens;
+    for (std::size_t oi = 0; oi < lf.ops.size(); ++oi) {
+      const op_cost& c = lf.ops[oi];
+      // In a routed decode layer the first op (router or predictor) sees all B tokens.
+      const op_time t = (expected && oi > 0) ? cost.time_of(c, x, w.type) : cost.time_of(c, s, w.type);
+      if (t.from_other_dtype) out.timed_as_dtype = t.calibrated_dtype;
+      op_prediction p = to_prediction(t, rf.ops.at(oi), scale, kscale);
+      out.max_wave_factor = std::max(out.max_wave_factor, t.wave_factor);
+      out.unmeasured_wave_s += t.unmeasured_wave_s * scale;
+      sequence.push_back(t);
+      lp.time_s += p.time_s;
+      lp.kernels += p.kernels;
+      out.matmul_flops += p.matmul_flops;
+      out.other_flops += p.other_flops;
+      out.bytes += p.bytes;
+      lp.ops.push_back(std::move(p));
+    }
+    out.ops_s += lp.time_s;
+    out.kernels += lp.kernels;
+    out.layers.push_back(std::move(lp));
+  }
+  op_shape head = base;
+  if (decode) head.seq_len = 1;
+  const op_time head_time = cost.time_of(timed_flops.lm_head, head, w.type);
+  sequence.push_back(head_time);
+  out.lm_head = to_prediction(head_time, reported.lm_head, scale, kscale);
+  out.max_wave_factor = std::max(out.max_wave_factor, head_time.wave_factor);
+  out.unmeasured_wave_s += head_time.unmeasured_wave_s * scale;
+  out.ops_s += out.lm_head.time_s;
+  out.kernels += out.lm_head.kernels;
+  out.matmul_flops += out.lm_head.matmul_flops;
+  out.other_flops += out.lm_head.other_flops;
+  out.bytes += out.lm_head.bytes;
+  // Launch gaps and host-bound stalls: the queue over the forward pass's kernels, less the
+  // device time of the ops themselves.
+  out.total_s = std::max(out.ops_s, cost.sequence_s(sequence) * scale);
+  out.overhead_s = out.total_s - out.ops_s;
+  return out;
+}
+
+// The algebra. Write T = T_dense, F = F_dense, ρ = F_mod/F, and for an op paired with the
+// dense model ρ_o = F_mod,o/F_dense,o. Then
+//   Σ_paired [ (t_mod,o − ρ_o t_dense,o)/T + (t_dense,o/T − F_dense,o/F)(ρ_o − ρ) ]
+//     = Σ_paired (t_mod,o/T − F_mod,o/F) − ρ Σ_paired t_dense,o/T + ρ Σ_paired F_dense,o/F
+//     = Σ_paired (t_mod,o/T − F_mod,o/F) − ρ (T − O_dense)/T + ρ
+// (every dense op is paired, so Σ_paired t_dense,o = T − O_dense and Σ_paired F_dense,o = F);
+// adding the unpaired terms Σ (t_mod,o/T − F_mod,o/F) and the launch term (O_mod − ρ O_dense)/T
+// gives (T_mod − O_mod)/T − ρ + O_mod/T = T_mod/T − ρ.
+gap_decomposition decompose_gap(const model_time& mod, const model_time& dense) {
+  gap_decomposition g;
+  const double T = dense.total_s;
+  const double F = double(dense.matmul_flops) + double(dense.other_flops);
+  if (!(T > 0) || !(F > 0)) return g;
+  const double rho = (double(mod.matmul_flops) + double(mod.other_flops)) / F;
+
+  auto flops = [](const op_prediction& p) { return double(p.matmul_flops) + double(p.other_flops); };
+  auto add = [&](const op_prediction& ref, std::string_view cls, double v) {
+    g.by_class[std::string(cls)] += v;
+    if (ref.op_class == "routing")
+      g.routing += v;
+    else if (ref.op_class == "attn_core")
+      g.attention += v;
+    else if (ref.memory_bound)
+      g.memory_bound += v;
+    else
+      g.gemm_efficiency += v;
+  };
+  // Wave quantisation: its own term, and in by_class with the op's other terms.
+  auto waves = [&](std::string_view cls, double v) {
+    g.by_class[std::string(cls)] += v;
+    g.wave_quantisation += v;
+  };
+  auto paired = [&](const op_prediction* m, const op_prediction& d) {
+    const double fd = flops(d);
+    const double fm = m ? flops(*m) : 0.0;
+    const double tm = m ? m->time_s : 0.0;
+    const double wm = m ? m->wave_s : 0.0;
+    if (fd > 0) {
+      const double rho_o = fm / fd;
+      const double wave = (wm - rho_o * d.wave_s) / T;
+      const double eff = (tm - rho_o * d.time_s) / T - wave;
+      waves(d.op_class, wave);
+      const double mix = (d.time_s / T - fd / F) * (rho_o - rho);
+      // Efficiency is judged on the MoD side (a GEMM at small k may turn bandwidth-bound),
+      // the mix on the dense side (how the op's time share compares with its FLOP share).
+      add(m ? *m : d, d.op_class, eff);
+      add(d, d.op_class, mix);
+    } else {
+      // A dense op without FLOPs (none in the FLOP model today): all of it is excess time.
+      add(m ? *m : d, d.op_class, (tm - rho * d.time_s) / T);
+    }
+  };
+  auto unpaired = [&](const op_prediction& m) {
+    waves(m.op_class, m.wave_s / T);
+    add(m, m.op_class, (m.time_s - m.wave_s) / T - flops(m) / F);
+  };
+
+  const std::size_t n = std::max(mod.layers.size(), dense.layers.size());
+  for (std::size_t li = 0; li < n; ++li) {
+    static const layer_prediction empty;
+    const layer_prediction& lm = li < mod.layers.size() ? mod.layers[li] : empty;
+    const layer_prediction& ld = li < dense.layers.size() ? dense.layers[li] : empty;
+    std::vector<bool> used(lm.ops.size(), false);
+    for (const op_prediction& d : ld.ops) {
+      const op_prediction* match = nullptr;
+      for (std::size_t k = 0; k < lm.ops.size(); ++k)
+        if (!used[k] && lm.ops[k].op == d.op) {
+          used[k] = true;
+          match = &lm.ops[k];
+          break;
+        }
+      paired(match, d);
+    }
+    for (std::size_t k = 0; k < lm.ops.size(); ++k)
+      if (!used[k]) unpaired(lm.ops[k]);
+  }
+  paired(&mod.lm_head, dense.lm_head);
+  g.launch = (mod.overhead_s - rho * dense.overhead_s) / T;
+  return g;
+}
+
+std::span<const gap_term> gap_terms() {
+  static const gap_term terms[] = {
+      {"routing", "routing ops", "routing", "router/topk/gather/scatter/predictor time beyond their FLOP share",
+       &gap_decomposition::routing},
+      {"launch", "launch overhead", "launch",
+       "{launches} launches vs {dense_launches} dense: the launch count does not shrink with capacity",
+       &gap_decomposition::launch},
+      {"gemm_efficiency", "GEMM efficiency", "GEMM eff.", "matmuls on fewer rows run below their dense efficiency",
+       &gap_decomposition::gemm_efficiency},
+      {"attention", "attention (capacity^2)", "attention",
+       "attention FLOPs shrink with capacity^2; its time share decides", &gap_decomposition::attention},
+      {"memory_bound", "memory-bound ops", "mem-bound", "weights read whatever k is; norms and activations",
+       &gap_decomposition::memory_bound},
+      {"wave_quantisation", "wave quantisation", "waves",
+       "GEMMs on fewer rows fill part of a wave of tiles; the idle SMs' time", &gap_decomposition::wave_quantisation},
+  };
+  return terms;
+}
+
+void compare_with_baseline(prediction& p) {
+  const double fm = double(p.model.matmul_flops) + double(p.model.other_flops);
+  const double fd = double(p.dense.matmul_flops) + double(p.dense.other_flops);
+  p.flop_ratio = fd > 0 ? fm / fd : 1.0;
+  p.matmul_flop_ratio = p.dense.matmul_flops > 0 ? double(p.model.matmul_flops) / double(p.dense.matmul_flops) : 1.0;
+  p.time_ratio = p.dense.total_s > 0 ? p.model.total_s / p.dense.total_s : 1.0;
+  p.gap = decompose_gap(p.model, p.dense);
+}
+
+double attention_share(const model_time& m) {
+  double s = 0;
+  for (const layer_prediction& l : m.layers)
+    for (const op_prediction& o : l.ops)
+      if (o.op_class == "attn_core") s += o.time_s;
+  return m.total_s > 0 ? s / m.total_s : 0.0;
+}
+
+prediction predict(const model_spec& model, const workload& w, const cost_model& cost) {
+  return predict(model, dense_baseline(model), w, cost);
+}
+
+prediction predict(const model_spec& model, const model_spec& baseline, const workload& w, const cost_model& cost) {
+  prediction p;
+  p.model_name = model.name;
+  p.load = w;
+  p.cost_label = cost.label();
+  p.calibrated = cost.calibrated();
+  p.launch_s = cost.launch_s();
+  p.model = time_model(model, w, cost);
+  p.dense = time_model(baseline, w, cost);
+  compare_with_baseline(p);
+  p.attention = cost.attention();
+  p.attention_measured = cost.attention_measured();
+  p.attention_share = attention_share(p.model);
+  if (const calibration* cal = cost.calibration(); cal && cal->cross_validation) {
+    p.expected_error = *cal->cross_validation;
+    p.holdout = cal->holdout;
+  }
+  if (p.model.timed_as_dtype || p.dense.timed_as_dtype)
+    p.notes.push_back(std::string(to_string(w.type)) + " timed by the " +
+                      to_string(p.model.timed_as_dtype ? *p.model.timed_as_dtype : *p.dense.timed_as_dtype) +
+                      " calibration: on " + cost.hardware().name +
+                      " the tensor cores run both at one rate and the elements have one size");
+
+  if (!cost.calibrated()) {
+    p.notes.push_back("uncalibrated: every time is the datasheet roofline of " + cost.hardware().name +
+                      " (run modsim calibrate for measured efficiencies)");
+  } else {
+    std::set<std::string> roofline_ops, stand_ins;  // by name, so the notes list them alphabetically
+    const bool attention_roofline = !p.attention_measured;
+    auto scan = [&](const op_prediction& o) {
+      if (attention_roofline && o.op_class == "attn_core") return;  // said below
+      if (!o.calibrated)
+        roofline_ops.insert(std::string(to_string(o.op)));
+      else if (o.calibrated_as != to_string(o.op))
+        stand_ins.insert(std::string(to_string(o.op)) + " (as " + o.calibrated_as + ")");
+    };
+    for (const auto* mt : {&p.model, &p.dense}) {
+      for (const auto& l : mt->layers)
+        for (const auto& o : l.ops) scan(o);
+      scan(mt->lm_head);
+    }
+    if (!roofline_ops.empty()) {
+      std::string s;
+      for (const auto& o : roofline_ops) s += (s.empty() ? "" : ", ") + o;
+      p.notes.push_back("not calibrated for " + std::string(to_string(w.type)) + ", datasheet roofline used: " + s);
+    }
+    if (!stand_ins.empty()) {
+      std::string s;
+      for (const auto& o : stand_ins) s += (s.empty() ? "" : ", ") + o;
+      p.notes.push_back("never measured, timed with a stand-in op's curve: " + s);
+    }
+    const calibration& cal = *cost.calibration();
+    if (cal.anchor_reference_s > 0)
+      p.notes.push_back(fmt::format(
+          "times at the machine speed the calibration's rows were held to (an anchor of {:.3f} ms, the median over "
+          "its {} rows): a shared machine running slower or faster now takes as much longer or shorter",
+          cal.anchor_reference_s * 1e3, cal.anchor_rows));
+    if (cal.kernels && cal.kernels->max_wave_factor > 0 && p.model.unmeasured_wave_s > 0.005 * p.model.total_s)
+      p.notes.push_back(fmt::format(
+          "GEMM waves past what the calibration measured: wave factor up to {:.2f} (its rows reached {:.2f}); "
+          "{:.1f}% of this prediction is the padding of those waves as the {} tiling assumes it, which no row "
+          "measured (the band does not cover it)",
+          p.model.max_wave_factor, cal.kernels->max_wave_factor, 100 * p.model.unmeasured_wave_s / p.model.total_s,
+          to_string(cal.kernels->gemm_tiles)));
+    if (attention_roofline) {
+      const attention_impl measured = cost.calibration()->attention;
+      p.notes.push_back(fmt::format(
+          "attention {}: never measured by this calibration (its rows ran {} attention); attn_scores, attn_softmax "
+          "and attn_values are the datasheet roofline of {} attention (--attention {} uses the measured kernels)",
+          to_string(p.attention), to_string(measured), to_string(p.attention), to_string(measured)));
+    }
+    if (p.expected_error && (!roofline_ops.empty() || attention_roofline)) {
+      const double p90 = p.expected_error->p90_abs_pct_error;
+      p.expected_error.reset();
+      p.holdout.reset();
+      if (!roofline_ops.empty())
+        p.notes.push_back(
+            "no error band: the calibration's cross-validation covers its calibrated ops, not the datasheet "
+            "roofline the ops above fell back to");
+      if (attention_roofline)
+        p.notes.push_back(fmt::format(
+            "no error band: the calibration's cross-validation (p90 {:.1f}%) covers the attention it measured, not "
+            "the datasheet roofline of {} attention, which is a lower bound: a fused kernel runs below the peaks",
+            p90, to_string(p.attention)));
+    } else if (p.expected_error) {
+      // The model's ops timed with a stand-in's curve, with their shares of its time.
+      std::map<std::pair<modsim::op, modsim::op>, double> stand_in_s;
+      auto add = [&](const op_prediction& o) {
+        if (!o.calibrated || o.calibrated_as == to_string(o.op)) return;
+        if (const std::optional<modsim::op> as = find_op(o.calibrated_as)) stand_in_s[{o.op, *as}] += o.time_s;
+      };
+      for (const auto& l : p.model.layers)
+        for (const auto& o : l.ops) add(o);
+      add(p.model.lm_head);
+      std::vector<stand_in_use> uses;
+      for (const auto& [ops, t] : stand_in_s)
+        uses.push_back({ops.first, ops.second, p.total_s() > 0 ? t / p.total_s() : 0.0});
+      p.band = band_for(*cost.calibration(), values_of(model, w),
+                        p.model.layers.empty() ? p.total_s() : p.total_s() / double(p.model.layers.size()),
+                        w.run == run_mode::decode, uses);
+    }
+  }
+  return p;
+}
+
+axis_values values_of(const model_spec& m, const workload& w) {
+  const bool decode = w.run == run_mode::decode;
+  axis_values v = {{cv_axis::d_model, double(m.d_model)},
+                   {cv_axis::d_ff, double(m.d_ff)},
+                   {cv_axis::n_heads, double(m.n_heads)},
+                   {cv_axis::seq_len, double(w.seq_len)},
+                   {cv_axis::batch, double(w.batch)}};
+  for (const layer_plan& l : plan_layers(m)) {
+    v.emplace_back(cv_axis::capacity, l.capacity);
+    const std::int64_t per_sequence = decode ? 1 : l.routed ? routed_tokens(l.capacity, w.seq_len) : w.seq_len;
+    v.emplace_back(cv_axis::tokens, double(w.batch) * double(per_sequence));
+  }
+  return v;
+}
+
+}  // namespace modsim::sim

@@ -1,0 +1,295 @@
+// The FLOP/byte model of a whole model: each layer's ops (layer_ops, in the order they run)
+// costed by their formulas (sim/model/flops_formulas.cpp) at the layer's shape, for a forward pass, a
+// training step or a decode step; the blocks the profiler times. Weight counts are
+// sim/model/parameters.cpp, GEMM tiles sim/cost/gemm_tiles.cpp.
+#include "sim/model/flops.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "core/error.hpp"
+#include "sim/model/flops_arith.hpp"
+
+namespace modsim::sim {
+namespace {
+
+using detail::checked;
+
+// The costs of `ids` at shape `s`, in order.
+template <class Shape>
+void append_ops(std::vector<op_cost>& out, const Shape& s, const std::vector<modsim::op>& ids) {
+  for (const modsim::op id : ids) out.push_back(cost_of(id, s));
+}
+
+// layer_ops without the routing decision (router, topk): what a decode step's routed layer
+// runs after its predictor (or router) has decided per token.
+std::vector<modsim::op> after_routing(std::vector<modsim::op> ids) {
+  std::erase_if(ids, [](modsim::op o) { return o == modsim::op::router || o == modsim::op::topk; });
+  return ids;
+}
+
+void add_to(checked& m, checked& o, checked& b, const op_cost& c) {
+  m = m + c.matmul_flops;
+  o = o + c.other_flops;
+  b = b + c.bytes;
+}
+
+op_cost times(op_cost c, std::int64_t k) {
+  c.matmul_flops = (checked(c.matmul_flops) * k).v;
+  c.other_flops = (checked(c.other_flops) * k).v;
+  c.bytes = (checked(c.bytes) * k).v;
+  return c;
+}
+
+struct evaluation {
+  std::vector<layer_flops> layers;
+  op_cost lm_head;
+  std::int64_t matmul = 0, other = 0, bytes = 0;
+};
+
+evaluation evaluate(const model_spec& model, const workload& w) {
+  evaluation ev;
+  const op_shape base = shape_of(model, w);
+  const bool has_moe = model.moe.has_value();
+  const mode_variant variant = has_moe ? model.moe->variant : mode_variant::staged;
+  const bool decode = w.run == run_mode::decode;
+  const std::int64_t repeat = w.run == run_mode::train ? 3 : 1;
+
+  for (const layer_plan& plan : plan_layers(model)) {
+    // `moe` ignores the schedule; `integrated` routes through no-op experts, not MoD.
+    const bool routed = plan.routed && !(has_moe && variant == mode_variant::moe);
+    const bool mod_routing = routed && !(has_moe && variant == mode_variant::integrated);
+    layer_flops lf;
+    lf.index = plan.index;
+    lf.routed = routed;
+    lf.capacity = routed ? plan.capacity : 1.0;
+
+    op_shape s = base;
+    if (routed && has_moe && variant == mode_variant::integrated) s.noop_experts = model.moe->noop_experts;
+    if (!decode) {
+      if (mod_routing) s.tokens = routed_tokens(plan.capacity, w.seq_len);
+      lf.ops = layer_costs(s, {mod_routing, has_moe});
+      lf.tokens = (checked(s.batch) * s.tokens).v;
+      lf.expected_tokens = static_cast<double>(lf.tokens);
+    } else if (!mod_routing) {
+      // One new token per sequence, attending to the S cached entries and itself.
+      s.tokens = 1;
+      s.seq_len = 1;
+      s.context = (checked(w.seq_len) + 1).v;
+      append_ops(lf.ops, s, layer_ops({false, has_moe}, s.mlp));
+      lf.tokens = w.batch;
+      lf.expected_tokens = static_cast<double>(w.batch);
+    } else {
+      // The routing decision for all B new tokens, then the block for the expected
+      // m = capacity·B routed ones over the routed-only KV cache.
+      const double B = static_cast<double>(w.batch);
+      s.tokens = 1;
+      s.seq_len = 1;
+      if (model.routing && model.routing->inference == inference_routing::router) {
+        lf.ops.push_back(ops::router(s));
+      } else {
+        lf.ops.push_back(ops::predictor(s));
+      }
+      expected_op_shape x;
+      x.batch = plan.capacity * B;
+      x.tokens = 1;
+      x.seq_len = 1;
+      x.context = static_cast<double>(routed_tokens(plan.capacity, w.seq_len)) + 1.0;
+      x.weight_reads = 1.0 - std::pow(1.0 - plan.capacity, B);
+      x.d_model = s.d_model;
+      x.n_heads = s.n_heads;
+      x.n_kv_heads = s.n_kv_heads;
+      x.d_head = s.d_head;
+      x.d_ff = s.d_ff;
+      x.vocab_size = s.vocab_size;
+      x.mlp = s.mlp;
+      x.elem_bytes = s.elem_bytes;
+      x.experts = s.experts;
+      x.top_k = s.top_k;
+      x.capacity_factor = s.capacity_factor;
+      x.noop_experts = s.noop_experts;
+      x.predictor_hidden = s.predictor_hidden;
+      x.window = s.window;
+      append_ops(lf.ops, x, after_routing(layer_ops({true, has_moe}, s.mlp)));
+      lf.expected_tokens = x.batch;
+      lf.tokens = std::llround(x.batch);
+      lf.expected = x;
+      lf.has_expected = true;
+    }
+    lf.shape = s;
+
+    checked m, o, b;
+    for (op_cost& c : lf.ops) {
+      if (repeat != 1) c = times(c, repeat);
+      add_to(m, o, b, c);
+    }
+    lf.matmul_flops = m.v;
+    lf.other_flops = o.v;
+    lf.bytes = b.v;
+    ev.layers.push_back(std::move(lf));
+  }
+
+  op_shape head = base;
+  if (decode) head.seq_len = 1;
+  ev.lm_head = times(ops::lm_head(head), repeat);
+
+  checked m, o, b;
+  for (const layer_flops& lf : ev.layers) {
+    m = m + lf.matmul_flops;
+    o = o + lf.other_flops;
+    b = b + lf.bytes;
+  }
+  add_to(m, o, b, ev.lm_head);
+  ev.matmul = m.v;
+  ev.other = o.v;
+  ev.bytes = b.v;
+  return ev;
+}
+
+}  // namespace
+
+op_shape shape_of(const model_spec& model, const workload& w) {
+  if (w.batch < 1) throw input_error("", "batch", "must be at least 1, got " + std::to_string(w.batch));
+  if (w.seq_len < 1) throw input_error("", "seq_len", "must be at least 1, got " + std::to_string(w.seq_len));
+  op_shape s;
+  s.batch = w.batch;
+  s.tokens = w.seq_len;
+  s.seq_len = w.seq_len;
+  s.d_model = model.d_model;
+  s.n_heads = model.n_heads;
+  s.n_kv_heads = model.n_kv_heads;
+  s.d_head = model.d_head;
+  s.d_ff = model.d_ff;
+  s.vocab_size = model.vocab_size;
+  s.mlp = model.mlp;
+  s.window = model.sliding_window;
+  s.elem_bytes = dtype_bytes(w.type);
+  if (model.moe) {
+    s.experts = model.moe->experts;
+    s.top_k = model.moe->top_k;
+    s.capacity_factor = model.moe->capacity_factor;
+  }
+  if (model.routing) s.predictor_hidden = model.routing->predictor_hidden;
+  return s;
+}
+
+namespace {
+
+// Whether op `o` runs in a layer of `kind` with `mlp`: a switch over every op with no default, so
+// the compiler names this place when an op is added. Where it runs in the layer is its op table
+// row's layer order (core/op_table.hpp), the one statement of the order.
+bool in_layer(modsim::op o, layer_kind kind, mlp_kind mlp) {
+  switch (o) {
+    using enum modsim::op;
+    case router:
+    case topk:
+    case gather:
+    case scatter:
+      return kind.mod_routing;
+    case attn_norm:
+    case qkv_proj:
+    case attn_scores:
+    case attn_softmax:
+    case attn_values:
+    case out_proj:
+    case mlp_norm:
+      return true;
+    case mlp_up:
+    case mlp_act:
+    case mlp_down:
+      return !kind.moe;
+    case mlp_gate:
+      return !kind.moe && mlp == mlp_kind::swiglu;
+    case expert_router:
+    case experts:
+      return kind.moe;
+    // Outside a layer's block: the causal predictor (a decode step adds it) and the LM head
+    // (once per model); whole blocks and decode steps are timed whole.
+    case predictor:
+    case lm_head:
+    case block_dense:
+    case block_mod:
+    case layer_mode:
+    case decode_dense:
+    case decode_mod:
+    case decode_step:
+      return false;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<modsim::op> layer_ops(layer_kind kind, mlp_kind mlp) {
+  std::vector<modsim::op> out;
+  for (const modsim::op o : model_ops())  // in the table's layer order
+    if (in_layer(o, kind, mlp)) out.push_back(o);
+  return out;
+}
+
+std::vector<op_cost> layer_costs(const op_shape& s, layer_kind kind) {
+  std::vector<op_cost> out;
+  append_ops(out, s, layer_ops(kind, s.mlp));
+  return out;
+}
+
+op_shape block_op_shape(modsim::op block, const op_shape& s, double capacity, mode_variant variant) {
+  op_shape x = s;
+  x.context = 0;
+  x.tokens = s.seq_len;
+  if (block == modsim::op::block_mod) {
+    x.tokens = routed_tokens(capacity, s.seq_len);
+  } else if (block == modsim::op::layer_mode) {
+    if (variant != mode_variant::integrated) x.noop_experts = 0;
+    if (variant == mode_variant::staged) x.tokens = routed_tokens(capacity, s.seq_len);
+  }
+  return x;
+}
+
+std::vector<op_cost> block_costs(modsim::op block, const op_shape& s, double capacity, mode_variant variant) {
+  const op_shape x = block_op_shape(block, s, capacity, variant);
+  if (block == modsim::op::block_dense) return layer_costs(x, {false, false});
+  if (block == modsim::op::block_mod) return layer_costs(x, {true, false});
+  if (block == modsim::op::layer_mode) {
+    if (s.experts < 1) throw input_error("", "experts", "layer_mode needs at least one expert");
+    switch (variant) {
+      case mode_variant::moe:
+      case mode_variant::integrated:
+        return layer_costs(x, {false, true});
+      case mode_variant::staged:
+        return layer_costs(x, {true, true});
+      case mode_variant::none:
+        throw input_error("", "variant", "layer_mode needs an MoE variant (moe, staged or integrated)");
+    }
+  }
+  throw input_error(
+      "", "op",
+      "unknown block '" + std::string(to_string(block)) + "' (expected block_dense, block_mod or layer_mode)");
+}
+
+op_cost sum_costs(const std::vector<op_cost>& list, modsim::op as) {
+  checked m, o, b;
+  for (const op_cost& c : list) add_to(m, o, b, c);
+  return op_cost{as, m.v, o.v, b.v};
+}
+
+flops_report evaluate_flops(const model_spec& model, const workload& w) {
+  evaluation ev = evaluate(model, w);
+  const evaluation dense = evaluate(dense_baseline(model), w);
+  flops_report r;
+  r.model_name = model.name;
+  r.load = w;
+  r.layers = std::move(ev.layers);
+  r.lm_head = std::move(ev.lm_head);
+  r.totals.matmul_flops = ev.matmul;
+  r.totals.other_flops = ev.other;
+  r.totals.bytes = ev.bytes;
+  r.totals.dense_matmul_flops = dense.matmul;
+  r.totals.dense_other_flops = dense.other;
+  r.totals.dense_bytes = dense.bytes;
+  r.params = parameter_count(model);
+  return r;
+}
+
+}  // namespace modsim::sim

@@ -1,0 +1,95 @@
+#include "sim/model/memory.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "sim/model/flops.hpp"
+
+namespace modsim::sim {
+
+memory_footprint footprint_of(const model_spec& m, const workload& w, attention_impl attention) {
+  memory_footprint fp;
+  fp.attention = attention;
+  const double e = dtype_bytes(w.type);
+  const double P = static_cast<double>(parameter_count(m));
+  const double B = static_cast<double>(w.batch), S = static_cast<double>(w.seq_len);
+  const double d = m.d_model, dkv = m.d_kv(), H = m.n_heads, dq = m.d_q();
+  double F = m.mlp == mlp_kind::swiglu ? 2.0 * m.d_ff : double(m.d_ff);
+  if (m.moe) F *= m.moe->top_k;
+  const bool decode = w.run == run_mode::decode;
+  const bool train = w.run == run_mode::train;
+  const double window = static_cast<double>(m.sliding_window);
+
+  fp.weights = P * e;
+  if (train) fp.training_state = P * e + 2.0 * P * 4.0;
+
+  double largest = 0, sum = 0;
+  for (const layer_plan& l : plan_layers(m)) {
+    // MoD routing shrinks the block's tokens; the integrated and moe variants do not.
+    const bool mod = l.routed && !(m.moe && m.moe->variant != mode_variant::staged);
+    const double cached = mod ? double(routed_tokens(l.capacity, w.seq_len)) : S;
+    // A sliding window keeps at most W positions per sequence in the cache and W keys per query.
+    const auto windowed = [&](double keys) { return window > 0 ? std::min(keys, window) : keys; };
+    double tokens = 0, keys = 0;
+    if (decode) {
+      fp.kv_cache += B * windowed(cached + 1) * 2 * dkv * e;
+      tokens = 1;
+      keys = windowed(cached + 1);
+    } else {
+      tokens = cached;
+      keys = windowed(cached);
+    }
+    const double buffers =
+        attention == attention_impl::fused ? B * H * tokens * 4 + B * tokens * dq * e : B * H * tokens * keys * e;
+    const double layer = B * tokens * (3 * d + 2 * dkv + F) * e + buffers;
+    if (layer > largest) {
+      largest = layer;
+      fp.attention_buffers = buffers;
+    }
+    sum += layer;
+  }
+  fp.logits = B * (decode ? 1.0 : S) * m.vocab_size * e;
+  fp.activations = (train ? sum : largest) + fp.logits;
+  return fp;
+}
+
+std::string format_bytes(double bytes) {
+  static const char* units[] = {"B", "kB", "MB", "GB", "TB", "PB", "EB", "ZB", "YB"};
+  int u = 0;
+  double v = bytes;
+  while (std::abs(v) >= 1000 && u < 8) v /= 1000, ++u;
+  char out[64];
+  if (u == 0 || std::abs(v) >= 100)
+    std::snprintf(out, sizeof out, "%.0f %s", v, units[u]);
+  else
+    std::snprintf(out, sizeof out, "%.3g %s", v, units[u]);
+  return out;
+}
+
+bool fits_in(const memory_footprint& fp, double memory_bytes) {
+  return memory_bytes <= 0 || fp.total() <= memory_bytes;
+}
+
+std::string memory_verdict(const memory_footprint& fp, double memory_bytes) {
+  if (fits_in(fp, memory_bytes)) return {};
+  struct part {
+    const char* what;
+    double bytes;
+  };
+  const part parts[] = {
+      {"the weights", fp.weights},
+      {"the gradients and optimizer moments", fp.training_state},
+      {"the KV cache", fp.kv_cache},
+      {fp.attention == attention_impl::fused ? "the fused attention's row statistics and output of one layer"
+                                             : "the attention scores of one layer (B·H·S² unfused)",
+       fp.attention_buffers},
+      {"the LM head's logits", fp.logits},
+      {"the other activations", fp.activations - fp.attention_buffers - fp.logits}};
+  const part* big = std::max_element(std::begin(parts), std::end(parts),
+                                     [](const part& a, const part& b) { return a.bytes < b.bytes; });
+  return "does not fit in " + format_bytes(memory_bytes) + ": needs at least " + format_bytes(fp.total()) +
+         ", of which " + big->what + " take " + format_bytes(big->bytes);
+}
+
+}  // namespace modsim::sim

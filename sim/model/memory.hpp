@@ -1,0 +1,57 @@
+#pragma once
+// What one step keeps in device memory, and whether it fits the hardware's memory_bytes.
+//
+// The footprint is a lower bound of the step's resident bytes (e = dtype_bytes, P = parameter
+// count, n_l = tokens per sequence at layer l: k at a routed layer, S otherwise):
+//   weights        P·e
+//   training state P·e (gradients) + 2·P·4 (two fp32 Adam moments)       (train only)
+//   KV cache       decode: B·(n_l+1)·2·d_kv·e summed over layers (a routed layer caches
+//                  the k = routed_tokens(c, S) tokens its block saw, plus the new one)
+//   activations    forward/decode: the largest one layer needs at once,
+//                    max over l of B·n_l·(3·d + 2·d_kv + F)·e + attention buffers
+//                  train: every layer's, kept for the backward pass (summed over l)
+//   attention      what the attention implementation priced keeps (q_l = queries per sequence:
+//   buffers        n_l in forward/train, 1 in decode; L_l = the keys each query reads: n_l in
+//                  forward/train, the layer's cached entries in decode):
+//                    unfused: the scores B·H·q_l·L_l·e, written and read back
+//                    fused:   no scores; the kernel's per-row softmax statistics B·H·q_l·4
+//                             (fp32) and its output B·q_l·H·d_head·e (H·d_head = d_q)
+// With a sliding window W (model_spec::sliding_window) the KV cache holds min(n_l+1, W)
+// entries per sequence and layer and L_l is at most W.
+// F = d_ff (2·d_ff for swiglu); an MoE MLP counts top_k·F per token. The LM head's logits
+// B·S·V·e (B·V·e in decode) join the activations of the last layer.
+#include <cstdint>
+#include <string>
+
+#include "sim/model/spec.hpp"
+
+namespace modsim::sim {
+
+struct memory_footprint {
+  double weights = 0;         // bytes
+  double training_state = 0;  // gradients and optimizer moments (train)
+  double kv_cache = 0;        // decode
+  double activations = 0;     // incl. attention buffers and logits
+  // The attention buffers of the largest layer (part of activations): the scores when unfused,
+  // the row statistics and output when fused.
+  double attention_buffers = 0;
+  double logits = 0;                                   // the LM head's output (part of activations)
+  attention_impl attention = attention_impl::unfused;  // the implementation the buffers are of
+  double total() const { return weights + training_state + kv_cache + activations; }
+};
+
+// Doubles throughout: a footprint that does not fit in 64 bits is still a number to print.
+// `attention` is the implementation the step is priced with (cost_model::attention()).
+memory_footprint footprint_of(const model_spec& model, const workload& w, attention_impl attention);
+
+// The one memory check: true when fp.total() <= memory_bytes, or memory_bytes <= 0 (unknown).
+bool fits_in(const memory_footprint& fp, double memory_bytes);
+
+// Empty when fits_in(fp, memory_bytes); else one sentence: "does not fit in 80 GB: needs
+// 35.2 TB, of which the attention scores of one layer (B·H·S² unfused) take 35.2 TB".
+std::string memory_verdict(const memory_footprint& fp, double memory_bytes);
+
+// "80 GB", "35.2 TB", "512 MB": decimal units, three significant digits.
+std::string format_bytes(double bytes);
+
+}  // namespace modsim::sim
