@@ -6,8 +6,8 @@
 // convention of docs/contracts.md for `--mode train`: 3× the forward's matmul FLOPs (the
 // router's 2·d per token included; attention the full n×n square), so recomputation's extra
 // work shows as a lower rate, not as more FLOPs. MoDE rows (staged at capacity 1/2,
-// integrated; 4 experts, one no-op for integrated) are counted as the dense MLP. Median of repeats after a warm-up, steady
-// clock. A program that prints figures, not a test.
+// integrated; 4 experts, one no-op for integrated) are counted as the dense MLP. Median of repeats after a warm-up,
+// steady clock. A program that prints figures, not a test.
 //   modsim-bench-train [--quick] [--threads N] [--repeats N]
 #include <cblas.h>
 
