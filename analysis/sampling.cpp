@@ -269,10 +269,11 @@ sampling_map make_sampling_map(const sim::model_spec& model, const sim::model_sp
 
 sampling_map make_sampling_map(const sim::model_spec& model, const sim::model_spec& baseline, bool routing_removed,
                                const sampling_device& dev, sim::dtype t, const sampling_request& r) {
-  check_axis(r.batches, "batches", 1);
-  check_axis(r.contexts, "contexts", 0);
-  if (r.draws < 1) throw input_error("", "draws", "must be >= 1");
-  if (!(r.target_speedup > 1)) throw input_error("", "--target", "the target speed-up must be > 1");
+  // The one check of the request (the command line's flags are these keys).
+  check_axis(r.batches, "--batches", 1);
+  check_axis(r.contexts, "--contexts", 1);
+  if (r.draws < 1) throw input_error("", "--draws", "must be >= 1");
+  if (!(r.target_speedup > 1)) throw input_error("", "--target", "must be > 1 (a speed-up)");
   des::check_pad_capacity(r.pad_capacity);
 
   sampling_map m;
