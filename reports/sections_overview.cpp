@@ -46,6 +46,82 @@ static std::string attention_text(const sim::prediction& p, bool headline = true
   return headline ? "**Attention**: " + t + "." : t;
 }
 
+// The verdict's sampling line: each strategy's cells reaching the target, the best, the excluded.
+std::string sampling_line(const report_data& d) {
+  const analysis::sampling_map& map = *d.sampling;
+  std::string line =
+      fmt::format("**Sampling** (decode step vs {}, simulated; the paper claims 1.5x): ", map.baseline_name);
+  for (std::size_t i = 0; i < map.strategies.size(); ++i) {
+    const analysis::sampling_strategy_map& sm = map.strategies[i];
+    const std::size_t fitting = sm.cells.size() - static_cast<std::size_t>(sm.excluded);
+    const std::string excluded =
+        sm.excluded > 0 ? fmt::format("; {} excluded: they do not fit in {}", sm.excluded, sampling_memory_name(map))
+                        : std::string();
+    if (sm.best < 0) {
+      line += fmt::format("{}{}: no cell fits in memory{}", i ? "; " : "", sm.strategy.name(), excluded);
+      continue;
+    }
+    const analysis::sampling_cell& top = sm.cells[static_cast<std::size_t>(sm.best)];
+    line += fmt::format("{}{} reaches {:g}x in {} of {} cells{} (best {:.2f}x at batch {}, context {}{})",
+                        i ? "; " : "", sm.strategy.name(), map.target_speedup, sm.reached, fitting,
+                        sm.excluded > 0 ? " that fit" : "", top.speedup(), top.batch, top.context, excluded);
+  }
+  if (d.serving_routing)
+    line += fmt::format("; serving decodes with {}", sim::des::to_string(d.serving_routing->routing));
+  return line + " (see Sampling).";
+}
+
+// The verdict's trust line: the measured error that belongs to these predictions, and whose it is.
+std::string trust_line(const report_data& d, const sim::prediction& p) {
+  if (d.validation && !p.calibrated && v_calibrated(*d.validation)) {
+    // The prediction is the datasheet roofline; the validation found belongs to the
+    // calibration beside the hardware file, which this report does not predict with.
+    const auto& v = *d.validation;
+    const std::string roofline =
+        v.datasheet_summary.points > 0
+            ? fmt::format(", which is off by {:.1f}% (median |error|), {:.1f}% at p90 on the same blocks",
+                          v.datasheet_summary.median_abs_pct_error, v.datasheet_summary.p90_abs_pct_error)
+            : std::string(", which no measurement here checks");
+    return fmt::format(
+        "**Trust**: this report predicts with the uncalibrated datasheet roofline of {}{}; the calibration beside it "
+        "({}), which it does not use, is off by {:.1f}% (median |error|), {:.1f}% at p90 on {} measured blocks. "
+        "Choose the calibrated hardware file to predict with it.",
+        d.hardware.name, roofline, v.hardware, v.summary.median_abs_pct_error, v.summary.p90_abs_pct_error,
+        v.summary.points);
+  }
+  if (d.validation) {
+    const auto& v = *d.validation;
+    const bool same = v.hardware == d.hardware.name;
+    const std::string other =
+        same || (v.folds > 0 && d.hardware.name.find(v.hardware) == 0)
+            ? std::string()
+            : fmt::format(" — measured on {}, not on {}: this checks the method, not the {} numbers", v.hardware,
+                          d.hardware.name, d.hardware.name);
+    // The calibration itself on rows it was checked on and never fitted (calibrate --holdout).
+    const std::string held =
+        p.holdout && p.holdout->blocks > 0
+            ? fmt::format(
+                  "; the calibration itself, on {} held-out blocks it never fitted: {:.1f}% median, {:.1f}% at "
+                  "p90 (its bands come from these)",
+                  p.holdout->blocks, p.holdout->median_abs_pct_error, p.holdout->p90_abs_pct_error)
+            : std::string();
+    if (v.folds > 0)
+      return fmt::format(
+          "**Trust**: against {} measured blocks on {} the calibrated cost model is off by {:.1f}% (median |error|), "
+          "{:.1f}% at p90 — {}-fold cross-validation by shape: no block was predicted by a calibration that saw it or "
+          "any op of its shape{}{}.",
+          v.summary.points, short_device(v.device), v.summary.median_abs_pct_error, v.summary.p90_abs_pct_error,
+          v.folds, other, held);
+    return fmt::format(
+        "**Trust**: against {} measured blocks on {} the {} cost model is off by {:.1f}% "
+        "(median |error|), {:.1f}% at p90{}.",
+        v.summary.points, short_device(v.device),
+        v.cost_label.rfind("calibrated", 0) == 0 ? "calibrated" : "uncalibrated", v.summary.median_abs_pct_error,
+        v.summary.p90_abs_pct_error, other);
+  }
+  return "**Trust**: no measurements in this report — " + d.validation_missing + ".";
+}
+
 section verdict_section(const report_data& d) {
   section s{"verdict", "Verdict", "Verdict", {}};
   const model_result& m = subject(d);
@@ -121,77 +197,8 @@ section verdict_section(const report_data& d) {
         static_cast<double>(a.kv_peak_bytes) / 1e6, static_cast<double>(b.kv_peak_bytes) / 1e6,
         ratio_or_dash(b.kv_peak_bytes, a.kv_peak_bytes)));
   }
-  if (d.sampling) {
-    const analysis::sampling_map& map = *d.sampling;
-    std::string line =
-        fmt::format("**Sampling** (decode step vs {}, simulated; the paper claims 1.5x): ", map.baseline_name);
-    for (std::size_t i = 0; i < map.strategies.size(); ++i) {
-      const analysis::sampling_strategy_map& sm = map.strategies[i];
-      const std::size_t fitting = sm.cells.size() - static_cast<std::size_t>(sm.excluded);
-      const std::string excluded =
-          sm.excluded > 0 ? fmt::format("; {} excluded: they do not fit in {}", sm.excluded, sampling_memory_name(map))
-                          : std::string();
-      if (sm.best < 0) {
-        line += fmt::format("{}{}: no cell fits in memory{}", i ? "; " : "", sm.strategy.name(), excluded);
-        continue;
-      }
-      const analysis::sampling_cell& top = sm.cells[static_cast<std::size_t>(sm.best)];
-      line += fmt::format("{}{} reaches {:g}x in {} of {} cells{} (best {:.2f}x at batch {}, context {}{})",
-                          i ? "; " : "", sm.strategy.name(), map.target_speedup, sm.reached, fitting,
-                          sm.excluded > 0 ? " that fit" : "", top.speedup(), top.batch, top.context, excluded);
-    }
-    if (d.serving_routing)
-      line += fmt::format("; serving decodes with {}", sim::des::to_string(d.serving_routing->routing));
-    items.push_back(line + " (see Sampling).");
-  }
-  if (d.validation && !p.calibrated && v_calibrated(*d.validation)) {
-    // The prediction is the datasheet roofline; the validation found belongs to the
-    // calibration beside the hardware file, which this report does not predict with.
-    const auto& v = *d.validation;
-    const std::string roofline =
-        v.datasheet_summary.points > 0
-            ? fmt::format(", which is off by {:.1f}% (median |error|), {:.1f}% at p90 on the same blocks",
-                          v.datasheet_summary.median_abs_pct_error, v.datasheet_summary.p90_abs_pct_error)
-            : std::string(", which no measurement here checks");
-    items.push_back(fmt::format(
-        "**Trust**: this report predicts with the uncalibrated datasheet roofline of {}{}; the calibration beside it "
-        "({}), which it does not use, is off by {:.1f}% (median |error|), {:.1f}% at p90 on {} measured blocks. "
-        "Choose the calibrated hardware file to predict with it.",
-        d.hardware.name, roofline, v.hardware, v.summary.median_abs_pct_error, v.summary.p90_abs_pct_error,
-        v.summary.points));
-  } else if (d.validation) {
-    const auto& v = *d.validation;
-    const bool same = v.hardware == d.hardware.name;
-    const std::string other =
-        same || (v.folds > 0 && d.hardware.name.find(v.hardware) == 0)
-            ? std::string()
-            : fmt::format(" — measured on {}, not on {}: this checks the method, not the {} numbers", v.hardware,
-                          d.hardware.name, d.hardware.name);
-    // The calibration itself on rows it was checked on and never fitted (calibrate --holdout).
-    const std::string held =
-        p.holdout && p.holdout->blocks > 0
-            ? fmt::format(
-                  "; the calibration itself, on {} held-out blocks it never fitted: {:.1f}% median, {:.1f}% at "
-                  "p90 (its bands come from these)",
-                  p.holdout->blocks, p.holdout->median_abs_pct_error, p.holdout->p90_abs_pct_error)
-            : std::string();
-    if (v.folds > 0)
-      items.push_back(fmt::format(
-          "**Trust**: against {} measured blocks on {} the calibrated cost model is off by {:.1f}% (median |error|), "
-          "{:.1f}% at p90 — {}-fold cross-validation by shape: no block was predicted by a calibration that saw it or "
-          "any op of its shape{}{}.",
-          v.summary.points, short_device(v.device), v.summary.median_abs_pct_error, v.summary.p90_abs_pct_error,
-          v.folds, other, held));
-    else
-      items.push_back(
-          fmt::format("**Trust**: against {} measured blocks on {} the {} cost model is off by {:.1f}% "
-                      "(median |error|), {:.1f}% at p90{}.",
-                      v.summary.points, short_device(v.device),
-                      v.cost_label.rfind("calibrated", 0) == 0 ? "calibrated" : "uncalibrated",
-                      v.summary.median_abs_pct_error, v.summary.p90_abs_pct_error, other));
-  } else {
-    items.push_back("**Trust**: no measurements in this report — " + d.validation_missing + ".");
-  }
+  if (d.sampling) items.push_back(sampling_line(d));
+  items.push_back(trust_line(d, p));
   if (d.validation && unmeasured_attention)
     items.back().insert(
         items.back().size() - 1,

@@ -62,8 +62,19 @@ const QString kKeptBaseline = QStringLiteral("<kept from the design space>");
 ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(parent), m_session(session) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(6, 6, 6, 6);
+  layout->addWidget(buildModelBox());
+  layout->addWidget(buildWorkloadBox());
+  layout->addWidget(buildScheduleBox(), 1);
+  layout->addWidget(buildVariantBox());
+  layout->addWidget(buildHardwareBox());
 
-  // --- Model ------------------------------------------------------------------------------
+  connect(session, &ExplorerSession::configChanged, this, &ModelPanel::refresh);
+  connect(session, &ExplorerSession::validationChanged, this, &ModelPanel::showValidation);
+  connect(session, &ExplorerSession::editRefused, this, &ModelPanel::showValidation);
+  refresh();
+}
+
+QGroupBox* ModelPanel::buildModelBox() {
   auto* modelBox = new QGroupBox(tr("Model"), this);
   auto* mf = new QFormLayout(modelBox);
   mf->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
@@ -111,9 +122,10 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
   m_window = new QLabel(modelBox);
   m_window->setTextInteractionFlags(Qt::TextSelectableByMouse);
   mf->addRow(tr("Attention window"), m_window);
-  layout->addWidget(modelBox);
+  return modelBox;
+}
 
-  // --- Workload and mode ----------------------------------------------------------------------
+QGroupBox* ModelPanel::buildWorkloadBox() {
   auto* loadBox = new QGroupBox(tr("Workload"), this);
   auto* lf = new QFormLayout(loadBox);
   lf->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
@@ -178,9 +190,10 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
   connect(m_dtype, &QComboBox::currentIndexChanged, this, [this](int i) {
     m_session->setDtype(i == 0 ? sim::dtype::fp32 : i == 1 ? sim::dtype::bf16 : sim::dtype::fp16);
   });
-  layout->addWidget(loadBox);
+  return loadBox;
+}
 
-  // --- Schedule -------------------------------------------------------------------------------
+QGroupBox* ModelPanel::buildScheduleBox() {
   auto* schedBox = new QGroupBox(tr("Schedule (routed layers and their capacity)"), this);
   auto* sl = new QVBoxLayout(schedBox);
   auto* presetRow = new QHBoxLayout;
@@ -207,7 +220,7 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
   m_scheduleNote = makeNoteLabel(schedBox);
   sl->addWidget(m_scheduleNote);
   m_scheduleView = new QTableView(schedBox);
-  m_scheduleView->setModel(session->scheduleModel());
+  m_scheduleView->setModel(m_session->scheduleModel());
   m_scheduleView->setItemDelegateForColumn(ScheduleModel::CapacityColumn, new CapacityDelegate(m_scheduleView));
   m_scheduleView->verticalHeader()->setVisible(false);
   m_scheduleView->verticalHeader()->setDefaultSectionSize(20);
@@ -238,9 +251,10 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
   // Integrated MoDE: the capacity is the share of tokens that reach a real expert, so it sets
   // the no-op experts (the session, sim::noop_experts_for) in the same edit.
   connect(m_capacity, &QDoubleSpinBox::valueChanged, this, [this](double) { applyPreset(); });
-  layout->addWidget(schedBox, 1);
+  return schedBox;
+}
 
-  // --- MoDE variant ---------------------------------------------------------------------------
+QGroupBox* ModelPanel::buildVariantBox() {
   auto* variantBox = new QGroupBox(tr("MoDE variant"), this);
   auto* vf = new QFormLayout(variantBox);
   vf->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
@@ -304,9 +318,10 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
     applyPreset();
   });
   connect(m_capacityFactor, &QDoubleSpinBox::valueChanged, this, [this](double) { applyVariant(); });
-  layout->addWidget(variantBox);
+  return variantBox;
+}
 
-  // --- Hardware -------------------------------------------------------------------------------
+QGroupBox* ModelPanel::buildHardwareBox() {
   auto* hwBox = new QGroupBox(tr("Hardware"), this);
   auto* hl = new QVBoxLayout(hwBox);
   auto* hwRow = new QHBoxLayout;
@@ -327,12 +342,7 @@ ModelPanel::ModelPanel(ExplorerSession* session, QWidget* parent) : QWidget(pare
   connect(m_addHardware, &QPushButton::clicked, this, &ModelPanel::addHardwareRequested);
   connect(m_hardware, &QComboBox::activated, this,
           [this](int i) { emit hardwareChosen(m_hardware->itemData(i).toString()); });
-  layout->addWidget(hwBox);
-
-  connect(session, &ExplorerSession::configChanged, this, &ModelPanel::refresh);
-  connect(session, &ExplorerSession::validationChanged, this, &ModelPanel::showValidation);
-  connect(session, &ExplorerSession::editRefused, this, &ModelPanel::showValidation);
-  refresh();
+  return hwBox;
 }
 
 QLabel* ModelPanel::makeErrorLabel(const QString& key) {
@@ -482,80 +492,8 @@ void ModelPanel::refresh() {
     const QSignalBlocker b(m_mode);
     m_mode->setCurrentIndex(m_mode->findData(int(w.run)));
   }
-  // Schedule preset and capacity from the routed layers.
-  {
-    const QSignalBlocker b1(m_preset), b2(m_nth), b3(m_capacity);
-    std::vector<bool> routed;
-    double cap = m.routing ? m.routing->capacity : 0.125;
-    bool first = true;
-    QMap<double, int> byCapacity;  // routed layers per capacity
-    for (const auto& l : m_session->scheduleModel()->layers()) {
-      routed.push_back(l.has_value());
-      if (!l) continue;
-      if (first) cap = *l, first = false;
-      ++byCapacity[*l];
-    }
-    const int layers = int(routed.size());
-    m_nth->setMaximum(std::max(2, layers));
-    const std::string preset = sim::schedule_preset(routed);
-    QString key = QStringLiteral("custom");
-    if (preset.rfind("every_nth:", 0) == 0) {
-      key = QStringLiteral("every_nth");
-      m_nth->setValue(std::stoi(preset.substr(10)));
-    } else if (!preset.empty()) {
-      key = qs(preset);
-    }
-    // The user's own choice stands while the layers are what it routes: every n-th with n = 2
-    // routes what every other does, and stays every n-th.
-    if (m_presetChoice == QStringLiteral("every_nth") && key == QStringLiteral("every_other") && m_nth->value() == 2)
-      key = m_presetChoice;
-    if (byCapacity.size() > 1) key = QStringLiteral("custom");
-    m_preset->setCurrentIndex(m_preset->findData(key));
-    m_nth->setEnabled(key == QStringLiteral("every_nth"));
-    m_capacity->setValue(cap);
-    QString note;
-    if (byCapacity.size() > 1) {
-      QStringList parts;
-      for (auto it = byCapacity.cbegin(); it != byCapacity.cend(); ++it)
-        parts << (it.value() == 1 ? tr("1 layer at %1").arg(it.key(), 0, 'g', 4)
-                                  : tr("%1 layers at %2").arg(it.value()).arg(it.key(), 0, 'g', 4));
-      note =
-          tr("Mixed capacities: %1. Changing c sets every routed layer to it.").arg(parts.join(QStringLiteral(", ")));
-    }
-    setNote(m_scheduleNote, note);
-  }
-  {
-    const QSignalBlocker b1(m_variant), b2(m_experts), b3(m_topK), b4(m_noop), b5(m_capacityFactor);
-    const QString v = m.moe ? qs(sim::to_string(m.moe->variant)) : QStringLiteral("none");
-    m_variant->setCurrentIndex(m_variant->findData(v));
-    sim::moe_spec fallback;
-    fallback.experts = 8;
-    fallback.top_k = 1;
-    fallback.capacity_factor = 1.25;
-    fallback.noop_experts = 1;
-    const sim::moe_spec mode = m.moe.value_or(fallback);
-    m_experts->setValue(mode.experts);
-    m_topK->setValue(mode.top_k);
-    m_noop->setValue(m.moe ? mode.noop_experts : 1);
-    m_capacityFactor->setValue(mode.capacity_factor);
-    m_experts->setEnabled(m.moe.has_value());
-    m_topK->setEnabled(m.moe.has_value());
-    m_capacityFactor->setEnabled(m.moe.has_value());
-    const bool integrated = m.moe && m.moe->variant == sim::mode_variant::integrated;
-    m_noop->setEnabled(integrated);
-    QString note;
-    if (integrated)
-      note = tr("Integrated: at the routed layers a token skips the MLP when it is routed to one of the %1 no-op "
-                "experts, so %2 of %3 experts compute: capacity %4 (the capacity c sets the no-op experts, "
-                "N = E(1-c)/c). Attention runs on every token.")
-                 .arg(mode.noop_experts)
-                 .arg(mode.experts)
-                 .arg(mode.experts + mode.noop_experts)
-                 .arg(double(mode.experts) / double(mode.experts + mode.noop_experts), 0, 'g', 3);
-    else if (m.moe && m.moe->variant == sim::mode_variant::moe && m.routing)
-      note = tr("MoE only: the schedule and capacity are not used (no MoD routing).");
-    setNote(m_variantNote, note);
-  }
+  refreshSchedule(m);
+  refreshVariant(m);
   setNote(m_dtypeNote, m_session->dtypeNotice());
   {
     const QSignalBlocker b(m_baseline);
@@ -590,6 +528,82 @@ void ModelPanel::refresh() {
     m_hardwareInfo->setToolTip(qs(hw.source));
   }
   m_scheduleView->resizeColumnsToContents();
+}
+
+// The schedule's preset, n and capacity from the routed layers.
+void ModelPanel::refreshSchedule(const sim::model_spec& m) {
+  const QSignalBlocker b1(m_preset), b2(m_nth), b3(m_capacity);
+  std::vector<bool> routed;
+  double cap = m.routing ? m.routing->capacity : 0.125;
+  bool first = true;
+  QMap<double, int> byCapacity;  // routed layers per capacity
+  for (const auto& l : m_session->scheduleModel()->layers()) {
+    routed.push_back(l.has_value());
+    if (!l) continue;
+    if (first) cap = *l, first = false;
+    ++byCapacity[*l];
+  }
+  const int layers = int(routed.size());
+  m_nth->setMaximum(std::max(2, layers));
+  const std::string preset = sim::schedule_preset(routed);
+  QString key = QStringLiteral("custom");
+  if (preset.rfind("every_nth:", 0) == 0) {
+    key = QStringLiteral("every_nth");
+    m_nth->setValue(std::stoi(preset.substr(10)));
+  } else if (!preset.empty()) {
+    key = qs(preset);
+  }
+  // The user's own choice stands while the layers are what it routes: every n-th with n = 2
+  // routes what every other does, and stays every n-th.
+  if (m_presetChoice == QStringLiteral("every_nth") && key == QStringLiteral("every_other") && m_nth->value() == 2)
+    key = m_presetChoice;
+  if (byCapacity.size() > 1) key = QStringLiteral("custom");
+  m_preset->setCurrentIndex(m_preset->findData(key));
+  m_nth->setEnabled(key == QStringLiteral("every_nth"));
+  m_capacity->setValue(cap);
+  QString note;
+  if (byCapacity.size() > 1) {
+    QStringList parts;
+    for (auto it = byCapacity.cbegin(); it != byCapacity.cend(); ++it)
+      parts << (it.value() == 1 ? tr("1 layer at %1").arg(it.key(), 0, 'g', 4)
+                                : tr("%1 layers at %2").arg(it.value()).arg(it.key(), 0, 'g', 4));
+    note = tr("Mixed capacities: %1. Changing c sets every routed layer to it.").arg(parts.join(QStringLiteral(", ")));
+  }
+  setNote(m_scheduleNote, note);
+}
+
+// The MoDE variant's editors and note.
+void ModelPanel::refreshVariant(const sim::model_spec& m) {
+  const QSignalBlocker b1(m_variant), b2(m_experts), b3(m_topK), b4(m_noop), b5(m_capacityFactor);
+  const QString v = m.moe ? qs(sim::to_string(m.moe->variant)) : QStringLiteral("none");
+  m_variant->setCurrentIndex(m_variant->findData(v));
+  sim::moe_spec fallback;
+  fallback.experts = 8;
+  fallback.top_k = 1;
+  fallback.capacity_factor = 1.25;
+  fallback.noop_experts = 1;
+  const sim::moe_spec spec = m.moe.value_or(fallback);
+  m_experts->setValue(spec.experts);
+  m_topK->setValue(spec.top_k);
+  m_noop->setValue(m.moe ? spec.noop_experts : 1);
+  m_capacityFactor->setValue(spec.capacity_factor);
+  m_experts->setEnabled(m.moe.has_value());
+  m_topK->setEnabled(m.moe.has_value());
+  m_capacityFactor->setEnabled(m.moe.has_value());
+  const bool integrated = m.moe && m.moe->variant == sim::mode_variant::integrated;
+  m_noop->setEnabled(integrated);
+  QString note;
+  if (integrated)
+    note = tr("Integrated: at the routed layers a token skips the MLP when it is routed to one of the %1 no-op "
+              "experts, so %2 of %3 experts compute: capacity %4 (the capacity c sets the no-op experts, "
+              "N = E(1-c)/c). Attention runs on every token.")
+               .arg(spec.noop_experts)
+               .arg(spec.experts)
+               .arg(spec.experts + spec.noop_experts)
+               .arg(double(spec.experts) / double(spec.experts + spec.noop_experts), 0, 'g', 3);
+  else if (m.moe && m.moe->variant == sim::mode_variant::moe && m.routing)
+    note = tr("MoE only: the schedule and capacity are not used (no MoD routing).");
+  setNote(m_variantNote, note);
 }
 
 }  // namespace modsim::gui

@@ -9,10 +9,15 @@
 class QComboBox;
 class QDoubleSpinBox;
 class QFormLayout;
+class QGroupBox;
 class QLabel;
 class QSpinBox;
 class QTableView;
 class QPushButton;
+
+namespace modsim::sim {
+struct model_spec;
+}
 
 namespace modsim::gui {
 
@@ -52,6 +57,15 @@ class ModelPanel : public QWidget {
   void showValidation(const QString& key, const QString& message);
 
  private:
+  // The panel's boxes, built once by the constructor.
+  QGroupBox* buildModelBox();
+  QGroupBox* buildWorkloadBox();
+  QGroupBox* buildScheduleBox();
+  QGroupBox* buildVariantBox();
+  QGroupBox* buildHardwareBox();
+  // Parts of refresh().
+  void refreshSchedule(const sim::model_spec& m);
+  void refreshVariant(const sim::model_spec& m);
   QLabel* makeErrorLabel(const QString& key);
   QLabel* addErrorRow(QFormLayout* form, const QString& key);
   QLabel* makeNoteLabel(QWidget* parent);
