@@ -185,9 +185,9 @@ output calibration_output(const sim::calibration& c, const std::string& out, con
     if (h.blocks > 0)
       line += fmt::format("blocks median {:.1f}%, p90 {:.1f}% ({} blocks)", h.median_abs_pct_error, h.p90_abs_pct_error,
                           h.blocks);
-    if (h.decode_blocks > 0)
+    if (h.decode_rows > 0)
       line += fmt::format("{}decode rows median {:.1f}%, p90 {:.1f}% ({} rows)", h.blocks > 0 ? "; " : "",
-                          h.decode_median_abs_pct_error, h.decode_p90_abs_pct_error, h.decode_blocks);
+                          h.decode_median_abs_pct_error, h.decode_p90_abs_pct_error, h.decode_rows);
     o.head.push_back(line + "; the bands inside the measured range come from these");
   }
   if (c.kernels)

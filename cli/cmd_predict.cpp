@@ -198,7 +198,7 @@ json::value prediction_json(const sim::prediction& p, const std::string& hw_name
       json::object h;
       h["blocks"] = p.holdout->blocks;
       for (const auto& f : sim::k_holdout_block_errors) h[f.key] = (*p.holdout).*f.value;
-      h["decode_blocks"] = p.holdout->decode_blocks;
+      h["decode_blocks"] = p.holdout->decode_rows;
       for (const auto& f : sim::k_holdout_decode_errors) h[f.key] = (*p.holdout).*f.value;
       ee["holdout"] = std::move(h);
     }

@@ -320,7 +320,7 @@ holdout_summary parse_holdout(const json::value& v, const std::string& file, con
   const int most = std::numeric_limits<int>::max();
   h.blocks = r.get_int("blocks", 0, most);
   read_errors(r, h, k_holdout_block_errors);
-  h.decode_blocks = r.get_int("decode_blocks", 0, most);
+  h.decode_rows = r.get_int("decode_blocks", 0, most);
   read_errors(r, h, k_holdout_decode_errors);
   parse_by_time(r, h.p90_by_time, h.decode_p90_by_time);
   for (const auto& [key, into] : {std::pair{"reach", &h.reach}, std::pair{"decode_reach", &h.decode_reach}}) {
@@ -357,7 +357,7 @@ json::object holdout_json(const holdout_summary& h) {
   o["files"] = std::move(files);
   o["blocks"] = h.blocks;
   write_errors(o, h, k_holdout_block_errors);
-  o["decode_blocks"] = h.decode_blocks;
+  o["decode_blocks"] = h.decode_rows;
   write_errors(o, h, k_holdout_decode_errors);
   by_time_json(o, h.p90_by_time, h.decode_p90_by_time);
   for (const auto& [key, from] : {std::pair{"reach", &h.reach}, std::pair{"decode_reach", &h.decode_reach}}) {
@@ -382,7 +382,7 @@ axis_coverage parse_coverage(const json::value& v, const std::string& file, cons
     blocks = r.get_int(blocks_key, 0, std::numeric_limits<int>::max());
     p90 = r.get_number(p90_key, 0.0);
   };
-  held_out("decode_blocks", "decode_p90_abs_pct_error", c.decode_blocks, c.decode_p90_abs_pct_error);
+  held_out("decode_blocks", "decode_p90_abs_pct_error", c.decode_rows, c.decode_p90_abs_pct_error);
   held_out("inner_blocks", "inner_p90_abs_pct_error", c.inner_blocks, c.inner_p90_abs_pct_error);
   held_out("decode_inner_blocks", "decode_inner_p90_abs_pct_error", c.decode_inner_blocks,
            c.decode_inner_p90_abs_pct_error);
@@ -414,7 +414,7 @@ json::object coverage_json(const axis_coverage& c) {
   o["blocks"] = c.blocks;
   o["p90_abs_pct_error"] = c.p90_abs_pct_error;
   o["max_distance"] = c.max_distance;
-  o["decode_blocks"] = c.decode_blocks;
+  o["decode_blocks"] = c.decode_rows;
   o["decode_p90_abs_pct_error"] = c.decode_p90_abs_pct_error;
   o["inner_blocks"] = c.inner_blocks;
   o["inner_p90_abs_pct_error"] = c.inner_p90_abs_pct_error;

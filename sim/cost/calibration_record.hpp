@@ -75,7 +75,7 @@ struct holdout_summary {
   std::vector<std::string> files;  // the measurements files, as given
   int blocks = 0;                  // forward blocks predicted
   double median_abs_pct_error = 0, p90_abs_pct_error = 0, max_abs_pct_error = 0;
-  int decode_blocks = 0;  // decode rows predicted (JSON "decode_blocks", "decode_median_abs_pct_error", ...)
+  int decode_rows = 0;  // decode rows predicted (JSON "decode_blocks", "decode_median_abs_pct_error", ...)
   double decode_median_abs_pct_error = 0, decode_p90_abs_pct_error = 0, decode_max_abs_pct_error = 0;
   // p90 |error| by predicted time, terciles of 30 rows or more each (90 held out of the kind,
   // k_holdout_tercile_rows; fewer: empty, and p90_at takes the p90 of all of them); JSON
@@ -86,7 +86,7 @@ struct holdout_summary {
   // "decode_reach": {"d_model": 0.585, ...}).
   std::vector<std::pair<std::string, double>> reach, decode_reach;
 
-  int count(bool decode) const { return decode ? decode_blocks : blocks; }
+  int count(bool decode) const { return decode ? decode_rows : blocks; }
   // The p90 of the tercile `predicted_s` falls in (the first below it, the last above it), or
   // of all rows of the kind where there are no terciles or no time (predicted_s <= 0).
   double p90_at(double predicted_s, bool decode) const;
@@ -111,7 +111,7 @@ struct axis_coverage {
   // The same for the held-out decode rows apart (then blocks and p90_abs_pct_error count the
   // forward blocks only; JSON "decode_blocks", "decode_p90_abs_pct_error", absent in files
   // written before the split, whose figures hold both).
-  int decode_blocks = 0;
+  int decode_rows = 0;
   double decode_p90_abs_pct_error = 0;
   // Interpolation: the held-out block rows of every value between the lowest and the highest
   // that carry blocks (each predicted by a fit without it), forward and decode apart (JSON

@@ -84,8 +84,8 @@ int kernels_of(modsim::op op, const hardware_spec& hw);
 // Wave quantisation q of op `op` at shape `s` with dtype `t` on `hw` (1 for non-GEMM ops and
 // CPUs): fixed128, ceil(tiles / SMs) · SMs / tiles ≥ 1 of 128×128 tiles; chosen, the q of
 // choose_gemm_tile (sim/cost/gemm_tiles.hpp) for the op's GEMM (op_gemm).
-double gemm_waves(modsim::op op, const op_shape& s, const hardware_spec& hw, dtype t, gemm_tiling mode);
-double gemm_waves(modsim::op op, const expected_op_shape& s, const hardware_spec& hw, dtype t, gemm_tiling mode);
+double gemm_waves(modsim::op op, const op_shape& s, const hardware_spec& hw, dtype t, gemm_tiling tiling);
+double gemm_waves(modsim::op op, const expected_op_shape& s, const hardware_spec& hw, dtype t, gemm_tiling tiling);
 
 struct op_time {
   modsim::op op = modsim::op::router;

@@ -147,7 +147,7 @@ holdout_summary summarize_holdout(const calibration& c, const std::vector<valida
     for (const auto& p : points)
       if (p.sample.is_decode() == decode) e.push_back(p.error_pct);
     const validation_summary v = summarize_errors(e);
-    (decode ? h.decode_blocks : h.blocks) = v.points;
+    (decode ? h.decode_rows : h.blocks) = v.points;
     (decode ? h.decode_median_abs_pct_error : h.median_abs_pct_error) = v.median_abs_pct_error;
     (decode ? h.decode_p90_abs_pct_error : h.p90_abs_pct_error) = v.p90_abs_pct_error;
     (decode ? h.decode_max_abs_pct_error : h.max_abs_pct_error) = v.max_abs_pct_error;
@@ -379,7 +379,7 @@ std::vector<axis_coverage> estimate_coverage(const hardware_spec& hw, const std:
         p90 = v.p90_abs_pct_error;
       };
       set(ends, c.blocks, c.p90_abs_pct_error);
-      set(decode_ends, c.decode_blocks, c.decode_p90_abs_pct_error);
+      set(decode_ends, c.decode_rows, c.decode_p90_abs_pct_error);
       set(inner, c.inner_blocks, c.inner_p90_abs_pct_error);
       set(decode_inner, c.decode_inner_blocks, c.decode_inner_p90_abs_pct_error);
       c.p90_by_time = p90_terciles(end_points, false);
@@ -465,8 +465,8 @@ std::optional<error_band> band_for(const calibration& c, const axis_values& valu
   // predicted to take about as long, where the calibration recorded their terciles.
   const auto of_kind = [&](const axis_coverage& kinds) {
     axis_coverage a = kinds;
-    if (decode && kinds.decode_blocks > 0) {
-      a.blocks = kinds.decode_blocks;
+    if (decode && kinds.decode_rows > 0) {
+      a.blocks = kinds.decode_rows;
       a.p90_abs_pct_error = kinds.decode_p90_abs_pct_error;
       a.inner_blocks = kinds.decode_inner_blocks;
       a.inner_p90_abs_pct_error = kinds.decode_inner_p90_abs_pct_error;

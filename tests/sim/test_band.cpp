@@ -154,7 +154,7 @@ TEST(ErrorBand, ADecodePredictionTakesTheDecodeRowsFigures) {
   // Decode rows cross-validated apart: up to 5 ms 8 %, beyond 3 %; their held-out widths
   // missed by 9 % at p90.
   c.cross_validation->decode_p90_by_time = {{5e-3, 8}, {1.0, 3}};
-  c.coverage[0].decode_blocks = 10;
+  c.coverage[0].decode_rows = 10;
   c.coverage[0].decode_p90_abs_pct_error = 9.0;
   const axis_values at = {{cv_axis::d_model, 1024}};
   EXPECT_DOUBLE_EQ(band_for(c, at, 4e-3, true)->p90_pct, 8.0);
@@ -170,7 +170,7 @@ TEST(ErrorBand, ADecodePredictionTakesTheDecodeRowsFigures) {
   give_json_fields(c);
   const calibration back = parse_calibration(calibration_to_json(c), "test.json");
   EXPECT_DOUBLE_EQ(back.cross_validation->decode_p90_by_time[0].second, 8.0);
-  EXPECT_EQ(back.coverage[0].decode_blocks, 10);
+  EXPECT_EQ(back.coverage[0].decode_rows, 10);
   EXPECT_EQ(back.coverage[0].inner_blocks, 0);
   EXPECT_DOUBLE_EQ(band_for(back, {{cv_axis::d_model, 768}}, 0.5, true)->p90_pct, 9.0);
 }
@@ -282,7 +282,7 @@ TEST(ErrorBand, HeldOutRowsSetTheBandInsideTheRange) {
   EXPECT_DOUBLE_EQ(band_for(c, at, 5e-3, true)->p90_pct, 5.0);
   EXPECT_EQ(band_for(c, at, 5e-3, true)->holdout_blocks, 0);
   calibration decode = c;
-  decode.holdout->decode_blocks = 24;
+  decode.holdout->decode_rows = 24;
   decode.holdout->decode_p90_abs_pct_error = 4.0;
   EXPECT_DOUBLE_EQ(band_for(decode, at, 5e-3, true)->p90_pct, 4.0);
   EXPECT_EQ(band_for(decode, at, 5e-3, true)->holdout_blocks, 24);
@@ -290,7 +290,7 @@ TEST(ErrorBand, HeldOutRowsSetTheBandInsideTheRange) {
 
 TEST(ErrorBand, HoldoutSurvivesTheCalibrationJson) {
   calibration c = with_holdout();
-  c.holdout->decode_blocks = 24;
+  c.holdout->decode_rows = 24;
   c.holdout->decode_p90_abs_pct_error = 4.0;
   c.holdout->decode_reach = {{"seq_len", 1.5}};
   give_json_fields(c);
@@ -298,7 +298,7 @@ TEST(ErrorBand, HoldoutSurvivesTheCalibrationJson) {
   ASSERT_TRUE(back.holdout);
   EXPECT_EQ(back.holdout->files, (std::vector<std::string>{"holdout.csv"}));
   EXPECT_EQ(back.holdout->blocks, 48);
-  EXPECT_EQ(back.holdout->decode_blocks, 24);
+  EXPECT_EQ(back.holdout->decode_rows, 24);
   EXPECT_DOUBLE_EQ(back.holdout->p90_at(5e-3, false), 1.5);
   EXPECT_DOUBLE_EQ(back.holdout->p90_at(5e-3, true), 4.0);
   EXPECT_DOUBLE_EQ(back.holdout->reach_along("d_model", false), std::log2(1.25));
@@ -364,7 +364,7 @@ TEST(ErrorBand, HoldoutSummaryReachIsTheFarthestRowFromAMeasuredValue) {
   const holdout_summary h = summarize_holdout(c, {point(384, 0.25, 2.0), point(640, 0.75, -4.0)}, {"a.csv", "b.csv"});
   EXPECT_EQ(h.files.size(), 2u);
   EXPECT_EQ(h.blocks, 2);
-  EXPECT_EQ(h.decode_blocks, 0);
+  EXPECT_EQ(h.decode_rows, 0);
   EXPECT_DOUBLE_EQ(h.median_abs_pct_error, 3.0);
   EXPECT_NEAR(h.p90_abs_pct_error, 3.8, 1e-12);
   EXPECT_DOUBLE_EQ(h.max_abs_pct_error, 4.0);
