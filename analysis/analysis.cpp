@@ -115,10 +115,13 @@ sweep_section sweep_around(const configuration& c, const sim::cost_model& cost, 
   sim::model_time cur = sim::time_model(c.model, c.load, cost);
   cur.total_s = inner(c.model, c.load);
   const sim::sweep_variant variant = sim::variant_of(c.model);
+  // The sweep counts FLOPs by the convention (a training step's fused-attention recomputation
+  // left out); the model's time_model counts what it prices.
+  const std::int64_t counted = sim::evaluate_flops(c.model, c.load).totals.matmul_flops;
   auto& points = out.result.points;
   for (std::size_t i = 0; i < points.size(); ++i) {
     const sim::sweep_point& p = points[i];
-    if (p.feasible && p.variant == variant && p.matmul_flops == cur.matmul_flops &&
+    if (p.feasible && p.variant == variant && p.matmul_flops == counted &&
         std::abs(p.time_s - cur.total_s) <= 1e-9 * std::max(1e-30, cur.total_s)) {
       out.current = static_cast<int>(i);
       break;
@@ -460,9 +463,13 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
   analysis_result r;
   r.config = c;
   say(ctl, 0, "FLOPs");
-  r.flops = sim::evaluate_flops(c.model, c.load);
+  // A training step's recomputation depends on the attention kernel (a fused one recomputes the
+  // scores): as priced with hardware, unfused (the FLOP convention's count) without unless told.
+  const attention_impl counted =
+      c.attention ? *c.attention : (c.hardware ? sim::default_attention(*c.hardware) : attention_impl::unfused);
+  r.flops = sim::evaluate_flops(c.model, c.load, counted);
   const sim::model_spec baseline = baseline_of(c);
-  r.dense_flops = sim::evaluate_flops(baseline, c.load);
+  r.dense_flops = sim::evaluate_flops(baseline, c.load, counted);
   r.flop_classes = sim::roll_up(r.flops, r.dense_flops);
   check(ctl);
 

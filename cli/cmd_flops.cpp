@@ -21,14 +21,18 @@ namespace json = boost::json;
 
 const char* const k_usage =
     "usage: modsim flops MODEL [--batch B] [--seq S] [--mode forward|train|decode] [--dtype fp32|bf16|fp16]\n"
+    "                         [--recompute none|selective|full] [--attention unfused|fused]\n"
     "                         [--capacity C] [--schedule S] [--format table|json|csv|markdown]\n"
     "\n"
     "Exact FLOPs and bytes per op and layer of MODEL (a model JSON, a HuggingFace config.json,\n"
     "or the name of a shipped model under configs/models/). Matmul FLOPs follow the paper's\n"
     "convention (2 FLOPs per multiply-add, full attention square); elementwise work is counted\n"
     "separately as other_flops; bytes are each op's minimum memory traffic at the dtype.\n"
-    "--mode train is 3x forward; --mode decode is one step of B tokens over S cached tokens\n"
-    "(expected values at routed layers).";
+    "--mode train adds each op's backward (its GEMMs' dgrad and wgrad: 2x the forward's matmul\n"
+    "FLOPs), what --recompute none|selective|full runs again (--attention fused: the fused kernel\n"
+    "recomputes the scores) and the AdamW step; with recompute none and unfused attention (the\n"
+    "default here) matmul FLOPs are exactly 3x the forward's. --mode decode is one step of B tokens\n"
+    "over S cached tokens (expected values at routed layers).";
 
 double ratio(std::int64_t a, std::int64_t b) { return b == 0 ? 0.0 : static_cast<double>(a) / static_cast<double>(b); }
 
@@ -39,6 +43,26 @@ json::object op_json(const sim::op_cost& c) {
   o["matmul_flops"] = c.matmul_flops;
   o["other_flops"] = c.other_flops;
   o["bytes"] = c.bytes;
+  return o;
+}
+
+json::object cost_json(const sim::op_cost& c) {
+  return json::object{{"matmul_flops", c.matmul_flops}, {"other_flops", c.other_flops}, {"bytes", c.bytes}};
+}
+
+// A training step's parts (flops_report::train).
+json::object train_json(const sim::train_breakdown& t) {
+  json::object o;
+  o["recompute"] = sim::to_string(t.recompute);
+  o["attention"] = modsim::to_string(t.attention);
+  o["forward"] = cost_json(t.forward);
+  o["backward"] = cost_json(t.backward);
+  o["recompute_cost"] = cost_json(t.recompute_cost);
+  o["optimizer"] = json::object{{"params", t.optimizer.params},
+                                {"other_flops", t.optimizer.other_flops},
+                                {"bytes", t.optimizer.bytes},
+                                {"bytes_per_param", t.optimizer_bytes_per_param}};
+  o["model_matmul_flops"] = t.model_matmul_flops;
   return o;
 }
 
@@ -70,7 +94,15 @@ json::value flops_json(const sim::flops_report& r) {
     o["other_flops"] = l.other_flops;
     o["bytes"] = l.bytes;
     json::array ops;
-    for (const sim::op_cost& c : l.ops) ops.push_back(op_json(c));
+    for (std::size_t i = 0; i < l.ops.size(); ++i) {
+      json::object op = op_json(l.ops[i]);
+      if (!l.backward.empty()) {
+        op["forward"] = cost_json(l.forward[i]);
+        op["backward"] = cost_json(l.backward[i]);
+        op["recompute"] = cost_json(l.recompute[i]);
+      }
+      ops.push_back(std::move(op));
+    }
     o["ops"] = std::move(ops);
     layers.push_back(std::move(o));
   }
@@ -80,7 +112,12 @@ json::value flops_json(const sim::flops_report& r) {
   head["matmul_flops"] = r.lm_head.matmul_flops;
   head["other_flops"] = r.lm_head.other_flops;
   head["bytes"] = r.lm_head.bytes;
+  if (r.train) {
+    head["forward"] = cost_json(r.lm_head_forward);
+    head["backward"] = cost_json(r.lm_head_backward);
+  }
   root["lm_head"] = std::move(head);
+  if (r.train) root["train"] = train_json(*r.train);
   return root;
 }
 
@@ -148,6 +185,27 @@ output output_of(const analysis::analysis_result& a) {
                       integer(r.lm_head.other_flops), integer(r.lm_head.bytes)});
   o.tables.push_back(std::move(ops));
 
+  if (r.train) {
+    const sim::train_breakdown& t = *r.train;
+    o.head.push_back(fmt::format(
+        "train: recompute {}, {} attention; the optimizer (AdamW, {} bytes per parameter) is in the totals, not in a "
+        "layer",
+        sim::to_string(t.recompute), modsim::to_string(t.attention), t.optimizer_bytes_per_param));
+    table parts;
+    parts.title = "training step";
+    parts.columns = {"part", "matmul GFLOP", "x forward", "other GFLOP", "MB"};
+    const auto row = [&](const char* name, std::int64_t m, std::int64_t other, std::int64_t bytes) {
+      parts.rows.push_back({name, gflop(m), ratio_text(m, t.forward.matmul_flops), gflop(other), mbytes(bytes)});
+    };
+    row("forward", t.forward.matmul_flops, t.forward.other_flops, t.forward.bytes);
+    row("backward", t.backward.matmul_flops, t.backward.other_flops, t.backward.bytes);
+    row("recompute", t.recompute_cost.matmul_flops, t.recompute_cost.other_flops, t.recompute_cost.bytes);
+    row("optimizer", 0, t.optimizer.other_flops, t.optimizer.bytes);
+    row("total", r.totals.matmul_flops, r.totals.other_flops, r.totals.bytes);
+    parts.rows.push_back({"model FLOPs (MFU)", gflop(t.model_matmul_flops),
+                          ratio_text(t.model_matmul_flops, t.forward.matmul_flops), "", ""});
+    o.tables.push_back(std::move(parts));
+  }
   o.tail.push_back(fmt::format("vs dense baseline: matmul FLOPs {:.1f}%, other FLOPs {:.1f}%, bytes {:.1f}%",
                                100.0 * ratio(r.totals.matmul_flops, r.totals.dense_matmul_flops),
                                100.0 * ratio(r.totals.other_flops, r.totals.dense_other_flops),
@@ -164,6 +222,7 @@ int cmd_flops(const std::vector<std::string>& args) {
       "format", po::value<std::string>()->default_value("table"), "table | json | csv | markdown");
   add_workload_options(options);
   add_routing_overrides(options);
+  add_attention_option(options);
   po::positional_options_description positional;
   positional.add("model", 1);
   po::variables_map vm;
@@ -173,8 +232,9 @@ int cmd_flops(const std::vector<std::string>& args) {
   const sim::model_spec model = load_model_arg(vm["model"].as<std::string>(), vm);
   analysis::scenario scenario;
   scenario.prediction = false;
-  const analysis::analysis_result a =
-      analysis::analyze({model, workload_from(vm), std::nullopt, std::nullopt}, scenario);
+  const analysis::analysis_result a = analysis::analyze(
+      {model, workload_from(vm), std::nullopt, std::nullopt, attention_from(vm).value_or(attention_impl::unfused)},
+      scenario);
   print(output_of(a), format, std::cout);
   return exit_ok;
 }

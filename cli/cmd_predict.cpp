@@ -27,6 +27,7 @@ namespace json = boost::json;
 const char* const k_usage =
     "usage: modsim predict MODEL --hardware HW [--batch B] [--seq S] [--mode forward|train|decode]\n"
     "                      [--dtype fp32|bf16|fp16] [--capacity C] [--schedule S] [--baseline MODEL]\n"
+    "                      [--recompute none|selective|full]\n"
     "                      [--graph] [--decode-routing fastest|sync|pad] [--pad-capacity C] [--seed N] [--draws N]\n"
     "                      [--tp N] [--pp N] [--dp N] [--ep N] [--micro-batches M] [--gpus G]\n"
     "                      [--attention fused|unfused] [--format table|json|csv|markdown]\n"
@@ -38,7 +39,10 @@ const char* const k_usage =
     "launch overhead, GEMM efficiency, attention, memory-bound ops and wave quantisation (the time\n"
     "GEMM tiles' partial waves add). Uncalibrated GPU files tile each GEMM with the tile chooser\n"
     "(README \"GEMM tiling\") unless they set gemm_tiles. --dtype defaults to bf16\n"
-    "on GPU hardware and fp32 on a CPU. --mode train times 3 x forward. --mode decode is one decode\n"
+    "on GPU hardware and fp32 on a CPU. --mode train prices each op's forward, its backward (from the\n"
+    "backward's FLOPs and bytes: the datasheet roofline, or calibrated the forward's efficiency with no\n"
+    "band), what --recompute none|selective|full runs again and one AdamW step (28 bytes per parameter);\n"
+    "JSON \"train_pricing\" says how, with the MFU. --mode decode is one decode\n"
     "step through the discrete-event simulator, the step `modsim simulate forward --mode decode` and\n"
     "`modsim sampling` time: the mean over --draws routing draws (default 8, seeds --seed, --seed + 1, ...),\n"
     "equal to the `modsim sampling` cell of the same strategy. The strategy (named in the head, JSON\n"
@@ -72,8 +76,13 @@ const char* const k_usage =
     "holding the whole batch (JSON \"one_gpu\"). Memory (table and JSON \"memory\") is always shown: one GPU's, or\n"
     "per GPU of the split, with the verdict of that scope.";
 
-json::object op_json(const sim::op_prediction& o) {
+json::object op_json(const sim::op_prediction& o, bool train = false) {
   json::object j;
+  if (train) {
+    j["forward_s"] = o.forward_s;
+    j["backward_s"] = o.backward_s;
+    j["recompute_s"] = o.recompute_s;
+  }
   j["op"] = modsim::to_string(o.op);
   j["class"] = o.op_class;
   j["time_s"] = o.time_s;
@@ -102,6 +111,9 @@ json::object gap_json(const sim::prediction& p) {
 // Why a calibrated prediction has no error band (empty: it has one, or it is uncalibrated).
 std::string no_band_reason(const sim::prediction& p) {
   if (!p.calibrated || p.expected_error) return {};
+  if (p.load.run == sim::run_mode::train)
+    return "no row of this calibration measures a backward pass: the backward is the forward's calibrated efficiency "
+           "applied to the backward's FLOPs and bytes, the optimizer step the datasheet roofline";
   if (!p.attention_measured)
     return fmt::format(
         "{} attention was never measured by this calibration and is priced by the datasheet roofline (a lower bound); "
@@ -113,6 +125,7 @@ std::string no_band_reason(const sim::prediction& p) {
 }
 
 json::value prediction_json(const sim::prediction& p, const std::string& hw_name) {
+  const bool train = p.load.run == sim::run_mode::train;
   json::object root;
   root["model"] = p.model_name;
   root["hardware"] = hw_name;
@@ -216,14 +229,24 @@ json::value prediction_json(const sim::prediction& p, const std::string& hw_name
     o["dense_time_s"] = i < p.dense.layers.size() ? p.dense.layers[i].time_s : 0.0;
     o["launches"] = l.kernels;
     json::array ops;
-    for (const auto& op : l.ops) ops.push_back(op_json(op));
+    for (const auto& op : l.ops) ops.push_back(op_json(op, train));
     o["ops"] = std::move(ops);
     layers.push_back(std::move(o));
   }
   root["layers"] = std::move(layers);
-  json::object head = op_json(p.model.lm_head);
+  json::object head = op_json(p.model.lm_head, train);
   head["dense_time_s"] = p.dense.lm_head.time_s;
   root["lm_head"] = std::move(head);
+  if (train) {
+    json::object opt;
+    opt["time_s"] = p.model.optimizer.time_s;
+    opt["dense_time_s"] = p.dense.optimizer.time_s;
+    opt["other_flops"] = p.model.optimizer.other_flops;
+    opt["bytes"] = p.model.optimizer.bytes;
+    opt["bytes_per_param"] = p.model.optimizer_bytes_per_param;
+    opt["launches"] = p.model.optimizer.kernels;
+    root["optimizer"] = std::move(opt);
+  }
   json::array notes;
   for (const auto& n : p.notes) notes.emplace_back(n);
   root["notes"] = std::move(notes);
@@ -358,10 +381,53 @@ void add_memory(output& o, const analysis::analysis_result& a, double device_byt
   o.tables.push_back(std::move(t));
 }
 
-// How a training step is priced, said with every --mode train result.
-constexpr const char* k_train_pricing =
-    "training step: forward + backward priced as 3 x the forward for every op (backward = 2 x forward, attention "
-    "included); no optimizer step is priced; --batch is the global batch (each of --dp replicas runs batch / dp)";
+// How a training step is priced, said with every --mode train result (JSON train_pricing and
+// one line of text).
+struct train_pricing {
+  json::object json;
+  std::string line;
+};
+
+train_pricing train_pricing_of(const analysis::analysis_result& a) {
+  const sim::prediction& p = *a.prediction;
+  const sim::model_time& m = p.model;
+  const bool fused = p.attention == attention_impl::fused;
+  const std::string backward =
+      p.calibrated ? "each op's backward FLOPs and bytes at the forward's calibrated efficiency (no row of the "
+                     "calibration measures a backward pass: no error band)"
+                   : "each op's backward FLOPs and bytes on the datasheet roofline";
+  const std::string attention =
+      fused ? "one fused kernel that recomputes the scores: 5 matmuls where the forward kernel runs 2 (2.5 x)"
+            : "4 matmuls reading the stored probabilities, and the softmax backward";
+  const std::string optimizer = fmt::format(
+      "AdamW, {} bytes per parameter (weights, gradients, two fp32 moments{}), memory-bound on the datasheet roofline",
+      m.optimizer_bytes_per_param, p.load.type == sim::dtype::fp32 ? "" : ", an fp32 master copy");
+  double peak = 0;
+  if (a.config.hardware) peak = a.config.hardware->peak_matmul_flops.of(p.load.type);
+  const double mfu = peak > 0 && p.total_s() > 0 ? double(m.model_matmul_flops) / (p.total_s() * peak) : 0.0;
+  train_pricing t;
+  t.json = json::object{{"backward", backward},
+                        {"attention_backward", attention},
+                        {"optimizer", optimizer},
+                        {"recompute", sim::to_string(p.load.recompute)},
+                        {"batch", "global (batch / dp per replica)"},
+                        {"forward_s", m.forward_s},
+                        {"backward_s", m.backward_s},
+                        {"recompute_s", m.recompute_s},
+                        {"optimizer_s", m.optimizer.time_s},
+                        {"model_flops", m.model_matmul_flops},
+                        {"mfu", mfu},
+                        {"mfu_convention",
+                         "model FLOPs (3 x the forward's matmul FLOPs, recomputation not counted) / (total_s x the "
+                         "peak matmul FLOP/s of the dtype); one GPU holding the whole batch"}};
+  t.line = fmt::format(
+      "training step: forward {} ms + backward {} ms + recompute ({}) {} ms + optimizer {} ms; backward = {}; "
+      "attention backward = {}; optimizer = {}; MFU {:.1f}% (model FLOPs 3 x forward matmul / step time / peak); "
+      "--batch is the global batch (each of --dp replicas runs batch / dp)",
+      ms(m.forward_s), ms(m.backward_s), sim::to_string(p.load.recompute), ms(m.recompute_s), ms(m.optimizer.time_s),
+      backward, attention, optimizer, 100 * mfu);
+  return t;
+}
 
 output output_of(const analysis::analysis_result& a, const std::string& hw_name,
                  const analysis::timeline_request& step) {
@@ -392,10 +458,11 @@ output output_of(const analysis::analysis_result& a, const std::string& hw_name,
       e["band_scope"] = "the split's compute; its communication and bubble carry no band";
     }
   }
-  if (p.load.run == sim::run_mode::train)
-    root["train_pricing"] = json::object{{"backward", "2 x forward, every op"},
-                                         {"optimizer", "not priced"},
-                                         {"batch", "global (batch / dp per replica)"}};
+  std::optional<train_pricing> train;
+  if (p.load.run == sim::run_mode::train) {
+    train = train_pricing_of(a);
+    root["train_pricing"] = train->json;
+  }
   root["baseline"] = baseline_json(a.config);
   add_attention_json(root, a);
   if (decode && a.decode_choice) {
@@ -453,7 +520,7 @@ output output_of(const analysis::analysis_result& a, const std::string& hw_name,
   } else if (const std::string why = no_band_reason(p); !why.empty()) {
     o.head.push_back("expected error: NO BAND - " + why);
   }
-  if (p.load.run == sim::run_mode::train) o.head.push_back(k_train_pricing);
+  if (train) o.head.push_back(train->line);
   o.head.push_back(fmt::format(
       "times are predicted device time; launch overhead (gaps between kernels, host-bound stalls; {:.2f} us per "
       "launch) shown separately",
@@ -478,6 +545,10 @@ output output_of(const analysis::analysis_result& a, const std::string& hw_name,
   }
   layers.rows.push_back({"lm_head", "", "", "", ms_cell(p.model.lm_head.time_s), ms_cell(p.dense.lm_head.time_s),
                          ratio_text(p.model.lm_head.time_s, p.dense.lm_head.time_s), integer(p.model.lm_head.kernels)});
+  if (p.load.run == sim::run_mode::train)
+    layers.rows.push_back(
+        {"optimizer", "", "", "", ms_cell(p.model.optimizer.time_s), ms_cell(p.dense.optimizer.time_s),
+         ratio_text(p.model.optimizer.time_s, p.dense.optimizer.time_s), integer(p.model.optimizer.kernels)});
   layers.rows.push_back({"launch", "", "", "", ms_cell(p.model.overhead_s), ms_cell(p.dense.overhead_s),
                          ratio_text(p.model.overhead_s, p.dense.overhead_s), integer(p.model.kernels)});
   layers.rows.push_back({split ? "1-GPU total" : "total", "", "", "", ms_cell(p.total_s()), ms_cell(p.dense_total_s()),

@@ -112,7 +112,9 @@ int cmd_simulate(const std::vector<std::string>& args) {
   fwd.add_options()("batch", po::value<std::int64_t>(), "sequences per batch (default 1)")(
       "seq", po::value<std::int64_t>(), "tokens per sequence; in decode, the cached context length (default 2048)")(
       "mode", po::value<std::string>(), "forward | train | decode (default forward)")(
-      "workload", po::value<std::string>(), "workload JSON file {batch, seq_len, mode, dtype}; flags override it");
+      "recompute", po::value<std::string>(), "train: activation recomputation none | selective | full (default none)")(
+      "workload", po::value<std::string>(),
+      "workload JSON file {batch, seq_len, mode, dtype, recompute}; flags override it");
   po::options_description serve("serve");
   const des::serving_scenario defaults;
   serve.add_options()(
@@ -157,7 +159,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
     return simulate_forward(vm, format);
   }
   if (what == "serve") {
-    for (const char* k : {"batch", "seq", "mode", "workload", "micro-batches", "gpus"}) {
+    for (const char* k : {"batch", "seq", "mode", "recompute", "workload", "micro-batches", "gpus"}) {
       if (vm.count(k)) throw input_error("", std::string("--") + k, "is a `simulate forward` option");
     }
     if (!vm["draws"].defaulted()) throw input_error("", "--draws", "is a `simulate forward` option");

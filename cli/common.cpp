@@ -14,8 +14,10 @@
 namespace modsim::cli {
 
 boost::json::object workload_json(const sim::workload& w) {
-  return {
+  boost::json::object o{
       {"batch", w.batch}, {"seq_len", w.seq_len}, {"mode", sim::to_string(w.run)}, {"dtype", sim::to_string(w.type)}};
+  if (w.run == sim::run_mode::train) o["recompute"] = sim::to_string(w.recompute);
+  return o;
 }
 
 bool parse_args(const std::vector<std::string>& args, const po::options_description& options,
@@ -41,7 +43,11 @@ void add_workload_options(po::options_description& options, const char* default_
       "mode", po::value<std::string>(),
       (std::string("forward | train | decode (default ") + default_mode + ")").c_str())(
       "dtype", po::value<std::string>(), "fp32 | bf16 | fp16 (element size for bytes)")(
-      "workload", po::value<std::string>(), "workload JSON file {batch, seq_len, mode, dtype}; flags override it");
+      "recompute", po::value<std::string>(),
+      "train: activation recomputation none | selective (attention scores and softmax again in backward) | full "
+      "(each layer's forward again in backward) (default none)")(
+      "workload", po::value<std::string>(),
+      "workload JSON file {batch, seq_len, mode, dtype, recompute}; flags override it");
 }
 
 void add_routing_overrides(po::options_description& options) {
@@ -65,6 +71,8 @@ sim::workload workload_from(const po::variables_map& vm, sim::dtype default_dtyp
   }
   if (vm.count("mode")) w.run = sim::parse_run_mode(vm["mode"].as<std::string>(), "", "--mode");
   if (vm.count("dtype")) w.type = sim::parse_dtype(vm["dtype"].as<std::string>(), "", "--dtype");
+  if (vm.count("recompute"))
+    w.recompute = sim::parse_recompute_mode(vm["recompute"].as<std::string>(), "", "--recompute");
   return w;
 }
 

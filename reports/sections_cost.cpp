@@ -28,7 +28,8 @@ section flops_section(const report_data& d, document& doc) {
       "excluded; it is {} ms for the model, {} ms for dense).",
       d.load.run == sim::run_mode::train ? " --mode train" : "",
       d.load.run == sim::run_mode::train
-          ? "; a training step is the forward and backward pass, 3× the forward pass's matmul FLOPs (router included)"
+          ? "; a training step is the forward pass, each op's backward (2× its matmul FLOPs: dgrad and wgrad) and what "
+            "recomputation runs again (a fused attention kernel recomputes the scores), then the AdamW step"
           : "",
       ms(m.pred.model.overhead_s), ms(m.pred.dense.overhead_s))));
   table t{{"op class", "dense matmul GFLOP", "model matmul GFLOP", "matmul FLOPs × dense",

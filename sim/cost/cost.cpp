@@ -240,6 +240,76 @@ op_time cost_model::time_impl(const op_cost& original, const Shape& s, dtype t) 
   return r;
 }
 
+op_cost fused_attention_backward(const op_shape& s) {
+  const kernel_work k = fused_attention_kernel(s);
+  const double dh = s.d_head > 0 ? s.d_head : (s.n_heads > 0 ? double(s.d_model) / s.n_heads : 1.0);
+  const double rows = double(s.batch) * double(s.n_heads) * double(s.tokens);
+  op_cost c;
+  c.op = modsim::op::attn_scores;
+  c.matmul_flops = std::llround(2.5 * k.flops);
+  c.other_flops = std::llround(2.0 * 5.0 * k.flops / (4.0 * std::max(1.0, dh)));
+  c.bytes = std::llround(2.0 * k.bytes + 2.0 * 4.0 * rows);
+  return c;
+}
+
+op_time cost_model::backward_time_of(const op_cost& forward, const op_cost& backward, const op_shape& s,
+                                     dtype t) const {
+  const op_time f = time_impl(forward, s, t);
+  const bool fused = m_attention == attention_impl::fused && is_attention_op(backward.op);
+  op_cost c = backward;
+  if (fused) c = backward.op == modsim::op::attn_scores ? fused_attention_backward(s) : op_cost{backward.op, 0, 0, 0};
+  op_time r;
+  r.op = c.op;
+  r.matmul_flops = c.matmul_flops;
+  r.other_flops = c.other_flops;
+  r.bytes = c.bytes;
+  if (c.matmul_flops == 0 && c.other_flops == 0 && c.bytes == 0) {
+    r.kernels = 0;
+    return r;
+  }
+  const double pm = m_hw.peak_matmul_flops.of(t), pv = m_hw.peak_vector_flops.of(t);
+  if (c.matmul_flops > 0 && pm > 0) r.compute_s += double(c.matmul_flops) / pm;
+  if (c.other_flops > 0 && pv > 0) r.compute_s += double(c.other_flops) / pv;
+  if (c.bytes > 0 && m_hw.memory_bandwidth_bytes_s > 0) r.memory_s = double(c.bytes) / m_hw.memory_bandwidth_bytes_s;
+  r.roofline_s = std::max(r.compute_s, r.memory_s);
+  r.waves = c.matmul_flops > 0 ? f.waves : 1.0;
+  const double quantised = std::max(r.compute_s * r.waves, r.memory_s);
+  r.time_s = quantised;
+  r.wave_s = quantised - std::max(r.compute_s * std::min(r.waves, 1.0), r.memory_s);
+  // dgrad and wgrad for a GEMM op; the fused kernel's preprocessing (rowsum(dO∘O)) and main kernel.
+  r.kernels = fused ? 2 : (c.matmul_flops > 0 ? 2 * f.kernels : f.kernels);
+  if (f.calibrated) {
+    const double fq = std::max(f.compute_s * f.waves, f.memory_s);
+    const double ratio = fq > 0 ? quantised / fq : 1.0;
+    r.time_s = fq > 0 ? f.time_s * ratio : quantised;
+    r.wave_s = f.wave_s * ratio;
+    r.unmeasured_wave_s = f.unmeasured_wave_s * ratio;
+    r.wave_factor = f.wave_factor;
+    r.calibrated = true;
+    r.calibrated_as = f.calibrated_as;
+    r.calibrated_dtype = f.calibrated_dtype;
+    r.from_other_dtype = f.from_other_dtype;
+  }
+  r.isolated_s = r.time_s;
+  return r;
+}
+
+op_time cost_model::optimizer_time_of(const optimizer_cost& c, dtype t) const {
+  op_time r;
+  r.other_flops = c.other_flops;
+  r.bytes = c.bytes;
+  const double pv = m_hw.peak_vector_flops.of(t);
+  // The moments and master weights are fp32 whatever the dtype: the fp32 vector rate.
+  const double pv32 = m_hw.peak_vector_flops.of(dtype::fp32) > 0 ? m_hw.peak_vector_flops.of(dtype::fp32) : pv;
+  if (c.other_flops > 0 && pv32 > 0) r.compute_s = double(c.other_flops) / pv32;
+  if (c.bytes > 0 && m_hw.memory_bandwidth_bytes_s > 0) r.memory_s = double(c.bytes) / m_hw.memory_bandwidth_bytes_s;
+  r.roofline_s = std::max(r.compute_s, r.memory_s);
+  r.time_s = r.roofline_s;
+  r.isolated_s = r.time_s;
+  r.kernels = c.params > 0 ? 1 : 0;
+  return r;
+}
+
 op_time cost_model::time_of(const op_cost& c, const op_shape& s, dtype t) const { return time_impl(c, s, t); }
 op_time cost_model::time_of(const op_cost& c, const expected_op_shape& s, dtype t) const { return time_impl(c, s, t); }
 

@@ -123,6 +123,13 @@ struct op_time {
   bool memory_bound() const { return memory_s > compute_s; }
 };
 
+// The fused attention kernel's backward at shape `s` (a FlashAttention-style kernel): it
+// recomputes the scores over the causal keys, then dV, dP, dQ and dK, 5 matmuls of the
+// forward kernel's 2 (matmul FLOPs 2.5 × fused_attention_kernel's); reads Q, K, V, O, dO and
+// the fp32 row statistics (log-sum-exp, rowsum(dO∘O)), writes dQ, dK, dV; other FLOPs twice
+// the forward kernel's softmax work.
+op_cost fused_attention_backward(const op_shape& s);
+
 // How a prediction on `hw` runs attention when nobody says: fused on a GPU (what training and
 // serving stacks run: one FlashAttention/cuDNN kernel), unfused on a CPU (modsim's CPU backend,
 // the only one its CPU calibrations measure, has no fused attention).
@@ -158,6 +165,20 @@ class cost_model {
   // Device time of op `c` (an sim/model/flops op_cost) run at shape `s` with dtype `t`.
   op_time time_of(const op_cost& c, const op_shape& s, dtype t) const;
   op_time time_of(const op_cost& c, const expected_op_shape& s, dtype t) const;
+  // Device time of the backward `backward` (ops::backward_of) of the forward op `forward` at
+  // shape `s` (a training step). Attention fused: attn_scores is the one backward kernel
+  // (fused_attention_backward: it recomputes the scores), attn_softmax and attn_values take no
+  // time and launch nothing. Datasheet: the roofline of the backward's FLOPs and bytes, the
+  // GEMMs quantised in waves as the forward's. Calibrated (no row measures a backward): the
+  // forward's calibrated time × the backward's roofline / the forward's, i.e. the forward's
+  // fitted efficiency applied to the backward's FLOPs and bytes (op_time::calibrated_as names
+  // the forward op's curve). Launches: twice the forward's for a GEMM op (dgrad and wgrad), the
+  // forward's for the others, none for an op without backward work (topk).
+  op_time backward_time_of(const op_cost& forward, const op_cost& backward, const op_shape& s, dtype t) const;
+  // Device time of the optimizer step (one fused AdamW kernel over every parameter):
+  // memory-bound, the datasheet roofline max(other_flops / peak_vector, bytes / bandwidth)
+  // whether calibrated or not (no row measures it).
+  op_time optimizer_time_of(const optimizer_cost& c, dtype t) const;
 
   double launch_s() const;        // device-side cost of one kernel launch
   double host_enqueue_s() const;  // host-side cost of enqueuing one kernel

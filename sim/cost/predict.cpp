@@ -32,23 +32,63 @@ op_prediction to_prediction(const op_time& t, const op_cost& reported, double ti
 
 }  // namespace
 
-model_time time_model(const model_spec& model, const workload& w, const cost_model& cost) {
-  // Train is timed as 3 × forward (see predict.hpp); the FLOPs reported are the train ones.
-  workload timed = w;
-  if (w.run == run_mode::train) timed.run = run_mode::forward;
-  const double scale = w.run == run_mode::train ? 3.0 : 1.0;
-  const int kscale = w.run == run_mode::train ? 3 : 1;
-  const flops_report timed_flops = evaluate_flops(model, timed);
-  const flops_report reported = w.run == run_mode::train ? evaluate_flops(model, w) : timed_flops;
+namespace {
 
-  const op_shape base = shape_of(model, timed);
+// The parts of one op in a training step combined into one prediction: forward, backward and
+// recomputation (`parts` in that order; `reported` is the op's train cost).
+op_prediction combined(const std::vector<op_time>& parts, const op_cost& reported) {
+  op_prediction p;
+  p.op = reported.op;
+  p.op_class = op_class_of(reported.op);
+  p.matmul_flops = reported.matmul_flops;
+  p.other_flops = reported.other_flops;
+  p.bytes = reported.bytes;
+  double compute = 0, memory = 0;
+  for (const op_time& t : parts) {
+    p.time_s += t.time_s;
+    p.roofline_s += t.roofline_s;
+    p.wave_s += t.wave_s;
+    p.kernels += t.kernels;
+    compute += t.compute_s;
+    memory += t.memory_s;
+  }
+  p.forward_s = parts.at(0).time_s;
+  p.backward_s = parts.at(1).time_s;
+  p.recompute_s = parts.at(2).time_s;
+  p.memory_bound = memory > compute || reported.matmul_flops == 0;
+  p.calibrated = parts[0].calibrated;
+  p.calibrated_as = parts[0].calibrated_as;
+  return p;
+}
+
+// Whether recomputation `r` runs op `o`'s forward again in the backward pass, as priced: the
+// fused attention kernel's own recomputation of the scores is inside its backward kernel.
+bool reruns(modsim::op o, recompute_mode r, attention_impl a) {
+  if (r == recompute_mode::full) return true;
+  return r == recompute_mode::selective && a == attention_impl::unfused &&
+         (o == modsim::op::attn_scores || o == modsim::op::attn_softmax);
+}
+
+}  // namespace
+
+model_time time_model(const model_spec& model, const workload& w, const cost_model& cost) {
+  // Train: each op's forward, its backward (cost_model::backward_time_of) and what
+  // recomputation runs again, then the optimizer step; the FLOPs reported are the train ones.
+  const bool train = w.run == run_mode::train;
+  const flops_report flops = evaluate_flops(model, w, cost.attention());
+
+  const op_shape base = shape_of(model, w);
   const bool decode = w.run == run_mode::decode;
 
   model_time out;
   std::vector<op_time> sequence;  // every op in launch order, for the host/device queue
-  for (std::size_t li = 0; li < timed_flops.layers.size(); ++li) {
-    const layer_flops& lf = timed_flops.layers[li];
-    const layer_flops& rf = reported.layers[li];
+  std::vector<op_time> backward;  // train: the backward pass's ops in forward order
+  auto account = [&](const op_time& t) {
+    if (t.from_other_dtype) out.timed_as_dtype = t.calibrated_dtype;
+    out.max_wave_factor = std::max(out.max_wave_factor, t.wave_factor);
+    out.unmeasured_wave_s += t.unmeasured_wave_s;
+  };
+  for (const layer_flops& lf : flops.layers) {
     const op_shape& s = lf.shape;  // the shapes sim/model/flops evaluated the ops at
     const expected_op_shape& x = lf.expected;
     const bool expected = lf.has_expected;
@@ -58,14 +98,28 @@ model_time time_model(const model_spec& model, const workload& w, const cost_mod
     lp.capacity = lf.capacity;
     lp.tokens = lf.tokens;
     for (std::size_t oi = 0; oi < lf.ops.size(); ++oi) {
-      const op_cost& c = lf.ops[oi];
-      // In a routed decode layer the first op (router or predictor) sees all B tokens.
-      const op_time t = (expected && oi > 0) ? cost.time_of(c, x, w.type) : cost.time_of(c, s, w.type);
-      if (t.from_other_dtype) out.timed_as_dtype = t.calibrated_dtype;
-      op_prediction p = to_prediction(t, rf.ops.at(oi), scale, kscale);
-      out.max_wave_factor = std::max(out.max_wave_factor, t.wave_factor);
-      out.unmeasured_wave_s += t.unmeasured_wave_s * scale;
-      sequence.push_back(t);
+      op_prediction p;
+      if (!train) {
+        const op_cost& c = lf.ops[oi];
+        // In a routed decode layer the first op (router or predictor) sees all B tokens.
+        const op_time t = (expected && oi > 0) ? cost.time_of(c, x, w.type) : cost.time_of(c, s, w.type);
+        account(t);
+        sequence.push_back(t);
+        p = to_prediction(t, c, 1.0, 1);
+        p.forward_s = p.time_s;
+      } else {
+        const op_cost& f = lf.forward[oi];
+        const op_time tf = cost.time_of(f, s, w.type);
+        const op_time tb = cost.backward_time_of(f, lf.backward[oi], s, w.type);
+        op_time tr;
+        tr.kernels = 0;
+        if (reruns(f.op, w.recompute, cost.attention())) tr = tf;
+        for (const op_time& t : {tf, tb, tr}) account(t);
+        sequence.push_back(tf);
+        if (tr.kernels > 0) backward.push_back(tr);
+        backward.push_back(tb);
+        p = combined({tf, tb, tr}, lf.ops[oi]);
+      }
       lp.time_s += p.time_s;
       lp.kernels += p.kernels;
       out.matmul_flops += p.matmul_flops;
@@ -79,19 +133,59 @@ model_time time_model(const model_spec& model, const workload& w, const cost_mod
   }
   op_shape head = base;
   if (decode) head.seq_len = 1;
-  const op_time head_time = cost.time_of(timed_flops.lm_head, head, w.type);
-  sequence.push_back(head_time);
-  out.lm_head = to_prediction(head_time, reported.lm_head, scale, kscale);
-  out.max_wave_factor = std::max(out.max_wave_factor, head_time.wave_factor);
-  out.unmeasured_wave_s += head_time.unmeasured_wave_s * scale;
-  out.ops_s += out.lm_head.time_s;
-  out.kernels += out.lm_head.kernels;
-  out.matmul_flops += out.lm_head.matmul_flops;
-  out.other_flops += out.lm_head.other_flops;
-  out.bytes += out.lm_head.bytes;
-  // Launch gaps and host-bound stalls: the queue over the forward pass's kernels, less the
-  // device time of the ops themselves.
-  out.total_s = std::max(out.ops_s, cost.sequence_s(sequence) * scale);
+  if (!train) {
+    const op_time head_time = cost.time_of(flops.lm_head, head, w.type);
+    account(head_time);
+    sequence.push_back(head_time);
+    out.lm_head = to_prediction(head_time, flops.lm_head, 1.0, 1);
+    out.lm_head.forward_s = out.lm_head.time_s;
+  } else {
+    const op_time tf = cost.time_of(flops.lm_head_forward, head, w.type);
+    const op_time tb = cost.backward_time_of(flops.lm_head_forward, flops.lm_head_backward, head, w.type);
+    op_time tr;
+    tr.kernels = 0;
+    account(tf);
+    account(tb);
+    sequence.push_back(tf);
+    sequence.push_back(tb);
+    out.lm_head = combined({tf, tb, tr}, flops.lm_head);
+    // The backward pass runs the layers in reverse (each op's recomputation before its backward).
+    for (std::size_t i = backward.size(); i-- > 0;) sequence.push_back(backward[i]);
+    const optimizer_cost& oc = flops.train->optimizer;
+    const op_time to = cost.optimizer_time_of(oc, w.type);
+    sequence.push_back(to);
+    out.optimizer.op = modsim::op::lm_head;  // no op of its own; op_class says what it is
+    out.optimizer.op_class = "optimizer";
+    out.optimizer.time_s = to.time_s;
+    out.optimizer.roofline_s = to.roofline_s;
+    out.optimizer.other_flops = oc.other_flops;
+    out.optimizer.bytes = oc.bytes;
+    out.optimizer.kernels = to.kernels;
+    out.optimizer.memory_bound = true;
+    out.optimizer.forward_s = 0;
+    out.optimizer_bytes_per_param = flops.train->optimizer_bytes_per_param;
+  }
+  out.ops_s += out.lm_head.time_s + out.optimizer.time_s;
+  out.kernels += out.lm_head.kernels + out.optimizer.kernels;
+  for (const op_prediction* o : {&out.lm_head, &out.optimizer}) {
+    out.matmul_flops += o->matmul_flops;
+    out.other_flops += o->other_flops;
+    out.bytes += o->bytes;
+  }
+  if (train) {
+    out.model_matmul_flops = flops.train->model_matmul_flops;
+    for (const layer_prediction& l : out.layers)
+      for (const op_prediction& o : l.ops) {
+        out.forward_s += o.forward_s;
+        out.backward_s += o.backward_s;
+        out.recompute_s += o.recompute_s;
+      }
+    out.forward_s += out.lm_head.forward_s;
+    out.backward_s += out.lm_head.backward_s;
+  }
+  // Launch gaps and host-bound stalls: the queue over the step's kernels, less the device time
+  // of the ops themselves.
+  out.total_s = std::max(out.ops_s, cost.sequence_s(sequence));
   out.overhead_s = out.total_s - out.ops_s;
   return out;
 }
@@ -173,6 +267,7 @@ gap_decomposition decompose_gap(const model_time& mod, const model_time& dense) 
       if (!used[k]) unpaired(lm.ops[k]);
   }
   paired(&mod.lm_head, dense.lm_head);
+  if (dense.optimizer.time_s > 0 || mod.optimizer.time_s > 0) paired(&mod.optimizer, dense.optimizer);
   g.launch = (mod.overhead_s - rho * dense.overhead_s) / T;
   return g;
 }
@@ -240,6 +335,13 @@ prediction predict(const model_spec& model, const model_spec& baseline, const wo
                       " calibration: on " + cost.hardware().name +
                       " the tensor cores run both at one rate and the elements have one size");
 
+  if (w.run == run_mode::train && cost.calibrated()) {
+    // No row of any calibration measures a backward pass or an optimizer step yet: say which
+    // rule priced them, and give no band (its validation covers forward blocks only).
+    p.notes.push_back(
+        "training step: no row of this calibration measures a backward pass; each op's backward is the forward's "
+        "calibrated efficiency applied to the backward's FLOPs and bytes, the AdamW step the datasheet roofline");
+  }
   if (!cost.calibrated()) {
     p.notes.push_back("uncalibrated: every time is the datasheet roofline of " + cost.hardware().name +
                       " (run modsim calibrate for measured efficiencies)");
@@ -288,7 +390,13 @@ prediction predict(const model_spec& model, const model_spec& baseline, const wo
           "and attn_values are the datasheet roofline of {} attention (--attention {} uses the measured kernels)",
           to_string(p.attention), to_string(measured), to_string(p.attention), to_string(measured)));
     }
-    if (p.expected_error && (!roofline_ops.empty() || attention_roofline)) {
+    if (p.expected_error && w.run == run_mode::train) {
+      p.expected_error.reset();
+      p.holdout.reset();
+      p.notes.push_back(
+          "no error band: the calibration's validation covers forward blocks it measured, not the backward pass and "
+          "optimizer step priced by rule");
+    } else if (p.expected_error && (!roofline_ops.empty() || attention_roofline)) {
       const double p90 = p.expected_error->p90_abs_pct_error;
       p.expected_error.reset();
       p.holdout.reset();

@@ -4,8 +4,9 @@
 // dense baseline, and an explanation of why the time saved differs from the FLOPs saved.
 //
 // Totals: total_s = Σ op time_s (all layers + lm_head) + overhead_s, overhead_s = kernels ×
-// launch_s. --mode train: each op is timed at its forward cost and × 3 (backward = two GEMMs
-// of the forward's size per matmul), kernels × 3; the FLOPs reported are the train FLOPs.
+// launch_s. --mode train: each op is its forward, its backward (sim/model/flops' backward FLOPs and
+// bytes, cost_model::backward_time_of) and what workload::recompute runs again, then one AdamW
+// step (cost_model::optimizer_time_of); the FLOPs reported are the train FLOPs.
 // --mode decode: the decode FLOP model (expected routed counts) of one step.
 //
 // ---------------------------------------------------------------------------------------
@@ -75,6 +76,11 @@ struct op_prediction {
   bool memory_bound = false;
   bool calibrated = false;
   std::string calibrated_as;  // the curve used ("" = datasheet roofline)
+  // Of time_s, a training step's parts (forward_s = time_s outside train): the forward, the
+  // backward (cost_model::backward_time_of) and what recomputation runs again.
+  double forward_s = 0;
+  double backward_s = 0;
+  double recompute_s = 0;
 };
 
 struct layer_prediction {
@@ -116,8 +122,16 @@ std::span<const gap_term> gap_terms();
 struct model_time {
   std::vector<layer_prediction> layers;
   op_prediction lm_head;
+  // Train: the AdamW step (op_class "optimizer", other_flops and bytes of sim::adamw_cost; op
+  // is a placeholder); zero otherwise.
+  op_prediction optimizer;
+  std::int64_t optimizer_bytes_per_param = 0;
+  // Train: Σ of the ops' forward_s, backward_s and recompute_s (lm_head included), and the
+  // step's model FLOPs (3 × the forward's matmul FLOPs: MFU's numerator).
+  double forward_s = 0, backward_s = 0, recompute_s = 0;
+  std::int64_t model_matmul_flops = 0;
   int kernels = 0;
-  double ops_s = 0;  // Σ op time_s incl. lm_head
+  double ops_s = 0;  // Σ op time_s incl. lm_head and the optimizer
   // Launches: kernels × launch_s; with the GPU kernel-sequence model the gaps between kernels
   // and the stalls where the host enqueues slower than the device runs (cost_model::sequence_s).
   double overhead_s = 0;

@@ -69,9 +69,13 @@ std::string_view to_string(kernel_op k);
 // (launch excluded) and its kernel count; launch_s and host_enqueue_s are per kernel launch.
 struct device_model {
   std::function<op_time(const op_cost&, const op_shape&)> time_of;
-  double launch_s = 0;        // device-side cost of one kernel launch, seconds
-  double host_enqueue_s = 0;  // host-side cost of enqueuing one kernel (or one graph), seconds
-  double d2h_sync_s = 5e-6;   // a device→host copy of a few bytes + the synchronisation, seconds
+  // A training step's backward of a forward op (cost_model::backward_time_of: forward cost,
+  // backward cost, shape); empty: the backward is twice the forward's time and launches.
+  std::function<op_time(const op_cost&, const op_cost&, const op_shape&)> backward_time_of;
+  attention_impl attention = attention_impl::unfused;  // how the device runs attention
+  double launch_s = 0;                                 // device-side cost of one kernel launch, seconds
+  double host_enqueue_s = 0;                           // host-side cost of enqueuing one kernel (or one graph), seconds
+  double d2h_sync_s = 5e-6;  // a device→host copy of a few bytes + the synchronisation, seconds
 };
 
 // The device model of a sim::cost_model at dtype `t` (a copy of the model is kept; defined in

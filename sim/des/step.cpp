@@ -45,7 +45,8 @@ namespace {
 constexpr std::int64_t k_dense_T = 16384;
 
 kernel backward_of(kernel k) {
-  // The backward of an op: twice its forward work (gradients of inputs and of weights).
+  // The backward of an op where the device model has no backward_time_of: twice its forward
+  // work (gradients of inputs and of weights).
   k.backward = true;
   k.device_s *= 2;
   k.launches *= 2;
@@ -312,18 +313,59 @@ std::vector<kernel> step_builder::forward(const workload& w) const {
   wf.type = m_type;
   const op_shape s0 = shape_of(m_model, wf);
   std::vector<kernel> out;
+  struct forward_op {
+    op_cost cost;
+    op_shape shape;
+  };
+  std::vector<forward_op> ran;  // each kernel's op, for its backward
   for (const layer_info& info : m_layers) {
     op_shape s = s0;
     if (info.mod_routed) s.tokens = routed_tokens(info.capacity, w.seq_len);
     s.noop_experts = info.noop_experts;
     for (const op_cost& c : layer_costs(s, {info.mod_routed, info.moe})) {
       out.push_back(make(c, s, c.op, info.index, s.batch * s.tokens));
+      ran.push_back({c, s});
     }
   }
   out.push_back(make(ops::lm_head(s0), s0, modsim::op::lm_head, -1, s0.batch * s0.seq_len));
+  ran.push_back({ops::lm_head(s0), s0});
   if (w.run == run_mode::train) {
+    // The layers in reverse: each op's recomputation (as sim/cost/predict prices it) then its
+    // backward (sim/model/flops' backward FLOPs and bytes, priced by the device's backward_time_of).
     const std::size_t n = out.size();
-    for (std::size_t i = n; i-- > 0;) out.push_back(backward_of(out[i]));
+    for (std::size_t i = n; i-- > 0;) {
+      const op_cost& f = ran[i].cost;
+      const op_shape& s = ran[i].shape;
+      const bool layer_op = out[i].layer >= 0;
+      const bool rerun =
+          layer_op && (w.recompute == recompute_mode::full ||
+                       (w.recompute == recompute_mode::selective && m_dev.attention == attention_impl::unfused &&
+                        (f.op == modsim::op::attn_scores || f.op == modsim::op::attn_softmax)));
+      if (rerun) {
+        kernel r = out[i];
+        r.backward = true;
+        out.push_back(r);
+      }
+      if (!m_dev.backward_time_of) {
+        out.push_back(backward_of(out[i]));
+        continue;
+      }
+      const op_cost b = ops::backward_of(f.op, s);
+      const op_time t = m_dev.backward_time_of(f, b, s);
+      if (b.matmul_flops == 0 && b.other_flops == 0 && b.bytes == 0) continue;  // no gradient (topk)
+      kernel k = out[i];
+      k.backward = true;
+      k.device_s = t.time_s;
+      k.launches = t.kernels;
+      k.matmul_flops = b.matmul_flops;
+      k.other_flops = b.other_flops;
+      k.bytes = b.bytes;
+      k.wasted_matmul_flops = 0;
+      k.roofline_s = t.roofline_s;
+      k.memory_bound = t.memory_bound() || b.matmul_flops == 0;
+      k.calibrated = t.calibrated;
+      out.push_back(k);
+    }
   }
   return out;
 }

@@ -101,9 +101,10 @@ class step_builder {
 
   // A forward pass of w.batch sequences of w.seq_len tokens (top-k per sequence at routed
   // layers, lm_head over every position, as sim/model/flops' forward mode). run_mode::train adds
-  // the backward pass: layers in reverse, each op again at twice its forward cost and
-  // launches (3× forward in all, as sim/model/flops' train mode). run_mode::decode is rejected
-  // (use decode_load + step).
+  // the backward pass: layers in reverse, each op's recomputation (workload::recompute) and
+  // its backward (sim/model/flops' backward FLOPs and bytes, timed by device_model::backward_time_of;
+  // without one, twice the forward's time and launches); the optimizer step is not a kernel
+  // here. run_mode::decode is rejected (use decode_load + step).
   std::vector<kernel> forward(const workload& w) const;
 
   // One serving / decode iteration.

@@ -422,6 +422,13 @@ run_mode parse_run_mode(std::string_view text, const std::string& file, const st
   throw input_error(file, key, "unknown mode '" + std::string(text) + "' (expected forward, train or decode)");
 }
 
+recompute_mode parse_recompute_mode(std::string_view text, const std::string& file, const std::string& key) {
+  if (text == "none") return recompute_mode::none;
+  if (text == "selective") return recompute_mode::selective;
+  if (text == "full") return recompute_mode::full;
+  throw input_error(file, key, "unknown recompute '" + std::string(text) + "' (expected none, selective or full)");
+}
+
 dtype parse_dtype(std::string_view text, const std::string& file, const std::string& key) {
   if (auto t = find_dtype(text)) return *t;
   throw input_error(file, key, "unknown dtype '" + std::string(text) + "' (expected fp32, bf16 or fp16)");
@@ -533,6 +540,7 @@ workload load_workload(const std::string& path, workload w) {
   if (auto s = r.opt_int("seq_len", 1, 1 << 26)) w.seq_len = *s;
   if (auto m = r.opt_string("mode")) w.run = parse_run_mode(*m, path, "mode");
   if (auto d = r.opt_string("dtype")) w.type = parse_dtype(*d, path, "dtype");
+  if (auto c = r.opt_string("recompute")) w.recompute = parse_recompute_mode(*c, path, "recompute");
   r.opt_string("name");
   r.opt_string("notes");
   r.finish();

@@ -33,6 +33,7 @@ workload load_workload(const std::string& path, workload defaults = {});
 // `where` names the input for the error message ("--schedule", or "file: routing.schedule").
 schedule parse_schedule(std::string_view text, int n_layers, const std::string& file, const std::string& key);
 run_mode parse_run_mode(std::string_view text, const std::string& file, const std::string& key);
+recompute_mode parse_recompute_mode(std::string_view text, const std::string& file, const std::string& key);
 dtype parse_dtype(std::string_view text, const std::string& file, const std::string& key);
 
 // Checks every range and consistency rule of a model (the parser calls it; the CLI calls it

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <utility>
 
 #include "core/error.hpp"
@@ -35,26 +36,20 @@ void add_to(checked& m, checked& o, checked& b, const op_cost& c) {
   b = b + c.bytes;
 }
 
-op_cost times(op_cost c, std::int64_t k) {
-  c.matmul_flops = (checked(c.matmul_flops) * k).v;
-  c.other_flops = (checked(c.other_flops) * k).v;
-  c.bytes = (checked(c.bytes) * k).v;
-  return c;
-}
-
 struct evaluation {
   std::vector<layer_flops> layers;
-  op_cost lm_head;
+  op_cost lm_head, lm_head_forward, lm_head_backward;
+  std::optional<train_breakdown> train;
   std::int64_t matmul = 0, other = 0, bytes = 0;
 };
 
-evaluation evaluate(const model_spec& model, const workload& w) {
+evaluation evaluate(const model_spec& model, const workload& w, attention_impl attention) {
   evaluation ev;
   const op_shape base = shape_of(model, w);
   const bool has_moe = model.moe.has_value();
   const mode_variant variant = has_moe ? model.moe->variant : mode_variant::staged;
   const bool decode = w.run == run_mode::decode;
-  const std::int64_t repeat = w.run == run_mode::train ? 3 : 1;
+  const bool train = w.run == run_mode::train;
 
   for (const layer_plan& plan : plan_layers(model)) {
     // `moe` ignores the schedule; `integrated` routes through no-op experts, not MoD.
@@ -119,11 +114,18 @@ evaluation evaluate(const model_spec& model, const workload& w) {
     }
     lf.shape = s;
 
-    checked m, o, b;
-    for (op_cost& c : lf.ops) {
-      if (repeat != 1) c = times(c, repeat);
-      add_to(m, o, b, c);
+    if (train) {
+      // Each op: its forward, its backward and what recomputation runs again; ops holds the sum.
+      lf.forward = lf.ops;
+      for (std::size_t i = 0; i < lf.ops.size(); ++i) {
+        const modsim::op id = lf.forward[i].op;
+        lf.backward.push_back(ops::backward_of(id, s));
+        lf.recompute.push_back(ops::recompute_of(id, s, w.recompute, attention));
+        lf.ops[i] = sum_costs({lf.forward[i], lf.backward[i], lf.recompute[i]}, id);
+      }
     }
+    checked m, o, b;
+    for (const op_cost& c : lf.ops) add_to(m, o, b, c);
     lf.matmul_flops = m.v;
     lf.other_flops = o.v;
     lf.bytes = b.v;
@@ -132,7 +134,12 @@ evaluation evaluate(const model_spec& model, const workload& w) {
 
   op_shape head = base;
   if (decode) head.seq_len = 1;
-  ev.lm_head = times(ops::lm_head(head), repeat);
+  ev.lm_head = ops::lm_head(head);
+  if (train) {
+    ev.lm_head_forward = ev.lm_head;
+    ev.lm_head_backward = ops::backward_of(modsim::op::lm_head, head);
+    ev.lm_head = sum_costs({ev.lm_head_forward, ev.lm_head_backward}, modsim::op::lm_head);
+  }
 
   checked m, o, b;
   for (const layer_flops& lf : ev.layers) {
@@ -141,6 +148,29 @@ evaluation evaluate(const model_spec& model, const workload& w) {
     b = b + lf.bytes;
   }
   add_to(m, o, b, ev.lm_head);
+  if (train) {
+    train_breakdown t;
+    t.recompute = w.recompute;
+    t.attention = attention;
+    checked fm, fo, fb, bm, bo, bb, rm, ro, rb;
+    for (const layer_flops& lf : ev.layers)
+      for (std::size_t i = 0; i < lf.ops.size(); ++i) {
+        add_to(fm, fo, fb, lf.forward[i]);
+        add_to(bm, bo, bb, lf.backward[i]);
+        add_to(rm, ro, rb, lf.recompute[i]);
+      }
+    add_to(fm, fo, fb, ev.lm_head_forward);
+    add_to(bm, bo, bb, ev.lm_head_backward);
+    t.forward = op_cost{modsim::op::lm_head, fm.v, fo.v, fb.v};
+    t.backward = op_cost{modsim::op::lm_head, bm.v, bo.v, bb.v};
+    t.recompute_cost = op_cost{modsim::op::lm_head, rm.v, ro.v, rb.v};
+    t.optimizer = adamw_cost(parameter_count(model), base.elem_bytes);
+    t.optimizer_bytes_per_param = adamw_bytes_per_param(base.elem_bytes);
+    t.model_matmul_flops = (checked(3) * fm).v;
+    o = o + t.optimizer.other_flops;
+    b = b + t.optimizer.bytes;
+    ev.train = t;
+  }
   ev.matmul = m.v;
   ev.other = o.v;
   ev.bytes = b.v;
@@ -274,14 +304,17 @@ op_cost sum_costs(const std::vector<op_cost>& list, modsim::op as) {
   return op_cost{as, m.v, o.v, b.v};
 }
 
-flops_report evaluate_flops(const model_spec& model, const workload& w) {
-  evaluation ev = evaluate(model, w);
-  const evaluation dense = evaluate(dense_baseline(model), w);
+flops_report evaluate_flops(const model_spec& model, const workload& w, attention_impl attention) {
+  evaluation ev = evaluate(model, w, attention);
+  const evaluation dense = evaluate(dense_baseline(model), w, attention);
   flops_report r;
   r.model_name = model.name;
   r.load = w;
   r.layers = std::move(ev.layers);
   r.lm_head = std::move(ev.lm_head);
+  r.lm_head_forward = ev.lm_head_forward;
+  r.lm_head_backward = ev.lm_head_backward;
+  r.train = ev.train;
   r.totals.matmul_flops = ev.matmul;
   r.totals.other_flops = ev.other;
   r.totals.bytes = ev.bytes;

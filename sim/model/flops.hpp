@@ -54,7 +54,47 @@
 // Once per model: lm_head 2·B·S·d·V | 4·B·S·d (final norm) | e(B·S·d + d·V + B·S·V).
 // The embedding lookup costs 0 FLOPs.
 //
-// Train (run_mode::train): every op's matmul, other and bytes × 3 (router included).
+// Train (run_mode::train): each op of a layer costs its forward, its backward and what
+// recomputation runs again (layer_flops::forward/backward/recompute; layer_flops::ops holds
+// their sums). Backward of each op (op: matmul | other | bytes; a GEMM's dgrad and wgrad each
+// cost its forward's FLOPs, so the matmul column is exactly 2 × the forward's; elementwise
+// backward other_flops are 2 × the forward's; bytes the minimum traffic as in forward):
+//   router       4·B·S·d (dx += dr·wᵀ, dw = Xᵀ·dr over all S) | 0 | e(3·B·S·d + 2·B·S + 2·d)
+//   topk         0 | 0 | 0 (no gradient through top-k)
+//   gather       0 | B·k·d (dx[idx] += dx̃) | 4·B·k + e(3·B·k·d + B·k + B·S) (dr of the
+//                S tokens written from the k routed ones)
+//   attn_norm, mlp_norm (RMSNorm) 0 | 8·T·d | e(4·T·d + 2·d) (x, dy, the residual's gradient
+//                read, dx written; g read, dg written)
+//   qkv_proj     4·T·d·D (D = dq+2dkv)  | 0 | 2e(T·d + d·D + T·D)
+//   attn_scores  4·B·n·L·dq (dQ = dS·K, dK = dSᵀ·Q) | 0 | e(2·B·H·n·L + 2·B·L·dkv + 2·B·n·dq)
+//   attn_softmax 0 | 10·B·H·n·L | 3e·B·H·n·L (P, dP read, dS written)
+//   attn_values  4·B·n·L·dq (dV = Pᵀ·dO, dP = dO·Vᵀ) | 0 | e(2·B·H·n·L + 2·B·L·dkv + 2·B·n·dq)
+//   out_proj     4·T·dq·d | 0 (the residual's gradient passes through) | 2e(T·dq + dq·d + T·d)
+//   mlp_up, mlp_gate 4·T·d·F | 0 | 2e(T·d + d·F + T·F)
+//   mlp_act      0 | gelu 16·T·F, swiglu 10·T·F | gelu 3e·T·F, swiglu 5e·T·F
+//   mlp_down     4·T·F·d | 0 | 2e(T·F + F·d + T·d)
+//   scatter      0 | 3·B·k·d (dΔ = r·dy, dr = ⟨dy, Δ⟩) | 4·B·k + e(3·B·k·d + 2·B·k);
+//                a skipped token's gradient passes straight through (in place: 0)
+//   expert_router 4·T·d·(E+N) | 10·T·(E+N) | 2e(T·d + d(E+N) + T(E+N))
+//   experts      2 × forward matmul and other | e(2·E·w·d·F + 3·M·d + 2·T·d)
+//   lm_head      4·B·S·d·V | 8·B·S·d | e(2·B·S·d + 2·d·V + 2·B·S·V) + e(4·B·S·d + 2·d)
+// Recomputation (workload::recompute) adds, per layer op:
+//   none       nothing, except with fused attention (attention_impl::fused, a FlashAttention-
+//              style kernel that keeps no probabilities): attn_scores' matmul FLOPs once more
+//              (the kernel recomputes the scores: its backward runs 5 matmuls of n·L work
+//              where the forward ran 2, 2.5 × the forward's attention matmuls);
+//   selective  unfused: attn_scores and attn_softmax run again (the probabilities are not
+//              kept); fused: as none;
+//   full       every forward op of the layer runs again (+ the fused kernel's scores).
+// So with recompute none and unfused attention (what `modsim flops` counts unless told)
+// matmul FLOPs are exactly 3 × the forward's; full adds exactly the layers' forward. The LM
+// head is never recomputed.
+// Optimizer step (AdamW, once per step over the P parameters; optimizer_cost): memory-bound,
+//   other 16·P (the two moment updates, bias corrections, the update with weight decay),
+//   bytes 28·P: fp32 weights read w, grad, m, v (16) and write w, m, v (12); bf16/fp16
+//   weights keep an fp32 master copy: read master, m, v (12) and the e-byte gradient, write
+//   master, m, v (12) and the e-byte weights: 24 + 2e = 28 as well.
+// It is counted in flops_totals' other_flops and bytes (not in any layer).
 //
 // Decode (run_mode::decode): one step for B sequences whose context is S cached tokens; a
 // layer processes B new tokens (n = 1, S → 1 for the lm_head).
@@ -81,6 +121,7 @@
 // ((2|3)·d·F, or MoE d(E+N) + E·(2|3)·d·F), + d (router) and + d·h + h (predictor, when
 // inference == predictor) at MoD-routed layers; + V·d embedding + V·d lm head + d final norm.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -190,6 +231,26 @@ op_cost cost_of(modsim::op o, const expected_op_shape& s);
 double gemm_output_tiles(modsim::op o, const op_shape& s, double tile);
 double gemm_output_tiles(modsim::op o, const expected_op_shape& s, double tile);
 
+namespace ops {
+// The backward of op `o` at shape `s` (the table above); 0 FLOPs and bytes for topk. Throws
+// modsim::error (bad_input) for a whole block or a decode step.
+op_cost backward_of(modsim::op o, const op_shape& s);
+// What recomputation `r` runs again for op `o` of a layer at shape `s`, with attention `a`
+// (the table above).
+op_cost recompute_of(modsim::op o, const op_shape& s, recompute_mode r, attention_impl a);
+}  // namespace ops
+
+// One AdamW step over `params` parameters whose weights are `elem_bytes` bytes (see above).
+struct optimizer_cost {
+  std::int64_t params = 0;
+  std::int64_t other_flops = 0;
+  std::int64_t bytes = 0;
+};
+inline constexpr std::int64_t k_adamw_flops_per_param = 16;
+// 28 for fp32 weights, and for bf16/fp16 weights with their fp32 master copy (24 + 2e).
+std::int64_t adamw_bytes_per_param(int elem_bytes);
+optimizer_cost adamw_cost(std::int64_t params, int elem_bytes);
+
 // What one layer runs around and inside its block.
 struct layer_kind {
   bool mod_routing = false;  // router, topk, gather before and scatter after the block
@@ -229,7 +290,10 @@ struct layer_flops {
   double capacity = 1.0;         // the layer plan's capacity (1 when not routed)
   std::int64_t tokens = 0;       // tokens the block sees, whole batch (B·n; decode llround(m))
   double expected_tokens = 0.0;  // the same, unrounded (decode: m = capacity·B)
-  std::vector<op_cost> ops;      // in execution order
+  std::vector<op_cost> ops;      // in execution order (train: forward + backward + recompute)
+  // Train only (empty otherwise), in the order of `ops`: each op's forward, backward and
+  // recomputation (see the table above).
+  std::vector<op_cost> forward, backward, recompute;
   // The shapes the ops ran at, so the cost model times the same ops: `shape` for every op,
   // except in decode at a MoD-routed layer, where ops after the first (the router or
   // predictor, which sees all B tokens at `shape`) run at the expected shape `expected`.
@@ -251,19 +315,38 @@ struct flops_totals {
   std::int64_t dense_bytes = 0;
 };
 
+// A training step's parts (run_mode::train), summed over the layers and the LM head; `op`
+// is lm_head for want of a step op. matmul + other + bytes of forward + backward + recompute
+// + the optimizer's are flops_totals'.
+struct train_breakdown {
+  recompute_mode recompute = recompute_mode::none;
+  attention_impl attention = attention_impl::unfused;
+  op_cost forward, backward, recompute_cost;
+  optimizer_cost optimizer;
+  std::int64_t optimizer_bytes_per_param = 0;
+  // The model FLOPs of the step (MFU's numerator): 3 × the forward's matmul FLOPs, whatever
+  // is recomputed.
+  std::int64_t model_matmul_flops = 0;
+};
+
 struct flops_report {
   std::string model_name;
   workload load;
   std::vector<layer_flops> layers;
   op_cost lm_head;  // op "lm_head": the final norm + the vocabulary projection
+  // Train only: the LM head's forward and backward (lm_head is their sum).
+  op_cost lm_head_forward, lm_head_backward;
   flops_totals totals;
-  std::int64_t params = 0;  // weights (see above)
+  std::int64_t params = 0;               // weights (see above)
+  std::optional<train_breakdown> train;  // run_mode::train only
 };
 
-// FLOPs and bytes of `model` under workload `w` (forward, train or one decode step).
-// Throws modsim::error (bad_input) for a workload with batch or seq_len < 1, or a result
-// that does not fit in int64.
-flops_report evaluate_flops(const model_spec& model, const workload& w);
+// FLOPs and bytes of `model` under workload `w` (forward, train or one decode step), attention
+// run as `attention` (what a training step recomputes; forward and decode counts are the same
+// either way). Throws modsim::error (bad_input) for a workload with batch or seq_len < 1, or a
+// result that does not fit in int64.
+flops_report evaluate_flops(const model_spec& model, const workload& w,
+                            attention_impl attention = attention_impl::unfused);
 
 // The weight count of `model` (see above): outside_layer_parameter_count (embedding, LM head,
 // final norm) plus layer_parameter_counts (per layer, routers and predictors included).

@@ -1,6 +1,8 @@
 // The FLOP/byte formula of each op (sim/model/flops.hpp's table): one function per op in exact
 // (checked int64) and expected (double) arithmetic, the dispatch over the op table, and the
-// op-name helpers.
+// op-name helpers; then a training step's (the train table): each op's backward (exact
+// arithmetic only: a training step has no expected shapes), what recomputation runs again, and
+// the AdamW step.
 #include <string>
 
 #include "core/error.hpp"
@@ -236,5 +238,162 @@ const char* op_class_of(modsim::op o) {
 
 op_cost cost_of(modsim::op o, const op_shape& s) { return formula_of(o, s); }
 op_cost cost_of(modsim::op o, const expected_op_shape& s) { return formula_of(o, s); }
+
+// ---- training: backward, recomputation, optimizer (flops.hpp's train table) ----------
+
+namespace {
+
+using C = detail::checked;
+using detail::cost;
+using detail::dims;
+using detail::dims_of;
+using detail::finish;
+
+cost<C> b_router(const dims<C>& x) {
+  const C BS = x.B * x.S;
+  return {C(4) * BS * x.d, C(0), x.e * (C(3) * BS * x.d + C(2) * BS + C(2) * x.w * x.d)};
+}
+cost<C> b_gather(const dims<C>& x) {
+  const C Bk = x.T();
+  return {C(0), Bk * x.d, C(4) * Bk + x.e * (C(3) * Bk * x.d + Bk + x.B * x.S)};
+}
+cost<C> b_norm(const dims<C>& x) {
+  const C T = x.T();
+  return {C(0), C(8) * T * x.d, x.e * (C(4) * T * x.d + C(2) * x.w * x.d)};
+}
+// A GEMM's dgrad and wgrad: (rows × in)·(in × out) forward, weights in × out.
+cost<C> b_gemm(const dims<C>& x, C in, C out) {
+  const C T = x.T();
+  return {C(4) * T * in * out, C(0), C(2) * x.e * (T * in + x.w * in * out + T * out)};
+}
+cost<C> b_attn_matmuls(const dims<C>& x) {
+  const C BnL = x.B * x.n * x.L;
+  return {C(4) * BnL * x.dq, C(0), x.e * (C(2) * x.H * BnL + C(2) * x.B * x.L * x.dkv + C(2) * x.T() * x.dq)};
+}
+cost<C> b_attn_softmax(const dims<C>& x) {
+  const C HBnL = x.H * x.B * x.n * x.L;
+  return {C(0), C(10) * HBnL, C(3) * x.e * HBnL};
+}
+cost<C> b_mlp_act(const dims<C>& x) {
+  const C TF = x.T() * x.F;
+  if (x.swiglu) return {C(0), C(10) * TF, C(5) * x.e * TF};
+  return {C(0), C(16) * TF, C(3) * x.e * TF};
+}
+cost<C> b_scatter(const dims<C>& x) {
+  const C Bk = x.T();
+  return {C(0), C(3) * Bk * x.d, C(4) * Bk + x.e * (C(3) * Bk * x.d + C(2) * Bk)};
+}
+cost<C> b_lm_head(const dims<C>& x) {
+  const C BS = x.B * x.S;
+  return {
+      C(4) * BS * x.d * x.V, C(8) * BS * x.d,
+      x.e * (C(2) * BS * x.d + C(2) * x.w * x.d * x.V + C(2) * BS * x.V) + x.e * (C(4) * BS * x.d + C(2) * x.w * x.d)};
+}
+
+op_cost twice(op_cost c) {
+  c.matmul_flops = (C(2) * c.matmul_flops).v;
+  c.other_flops = (C(2) * c.other_flops).v;
+  return c;
+}
+
+}  // namespace
+
+namespace ops {
+
+op_cost backward_of(modsim::op o, const op_shape& s) {
+  using enum modsim::op;
+  const dims<C> x = dims_of(s);
+  switch (o) {
+    case router:
+      return finish(o, b_router(x));
+    case topk:
+      return op_cost{o, 0, 0, 0};
+    case gather:
+      return finish(o, b_gather(x));
+    case predictor:
+      // Trained on stop-gradient inputs: a small MLP's dgrad and wgrad, twice its forward.
+      return twice(ops::predictor(s));
+    case attn_norm:
+    case mlp_norm:
+      return finish(o, b_norm(x));
+    case qkv_proj:
+      return finish(o, b_gemm(x, x.d, x.dq + C(2) * x.dkv));
+    case attn_scores:
+    case attn_values:
+      return finish(o, b_attn_matmuls(x));
+    case attn_softmax:
+      return finish(o, b_attn_softmax(x));
+    case out_proj:
+      return finish(o, b_gemm(x, x.dq, x.d));
+    case mlp_up:
+    case mlp_gate:
+      return finish(o, b_gemm(x, x.d, x.F));
+    case mlp_act:
+      return finish(o, b_mlp_act(x));
+    case mlp_down:
+      return finish(o, b_gemm(x, x.F, x.d));
+    case scatter:
+      return finish(o, b_scatter(x));
+    case expert_router: {
+      const C EN = x.E + x.NE;
+      cost<C> c = b_gemm(x, x.d, EN);
+      c.other = C(10) * x.T() * EN;
+      return finish(o, c);
+    }
+    case experts: {
+      op_cost c = twice(ops::experts(s));
+      const C M = C(ops::expert_slots(s));
+      const C mats = x.swiglu ? C(3) : C(2);
+      c.bytes = (x.e * (C(2) * x.w * x.E * mats * x.d * x.F + C(3) * M * x.d + C(2) * x.T() * x.d)).v;
+      return c;
+    }
+    case lm_head:
+      return finish(o, b_lm_head(x));
+    case block_dense:
+    case block_mod:
+    case layer_mode:
+    case decode_dense:
+    case decode_mod:
+    case decode_step:
+      break;
+  }
+  throw input_error("", "op", "'" + std::string(to_string(o)) + "' has no backward formula (a block or a decode step)");
+}
+
+op_cost recompute_of(modsim::op o, const op_shape& s, recompute_mode r, attention_impl a) {
+  using enum modsim::op;
+  op_cost none{o, 0, 0, 0};
+  const bool fused = a == attention_impl::fused;
+  if (r == recompute_mode::full) {
+    op_cost c = cost_of(o, s);
+    // The fused kernel's backward recomputes the scores once more.
+    if (fused && o == attn_scores) c.matmul_flops = (C(2) * c.matmul_flops).v;
+    return c;
+  }
+  if (fused) {
+    if (o != attn_scores) return none;
+    const op_cost f = cost_of(o, s);
+    return op_cost{o, f.matmul_flops, 0, 0};  // the scores, inside the backward kernel
+  }
+  if (r == recompute_mode::selective && (o == attn_scores || o == attn_softmax)) return cost_of(o, s);
+  return none;
+}
+
+}  // namespace ops
+
+std::int64_t adamw_bytes_per_param(int elem_bytes) {
+  // fp32 weights: read w, g, m, v; write w, m, v. Narrower weights: an fp32 master copy read and
+  // written with the moments, the e-byte gradient read and the e-byte weights written.
+  if (elem_bytes >= 4) return 4 * 4 + 3 * 4;
+  return 3 * 4 + 3 * 4 + 2 * std::int64_t{elem_bytes};
+}
+
+optimizer_cost adamw_cost(std::int64_t params, int elem_bytes) {
+  optimizer_cost c;
+  c.params = params;
+  c.other_flops = (C(k_adamw_flops_per_param) * params).v;
+  c.bytes = (C(adamw_bytes_per_param(elem_bytes)) * params).v;
+  return c;
+}
 
 }  // namespace modsim::sim

@@ -22,9 +22,11 @@ memory_footprint footprint_of(const model_spec& m, const workload& w, attention_
   const double window = static_cast<double>(m.sliding_window);
 
   fp.weights = P * e;
-  if (train) fp.training_state = P * e + 2.0 * P * 4.0;
+  // Gradients (e bytes), two fp32 moments, and an fp32 master copy of narrower weights.
+  if (train) fp.training_state = P * e + 2.0 * P * 4.0 + (e < 4 ? P * 4.0 : 0.0);
+  const recompute_mode recompute = train ? w.recompute : recompute_mode::none;
 
-  double largest = 0, sum = 0;
+  double largest = 0, sum = 0, checkpoints = 0, largest_scores = 0;
   for (const layer_plan& l : plan_layers(m)) {
     // MoD routing shrinks the block's tokens; the integrated and moe variants do not.
     const bool mod = l.routed && !(m.moe && m.moe->variant != mode_variant::staged);
@@ -47,10 +49,20 @@ memory_footprint footprint_of(const model_spec& m, const workload& w, attention_
       largest = layer;
       fp.attention_buffers = buffers;
     }
-    sum += layer;
+    // Selective recomputation keeps no unfused scores (one layer's are rebuilt at a time).
+    const bool drop_scores = recompute == recompute_mode::selective && attention == attention_impl::unfused;
+    sum += drop_scores ? layer - buffers : layer;
+    largest_scores = std::max(largest_scores, drop_scores ? buffers : 0.0);
+    // Full recomputation keeps each layer's input (all S tokens of the residual stream).
+    checkpoints += B * S * d * e;
   }
   fp.logits = B * (decode ? 1.0 : S) * m.vocab_size * e;
-  fp.activations = (train ? sum : largest) + fp.logits;
+  // Train: every layer's activations kept for the backward pass (MoD layers keep those of their
+  // routed tokens only), less what recomputation rebuilds; full keeps the layer inputs and one
+  // layer's activations, rebuilt while its backward runs.
+  double kept = largest;
+  if (train) kept = recompute == recompute_mode::full ? checkpoints + largest : sum + largest_scores;
+  fp.activations = kept + fp.logits;
   return fp;
 }
 

@@ -4,12 +4,19 @@
 // The footprint is a lower bound of the step's resident bytes (e = dtype_bytes, P = parameter
 // count, n_l = tokens per sequence at layer l: k at a routed layer, S otherwise):
 //   weights        P·e
-//   training state P·e (gradients) + 2·P·4 (two fp32 Adam moments)       (train only)
+//   training state P·e (gradients) + 2·P·4 (two fp32 Adam moments), + P·4 (an fp32 master
+//                  copy) when e < 4 (train only)
 //   KV cache       decode: B·(n_l+1)·2·d_kv·e summed over layers (a routed layer caches
 //                  the k = routed_tokens(c, S) tokens its block saw, plus the new one)
 //   activations    forward/decode: the largest one layer needs at once,
 //                    max over l of B·n_l·(3·d + 2·d_kv + F)·e + attention buffers
-//                  train: every layer's, kept for the backward pass (summed over l)
+//                  train: every layer's, kept for the backward pass (summed over l; a
+//                  routed layer keeps its k routed tokens' only), by workload::recompute:
+//                    none:      that sum;
+//                    selective: the sum without the unfused scores, + the largest layer's
+//                               scores (rebuilt one layer at a time); fused: as none;
+//                    full:      each layer's input B·S·d·e (summed) + the largest layer's
+//                               activations (rebuilt while its backward runs)
 //   attention      what the attention implementation priced keeps (q_l = queries per sequence:
 //   buffers        n_l in forward/train, 1 in decode; L_l = the keys each query reads: n_l in
 //                  forward/train, the layer's cached entries in decode):

@@ -52,6 +52,20 @@ TEST(Memory, TrainingKeepsEveryLayerAndTheOptimizerState) {
   const double P = double(parameter_count(small()));
   EXPECT_DOUBLE_EQ(fp.training_state, P * 4 + 2 * P * 4);
   EXPECT_DOUBLE_EQ(fp.activations, 2 * (36864 + 2048) + 6400);
+  // bf16 weights add an fp32 master copy: 2·P gradients + 8·P moments + 4·P master.
+  workload bf16 = load(run_mode::train);
+  bf16.type = dtype::bf16;
+  EXPECT_DOUBLE_EQ(footprint_of(small(), bf16, attention_impl::unfused).training_state, 14 * P);
+}
+
+TEST(Memory, RecomputationKeepsLessForTheBackwardPass) {
+  workload w = load(run_mode::train);
+  // Selective: no layer keeps its scores, one layer's (2,048) are rebuilt at a time.
+  w.recompute = recompute_mode::selective;
+  EXPECT_DOUBLE_EQ(footprint_of(small(), w, attention_impl::unfused).activations, 2 * 36864 + 2048 + 6400);
+  // Full: each layer's input B·S·d·e = 2·8·64·4 = 4,096, and one layer's activations rebuilt.
+  w.recompute = recompute_mode::full;
+  EXPECT_DOUBLE_EQ(footprint_of(small(), w, attention_impl::unfused).activations, 2 * 4096 + 36864 + 2048 + 6400);
 }
 
 TEST(Memory, DecodeCachesKOfTheContextAtARoutedLayer) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -82,12 +83,29 @@ TEST(Predict, UncalibratedPredictionIsTheHandComputedRoofline) {
   EXPECT_NE(p.cost_label.find("datasheet roofline"), std::string::npos);
 }
 
-TEST(Predict, TrainIsThreeTimesForward) {
+TEST(Predict, TrainPricesEachBackwardFromItsBytesAndAddsTheOptimizer) {
   const cost_model cost(round_cpu());
   const prediction f = predict(tiny(), load(1, 8), cost);
   const prediction t = predict(tiny(), load(1, 8, run_mode::train), cost);
-  EXPECT_NEAR(t.total_s(), 3 * f.total_s(), 1e-15);
   EXPECT_EQ(t.model.matmul_flops, 3 * f.model.matmul_flops);
+  const auto& ops = t.model.layers.at(0).ops;
+  auto find = [&](modsim::op o) -> const op_prediction& {
+    for (const op_prediction& p : ops)
+      if (p.op == o) return p;
+    throw std::runtime_error("op missing");
+  };
+  // B=1, S=8, fp32, 10 GB/s. qkv_proj backward: dgrad and wgrad read and write
+  // 2·4·(8·64 + 64·192 + 8·192) = 114688 bytes -> 1.14688e-5 s (compute 4·8·64·192 / 1e11 =
+  // 3.9e-6 s is below it).
+  EXPECT_NEAR(find(modsim::op::qkv_proj).backward_s, 1.14688e-5, 1e-18);
+  EXPECT_NEAR(find(modsim::op::qkv_proj).forward_s, 5.7344e-6, 1e-18);
+  // attn_softmax backward: P, dP read and dS written, 3·4·(4·8·8) = 3072 bytes -> 3.072e-7 s
+  // (compute 10·4·64 / 1e10 = 2.56e-7): 1.5 x its forward's 2.048e-7, not 2.
+  EXPECT_NEAR(find(modsim::op::attn_softmax).backward_s, 3.072e-7, 1e-18);
+  // AdamW over P = 64·192 + 64·64 + 2·64 + 2·64·256 (the layer) + 2·100·64 + 64 = 62144
+  // parameters, 28 bytes each: 1740032 bytes -> 1.740032e-4 s (compute 16·P / 1e10 below it).
+  EXPECT_NEAR(t.model.optimizer.time_s, 1.740032e-4, 1e-16);
+  EXPECT_GT(t.total_s(), f.total_s() + t.model.optimizer.time_s);
 }
 
 TEST(Predict, RoutedLayerRunsTheRoutingOpsAndFewerTokens) {
