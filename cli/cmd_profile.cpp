@@ -165,7 +165,7 @@ int cmd_profile(const std::vector<std::string>& args) {
       "preset", po::value<std::string>()->default_value("quick"),
       "quick (CPU: under 2 minutes) | full | decode (KV-cached decode steps: decode_dense, decode_mod, and "
       "decode_step of each --model) | train (CPU: one layer's forward + backward, block_dense_train and "
-      "block_mod_train, about 4 minutes)")(
+      "block_mod_train, about 3 minutes)")(
       "model", po::value<std::vector<std::string>>()->composing(),
       "a model (name under configs/models/ or a path) whose whole decode step decode_step measures; repeat for "
       "several (added to the grid's \"model\" list)")("grid", po::value<std::string>(),

@@ -88,8 +88,8 @@ grid preset(std::string_view name, std::string_view backend) {
   if (name == "train") {
     // One layer's forward + backward (docs/contracts.md "Training rows"): dense and MoD layers
     // of two widths with gelu and one swiglu GQA layer, batches 1 and 2, sequences of 256 and
-    // 512 tokens, capacities 1/8 and 1/2, recompute none and full. 72 points, about 4 minutes
-    // on a 2-core CPU (fp32). The CUDA backend has no training kernels yet.
+    // 512 tokens, capacities 1/8 and 1/2, recompute none and full. 72 points, 170 s
+    // with one thread on the 2-core EPYC VM at load ~10 (fp32). The CUDA backend has no training kernels yet.
     if (gpu)
       throw input_error("", "--preset",
                         "the train preset is CPU only for now (the cuda backend has no training kernels)");
