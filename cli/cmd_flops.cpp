@@ -53,7 +53,7 @@ json::object cost_json(const sim::op_cost& c) {
 // A training step's parts (flops_report::train).
 json::object train_json(const sim::train_breakdown& t) {
   json::object o;
-  o["recompute"] = sim::to_string(t.recompute);
+  o["recompute"] = modsim::to_string(t.recompute);
   o["attention"] = modsim::to_string(t.attention);
   o["forward"] = cost_json(t.forward);
   o["backward"] = cost_json(t.backward);
@@ -190,7 +190,7 @@ output output_of(const analysis::analysis_result& a) {
     o.head.push_back(fmt::format(
         "train: recompute {}, {} attention; the optimizer (AdamW, {} bytes per parameter) is in the totals, not in a "
         "layer",
-        sim::to_string(t.recompute), modsim::to_string(t.attention), t.optimizer_bytes_per_param));
+        modsim::to_string(t.recompute), modsim::to_string(t.attention), t.optimizer_bytes_per_param));
     table parts;
     parts.title = "training step";
     parts.columns = {"part", "matmul GFLOP", "x forward", "other GFLOP", "MB"};

@@ -409,7 +409,7 @@ train_pricing train_pricing_of(const analysis::analysis_result& a) {
   t.json = json::object{{"backward", backward},
                         {"attention_backward", attention},
                         {"optimizer", optimizer},
-                        {"recompute", sim::to_string(p.load.recompute)},
+                        {"recompute", modsim::to_string(p.load.recompute)},
                         {"batch", "global (batch / dp per replica)"},
                         {"forward_s", m.forward_s},
                         {"backward_s", m.backward_s},
@@ -424,7 +424,7 @@ train_pricing train_pricing_of(const analysis::analysis_result& a) {
       "training step: forward {} ms + backward {} ms + recompute ({}) {} ms + optimizer {} ms; backward = {}; "
       "attention backward = {}; optimizer = {}; MFU {:.1f}% (model FLOPs 3 x forward matmul / step time / peak); "
       "--batch is the global batch (each of --dp replicas runs batch / dp)",
-      ms(m.forward_s), ms(m.backward_s), sim::to_string(p.load.recompute), ms(m.recompute_s), ms(m.optimizer.time_s),
+      ms(m.forward_s), ms(m.backward_s), modsim::to_string(p.load.recompute), ms(m.recompute_s), ms(m.optimizer.time_s),
       backward, attention, optimizer, 100 * mfu);
   return t;
 }

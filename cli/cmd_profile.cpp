@@ -57,9 +57,11 @@ std::string describe(const profiler::point& p) {
     return fmt::format("decode_step {} B={} ctx={} {}", p.model_name, s.batch, s.seq_len, p.decode_routing);
   std::string d = fmt::format("{} B={} {}={} d={} H={} F={}", kernels::to_string(p.op), s.batch,
                               kernels::is_decode(p.op) ? "ctx" : "S", s.seq_len, s.d_model, s.n_heads, s.d_ff);
-  if (p.op != kernels::op::block_dense && p.op != kernels::op::router && p.op != kernels::op::decode_dense)
+  if (p.op != kernels::op::block_dense && p.op != kernels::op::block_dense_train && p.op != kernels::op::router &&
+      p.op != kernels::op::decode_dense)
     d += fmt::format(" c={:g}", s.capacity);
   if (kernels::is_decode(p.op)) d += " " + p.decode_routing;
+  if (kernels::is_train(p.op)) d += fmt::format(" recompute={}", modsim::to_string(p.recompute));
   return d;
 }
 
@@ -166,7 +168,8 @@ int cmd_profile(const std::vector<std::string>& args) {
       "calibrate on: configs/grids/calibration-5-cpu.json's 96 blocks with every op timed inside its block "
       "(in_block) and configs/grids/gemm-rows-cpu.json's 400 GEMMs timed alone, in one CSV; 496 points, 3-7 "
       "minutes (median 4) with --threads 1 on the 2-core AMD EPYC; --timing does not apply; on a GPU calibrate "
-      "on full and decode)")(
+      "on full and decode) | train (CPU: one layer's forward + backward, block_dense_train and "
+      "block_mod_train, about 3 minutes)")(
       "model", po::value<std::vector<std::string>>()->composing(),
       "a model (name under configs/models/ or a path) whose whole decode step decode_step measures; repeat for "
       "several (added to the grid's \"model\" list)")("grid", po::value<std::string>(),
@@ -226,7 +229,7 @@ int cmd_profile(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!parse_args(
           args, opts, pos, vm,
-          "usage: modsim profile --backend cpu|cuda [--preset quick|full|decode|calibration] [--grid FILE] "
+          "usage: modsim profile --backend cpu|cuda [--preset quick|full|decode|calibration|train] [--grid FILE] "
           "--out FILE.csv [--resume] [--timing isolated|in_block] [--attention unfused|fused] [--shard I/N] "
           "[--model MODEL]... [--max-time S per point] [--max-noisy-time S] [--passes N] [--time-budget S for the "
           "run]\n"

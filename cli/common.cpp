@@ -16,7 +16,7 @@ namespace modsim::cli {
 boost::json::object workload_json(const sim::workload& w) {
   boost::json::object o{
       {"batch", w.batch}, {"seq_len", w.seq_len}, {"mode", sim::to_string(w.run)}, {"dtype", sim::to_string(w.type)}};
-  if (w.run == sim::run_mode::train) o["recompute"] = sim::to_string(w.recompute);
+  if (w.run == sim::run_mode::train) o["recompute"] = modsim::to_string(w.recompute);
   return o;
 }
 

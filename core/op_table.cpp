@@ -48,6 +48,8 @@ bool is_block(op o) { return info(o).role == op_role::block; }
 
 bool is_decode(op o) { return info(o).role == op_role::decode; }
 
+bool is_train(op o) { return info(o).role == op_role::train; }
+
 std::span<const op> kernel_ops() {
   static const std::vector<op> v =
       select([](const op_info& r) { return r.role == op_role::kernel || r.role == op_role::block; },

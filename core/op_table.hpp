@@ -45,6 +45,10 @@ enum class op {
   decode_dense,  // one dense layer's decode step for B sequences
   decode_mod,    // one routed layer's decode step: predictor, routing, the block on the routed rows, scatter
   decode_step,   // a whole model's decode step (its layers, the final norm and the LM head)
+  // Training (kernels/train.hpp), run and timed whole: one layer's forward and backward for
+  // the shape (router, top-k, gather, scatter and their backward included), no optimizer step.
+  block_dense_train,  // block_dense's forward + backward
+  block_mod_train,    // block_mod's forward + backward (the routing held fixed)
 };
 
 enum class op_role {
@@ -52,12 +56,14 @@ enum class op_role {
   block,   // a whole block of kernel ops, run and timed as one
   model,   // counted by the FLOP/cost model only; no kernel runs it
   decode,  // a decode step (kernels/decode.hpp), run and timed whole; no block backend runs it
+  train,   // one layer's forward + backward (kernels/train.hpp), run and timed whole (CPU backend)
 };
 
 struct op_info {
   op id;
   std::string_view name;
-  std::string_view op_class;  // "routing", "norm", "attn_proj", "attn_core", "mlp", "moe", "lm_head", "block"
+  std::string_view
+      op_class;  // "routing", "norm", "attn_proj", "attn_core", "mlp", "moe", "lm_head", "block", "decode", "train"
   op_role role;
   int layer_order;  // position among a layer's ops (the FLOP model's order); -1 for blocks
   int cpu_kernels;  // launches of the op in the roofline cost model on a CPU
@@ -70,7 +76,8 @@ struct op_info {
 // static_asserts below stop the build when a row is missing or out of order.
 namespace op_rows_detail {
 using enum op;
-inline constexpr op_role K = op_role::kernel, BLK = op_role::block, M = op_role::model, DEC = op_role::decode;
+inline constexpr op_role K = op_role::kernel, BLK = op_role::block, M = op_role::model, DEC = op_role::decode,
+                         TRN = op_role::train;
 inline constexpr std::optional<op> none = std::nullopt;
 
 // id, name, class, role, layer order, CPU launches, GPU launches, stand-in
@@ -100,6 +107,8 @@ inline constexpr std::array op_rows = {
     op_info{decode_dense, "decode_dense", "decode", DEC, -1, 1, 1, none},
     op_info{decode_mod, "decode_mod", "decode", DEC, -1, 1, 1, none},
     op_info{decode_step, "decode_step", "decode", DEC, -1, 1, 1, none},
+    op_info{block_dense_train, "block_dense_train", "train", TRN, -1, 1, 1, none},
+    op_info{block_mod_train, "block_mod_train", "train", TRN, -1, 1, 1, none},
 };
 
 constexpr bool rows_in_enum_order() {
@@ -108,7 +117,7 @@ constexpr bool rows_in_enum_order() {
   return true;
 }
 static_assert(rows_in_enum_order(), "op_table: one row per op, in enum order");
-static_assert(op_rows.back().id == decode_step, "op_table: every op has a row");
+static_assert(op_rows.back().id == block_mod_train, "op_table: every op has a row");
 }  // namespace op_rows_detail
 using op_rows_detail::op_rows;
 
@@ -121,6 +130,8 @@ std::optional<op> find_op(std::string_view name);
 op parse_op(std::string_view name);
 bool is_block(op o);
 bool is_decode(op o);
+// block_dense_train, block_mod_train: one layer's forward + backward, timed whole.
+bool is_train(op o);
 
 // The kernel and block ops in enum order: what backends run and the profiler times.
 std::span<const op> kernel_ops();

@@ -40,6 +40,18 @@ const char* to_string(attention_impl a) { return a == attention_impl::fused ? "f
 
 const char* to_string(timing_mode t) { return t == timing_mode::in_block ? "in_block" : "isolated"; }
 
+const char* to_string(recompute r) {
+  switch (r) {
+    case recompute::none:
+      return "none";
+    case recompute::selective:
+      return "selective";
+    case recompute::full:
+      return "full";
+  }
+  return "?";
+}
+
 std::optional<dtype> find_dtype(std::string_view name) {
   for (dtype t : {dtype::fp32, dtype::bf16, dtype::fp16})
     if (name == to_string(t)) return t;
@@ -70,6 +82,12 @@ std::optional<attention_impl> find_attention_impl(std::string_view name) {
   return std::nullopt;
 }
 
+std::optional<recompute> find_recompute(std::string_view name) {
+  for (recompute r : {recompute::none, recompute::selective, recompute::full})
+    if (name == to_string(r)) return r;
+  return std::nullopt;
+}
+
 std::optional<timing_mode> find_timing_mode(std::string_view name) {
   for (timing_mode t : {timing_mode::isolated, timing_mode::in_block})
     if (name == to_string(t)) return t;
@@ -89,6 +107,11 @@ attention_impl parse_attention_impl(std::string_view name, const std::string& ke
 timing_mode parse_timing(std::string_view name, const std::string& key) {
   if (auto t = find_timing_mode(name)) return *t;
   throw input_error("", key, "unknown timing '" + std::string(name) + "' (expected isolated or in_block)");
+}
+
+recompute parse_recompute(std::string_view name, const std::string& key) {
+  if (auto r = find_recompute(name)) return *r;
+  throw input_error("", key, "must be none, selective or full, got '" + std::string(name) + "'");
 }
 
 int dtype_bytes(dtype t) { return t == dtype::fp32 ? 4 : 2; }

@@ -38,6 +38,12 @@ enum class attention_impl { unfused, fused };
 //             (kernels::backend::timed_block_run); a block point yields its own row and one
 //             row per op of the block.
 enum class timing_mode { isolated, in_block };
+// What a training forward keeps for its backward (kernels/train.hpp; the measurements CSV's and
+// the grid's `recompute`).
+//   none:      every activation the backward reads;
+//   selective: the same without the attention probabilities, recomputed in the backward;
+//   full:      only the layer's input; the backward runs the layer's forward again first.
+enum class recompute { none, selective, full };
 
 const char* to_string(dtype t);
 const char* to_string(mlp_kind m);
@@ -45,6 +51,7 @@ const char* to_string(mode_variant v);
 const char* to_string(decode_routing r);
 const char* to_string(attention_impl a);
 const char* to_string(timing_mode t);
+const char* to_string(recompute r);
 
 // The one name → value mapping of each enum; nullopt for an unknown name. Callers that read
 // a file add the file and key to their error (see core/error.hpp).
@@ -54,12 +61,15 @@ std::optional<mode_variant> find_mode_variant(std::string_view name);
 std::optional<decode_routing> find_decode_routing(std::string_view name);
 std::optional<attention_impl> find_attention_impl(std::string_view name);
 std::optional<timing_mode> find_timing_mode(std::string_view name);
+std::optional<recompute> find_recompute(std::string_view name);
 // Throws modsim::error (bad_input) "dtype: unknown dtype 'x' (fp32, bf16, fp16)".
 dtype parse_dtype(std::string_view name);
 // Throws modsim::error (bad_input) naming `key` for a name other than unfused / fused.
 attention_impl parse_attention_impl(std::string_view name, const std::string& key = "attention");
 // Throws modsim::error (bad_input) naming `key` for a name other than isolated / in_block.
 timing_mode parse_timing(std::string_view name, const std::string& key = "timing");
+// Throws modsim::error (bad_input) naming `key` for a name other than none / selective / full.
+recompute parse_recompute(std::string_view name, const std::string& key = "recompute");
 
 // Bytes per element: fp32 4, bf16 and fp16 2.
 int dtype_bytes(dtype t);

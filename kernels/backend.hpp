@@ -30,12 +30,14 @@ using modsim::dtype;
 using modsim::info;
 using modsim::is_block;
 using modsim::is_decode;
+using modsim::is_train;
 using modsim::kernel_ops;
 using modsim::mlp_kind;
 using modsim::mode_variant;
 using modsim::op;
 using modsim::parse_dtype;
 using modsim::parse_op;
+using modsim::recompute;
 using modsim::routed_tokens;
 using modsim::to_string;
 
@@ -141,6 +143,12 @@ struct workspace_options {
   // runtime error); the CPU backend has none (callers must not ask it: the profiler refuses
   // --attention fused there). The single attention ops stay the unfused ones.
   bool fused_attention = false;
+  // The workspace also holds one layer's training state (weights, their gradients, what the
+  // forward keeps, dL/dout, dL/dx) so that block_dense_train and block_mod_train run on it;
+  // `recompute` is what their forward keeps. Only the CPU backend trains (the CUDA backend
+  // refuses it as bad_input).
+  bool training = false;
+  modsim::recompute recompute = modsim::recompute::none;
 };
 
 // Everything one block needs, allocated once by a backend: weights, inputs, intermediates.

@@ -30,15 +30,15 @@
 
 namespace modsim::kernels::train {
 
-// What the forward keeps for the backward (activation recomputation):
+// What the forward keeps for the backward (activation recomputation; core/types.hpp):
 //  none:      every activation the backward reads;
 //  selective: the same without the attention probabilities [B, H, n, n], recomputed per
 //             (sequence, head) from q and k in the backward;
 //  full:      only the layer's input x; the backward runs the layer's forward again first.
-enum class recompute { none, selective, full };
-std::string_view to_string(recompute r);
-// Throws modsim::error (bad_input, key "recompute") for another name.
-recompute parse_recompute(std::string_view name);
+// parse_recompute throws modsim::error (bad_input, key "recompute") for another name.
+using modsim::parse_recompute;
+using modsim::recompute;
+using modsim::to_string;
 
 // The parameters of one layer; gradients have the same form. Sizes (d = d_model, f = d_ff,
 // E = experts, E' = router_experts()): router_w [d] (routed layers only, else empty),

@@ -41,6 +41,9 @@ struct grid {
   std::vector<int> experts;
   std::vector<int> noop_experts;  // integrated only
   std::vector<double> capacity_factor;
+  // Training ops only (block_dense_train, block_mod_train; ignored by the other ops): what the
+  // forward keeps for the backward (grid key "recompute").
+  std::vector<modsim::recompute> recompute = {modsim::recompute::none};
   // Decode ops only (decode_dense, decode_mod, decode_step; seq_len is then the cached
   // context per sequence): the routing strategies (sync, pad; graph = pad captured in a CUDA
   // graph, CUDA only), the predictor's hidden width of decode_mod (0 = 256, the shipped
@@ -74,6 +77,8 @@ struct point {
   // in_block only: the block whose runs timed this point (op itself for a block point).
   kernels::op block = kernels::op::block_dense;
   attention_impl attention = attention_impl::unfused;
+  // Training points (block_dense_train, block_mod_train): what the forward keeps; none otherwise.
+  modsim::recompute recompute = modsim::recompute::none;
   // Decode points: shape.seq_len is the cached context per sequence and shape.capacity the
   // routed fraction (the measurement forces round(capacity·batch) tokens into every routed
   // layer); decode_step takes its layers from `model`.
@@ -98,9 +103,9 @@ struct expansion {
 };
 
 // The Cartesian product in a fixed order (shapes outside, ops innermost, so consecutive
-// points share a workspace). block_dense and router do not depend on capacity and appear
-// once per shape, at capacity 1; only MoE ops (layer_mode, expert_router, experts) are
-// crossed with the MoDE axes.
+// points share a workspace). block_dense, block_dense_train and router do not depend on
+// capacity and appear once per shape, at capacity 1; only MoE ops (layer_mode, expert_router,
+// experts) are crossed with the MoDE axes, and only training ops with recompute (innermost).
 expansion expand(const grid& g);
 
 // The points of `e` timed `t`. For in_block, points whose op is not a block move to
@@ -126,7 +131,8 @@ std::pair<int, int> parse_shard(std::string_view text, const std::string& key = 
 // The `--grid FILE.json` format (contract): every key a list or a single value, e.g.
 // {"ops": ["block_dense", "block_mod"], "dtype": "fp32", "batch": [1, 2], "seq_len": [512],
 //  "d_model": [1024], "n_heads": [16], "d_ff": [4096], "capacity": [0.125, 0.5], "mlp": "gelu"}
-// plus the optional "n_kv_heads", "variant", "experts", "noop_experts", "capacity_factor".
+// plus the optional "n_kv_heads", "variant", "experts", "noop_experts", "capacity_factor",
+// "recompute" (training ops: none, selective, full; default none).
 // Throws modsim::error(bad_input) naming the file and key: unknown op, empty axis, wrong type.
 grid parse_grid(std::string_view json_text, const std::string& file);
 grid load_grid(const std::string& path);

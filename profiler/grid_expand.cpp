@@ -14,7 +14,8 @@ namespace {
 
 bool depends_on_capacity(kernels::op o) {
   using kernels::op;
-  return !(o == op::block_dense || o == op::router || o == op::decode_dense || o == op::decode_step);
+  return !(o == op::block_dense || o == op::block_dense_train || o == op::router || o == op::decode_dense ||
+           o == op::decode_step);
 }
 
 bool is_moe_op(kernels::op o) {
@@ -205,33 +206,36 @@ expansion expand(const grid& g) {
                 for (std::size_t ei = 0; ei < (any_moe ? g.experts.size() : 1); ++ei)
                   for (std::size_t ni = 0; ni < (any_moe ? g.noop_experts.size() : 1); ++ni)
                     for (std::size_t fi = 0; fi < (any_moe ? g.capacity_factor.size() : 1); ++fi)
-                      for (kernels::op o : g.ops) {
-                        if (kernels::is_decode(o)) continue;  // below
-                        const bool moe = is_moe_op(o);
-                        // Each op once per distinct shape it depends on.
-                        if (!depends_on_capacity(o) && ci > 0) continue;
-                        if (!moe && (vi | ei | ni | fi) != 0) continue;
-                        const auto variant = moe ? g.variants[vi] : kernels::mode_variant::none;
-                        if (moe && variant != kernels::mode_variant::integrated && ni > 0) continue;
-                        point p;
-                        p.op = o;
-                        p.type = t;
-                        p.shape = shape_of(b, s, d, h, kv, f, mlp);
-                        kernels::block_shape& sh = p.shape;
-                        sh.capacity = depends_on_capacity(o) ? g.capacity[ci] : 1.0;
-                        if (moe) {
-                          sh.variant = variant;
-                          sh.experts = g.experts[ei];
-                          sh.noop_experts = variant == kernels::mode_variant::integrated ? g.noop_experts[ni] : 0;
-                          sh.capacity_factor = g.capacity_factor[fi];
-                          sh.top_k = 1;
+                      for (kernels::op o : g.ops)
+                        for (std::size_t ri = 0; ri < g.recompute.size(); ++ri) {
+                          if (kernels::is_decode(o)) continue;  // below
+                          const bool moe = is_moe_op(o);
+                          // Each op once per distinct shape it depends on.
+                          if (!depends_on_capacity(o) && ci > 0) continue;
+                          if (!moe && (vi | ei | ni | fi) != 0) continue;
+                          if (!kernels::is_train(o) && ri > 0) continue;  // recompute: training ops only
+                          const auto variant = moe ? g.variants[vi] : kernels::mode_variant::none;
+                          if (moe && variant != kernels::mode_variant::integrated && ni > 0) continue;
+                          point p;
+                          p.op = o;
+                          p.type = t;
+                          if (kernels::is_train(o)) p.recompute = g.recompute[ri];
+                          p.shape = shape_of(b, s, d, h, kv, f, mlp);
+                          kernels::block_shape& sh = p.shape;
+                          sh.capacity = depends_on_capacity(o) ? g.capacity[ci] : 1.0;
+                          if (moe) {
+                            sh.variant = variant;
+                            sh.experts = g.experts[ei];
+                            sh.noop_experts = variant == kernels::mode_variant::integrated ? g.noop_experts[ni] : 0;
+                            sh.capacity_factor = g.capacity_factor[fi];
+                            sh.top_k = 1;
+                          }
+                          std::string why = invalid_reason(p);
+                          if (why.empty())
+                            out.points.push_back(p);
+                          else
+                            out.skipped.push_back({p, why});
                         }
-                        std::string why = invalid_reason(p);
-                        if (why.empty())
-                          out.points.push_back(p);
-                        else
-                          out.skipped.push_back({p, why});
-                      }
           }
   expand_decode(g, out);
   return out;

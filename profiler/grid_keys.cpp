@@ -23,6 +23,7 @@ sim::measured_sample sample_of(const point& p) {
   m.timing = p.timing;
   m.block = p.block;
   m.attention = p.attention;
+  m.recompute = p.recompute;
   m.decode_routing = p.decode_routing;
   m.pad_capacity = p.pad_capacity;
   m.predictor_hidden = static_cast<int>(p.predictor_hidden);

@@ -80,7 +80,8 @@ grid parse_grid(std::string_view json_text, const std::string& file) {
                                 "predictor_hidden",
                                 "pad_capacity",
                                 "model",
-                                "shapes"};
+                                "shapes",
+                                "recompute"};
   for (const auto& kv : obj) {
     bool ok = false;
     for (const char* k : known) ok |= kv.key() == k;
@@ -216,6 +217,14 @@ grid parse_grid(std::string_view json_text, const std::string& file) {
                      return x.to_number<double>();
                    },
                    {0.0});
+  g.recompute = axis<modsim::recompute>(
+      obj, file, "recompute",
+      [&](const json::value& x, const std::string& p) {
+        const std::string name = to_str(x, file, p);
+        if (auto r = modsim::find_recompute(name)) return *r;
+        throw input_error(file, p, "unknown recompute '" + name + "' (expected none, selective or full)");
+      },
+      {modsim::recompute::none});
   g.model_names = axis<std::string>(obj, file, "model",
                                     [&](const json::value& x, const std::string& p) { return to_str(x, file, p); }, {});
   return g;

@@ -93,10 +93,30 @@ grid preset(std::string_view name, std::string_view backend) {
     }
     return g;
   }
+  if (name == "train") {
+    // One layer's forward + backward (docs/contracts.md "Training rows"): dense and MoD layers
+    // of two widths with gelu and one swiglu GQA layer, batches 1 and 2, sequences of 256 and
+    // 512 tokens, capacities 1/8 and 1/2, recompute none and full. 72 points, 170 s
+    // with one thread on the 2-core EPYC VM at load ~10 (fp32). The CUDA backend has no training kernels yet.
+    if (gpu)
+      throw input_error("", "--preset",
+                        "the train preset is CPU only for now (the cuda backend has no training kernels)");
+    g.ops = {op::block_dense_train, op::block_mod_train};
+    g.dtypes = {kernels::dtype::fp32};
+    g.batch = {1, 2};
+    g.seq_len = {256, 512};
+    g.shapes = {{256, 8, 0, 1024, kernels::mlp_kind::gelu, "train preset"},
+                {512, 8, 0, 2048, kernels::mlp_kind::gelu, "train preset"},
+                {512, 8, 2, 1536, kernels::mlp_kind::swiglu, "train preset (GQA, 2 kv heads)"}};
+    g.capacity = {0.125, 0.5};
+    g.experts = {0};
+    g.recompute = {modsim::recompute::none, modsim::recompute::full};
+    return g;
+  }
   if (name == "calibration")
     throw input_error("", "--preset", "calibration is two grids with their own timing (profiler::preset_parts)");
   throw input_error("", "--preset",
-                    "unknown preset '" + std::string(name) + "' (expected quick, full, decode or calibration)");
+                    "unknown preset '" + std::string(name) + "' (expected quick, full, decode, calibration or train)");
 }
 
 namespace {

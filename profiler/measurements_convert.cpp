@@ -90,6 +90,14 @@ void fill_costs(const point& p, measurement_row& row) {
     case kernels::op::layer_mode:
       c = sim::sum_costs(costs_of_block(p.op, p), p.op);
       break;
+    case kernels::op::block_dense_train:
+      c = sim::train_block_cost(p.op, s, 1.0, p.recompute);
+      tokens = k.batch * k.seq_len;
+      break;
+    case kernels::op::block_mod_train:
+      c = sim::train_block_cost(p.op, s, k.capacity, p.recompute);
+      tokens = k.batch * k.routed_tokens();
+      break;
     case kernels::op::router:
     case kernels::op::topk:
       c = sim::cost_of(p.op, s);
@@ -128,6 +136,7 @@ measurement_row make_row(const point& p, const std::string& backend, const std::
   r.timing = p.timing;
   if (p.timing == timing_mode::in_block) r.block = p.block;
   r.attention = p.attention;
+  r.recompute = p.recompute;
   if (kernels::is_decode(p.op)) {
     r.decode_routing = p.decode_routing;
     r.pad_capacity = p.pad_capacity;

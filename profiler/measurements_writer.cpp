@@ -54,6 +54,10 @@ void measurement_writer::append(const measurement_row& r) {
     throw input_error(m_path, "timing",
                       "the file's header has no timing/block columns (written before they existed): only isolated "
                       "rows can be added; write in_block rows to a new file");
+  if (r.recompute != modsim::recompute::none && !m_layout.has("recompute"))
+    throw input_error(m_path, "recompute",
+                      "the file's header has no recompute column (written before it existed): write training rows "
+                      "with recompute selective or full to a new file");
   const std::string line = format_row(r, m_layout) + "\n";
   if (std::fwrite(line.data(), 1, line.size(), m_file) != line.size() || std::fflush(m_file) != 0)
     throw runtime_error(m_path + ": write failed: " + std::strerror(errno));

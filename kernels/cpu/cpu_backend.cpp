@@ -9,6 +9,8 @@
 #include "kernels/backend.hpp"
 #include "kernels/block_timeline.hpp"
 #include "kernels/cpu/ops.hpp"
+#include "kernels/init.hpp"
+#include "kernels/train.hpp"
 #include "core/error.hpp"
 
 namespace modsim::kernels {
@@ -102,8 +104,23 @@ void routed_layer(context& c, mlp_path path, boundary_clock* clock) {
   after(clock, op::scatter);
 }
 
+// One layer's forward + backward (kernels/train.hpp) on the workspace's training state:
+// block_dense_train the dense layer, block_mod_train the routed one, on the current input x.
+void train_step(op o, context& c, train::cpu_trainer* trainer) {
+  if (!c.ws.m_training || trainer == nullptr)
+    throw input_error("", "op",
+                      std::string(to_string(o)) + " needs a workspace made for training (workspace_options::training)");
+  auto& t = *c.ws.m_training;
+  auto& layer = o == op::block_mod_train ? t.routed : t.dense;
+  const std::span<const float> x(c.ws.data(tensor::x),
+                                 static_cast<std::size_t>(c.shape().tokens() * c.shape().d_model));
+  trainer->forward(layer.params, x, t.out, layer.saved, t.mode);
+  trainer->backward(layer.params, layer.saved, t.dout, t.dx, layer.grads);
+}
+
 // Runs op `o`; for a block op, `clock` (may be null) marks the end of each op of the block.
-void execute(op o, context& c, boundary_clock* clock = nullptr) {
+// Training ops run on `trainer` (may be null when the workspace has no training state).
+void execute(op o, context& c, boundary_clock* clock = nullptr, train::cpu_trainer* trainer = nullptr) {
   const auto& s = c.shape();
   const std::int64_t pairs = s.batch * s.n_heads;
   switch (o) {
@@ -179,6 +196,10 @@ void execute(op o, context& c, boundary_clock* clock = nullptr) {
     case op::decode_mod:
     case op::decode_step:
       throw input_error("", "op", std::string(to_string(o)) + " is a decode step: kernels/decode.hpp runs it");
+    case op::block_dense_train:
+    case op::block_mod_train:
+      train_step(o, c, trainer);
+      return;
   }
   throw runtime_error("cpu backend: unknown op " + std::to_string(static_cast<int>(o)));
 }
@@ -218,6 +239,7 @@ class cpu_backend final : public backend {
     // One pass of the whole layer, so every intermediate holds real data.
     context c{*ws, m_pool};
     execute(shape.variant == mode_variant::none ? op::block_mod : op::layer_mode, c);
+    if (options.training) add_training(*ws, options);
     return ws;
   }
 
@@ -233,6 +255,36 @@ class cpu_backend final : public backend {
   }
 
  private:
+  // The workspace's training state: a dense and a routed layer's weights (drawn from the
+  // seed), dL/dout ~ N(0, 1); one training step of each, so that every buffer has its size
+  // and no later run allocates.
+  void add_training(cpu_workspace& ws, const workspace_options& options) {
+    const block_shape& s = ws.shape();
+    if (s.variant != mode_variant::none)
+      throw input_error("", "variant",
+                        "training runs dense and MoD layers (block_dense_train, block_mod_train), not MoDE variants");
+    if (!m_trainer) m_trainer = std::make_unique<train::cpu_trainer>(m_threads);
+    auto t = std::make_unique<cpu_workspace::training>();
+    t->mode = options.recompute;
+    t->dense.params = train::random_params(s, false, options.seed);
+    t->routed.params = train::random_params(s, true, options.seed);
+    t->dense.grads = train::zero_params(s, false);
+    t->routed.grads = train::zero_params(s, true);
+    const auto n = static_cast<std::size_t>(s.tokens() * s.d_model);
+    t->out.assign(n, 0.0f);
+    t->dx.assign(n, 0.0f);
+    t->dout.assign(n, 0.0f);
+    fill_normal(t->dout, options.seed, k_dout_stream, 0.0, 1.0, 0, static_cast<std::int64_t>(n));
+    ws.m_training = std::move(t);
+    context c{ws, m_pool};
+    execute(op::block_dense_train, c, nullptr, m_trainer.get());
+    execute(op::block_mod_train, c, nullptr, m_trainer.get());
+    if (openblas_get_num_threads() != m_threads) openblas_set_num_threads(m_threads);
+  }
+
+  // The random stream dL/dout is drawn from (kernels/init.hpp's streams are the tensors').
+  static constexpr std::uint64_t k_dout_stream = 5000;
+
   // Runs `o`; `clock` (may be null) starts right before it and marks the end of each op.
   void run_marked(op o, workspace& ws, boundary_clock* clock) {
     auto* cws = dynamic_cast<cpu_workspace*>(&ws);
@@ -241,12 +293,13 @@ class cpu_backend final : public backend {
     if (openblas_get_num_threads() != m_threads) openblas_set_num_threads(m_threads);
     context c{*cws, m_pool};
     if (clock != nullptr) clock->start();
-    execute(o, c, clock);
+    execute(o, c, clock, m_trainer.get());
   }
 
   boundary_clock m_clock;
   int m_threads;
   thread_pool m_pool;
+  std::unique_ptr<train::cpu_trainer> m_trainer;  // made with the first training workspace
 };
 
 }  // namespace

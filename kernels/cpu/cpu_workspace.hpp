@@ -2,10 +2,12 @@
 // The CPU backend's workspace: one host vector per tensor, allocated and filled once.
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
 #include "kernels/backend.hpp"
+#include "kernels/train.hpp"
 
 namespace modsim::kernels::cpu {
 
@@ -39,6 +41,21 @@ class cpu_workspace final : public workspace {
   std::vector<std::int32_t> m_expert_rows;                   // [T] token row of each grouped row
   std::vector<std::int64_t> m_expert_offsets;                // [E + 1]
   std::vector<std::int64_t> m_expert_fill;                   // [E]
+
+  // One layer's training state (workspace_options::training; null otherwise), for
+  // block_dense_train (dense) and block_mod_train (routed): the weights, their gradients and
+  // what the forward kept, each kind its own so that no run resizes a buffer.
+  struct train_layer {
+    train::layer_params params;
+    train::layer_grads grads;
+    train::saved_activations saved;
+  };
+  struct training {
+    recompute mode = recompute::none;
+    train_layer dense, routed;
+    std::vector<float> out, dout, dx;  // [T, d]: the layer's output, dL/dout (N(0, 1), fixed), dL/dx
+  };
+  std::unique_ptr<training> m_training;
 
  private:
   std::size_t slot_index(tensor t) const { return static_cast<std::size_t>(t); }

@@ -20,24 +20,6 @@
 
 namespace modsim::kernels::train {
 
-std::string_view to_string(recompute r) {
-  switch (r) {
-    case recompute::none:
-      return "none";
-    case recompute::selective:
-      return "selective";
-    case recompute::full:
-      return "full";
-  }
-  return "?";
-}
-
-recompute parse_recompute(std::string_view name) {
-  for (const auto r : {recompute::none, recompute::selective, recompute::full})
-    if (name == to_string(r)) return r;
-  throw input_error("", "recompute", "must be none, selective or full, got '" + std::string(name) + "'");
-}
-
 std::vector<std::vector<float>*> layer_params::tensors() {
   return {&router_w, &attn_norm_g,     &w_q,         &w_k,           &w_v,          &w_o, &mlp_norm_g, &w_up, &w_gate,
           &w_down,   &expert_router_w, &expert_w_up, &expert_w_gate, &expert_w_down};

@@ -173,6 +173,11 @@ class executor {
       case op::decode_mod:
       case op::decode_step:
         throw input_error("", "op", std::string(to_string(o)) + " is a decode step: kernels/decode.hpp runs it");
+      case op::block_dense_train:
+      case op::block_mod_train:
+        throw input_error("", "op",
+                          std::string(to_string(o)) +
+                              " (training: forward + backward) is not supported on CUDA yet; the cpu backend runs it");
     }
     throw runtime_error("cuda backend: unknown op " + std::to_string(static_cast<int>(o)));
   }
@@ -426,6 +431,10 @@ class cuda_backend final : public backend {
       throw input_error("", "block_shape.experts",
                         "the cuda backend supports at most " + std::to_string(max_experts) + " experts, got " +
                             std::to_string(shape.experts));
+    if (options.training)
+      throw input_error("", "op",
+                        "training (block_dense_train, block_mod_train) is not supported on CUDA yet; the cpu backend "
+                        "runs it");
     auto ws = std::make_unique<cuda_workspace>(m_ctx, shape, type, options);
     // One pass of the whole layer, so every intermediate holds real data.
     executor(*ws).execute(shape.variant == mode_variant::none ? op::block_mod : op::layer_mode);

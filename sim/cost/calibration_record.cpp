@@ -122,10 +122,10 @@ namespace {
 
 using reader = json_reader;
 
-// A curve's op: a kernel or model op of the op table (not a block or a decode step).
+// A curve's op: a kernel or model op of the op table (not a block, a decode step or a training block).
 modsim::op curve_op(const std::string& name, const std::string& file, const std::string& key) {
   const std::optional<modsim::op> o = find_op(name);
-  if (!o || is_block(*o) || is_decode(*o)) throw input_error(file, key, "unknown op '" + name + "'");
+  if (!o || is_block(*o) || is_decode(*o) || is_train(*o)) throw input_error(file, key, "unknown op '" + name + "'");
   return *o;
 }
 

@@ -147,6 +147,8 @@ std::optional<gemm_problem> op_gemm_impl(modsim::op o, const basic_op_shape<N>& 
     case decode_dense:
     case decode_mod:
     case decode_step:
+    case block_dense_train:
+    case block_mod_train:
       return std::nullopt;
   }
   return std::nullopt;

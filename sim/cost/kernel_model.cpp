@@ -246,6 +246,10 @@ std::vector<kernel_work> kernels_impl(modsim::op op, const basic_op_shape<N>& s,
     case decode_step:
       throw input_error("", "op",
                         "'" + std::string(to_string(op)) + "' is a decode step: its kernels are those of sim/des/step");
+    case block_dense_train:
+    case block_mod_train:
+      throw input_error("", "op",
+                        "'" + std::string(to_string(op)) + "' is a training block (forward + backward), timed whole");
   }
   return k;
 }

@@ -53,6 +53,7 @@ std::string shape_key(const measured_sample& p) {
       << key_number(p.capacity_factor);
   }
   if (p.attention == attention_impl::fused) k << "|fused";
+  if (p.recompute != modsim::recompute::none) k << '|' << to_string(p.recompute);
   return k.str();
 }
 

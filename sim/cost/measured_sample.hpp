@@ -59,6 +59,8 @@ struct measured_sample {
   int predictor_hidden = 0;
   std::string model_name;                   // decode_step: as the row names it
   std::shared_ptr<const model_spec> model;  // decode_step: that model, loaded
+  // Training rows (block_dense_train, block_mod_train): what the forward kept for the backward.
+  modsim::recompute recompute = modsim::recompute::none;
 
   // Filled in by with_costs (what the calibration and the validation read).
   op_shape shape;                                     // tokens = the block's tokens per sequence (k at a routed op)
@@ -76,7 +78,8 @@ struct measured_sample {
 // d_ff|capacity|mlp, then for decode rows |routing|pad_capacity|predictor_hidden (and |model
 // for decode_step); for MoE ops (layer_mode, expert_router, experts) |variant|experts|
 // noop_experts|capacity_factor, the variant as mode_variant's value (none for a name other
-// than staged or integrated); |fused for fused attention. An in_block row's key is its
+// than staged or integrated); |fused for fused attention; |selective or |full for a training
+// row's recompute other than none (so the keys of rows without the column stay). An in_block row's key is its
 // block's (isolated, unfused) plus "|in_block", "|" and the op for an op row, and "|fused".
 // Unfused and isolated rows keep the keys of files written before those columns existed.
 std::string shape_key(const measured_sample& s);

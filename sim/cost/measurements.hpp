@@ -61,11 +61,14 @@ struct measurement_row {
   // point, so that a slow spell of the machine can be told from the op. 0 (an empty column,
   // or a file without it): not measured.
   double anchor_s = 0;
+  // Training rows (block_dense_train, block_mod_train): what the forward kept for the backward
+  // (none for every other row; an empty column, or a file without it, reads as none).
+  modsim::recompute recompute = modsim::recompute::none;
 };
 
 // The columns a measurements file has, in its header's order: the contract columns through
 // other_flops, then any of timing, attention, block, decode_routing, pad_capacity,
-// predictor_hidden, model, anchor_s. Files written before those columns
+// predictor_hidden, model, anchor_s, recompute. Files written before those columns
 // existed have only the first part and are still read and resumed.
 struct csv_layout {
   std::vector<std::size_t> columns;  // indices into the full column list

@@ -203,6 +203,9 @@ void store(const field& f, measurement_row& r, std::string& block_name) {
         if (!(r.anchor_s > 0)) throw input_error(f.where, "anchor_s", "must be a positive number of seconds or empty");
       }
       break;
+    case 32:
+      if (!f.v.empty()) r.recompute = parse_recompute(f.one_of({"none", "selective", "full"}));
+      break;
   }
 }
 

@@ -32,6 +32,7 @@ measured_sample sample_of(const measurement_row& r, const std::string& where) {
   p.where = where;
   p.timing = r.timing;
   p.attention = r.attention;
+  p.recompute = r.recompute;
   if (r.timing == timing_mode::in_block) {
     if (!r.block) throw input_error(where, "block", "an in_block row names its block");
     p.block = *r.block;

@@ -112,6 +112,8 @@ std::string field(const measurement_row& r, std::size_t c) {
       return sim::csv_field(r.model);
     case 31:
       return r.anchor_s > 0 ? num(r.anchor_s) : std::string();
+    case 32:
+      return modsim::to_string(r.recompute);
   }
   return "";
 }

@@ -56,6 +56,9 @@ measured_sample with_costs(measured_sample s) {
     } else if (s.is_block()) {
       if (p.op == modsim::op::block_dense) x.tokens = p.seq_len;
       s.cost = sum_costs(block_costs(p.op, x, p.capacity, s.layer_variant), p.op);
+    } else if (modsim::is_train(p.op)) {
+      if (p.op == modsim::op::block_dense_train) x.tokens = p.seq_len;
+      s.cost = train_block_cost(p.op, x, p.capacity, p.recompute);
     } else {
       s.cost = cost_of(p.op, x);
     }

@@ -288,6 +288,8 @@ void step_builder::append_layer(std::vector<kernel>& out, const layer_info& info
       case modsim::op::decode_dense:
       case modsim::op::decode_mod:
       case modsim::op::decode_step:
+      case modsim::op::block_dense_train:
+      case modsim::op::block_mod_train:
         throw runtime_error("des::step_builder: " + std::string(to_string(id)) + " is not an op inside a layer");
     }
   }

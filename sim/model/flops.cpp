@@ -244,6 +244,8 @@ bool in_layer(modsim::op o, layer_kind kind, mlp_kind mlp) {
     case decode_dense:
     case decode_mod:
     case decode_step:
+    case block_dense_train:
+    case block_mod_train:
       return false;
   }
   return false;
@@ -302,6 +304,23 @@ op_cost sum_costs(const std::vector<op_cost>& list, modsim::op as) {
   checked m, o, b;
   for (const op_cost& c : list) add_to(m, o, b, c);
   return op_cost{as, m.v, o.v, b.v};
+}
+
+op_cost train_block_cost(modsim::op train, const op_shape& s, double capacity, modsim::recompute r) {
+  if (train != modsim::op::block_dense_train && train != modsim::op::block_mod_train)
+    throw input_error("", "op",
+                      "'" + std::string(to_string(train)) +
+                          "' is not a training block (expected block_dense_train or block_mod_train)");
+  const modsim::op forward = train == modsim::op::block_mod_train ? modsim::op::block_mod : modsim::op::block_dense;
+  const std::vector<op_cost> ops = block_costs(forward, s, capacity);
+  const op_cost once = sum_costs(ops, train);
+  checked m, o, b;
+  add_to(m, o, b, times(once, 3));
+  if (r == modsim::recompute::full) add_to(m, o, b, once);
+  if (r == modsim::recompute::selective)
+    for (const op_cost& c : ops)
+      if (c.op == modsim::op::attn_scores || c.op == modsim::op::attn_softmax) add_to(m, o, b, c);
+  return op_cost{train, m.v, o.v, b.v};
 }
 
 flops_report evaluate_flops(const model_spec& model, const workload& w, attention_impl attention) {

@@ -284,6 +284,14 @@ std::vector<op_cost> block_costs(modsim::op block, const op_shape& s, double cap
 // Sum of a list of ops, as the cost of `as` (the block they make up).
 op_cost sum_costs(const std::vector<op_cost>& ops, modsim::op as);
 
+// The cost of a measured training op (block_dense_train, block_mod_train: one layer's forward
+// + backward) at shape `s`: its forward block's (block_costs of block_dense, block_mod at
+// `capacity`) matmul, other FLOPs and bytes × 3 (the FLOP convention: backward = 2 × forward),
+// plus what recomputation runs again in the backward: `full` the forward block once more,
+// `selective` its attention scores and softmax once more. Throws modsim::error (bad_input)
+// for another op.
+op_cost train_block_cost(modsim::op train, const op_shape& s, double capacity, modsim::recompute r);
+
 struct layer_flops {
   int index = 0;
   bool routed = false;           // the schedule routes it (MoD, staged, or integrated no-op experts)

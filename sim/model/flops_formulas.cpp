@@ -218,6 +218,10 @@ op_cost formula_of(modsim::op o, const Shape& s) {
     case decode_step:
       throw input_error("", "op",
                         "'" + std::string(to_string(o)) + "' is a decode step (sim/des/step.hpp lists its kernels)");
+    case block_dense_train:
+    case block_mod_train:
+      throw input_error("", "op",
+                        "'" + std::string(to_string(o)) + "' is a training block (train_block_cost prices it)");
   }
   throw input_error("", "op", "'" + std::string(to_string(o)) + "' is a whole block (block_costs lists its ops)");
 }

@@ -51,18 +51,6 @@ model_spec dense_baseline(const model_spec& model) {
   return dense;
 }
 
-const char* to_string(recompute_mode r) {
-  switch (r) {
-    case recompute_mode::none:
-      return "none";
-    case recompute_mode::selective:
-      return "selective";
-    case recompute_mode::full:
-      return "full";
-  }
-  return "?";
-}
-
 const char* to_string(run_mode m) {
   switch (m) {
     case run_mode::forward:

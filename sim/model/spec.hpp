@@ -26,10 +26,9 @@ enum class schedule_kind { none, all, every_other, every_nth, list };
 enum class inference_routing { predictor, router };
 enum class run_mode { forward, train, decode };
 // Activation recomputation of a training step (the CLI's --recompute; sim/model/flops.hpp says what
-// each one runs again): none keeps every activation the backward reads; selective recomputes
-// the attention scores and softmax in the backward instead of keeping the probabilities;
-// full keeps only each layer's input and runs the layer's forward again in the backward.
-enum class recompute_mode { none, selective, full };
+// each one runs again): the one enum of core/types.hpp, which the training kernels and the
+// profiler's recompute axis use too.
+using recompute_mode = modsim::recompute;
 
 // Which layers are routed. every_other routes odd indices 1,3,5,... (the paper's default);
 // every_nth:N routes layers with index % N == N-1; list routes exactly `layers`.
@@ -110,7 +109,6 @@ struct workload {
 };
 
 const char* to_string(run_mode m);
-const char* to_string(recompute_mode r);
 std::string to_string(const schedule& s);
 
 // The preset the routed layers match ("none", "all", "every_other", "every_nth:N"), or "" for

@@ -1772,3 +1772,56 @@ TEST(Cli, ReportShowsTheSlidingWindow) {
     EXPECT_NE(text.out.find("training step"), std::string::npos);
     EXPECT_NE(text.out.find("optimizer"), std::string::npos);
   }
+
+  TEST(Cli, ProfileMeasuresTrainingBlocksWithTheirRecomputeAndThreeForwardsOfFlops) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("modsim_cli_train_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const fs::path grid = dir / "grid.json";
+    std::ofstream(grid) << R"({"ops": ["block_dense_train", "block_mod_train"], "seq_len": [16], "d_model": [32],
+                            "n_heads": [2], "n_kv_heads": [1], "d_ff": [64], "capacity": [0.25],
+                            "recompute": ["none", "full"]})";
+    const fs::path csv = dir / "train.csv";
+    const result r = modsim("profile --backend cpu --threads 1 --max-time 0.001 --grid '" + grid.string() +
+                            "' --out '" + csv.string() + "'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    // The FLOP convention by hand: B = 1, d = 32, dq = 32 (2 heads of 16), dkv = 16, F = 64.
+    // A block over n tokens: qkv 2·n·32·(32 + 2·16), out 2·n·32·32, up and down 2·n·32·64 each,
+    // scores and values 2·n²·32 each; block_mod adds the router 2·S·d = 2·16·32 and runs the
+    // block on k = ceil(0.25·16) = 4 tokens. Training = 3 forwards, 4 with recompute full.
+    const auto block = [](std::int64_t n) {
+      return 2 * n * 32 * 64 + 2 * n * 32 * 32 + 2 * (2 * n * 32 * 64) + 2 * (2 * n * n * 32);
+    };
+    const std::map<std::string, std::int64_t> forward = {{"block_dense_train", block(16)},
+                                                         {"block_mod_train", 2 * 16 * 32 + block(4)}};
+    std::ifstream in(csv);
+    std::string line;
+    std::getline(in, line);
+    std::map<std::string, std::size_t> col;
+    {
+      std::stringstream h(line);
+      std::string name;
+      for (std::size_t i = 0; std::getline(h, name, ','); ++i) col[name] = i;
+    }
+    ASSERT_TRUE(col.count("recompute") && col.count("matmul_flops") && col.count("op"));
+    std::set<std::string> seen;
+    while (std::getline(in, line)) {
+      // The device column is quoted and may hold commas: split after it.
+      const std::size_t after = line.find("\",");
+      ASSERT_NE(after, std::string::npos) << line;
+      std::vector<std::string> f = {"cpu", "device"};
+      std::stringstream rest(line.substr(after + 2));
+      for (std::string v; std::getline(rest, v, ',');) f.push_back(v);
+      if (line.back() == ',') f.push_back("");
+      ASSERT_EQ(f.size(), col.size()) << line;
+      const std::string op = f[col["op"]], mode = f[col["recompute"]];
+      ASSERT_TRUE(forward.count(op)) << line;
+      const std::int64_t times = mode == "full" ? 4 : 3;
+      EXPECT_EQ(std::stoll(f[col["matmul_flops"]]), times * forward.at(op)) << line;
+      EXPECT_GT(std::stod(f[col["median_s"]]), 0.0) << line;
+      seen.insert(op + " " + mode);
+    }
+    EXPECT_EQ(seen, (std::set<std::string>{"block_dense_train none", "block_dense_train full", "block_mod_train none",
+                                           "block_mod_train full"}));
+    fs::remove_all(dir);
+  }

@@ -6,6 +6,8 @@
 
 #include "helpers.hpp"
 #include "kernels/backend.hpp"
+#include "kernels/cpu/cpu_workspace.hpp"
+#include "kernels/train.hpp"
 #include "core/error.hpp"
 
 namespace modsim::kernels {
@@ -191,6 +193,62 @@ TEST(Backend, PrepareRestoresTheInputOfInPlaceOps) {
     if (o == op::mlp_act) {
       EXPECT_NE(ws->download(t), once);
     }
+  }
+}
+
+// The CPU backend's training ops run one layer's forward + backward on the workspace's
+// training state: block_mod_train the routed layer, on the workspace's x, with its dL/dout.
+// The same step through cpu_trainer directly, on the same weights, gives the same dL/dx.
+TEST(CpuTraining, BlockModTrainIsTheTrainersStepOnTheWorkspaceInput) {
+  block_shape s;
+  s.batch = 2;
+  s.seq_len = 16;
+  s.d_model = 32;
+  s.n_heads = 4;
+  s.n_kv_heads = 2;
+  s.d_head = 8;
+  s.d_ff = 64;
+  s.mlp = mlp_kind::swiglu;
+  s.capacity = 0.25;
+  auto be = make_cpu_backend(1);
+  workspace_options o;
+  o.seed = 7;
+  o.training = true;
+  o.recompute = recompute::selective;
+  auto ws = be->make_workspace(s, dtype::fp32, o);
+  be->run(op::block_mod_train, *ws);
+  auto& cws = dynamic_cast<cpu::cpu_workspace&>(*ws);
+  ASSERT_NE(cws.m_training, nullptr);
+  const std::vector<float> x = ws->download(tensor::x);
+  const train::layer_params p = train::random_params(s, true, 7);
+  train::cpu_trainer trainer(1);
+  train::saved_activations saved;
+  std::vector<float> out(x.size()), dx(x.size());
+  train::layer_grads g;
+  trainer.forward(p, x, out, saved, recompute::none);
+  trainer.backward(p, saved, cws.m_training->dout, dx, g);
+  ASSERT_EQ(cws.m_training->dx.size(), dx.size());
+  for (std::size_t i = 0; i < dx.size(); ++i) EXPECT_NEAR(cws.m_training->dx[i], dx[i], 1e-5f) << i;
+  EXPECT_EQ(cws.m_training->routed.saved.mode, recompute::selective);
+}
+
+TEST(CpuTraining, TrainingOpsNeedATrainingWorkspace) {
+  block_shape s;
+  s.batch = 1;
+  s.seq_len = 8;
+  s.d_model = 16;
+  s.n_heads = 2;
+  s.n_kv_heads = 2;
+  s.d_head = 8;
+  s.d_ff = 32;
+  auto be = make_cpu_backend(1);
+  auto ws = be->make_workspace(s, dtype::fp32);
+  try {
+    be->run(op::block_dense_train, *ws);
+    FAIL();
+  } catch (const error& e) {
+    EXPECT_EQ(e.kind(), error_kind::bad_input);
+    EXPECT_NE(std::string(e.what()).find("needs a workspace made for training"), std::string::npos) << e.what();
   }
 }
 

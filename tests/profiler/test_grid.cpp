@@ -391,3 +391,67 @@ TEST(Grid, DecodeStepTakesItsModelsShapeAndNeedsOne) {
                           "g.json"),
                error);
 }
+
+TEST(Grid, RecomputeCrossesTrainingOpsOnlyAndDenseTrainIgnoresCapacity) {
+  grid g = parse_grid(R"({"ops": ["block_dense_train", "block_mod_train", "block_mod"], "batch": [1, 2],
+                          "seq_len": [64], "d_model": [64], "n_heads": [4], "d_ff": [256],
+                          "capacity": [0.25, 0.5], "recompute": ["none", "selective", "full"]})",
+                      "g.json");
+  const expansion e = expand(g);
+  auto count = [&](kernels::op o, modsim::recompute r) {
+    return std::count_if(e.points.begin(), e.points.end(),
+                         [&](const point& p) { return p.op == o && p.recompute == r; });
+  };
+  // Per batch (2): block_dense_train once per recompute (3), block_mod_train per capacity and
+  // recompute (2 x 3), block_mod per capacity (2), which has no recompute axis.
+  EXPECT_EQ(e.points.size(), 2u * (3 + 6 + 2));
+  for (const auto r : {modsim::recompute::none, modsim::recompute::selective, modsim::recompute::full}) {
+    EXPECT_EQ(count(kernels::op::block_dense_train, r), 2);
+    EXPECT_EQ(count(kernels::op::block_mod_train, r), 4);
+  }
+  EXPECT_EQ(count(kernels::op::block_mod, modsim::recompute::none), 4);
+  for (const point& p : e.points) {
+    if (p.op == kernels::op::block_dense_train) {
+      EXPECT_DOUBLE_EQ(p.shape.capacity, 1.0);
+    }
+  }
+  // Without the key every training point is recompute none.
+  const expansion plain = expand(parse_grid(R"({"ops": ["block_mod_train"], "seq_len": [64], "d_model": [64],
+                                                "n_heads": [4], "d_ff": [256], "capacity": [0.5]})",
+                                            "g.json"));
+  ASSERT_EQ(plain.points.size(), 1u);
+  EXPECT_EQ(plain.points[0].recompute, modsim::recompute::none);
+}
+
+TEST(Grid, RecomputeKeysOnlyWhenNotNone) {
+  grid g = parse_grid(R"({"ops": ["block_mod_train"], "seq_len": [64], "d_model": [64], "n_heads": [4],
+                          "d_ff": [256], "capacity": [0.5], "recompute": ["none", "full"]})",
+                      "g.json");
+  const expansion e = expand(g);
+  ASSERT_EQ(e.points.size(), 2u);
+  EXPECT_EQ(point_key(e.points[0]), "block_mod_train|fp32|1|64|64|4|4|256|0.5|gelu");
+  EXPECT_EQ(point_key(e.points[1]), "block_mod_train|fp32|1|64|64|4|4|256|0.5|gelu|full");
+}
+
+TEST(Grid, ABadRecomputeIsAOneLineError) {
+  try {
+    parse_grid(R"({"ops": ["block_dense_train"], "seq_len": [8], "d_model": [8], "n_heads": [1], "d_ff": [8],
+                   "recompute": ["none", "some"]})",
+               "g.json");
+    FAIL();
+  } catch (const error& e) {
+    EXPECT_EQ(e.kind(), error_kind::bad_input);
+    EXPECT_EQ(std::string(e.what()),
+              "g.json: recompute[1]: unknown recompute 'some' (expected none, selective or full)");
+  }
+}
+
+TEST(Grid, TheTrainPresetIsCpuOnlyAndCountsItsPoints) {
+  // 3 layer shapes x 2 batches x 2 sequence lengths, each with block_dense_train once and
+  // block_mod_train at 2 capacities, under 2 recomputations: 3 * 2 * 2 * (1 + 2) * 2 = 72.
+  const expansion e = expand(preset("train", "cpu"));
+  EXPECT_EQ(e.points.size(), 72u);
+  EXPECT_TRUE(e.skipped.empty());
+  for (const point& p : e.points) EXPECT_TRUE(kernels::is_train(p.op));
+  EXPECT_THROW(preset("train", "cuda"), error);
+}

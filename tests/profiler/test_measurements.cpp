@@ -138,8 +138,9 @@ TEST(Measurements, RowsRoundTripThroughText) {
 }
 
 TEST(Measurements, NewColumnsFollowOtherFlopsAndAreChecked) {
-  EXPECT_EQ(csv_header(),
-            old_header + ",timing,attention,block,decode_routing,pad_capacity,predictor_hidden,model,anchor_s");
+  EXPECT_EQ(
+      csv_header(),
+      old_header + ",timing,attention,block,decode_routing,pad_capacity,predictor_hidden,model,anchor_s,recompute");
   const csv_layout three = parse_header(old_header + ",timing,attention,block", "m.csv");
   const std::string row = "cpu,dev,qkv_proj,fp32,1,2,3,4,5,1,1,1,1,1,1,1,1,4,gelu,none,0,0,0,0";
   EXPECT_EQ(parse_row(row + ",in_block,unfused,block_dense", "m.csv", 3, three).block, modsim::op::block_dense);
@@ -166,7 +167,7 @@ TEST(Measurements, DecodeColumnsRoundTripAndAreChecked) {
   // A decode_step row of the full layout: routing, padded capacity, predictor width, model.
   const std::string row =
       "cpu,dev,decode_step,fp32,8,2048,512,8,2048,0.125,8,1,1,0.08,0.07,0.09,5,8,gelu,none,0,0,0,0,isolated,unfused,,"
-      "pad,0.62,256,mod-60m,";  // the anchor_s column empty: not measured
+      "pad,0.62,256,mod-60m,,none";  // the anchor_s column empty: not measured
   const measurement_row r = parse_row(row, "m.csv", 2);
   EXPECT_EQ(r.decode_routing, "pad");
   EXPECT_DOUBLE_EQ(r.pad_capacity, 0.62);
@@ -190,19 +191,20 @@ TEST(Measurements, DecodeColumnsRoundTripAndAreChecked) {
   const std::string head =
       "cpu,dev,decode_step,fp32,8,2048,512,8,2048,0.125,8,1,1,0.08,0.07,0.09,5,8,gelu,none,0,0,0,0,"
       "isolated,unfused,,";
-  EXPECT_EQ(message(head + "eager,0,256,mod-60m,"),
+  EXPECT_EQ(message(head + "eager,0,256,mod-60m,,none"),
             "m.csv:4: decode_routing: expected one of sync, pad, graph, got 'eager'");
-  EXPECT_EQ(message(head + "sync,0,256,,"), "m.csv:4: model: a decode_step row names its model");
+  EXPECT_EQ(message(head + "sync,0,256,,,none"), "m.csv:4: model: a decode_step row names its model");
   // A decode row without a routing reads as sync; a block row keeps no routing.
   EXPECT_EQ(
-      parse_row("cpu,dev,decode_dense,fp32,1,2,3,4,5,1,1,1,1,1,1,1,1,4,gelu,none,0,0,0,0,isolated,unfused,,,0,0,,",
+      parse_row("cpu,dev,decode_dense,fp32,1,2,3,4,5,1,1,1,1,1,1,1,1,4,gelu,none,0,0,0,0,isolated,unfused,,,0,0,,,none",
                 "m.csv", 5)
           .decode_routing,
       "sync");
-  EXPECT_EQ(parse_row("cpu,dev,qkv_proj,fp32,1,2,3,4,5,1,1,1,1,1,1,1,1,4,gelu,none,0,0,0,0,isolated,unfused,,,0,0,,",
-                      "m.csv", 6)
-                .decode_routing,
-            "");
+  EXPECT_EQ(
+      parse_row("cpu,dev,qkv_proj,fp32,1,2,3,4,5,1,1,1,1,1,1,1,1,4,gelu,none,0,0,0,0,isolated,unfused,,,0,0,,,none",
+                "m.csv", 6)
+          .decode_routing,
+      "");
 }
 
 // The reader keys a row from the row itself (sim::shape_key of the measured point); the
@@ -428,14 +430,17 @@ TEST(Measurements, AnchorColumnRoundTripsAndIsChecked) {
   r.device = "d";
   r.op = modsim::op::block_dense;
   r.dtype = "fp32";
+  // The columns through anchor_s (a file written before recompute existed): anchor_s is last.
+  const csv_layout upto_anchor = parse_header(
+      old_header + ",timing,attention,block,decode_routing,pad_capacity,predictor_hidden,model,anchor_s", "m.csv");
   r.anchor_s = 2.085e-3;
   EXPECT_DOUBLE_EQ(parse_row(format_row(r), "m.csv", 2).anchor_s, 2.085e-3);
   r.anchor_s = 0;
-  const std::string line = format_row(r);
+  const std::string line = format_row(r, upto_anchor);
   EXPECT_EQ(line.back(), ',');  // not measured: the column is empty
-  EXPECT_EQ(parse_row(line, "m.csv", 2).anchor_s, 0.0);
+  EXPECT_EQ(parse_row(line, "m.csv", 2, upto_anchor).anchor_s, 0.0);
   try {
-    parse_row(line + "-1", "m.csv", 9);
+    parse_row(line + "-1", "m.csv", 9, upto_anchor);
     FAIL();
   } catch (const error& e) {
     EXPECT_NE(std::string(e.what()).find("m.csv:9: anchor_s"), std::string::npos) << e.what();
@@ -844,5 +849,48 @@ TEST(Measurements, ResumeOfAnInBlockFileSkipsWhatIsPresent) {
   // A last resume finds nothing to do.
   measurement_writer w(path, true);
   EXPECT_EQ(run_points(*be, e.points, w, fast_options()).measured, 0u);
+  fs::remove(path);
+}
+
+TEST(Measurements, RecomputeColumnRoundTripsAndIsChecked) {
+  measurement_row r;
+  r.backend = "cpu";
+  r.device = "d";
+  r.op = modsim::op::block_mod_train;
+  r.dtype = "fp32";
+  for (const auto mode : {modsim::recompute::none, modsim::recompute::selective, modsim::recompute::full}) {
+    r.recompute = mode;
+    const std::string line = format_row(r);
+    EXPECT_EQ(line.substr(line.rfind(',') + 1), modsim::to_string(mode));
+    EXPECT_EQ(parse_row(line, "m.csv", 2).recompute, mode);
+  }
+  const std::string line = format_row(r);
+  try {
+    parse_row(line.substr(0, line.rfind(',') + 1) + "some", "m.csv", 7);
+    FAIL();
+  } catch (const error& e) {
+    EXPECT_EQ(std::string(e.what()), "m.csv:7: recompute: expected one of none, selective, full, got 'some'");
+  }
+  EXPECT_EQ(parse_row(line.substr(0, line.rfind(',') + 1), "m.csv", 2).recompute, modsim::recompute::none);
+}
+
+TEST(Measurements, AFileWithoutTheRecomputeColumnReadsAsNone) {
+  // A training row in a file whose header ends at anchor_s (written before recompute existed).
+  const std::string path = temp_csv("no_recompute");
+  std::ofstream(path) << old_header
+                      << ",timing,attention,block,decode_routing,pad_capacity,predictor_hidden,model,anchor_s\n"
+                      << "cpu,dev,block_mod_train,fp32,1,16,32,4,64,0.5,8,1,1,1e-03,9e-04,2e-03,5,4,gelu,none,0,0,0,"
+                         "0,isolated,unfused,,,0,0,,\n";
+  const std::vector<sim::measured_sample> points = read_measured_samples(path);
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_EQ(points[0].recompute, modsim::recompute::none);
+  EXPECT_EQ(points[0].key, "block_mod_train|fp32|1|16|32|4|4|64|0.5|gelu");
+  {
+    // Resuming it: a recompute none training row fits; a full one needs the column.
+    measurement_writer w(path, true);
+    measurement_row r = read_measurements(path)[0];
+    r.recompute = modsim::recompute::full;
+    EXPECT_THROW(w.append(r), error);
+  }
   fs::remove(path);
 }

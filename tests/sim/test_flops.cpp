@@ -672,3 +672,46 @@ TEST(Flops, GemmOutputTilesCountEachOpsOutputByHand) {
 }
 }  // namespace
 }  // namespace modsim::sim
+
+namespace modsim::sim {
+
+TEST(Flops, TrainingBlocksAreThreeForwardsPlusWhatRecomputationRunsAgain) {
+  // B = 2, S = 64, d = 64, H = 4 (dh = 16, dq = 64), 2 kv heads (dkv = 32), F = 128, gelu.
+  // Forward matmuls of a block over n tokens per sequence, T = 2n: qkv 2·T·64·(64 + 2·32),
+  // out 2·T·64·64, up and down 2·T·64·128 each, scores and values 2·B·n²·64 each.
+  op_shape s;
+  s.batch = 2;
+  s.seq_len = 64;
+  s.d_model = 64;
+  s.n_heads = 4;
+  s.n_kv_heads = 2;
+  s.d_head = 16;
+  s.d_ff = 128;
+  s.mlp = mlp_kind::gelu;
+  s.elem_bytes = 4;
+  auto block_matmul = [](std::int64_t n) {
+    const std::int64_t T = 2 * n;
+    const std::int64_t scores = 2 * 2 * n * n * 64;
+    return 2 * T * 64 * 128 + 2 * T * 64 * 64 + 2 * (2 * T * 64 * 128) + 2 * scores;
+  };
+  const std::int64_t dense = block_matmul(64);                  // 9,437,184
+  const std::int64_t mod = 2 * 2 * 64 * 64 + block_matmul(16);  // router 2·B·S·d + the block on k = 16
+  ASSERT_EQ(dense, 9437184);
+  ASSERT_EQ(mod, 1982464);
+  using modsim::recompute;
+  const op_cost dn = train_block_cost(modsim::op::block_dense_train, s, 1.0, recompute::none);
+  EXPECT_EQ(dn.op, modsim::op::block_dense_train);
+  EXPECT_EQ(dn.matmul_flops, 3 * dense);
+  EXPECT_EQ(train_block_cost(modsim::op::block_mod_train, s, 0.25, recompute::none).matmul_flops, 3 * mod);
+  // full: the forward once more; selective: the attention scores (2·B·n²·dq) once more.
+  EXPECT_EQ(train_block_cost(modsim::op::block_dense_train, s, 1.0, recompute::full).matmul_flops, 4 * dense);
+  EXPECT_EQ(train_block_cost(modsim::op::block_mod_train, s, 0.25, recompute::full).matmul_flops, 4 * mod);
+  EXPECT_EQ(train_block_cost(modsim::op::block_dense_train, s, 1.0, recompute::selective).matmul_flops,
+            3 * dense + 2 * 2 * 64 * 64 * 64);
+  // Elementwise work: the softmax (5·B·H·n²) once more under selective.
+  EXPECT_EQ(train_block_cost(modsim::op::block_dense_train, s, 1.0, recompute::selective).other_flops,
+            dn.other_flops + 5 * 2 * 4 * 64 * 64);
+  EXPECT_THROW(train_block_cost(modsim::op::block_dense, s, 1.0, recompute::none), modsim::error);
+}
+
+}  // namespace modsim::sim
