@@ -36,6 +36,13 @@ void add_to(checked& m, checked& o, checked& b, const op_cost& c) {
   b = b + c.bytes;
 }
 
+op_cost times(op_cost c, std::int64_t k) {
+  c.matmul_flops = (checked(c.matmul_flops) * k).v;
+  c.other_flops = (checked(c.other_flops) * k).v;
+  c.bytes = (checked(c.bytes) * k).v;
+  return c;
+}
+
 struct evaluation {
   std::vector<layer_flops> layers;
   op_cost lm_head, lm_head_forward, lm_head_backward;

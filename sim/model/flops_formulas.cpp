@@ -359,9 +359,12 @@ op_cost backward_of(modsim::op o, const op_shape& s) {
     case decode_dense:
     case decode_mod:
     case decode_step:
+    case block_dense_train:
+    case block_mod_train:
       break;
   }
-  throw input_error("", "op", "'" + std::string(to_string(o)) + "' has no backward formula (a block or a decode step)");
+  throw input_error("", "op",
+                    "'" + std::string(to_string(o)) + "' has no backward formula (a block, a decode step or a training block)");
 }
 
 op_cost recompute_of(modsim::op o, const op_shape& s, recompute_mode r, attention_impl a) {

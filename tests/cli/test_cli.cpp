@@ -1695,133 +1695,134 @@ TEST(Cli, ReportShowsTheSlidingWindow) {
   ASSERT_EQ(d.code, 0) << d.err;
   EXPECT_EQ(slurp((dir / "report.md").string()).find("sliding window"), std::string::npos);
   std::filesystem::remove_all(dir);
+}
 
-  namespace {
+namespace {
 
-  boost::json::object json_of(const std::string& args) {
-    const result r = modsim(args);
-    EXPECT_EQ(r.code, 0) << r.err;
-    return boost::json::parse(r.out).as_object();
-  }
+boost::json::object json_of(const std::string& args) {
+  const result r = modsim(args);
+  EXPECT_EQ(r.code, 0) << r.err;
+  return boost::json::parse(r.out).as_object();
+}
 
-  }  // namespace
+}  // namespace
 
-  // A training step on the H100 datasheet: attention's backward follows its FLOPs and bytes (no
-  // longer 2 x its forward) and the AdamW step is priced.
-  TEST(Cli, PredictTrainPricesAttentionBackwardFromItsFlopsAndTheOptimizer) {
-    // One layer of dense-1b (d = 2048, H = 16, dh = 128) over a 16k-token sequence, fused: the
-    // forward kernel does F matmul FLOPs and F·5/(4·dh) softmax FLOPs, the backward 2.5·F and
-    // twice the softmax work; at 16k both are compute-bound on the datasheet (989.4 TFLOP/s
-    // matmul, 133.8 TFLOP/s vector), so the ratio is
-    //   (2.5/989.4 + 2·(5/512)/133.8) / (1/989.4 + (5/512)/133.8).
-    const double pm = 989.4e12, pv = 133.8e12, o = 5.0 / (4 * 128);
-    const double expected = (2.5 / pm + 2 * o / pv) / (1 / pm + o / pv);
-    const boost::json::object j =
-        json_of("predict dense-1b --hardware h100-sxm --batch 1 --seq 16384 --mode train --format json");
-    double f = 0, b = 0;
-    for (const auto& op : j.at("layers").as_array().at(0).at("ops").as_array())
-      if (op.at("class").as_string() == "attn_core") {
-        f += op.at("forward_s").as_double();
-        b += op.at("backward_s").as_double();
-      }
-    EXPECT_NEAR(b / f, expected, 0.01 * expected);
-    EXPECT_GT(std::abs(b / f - 2.0), 0.3);
-    // The optimizer: 28 bytes per parameter over the datasheet's 3.35 TB/s.
-    const double params = hand_parameters(2048, 18, 16, 16, 8192, 32000, false);
-    EXPECT_NEAR(j.at("optimizer").at("time_s").as_double(), 28 * params / 3.35e12, 0.01 * 28 * params / 3.35e12);
-  }
-
-  // A dense-1b training step at batch 8 x 2,048 on one H100: the MFU printed is model FLOPs (3 x
-  // the forward's matmul FLOPs, from modsim flops) / (step time x the bf16 peak 989.4e12), and the
-  // step is no faster than its GEMMs at the peak (the fused kernel computes the causal half of
-  // attention's full square: 0.9) plus the optimizer's 28 bytes per parameter at 3.35 TB/s.
-  TEST(Cli, DenseOneBTrainingStepMfuOnOneH100) {
-    const boost::json::object fl = json_of("flops dense-1b --batch 8 --seq 2048 --mode train --format json");
-    const double model_flops = double(fl.at("train").at("forward").at("matmul_flops").as_int64()) * 3;
-    for (const char* hw : {"h100-sxm", "h100-sxm-calibrated"}) {
-      const boost::json::object j = json_of(std::string("predict dense-1b --hardware ") + hw +
-                                            " --batch 8 --seq 2048 --mode train --format json");
-      const double mfu = model_flops / (j.at("total_s").as_double() * 989.4e12);
-      EXPECT_NEAR(j.at("train_pricing").at("mfu").as_double(), mfu, 1e-9 * mfu) << hw;
-      // The step is no faster than its GEMMs at the peak plus the optimizer's bytes at 3.35 TB/s.
-      const double params = hand_parameters(2048, 18, 16, 16, 8192, 32000, false);
-      EXPECT_GT(j.at("total_s").as_double(), 0.9 * model_flops / 989.4e12 + 28 * params / 3.35e12) << hw;
+// A training step on the H100 datasheet: attention's backward follows its FLOPs and bytes (no
+// longer 2 x its forward) and the AdamW step is priced.
+TEST(Cli, PredictTrainPricesAttentionBackwardFromItsFlopsAndTheOptimizer) {
+  // One layer of dense-1b (d = 2048, H = 16, dh = 128) over a 16k-token sequence, fused: the
+  // forward kernel does F matmul FLOPs and F·5/(4·dh) softmax FLOPs, the backward 2.5·F and
+  // twice the softmax work; at 16k both are compute-bound on the datasheet (989.4 TFLOP/s
+  // matmul, 133.8 TFLOP/s vector), so the ratio is
+  //   (2.5/989.4 + 2·(5/512)/133.8) / (1/989.4 + (5/512)/133.8).
+  const double pm = 989.4e12, pv = 133.8e12, o = 5.0 / (4 * 128);
+  const double expected = (2.5 / pm + 2 * o / pv) / (1 / pm + o / pv);
+  const boost::json::object j =
+      json_of("predict dense-1b --hardware h100-sxm --batch 1 --seq 16384 --mode train --format json");
+  double f = 0, b = 0;
+  for (const auto& op : j.at("layers").as_array().at(0).at("ops").as_array())
+    if (op.at("class").as_string() == "attn_core") {
+      f += op.at("forward_s").as_double();
+      b += op.at("backward_s").as_double();
     }
-  }
+  EXPECT_NEAR(b / f, expected, 0.01 * expected);
+  EXPECT_GT(std::abs(b / f - 2.0), 0.3);
+  // The optimizer: 28 bytes per parameter over the datasheet's 3.35 TB/s.
+  const double params = hand_parameters(2048, 18, 16, 16, 8192, 32000, false);
+  EXPECT_NEAR(j.at("optimizer").at("time_s").as_double(), 28 * params / 3.35e12, 0.01 * 28 * params / 3.35e12);
+}
 
-  // modsim flops --mode train: matmul FLOPs exactly 3 x the forward with recompute none (the
-  // contract), full recomputation adds the layers' forward, the optimizer in the totals.
-  TEST(Cli, FlopsTrainPrintsForwardBackwardOptimizerAndRecompute) {
-    const boost::json::object fwd = json_of("flops dense-220m --batch 2 --seq 256 --format json");
-    const boost::json::object none = json_of("flops dense-220m --batch 2 --seq 256 --mode train --format json");
-    const boost::json::object full =
-        json_of("flops dense-220m --batch 2 --seq 256 --mode train --recompute full --format json");
-    const std::int64_t f = fwd.at("totals").at("matmul_flops").as_int64();
-    EXPECT_EQ(none.at("totals").at("matmul_flops").as_int64(), 3 * f);
-    EXPECT_EQ(none.at("train").at("backward").at("matmul_flops").as_int64(), 2 * f);
-    std::int64_t layers = 0;
-    for (const auto& l : fwd.at("layers").as_array()) layers += l.at("matmul_flops").as_int64();
-    EXPECT_EQ(full.at("totals").at("matmul_flops").as_int64() - 3 * f, layers);
-    EXPECT_EQ(full.at("train").at("recompute").as_string(), "full");
-    const double p = hand_parameters(1024, 16, 16, 16, 4096, 32000, false);
-    EXPECT_NEAR(double(none.at("train").at("optimizer").at("bytes").as_int64()), 28 * p, 0.01 * 28 * p);
-    const result bad = modsim("flops dense-220m --mode train --recompute some");
-    EXPECT_EQ(bad.code, 2);
-    EXPECT_NE(bad.err.find("--recompute"), std::string::npos);
-    const result text = modsim("flops dense-220m --mode train");
-    EXPECT_NE(text.out.find("training step"), std::string::npos);
-    EXPECT_NE(text.out.find("optimizer"), std::string::npos);
+// A dense-1b training step at batch 8 x 2,048 on one H100: the MFU printed is model FLOPs (3 x
+// the forward's matmul FLOPs, from modsim flops) / (step time x the bf16 peak 989.4e12), and the
+// step is no faster than its GEMMs at the peak (the fused kernel computes the causal half of
+// attention's full square: 0.9) plus the optimizer's 28 bytes per parameter at 3.35 TB/s.
+TEST(Cli, DenseOneBTrainingStepMfuOnOneH100) {
+  const boost::json::object fl = json_of("flops dense-1b --batch 8 --seq 2048 --mode train --format json");
+  const double model_flops = double(fl.at("train").at("forward").at("matmul_flops").as_int64()) * 3;
+  for (const char* hw : {"h100-sxm", "h100-sxm-calibrated"}) {
+    const boost::json::object j =
+        json_of(std::string("predict dense-1b --hardware ") + hw + " --batch 8 --seq 2048 --mode train --format json");
+    const double mfu = model_flops / (j.at("total_s").as_double() * 989.4e12);
+    EXPECT_NEAR(j.at("train_pricing").at("mfu").as_double(), mfu, 1e-9 * mfu) << hw;
+    // The step is no faster than its GEMMs at the peak plus the optimizer's bytes at 3.35 TB/s.
+    const double params = hand_parameters(2048, 18, 16, 16, 8192, 32000, false);
+    EXPECT_GT(j.at("total_s").as_double(), 0.9 * model_flops / 989.4e12 + 28 * params / 3.35e12) << hw;
   }
+}
 
-  TEST(Cli, ProfileMeasuresTrainingBlocksWithTheirRecomputeAndThreeForwardsOfFlops) {
-    namespace fs = std::filesystem;
-    const fs::path dir = fs::temp_directory_path() / ("modsim_cli_train_" + std::to_string(::getpid()));
-    fs::create_directories(dir);
-    const fs::path grid = dir / "grid.json";
-    std::ofstream(grid) << R"({"ops": ["block_dense_train", "block_mod_train"], "seq_len": [16], "d_model": [32],
+// modsim flops --mode train: matmul FLOPs exactly 3 x the forward with recompute none (the
+// contract), full recomputation adds the layers' forward, the optimizer in the totals.
+TEST(Cli, FlopsTrainPrintsForwardBackwardOptimizerAndRecompute) {
+  const boost::json::object fwd = json_of("flops dense-220m --batch 2 --seq 256 --format json");
+  const boost::json::object none = json_of("flops dense-220m --batch 2 --seq 256 --mode train --format json");
+  const boost::json::object full =
+      json_of("flops dense-220m --batch 2 --seq 256 --mode train --recompute full --format json");
+  const std::int64_t f = fwd.at("totals").at("matmul_flops").as_int64();
+  EXPECT_EQ(none.at("totals").at("matmul_flops").as_int64(), 3 * f);
+  EXPECT_EQ(none.at("train").at("backward").at("matmul_flops").as_int64(), 2 * f);
+  std::int64_t layers = 0;
+  for (const auto& l : fwd.at("layers").as_array()) layers += l.at("matmul_flops").as_int64();
+  EXPECT_EQ(full.at("totals").at("matmul_flops").as_int64() - 3 * f, layers);
+  EXPECT_EQ(full.at("train").at("recompute").as_string(), "full");
+  const double p = hand_parameters(1024, 16, 16, 16, 4096, 32000, false);
+  EXPECT_NEAR(double(none.at("train").at("optimizer").at("bytes").as_int64()), 28 * p, 0.01 * 28 * p);
+  const result bad = modsim("flops dense-220m --mode train --recompute some");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--recompute"), std::string::npos);
+  const result text = modsim("flops dense-220m --mode train");
+  EXPECT_NE(text.out.find("training step"), std::string::npos);
+  EXPECT_NE(text.out.find("optimizer"), std::string::npos);
+}
+
+TEST(Cli, ProfileMeasuresTrainingBlocksWithTheirRecomputeAndThreeForwardsOfFlops) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("modsim_cli_train_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path grid = dir / "grid.json";
+  std::ofstream(grid) << R"({"ops": ["block_dense_train", "block_mod_train"], "seq_len": [16], "d_model": [32],
                             "n_heads": [2], "n_kv_heads": [1], "d_ff": [64], "capacity": [0.25],
                             "recompute": ["none", "full"]})";
-    const fs::path csv = dir / "train.csv";
-    const result r = modsim("profile --backend cpu --threads 1 --max-time 0.001 --grid '" + grid.string() +
-                            "' --out '" + csv.string() + "'");
-    ASSERT_EQ(r.code, 0) << r.err;
-    // The FLOP convention by hand: B = 1, d = 32, dq = 32 (2 heads of 16), dkv = 16, F = 64.
-    // A block over n tokens: qkv 2·n·32·(32 + 2·16), out 2·n·32·32, up and down 2·n·32·64 each,
-    // scores and values 2·n²·32 each; block_mod adds the router 2·S·d = 2·16·32 and runs the
-    // block on k = ceil(0.25·16) = 4 tokens. Training = 3 forwards, 4 with recompute full.
-    const auto block = [](std::int64_t n) {
-      return 2 * n * 32 * 64 + 2 * n * 32 * 32 + 2 * (2 * n * 32 * 64) + 2 * (2 * n * n * 32);
-    };
-    const std::map<std::string, std::int64_t> forward = {{"block_dense_train", block(16)},
-                                                         {"block_mod_train", 2 * 16 * 32 + block(4)}};
-    std::ifstream in(csv);
-    std::string line;
-    std::getline(in, line);
-    std::map<std::string, std::size_t> col;
-    {
-      std::stringstream h(line);
-      std::string name;
-      for (std::size_t i = 0; std::getline(h, name, ','); ++i) col[name] = i;
-    }
-    ASSERT_TRUE(col.count("recompute") && col.count("matmul_flops") && col.count("op"));
-    std::set<std::string> seen;
-    while (std::getline(in, line)) {
-      // The device column is quoted and may hold commas: split after it.
-      const std::size_t after = line.find("\",");
-      ASSERT_NE(after, std::string::npos) << line;
-      std::vector<std::string> f = {"cpu", "device"};
-      std::stringstream rest(line.substr(after + 2));
-      for (std::string v; std::getline(rest, v, ',');) f.push_back(v);
-      if (line.back() == ',') f.push_back("");
-      ASSERT_EQ(f.size(), col.size()) << line;
-      const std::string op = f[col["op"]], mode = f[col["recompute"]];
-      ASSERT_TRUE(forward.count(op)) << line;
-      const std::int64_t times = mode == "full" ? 4 : 3;
-      EXPECT_EQ(std::stoll(f[col["matmul_flops"]]), times * forward.at(op)) << line;
-      EXPECT_GT(std::stod(f[col["median_s"]]), 0.0) << line;
-      seen.insert(op + " " + mode);
-    }
-    EXPECT_EQ(seen, (std::set<std::string>{"block_dense_train none", "block_dense_train full", "block_mod_train none",
-                                           "block_mod_train full"}));
-    fs::remove_all(dir);
+  const fs::path csv = dir / "train.csv";
+  const result r = modsim("profile --backend cpu --threads 1 --max-time 0.001 --grid '" + grid.string() + "' --out '" +
+                          csv.string() + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  // The FLOP convention by hand: B = 1, d = 32, dq = 32 (2 heads of 16), dkv = 16, F = 64.
+  // A block over n tokens: qkv 2·n·32·(32 + 2·16), out 2·n·32·32, up and down 2·n·32·64 each,
+  // scores and values 2·n²·32 each; block_mod adds the router 2·S·d = 2·16·32 and runs the
+  // block on k = ceil(0.25·16) = 4 tokens. Training = 3 forwards, 4 with recompute full.
+  const auto block = [](std::int64_t n) {
+    return 2 * n * 32 * 64 + 2 * n * 32 * 32 + 2 * (2 * n * 32 * 64) + 2 * (2 * n * n * 32);
+  };
+  const std::map<std::string, std::int64_t> forward = {{"block_dense_train", block(16)},
+                                                       {"block_mod_train", 2 * 16 * 32 + block(4)}};
+  std::ifstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  std::map<std::string, std::size_t> col;
+  {
+    std::stringstream h(line);
+    std::string name;
+    for (std::size_t i = 0; std::getline(h, name, ','); ++i) col[name] = i;
   }
+  ASSERT_TRUE(col.count("recompute") && col.count("matmul_flops") && col.count("op"));
+  std::set<std::string> seen;
+  while (std::getline(in, line)) {
+    // The device column is quoted and may hold commas: split after it.
+    const std::size_t after = line.find("\",");
+    ASSERT_NE(after, std::string::npos) << line;
+    std::vector<std::string> f = {"cpu", "device"};
+    std::stringstream rest(line.substr(after + 2));
+    for (std::string v; std::getline(rest, v, ',');) f.push_back(v);
+    if (line.back() == ',') f.push_back("");
+    ASSERT_EQ(f.size(), col.size()) << line;
+    const std::string op = f[col["op"]], mode = f[col["recompute"]];
+    ASSERT_TRUE(forward.count(op)) << line;
+    const std::int64_t times = mode == "full" ? 4 : 3;
+    EXPECT_EQ(std::stoll(f[col["matmul_flops"]]), times * forward.at(op)) << line;
+    EXPECT_GT(std::stod(f[col["median_s"]]), 0.0) << line;
+    seen.insert(op + " " + mode);
+  }
+  EXPECT_EQ(seen, (std::set<std::string>{"block_dense_train none", "block_dense_train full", "block_mod_train none",
+                                         "block_mod_train full"}));
+  fs::remove_all(dir);
+}
