@@ -502,7 +502,7 @@ TEST(Controls, InDecodeTheHeadlineTheDesignSpaceAndTheMapShowOneStrategy) {
     w.session->setSeqLen(512);
   });
   ASSERT_TRUE(w.window.setCurrentTab(QStringLiteral("serving")));
-  auto* page = qobject_cast<ServingPage*>(w.window.tabs()->currentWidget());
+  auto* page = qobject_cast<ServingPage*>(w.window.currentPage());
   ASSERT_NE(page, nullptr);
   SamplingModel* sampling = w.session->resultModel<SamplingModel>();
   ASSERT_TRUE(sampling->available()) << sampling->unavailableReason().toStdString();
