@@ -139,6 +139,42 @@ void score_datasheet(validation_section& v, const sim::hardware_spec& hw) {
   v.datasheet_op_summary = sim::summarize(v.datasheet_op_points);
 }
 
+// After scoring: the machine speed the rows were held to (or why not), each point's band, the
+// held-out rows' note, and a shift too uniform across shapes to be the model's.
+void note_scores(validation_section& v, const std::vector<sim::measured_sample>& measured, const sim::calibration* cal,
+                 bool given_anchored, bool rows_anchored, bool hold_speed) {
+  if (v.speed.any()) {
+    v.as_measured = as_measured_summary(v.points, measured);
+    v.notes.push_back(fmt::format(
+        "machine speed: {}, the speed the calibration was fitted at; as measured, the blocks are off by median "
+        "{:.1f}%, p90 {:.1f}% (--as-measured scores them so)",
+        v.speed.text(), v.as_measured->median_abs_pct_error, v.as_measured->p90_abs_pct_error));
+  } else if (rows_anchored && cal && !given_anchored && hold_speed) {
+    v.notes.push_back(
+        "the rows carry the machine's speed (anchor_s) but the calibration records none (fitted "
+        "before anchors, or --as-measured): scored as measured");
+  }
+  // The band a prediction with this calibration prints for each point (none without a
+  // cross-validation in the calibration).
+  if (cal)
+    for (auto& p : v.points) sim::set_band(p, *cal);
+  if (cal && cal->holdout) note_holdout_rows(v, *cal->holdout);
+  if (cal) {
+    std::vector<double> errors;
+    for (const auto& p : v.points) errors.push_back(p.error_pct);
+    if (const auto shift = sim::uniform_shift(errors)) {
+      const bool over = shift->median_pct > 0;
+      v.notes.push_back(fmt::format(
+          "{} of {} blocks are {}-predicted, by median {:+.1f}%, and scatter around that by median {:.1f}% (p90 "
+          "{:.1f}%): a shift this uniform across shapes is more likely the machine running {} than when the "
+          "calibration's rows were measured (a shared machine drifts) than the model, which errs by shape; measure "
+          "both back to back, or repeat them, to tell the two apart",
+          shift->same_sign, shift->points, over ? "over" : "under", shift->median_pct, shift->residual_median_pct,
+          shift->residual_p90_pct, over ? "faster" : "slower"));
+    }
+  }
+}
+
 }  // namespace
 
 validation_section make_validation(const std::vector<sim::measured_sample>& measured, const sim::hardware_spec& hw,
@@ -287,36 +323,7 @@ validation_section make_validation(const std::vector<sim::measured_sample>& meas
   v.points = sim::validate_blocks(scored, model);
   v.summary = sim::summarize(v.points);
   score_datasheet(v, hw);
-  if (v.speed.any()) {
-    v.as_measured = as_measured_summary(v.points, measured);
-    v.notes.push_back(fmt::format(
-        "machine speed: {}, the speed the calibration was fitted at; as measured, the blocks are off by median "
-        "{:.1f}%, p90 {:.1f}% (--as-measured scores them so)",
-        v.speed.text(), v.as_measured->median_abs_pct_error, v.as_measured->p90_abs_pct_error));
-  } else if (rows_anchored && cal && !(given && given->anchor_reference_s > 0) && options.hold_speed) {
-    v.notes.push_back(
-        "the rows carry the machine's speed (anchor_s) but the calibration records none (fitted "
-        "before anchors, or --as-measured): scored as measured");
-  }
-  // The band a prediction with this calibration prints for each point (none without a
-  // cross-validation in the calibration).
-  if (cal)
-    for (auto& p : v.points) sim::set_band(p, *cal);
-  if (cal && cal->holdout) note_holdout_rows(v, *cal->holdout);
-  if (cal) {
-    std::vector<double> errors;
-    for (const auto& p : v.points) errors.push_back(p.error_pct);
-    if (const auto shift = sim::uniform_shift(errors)) {
-      const bool over = shift->median_pct > 0;
-      v.notes.push_back(fmt::format(
-          "{} of {} blocks are {}-predicted, by median {:+.1f}%, and scatter around that by median {:.1f}% (p90 "
-          "{:.1f}%): a shift this uniform across shapes is more likely the machine running {} than when the "
-          "calibration's rows were measured (a shared machine drifts) than the model, which errs by shape; measure "
-          "both back to back, or repeat them, to tell the two apart",
-          shift->same_sign, shift->points, over ? "over" : "under", shift->median_pct, shift->residual_median_pct,
-          shift->residual_p90_pct, over ? "faster" : "slower"));
-    }
-  }
+  note_scores(v, measured, cal, given && given->anchor_reference_s > 0, rows_anchored, options.hold_speed);
   return v;
 }
 

@@ -49,17 +49,53 @@ std::string to_str(const json::value& v, const std::string& file, const std::str
   return std::string(v.as_string());
 }
 
-}  // namespace
-
-grid parse_grid(std::string_view json_text, const std::string& file) {
-  json::value v;
-  try {
-    v = json::parse(json_text);
-  } catch (const std::exception& e) {
-    throw input_error(file, "", std::string("malformed JSON: ") + e.what());
+// The "shapes" list: layer dimensions crossed with the other axes instead of the d_model,
+// n_heads, n_kv_heads, d_ff and mlp axes (which it excludes).
+std::vector<grid::layer_dims> parse_shapes(const json::value& sv_value, const json::object& obj,
+                                           const std::string& file) {
+  const json::value* sv = &sv_value;
+  std::vector<grid::layer_dims> shapes;
+  for (const char* k : {"d_model", "n_heads", "n_kv_heads", "d_ff", "mlp"})
+    if (obj.contains(k))
+      throw input_error(file, k, "give either \"shapes\" or the d_model, n_heads, n_kv_heads, d_ff and mlp axes");
+  if (!sv->is_array() || sv->as_array().empty())
+    throw input_error(file, "shapes", "expected a non-empty array of {d_model, n_heads, d_ff, ...} objects");
+  for (std::size_t i = 0; i < sv->as_array().size(); ++i) {
+    const std::string at = "shapes[" + std::to_string(i) + "]";
+    const json::value& e = sv->as_array()[i];
+    if (!e.is_object()) throw input_error(file, at, "expected an object");
+    grid::layer_dims dims;
+    for (const auto& kv : e.as_object()) {
+      const std::string k(kv.key());
+      const std::string p = at + "." + k;
+      if (k == "d_model")
+        dims.d_model = to_positive_int(kv.value(), file, p);
+      else if (k == "n_heads")
+        dims.n_heads = to_positive_int(kv.value(), file, p);
+      else if (k == "n_kv_heads")
+        dims.n_kv_heads = to_positive_int(kv.value(), file, p);
+      else if (k == "d_ff")
+        dims.d_ff = to_positive_int(kv.value(), file, p);
+      else if (k == "mlp") {
+        const std::string name = to_str(kv.value(), file, p);
+        const auto m = modsim::find_mlp_kind(name);
+        if (!m) throw input_error(file, p, "unknown mlp '" + name + "' (expected gelu or swiglu)");
+        dims.mlp = *m;
+      } else if (k == "from")
+        dims.from = to_str(kv.value(), file, p);
+      else
+        throw input_error(file, p, "unknown key (d_model, n_heads, n_kv_heads, d_ff, mlp, from)");
+    }
+    for (auto [k, val] :
+         {std::pair{"d_model", dims.d_model}, std::pair{"n_heads", dims.n_heads}, std::pair{"d_ff", dims.d_ff}})
+      if (val == 0) throw input_error(file, at + "." + k, "missing required key");
+    shapes.push_back(std::move(dims));
   }
-  if (!v.is_object()) throw input_error(file, "", "expected a JSON object");
-  const json::object& obj = v.as_object();
+  return shapes;
+}
+
+// Refuses a key a grid file does not have (one line naming it).
+void check_keys(const json::object& obj, const std::string& file) {
   static const char* known[] = {"ops",
                                 "dtype",
                                 "batch",
@@ -87,6 +123,20 @@ grid parse_grid(std::string_view json_text, const std::string& file) {
     for (const char* k : known) ok |= kv.key() == k;
     if (!ok) throw input_error(file, std::string(kv.key()), "unknown key");
   }
+}
+
+}  // namespace
+
+grid parse_grid(std::string_view json_text, const std::string& file) {
+  json::value v;
+  try {
+    v = json::parse(json_text);
+  } catch (const std::exception& e) {
+    throw input_error(file, "", std::string("malformed JSON: ") + e.what());
+  }
+  if (!v.is_object()) throw input_error(file, "", "expected a JSON object");
+  const json::object& obj = v.as_object();
+  check_keys(obj, file);
   auto positive = [&](const json::value& x, const std::string& p) { return to_positive_int(x, file, p); };
   grid g;
   g.ops = axis<kernels::op>(obj, file, "ops",
@@ -114,44 +164,7 @@ grid parse_grid(std::string_view json_text, const std::string& file) {
   g.n_heads = axis<std::int64_t>(obj, file, "n_heads", positive, {});
   g.n_kv_heads = axis<std::int64_t>(obj, file, "n_kv_heads", positive, {});
   g.d_ff = axis<std::int64_t>(obj, file, "d_ff", positive, {});
-  if (const json::value* sv = obj.if_contains("shapes")) {
-    for (const char* k : {"d_model", "n_heads", "n_kv_heads", "d_ff", "mlp"})
-      if (obj.contains(k))
-        throw input_error(file, k, "give either \"shapes\" or the d_model, n_heads, n_kv_heads, d_ff and mlp axes");
-    if (!sv->is_array() || sv->as_array().empty())
-      throw input_error(file, "shapes", "expected a non-empty array of {d_model, n_heads, d_ff, ...} objects");
-    for (std::size_t i = 0; i < sv->as_array().size(); ++i) {
-      const std::string at = "shapes[" + std::to_string(i) + "]";
-      const json::value& e = sv->as_array()[i];
-      if (!e.is_object()) throw input_error(file, at, "expected an object");
-      grid::layer_dims dims;
-      for (const auto& kv : e.as_object()) {
-        const std::string k(kv.key());
-        const std::string p = at + "." + k;
-        if (k == "d_model")
-          dims.d_model = to_positive_int(kv.value(), file, p);
-        else if (k == "n_heads")
-          dims.n_heads = to_positive_int(kv.value(), file, p);
-        else if (k == "n_kv_heads")
-          dims.n_kv_heads = to_positive_int(kv.value(), file, p);
-        else if (k == "d_ff")
-          dims.d_ff = to_positive_int(kv.value(), file, p);
-        else if (k == "mlp") {
-          const std::string name = to_str(kv.value(), file, p);
-          const auto m = modsim::find_mlp_kind(name);
-          if (!m) throw input_error(file, p, "unknown mlp '" + name + "' (expected gelu or swiglu)");
-          dims.mlp = *m;
-        } else if (k == "from")
-          dims.from = to_str(kv.value(), file, p);
-        else
-          throw input_error(file, p, "unknown key (d_model, n_heads, n_kv_heads, d_ff, mlp, from)");
-      }
-      for (auto [k, val] :
-           {std::pair{"d_model", dims.d_model}, std::pair{"n_heads", dims.n_heads}, std::pair{"d_ff", dims.d_ff}})
-        if (val == 0) throw input_error(file, at + "." + k, "missing required key");
-      g.shapes.push_back(std::move(dims));
-    }
-  }
+  if (const json::value* sv = obj.if_contains("shapes")) g.shapes = parse_shapes(*sv, obj, file);
   // decode_step alone takes its shape from its models: only seq_len (the context) is needed.
   bool only_models = true;
   for (kernels::op o : g.ops) only_models &= o == kernels::op::decode_step;

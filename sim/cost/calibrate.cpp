@@ -43,13 +43,9 @@ std::vector<std::string> model_tokens(std::string_view device) {
   }
   return out;
 }
-}  // namespace
-
-calibration fit_calibration(const hardware_spec& hw, const std::vector<measured_sample>& samples,
-                            std::vector<calibration_source> sources, const std::string& date,
-                            const fit_options& options) {
+// The rows come from one device of the hardware's kind (and, on a GPU, of its model).
+void check_one_device(const hardware_spec& hw, const std::vector<measured_sample>& samples) {
   const std::string hw_file = hw.source_file.empty() ? hw.name : hw.source_file;
-  if (samples.empty()) throw input_error("", "--measurements", "no measured rows to calibrate on");
   const measured_sample& first = samples.front();
   const std::string expected_backend = backend_of(hw.kind);
   for (const auto& s : samples) {
@@ -73,6 +69,117 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<measured_
                           "rows measured on '" + first.device + "' cannot calibrate hardware '" + hw.name + "' (" +
                               hw_file + "); use the hardware file of that device");
   }
+}
+
+// A GPU's calibration: the kernel-sequence model fitted on every row, and the decode fit.
+calibration fit_gpu(const hardware_spec& hw, const std::vector<measured_sample>& samples, calibration c) {
+  std::vector<kernel_row> rows;
+  std::vector<std::string> keys;
+  int blocks = 0;
+  for (const auto& s : samples) {
+    if (s.is_decode()) continue;  // fitted below, on its own
+    rows.push_back(kernel_row_of(s));
+    if (std::find(c.kernel_dtypes.begin(), c.kernel_dtypes.end(), s.type) == c.kernel_dtypes.end())
+      c.kernel_dtypes.push_back(s.type);
+    if (s.is_block()) {
+      ++blocks;
+      keys.push_back(s.key);
+    }
+  }
+  if (rows.empty()) {
+    // Decode rows only: the decode fit alone (the ops keep the datasheet roofline).
+    c.decode = fit_decode(samples, c.decode_keys);
+    c.launch_s = hw.kernel_launch_s;
+    c.launch_source = "hardware file (decode rows only)";
+    return c;
+  }
+  const kernel_fit_result fit = fit_kernel_params(hw, rows);
+  c.format = 2;
+  c.kernels = fit.params;
+  for (const kernel_row& r : rows)
+    for (const kernel_work& k : r.kernels)
+      c.kernels->max_wave_factor =
+          std::max(c.kernels->max_wave_factor, gemm_wave_factor(k, r.type, c.kernels->gemm_tiles, hw));
+  c.launch_s = fit.params.gap_s;
+  c.launch_blocks = blocks;
+  c.launch_source = "kernel-sequence model fitted on " + std::to_string(rows.size()) + " rows (" +
+                    std::to_string(blocks) + " blocks): gap_s between kernels, host_s per enqueue";
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  c.block_keys = std::move(keys);
+  c.decode = fit_decode(samples, c.decode_keys);
+  return c;
+}
+
+// Launch overhead and in-layer refetch cost from the blocks (`plain`: the hardware without a
+// calibration; `all_in_block`: every op was fitted on in-block rows, so no refetch term).
+void fit_launch(calibration& c, const hardware_spec& plain, const std::vector<measured_sample>& samples,
+                const fit_options& options, bool all_in_block) {
+  const hardware_spec& hw = plain;
+  // Launch overhead and in-layer refetch cost from the blocks:
+  //   measured_i − ops_i ≈ kernels_i · launch_s + bytes_i · in_layer_s_per_byte
+  // (relative least squares, both ≥ 0); with fewer than 3 blocks launch_s is the median
+  // per-kernel gap and in_layer_s_per_byte 0.
+  c.launch_s = hw.kernel_launch_s;
+  c.launch_source = "hardware file (no block rows to fit it on)";
+  std::vector<double> ops_s, kernels, bytes, measured;
+  std::vector<std::string> keys;
+  if (options.launch_from_blocks) {
+    calibration no_launch = c;
+    no_launch.launch_s = 0;
+    const cost_model fitted = with_calibration(plain, no_launch);
+    for (const auto& s : samples) {
+      if (!s.is_block()) continue;
+      const block_prediction p = predict_sample(s, fitted);
+      if (p.kernels <= 0 || !(p.ops_s > 0)) continue;
+      ops_s.push_back(p.ops_s);
+      kernels.push_back(p.kernels);
+      bytes.push_back(double(s.cost.bytes));
+      measured.push_back(s.median_s);
+      keys.push_back(s.key);
+    }
+  }
+  if (!measured.empty()) {
+    const std::size_t n = measured.size();
+    std::ostringstream src;
+    if (n >= 3 && options.fit_in_layer_bytes && !all_in_block) {
+      matrix A;
+      std::vector<double> b;
+      for (std::size_t i = 0; i < n; ++i) {
+        A.push_back({kernels[i] / measured[i], bytes[i] / measured[i]});
+        b.push_back(1.0 - ops_s[i] / measured[i]);
+      }
+      const std::vector<double> x = nonnegative_least_squares(A, b);
+      c.launch_s = x[0];
+      c.in_layer_s_per_byte = x[1];
+      src << "least squares over " << n
+          << " measured blocks: block - sum of its predicted ops = kernels x launch_s + bytes x in_layer_s_per_byte";
+    } else {
+      std::vector<double> per_kernel;
+      for (std::size_t i = 0; i < n; ++i) per_kernel.push_back((measured[i] - ops_s[i]) / kernels[i]);
+      const double m = median(per_kernel);
+      c.in_layer_s_per_byte = 0;
+      c.launch_s = std::max(0.0, m);
+      src << "median per-kernel gap between " << n << " measured blocks and the sum of their predicted ops";
+      if (all_in_block) src << " (ops fitted on in-block rows: no in-layer refetch term)";
+      if (m < 0) src << " (negative, " << m << " s: blocks ran faster than their ops apart; clamped to 0)";
+    }
+    c.launch_blocks = static_cast<int>(n);
+    c.launch_source = src.str();
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    c.block_keys = std::move(keys);
+  }
+}
+
+}  // namespace
+
+calibration fit_calibration(const hardware_spec& hw, const std::vector<measured_sample>& samples,
+                            std::vector<calibration_source> sources, const std::string& date,
+                            const fit_options& options) {
+  if (samples.empty()) throw input_error("", "--measurements", "no measured rows to calibrate on");
+  const measured_sample& first = samples.front();
+  check_one_device(hw, samples);
 
   calibration c;
   c.date = date;
@@ -89,44 +196,7 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<measured_
 
   // A GPU: the kernel-sequence model, fitted on every row (isolated ops, in-block ops and
   // blocks alike).
-  if (is_gpu(hw)) {
-    std::vector<kernel_row> rows;
-    std::vector<std::string> keys;
-    int blocks = 0;
-    for (const auto& s : samples) {
-      if (s.is_decode()) continue;  // fitted below, on its own
-      rows.push_back(kernel_row_of(s));
-      if (std::find(c.kernel_dtypes.begin(), c.kernel_dtypes.end(), s.type) == c.kernel_dtypes.end())
-        c.kernel_dtypes.push_back(s.type);
-      if (s.is_block()) {
-        ++blocks;
-        keys.push_back(s.key);
-      }
-    }
-    if (rows.empty()) {
-      // Decode rows only: the decode fit alone (the ops keep the datasheet roofline).
-      c.decode = fit_decode(samples, c.decode_keys);
-      c.launch_s = hw.kernel_launch_s;
-      c.launch_source = "hardware file (decode rows only)";
-      return c;
-    }
-    const kernel_fit_result fit = fit_kernel_params(hw, rows);
-    c.format = 2;
-    c.kernels = fit.params;
-    for (const kernel_row& r : rows)
-      for (const kernel_work& k : r.kernels)
-        c.kernels->max_wave_factor =
-            std::max(c.kernels->max_wave_factor, gemm_wave_factor(k, r.type, c.kernels->gemm_tiles, hw));
-    c.launch_s = fit.params.gap_s;
-    c.launch_blocks = blocks;
-    c.launch_source = "kernel-sequence model fitted on " + std::to_string(rows.size()) + " rows (" +
-                      std::to_string(blocks) + " blocks): gap_s between kernels, host_s per enqueue";
-    std::sort(keys.begin(), keys.end());
-    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-    c.block_keys = std::move(keys);
-    c.decode = fit_decode(samples, c.decode_keys);
-    return c;
-  }
+  if (is_gpu(hw)) return fit_gpu(hw, samples, std::move(c));
 
   hardware_spec plain = hw;
   plain.calibration_json.clear();
@@ -210,60 +280,7 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<measured_
         {g.op, *as, static_cast<dtype>(key.second), v.points, v.median_abs_pct_error, v.p90_abs_pct_error});
   }
 
-  // Launch overhead and in-layer refetch cost from the blocks:
-  //   measured_i − ops_i ≈ kernels_i · launch_s + bytes_i · in_layer_s_per_byte
-  // (relative least squares, both ≥ 0); with fewer than 3 blocks launch_s is the median
-  // per-kernel gap and in_layer_s_per_byte 0.
-  c.launch_s = hw.kernel_launch_s;
-  c.launch_source = "hardware file (no block rows to fit it on)";
-  std::vector<double> ops_s, kernels, bytes, measured;
-  std::vector<std::string> keys;
-  if (options.launch_from_blocks) {
-    calibration no_launch = c;
-    no_launch.launch_s = 0;
-    const cost_model fitted = with_calibration(plain, no_launch);
-    for (const auto& s : samples) {
-      if (!s.is_block()) continue;
-      const block_prediction p = predict_sample(s, fitted);
-      if (p.kernels <= 0 || !(p.ops_s > 0)) continue;
-      ops_s.push_back(p.ops_s);
-      kernels.push_back(p.kernels);
-      bytes.push_back(double(s.cost.bytes));
-      measured.push_back(s.median_s);
-      keys.push_back(s.key);
-    }
-  }
-  if (!measured.empty()) {
-    const std::size_t n = measured.size();
-    std::ostringstream src;
-    if (n >= 3 && options.fit_in_layer_bytes && !all_in_block) {
-      matrix A;
-      std::vector<double> b;
-      for (std::size_t i = 0; i < n; ++i) {
-        A.push_back({kernels[i] / measured[i], bytes[i] / measured[i]});
-        b.push_back(1.0 - ops_s[i] / measured[i]);
-      }
-      const std::vector<double> x = nonnegative_least_squares(A, b);
-      c.launch_s = x[0];
-      c.in_layer_s_per_byte = x[1];
-      src << "least squares over " << n
-          << " measured blocks: block - sum of its predicted ops = kernels x launch_s + bytes x in_layer_s_per_byte";
-    } else {
-      std::vector<double> per_kernel;
-      for (std::size_t i = 0; i < n; ++i) per_kernel.push_back((measured[i] - ops_s[i]) / kernels[i]);
-      const double m = median(per_kernel);
-      c.in_layer_s_per_byte = 0;
-      c.launch_s = std::max(0.0, m);
-      src << "median per-kernel gap between " << n << " measured blocks and the sum of their predicted ops";
-      if (all_in_block) src << " (ops fitted on in-block rows: no in-layer refetch term)";
-      if (m < 0) src << " (negative, " << m << " s: blocks ran faster than their ops apart; clamped to 0)";
-    }
-    c.launch_blocks = static_cast<int>(n);
-    c.launch_source = src.str();
-    std::sort(keys.begin(), keys.end());
-    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-    c.block_keys = std::move(keys);
-  }
+  fit_launch(c, plain, samples, options, all_in_block);
   return c;
 }
 
