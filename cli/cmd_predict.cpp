@@ -429,6 +429,87 @@ train_pricing train_pricing_of(const analysis::analysis_result& a) {
   return t;
 }
 
+// Per layer: the model's and the baseline's time, the LM head, the optimizer (train), launches,
+// the total, the band, and the split's step.
+table layers_table(const sim::prediction& p, const analysis::parallel_section* split) {
+  table layers;
+  if (split) layers.title = "one GPU holding the whole batch (for reference; the split's step is below)";
+  layers.columns = {"layer", "routed", "capacity", "tokens", "time ms", "dense ms", "ratio", "launches"};
+  layers.left_columns = 0;
+  for (std::size_t i = 0; i < p.model.layers.size(); ++i) {
+    const auto& l = p.model.layers[i];
+    const double d = i < p.dense.layers.size() ? p.dense.layers[i].time_s : 0.0;
+    layers.rows.push_back({integer(l.index), l.routed ? "yes" : "no", number(l.capacity, "{:.3f}"), integer(l.tokens),
+                           ms_cell(l.time_s), ms_cell(d), ratio_text(l.time_s, d), integer(l.kernels)});
+  }
+  layers.rows.push_back({"lm_head", "", "", "", ms_cell(p.model.lm_head.time_s), ms_cell(p.dense.lm_head.time_s),
+                         ratio_text(p.model.lm_head.time_s, p.dense.lm_head.time_s), integer(p.model.lm_head.kernels)});
+  if (p.load.run == sim::run_mode::train)
+    layers.rows.push_back(
+        {"optimizer", "", "", "", ms_cell(p.model.optimizer.time_s), ms_cell(p.dense.optimizer.time_s),
+         ratio_text(p.model.optimizer.time_s, p.dense.optimizer.time_s), integer(p.model.optimizer.kernels)});
+  layers.rows.push_back({"launch", "", "", "", ms_cell(p.model.overhead_s), ms_cell(p.dense.overhead_s),
+                         ratio_text(p.model.overhead_s, p.dense.overhead_s), integer(p.model.kernels)});
+  layers.rows.push_back({split ? "1-GPU total" : "total", "", "", "", ms_cell(p.total_s()), ms_cell(p.dense_total_s()),
+                         fmt::format("{:.3f}", p.time_ratio), ""});
+  if (p.expected_error) {
+    const double band = (p.band ? p.band->p90_pct : p.expected_error->p90_abs_pct_error) / 100;
+    layers.rows.push_back({"p90 band", "", "", "", ms(p.total_s() * (1 - band)) + "-" + ms(p.total_s() * (1 + band)),
+                           ms(p.dense_total_s() * (1 - band)) + "-" + ms(p.dense_total_s() * (1 + band)), "", ""});
+  }
+  if (split)
+    layers.rows.push_back({fmt::format("step, {} GPUs", split->model.split.gpus()), "", "", "",
+                           ms_cell(split->model.step_s), ms_cell(split->baseline.step_s),
+                           ratio_text(split->model.step_s, split->baseline.step_s), ""});
+  return layers;
+}
+
+// Time by op class beside the baseline's, with the FLOP ratio.
+table classes_table(const analysis::analysis_result& a, const sim::prediction& p) {
+  table classes;
+  classes.columns = {"op class", "time ms", "share", "dense ms", "time ratio", "FLOP ratio"};
+  for (const sim::class_rollup& c : a.time_classes) {
+    const double f = double(c.matmul_flops) + double(c.other_flops);
+    const double df = double(c.dense_matmul_flops) + double(c.dense_other_flops);
+    classes.rows.push_back({std::string(c.op_class), ms_cell(c.time_s),
+                            fmt::format("{:.1f}%", p.total_s() > 0 ? 100 * c.time_s / p.total_s() : 0.0),
+                            ms_cell(c.dense_time_s), ratio_text(c.time_s, c.dense_time_s), ratio_text(f, df)});
+  }
+  classes.rows.push_back({"launch", ms_cell(p.model.overhead_s),
+                          fmt::format("{:.1f}%", p.total_s() > 0 ? 100 * p.model.overhead_s / p.total_s() : 0.0),
+                          ms_cell(p.dense.overhead_s), "", ""});
+  return classes;
+}
+
+// The CSV: one row per (layer, op) and the lm_head.
+table ops_table(const sim::prediction& p) {
+  table ops;
+  ops.columns = {"layer",      "routed",       "capacity",    "op",    "class",    "time_s",       "dense_time_s",
+                 "roofline_s", "matmul_flops", "other_flops", "bytes", "launches", "memory_bound", "calibrated_as"};
+  ops.people = false;
+  ops.csv = true;
+  auto row = [&](cell layer, bool routed, cell cap, const sim::op_prediction& x, double dense_t) {
+    ops.rows.push_back({std::move(layer), routed ? "true" : "false", std::move(cap),
+                        std::string(modsim::to_string(x.op)), std::string(x.op_class), number(x.time_s, "{}"),
+                        number(dense_t, "{}"), number(x.roofline_s, "{}"), integer(x.matmul_flops),
+                        integer(x.other_flops), integer(x.bytes), integer(x.kernels), x.memory_bound ? "true" : "false",
+                        x.calibrated_as});
+  };
+  for (std::size_t i = 0; i < p.model.layers.size(); ++i) {
+    const auto& l = p.model.layers[i];
+    const sim::layer_prediction* d = i < p.dense.layers.size() ? &p.dense.layers[i] : nullptr;
+    for (const auto& x : l.ops) {
+      double dt = 0;
+      if (d)
+        for (const auto& y : d->ops)
+          if (y.op == x.op) dt = y.time_s;
+      row(integer(l.index), l.routed, number(l.capacity, "{:g}"), x, dt);
+    }
+  }
+  row("", false, "", p.model.lm_head, p.dense.lm_head.time_s);
+  return ops;
+}
+
 output output_of(const analysis::analysis_result& a, const std::string& hw_name,
                  const analysis::timeline_request& step) {
   const sim::prediction& p = *a.prediction;
@@ -533,77 +614,11 @@ output output_of(const analysis::analysis_result& a, const std::string& hw_name,
         ms(split->baseline.step_s), ratio_text(split->model.step_s, split->baseline.step_s), ms(p.total_s()),
         fmt::format("{:.3f}", p.time_ratio)));
 
-  table layers;
-  if (split) layers.title = "one GPU holding the whole batch (for reference; the split's step is below)";
-  layers.columns = {"layer", "routed", "capacity", "tokens", "time ms", "dense ms", "ratio", "launches"};
-  layers.left_columns = 0;
-  for (std::size_t i = 0; i < p.model.layers.size(); ++i) {
-    const auto& l = p.model.layers[i];
-    const double d = i < p.dense.layers.size() ? p.dense.layers[i].time_s : 0.0;
-    layers.rows.push_back({integer(l.index), l.routed ? "yes" : "no", number(l.capacity, "{:.3f}"), integer(l.tokens),
-                           ms_cell(l.time_s), ms_cell(d), ratio_text(l.time_s, d), integer(l.kernels)});
-  }
-  layers.rows.push_back({"lm_head", "", "", "", ms_cell(p.model.lm_head.time_s), ms_cell(p.dense.lm_head.time_s),
-                         ratio_text(p.model.lm_head.time_s, p.dense.lm_head.time_s), integer(p.model.lm_head.kernels)});
-  if (p.load.run == sim::run_mode::train)
-    layers.rows.push_back(
-        {"optimizer", "", "", "", ms_cell(p.model.optimizer.time_s), ms_cell(p.dense.optimizer.time_s),
-         ratio_text(p.model.optimizer.time_s, p.dense.optimizer.time_s), integer(p.model.optimizer.kernels)});
-  layers.rows.push_back({"launch", "", "", "", ms_cell(p.model.overhead_s), ms_cell(p.dense.overhead_s),
-                         ratio_text(p.model.overhead_s, p.dense.overhead_s), integer(p.model.kernels)});
-  layers.rows.push_back({split ? "1-GPU total" : "total", "", "", "", ms_cell(p.total_s()), ms_cell(p.dense_total_s()),
-                         fmt::format("{:.3f}", p.time_ratio), ""});
-  if (p.expected_error) {
-    const double band = (p.band ? p.band->p90_pct : p.expected_error->p90_abs_pct_error) / 100;
-    layers.rows.push_back({"p90 band", "", "", "", ms(p.total_s() * (1 - band)) + "-" + ms(p.total_s() * (1 + band)),
-                           ms(p.dense_total_s() * (1 - band)) + "-" + ms(p.dense_total_s() * (1 + band)), "", ""});
-  }
-  if (split)
-    layers.rows.push_back({fmt::format("step, {} GPUs", split->model.split.gpus()), "", "", "",
-                           ms_cell(split->model.step_s), ms_cell(split->baseline.step_s),
-                           ratio_text(split->model.step_s, split->baseline.step_s), ""});
-  o.tables.push_back(std::move(layers));
+  o.tables.push_back(layers_table(p, split));
 
-  table classes;
-  classes.columns = {"op class", "time ms", "share", "dense ms", "time ratio", "FLOP ratio"};
-  for (const sim::class_rollup& c : a.time_classes) {
-    const double f = double(c.matmul_flops) + double(c.other_flops);
-    const double df = double(c.dense_matmul_flops) + double(c.dense_other_flops);
-    classes.rows.push_back({std::string(c.op_class), ms_cell(c.time_s),
-                            fmt::format("{:.1f}%", p.total_s() > 0 ? 100 * c.time_s / p.total_s() : 0.0),
-                            ms_cell(c.dense_time_s), ratio_text(c.time_s, c.dense_time_s), ratio_text(f, df)});
-  }
-  classes.rows.push_back({"launch", ms_cell(p.model.overhead_s),
-                          fmt::format("{:.1f}%", p.total_s() > 0 ? 100 * p.model.overhead_s / p.total_s() : 0.0),
-                          ms_cell(p.dense.overhead_s), "", ""});
-  o.tables.push_back(std::move(classes));
+  o.tables.push_back(classes_table(a, p));
 
-  // The CSV: one row per (layer, op) and the lm_head.
-  table ops;
-  ops.columns = {"layer",      "routed",       "capacity",    "op",    "class",    "time_s",       "dense_time_s",
-                 "roofline_s", "matmul_flops", "other_flops", "bytes", "launches", "memory_bound", "calibrated_as"};
-  ops.people = false;
-  ops.csv = true;
-  auto row = [&](cell layer, bool routed, cell cap, const sim::op_prediction& x, double dense_t) {
-    ops.rows.push_back({std::move(layer), routed ? "true" : "false", std::move(cap),
-                        std::string(modsim::to_string(x.op)), std::string(x.op_class), number(x.time_s, "{}"),
-                        number(dense_t, "{}"), number(x.roofline_s, "{}"), integer(x.matmul_flops),
-                        integer(x.other_flops), integer(x.bytes), integer(x.kernels), x.memory_bound ? "true" : "false",
-                        x.calibrated_as});
-  };
-  for (std::size_t i = 0; i < p.model.layers.size(); ++i) {
-    const auto& l = p.model.layers[i];
-    const sim::layer_prediction* d = i < p.dense.layers.size() ? &p.dense.layers[i] : nullptr;
-    for (const auto& x : l.ops) {
-      double dt = 0;
-      if (d)
-        for (const auto& y : d->ops)
-          if (y.op == x.op) dt = y.time_s;
-      row(integer(l.index), l.routed, number(l.capacity, "{:g}"), x, dt);
-    }
-  }
-  row("", false, "", p.model.lm_head, p.dense.lm_head.time_s);
-  o.tables.push_back(std::move(ops));
+  o.tables.push_back(ops_table(p));
 
   if (split) {
     const double r = split->baseline.step_s > 0 ? split->model.step_s / split->baseline.step_s : 0.0;
