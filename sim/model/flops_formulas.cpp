@@ -363,8 +363,9 @@ op_cost backward_of(modsim::op o, const op_shape& s) {
     case block_mod_train:
       break;
   }
-  throw input_error("", "op",
-                    "'" + std::string(to_string(o)) + "' has no backward formula (a block, a decode step or a training block)");
+  throw input_error(
+      "", "op",
+      "'" + std::string(to_string(o)) + "' has no backward formula (a block, a decode step or a training block)");
 }
 
 op_cost recompute_of(modsim::op o, const op_shape& s, recompute_mode r, attention_impl a) {
