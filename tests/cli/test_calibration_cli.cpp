@@ -15,39 +15,15 @@
 #include <string>
 #include <vector>
 
+#include "run_modsim.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct result {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// `modsim ARGS` run in the source folder, stdout and stderr apart.
-result modsim(const std::string& args) {
-  static int counter = 0;
-  const fs::path dir = fs::temp_directory_path();
-  const std::string tag = std::to_string(::getpid()) + "_" + std::to_string(counter++);
-  const fs::path out = dir / ("modsim_cal_out_" + tag), err = dir / ("modsim_cal_err_" + tag);
-  const std::string cmd = std::string("cd '") + MODSIM_SOURCE_DIR + "' && '" + MODSIM_BINARY + "' " + args + " >'" +
-                          out.string() + "' 2>'" + err.string() + "'";
-  const int status = std::system(cmd.c_str());
-  result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  fs::remove(out);
-  fs::remove(err);
-  return r;
-}
+using modsim_cli_test::modsim;
+using modsim_cli_test::result;
+using modsim_cli_test::slurp;
 
 int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
 

@@ -16,41 +16,13 @@
 #include <sys/wait.h>
 #include <vector>
 
+#include "run_modsim.hpp"
+
 namespace {
 
-struct result {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Runs `modsim ARGS` through the shell, capturing stdout and stderr separately; `env` (e.g.
-// "env -u VAR") goes before the binary.
-result modsim(const std::string& args, const std::string& env = "") {
-  static int counter = 0;
-  auto dir = std::filesystem::temp_directory_path();
-  std::string out =
-      (dir / ("modsim_cli_out_" + std::to_string(::getpid()) + "_" + std::to_string(counter) + ".txt")).string();
-  std::string err =
-      (dir / ("modsim_cli_err_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + ".txt")).string();
-  std::string cmd = std::string("cd '") + MODSIM_SOURCE_DIR + "' && " + env + " '" + MODSIM_BINARY + "' " + args +
-                    " >'" + out + "' 2>'" + err + "'";
-  int status = std::system(cmd.c_str());
-  result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  std::filesystem::remove(out);
-  std::filesystem::remove(err);
-  return r;
-}
+using modsim_cli_test::modsim;
+using modsim_cli_test::result;
+using modsim_cli_test::slurp;
 
 // A double printed so that it reads back exactly.
 std::string fmt_double(double x) {
