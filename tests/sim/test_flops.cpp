@@ -13,23 +13,13 @@
 
 #include "core/error.hpp"
 
+#include "small_model.hpp"
+
 namespace modsim::sim {
 namespace {
 
 // d=64, 2 layers, H=4 (dh=16, dq=dkv=64), F=256, V=100, gelu.
-model_spec small_dense() {
-  model_spec m;
-  m.name = "small";
-  m.d_model = 64;
-  m.n_layers = 2;
-  m.n_heads = 4;
-  m.n_kv_heads = 4;
-  m.d_head = 16;
-  m.d_ff = 256;
-  m.vocab_size = 100;
-  m.mlp = mlp_kind::gelu;
-  return m;
-}
+using test::small_dense;
 
 routing_spec routing_of(schedule_kind kind, double capacity, int n = 0, std::vector<int> layers = {}) {
   routing_spec r;

@@ -9,23 +9,13 @@
 
 #include "sim/model/flops.hpp"
 
+#include "small_model.hpp"
+
 namespace modsim::sim {
 namespace {
 
 // d=64, 2 layers, H=4 (dh=16, dq=dkv=64), F=256, V=100, gelu.
-model_spec small_dense() {
-  model_spec m;
-  m.name = "small";
-  m.d_model = 64;
-  m.n_layers = 2;
-  m.n_heads = 4;
-  m.n_kv_heads = 4;
-  m.d_head = 16;
-  m.d_ff = 256;
-  m.vocab_size = 100;
-  m.mlp = mlp_kind::gelu;
-  return m;
-}
+using test::small_dense;
 
 // The same with layer 1 routed at capacity 0.25 (k = 4 of S = 16).
 model_spec small_mod() {

@@ -3,6 +3,7 @@
 
 #include "sim/model/flops.hpp"
 #include "sim/model/memory.hpp"
+#include "small_model.hpp"
 
 using namespace modsim::sim;
 using modsim::attention_impl;
@@ -10,18 +11,7 @@ using modsim::attention_impl;
 namespace {
 
 // d 64, 2 layers, 4 heads (d_head 16, d_kv 64), d_ff 256 (gelu), vocab 100.
-model_spec small() {
-  model_spec m;
-  m.name = "small";
-  m.d_model = 64;
-  m.n_layers = 2;
-  m.n_heads = 4;
-  m.n_kv_heads = 4;
-  m.d_head = 16;
-  m.d_ff = 256;
-  m.vocab_size = 100;
-  return m;
-}
+model_spec small() { return test::small_dense(); }
 
 workload load(run_mode mode) {
   workload w;
