@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "kernels/backend.hpp"
+#include "kernels/bench/timing.hpp"
 
 namespace {
 
@@ -35,17 +36,8 @@ struct options {
   int only = -1;  // run only this entry of the shape list
 };
 
-// Seconds of one call of f.
-double seconds(const std::function<void()>& f) {
-  const auto start = std::chrono::steady_clock::now();
-  f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
+using modsim::kernels::bench::median;
+using modsim::kernels::bench::seconds;
 
 // Timings of several named functions taken round-robin: one warm-up round, then `repeats`
 // rounds, each function once per round. On a machine shared with other work, interleaving

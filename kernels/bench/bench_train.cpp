@@ -24,6 +24,7 @@
 
 #include "kernels/init.hpp"
 #include "kernels/train.hpp"
+#include "kernels/bench/timing.hpp"
 
 namespace {
 
@@ -32,16 +33,8 @@ using modsim::kernels::mlp_kind;
 using modsim::kernels::train::recompute;
 using i64 = std::int64_t;
 
-double seconds(const std::function<void()>& f) {
-  const auto start = std::chrono::steady_clock::now();
-  f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
+using modsim::kernels::bench::median;
+using modsim::kernels::bench::seconds;
 
 // Forward matmul FLOPs of the block over n tokens per sequence (2·m·n·k per matmul).
 double block_flops(const block_shape& s, i64 n) {
