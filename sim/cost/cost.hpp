@@ -159,6 +159,17 @@ class cost_model {
   op_time time_of(const op_cost& c, const op_shape& s, dtype t) const;
   op_time time_of(const op_cost& c, const expected_op_shape& s, dtype t) const;
 
+  // What time_of times op `o` of dtype `t` by, whatever the shape (its op_time::calibrated_as
+  // and calibrated_dtype): `as` the op itself under the kernel model, else the op whose curve is
+  // used (its own or its stand-in's); `type` the dtype whose calibration it is (t, or bf16 for
+  // fp16 where the tensor cores run both at one rate). Empty where time_of uses the datasheet
+  // roofline (uncalibrated, never measured and no stand-in, or attention not measured).
+  struct curve_choice {
+    modsim::op as = modsim::op::router;
+    dtype type = dtype::fp32;
+  };
+  std::optional<curve_choice> curve_for(modsim::op o, dtype t) const;
+
   double launch_s() const;        // device-side cost of one kernel launch
   double host_enqueue_s() const;  // host-side cost of enqueuing one kernel
   // The GPU kernel-sequence model in use; null for the curves or the datasheet.

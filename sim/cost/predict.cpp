@@ -33,13 +33,19 @@ op_prediction to_prediction(const op_time& t, const op_cost& reported, double ti
 }  // namespace
 
 model_time time_model(const model_spec& model, const workload& w, const cost_model& cost) {
+  return time_model(model, evaluate_flops(model, w), cost);
+}
+
+model_time time_model(const model_spec& model, const flops_report& reported, const cost_model& cost) {
   // Train is timed as 3 × forward (see predict.hpp); the FLOPs reported are the train ones.
+  const workload& w = reported.load;
   workload timed = w;
   if (w.run == run_mode::train) timed.run = run_mode::forward;
   const double scale = w.run == run_mode::train ? 3.0 : 1.0;
   const int kscale = w.run == run_mode::train ? 3 : 1;
-  const flops_report timed_flops = evaluate_flops(model, timed);
-  const flops_report reported = w.run == run_mode::train ? evaluate_flops(model, w) : timed_flops;
+  std::optional<flops_report> forward;
+  if (w.run == run_mode::train) forward = evaluate_flops(model, timed);
+  const flops_report& timed_flops = forward ? *forward : reported;
 
   const op_shape base = shape_of(model, timed);
   const bool decode = w.run == run_mode::decode;
@@ -218,14 +224,25 @@ prediction predict(const model_spec& model, const workload& w, const cost_model&
 }
 
 prediction predict(const model_spec& model, const model_spec& baseline, const workload& w, const cost_model& cost) {
+  return predict(model, baseline, evaluate_flops(model, w), evaluate_flops(baseline, w), cost);
+}
+
+prediction predict(const model_spec& model, const model_spec& baseline, const flops_report& flops,
+                   const flops_report& baseline_flops, const cost_model& cost) {
+  return predict_from_times(model, flops.load, cost, time_model(model, flops, cost),
+                            time_model(baseline, baseline_flops, cost));
+}
+
+prediction predict_from_times(const model_spec& model, const workload& w, const cost_model& cost, model_time times,
+                              model_time dense) {
   prediction p;
   p.model_name = model.name;
   p.load = w;
   p.cost_label = cost.label();
   p.calibrated = cost.calibrated();
   p.launch_s = cost.launch_s();
-  p.model = time_model(model, w, cost);
-  p.dense = time_model(baseline, w, cost);
+  p.model = std::move(times);
+  p.dense = std::move(dense);
   compare_with_baseline(p);
   p.attention = cost.attention();
   p.attention_measured = cost.attention_measured();

@@ -274,9 +274,9 @@ op_cost sum_costs(const std::vector<op_cost>& list, modsim::op as) {
   return op_cost{as, m.v, o.v, b.v};
 }
 
-flops_report evaluate_flops(const model_spec& model, const workload& w) {
-  evaluation ev = evaluate(model, w);
-  const evaluation dense = evaluate(dense_baseline(model), w);
+namespace {
+
+flops_report report_of(const model_spec& model, const workload& w, evaluation ev) {
   flops_report r;
   r.model_name = model.name;
   r.load = w;
@@ -285,10 +285,33 @@ flops_report evaluate_flops(const model_spec& model, const workload& w) {
   r.totals.matmul_flops = ev.matmul;
   r.totals.other_flops = ev.other;
   r.totals.bytes = ev.bytes;
+  r.params = parameter_count(model);
+  return r;
+}
+
+}  // namespace
+
+flops_report evaluate_flops(const model_spec& model, const workload& w) {
+  flops_report r = report_of(model, w, evaluate(model, w));
+  if (!model.routing) {
+    // A model that routes nothing evaluates as its dense baseline (routing is all it drops).
+    r.totals.dense_matmul_flops = r.totals.matmul_flops;
+    r.totals.dense_other_flops = r.totals.other_flops;
+    r.totals.dense_bytes = r.totals.bytes;
+    return r;
+  }
+  const evaluation dense = evaluate(dense_baseline(model), w);
   r.totals.dense_matmul_flops = dense.matmul;
   r.totals.dense_other_flops = dense.other;
   r.totals.dense_bytes = dense.bytes;
-  r.params = parameter_count(model);
+  return r;
+}
+
+flops_report evaluate_flops(const model_spec& model, const workload& w, const flops_report& dense) {
+  flops_report r = report_of(model, w, evaluate(model, w));
+  r.totals.dense_matmul_flops = dense.totals.matmul_flops;
+  r.totals.dense_other_flops = dense.totals.other_flops;
+  r.totals.dense_bytes = dense.totals.bytes;
   return r;
 }
 

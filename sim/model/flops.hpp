@@ -264,6 +264,9 @@ struct flops_report {
 // Throws modsim::error (bad_input) for a workload with batch or seq_len < 1, or a result
 // that does not fit in int64.
 flops_report evaluate_flops(const model_spec& model, const workload& w);
+// The same with the dense baseline's FLOPs already evaluated (`dense` = evaluate_flops(
+// dense_baseline(model), w)): its totals are totals.dense_*, and it is not evaluated again.
+flops_report evaluate_flops(const model_spec& model, const workload& w, const flops_report& dense);
 
 // The weight count of `model` (see above): outside_layer_parameter_count (embedding, LM head,
 // final norm) plus layer_parameter_counts (per layer, routers and predictors included).
