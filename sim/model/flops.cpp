@@ -42,14 +42,11 @@ op_cost times(op_cost c, std::int64_t k) {
   return c;
 }
 
-struct evaluation {
-  std::vector<layer_flops> layers;
-  op_cost lm_head;
-  std::int64_t matmul = 0, other = 0, bytes = 0;
-};
-
-evaluation evaluate(const model_spec& model, const workload& w) {
-  evaluation ev;
+// The report of `model` under `w` without its weight count and dense totals.
+flops_report evaluate(const model_spec& model, const workload& w) {
+  flops_report ev;
+  ev.model_name = model.name;
+  ev.load = w;
   const op_shape base = shape_of(model, w);
   const bool has_moe = model.moe.has_value();
   const mode_variant variant = has_moe ? model.moe->variant : mode_variant::staged;
@@ -141,9 +138,9 @@ evaluation evaluate(const model_spec& model, const workload& w) {
     b = b + lf.bytes;
   }
   add_to(m, o, b, ev.lm_head);
-  ev.matmul = m.v;
-  ev.other = o.v;
-  ev.bytes = b.v;
+  ev.totals.matmul_flops = m.v;
+  ev.totals.other_flops = o.v;
+  ev.totals.bytes = b.v;
   return ev;
 }
 
@@ -274,41 +271,20 @@ op_cost sum_costs(const std::vector<op_cost>& list, modsim::op as) {
   return op_cost{as, m.v, o.v, b.v};
 }
 
-namespace {
-
-flops_report report_of(const model_spec& model, const workload& w, evaluation ev) {
-  flops_report r;
-  r.model_name = model.name;
-  r.load = w;
-  r.layers = std::move(ev.layers);
-  r.lm_head = std::move(ev.lm_head);
-  r.totals.matmul_flops = ev.matmul;
-  r.totals.other_flops = ev.other;
-  r.totals.bytes = ev.bytes;
-  r.params = parameter_count(model);
-  return r;
-}
-
-}  // namespace
-
 flops_report evaluate_flops(const model_spec& model, const workload& w) {
-  flops_report r = report_of(model, w, evaluate(model, w));
-  if (!model.routing) {
-    // A model that routes nothing evaluates as its dense baseline (routing is all it drops).
-    r.totals.dense_matmul_flops = r.totals.matmul_flops;
-    r.totals.dense_other_flops = r.totals.other_flops;
-    r.totals.dense_bytes = r.totals.bytes;
-    return r;
-  }
-  const evaluation dense = evaluate(dense_baseline(model), w);
-  r.totals.dense_matmul_flops = dense.matmul;
-  r.totals.dense_other_flops = dense.other;
+  flops_report r = evaluate(model, w);
+  r.params = parameter_count(model);
+  // A model that routes nothing evaluates as its dense baseline (routing is all it drops).
+  const flops_totals dense = model.routing ? evaluate(dense_baseline(model), w).totals : r.totals;
+  r.totals.dense_matmul_flops = dense.matmul_flops;
+  r.totals.dense_other_flops = dense.other_flops;
   r.totals.dense_bytes = dense.bytes;
   return r;
 }
 
 flops_report evaluate_flops(const model_spec& model, const workload& w, const flops_report& dense) {
-  flops_report r = report_of(model, w, evaluate(model, w));
+  flops_report r = evaluate(model, w);
+  r.params = parameter_count(model);
   r.totals.dense_matmul_flops = dense.totals.matmul_flops;
   r.totals.dense_other_flops = dense.totals.other_flops;
   r.totals.dense_bytes = dense.totals.bytes;
