@@ -58,9 +58,6 @@ class cancel_observer : public sim::des::serve_observer {
   std::uint64_t m_steps = 0;
 };
 
-sim::model_time decode_model_time(const sim::model_spec& m, const sim::cost_model& cost, const sim::workload& w,
-                                  const decode_step_options& o, int draws, const sim::model_time& like);
-
 // The mean decode step of `m` (mean_decode_step), seconds.
 double mean_decode_s(const sim::model_spec& m, const sim::cost_model& cost, const sim::workload& w,
                      const decode_step_options& o, int draws) {
@@ -194,15 +191,15 @@ sim::des::timeline step_timeline(const configuration& c, const sim::cost_model& 
 
 // A model's decode step as a model_time, the mean of `draws` routing draws (mean_decode_step):
 // per layer its kernels' mean device times, the lm_head its kernel, overhead_s the rest of the
-// mean step (launches, waits on the host, routed-count syncs); total_s is the mean step.
-// `like` (sim::predict's expected-count prediction of the same model) names the curves used.
+// mean step (launches, waits on the host, routed-count syncs); total_s is the mean step. The
+// curves named (calibrated_as, timed_as_dtype) are those the cost model times each op by
+// (cost_model::curve_for).
 sim::model_time decode_model_time(const sim::model_spec& m, const sim::cost_model& cost, const sim::workload& w,
-                                  const decode_step_options& o, int draws, const sim::model_time& like) {
+                                  const decode_step_options& o, int draws) {
   namespace des = sim::des;
   const des::step_builder b(m, w.type, decode_step_device(cost, w.type));
   const mean_decode mean = mean_decode_step(b, w.batch, w.seq_len, o, draws, true);
   sim::model_time out;
-  out.timed_as_dtype = like.timed_as_dtype;
   for (const des::layer_info& info : b.layers()) {
     sim::layer_prediction l;
     l.index = info.index;
@@ -222,14 +219,9 @@ sim::model_time decode_model_time(const sim::model_spec& m, const sim::cost_mode
     p.kernels = k.launches;
     p.memory_bound = k.memory_bound;
     p.calibrated = k.calibrated;
-    const sim::op_prediction* same = nullptr;
-    if (k.layer < 0) {
-      same = &like.lm_head;
-    } else if (static_cast<std::size_t>(k.layer) < like.layers.size()) {
-      for (const sim::op_prediction& q : like.layers[static_cast<std::size_t>(k.layer)].ops)
-        if (q.op == p.op) same = &q;
-    }
-    p.calibrated_as = !k.calibrated ? "" : same ? same->calibrated_as : std::string(to_string(p.op));
+    const std::optional<sim::cost_model::curve_choice> curve = cost.curve_for(p.op, w.type);
+    p.calibrated_as = k.calibrated && curve ? std::string(to_string(curve->as)) : "";
+    if (k.layer >= 0 && curve && curve->type != w.type) out.timed_as_dtype = curve->type;
     out.matmul_flops += p.matmul_flops;
     out.other_flops += p.other_flops;
     out.bytes += p.bytes;
@@ -467,9 +459,12 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
   // scores): as priced with hardware, unfused (the FLOP convention's count) without unless told.
   const attention_impl counted =
       c.attention ? *c.attention : (c.hardware ? sim::default_attention(*c.hardware) : attention_impl::unfused);
-  r.flops = sim::evaluate_flops(c.model, c.load, counted);
+  // Each model's FLOPs once: the prediction times these, and without a given baseline the
+  // model's dense totals are the baseline's.
   const sim::model_spec baseline = baseline_of(c);
   r.dense_flops = sim::evaluate_flops(baseline, c.load, counted);
+  r.flops = c.baseline ? sim::evaluate_flops(c.model, c.load, counted)
+                       : sim::evaluate_flops(c.model, c.load, r.dense_flops, counted);
   r.flop_classes = sim::roll_up(r.flops, r.dense_flops);
   check(ctl);
 
@@ -504,14 +499,14 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
     say(ctl, 2, "predicted time");
     part(s, r.prediction_missing, [&] {
       const sim::cost_model& cm = cost_of("a prediction");
-      r.prediction = sim::predict(c.model, baseline, c.load, cm);
       if (c.load.run == sim::run_mode::decode) {
-        // One decode path: the discrete-event step (syncs and launches included).
-        sim::prediction& p = *r.prediction;
-        p.model = decode_model_time(c.model, cm, c.load, decode_options, decode_request.draws, p.model);
-        p.dense = decode_model_time(baseline, cm, c.load, decode_options, decode_request.draws, p.dense);
-        sim::compare_with_baseline(p);
-        p.attention_share = sim::attention_share(p.model);
+        // One decode path: the discrete-event step (syncs and launches included) is the
+        // prediction, its band and stand-in shares taken from the times it prints.
+        r.prediction = sim::predict_from_times(
+            c.model, c.load, cm, decode_model_time(c.model, cm, c.load, decode_options, decode_request.draws),
+            decode_model_time(baseline, cm, c.load, decode_options, decode_request.draws));
+      } else {
+        r.prediction = sim::predict(c.model, baseline, r.flops, r.dense_flops, cm);
       }
       r.time_classes = sim::roll_up(*r.prediction);
     });

@@ -190,45 +190,35 @@ op_time cost_model::time_impl(const op_cost& original, const Shape& s, dtype t) 
   r.time_s = quantised;
   r.isolated_s = quantised;
   r.wave_s = quantised - std::max(r.compute_s * std::min(r.waves, 1.0), r.memory_s);
-  if (!m_cal || roofline_attention) return r;
-  const bool fp16_as_bf16 = fp16_runs_as_bf16(m_hw, t);
-  if (const std::optional<dtype> kt = kernel_model_dtype(t)) {
-    const dtype used = *kt;
-    {
-      const kernel_params& p = *m_cal->kernels;
-      const std::vector<kernel_work> ks = gpu_kernels(c.op, s, attention);
-      r.time_s = 0;
-      r.wave_s = 0;
-      std::vector<double> cold;
-      for (const kernel_work& k : ks) {
-        r.kernel_s.push_back(kernel_device_s(k, used, p, m_hw, true));
-        r.time_s += r.kernel_s.back();
-        r.wave_s += r.kernel_s.back() - kernel_device_s(k, used, p, m_hw, true, 1.0);
-        cold.push_back(kernel_device_s(k, used, p, m_hw, false));
-        const double q = gemm_wave_factor(k, used, p.gemm_tiles, m_hw);
-        r.wave_factor = std::max(r.wave_factor, q);
-        if (p.max_wave_factor > 0 && q > p.max_wave_factor)
-          r.unmeasured_wave_s += r.kernel_s.back() - kernel_device_s(k, used, p, m_hw, true, p.max_wave_factor);
-      }
-      r.isolated_s = p.event_s + sim::sequence_s(cold, p);
-      r.kernels = static_cast<int>(ks.size());
-      r.calibrated = true;
-      r.calibrated_as = to_string(c.op);
-      r.calibrated_dtype = used;
-      r.from_other_dtype = used != t;
-      return r;
+  // The datasheet roofline where nothing measured times the op (curve_for).
+  const std::optional<curve_choice> use = curve_for(c.op, t);
+  if (!use) return r;
+  const dtype used = use->type;
+  if (kernel_model_dtype(t)) {
+    const kernel_params& p = *m_cal->kernels;
+    const std::vector<kernel_work> ks = gpu_kernels(c.op, s, attention);
+    r.time_s = 0;
+    r.wave_s = 0;
+    std::vector<double> cold;
+    for (const kernel_work& k : ks) {
+      r.kernel_s.push_back(kernel_device_s(k, used, p, m_hw, true));
+      r.time_s += r.kernel_s.back();
+      r.wave_s += r.kernel_s.back() - kernel_device_s(k, used, p, m_hw, true, 1.0);
+      cold.push_back(kernel_device_s(k, used, p, m_hw, false));
+      const double q = gemm_wave_factor(k, used, p.gemm_tiles, m_hw);
+      r.wave_factor = std::max(r.wave_factor, q);
+      if (p.max_wave_factor > 0 && q > p.max_wave_factor)
+        r.unmeasured_wave_s += r.kernel_s.back() - kernel_device_s(k, used, p, m_hw, true, p.max_wave_factor);
     }
+    r.isolated_s = p.event_s + sim::sequence_s(cold, p);
+    r.kernels = static_cast<int>(ks.size());
+    r.calibrated = true;
+    r.calibrated_as = to_string(c.op);
+    r.calibrated_dtype = used;
+    r.from_other_dtype = used != t;
+    return r;
   }
-  const efficiency_curve* curve = m_cal->curve(c.op, t);
-  dtype used = t;
-  if (!curve && fp16_as_bf16 && (curve = m_cal->curve(c.op, dtype::bf16)) != nullptr) used = dtype::bf16;
-  if (!curve) {
-    if (const std::optional<modsim::op> alt = stand_in_of(c.op)) {
-      curve = m_cal->curve(*alt, t);
-      if (!curve && fp16_as_bf16 && (curve = m_cal->curve(*alt, dtype::bf16)) != nullptr) used = dtype::bf16;
-    }
-  }
-  if (curve) {
+  if (const efficiency_curve* curve = m_cal->curve(use->as, used)) {
     r.wave_s = 0;
     r.isolated_s = curve->time_s(r.roofline_s, quantised, static_cast<double>(s.batch) * static_cast<double>(s.tokens));
     r.time_s = r.isolated_s + double(c.bytes) * m_cal->in_layer_s_per_byte;
@@ -312,6 +302,20 @@ op_time cost_model::optimizer_time_of(const optimizer_cost& c, dtype t) const {
 
 op_time cost_model::time_of(const op_cost& c, const op_shape& s, dtype t) const { return time_impl(c, s, t); }
 op_time cost_model::time_of(const op_cost& c, const expected_op_shape& s, dtype t) const { return time_impl(c, s, t); }
+
+std::optional<cost_model::curve_choice> cost_model::curve_for(modsim::op o, dtype t) const {
+  if (!m_cal || (is_attention_op(o) && !attention_measured())) return std::nullopt;
+  if (const std::optional<dtype> kt = kernel_model_dtype(t)) return curve_choice{o, *kt};
+  const bool fp16_as_bf16 = fp16_runs_as_bf16(m_hw, t);
+  auto measured = [&](modsim::op as) -> std::optional<curve_choice> {
+    if (m_cal->curve(as, t)) return curve_choice{as, t};
+    if (fp16_as_bf16 && m_cal->curve(as, dtype::bf16)) return curve_choice{as, dtype::bf16};
+    return std::nullopt;
+  };
+  if (std::optional<curve_choice> own = measured(o)) return own;
+  if (const std::optional<modsim::op> alt = stand_in_of(o)) return measured(*alt);
+  return std::nullopt;
+}
 
 std::optional<dtype> cost_model::kernel_model_dtype(dtype t) const {
   if (!kernel_model()) return std::nullopt;

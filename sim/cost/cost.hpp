@@ -180,6 +180,17 @@ class cost_model {
   // whether calibrated or not (no row measures it).
   op_time optimizer_time_of(const optimizer_cost& c, dtype t) const;
 
+  // What time_of times op `o` of dtype `t` by, whatever the shape (its op_time::calibrated_as
+  // and calibrated_dtype): `as` the op itself under the kernel model, else the op whose curve is
+  // used (its own or its stand-in's); `type` the dtype whose calibration it is (t, or bf16 for
+  // fp16 where the tensor cores run both at one rate). Empty where time_of uses the datasheet
+  // roofline (uncalibrated, never measured and no stand-in, or attention not measured).
+  struct curve_choice {
+    modsim::op as = modsim::op::router;
+    dtype type = dtype::fp32;
+  };
+  std::optional<curve_choice> curve_for(modsim::op o, dtype t) const;
+
   double launch_s() const;        // device-side cost of one kernel launch
   double host_enqueue_s() const;  // host-side cost of enqueuing one kernel
   // The GPU kernel-sequence model in use; null for the curves or the datasheet.

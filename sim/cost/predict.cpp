@@ -72,10 +72,20 @@ bool reruns(modsim::op o, recompute_mode r, attention_impl a) {
 }  // namespace
 
 model_time time_model(const model_spec& model, const workload& w, const cost_model& cost) {
+  return time_model(model, evaluate_flops(model, w, cost.attention()), cost);
+}
+
+model_time time_model(const model_spec& model, const flops_report& reported, const cost_model& cost) {
   // Train: each op's forward, its backward (cost_model::backward_time_of) and what
   // recomputation runs again, then the optimizer step; the FLOPs reported are the train ones.
+  const workload& w = reported.load;
   const bool train = w.run == run_mode::train;
-  const flops_report flops = evaluate_flops(model, w, cost.attention());
+  // What a training step recomputes depends on the attention kernel: FLOPs counted for another
+  // kernel than the cost model's are counted again (forward and decode counts are the same).
+  std::optional<flops_report> recounted;
+  if (train && reported.train && reported.train->attention != cost.attention())
+    recounted = evaluate_flops(model, w, cost.attention());
+  const flops_report& flops = recounted ? *recounted : reported;
 
   const op_shape base = shape_of(model, w);
   const bool decode = w.run == run_mode::decode;
@@ -313,14 +323,26 @@ prediction predict(const model_spec& model, const workload& w, const cost_model&
 }
 
 prediction predict(const model_spec& model, const model_spec& baseline, const workload& w, const cost_model& cost) {
+  return predict(model, baseline, evaluate_flops(model, w, cost.attention()),
+                 evaluate_flops(baseline, w, cost.attention()), cost);
+}
+
+prediction predict(const model_spec& model, const model_spec& baseline, const flops_report& flops,
+                   const flops_report& baseline_flops, const cost_model& cost) {
+  return predict_from_times(model, flops.load, cost, time_model(model, flops, cost),
+                            time_model(baseline, baseline_flops, cost));
+}
+
+prediction predict_from_times(const model_spec& model, const workload& w, const cost_model& cost, model_time times,
+                              model_time dense) {
   prediction p;
   p.model_name = model.name;
   p.load = w;
   p.cost_label = cost.label();
   p.calibrated = cost.calibrated();
   p.launch_s = cost.launch_s();
-  p.model = time_model(model, w, cost);
-  p.dense = time_model(baseline, w, cost);
+  p.model = std::move(times);
+  p.dense = std::move(dense);
   compare_with_baseline(p);
   p.attention = cost.attention();
   p.attention_measured = cost.attention_measured();

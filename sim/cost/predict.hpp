@@ -196,6 +196,11 @@ struct prediction {
 // Times `m` under `w` with `cost` (no dense comparison). Throws modsim::error(bad_input) for
 // an invalid workload (see evaluate_flops).
 model_time time_model(const model_spec& m, const workload& w, const cost_model& cost);
+// The same from the FLOPs of `m` already evaluated (`flops` = evaluate_flops(m, flops.load,
+// cost.attention())): each op is timed at the op_cost and shape `flops` holds. In train mode each
+// op's forward, backward and recomputation are timed from the report's train breakdown (counted
+// again only when `flops` was counted for another attention kernel than cost.attention()).
+model_time time_model(const model_spec& m, const flops_report& flops, const cost_model& cost);
 
 // The attention ops' (attn_core) share of m.total_s (0 when it is 0).
 double attention_share(const model_time& m);
@@ -204,6 +209,16 @@ double attention_share(const model_time& m);
 // or `baseline`: a matched-quality dense model).
 prediction predict(const model_spec& m, const workload& w, const cost_model& cost);
 prediction predict(const model_spec& m, const model_spec& baseline, const workload& w, const cost_model& cost);
+// The same from the FLOPs already evaluated (`flops` = evaluate_flops(m, w, cost.attention()),
+// `baseline_flops` the same of `baseline`; w = flops.load): the FLOPs are not evaluated again.
+prediction predict(const model_spec& m, const model_spec& baseline, const flops_report& flops,
+                   const flops_report& baseline_flops, const cost_model& cost);
+// The prediction made from times already taken: `model` of `m` and `dense` of its baseline
+// under `w` (time_model, or a decode step's discrete-event simulation). The ratios, the gap, the
+// attention share, the notes, the expected error and the band (its stand-in shares included)
+// all come from these times.
+prediction predict_from_times(const model_spec& m, const workload& w, const cost_model& cost, model_time model,
+                              model_time dense);
 
 // Fills the ratios and the gap decomposition from p.model and p.dense (after either changed).
 void compare_with_baseline(prediction& p);

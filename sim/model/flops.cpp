@@ -43,15 +43,11 @@ op_cost times(op_cost c, std::int64_t k) {
   return c;
 }
 
-struct evaluation {
-  std::vector<layer_flops> layers;
-  op_cost lm_head, lm_head_forward, lm_head_backward;
-  std::optional<train_breakdown> train;
-  std::int64_t matmul = 0, other = 0, bytes = 0;
-};
-
-evaluation evaluate(const model_spec& model, const workload& w, attention_impl attention) {
-  evaluation ev;
+// The report of `model` under `w` without its weight count and dense totals.
+flops_report evaluate(const model_spec& model, const workload& w, attention_impl attention) {
+  flops_report ev;
+  ev.model_name = model.name;
+  ev.load = w;
   const op_shape base = shape_of(model, w);
   const bool has_moe = model.moe.has_value();
   const mode_variant variant = has_moe ? model.moe->variant : mode_variant::staged;
@@ -178,9 +174,9 @@ evaluation evaluate(const model_spec& model, const workload& w, attention_impl a
     b = b + t.optimizer.bytes;
     ev.train = t;
   }
-  ev.matmul = m.v;
-  ev.other = o.v;
-  ev.bytes = b.v;
+  ev.totals.matmul_flops = m.v;
+  ev.totals.other_flops = o.v;
+  ev.totals.bytes = b.v;
   return ev;
 }
 
@@ -331,23 +327,24 @@ op_cost train_block_cost(modsim::op train, const op_shape& s, double capacity, m
 }
 
 flops_report evaluate_flops(const model_spec& model, const workload& w, attention_impl attention) {
-  evaluation ev = evaluate(model, w, attention);
-  const evaluation dense = evaluate(dense_baseline(model), w, attention);
-  flops_report r;
-  r.model_name = model.name;
-  r.load = w;
-  r.layers = std::move(ev.layers);
-  r.lm_head = std::move(ev.lm_head);
-  r.lm_head_forward = ev.lm_head_forward;
-  r.lm_head_backward = ev.lm_head_backward;
-  r.train = ev.train;
-  r.totals.matmul_flops = ev.matmul;
-  r.totals.other_flops = ev.other;
-  r.totals.bytes = ev.bytes;
-  r.totals.dense_matmul_flops = dense.matmul;
-  r.totals.dense_other_flops = dense.other;
-  r.totals.dense_bytes = dense.bytes;
+  flops_report r = evaluate(model, w, attention);
   r.params = parameter_count(model);
+  // A model that routes nothing evaluates as its dense baseline (routing is all it drops).
+  const flops_totals dense =
+      model.routing ? evaluate(dense_baseline(model), w, attention).totals : r.totals;
+  r.totals.dense_matmul_flops = dense.matmul_flops;
+  r.totals.dense_other_flops = dense.other_flops;
+  r.totals.dense_bytes = dense.bytes;
+  return r;
+}
+
+flops_report evaluate_flops(const model_spec& model, const workload& w, const flops_report& dense,
+                            attention_impl attention) {
+  flops_report r = evaluate(model, w, attention);
+  r.params = parameter_count(model);
+  r.totals.dense_matmul_flops = dense.totals.matmul_flops;
+  r.totals.dense_other_flops = dense.totals.other_flops;
+  r.totals.dense_bytes = dense.totals.bytes;
   return r;
 }
 

@@ -355,6 +355,11 @@ struct flops_report {
 // result that does not fit in int64.
 flops_report evaluate_flops(const model_spec& model, const workload& w,
                             attention_impl attention = attention_impl::unfused);
+// The same with the dense baseline's FLOPs already evaluated (`dense` = evaluate_flops(
+// dense_baseline(model), w, attention)): its totals are totals.dense_*, and it is not evaluated
+// again.
+flops_report evaluate_flops(const model_spec& model, const workload& w, const flops_report& dense,
+                            attention_impl attention = attention_impl::unfused);
 
 // The weight count of `model` (see above): outside_layer_parameter_count (embedding, LM head,
 // final norm) plus layer_parameter_counts (per layer, routers and predictors included).

@@ -4,12 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "analysis/analysis.hpp"
 #include "analysis/sampling.hpp"
 #include "core/error.hpp"
 #include "sim/model/config.hpp"
 #include "sim/model/flops.hpp"
+#include "sim/cost/predict.hpp"
 #include "sim/des/step.hpp"
 
 namespace {
@@ -261,6 +265,47 @@ TEST(OneDecodePath, PredictTotalIsTheMeanOfTheSimulatedDecodeSteps) {
     ASSERT_TRUE(a.decode);
     EXPECT_NEAR(a.decode->total(), a.timeline->summary.step_s, 1e-12);
   }
+}
+
+TEST(OneDecodePath, BandAndStandInSharesComeFromThePrintedTimes) {
+  // mod-60m on the calibrated CPU, decode batch 4, context 512: the predictor is timed by the
+  // router's curve and the lm_head by mlp_up's. Each stand-in's share is summed here from the op
+  // rows the prediction prints (the simulated step's), over its printed total, and the band is
+  // the calibration's band at that total per layer with those shares.
+  const sim::model_spec m = sim::load_model(std::string(MODSIM_SOURCE_DIR) + "/configs/models/mod-60m.json");
+  const sim::hardware_spec hw =
+      sim::load_hardware(std::string(MODSIM_SOURCE_DIR) + "/configs/hardware/cpu-calibrated.json");
+  sim::workload w;
+  w.batch = 4;
+  w.seq_len = 512;
+  w.run = sim::run_mode::decode;
+  w.type = sim::dtype::fp32;
+  const analysis::analysis_result a = analysis::analyze({m, w, hw, std::nullopt}, analysis::scenario{});
+  ASSERT_TRUE(a.prediction && a.prediction->band);
+  const sim::prediction& p = *a.prediction;
+  std::map<std::pair<std::string, std::string>, double> stand_in_s;
+  auto add = [&](const sim::op_prediction& o) {
+    if (o.calibrated && o.calibrated_as != modsim::to_string(o.op))
+      stand_in_s[{std::string(modsim::to_string(o.op)), o.calibrated_as}] += o.time_s;
+  };
+  for (const auto& l : p.model.layers)
+    for (const auto& o : l.ops) add(o);
+  add(p.model.lm_head);
+  ASSERT_EQ(stand_in_s.size(), 2u);
+  EXPECT_TRUE(stand_in_s.count({"predictor", "router"}));
+  EXPECT_TRUE(stand_in_s.count({"lm_head", "mlp_up"}));
+  ASSERT_EQ(p.band->stand_ins.size(), stand_in_s.size());
+  std::vector<sim::stand_in_use> uses;
+  for (const auto& x : p.band->stand_ins) {
+    const double printed = stand_in_s.at({x.op, x.as}) / p.total_s();
+    EXPECT_NEAR(x.share, printed, 1e-12) << x.op;
+    uses.push_back({*modsim::find_op(x.op), *modsim::find_op(x.as), printed});
+  }
+  const sim::cost_model cost(hw);
+  const std::optional<sim::error_band> band =
+      sim::band_for(*cost.calibration(), sim::values_of(m, w), p.total_s() / double(p.model.layers.size()), true, uses);
+  ASSERT_TRUE(band);
+  EXPECT_NEAR(p.band->p90_pct, band->p90_pct, 1e-9);
 }
 
 TEST(Sampling, ServingKeepsTheRunWithNoDropsThenTheLowerTpot) {

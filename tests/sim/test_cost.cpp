@@ -184,6 +184,24 @@ TEST(Cost, UnmeasuredOpUsesItsStandInOrTheRoofline) {
   EXPECT_FALSE(m.time_of(cost(modsim::op::attn_norm, 0, 0, 100'000), s, dtype::bf16).calibrated);
 }
 
+// curve_for names what time_of times an op by, without a shape: attn_norm its own curve,
+// mlp_norm attn_norm's (its stand-in), mlp_up (no curve, its stand-in neither) and another dtype
+// nothing; uncalibrated, nothing.
+TEST(Cost, CurveForNamesTheCurveTimeOfUses) {
+  const hardware_spec h = round_cpu();
+  const cost_model m = with_calibration(h, one_curve_calibration(h));
+  const std::optional<cost_model::curve_choice> own = m.curve_for(modsim::op::attn_norm, dtype::fp32);
+  ASSERT_TRUE(own);
+  EXPECT_EQ(own->as, modsim::op::attn_norm);
+  EXPECT_EQ(own->type, dtype::fp32);
+  const std::optional<cost_model::curve_choice> stand_in = m.curve_for(modsim::op::mlp_norm, dtype::fp32);
+  ASSERT_TRUE(stand_in);
+  EXPECT_EQ(stand_in->as, modsim::op::attn_norm);
+  EXPECT_FALSE(m.curve_for(modsim::op::mlp_up, dtype::fp32));
+  EXPECT_FALSE(m.curve_for(modsim::op::attn_norm, dtype::bf16));
+  EXPECT_FALSE(cost_model(h).curve_for(modsim::op::attn_norm, dtype::fp32));
+}
+
 TEST(Cost, CalibrationBlockRoundTripsThroughJson) {
   const hardware_spec h = round_cpu();
   calibration c = one_curve_calibration(h);

@@ -238,6 +238,29 @@ TEST(Flops, EveryOtherModAtOneEighthMatchesHandTotals) {
   EXPECT_EQ(r.params, 111488);
 }
 
+// (b) again with its dense baseline's report given: the dense totals are that report's (by hand,
+// (a)'s 6963200 / 200704 / 1063424), and a report whose totals were altered shows it is read, not
+// evaluated again.
+TEST(Flops, DenseTotalsComeFromAGivenBaselineReport) {
+  model_spec m = small_dense();
+  m.routing = routing_of(schedule_kind::every_other, 0.125);
+  const flops_report dense = evaluate_flops(small_dense(), load(2, 16));
+  const flops_report r = evaluate_flops(m, load(2, 16), dense);
+  EXPECT_EQ(r.totals.matmul_flops, 4085760);
+  EXPECT_EQ(r.totals.dense_matmul_flops, 6963200);
+  EXPECT_EQ(r.totals.dense_other_flops, 200704);
+  EXPECT_EQ(r.totals.dense_bytes, 1063424);
+  flops_report altered = dense;
+  altered.totals.matmul_flops = 7;
+  altered.totals.other_flops = 8;
+  altered.totals.bytes = 9;
+  const flops_report a = evaluate_flops(m, load(2, 16), altered);
+  EXPECT_EQ(a.totals.dense_matmul_flops, 7);
+  EXPECT_EQ(a.totals.dense_other_flops, 8);
+  EXPECT_EQ(a.totals.dense_bytes, 9);
+  EXPECT_EQ(a.totals.matmul_flops, 4085760);
+}
+
 // (c) GQA + SwiGLU: d=64, H=4, n_kv=2 (dh=16, dq=64, dkv=32), F=128, V=100, 1 layer,
 // B=1, S=8, bf16 (e=2): T = 8, P = 64 + 64 = 128.
 //  attn_norm 0 | 4·8·64 = 2048 | 2·(1024 + 64) = 2176

@@ -108,6 +108,41 @@ TEST(Predict, TrainPricesEachBackwardFromItsBytesAndAddsTheOptimizer) {
   EXPECT_GT(t.total_s(), f.total_s() + t.model.optimizer.time_s);
 }
 
+// The FLOPs given are the ones timed and reported: none is evaluated again. tiny() at B=1, S=8
+// with its qkv_proj's bytes doubled (57344 -> 114688, by hand above) is bandwidth-bound at 10 GB/s:
+// 1.14688e-5 s; the lm_head given 61696 bytes: 6.1696e-6 s. The baseline's report is untouched.
+TEST(Predict, PredictTimesTheFlopsItIsGiven) {
+  const cost_model cost(round_cpu());
+  const workload w = load(1, 8);
+  flops_report f = evaluate_flops(tiny(), w);
+  ASSERT_EQ(f.layers.size(), 1u);
+  ASSERT_EQ(f.layers[0].ops[1].op, modsim::op::qkv_proj);
+  f.layers[0].ops[1].bytes = 114688;
+  f.lm_head.bytes = 61696;
+  const prediction p = predict(tiny(), tiny(), f, evaluate_flops(tiny(), w), cost);
+  const op_prediction& qkv = p.model.layers[0].ops[1];
+  EXPECT_EQ(qkv.bytes, 114688);
+  EXPECT_NEAR(qkv.time_s, 1.14688e-5, 1e-18);
+  EXPECT_EQ(p.model.lm_head.bytes, 61696);
+  EXPECT_NEAR(p.model.lm_head.time_s, 6.1696e-6, 1e-18);
+  EXPECT_NEAR(p.dense.layers[0].ops[1].time_s, 5.7344e-6, 1e-18);
+  EXPECT_NEAR(p.dense.lm_head.time_s, 3.0848e-6, 1e-18);
+  // Without reports predict evaluates them: the unaltered model's times.
+  EXPECT_NEAR(predict(tiny(), w, cost).model.layers[0].ops[1].time_s, 5.7344e-6, 1e-18);
+}
+
+// A train report (3 × every op's FLOPs and bytes) is reported as given and timed at the forward
+// costs × 3: qkv_proj 3 × 5.7344e-6 s (by hand above), FLOPs 3 × the forward's.
+TEST(Predict, TrainReportIsTimedAtThreeTimesItsForwardOps) {
+  const cost_model cost(round_cpu());
+  const flops_report f = evaluate_flops(tiny(), load(1, 8, run_mode::train));
+  const prediction p = predict(tiny(), tiny(), f, f, cost);
+  const op_prediction& qkv = p.model.layers[0].ops[1];
+  EXPECT_NEAR(qkv.time_s, 3 * 5.7344e-6, 1e-18);
+  EXPECT_EQ(qkv.bytes, 3 * 57344);
+  EXPECT_EQ(qkv.kernels, 3);
+}
+
 TEST(Predict, RoutedLayerRunsTheRoutingOpsAndFewerTokens) {
   model_spec m = tiny(2);
   routing_spec r;
