@@ -23,9 +23,6 @@ const char* const k_full_labels = "modsim_full_labels";  // a bar category axis'
 const char* const k_fitted_text = "modsim_fitted_text";  // what fit() last set (to see a caller's change)
 
 constexpr double k_title_pt = 13.0;
-constexpr double k_axis_title_pt = 10.5;
-constexpr double k_labels_pt = 9.5;
-constexpr double k_legend_pt = 9.5;
 
 QFont sized(QFont f, double pt) {
   f.setPointSizeF(pt);
