@@ -10,9 +10,10 @@
 //                  the k = routed_tokens(c, S) tokens its block saw, plus the new one)
 //   activations    forward/decode: the largest one layer needs at once,
 //                    max over l of B·n_l·(3·d + 2·d_kv + F)·e + attention buffers
-//                  train: every layer's, kept for the backward pass (summed over l; a
-//                  routed layer keeps its k routed tokens' only), by workload::recompute:
-//                    none:      that sum;
+//                  train: what every layer's forward keeps for its backward pass, exactly as
+//                  the training kernels keep it (activations_kept, below; a routed layer keeps
+//                  its k routed tokens' only), by workload::recompute:
+//                    none:      the sum over layers;
 //                    selective: the sum without the unfused scores, + the largest layer's
 //                               scores (rebuilt one layer at a time); fused: as none;
 //                    full:      each layer's input B·S·d·e (summed) + the largest layer's
@@ -46,6 +47,25 @@ struct memory_footprint {
   attention_impl attention = attention_impl::unfused;  // the implementation the buffers are of
   double total() const { return weights + training_state + kv_cache + activations; }
 };
+
+// What one layer's forward keeps for its backward pass (bytes; kernels/train.hpp's
+// saved_activations, e = dtype_bytes, T = B·S, n = k at a MoD-routed layer else S, rows = B·n):
+//   input    the layer's input, T·d·e (all that recompute full keeps)
+//   routing  MoD: the routed positions B·k·4 (int32) and their router weights B·k·e
+//   block    per row: the normed input, q, k, v, the attention output, the residual sum and the
+//            normed MLP input (3·d + 2·d_q + 2·d_kv)·e; the MLP's pre-activations and activation
+//            (d_ff·e each, and the gate's d_ff·e for swiglu); MoD: the block's output d·e (the
+//            router's gradient reads Δ = y − x̃). MoE: the MLP's only for the rows a real expert
+//            took (rows·top_k·E/(E + no-op experts)), with each row's expert probabilities
+//            (E + no-op)·e, its expert (int32) and its expert's output d·e.
+//   scores   unfused: the causal probabilities B·H·n·L·e (L = n, at most the window); fused:
+//            the kernel's per-row statistics B·H·n·4. Recompute selective drops the unfused ones.
+struct kept_activations {
+  double input = 0, routing = 0, block = 0, scores = 0;
+  double total() const { return input + routing + block + scores; }
+};
+kept_activations activations_kept(const model_spec& m, const layer_routing& l, const workload& w,
+                                  attention_impl attention);
 
 // Doubles throughout: a footprint that does not fit in 64 bits is still a number to print.
 // `attention` is the implementation the step is priced with (cost_model::attention()).
