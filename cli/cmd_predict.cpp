@@ -38,7 +38,7 @@ const char* const k_usage =
     "FLOP and time ratios, and a decomposition of (time ratio - FLOP ratio) into routing ops,\n"
     "launch overhead, GEMM efficiency, attention, memory-bound ops and wave quantisation (the time\n"
     "GEMM tiles' partial waves add). Uncalibrated GPU files tile each GEMM with the tile chooser\n"
-    "(README \"GEMM tiling\") unless they set gemm_tiles. --dtype defaults to bf16\n"
+    "(docs/cost-model.md \"GEMM tiling\") unless they set gemm_tiles. --dtype defaults to bf16\n"
     "on GPU hardware and fp32 on a CPU. --mode train prices each op's forward, its backward (from the\n"
     "backward's FLOPs and bytes: the datasheet roofline, or calibrated the forward's efficiency with no\n"
     "band), what --recompute none|selective|full runs again and one AdamW step (28 bytes per parameter);\n"

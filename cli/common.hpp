@@ -19,7 +19,7 @@ namespace modsim::cli {
 
 namespace po = boost::program_options;
 
-// Exit codes (documented in the README).
+// Exit codes (documented in docs/errors.md).
 inline constexpr int exit_ok = 0;
 inline constexpr int exit_check_failed = 1;   // e.g. `validate` above --max-error
 inline constexpr int exit_bad_input = 2;      // bad flags, files, keys or values

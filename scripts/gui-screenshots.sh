@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The explorer's screenshots in docs/ (README, "modsim-gui"): every tab at 1600x1000, and the
+# The explorer's screenshots in docs/ (docs/explorer.md, "Screenshots"): every tab at 1600x1000, and the
 # same at 1280x800 under docs/gui-1280x800/, rendered headless from the shipped files.
 #
 #   scripts/gui-screenshots.sh [BUILD_DIR]     (default build; needs the GUI built)
