@@ -30,8 +30,8 @@ struct cuda_train_options {
 class cuda_trainer {
  public:
   // Uploads `params` (fp32) to `options.device`. Throws modsim::error (bad_input) for a
-  // tensor of the wrong size, a MoDE shape or another dtype, (runtime) naming the failed CUDA
-  // or cuBLAS call.
+  // tensor of the wrong size, a MoDE shape or another dtype before touching any device,
+  // (runtime) naming the failed CUDA or cuBLAS call.
   cuda_trainer(const layer_params& params, const cuda_train_options& options = {});
   ~cuda_trainer();
   cuda_trainer(const cuda_trainer&) = delete;

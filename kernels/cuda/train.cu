@@ -85,13 +85,13 @@ struct cuda_trainer::impl {
   recompute mode = recompute::none;
   i64 adam_step = 0;
 
-  impl(std::shared_ptr<device_context> context, const layer_params& params, dtype type)
-      : ctx(std::move(context)), sh(params.shape), routed(params.routed), t(type) {
-    if (t != dtype::fp32 && t != dtype::bf16)
-      throw input_error("", "dtype", "CUDA training runs fp32 and bf16, got " + std::string(to_string(t)));
-    if (sh.variant != mode_variant::none)
+  // Throws bad_input for what the trainer cannot take; touches no device.
+  static void validate(const layer_params& params, dtype type) {
+    if (type != dtype::fp32 && type != dtype::bf16)
+      throw input_error("", "dtype", "CUDA training runs fp32 and bf16, got " + std::string(to_string(type)));
+    if (params.shape.variant != mode_variant::none)
       throw input_error("", "variant", "CUDA training runs dense and MoD layers, not MoDE variants");
-    const layer_params zero = zero_params(sh, routed);  // validates the shape
+    const layer_params zero = zero_params(params.shape, params.routed);  // validates the shape
     const auto want = zero.tensors();
     const auto have = params.tensors();
     static constexpr const char* names[] = {"router_w",
@@ -109,7 +109,13 @@ struct cuda_trainer::impl {
                                             "expert_w_gate",
                                             "expert_w_down"};
     for (std::size_t i = 0; i < param_count; ++i)
-      check_span(have[i]->size(), static_cast<i64>(want[i]->size()), names[i]);
+      check_span(have[i]->size(), static_cast<i64>(want[i]->size()), (std::string("layer_params.") + names[i]).c_str());
+  }
+
+  impl(std::shared_ptr<device_context> context, const layer_params& params, dtype type)
+      : ctx(std::move(context)), sh(params.shape), routed(params.routed), t(type) {
+    validate(params, type);
+    const auto have = params.tensors();
     es = t == dtype::bf16 ? 2 : 4;
     T = sh.tokens();
     d = sh.d_model;
@@ -479,6 +485,7 @@ struct cuda_trainer::impl {
 cuda_trainer::cuda_trainer(std::unique_ptr<impl> implementation) : m_impl(std::move(implementation)) {}
 
 cuda_trainer::cuda_trainer(const layer_params& params, const cuda_train_options& options) {
+  impl::validate(params, options.type);
   auto ctx = std::make_shared<device_context>(options.device);
   m_impl = std::make_unique<impl>(std::move(ctx), params, options.type);
 }

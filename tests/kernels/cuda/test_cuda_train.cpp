@@ -295,6 +295,29 @@ TEST(CudaTrain, PredictorLossAndGradientsMatchTheCpu) {
   EXPECT_NEAR(got.bias, want.bias, 1e-5 + 1e-4 * std::abs(want.bias));
 }
 
+TEST(CudaTrain, RefusesMoDEFp16AndMissizedWeightsBeforeTouchingADevice) {
+  // Runs without a GPU: the checks come before any CUDA call.
+  const block_shape s = layer_shape(2, 64, 128, 4, 4, 256, mlp_kind::gelu, 0.5);
+  const auto expect_bad_input = [](const layer_params& p, dtype t, const std::string& key) {
+    try {
+      cuda_trainer trainer(p, {t, 0});
+      FAIL() << "made a trainer";
+    } catch (const error& e) {
+      EXPECT_EQ(e.kind(), error_kind::bad_input) << e.what();
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  };
+  expect_bad_input(zero_params(s, true), dtype::fp16, "dtype");
+  block_shape moe = s;
+  moe.variant = mode_variant::staged;
+  moe.experts = 4;
+  moe.capacity_factor = 1.0;
+  expect_bad_input(zero_params(moe, true), dtype::bf16, "variant");
+  layer_params short_q = zero_params(s, false);
+  short_q.w_q.pop_back();  // 128·128 − 1 elements
+  expect_bad_input(short_q, dtype::fp32, "layer_params.w_q");
+}
+
 TEST(CudaTrain, TheBackendRunsBothTrainingOpsAndRefusesMoDE) {
   MODSIM_REQUIRE_GPU();
   auto be = make_cuda_backend(0);
