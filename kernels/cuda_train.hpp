@@ -1,6 +1,6 @@
 #pragma once
 // One layer's training step on a CUDA device (kernels/cuda/train.cu): the semantics of
-// kernels/train.hpp (dense and MoD layers: forward keeping what the backward reads, backward
+// kernels/train.hpp (dense, MoD and MoDE layers: forward keeping what the backward reads, backward
 // with every weight's, the router's and the input's gradient, AdamW, the causal predictor's
 // BCE), so that its results match cpu_trainer's. No CUDA type appears here.
 //
@@ -12,7 +12,8 @@
 // Memory: every buffer of the step is allocated once, at construction, whatever the
 // recomputation mode; the mode changes the work the backward does (selective recomputes the
 // attention probabilities, full the whole forward), as the CPU trainer does. MoDE variants
-// (staged, integrated) are not supported (bad_input).
+// (staged, integrated; at most 256 experts) run their MoE MLP with the expert router's choices
+// read back to the host once per forward, to group the kept tokens by expert.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -30,7 +31,7 @@ struct cuda_train_options {
 class cuda_trainer {
  public:
   // Uploads `params` (fp32) to `options.device`. Throws modsim::error (bad_input) for a
-  // tensor of the wrong size, a MoDE shape or another dtype before touching any device,
+  // tensor of the wrong size, more than 256 experts or another dtype before touching any device,
   // (runtime) naming the failed CUDA or cuBLAS call.
   cuda_trainer(const layer_params& params, const cuda_train_options& options = {});
   ~cuda_trainer();

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/cuda/expert_router.cuh"
 #include "kernels/cuda/gather.cuh"
 #include "kernels/cuda/gemm.cuh"
 #include "kernels/cuda/rmsnorm.cuh"
@@ -42,7 +43,11 @@ enum param_index : std::size_t {
   p_w_up,
   p_w_gate,
   p_w_down,
-  param_count = 14
+  p_expert_router_w,
+  p_expert_w_up,
+  p_expert_w_gate,
+  p_expert_w_down,
+  param_count
 };
 
 // The per-(sequence, head) operands of attention, one device pointer array each.
@@ -68,7 +73,8 @@ struct cuda_trainer::impl {
   dtype t = dtype::fp32;
   std::size_t es = 4;
   i64 T = 0, d = 0, S = 0, n = 0, m = 0, k = 0, dq = 0, dkv = 0, f = 0, H = 0, KV = 0, dh = 0, group = 1;
-  bool swiglu = false;
+  bool swiglu = false, moe = false;
+  i64 E = 0, Et = 0, capacity = 0;  // MoE MLP: real experts, router outputs, tokens per expert
   float scale = 1.0f;
   std::array<parameter, param_count> p;
   device_buffer staging;  // fp32 [T, d]
@@ -78,6 +84,15 @@ struct cuda_trainer::impl {
   // Backward.
   device_buffer dout, dx, gy, dr /*f32 [m]*/, dact, dup, dgate, du, gh, gattn, dprobs, gq, gk_full, gv_full, gk, gv, da,
       dxt, inv /*f32 [m]*/;
+  // MoE MLP (fp32 unless noted): expert logits and their softmax [m, Et], the chosen expert
+  // (i32 [m]) and its gate [m], the kept rows grouped by expert (i32 [m]; host copy and the
+  // E + 1 group offsets beside it), the experts' inputs and outputs and their gradients (type
+  // t, [m, d]), the logits' gradient (and its type-t copy under bf16).
+  device_buffer e_logits, e_probs, e_index, e_gate, e_rows, expert_in, expert_out, d_expert_out, d_expert_in, d_elogits,
+      d_elogits_t;
+  std::vector<std::int32_t> host_index, host_rows;
+  std::vector<i64> offsets;
+  i64 kept = 0;
   std::vector<const void*> ptrs;  // operand_count groups of B·H pointers
   device_buffer dev_ptrs;
   bool aligned = false;
@@ -89,8 +104,10 @@ struct cuda_trainer::impl {
   static void validate(const layer_params& params, dtype type) {
     if (type != dtype::fp32 && type != dtype::bf16)
       throw input_error("", "dtype", "CUDA training runs fp32 and bf16, got " + std::string(to_string(type)));
-    if (params.shape.variant != mode_variant::none)
-      throw input_error("", "variant", "CUDA training runs dense and MoD layers, not MoDE variants");
+    if (params.shape.variant != mode_variant::none && params.shape.experts > cuda::max_experts)
+      throw input_error("", "block_shape.experts",
+                        "CUDA training takes at most " + std::to_string(cuda::max_experts) + " experts, got " +
+                            std::to_string(params.shape.experts));
     const layer_params zero = zero_params(params.shape, params.routed);  // validates the shape
     const auto want = zero.tensors();
     const auto have = params.tensors();
@@ -131,6 +148,12 @@ struct cuda_trainer::impl {
     dh = sh.d_head;
     group = H / KV;
     swiglu = sh.mlp == mlp_kind::swiglu;
+    moe = sh.variant != mode_variant::none;
+    if (moe) {
+      E = sh.experts;
+      Et = sh.router_experts();
+      capacity = sh.expert_capacity(m);
+    }
     scale = 1.0f / std::sqrt(static_cast<float>(dh));
     ctx->make_current();
     const cudaStream_t st = ctx->stream;
@@ -192,6 +215,19 @@ struct cuda_trainer::impl {
     }
     da = act_buf(m * d);
     inv = f32_buf(m);
+    if (moe) {
+      e_logits = f32_buf(m * Et);
+      e_probs = f32_buf(m * Et);
+      e_index = device_buffer(static_cast<std::size_t>(m) * sizeof(std::int32_t), st);
+      e_gate = f32_buf(m);
+      e_rows = device_buffer(static_cast<std::size_t>(m) * sizeof(std::int32_t), st);
+      expert_in = act_buf(m * d);
+      expert_out = act_buf(m * d);
+      d_expert_out = act_buf(m * d);
+      d_expert_in = act_buf(m * d);
+      d_elogits = f32_buf(m * Et);
+      if (t == dtype::bf16) d_elogits_t = act_buf(m * Et);
+    }
     build_pointers();
     ctx->synchronize();
   }
@@ -258,13 +294,23 @@ struct cuda_trainer::impl {
   // The weights the GEMMs read (type t).
   const void* w(std::size_t i) const { return t == dtype::bf16 ? p[i].copy.get() : p[i].master.get(); }
 
+  // Element `offset` of a type-t buffer.
+  const void* at_t(const void* base, i64 offset) const { return static_cast<const char*>(base) + offset * es; }
+  void* at_t(void* base, i64 offset) const { return static_cast<char*>(base) + offset * es; }
+
   // C[rows, cols] (type t) = A[rows, inner]·W[inner, cols] + beta·C.
   void project(const void* a, i64 rows, i64 inner, std::size_t wi, i64 cols, void* c, float beta) {
-    cuda::project(ctx->cublas, t, a, rows, inner, w(wi), cols, c, t, beta);
+    project_w(a, rows, inner, w(wi), cols, c, beta);
+  }
+  void project_w(const void* a, i64 rows, i64 inner, const void* weights, i64 cols, void* c, float beta) {
+    cuda::project(ctx->cublas, t, a, rows, inner, weights, cols, c, t, beta);
   }
 
   // dA[rows, inner] (type t) = dC[rows, cols]·Wᵀ + beta·dA, W [inner, cols].
   void dgrad(const void* dc, i64 rows, i64 cols, std::size_t wi, i64 inner, void* da_, float beta) {
+    dgrad_w(dc, rows, cols, w(wi), inner, da_, beta);
+  }
+  void dgrad_w(const void* dc, i64 rows, i64 cols, const void* weights, i64 inner, void* da_, float beta) {
     gemm_args g;
     g.ab = g.c = t;
     g.m = rows;
@@ -273,7 +319,7 @@ struct cuda_trainer::impl {
     g.beta = beta;
     g.a = dc;
     g.lda = cols;
-    g.b = w(wi);
+    g.b = weights;
     g.ldb = cols;
     g.b_transposed = true;
     g.c_ptr = da_;
@@ -283,6 +329,9 @@ struct cuda_trainer::impl {
 
   // dW[inner, cols] (fp32, overwritten) = Aᵀ·dC, A [rows, inner], dC [rows, cols] (type t).
   void wgrad(const void* a, i64 rows, i64 inner, const void* dc, i64 cols, std::size_t wi) {
+    wgrad_to(a, rows, inner, dc, cols, p[wi].grad.as<float>());
+  }
+  void wgrad_to(const void* a, i64 rows, i64 inner, const void* dc, i64 cols, float* dw) {
     gemm_args g;
     g.ab = t;
     g.c = dtype::fp32;
@@ -294,7 +343,7 @@ struct cuda_trainer::impl {
     g.a_transposed = true;
     g.b = dc;
     g.ldb = cols;
-    g.c_ptr = p[wi].grad.get();
+    g.c_ptr = dw;
     g.ldc = cols;
     cuda::gemm(ctx->cublas, g);
   }
@@ -322,6 +371,111 @@ struct cuda_trainer::impl {
   const void* block_in() const { return routed ? xt.get() : x.get(); }
   void* block_out() const { return routed ? y.get() : out.get(); }
 
+  // One MLP's backward over `rows` rows of u starting at row `first` of the MLP buffers (up,
+  // gate, act, dact, dup, dgate): weight gradients into g_up/g_gate/g_down (fp32), du [rows, d]
+  // (type t, overwritten) from d_out [rows, d].
+  void mlp_backward(const void* u, i64 rows, const void* w_up, const void* w_gate, const void* w_down, i64 first,
+                    const void* d_out, void* du_, float* g_up, float* g_gate, float* g_down) {
+    const i64 o = first * f;
+    dgrad_w(d_out, rows, d, w_down, f, at_t(dact.get(), o), 0.0f);
+    wgrad_to(at_t(act.get(), o), rows, f, d_out, d, g_down);
+    cuda::mlp_act_backward(t, swiglu, at_t(up.get(), o), swiglu ? at_t(gate.get(), o) : nullptr, at_t(dact.get(), o),
+                           at_t(dup.get(), o), swiglu ? at_t(dgate.get(), o) : nullptr, rows * f, ctx->stream);
+    wgrad_to(u, rows, d, at_t(dup.get(), o), f, g_up);
+    dgrad_w(at_t(dup.get(), o), rows, f, w_up, d, du_, 0.0f);
+    if (swiglu) {
+      wgrad_to(u, rows, d, at_t(dgate.get(), o), f, g_gate);
+      dgrad_w(at_t(dgate.get(), o), rows, f, w_gate, d, du_, 1.0f);
+    }
+  }
+
+  // The MoE MLP on u = mlp_in: y (holding h) += gate·expert(u) for the rows real experts keep.
+  // Reads the choices back to the host to group the kept rows by expert (one synchronization).
+  void moe_forward(void* yb) {
+    const cudaStream_t st = ctx->stream;
+    gemm_args g;  // logits [m, Et] fp32 = u·W_router
+    g.ab = t;
+    g.c = dtype::fp32;
+    g.m = m;
+    g.n = Et;
+    g.k = d;
+    g.a = mlp_in.get();
+    g.lda = d;
+    g.b = w(p_expert_router_w);
+    g.ldb = Et;
+    g.c_ptr = e_logits.get();
+    g.ldc = Et;
+    cuda::gemm(ctx->cublas, g);
+    cuda::softmax_rows(e_logits.as<float>(), e_probs.as<float>(), m, Et, st);
+    cuda::expert_choice(e_logits.as<float>(), e_index.as<std::int32_t>(), e_gate.as<float>(), m, static_cast<int>(Et),
+                        static_cast<int>(E), capacity, st);
+    host_index.resize(static_cast<std::size_t>(m));
+    MODSIM_CUDA_CHECK(cudaMemcpyAsync(host_index.data(), e_index.get(), host_index.size() * sizeof(std::int32_t),
+                                      cudaMemcpyDeviceToHost, st));
+    ctx->synchronize();
+    offsets.assign(static_cast<std::size_t>(E + 1), 0);
+    for (const std::int32_t e : host_index)
+      if (e >= 0 && e < E) ++offsets[static_cast<std::size_t>(e) + 1];
+    for (i64 e = 0; e < E; ++e) offsets[static_cast<std::size_t>(e + 1)] += offsets[static_cast<std::size_t>(e)];
+    kept = offsets[static_cast<std::size_t>(E)];
+    host_rows.resize(static_cast<std::size_t>(kept));
+    std::vector<i64> fill(offsets.begin(), offsets.end() - 1);
+    for (i64 row = 0; row < m; ++row) {
+      const std::int32_t e = host_index[static_cast<std::size_t>(row)];
+      if (e >= 0 && e < E)
+        host_rows[static_cast<std::size_t>(fill[static_cast<std::size_t>(e)]++)] = static_cast<std::int32_t>(row);
+    }
+    if (kept > 0)
+      MODSIM_CUDA_CHECK(cudaMemcpyAsync(e_rows.get(), host_rows.data(), host_rows.size() * sizeof(std::int32_t),
+                                        cudaMemcpyHostToDevice, st));
+    const auto* rows = e_rows.as<std::int32_t>();
+    cuda::copy_rows(t, mlp_in.get(), rows, expert_in.get(), kept, d, st);
+    for (i64 e = 0; e < E; ++e) {
+      const i64 off = offsets[static_cast<std::size_t>(e)], cnt = offsets[static_cast<std::size_t>(e + 1)] - off;
+      if (cnt == 0) continue;
+      const void* in = at_t(expert_in.get(), off * d);
+      project_w(in, cnt, d, at_t(w(p_expert_w_up), e * d * f), f, at_t(up.get(), off * f), 0.0f);
+      if (swiglu) project_w(in, cnt, d, at_t(w(p_expert_w_gate), e * d * f), f, at_t(gate.get(), off * f), 0.0f);
+      cuda::mlp_act_forward(t, swiglu, at_t(up.get(), off * f), swiglu ? at_t(gate.get(), off * f) : nullptr,
+                            at_t(act.get(), off * f), cnt * f, st);
+      project_w(at_t(act.get(), off * f), cnt, f, at_t(w(p_expert_w_down), e * f * d), d,
+                at_t(expert_out.get(), off * d), 0.0f);
+    }
+    cuda::moe_combine(t, expert_out.get(), rows, e_index.as<std::int32_t>(), e_probs.as<float>(), Et, yb, kept, d, st);
+  }
+
+  // The MoE MLP's backward given dy [m, d]: du (overwritten), the experts' gradients (zero for
+  // an expert that took no token) and the expert router's (through the gate).
+  void moe_backward(const void* dy) {
+    const cudaStream_t st = ctx->stream;
+    const auto* rows = e_rows.as<std::int32_t>();
+    MODSIM_CUDA_CHECK(cudaMemsetAsync(d_elogits.get(), 0, static_cast<std::size_t>(m * Et) * 4, st));
+    cuda::moe_backward_rows(t, dy, expert_out.get(), rows, e_index.as<std::int32_t>(), e_probs.as<float>(), Et,
+                            d_expert_out.get(), d_elogits.as<float>(), kept, d, st);
+    for (const std::size_t i : {std::size_t{p_expert_w_up}, std::size_t{p_expert_w_gate}, std::size_t{p_expert_w_down}})
+      if (p[i].count > 0)
+        MODSIM_CUDA_CHECK(cudaMemsetAsync(p[i].grad.get(), 0, static_cast<std::size_t>(p[i].count) * 4, st));
+    for (i64 e = 0; e < E; ++e) {
+      const i64 off = offsets[static_cast<std::size_t>(e)], cnt = offsets[static_cast<std::size_t>(e + 1)] - off;
+      if (cnt == 0) continue;
+      mlp_backward(at_t(expert_in.get(), off * d), cnt, at_t(w(p_expert_w_up), e * d * f),
+                   swiglu ? at_t(w(p_expert_w_gate), e * d * f) : nullptr, at_t(w(p_expert_w_down), e * f * d), off,
+                   at_t(d_expert_out.get(), off * d), at_t(d_expert_in.get(), off * d),
+                   p[p_expert_w_up].grad.as<float>() + e * d * f,
+                   swiglu ? p[p_expert_w_gate].grad.as<float>() + e * d * f : nullptr,
+                   p[p_expert_w_down].grad.as<float>() + e * f * d);
+    }
+    // The router: dW_r = uᵀ·d logits, du = d logits·W_rᵀ (+ each kept row's expert input gradient).
+    const void* dl = d_elogits.get();
+    if (t == dtype::bf16) {
+      cuda::convert_from_f32(t, d_elogits.as<float>(), d_elogits_t.get(), m * Et, st);
+      dl = d_elogits_t.get();
+    }
+    wgrad(mlp_in.get(), m, d, dl, Et, p_expert_router_w);
+    dgrad(dl, m, Et, p_expert_router_w, d, du.get(), 0.0f);
+    cuda::add_rows(t, d_expert_in.get(), rows, du.get(), kept, d, st);
+  }
+
   void forward_pass() {
     const cudaStream_t st = ctx->stream;
     if (routed) {
@@ -347,12 +501,17 @@ struct cuda_trainer::impl {
     copy_act(xin, h.get(), m * d);
     project(attn_out.get(), m, dq, p_w_o, d, h.get(), 1.0f);
     cuda::rms_norm(t, h.get(), w(p_mlp_norm_g), mlp_in.get(), m, d, st);
-    project(mlp_in.get(), m, d, p_w_up, f, up.get(), 0.0f);
-    if (swiglu) project(mlp_in.get(), m, d, p_w_gate, f, gate.get(), 0.0f);
-    cuda::mlp_act_forward(t, swiglu, up.get(), gate.get(), act.get(), m * f, st);
     void* yb = block_out();
-    copy_act(h.get(), yb, m * d);
-    project(act.get(), m, f, p_w_down, d, yb, 1.0f);
+    if (moe) {
+      copy_act(h.get(), yb, m * d);
+      moe_forward(yb);
+    } else {
+      project(mlp_in.get(), m, d, p_w_up, f, up.get(), 0.0f);
+      if (swiglu) project(mlp_in.get(), m, d, p_w_gate, f, gate.get(), 0.0f);
+      cuda::mlp_act_forward(t, swiglu, up.get(), gate.get(), act.get(), m * f, st);
+      copy_act(h.get(), yb, m * d);
+      project(act.get(), m, f, p_w_down, d, yb, 1.0f);
+    }
     if (routed)
       cuda::routed_scatter_forward(t, x.get(), y.get(), xt.get(), rr.as<float>(), index.as<std::int32_t>(), out.get(),
                                    sh.batch, S, k, d, st);
@@ -368,15 +527,12 @@ struct cuda_trainer::impl {
       dy = gy.get();
     }
     const void* xin = block_in();
-    // MLP: y = h + act·W_down.
-    dgrad(dy, m, d, p_w_down, f, dact.get(), 0.0f);
-    wgrad(act.get(), m, f, dy, d, p_w_down);
-    cuda::mlp_act_backward(t, swiglu, up.get(), gate.get(), dact.get(), dup.get(), dgate.get(), m * f, st);
-    wgrad(mlp_in.get(), m, d, dup.get(), f, p_w_up);
-    dgrad(dup.get(), m, f, p_w_up, d, du.get(), 0.0f);
-    if (swiglu) {
-      wgrad(mlp_in.get(), m, d, dgate.get(), f, p_w_gate);
-      dgrad(dgate.get(), m, f, p_w_gate, d, du.get(), 1.0f);
+    // MLP: y = h + act·W_down (dense), or the experts' (MoE).
+    if (moe) {
+      moe_backward(dy);
+    } else {
+      mlp_backward(mlp_in.get(), m, w(p_w_up), w(p_w_gate), w(p_w_down), 0, dy, du.get(), p[p_w_up].grad.as<float>(),
+                   p[p_w_gate].grad.as<float>(), p[p_w_down].grad.as<float>());
     }
     cuda::rms_norm_backward(t, h.get(), w(p_mlp_norm_g), du.get(), dy, gh.get(), inv.as<float>(), m, d, st);
     cuda::weighted_column_sum(t, du.get(), h.get(), inv.as<float>(), p[p_mlp_norm_g].grad.as<float>(), m, d, st);

@@ -265,6 +265,75 @@ __global__ void __launch_bounds__(threads)
   for (std::int64_t j = first_index(); j < m; j += grid_stride()) target[routed_row(index, j, seq_len, k)] = 1.0f;
 }
 
+__global__ void __launch_bounds__(threads)
+    softmax_rows_kernel(const float* __restrict__ logits, float* __restrict__ probs, std::int64_t rows,
+                        std::int64_t cols) {
+  for (std::int64_t r = first_index(); r < rows; r += grid_stride()) {
+    const float* l = logits + r * cols;
+    float* p = probs + r * cols;
+    float top = l[0];
+    for (std::int64_t c = 1; c < cols; ++c) top = fmaxf(top, l[c]);
+    float sum = 0.0f;
+    for (std::int64_t c = 0; c < cols; ++c) sum += (p[c] = expf(l[c] - top));
+    for (std::int64_t c = 0; c < cols; ++c) p[c] /= sum;
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(threads)
+    moe_combine_kernel(const T* __restrict__ expert_out, const std::int32_t* __restrict__ rows,
+                       const std::int32_t* __restrict__ index, const float* __restrict__ probs,
+                       std::int64_t experts_total, T* __restrict__ y, std::int64_t count, std::int64_t d) {
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * warps_per_block;
+  for (std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * warps_per_block + threadIdx.x / 32; j < count;
+       j += warps) {
+    const std::int64_t t = rows[j];
+    const float g = probs[t * experts_total + index[t]];
+    for (std::int64_t c = lane; c < d; c += 32)
+      y[t * d + c] = from_float<T>(to_float(y[t * d + c]) + g * to_float(expert_out[j * d + c]));
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(threads)
+    moe_backward_rows_kernel(const T* __restrict__ dy, const T* __restrict__ expert_out,
+                             const std::int32_t* __restrict__ rows, const std::int32_t* __restrict__ index,
+                             const float* __restrict__ probs, std::int64_t experts_total, T* __restrict__ d_expert_out,
+                             float* __restrict__ d_logits, std::int64_t count, std::int64_t d) {
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * warps_per_block;
+  for (std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * warps_per_block + threadIdx.x / 32; j < count;
+       j += warps) {
+    const std::int64_t t = rows[j], chosen = index[t];
+    const float* p = probs + t * experts_total;
+    const float g = p[chosen];
+    float dot = 0.0f;
+    for (std::int64_t c = lane; c < d; c += 32) {
+      const float go = to_float(dy[t * d + c]);
+      dot += go * to_float(expert_out[j * d + c]);
+      d_expert_out[j * d + c] = from_float<T>(g * go);
+    }
+    dot = warp_sum(dot);
+    for (std::int64_t e = lane; e < experts_total; e += 32)
+      d_logits[t * experts_total + e] = dot * g * ((e == chosen ? 1.0f : 0.0f) - p[e]);
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(threads)
+    add_rows_kernel(const T* __restrict__ src, const std::int32_t* __restrict__ rows, T* __restrict__ dst,
+                    std::int64_t count, std::int64_t d) {
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * warps_per_block;
+  for (std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * warps_per_block + threadIdx.x / 32; j < count;
+       j += warps) {
+    const std::int64_t t = rows[j];
+    for (std::int64_t c = lane; c < d; c += 32)
+      dst[t * d + c] = from_float<T>(to_float(dst[t * d + c]) + to_float(src[j * d + c]));
+  }
+}
+
 unsigned warp_grid(std::int64_t rows) { return grid_for(rows, warps_per_block, 1 << 16); }
 
 }  // namespace
@@ -420,6 +489,48 @@ void routed_input_grad(dtype t, const void* dout, const void* dxt, const float* 
                                                                       static_cast<const T*>(dxt), r, dr, w, index,
                                                                       static_cast<T*>(dx), m, seq_len, k, d);
     MODSIM_CUDA_CHECK_LAUNCH("routed_input_grad_kernel");
+  });
+}
+
+void softmax_rows(const float* logits, float* probs, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return;
+  softmax_rows_kernel<<<elementwise_grid(rows), threads, 0, stream>>>(logits, probs, rows, cols);
+  MODSIM_CUDA_CHECK_LAUNCH("softmax_rows_kernel");
+}
+
+void moe_combine(dtype t, const void* expert_out, const std::int32_t* rows, const std::int32_t* index,
+                 const float* probs, std::int64_t experts_total, void* y, std::int64_t count, std::int64_t d,
+                 cudaStream_t stream) {
+  if (count == 0) return;
+  dispatch_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    moe_combine_kernel<T><<<warp_grid(count), threads, 0, stream>>>(static_cast<const T*>(expert_out), rows, index,
+                                                                    probs, experts_total, static_cast<T*>(y), count, d);
+    MODSIM_CUDA_CHECK_LAUNCH("moe_combine_kernel");
+  });
+}
+
+void moe_backward_rows(dtype t, const void* dy, const void* expert_out, const std::int32_t* rows,
+                       const std::int32_t* index, const float* probs, std::int64_t experts_total, void* d_expert_out,
+                       float* d_logits, std::int64_t count, std::int64_t d, cudaStream_t stream) {
+  if (count == 0) return;
+  dispatch_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    moe_backward_rows_kernel<T><<<warp_grid(count), threads, 0, stream>>>(
+        static_cast<const T*>(dy), static_cast<const T*>(expert_out), rows, index, probs, experts_total,
+        static_cast<T*>(d_expert_out), d_logits, count, d);
+    MODSIM_CUDA_CHECK_LAUNCH("moe_backward_rows_kernel");
+  });
+}
+
+void add_rows(dtype t, const void* src, const std::int32_t* rows, void* dst, std::int64_t count, std::int64_t d,
+              cudaStream_t stream) {
+  if (count == 0) return;
+  dispatch_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    add_rows_kernel<T>
+        <<<warp_grid(count), threads, 0, stream>>>(static_cast<const T*>(src), rows, static_cast<T*>(dst), count, d);
+    MODSIM_CUDA_CHECK_LAUNCH("add_rows_kernel");
   });
 }
 

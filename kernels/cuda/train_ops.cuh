@@ -61,6 +61,24 @@ void routed_input_grad(dtype t, const void* dout, const void* dxt, const float* 
                        const std::int32_t* index, void* dx, std::int64_t batch, std::int64_t seq_len, std::int64_t k,
                        std::int64_t d, cudaStream_t stream);
 
+// MoDE's MLP (an MoE, token-choice top-1). kept rows j < count are the tokens real experts
+// took, grouped by expert: token rows[j] chose expert index[rows[j]]; probs [m, experts_total]
+// fp32 is the softmax of the expert logits, the chosen one the gate.
+// probs[r] = softmax(logits[r]) over `cols` columns (fp32).
+void softmax_rows(const float* logits, float* probs, std::int64_t rows, std::int64_t cols, cudaStream_t stream);
+// y[rows[j]] += gate·expert_out[j] (y, expert_out [·, d] of type t).
+void moe_combine(dtype t, const void* expert_out, const std::int32_t* rows, const std::int32_t* index,
+                 const float* probs, std::int64_t experts_total, void* y, std::int64_t count, std::int64_t d,
+                 cudaStream_t stream);
+// For each kept row: d_expert_out[j] = gate·dy[t]; d_logits[t, e] = ⟨dy[t], expert_out[j]⟩·gate·(δ(e, chosen) −
+// probs[t, e]) (fp32; rows of tokens no real expert took are left as they are: zero them first).
+void moe_backward_rows(dtype t, const void* dy, const void* expert_out, const std::int32_t* rows,
+                       const std::int32_t* index, const float* probs, std::int64_t experts_total, void* d_expert_out,
+                       float* d_logits, std::int64_t count, std::int64_t d, cudaStream_t stream);
+// dst[rows[j]] += src[j] for j < count (rows distinct; type t).
+void add_rows(dtype t, const void* src, const std::int32_t* rows, void* dst, std::int64_t count, std::int64_t d,
+              cudaStream_t stream);
+
 // AdamW over `count` fp32 parameters p with gradients g and moments m, v (kernels/train.hpp's
 // update; c1 = 1/(1 − β1^t), c2 = 1/(1 − β2^t), decay = lr·weight_decay); when `copy` is not
 // null it receives p in type t (the bf16 weights the GEMMs read).
