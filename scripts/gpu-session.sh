@@ -119,10 +119,10 @@ run_check() {
   say "== compute-sanitizer memcheck (training, small cases)"
   if command -v compute-sanitizer > /dev/null; then
     # A routed bf16 layer (MHA gelu), the unaligned GQA layer (per-pair GEMMs) under selective
-    # recomputation, AdamW and the predictor.
+    # recomputation, an integrated MoDE layer with no-op experts and drops, AdamW and the predictor.
     local limit=$(( $(left) < 120 ? $(left) : 120 ))
     timeout -k 10 "$limit" compute-sanitizer --tool memcheck --error-exitcode 9 "$parity" \
-      --gtest_filter='Layers/CudaTrainParity.*/mod_mha_gelu_bf16_none:Layers/CudaTrainParity.*/mod_odd_gqa_gelu_fp32_selective:CudaTrain.AdamW*:CudaTrain.Predictor*' \
+      --gtest_filter='Layers/CudaTrainParity.*/mod_mha_gelu_bf16_none:Layers/CudaTrainParity.*/mod_odd_gqa_gelu_fp32_selective:Layers/CudaTrainParity.*/integrated_odd_gelu_fp32_none:CudaTrain.AdamW*:CudaTrain.Predictor*' \
       > "$logs/memcheck-train.txt" 2>&1
     local rc=$?
     say "memcheck train: exit $rc$( (( rc == 124 || rc == 137 )) && echo " (stopped after ${limit}s)") — $(grep -E 'ERROR SUMMARY' "$logs/memcheck-train.txt" | tail -1) $(grep -E '^\[ +(PASSED|FAILED) +\] [0-9]+ tests?[,.]' "$logs/memcheck-train.txt" | tr '\n' ' ')"
