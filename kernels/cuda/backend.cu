@@ -552,11 +552,12 @@ class cuda_backend final : public backend {
     const block_shape& s = ws.shape();
     auto dense = make_trainer(m_ctx, train::random_params(s, false, options.seed), ws.type());
     auto routed = make_trainer(m_ctx, train::random_params(s, true, options.seed), ws.type());
+    const auto n = static_cast<std::size_t>(s.tokens() * s.d_model);
     const std::vector<float> x = ws.download(tensor::x);
-    std::vector<float> dout(x.size());
-    fill_normal(dout, options.seed, k_dout_stream, 0.0, 1.0, 0, static_cast<std::int64_t>(dout.size()));
+    std::vector<float> dout(n);
+    fill_normal(dout, options.seed, k_dout_stream, 0.0, 1.0, 0, static_cast<std::int64_t>(n));
     for (auto* t : {dense.get(), routed.get()}) {
-      t->set_input(std::span<const float>(x).first(static_cast<std::size_t>(s.tokens() * s.d_model)));
+      t->set_input(std::span<const float>(x).first(n));
       t->set_output_grad(dout);
     }
     ws.set_training(std::move(dense), std::move(routed), options.recompute);
