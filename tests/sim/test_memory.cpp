@@ -28,7 +28,8 @@ TEST(Memory, UnfusedForwardKeepsTheLargestLayerItsScoresAndTheLogits) {
   const memory_footprint fp = footprint_of(small(), load(run_mode::forward), attention_impl::unfused);
   const double P = double(parameter_count(small()));
   EXPECT_DOUBLE_EQ(fp.weights, P * 4);
-  EXPECT_DOUBLE_EQ(fp.training_state, 0);
+  EXPECT_DOUBLE_EQ(fp.gradients, 0);
+  EXPECT_DOUBLE_EQ(fp.optimizer_state, 0);
   EXPECT_DOUBLE_EQ(fp.kv_cache, 0);
   // Per layer: B·n·(3d + 2·d_kv + F)·e = 2·8·(192 + 128 + 256)·4 = 36,864, scores B·H·n²·e =
   // 2·4·64·4 = 2,048; logits B·S·V·e = 2·8·100·4 = 6,400.
@@ -40,12 +41,16 @@ TEST(Memory, UnfusedForwardKeepsTheLargestLayerItsScoresAndTheLogits) {
 TEST(Memory, TrainingKeepsEveryLayerAndTheOptimizerState) {
   const memory_footprint fp = footprint_of(small(), load(run_mode::train), attention_impl::unfused);
   const double P = double(parameter_count(small()));
-  EXPECT_DOUBLE_EQ(fp.training_state, P * 4 + 2 * P * 4);
+  EXPECT_DOUBLE_EQ(fp.gradients, P * 4);
+  EXPECT_DOUBLE_EQ(fp.optimizer_state, 2 * P * 4);
+  EXPECT_DOUBLE_EQ(fp.training_state(), P * 4 + 2 * P * 4);
   EXPECT_DOUBLE_EQ(fp.activations, 2 * (36864 + 2048) + 6400);
   // bf16 weights add an fp32 master copy: 2·P gradients + 8·P moments + 4·P master.
   workload bf16 = load(run_mode::train);
   bf16.type = dtype::bf16;
-  EXPECT_DOUBLE_EQ(footprint_of(small(), bf16, attention_impl::unfused).training_state, 14 * P);
+  const memory_footprint half = footprint_of(small(), bf16, attention_impl::unfused);
+  EXPECT_DOUBLE_EQ(half.gradients, 2 * P);
+  EXPECT_DOUBLE_EQ(half.optimizer_state, 12 * P);
 }
 
 TEST(Memory, RecomputationKeepsLessForTheBackwardPass) {
