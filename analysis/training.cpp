@@ -91,7 +91,7 @@ training_section make_training(const sim::prediction& p, const sim::model_spec& 
   }
 
   t.flop_convention =
-      "model FLOPs: 3 x the forward pass's matmul FLOPs (2 per multiply-add, the full attention square, router and LM "
+      "model FLOPs = 3 x the forward pass's matmul FLOPs (2 per multiply-add, the full attention square, router and LM "
       "head included; recomputation not counted; docs/flops.md), not 6 x parameters x tokens (which gives MoD and its "
       "baseline the same FLOPs per token); MFU = model FLOPs / (step time x the peak matmul FLOP/s of " +
       std::string(sim::to_string(p.load.type)) + ")";
