@@ -306,8 +306,9 @@ QChart* makeTrainingChart(const TrainingModel& model, const QString& title) {
   in.sets = {{"forward", {}, 0}, {"backward", {}, 1}, {"recompute", {}, 2}, {"optimizer", {}, 3}, {"launch", {}, 4}};
   if (model.result().available) {
     const analysis::training_section& t = model.result().training;
+    // "model" and "baseline" (the tables above name them): a long name would be cut in a narrow chart.
     for (const analysis::training_step* s : {&t.model, &t.baseline}) {
-      in.categories.push_back(s->name);
+      in.categories.push_back(s == &t.model ? "model" : "baseline");
       const double parts[] = {s->forward_s, s->backward_s, s->recompute_s, s->optimizer_s, s->overhead_s};
       for (std::size_t i = 0; i < in.sets.size(); ++i) in.sets[i].values.push_back(parts[i] * 1e3);
     }
