@@ -598,6 +598,22 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
     });
     check(ctl);
   }
+  if (s.training) {
+    say(ctl, 3, "training step");
+    part(s, r.training_missing, [&] {
+      const sim::cost_model& cm = cost_of("a training step");
+      if (s.training->flop_budget) (void)checked_flop_budget(*s.training->flop_budget, "--flop-budget");
+      std::optional<sim::prediction> own;
+      if (c.load.run != sim::run_mode::train || !r.prediction) {
+        sim::workload w = c.load;
+        w.run = sim::run_mode::train;
+        own = sim::predict(c.model, baseline, w, cm);
+      }
+      r.training = make_training(own ? *own : *r.prediction, c.model, baseline, baseline_label(c), *c.hardware,
+                                 r.attention, *s.training);
+    });
+    check(ctl);
+  }
   if (s.parallel) {
     say(ctl, 4, "parallel split");
     part(s, r.parallel_missing, [&] {

@@ -64,6 +64,12 @@ extern const char* const pad_capacity_help;
 void add_baseline_option(po::options_description& options);
 std::optional<sim::model_spec> baseline_from(const po::variables_map& vm);
 
+// --flop-budget F (predict --mode train, report): a training budget in model FLOPs
+// (analysis::training_request). flop_budget_from: empty when not given; not a number > 0 is bad
+// input naming --flop-budget.
+void add_flop_budget_option(po::options_description& options);
+std::optional<double> flop_budget_from(const po::variables_map& vm);
+
 // --attention fused|unfused (predict, simulate forward, sweep, sampling, report): how attention
 // runs (analysis::configuration::attention). attention_from: empty when not given (the
 // hardware's default); an unknown value is bad input naming --attention.

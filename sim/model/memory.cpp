@@ -53,7 +53,10 @@ memory_footprint footprint_of(const model_spec& m, const workload& w, attention_
 
   fp.weights = P * e;
   // Gradients (e bytes), two fp32 moments, and an fp32 master copy of narrower weights.
-  if (train) fp.training_state = P * e + 2.0 * P * 4.0 + (e < 4 ? P * 4.0 : 0.0);
+  if (train) {
+    fp.gradients = P * e;
+    fp.optimizer_state = 2.0 * P * 4.0 + (e < 4 ? P * 4.0 : 0.0);
+  }
   const recompute_mode recompute = train ? w.recompute : recompute_mode::none;
 
   double largest = 0, sum = 0, checkpoints = 0, largest_scores = 0, largest_kept = 0;
@@ -130,7 +133,8 @@ std::string memory_verdict(const memory_footprint& fp, double memory_bytes) {
   };
   const part parts[] = {
       {"the weights", fp.weights},
-      {"the gradients and optimizer moments", fp.training_state},
+      {"the gradients", fp.gradients},
+      {"the optimizer state (Adam moments, fp32 master copy)", fp.optimizer_state},
       {"the KV cache", fp.kv_cache},
       {fp.attention == attention_impl::fused ? "the fused attention's row statistics and output of one layer"
                                              : "the attention scores of one layer (B·H·S² unfused)",

@@ -4,8 +4,9 @@
 // The footprint is a lower bound of the step's resident bytes (e = dtype_bytes, P = parameter
 // count, n_l = tokens per sequence at layer l: k at a routed layer, S otherwise):
 //   weights        P·e
-//   training state P·e (gradients) + 2·P·4 (two fp32 Adam moments), + P·4 (an fp32 master
-//                  copy) when e < 4 (train only)
+//   gradients      P·e (train only)
+//   optimizer      2·P·4 (two fp32 Adam moments), + P·4 (an fp32 master copy) when e < 4
+//   state          (train only)
 //   KV cache       decode: B·(n_l+1)·2·d_kv·e summed over layers (a routed layer caches
 //                  the k = routed_tokens(c, S) tokens its block saw, plus the new one)
 //   activations    forward/decode: the largest one layer needs at once,
@@ -36,16 +37,18 @@
 namespace modsim::sim {
 
 struct memory_footprint {
-  double weights = 0;         // bytes
-  double training_state = 0;  // gradients and optimizer moments (train)
-  double kv_cache = 0;        // decode
-  double activations = 0;     // incl. attention buffers and logits
+  double weights = 0;          // bytes
+  double gradients = 0;        // train: one gradient per parameter, at the dtype
+  double optimizer_state = 0;  // train: the fp32 Adam moments and, for e < 4, the fp32 master copy
+  double kv_cache = 0;         // decode
+  double activations = 0;      // incl. attention buffers and logits
   // The attention buffers of the largest layer (part of activations): the scores when unfused,
   // the row statistics and output when fused.
   double attention_buffers = 0;
   double logits = 0;                                   // the LM head's output (part of activations)
   attention_impl attention = attention_impl::unfused;  // the implementation the buffers are of
-  double total() const { return weights + training_state + kv_cache + activations; }
+  double training_state() const { return gradients + optimizer_state; }
+  double total() const { return weights + training_state() + kv_cache + activations; }
 };
 
 // What one layer's forward keeps for its backward pass (bytes; kernels/train.hpp's

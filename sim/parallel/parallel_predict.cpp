@@ -129,7 +129,8 @@ parallel_prediction predict_parallel(const model_spec& model, const workload& w,
   const memory_footprint whole = footprint_of(shard, local, cost.attention());
   const memory_footprint one = footprint_of(shard, mb, cost.attention());
   out.memory_per_gpu.weights = whole.weights / split.pp;
-  out.memory_per_gpu.training_state = whole.training_state / split.pp;
+  out.memory_per_gpu.gradients = whole.gradients / split.pp;
+  out.memory_per_gpu.optimizer_state = whole.optimizer_state / split.pp;
   out.memory_per_gpu.kv_cache = whole.kv_cache / split.pp;
   const double in_flight = w.run == run_mode::train ? std::min(m, split.pp) : 1;
   out.memory_per_gpu.activations =

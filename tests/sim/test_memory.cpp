@@ -28,7 +28,8 @@ TEST(Memory, UnfusedForwardKeepsTheLargestLayerItsScoresAndTheLogits) {
   const memory_footprint fp = footprint_of(small(), load(run_mode::forward), attention_impl::unfused);
   const double P = double(parameter_count(small()));
   EXPECT_DOUBLE_EQ(fp.weights, P * 4);
-  EXPECT_DOUBLE_EQ(fp.training_state, 0);
+  EXPECT_DOUBLE_EQ(fp.gradients, 0);
+  EXPECT_DOUBLE_EQ(fp.optimizer_state, 0);
   EXPECT_DOUBLE_EQ(fp.kv_cache, 0);
   // Per layer: B·n·(3d + 2·d_kv + F)·e = 2·8·(192 + 128 + 256)·4 = 36,864, scores B·H·n²·e =
   // 2·4·64·4 = 2,048; logits B·S·V·e = 2·8·100·4 = 6,400.
@@ -40,7 +41,9 @@ TEST(Memory, UnfusedForwardKeepsTheLargestLayerItsScoresAndTheLogits) {
 TEST(Memory, TrainingKeepsEveryLayerAndTheOptimizerState) {
   const memory_footprint fp = footprint_of(small(), load(run_mode::train), attention_impl::unfused);
   const double P = double(parameter_count(small()));
-  EXPECT_DOUBLE_EQ(fp.training_state, P * 4 + 2 * P * 4);
+  EXPECT_DOUBLE_EQ(fp.gradients, P * 4);
+  EXPECT_DOUBLE_EQ(fp.optimizer_state, 2 * P * 4);
+  EXPECT_DOUBLE_EQ(fp.training_state(), P * 4 + 2 * P * 4);
   // What each layer's forward keeps for its backward (activations_kept): its input T·d = 16·64 =
   // 1,024 elements; per row (16) the normed input, q, k, v, the attention output, the residual
   // sum and the normed MLP input 3·64 + 2·64 + 2·64 = 448, the MLP's pre-activation and
@@ -50,7 +53,9 @@ TEST(Memory, TrainingKeepsEveryLayerAndTheOptimizerState) {
   // bf16 weights add an fp32 master copy: 2·P gradients + 8·P moments + 4·P master.
   workload bf16 = load(run_mode::train);
   bf16.type = dtype::bf16;
-  EXPECT_DOUBLE_EQ(footprint_of(small(), bf16, attention_impl::unfused).training_state, 14 * P);
+  const memory_footprint half = footprint_of(small(), bf16, attention_impl::unfused);
+  EXPECT_DOUBLE_EQ(half.gradients, 2 * P);
+  EXPECT_DOUBLE_EQ(half.optimizer_state, 12 * P);
 }
 
 TEST(Memory, RecomputationKeepsLessForTheBackwardPass) {
