@@ -124,8 +124,8 @@ block_prediction predict_sample(const measured_sample& s, const cost_model& mode
     const op_time t = model.time_of(c, s.shape, s.type);
     b.ops_s += t.time_s;
     b.kernels += t.kernels;
-    if (t.calibrated && t.calibrated_as != to_string(c.op))
-      if (const std::optional<modsim::op> as = find_op(t.calibrated_as)) b.stand_ins.push_back({c.op, *as, t.time_s});
+    if (t.calibrated && t.calibrated_as && *t.calibrated_as != c.op)
+      b.stand_ins.push_back({c.op, *t.calibrated_as, t.time_s});
   }
   b.overhead_s = b.kernels * model.launch_s();
   b.total_s = b.ops_s + b.overhead_s;
