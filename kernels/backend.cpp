@@ -199,7 +199,7 @@ double backend::timed_run(op o, workspace& ws) {
 }
 
 double backend::timed_block_run(op o, workspace&, std::vector<op_time>&) {
-  throw runtime_error("the " + std::string(name()) + " backend cannot time the ops inside " +
+  throw runtime_error("the " + std::string(to_string(kind())) + " backend cannot time the ops inside " +
                       std::string(to_string(o)));
 }
 

@@ -190,8 +190,8 @@ class workspace {
 class backend {
  public:
   virtual ~backend() = default;
-  virtual std::string_view name() const = 0;  // "cpu", "cuda"
-  virtual std::string device() const = 0;     // e.g. CPU model and thread count
+  virtual backend_kind kind() const = 0;   // cpu or cuda (core/types.hpp)
+  virtual std::string device() const = 0;  // e.g. CPU model and thread count
   // Throws modsim::error (bad_input) for an invalid shape or an unsupported dtype.
   virtual std::unique_ptr<workspace> make_workspace(const block_shape& shape, dtype type,
                                                     const workspace_options& options = {}) = 0;

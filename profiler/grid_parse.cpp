@@ -213,14 +213,13 @@ grid parse_grid(std::string_view json_text, const std::string& file) {
                                    },
                                    {1.25});
   g.decode_routing =
-      axis<std::string>(obj, file, "decode_routing",
-                        [&](const json::value& x, const std::string& p) {
-                          std::string name = to_str(x, file, p);
-                          if (name != "sync" && name != "pad" && name != "graph")
-                            throw input_error(file, p, "unknown decode_routing '" + name + "' (sync, pad or graph)");
-                          return name;
-                        },
-                        {"sync"});
+      axis<decode_run>(obj, file, "decode_routing",
+                       [&](const json::value& x, const std::string& p) {
+                         const std::string name = to_str(x, file, p);
+                         if (const std::optional<decode_run> r = find_decode_run(name)) return *r;
+                         throw input_error(file, p, "unknown decode_routing '" + name + "' (sync, pad or graph)");
+                       },
+                       {decode_run::sync});
   g.predictor_hidden = axis<std::int64_t>(obj, file, "predictor_hidden", positive, {0});
   g.pad_capacity =
       axis<double>(obj, file, "pad_capacity",

@@ -113,8 +113,7 @@ void fill_costs(const point& p, measurement_row& row) {
   row.bytes = c.bytes;
 }
 
-measurement_row make_row(const point& p, const std::string& backend, const std::string& device,
-                         const sample_stats& stats) {
+measurement_row make_row(const point& p, backend_kind backend, const std::string& device, const sample_stats& stats) {
   measurement_row r;
   r.backend = backend;
   r.device = device;

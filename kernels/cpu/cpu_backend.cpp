@@ -219,7 +219,7 @@ class cpu_backend final : public backend {
  public:
   explicit cpu_backend(int threads) : m_threads(threads), m_pool(threads) { openblas_set_num_threads(threads); }
 
-  std::string_view name() const override { return "cpu"; }
+  backend_kind kind() const override { return backend_kind::cpu; }
 
   std::string device() const override {
     return cpu_model_name() + ", " + std::to_string(m_threads) + " threads, " + openblas_get_config();

@@ -418,7 +418,7 @@ class cuda_backend final : public backend {
   cuda_backend(const cuda_backend&) = delete;
   cuda_backend& operator=(const cuda_backend&) = delete;
 
-  std::string_view name() const override { return "cuda"; }
+  backend_kind kind() const override { return backend_kind::cuda; }
 
   std::string device() const override { return m_ctx->description(); }
 

@@ -41,8 +41,7 @@ std::string shape_key(const measured_sample& p) {
     << p.n_heads << '|' << (p.n_kv_heads > 0 ? p.n_kv_heads : p.n_heads) << '|' << p.d_ff << '|'
     << key_number(p.capacity) << '|' << to_string(p.mlp);
   if (modsim::is_decode(p.op)) {
-    k << '|' << (p.decode_routing.empty() ? "sync" : p.decode_routing) << '|' << key_number(p.pad_capacity) << '|'
-      << p.predictor_hidden;
+    k << '|' << to_string(p.decode_routing) << '|' << key_number(p.pad_capacity) << '|' << p.predictor_hidden;
     if (p.op == modsim::op::decode_step) k << '|' << p.model_name;
     return k.str();
   }

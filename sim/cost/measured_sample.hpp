@@ -42,7 +42,7 @@ struct measured_sample {
   // The machine's speed while the row was measured (the measurements' anchor_s column: the
   // seconds of a fixed small block timed around the row's point); 0: not measured.
   double anchor_s = 0;
-  std::string backend;  // cpu | cuda
+  std::optional<backend_kind> backend;  // empty: the row names none
   std::string device;
   std::string key;    // a stable identity of the shape: shape_key(*this), set by the reader
   std::string where;  // "FILE:LINE" for messages
@@ -54,7 +54,7 @@ struct measured_sample {
   attention_impl attention = attention_impl::unfused;
   // Decode rows (decode_dense, decode_mod, decode_step; seq_len = the cached context), which
   // sim::des::decode_case_of turns into the step the simulator times.
-  std::string decode_routing;  // sync | pad | graph
+  decode_run decode_routing = decode_run::sync;
   double pad_capacity = 0;
   int predictor_hidden = 0;
   std::string model_name;                   // decode_step: as the row names it

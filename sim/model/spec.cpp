@@ -112,14 +112,6 @@ const char* to_string(hardware_kind k) {
   return "?";
 }
 
-const char* backend_of(hardware_kind k) {
-  switch (k) {
-    case hardware_kind::gpu:
-      return "cuda";
-    case hardware_kind::cpu:
-      return "cpu";
-  }
-  return "?";
-}
+backend_kind backend_of(hardware_kind k) { return k == hardware_kind::gpu ? backend_kind::cuda : backend_kind::cpu; }
 
 }  // namespace modsim::sim

@@ -175,8 +175,8 @@ struct interconnect_spec {
 // wave quantisation.
 enum class hardware_kind { gpu, cpu };
 const char* to_string(hardware_kind k);
-// The profiler backend that measures this kind of hardware: "cuda" for a GPU, "cpu" for a CPU.
-const char* backend_of(hardware_kind k);
+// The profiler backend that measures this kind of hardware: cuda for a GPU, cpu for a CPU.
+backend_kind backend_of(hardware_kind k);
 
 // How the cost model tiles a GEMM for its wave quantisation (sim/cost/gemm_tiles.hpp): fixed128, one
 // 128×128 tile for every shape; chosen, the tile and split-K a cuBLAS-like heuristic picks.

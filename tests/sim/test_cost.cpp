@@ -35,7 +35,7 @@ calibration one_curve_calibration(const hardware_spec& h) {
   calibration c;
   c.date = "2025-01-01T00:00:00Z";
   c.device = "test device";
-  c.backend = "cpu";
+  c.backend = modsim::backend_kind::cpu;
   c.sources.push_back({"m.csv", 10, 8});
   efficiency_curve e;
   e.op = modsim::op::attn_norm;
