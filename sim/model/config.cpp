@@ -107,7 +107,7 @@ routing_spec parse_routing(object_reader& r, int n_layers) {
   return out;
 }
 
-moe_spec parse_mode(object_reader& r) {
+moe_spec parse_moe(object_reader& r) {
   moe_spec out;
   out.variant = parse_variant(r.get_string("variant"), r.file(), r.key_path("variant"));
   out.experts = r.get_int("experts", 1, 1 << 16);
@@ -145,7 +145,7 @@ model_spec parse_modsim_model(object_reader& r) {
   }
   if (const json::value* mv = r.find("mode")) {
     object_reader mr(*mv, r.file(), "mode");
-    m.moe = parse_mode(mr);
+    m.moe = parse_moe(mr);
   }
   r.finish();
   return m;
@@ -225,11 +225,11 @@ model_spec parse_hf_model(object_reader& r) {
   m.sliding_window = hf_sliding_window(r, m.n_layers);
   const json::value* experts = r.find("num_local_experts");
   if (experts && !experts->is_null()) {
-    moe_spec mode;
-    mode.variant = mode_variant::moe;
-    mode.experts = static_cast<int>(r.integer(*experts, "num_local_experts", 1, 1 << 16));
-    mode.top_k = r.opt_int("num_experts_per_tok", 1, mode.experts).value_or(1);
-    m.moe = mode;
+    moe_spec moe;
+    moe.variant = mode_variant::moe;
+    moe.experts = static_cast<int>(r.integer(*experts, "num_local_experts", 1, 1 << 16));
+    moe.top_k = r.opt_int("num_experts_per_tok", 1, moe.experts).value_or(1);
+    m.moe = moe;
   }
   return m;
 }

@@ -56,10 +56,10 @@ model_spec tp_shard(const model_spec& m, int tp) {
   return s;
 }
 
-double expert_slots(const moe_spec& mo, double tokens, int noop_experts) {
-  if (mo.capacity_factor > 0)
-    return mo.experts * std::ceil(mo.capacity_factor * tokens * mo.top_k / (mo.experts + noop_experts));
-  return tokens * mo.top_k * (double(mo.experts) / double(mo.experts + noop_experts));
+double expert_slots(const moe_spec& moe, double tokens, int noop_experts) {
+  if (moe.capacity_factor > 0)
+    return moe.experts * std::ceil(moe.capacity_factor * tokens * moe.top_k / (moe.experts + noop_experts));
+  return tokens * moe.top_k * (double(moe.experts) / double(moe.experts + noop_experts));
 }
 
 std::vector<layer_traffic> layer_traffic_of(const model_spec& m, const workload& w) {
