@@ -24,15 +24,15 @@ const char* to_string(const std::optional<backend_kind>& b) { return b ? to_stri
 
 const char* to_string(mlp_kind m) { return m == mlp_kind::gelu ? "gelu" : "swiglu"; }
 
-const char* to_string(mode_variant v) {
+const char* to_string(moe_variant v) {
   switch (v) {
-    case mode_variant::none:
+    case moe_variant::none:
       return "none";
-    case mode_variant::moe:
+    case moe_variant::moe:
       return "moe";
-    case mode_variant::staged:
+    case moe_variant::staged:
       return "staged";
-    case mode_variant::integrated:
+    case moe_variant::integrated:
       return "integrated";
   }
   return "?";
@@ -90,8 +90,8 @@ std::optional<mlp_kind> find_mlp_kind(std::string_view name) {
   return std::nullopt;
 }
 
-std::optional<mode_variant> find_mode_variant(std::string_view name) {
-  for (mode_variant v : {mode_variant::none, mode_variant::moe, mode_variant::staged, mode_variant::integrated})
+std::optional<moe_variant> find_moe_variant(std::string_view name) {
+  for (moe_variant v : {moe_variant::none, moe_variant::moe, moe_variant::staged, moe_variant::integrated})
     if (name == to_string(v)) return v;
   return std::nullopt;
 }

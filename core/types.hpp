@@ -22,7 +22,7 @@ enum class mlp_kind { gelu, swiglu };
 // skips the MLP. moe: an MoE MLP at every layer, no MoD routing (a model-level variant; a
 // kernel block runs it as integrated without no-op experts). The values are part of the
 // calibration files' block keys: append, never reorder.
-enum class mode_variant { none, staged, integrated, moe };
+enum class moe_variant { none, staged, integrated, moe };
 // How a decode step sizes a routed block (docs/contracts.md, decode measurements). sync: the routed
 // count is read back to the host and the block runs on exactly those rows. pad: the block
 // has a static ceil(pad_capacity·B) rows and no host sync (the whole step can be captured in
@@ -63,7 +63,7 @@ const char* to_string(backend_kind b);
 // "" for none (a measured row or calibration that names no backend).
 const char* to_string(const std::optional<backend_kind>& b);
 const char* to_string(mlp_kind m);
-const char* to_string(mode_variant v);
+const char* to_string(moe_variant v);
 const char* to_string(decode_routing r);
 const char* to_string(decode_run r);  // "sync", "pad", "graph"
 const char* to_string(attention_impl a);
@@ -75,7 +75,7 @@ const char* to_string(recompute r);
 std::optional<dtype> find_dtype(std::string_view name);
 std::optional<backend_kind> find_backend(std::string_view name);
 std::optional<mlp_kind> find_mlp_kind(std::string_view name);
-std::optional<mode_variant> find_mode_variant(std::string_view name);
+std::optional<moe_variant> find_moe_variant(std::string_view name);
 std::optional<decode_routing> find_decode_routing(std::string_view name);
 std::optional<decode_run> find_decode_run(std::string_view name);
 std::optional<attention_impl> find_attention_impl(std::string_view name);

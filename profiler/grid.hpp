@@ -37,7 +37,7 @@ struct grid {
   };
   std::vector<layer_dims> shapes;
   // layer_mode only (MoDE); ignored by the other ops.
-  std::vector<kernels::mode_variant> variants;  // staged, integrated
+  std::vector<kernels::moe_variant> variants;  // staged, integrated
   std::vector<int> experts;
   std::vector<int> noop_experts;  // integrated only
   std::vector<double> capacity_factor;

@@ -32,7 +32,7 @@ std::string invalid_reason(const point& p) {
     return "n_heads " + std::to_string(s.n_heads) + " is not a multiple of n_kv_heads " + std::to_string(s.n_kv_heads);
   if (p.op == kernels::op::mlp_gate && s.mlp != kernels::mlp_kind::swiglu) return "mlp_gate exists only for swiglu";
   if (is_moe_op(p.op) && s.experts < 1) return "needs experts (the grid's \"experts\" axis)";
-  if (s.variant == kernels::mode_variant::integrated && s.noop_experts < 1)
+  if (s.variant == kernels::moe_variant::integrated && s.noop_experts < 1)
     return "the integrated variant needs at least one no-op expert";
   try {
     s.validate();
@@ -212,8 +212,8 @@ expansion expand(const grid& g) {
                           if (!depends_on_capacity(o) && ci > 0) continue;
                           if (!moe && (vi | ei | ni | fi) != 0) continue;
                           if (!kernels::is_train(o) && ri > 0) continue;  // recompute: training ops only
-                          const auto variant = moe ? g.variants[vi] : kernels::mode_variant::none;
-                          if (moe && variant != kernels::mode_variant::integrated && ni > 0) continue;
+                          const auto variant = moe ? g.variants[vi] : kernels::moe_variant::none;
+                          if (moe && variant != kernels::moe_variant::integrated && ni > 0) continue;
                           point p;
                           p.op = o;
                           p.type = t;
@@ -224,7 +224,7 @@ expansion expand(const grid& g) {
                           if (moe) {
                             sh.variant = variant;
                             sh.experts = g.experts[ei];
-                            sh.noop_experts = variant == kernels::mode_variant::integrated ? g.noop_experts[ni] : 0;
+                            sh.noop_experts = variant == kernels::moe_variant::integrated ? g.noop_experts[ni] : 0;
                             sh.capacity_factor = g.capacity_factor[fi];
                             sh.top_k = 1;
                           }

@@ -10,7 +10,7 @@ namespace {
 grid preset_defaults() {
   grid g;
   g.mlp = {kernels::mlp_kind::gelu};
-  g.variants = {kernels::mode_variant::staged, kernels::mode_variant::integrated};
+  g.variants = {kernels::moe_variant::staged, kernels::moe_variant::integrated};
   g.noop_experts = {1};
   g.capacity_factor = {1.25};
   return g;

@@ -40,7 +40,7 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 // a workspace of any capacity of their model shape.
 bool runs_at_any_capacity(const point& p) {
   return (p.op == kernels::op::block_dense || p.op == kernels::op::router) &&
-         p.shape.variant == kernels::mode_variant::none;
+         p.shape.variant == kernels::moe_variant::none;
 }
 
 }  // namespace
@@ -71,7 +71,7 @@ workspace_plan plan_workspaces(const std::vector<point>& points) {
     }
     if (!any_capacity.empty()) {
       std::size_t host = 0;
-      while (host < buckets.size() && buckets[host].shape.shape.variant != kernels::mode_variant::none) ++host;
+      while (host < buckets.size() && buckets[host].shape.shape.variant != kernels::moe_variant::none) ++host;
       if (host == buckets.size()) buckets.push_back({points[any_capacity.front()], {}, any_capacity.front()});
       bucket& h = buckets[host];
       h.first = std::min(h.first, any_capacity.front());

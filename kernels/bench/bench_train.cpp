@@ -64,24 +64,24 @@ void bench_shape(const block_shape& base, int threads, int repeats) {
 
   std::printf("  %-14s %-10s %9s %9s %9s %9s %9s %11s\n", "layer", "recompute", "fwd ms", "bwd ms", "adamw ms",
               "step ms", "GFLOP/s", "saved MiB");
-  using modsim::kernels::mode_variant;
+  using modsim::kernels::moe_variant;
   struct layer_case {
     const char* name;
     bool routed;
     double capacity;
-    mode_variant variant;
+    moe_variant variant;
   };
   for (const layer_case lc :
-       {layer_case{"dense", false, 1.0, mode_variant::none}, layer_case{"mod c=1/8", true, 0.125, mode_variant::none},
-        layer_case{"mod c=1/2", true, 0.5, mode_variant::none},
-        layer_case{"staged c=1/2", true, 0.5, mode_variant::staged},
-        layer_case{"integrated", false, 1.0, mode_variant::integrated}}) {
+       {layer_case{"dense", false, 1.0, moe_variant::none}, layer_case{"mod c=1/8", true, 0.125, moe_variant::none},
+        layer_case{"mod c=1/2", true, 0.5, moe_variant::none},
+        layer_case{"staged c=1/2", true, 0.5, moe_variant::staged},
+        layer_case{"integrated", false, 1.0, moe_variant::integrated}}) {
     block_shape s = base;
     s.capacity = lc.capacity;
     s.variant = lc.variant;
-    if (lc.variant != mode_variant::none) {  // 4 experts (integrated: and one no-op), factor 1.25
+    if (lc.variant != moe_variant::none) {  // 4 experts (integrated: and one no-op), factor 1.25
       s.experts = 4;
-      s.noop_experts = lc.variant == mode_variant::integrated ? 1 : 0;
+      s.noop_experts = lc.variant == moe_variant::integrated ? 1 : 0;
       s.capacity_factor = 1.25;
     }
     auto params = modsim::kernels::train::random_params(s, lc.routed, 3);

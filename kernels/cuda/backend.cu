@@ -159,9 +159,9 @@ class executor {
         routed_layer(mlp_path::dense);
         return;
       case op::layer_mode:
-        if (m_s.variant == mode_variant::none)
+        if (m_s.variant == moe_variant::none)
           throw input_error("", "op", "layer_mode needs a mode variant (staged or integrated)");
-        if (m_s.variant == mode_variant::integrated)
+        if (m_s.variant == moe_variant::integrated)
           run_block(dense_io(), mlp_path::moe);
         else
           routed_layer(mlp_path::moe);
@@ -185,7 +185,7 @@ class executor {
  private:
   block_io dense_io() const { return {m_ws.ptr(tensor::x), m_s.seq_len}; }
   block_io routed_io() const { return {m_ws.ptr(tensor::routed_x), m_s.routed_tokens()}; }
-  block_io single_op_io() const { return m_s.variant == mode_variant::integrated ? dense_io() : routed_io(); }
+  block_io single_op_io() const { return m_s.variant == moe_variant::integrated ? dense_io() : routed_io(); }
 
   // Marks the boundary after op `o` when the run is timed.
   void after(op o) {
@@ -349,7 +349,7 @@ class executor {
   }
 
   void require_moe(const char* name) const {
-    if (m_s.variant == mode_variant::none)
+    if (m_s.variant == moe_variant::none)
       throw input_error("", "op", std::string(name) + " needs a mode variant (staged or integrated)");
   }
 
@@ -427,7 +427,7 @@ class cuda_backend final : public backend {
     shape.validate();
     if (type != dtype::fp32 && type != dtype::bf16)
       throw input_error("", "dtype", "the cuda backend supports fp32 and bf16, got " + std::string(to_string(type)));
-    if (shape.variant != mode_variant::none && shape.experts > max_experts)
+    if (shape.variant != moe_variant::none && shape.experts > max_experts)
       throw input_error("", "block_shape.experts",
                         "the cuda backend supports at most " + std::to_string(max_experts) + " experts, got " +
                             std::to_string(shape.experts));
@@ -437,7 +437,7 @@ class cuda_backend final : public backend {
                         "runs it");
     auto ws = std::make_unique<cuda_workspace>(m_ctx, shape, type, options);
     // One pass of the whole layer, so every intermediate holds real data.
-    executor(*ws).execute(shape.variant == mode_variant::none ? op::block_mod : op::layer_mode);
+    executor(*ws).execute(shape.variant == moe_variant::none ? op::block_mod : op::layer_mode);
     m_ctx->synchronize();
     return ws;
   }

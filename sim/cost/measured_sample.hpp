@@ -63,9 +63,9 @@ struct measured_sample {
   modsim::recompute recompute = modsim::recompute::none;
 
   // Filled in by with_costs (what the calibration and the validation read).
-  op_shape shape;                                     // tokens = the block's tokens per sequence (k at a routed op)
-  mode_variant layer_variant = mode_variant::staged;  // layer_mode only: `variant` as a block_costs variant
-  op_cost cost;                                       // the op's cost; for a block, the sum of its ops
+  op_shape shape;                                   // tokens = the block's tokens per sequence (k at a routed op)
+  moe_variant layer_variant = moe_variant::staged;  // layer_mode only: `variant` as a block_costs variant
+  op_cost cost;                                     // the op's cost; for a block, the sum of its ops
 
   bool is_block() const { return modsim::is_block(op); }
   bool is_decode() const { return modsim::is_decode(op); }
@@ -77,7 +77,7 @@ struct measured_sample {
 // the block rows a calibration records): op|dtype|batch|seq_len|d_model|n_heads|n_kv_heads|
 // d_ff|capacity|mlp, then for decode rows |routing|pad_capacity|predictor_hidden (and |model
 // for decode_step); for MoE ops (layer_mode, expert_router, experts) |variant|experts|
-// noop_experts|capacity_factor, the variant as mode_variant's value (none for a name other
+// noop_experts|capacity_factor, the variant as moe_variant's value (none for a name other
 // than staged or integrated); |fused for fused attention; |selective or |full for a training
 // row's recompute other than none (so the keys of rows without the column stay). An in_block row's key is its
 // block's (isolated, unfused) plus "|in_block", "|" and the op for an op row, and "|fused".

@@ -25,11 +25,11 @@ measured_sample with_costs(measured_sample s) {
   if (!(p.capacity > 0 && p.capacity <= 1)) throw bad("capacity", "must be in (0, 1]");
   if (!(p.median_s > 0) || !std::isfinite(p.median_s)) throw bad("median_s", "must be > 0");
   if (p.variant == "integrated")
-    s.layer_variant = mode_variant::integrated;
+    s.layer_variant = moe_variant::integrated;
   else if (p.variant == "staged")
-    s.layer_variant = mode_variant::staged;
+    s.layer_variant = moe_variant::staged;
   else if (p.variant == "none" || p.variant.empty())
-    s.layer_variant = mode_variant::staged;
+    s.layer_variant = moe_variant::staged;
   else
     throw bad("variant", "unknown variant '" + p.variant + "' (expected none, staged or integrated)");
   op_shape& x = s.shape;

@@ -50,21 +50,21 @@ flops_report evaluate(const model_spec& model, const workload& w, attention_impl
   ev.load = w;
   const op_shape base = shape_of(model, w);
   const bool has_moe = model.moe.has_value();
-  const mode_variant variant = has_moe ? model.moe->variant : mode_variant::staged;
+  const moe_variant variant = has_moe ? model.moe->variant : moe_variant::staged;
   const bool decode = w.run == run_mode::decode;
   const bool train = w.run == run_mode::train;
 
   for (const layer_plan& plan : plan_layers(model)) {
     // `moe` ignores the schedule; `integrated` routes through no-op experts, not MoD.
-    const bool routed = plan.routed && !(has_moe && variant == mode_variant::moe);
-    const bool mod_routing = routed && !(has_moe && variant == mode_variant::integrated);
+    const bool routed = plan.routed && !(has_moe && variant == moe_variant::moe);
+    const bool mod_routing = routed && !(has_moe && variant == moe_variant::integrated);
     layer_flops lf;
     lf.index = plan.index;
     lf.routed = routed;
     lf.capacity = routed ? plan.capacity : 1.0;
 
     op_shape s = base;
-    if (routed && has_moe && variant == mode_variant::integrated) s.noop_experts = model.moe->noop_experts;
+    if (routed && has_moe && variant == moe_variant::integrated) s.noop_experts = model.moe->noop_experts;
     if (!decode) {
       if (mod_routing) s.tokens = routed_tokens(plan.capacity, w.seq_len);
       lf.ops = layer_costs(s, {mod_routing, has_moe});
@@ -269,32 +269,32 @@ std::vector<op_cost> layer_costs(const op_shape& s, layer_kind kind) {
   return out;
 }
 
-op_shape block_op_shape(modsim::op block, const op_shape& s, double capacity, mode_variant variant) {
+op_shape block_op_shape(modsim::op block, const op_shape& s, double capacity, moe_variant variant) {
   op_shape x = s;
   x.context = 0;
   x.tokens = s.seq_len;
   if (block == modsim::op::block_mod) {
     x.tokens = routed_tokens(capacity, s.seq_len);
   } else if (block == modsim::op::layer_mode) {
-    if (variant != mode_variant::integrated) x.noop_experts = 0;
-    if (variant == mode_variant::staged) x.tokens = routed_tokens(capacity, s.seq_len);
+    if (variant != moe_variant::integrated) x.noop_experts = 0;
+    if (variant == moe_variant::staged) x.tokens = routed_tokens(capacity, s.seq_len);
   }
   return x;
 }
 
-std::vector<op_cost> block_costs(modsim::op block, const op_shape& s, double capacity, mode_variant variant) {
+std::vector<op_cost> block_costs(modsim::op block, const op_shape& s, double capacity, moe_variant variant) {
   const op_shape x = block_op_shape(block, s, capacity, variant);
   if (block == modsim::op::block_dense) return layer_costs(x, {false, false});
   if (block == modsim::op::block_mod) return layer_costs(x, {true, false});
   if (block == modsim::op::layer_mode) {
     if (s.experts < 1) throw input_error("", "experts", "layer_mode needs at least one expert");
     switch (variant) {
-      case mode_variant::moe:
-      case mode_variant::integrated:
+      case moe_variant::moe:
+      case moe_variant::integrated:
         return layer_costs(x, {false, true});
-      case mode_variant::staged:
+      case moe_variant::staged:
         return layer_costs(x, {true, true});
-      case mode_variant::none:
+      case moe_variant::none:
         throw input_error("", "variant", "layer_mode needs an MoE variant (moe, staged or integrated)");
     }
   }
@@ -330,8 +330,7 @@ flops_report evaluate_flops(const model_spec& model, const workload& w, attentio
   flops_report r = evaluate(model, w, attention);
   r.params = parameter_count(model);
   // A model that routes nothing evaluates as its dense baseline (routing is all it drops).
-  const flops_totals dense =
-      model.routing ? evaluate(dense_baseline(model), w, attention).totals : r.totals;
+  const flops_totals dense = model.routing ? evaluate(dense_baseline(model), w, attention).totals : r.totals;
   r.totals.dense_matmul_flops = dense.matmul_flops;
   r.totals.dense_other_flops = dense.other_flops;
   r.totals.dense_bytes = dense.bytes;

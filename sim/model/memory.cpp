@@ -29,7 +29,7 @@ memory_footprint footprint_of(const model_spec& m, const workload& w, attention_
   double largest = 0, sum = 0, checkpoints = 0, largest_scores = 0;
   for (const layer_plan& l : plan_layers(m)) {
     // MoD routing shrinks the block's tokens; the integrated and moe variants do not.
-    const bool mod = l.routed && !(m.moe && m.moe->variant != mode_variant::staged);
+    const bool mod = l.routed && !(m.moe && m.moe->variant != moe_variant::staged);
     const double cached = mod ? double(routed_tokens(l.capacity, w.seq_len)) : S;
     // A sliding window keeps at most W positions per sequence in the cache and W keys per query.
     const auto windowed = [&](double keys) { return window > 0 ? std::min(keys, window) : keys; };

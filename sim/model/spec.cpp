@@ -45,7 +45,7 @@ model_spec dense_baseline(const model_spec& model) {
   dense.routing.reset();
   if (dense.moe) {
     dense.moe->noop_experts = 0;
-    dense.moe->variant = mode_variant::moe;
+    dense.moe->variant = moe_variant::moe;
   }
   if (!dense.name.empty()) dense.name += " (dense baseline)";
   return dense;

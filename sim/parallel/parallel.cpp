@@ -70,8 +70,8 @@ std::vector<layer_traffic> layer_traffic_of(const model_spec& m, const workload&
   for (const layer_flops& l : f.layers) {
     layer_traffic t;
     t.index = l.index;
-    const bool integrated = m.moe && m.moe->variant == mode_variant::integrated;
-    t.routed = l.routed && !(m.moe && m.moe->variant == mode_variant::moe) && !integrated;
+    const bool integrated = m.moe && m.moe->variant == moe_variant::integrated;
+    t.routed = l.routed && !(m.moe && m.moe->variant == moe_variant::moe) && !integrated;
     t.tokens = l.expected_tokens;
     t.tp_allreduce_bytes = t.tokens * m.d_model * e;
     t.tp_allreduces = 2 * passes;

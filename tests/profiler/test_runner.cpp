@@ -76,7 +76,7 @@ std::string workspace_key(const point& p) {
 
 bool capacity_free(const point& p) {
   return (p.op == kernels::op::block_dense || p.op == kernels::op::router) &&
-         p.shape.variant == kernels::mode_variant::none;
+         p.shape.variant == kernels::moe_variant::none;
 }
 
 void check_plan(const std::vector<point>& points) {
