@@ -220,7 +220,7 @@ sim::model_time decode_model_time(const sim::model_spec& m, const sim::cost_mode
     p.memory_bound = k.memory_bound;
     p.calibrated = k.calibrated;
     const std::optional<sim::cost_model::curve_choice> curve = cost.curve_for(p.op, w.type);
-    p.calibrated_as = k.calibrated && curve ? std::string(to_string(curve->as)) : "";
+    if (k.calibrated && curve) p.calibrated_as = curve->as;
     if (k.layer >= 0 && curve && curve->type != w.type) out.timed_as_dtype = curve->type;
     out.matmul_flops += p.matmul_flops;
     out.other_flops += p.other_flops;

@@ -49,7 +49,7 @@ void check_on_holdout(const sim::hardware_spec& hw, sim::calibration& c, const m
       throw error(error_kind::bad_input,
                   fmt::format("{}: --holdout row measured on {} ({}), the calibration on {} ({}): a holdout checks "
                               "the calibration on its own machine",
-                              p.where, p.device, p.backend, c.device, c.backend));
+                              p.where, p.device, to_string(p.backend), c.device, to_string(c.backend)));
     if (p.is_block() || p.is_decode()) samples.push_back(sim::with_costs(p));
   }
   const std::vector<sim::validation_point> points = sim::validate_blocks(samples, sim::with_calibration(hw, c));

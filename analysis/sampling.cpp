@@ -462,8 +462,7 @@ std::vector<sampling_measurement> measured_cells(const std::vector<sim::measured
   std::map<key, double> model_s, baseline_s;
   for (const sim::measured_sample& p : rows) {
     if (p.op != modsim::op::decode_step || !p.model || !(p.median_s > 0)) continue;
-    const decode_routing r =
-        p.decode_routing == "sync" || p.decode_routing.empty() ? decode_routing::sync : decode_routing::pad;
+    const decode_routing r = routing_of(p.decode_routing);  // a graph row counts as pad
     const key k{p.batch, p.seq_len, static_cast<int>(r)};
     if (same_decode_shape(*p.model, model)) model_s.emplace(k, p.median_s);
     if (same_decode_shape(*p.model, baseline)) baseline_s.emplace(k, p.median_s);

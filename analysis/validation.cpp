@@ -42,14 +42,14 @@ void note_holdout_rows(validation_section& v, const sim::holdout_summary& h) {
 // bad_input naming the row for one measured on another backend than `hw` describes.
 std::vector<sim::measured_sample> samples_on_backend(const std::vector<sim::measured_sample>& points,
                                                      const sim::hardware_spec& hw, std::string& device) {
-  const std::string expected_backend = sim::backend_of(hw.kind);
+  const backend_kind expected_backend = sim::backend_of(hw.kind);
   std::vector<sim::measured_sample> samples;
   samples.reserve(points.size());
   for (const sim::measured_sample& p : points) {
     if (p.backend != expected_backend)
-      throw input_error(
-          p.where, "backend",
-          "measured on backend '" + p.backend + "' but " + hw.name + " is " + sim::to_string(hw.kind) + " hardware");
+      throw input_error(p.where, "backend",
+                        "measured on backend '" + std::string(to_string(p.backend)) + "' but " + hw.name + " is " +
+                            sim::to_string(hw.kind) + " hardware");
     if (device.empty()) device = p.device;
     samples.push_back(sim::with_costs(p));
   }
@@ -183,7 +183,7 @@ validation_section make_validation(const std::vector<sim::measured_sample>& meas
   v.measurements_file = measurements_file;
   v.hardware = hw.name;
   v.rows = static_cast<int>(measured.size());
-  const std::string expected_backend = sim::backend_of(hw.kind);
+  const backend_kind expected_backend = sim::backend_of(hw.kind);
   const std::string hw_label = hw.source_file.empty() ? hw.name : hw.source_file;
   // The calibration `hw` carries, if any: its device decides which rows may be scored.
   std::optional<sim::calibration> given;
@@ -202,9 +202,9 @@ validation_section make_validation(const std::vector<sim::measured_sample>& meas
     if (!block) {
       if (p.backend != expected_backend || !same_model) continue;
     } else if (p.backend != expected_backend) {
-      throw input_error(
-          p.where, "backend",
-          "measured on backend '" + p.backend + "' but " + hw_label + " is " + sim::to_string(hw.kind) + " hardware");
+      throw input_error(p.where, "backend",
+                        "measured on backend '" + std::string(to_string(p.backend)) + "' but " + hw_label + " is " +
+                            sim::to_string(hw.kind) + " hardware");
     } else if (!same_model) {
       throw input_error(
           p.where, "device",

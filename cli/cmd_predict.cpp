@@ -97,7 +97,7 @@ json::object op_json(const sim::op_prediction& o, bool train = false) {
   j["bytes"] = o.bytes;
   j["launches"] = o.kernels;
   j["memory_bound"] = o.memory_bound;
-  j["calibrated_as"] = o.calibrated_as;
+  j["calibrated_as"] = sim::curve_name(o.calibrated_as);
   return j;
 }
 
@@ -575,7 +575,7 @@ table ops_table(const sim::prediction& p) {
                         std::string(modsim::to_string(x.op)), std::string(x.op_class), number(x.time_s, "{}"),
                         number(dense_t, "{}"), number(x.roofline_s, "{}"), integer(x.matmul_flops),
                         integer(x.other_flops), integer(x.bytes), integer(x.kernels), x.memory_bound ? "true" : "false",
-                        x.calibrated_as});
+                        std::string(sim::curve_name(x.calibrated_as))});
   };
   for (std::size_t i = 0; i < p.model.layers.size(); ++i) {
     const auto& l = p.model.layers[i];

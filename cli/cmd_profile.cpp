@@ -54,13 +54,13 @@ std::string now_iso() {
 std::string describe(const profiler::point& p) {
   const auto& s = p.shape;
   if (p.op == kernels::op::decode_step)
-    return fmt::format("decode_step {} B={} ctx={} {}", p.model_name, s.batch, s.seq_len, p.decode_routing);
+    return fmt::format("decode_step {} B={} ctx={} {}", p.model_name, s.batch, s.seq_len, to_string(p.decode_routing));
   std::string d = fmt::format("{} B={} {}={} d={} H={} F={}", kernels::to_string(p.op), s.batch,
                               kernels::is_decode(p.op) ? "ctx" : "S", s.seq_len, s.d_model, s.n_heads, s.d_ff);
   if (p.op != kernels::op::block_dense && p.op != kernels::op::block_dense_train && p.op != kernels::op::router &&
       p.op != kernels::op::decode_dense)
     d += fmt::format(" c={:g}", s.capacity);
-  if (kernels::is_decode(p.op)) d += " " + p.decode_routing;
+  if (kernels::is_decode(p.op)) d += std::string(" ") + to_string(p.decode_routing);
   if (kernels::is_train(p.op)) d += fmt::format(" recompute={}", modsim::to_string(p.recompute));
   return d;
 }
@@ -373,14 +373,17 @@ output profile_output(const profiler::run_result& result, const std::string& dev
   return o;
 }
 
+// Why a decode point in a CUDA graph (decode_routing graph) is not measured on the CPU.
+constexpr const char* k_graph_needs_cuda = "graph (a step captured in a CUDA graph) exists on the cuda backend only";
+
 // The points a run measures: the grid (or the preset's grids) with the models of --model, the
 // timing and the attention asked for; on a CPU, decode points in CUDA graphs are skipped.
-profiler::expansion plan_points(const po::variables_map& vm, const std::string& backend_name,
-                                profiler::timing_mode timing, profiler::attention_impl attention) {
+profiler::expansion plan_points(const po::variables_map& vm, backend_kind backend, profiler::timing_mode timing,
+                                profiler::attention_impl attention) {
   const std::string preset_name = vm["preset"].as<std::string>();
   std::vector<profiler::preset_part> parts =
       vm.count("grid") ? std::vector<profiler::preset_part>{{profiler::load_grid(vm["grid"].as<std::string>()), {}}}
-                       : profiler::preset_parts(preset_name, backend_name);
+                       : profiler::preset_parts(preset_name, backend);
   // A preset of several grids times each its own way: --timing would contradict it.
   const bool timing_fixed = !vm.count("grid") && profiler::preset_fixes_timing(preset_name);
   if (timing_fixed && !vm["timing"].defaulted())
@@ -393,20 +396,19 @@ profiler::expansion plan_points(const po::variables_map& vm, const std::string& 
     for (const std::string& m : part.g.model_names)
       part.g.models.push_back(std::make_shared<const sim::model_spec>(sim::load_model(resolve_config(m, "models"))));
   }
-  if (attention == profiler::attention_impl::fused && backend_name != "cuda")
+  if (attention == profiler::attention_impl::fused && backend != backend_kind::cuda)
     throw input_error("", "--attention", "fused attention exists on the cuda backend only");
   if (attention == profiler::attention_impl::fused && timing == profiler::timing_mode::in_block)
     throw input_error("", "--attention",
                       "in_block timing names attn_scores, attn_softmax and attn_values separately; fused attention "
                       "is one kernel: use --timing isolated");
   profiler::expansion plan = profiler::with_attention(profiler::expand_parts(parts, timing), attention);
-  if (backend_name == "cpu") {
+  if (backend == backend_kind::cpu) {
     // CUDA graphs exist on the GPU only.
     std::vector<profiler::point> kept;
     for (profiler::point& p : plan.points) {
-      if (kernels::is_decode(p.op) && p.decode_routing == "graph")
-        plan.skipped.push_back(
-            {std::move(p), "graph (a step captured in a CUDA graph) exists on the cuda backend only"});
+      if (kernels::is_decode(p.op) && in_cuda_graph(p.decode_routing))
+        plan.skipped.push_back({std::move(p), k_graph_needs_cuda});
       else
         kept.push_back(std::move(p));
     }
@@ -416,8 +418,8 @@ profiler::expansion plan_points(const po::variables_map& vm, const std::string& 
 }
 
 // The backend a run measures on.
-std::unique_ptr<kernels::backend> make_backend(const std::string& backend_name, int threads) {
-  if (backend_name == "cpu") return kernels::make_cpu_backend(threads);
+std::unique_ptr<kernels::backend> make_backend(backend_kind backend, int threads) {
+  if (backend == backend_kind::cpu) return kernels::make_cpu_backend(threads);
 #if MODSIM_HAVE_CUDA
   if (kernels::cuda_device_count() == 0) throw runtime_error("--backend cuda: no CUDA device is visible");
   return kernels::make_cuda_backend(0);
@@ -427,9 +429,10 @@ std::unique_ptr<kernels::backend> make_backend(const std::string& backend_name, 
 }
 
 // The decode states a run's decode points run on (the CPU computes in fp32 only).
-profiler::decode_factory decode_factory_for(const std::string& backend_name, int threads) {
-  if (backend_name == "cpu")
-    return [threads](const kernels::decode_shape& s, const kernels::decode_weights& w, kernels::dtype t, bool) {
+profiler::decode_factory decode_factory_for(backend_kind backend, int threads) {
+  if (backend == backend_kind::cpu)
+    return [threads](const kernels::decode_shape& s, const kernels::decode_weights& w, kernels::dtype t, bool graph) {
+      if (graph) throw input_error("", "decode_routing", k_graph_needs_cuda);  // plan_points skipped these
       if (t != kernels::dtype::fp32) throw input_error("", "dtype", "the CPU decode step computes in fp32 only");
       return kernels::make_cpu_decode(s, w, threads);
     };
@@ -540,9 +543,7 @@ int cmd_profile(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!parse_args(args, opts, pos, vm, k_usage)) return exit_ok;
   if (!vm.count("backend")) throw input_error("", "--backend", "required (cpu or cuda)");
-  const std::string backend_name = vm["backend"].as<std::string>();
-  if (backend_name != "cpu" && backend_name != "cuda")
-    throw input_error("", "--backend", "unknown backend '" + backend_name + "' (expected cpu or cuda)");
+  const backend_kind backend = parse_backend(vm["backend"].as<std::string>(), "", "--backend");
   const output_format format = parse_format(vm["format"].as<std::string>());
   check_run_flags(vm);
   const int passes = vm["passes"].as<int>();
@@ -556,7 +557,7 @@ int cmd_profile(const std::vector<std::string>& args) {
   const profiler::timing_mode timing = modsim::parse_timing(vm["timing"].as<std::string>(), "--timing");
   const profiler::attention_impl attention =
       profiler::parse_attention_impl(vm["attention"].as<std::string>(), "--attention");
-  profiler::expansion plan = plan_points(vm, backend_name, timing, attention);
+  profiler::expansion plan = plan_points(vm, backend, timing, attention);
   if (vm.count("check")) {
     if (vm.count("shard")) throw input_error("", "--check", "checks the whole grid: drop --shard");
     return check_shards(plan, vm["check"].as<std::vector<std::string>>(), format);
@@ -588,7 +589,7 @@ int cmd_profile(const std::vector<std::string>& args) {
   if (!vm.count("out")) throw input_error("", "--out", "required (the measurements CSV to write)");
   const std::string out_path = vm["out"].as<std::string>();
 
-  const std::unique_ptr<kernels::backend> be = make_backend(backend_name, vm["threads"].as<int>());
+  const std::unique_ptr<kernels::backend> be = make_backend(backend, vm["threads"].as<int>());
   profiler::measurement_writer writer(out_path, vm["resume"].as<bool>());
   if (!writer.accepts(timing_fixed ? profiler::timing_mode::in_block : timing))
     throw input_error(out_path, "--timing",
@@ -600,7 +601,7 @@ int cmd_profile(const std::vector<std::string>& args) {
         "holds measurements of '" + writer.existing_device() + "', this run is on '" + be->device() + "'");
 
   profiler::run_options ro;
-  ro.make_decode = decode_factory_for(backend_name, vm["threads"].as<int>());
+  ro.make_decode = decode_factory_for(backend, vm["threads"].as<int>());
   const bool full = !vm.count("grid") && preset_name == "full";
   ro.rule.max_time_s = vm.count("max-time") ? vm["max-time"].as<double>() : (full ? 2.0 : 0.5);
   ro.rule.noisy_max_time_s = vm.count("max-noisy-time") ? vm["max-noisy-time"].as<double>() : 4 * ro.rule.max_time_s;
@@ -616,7 +617,7 @@ int cmd_profile(const std::vector<std::string>& args) {
   boost::json::object meta;
   meta["modsim_version"] = build().version;
   meta["git_revision"] = build().commit;
-  meta["backend"] = backend_name;
+  meta["backend"] = to_string(backend);
   meta["device"] = be->device();
   meta["hardware_threads"] = std::thread::hardware_concurrency();
   meta["threads_requested"] = vm["threads"].as<int>();
@@ -644,7 +645,7 @@ int cmd_profile(const std::vector<std::string>& args) {
   meta["measurements"] = std::filesystem::path(out_path).filename().string();
   meta["started"] = now_iso();
   meta["status"] = "running";
-  if (backend_name == "cuda") add_gemm_choices(meta, plan, *be);
+  if (backend == backend_kind::cuda) add_gemm_choices(meta, plan, *be);
   const std::string meta_path = metadata_path(out_path);
   write_metadata(meta_path, meta);
 

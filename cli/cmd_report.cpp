@@ -155,14 +155,14 @@ int cmd_report(const std::vector<std::string>& args) {
     if (vm.count("calibration")) {
       val.hardware = sim::load_hardware(resolve_config(vm["calibration"].as<std::string>(), "hardware"));
       val.calibrate = false;
-    } else if (val.points.front().backend == "cpu") {
+    } else if (val.points.front().backend == backend_kind::cpu) {
       val.hardware = sim::load_hardware(resolve_config("cpu", "hardware"));
     }
   } else if (cpu_profile) {
     cpu_holdout_check check;
     check.dir = out_dir;
     check.fresh = vm["fresh-profile"].as<bool>();
-    check.calibration_grid = profiler::preset("quick", "cpu");
+    check.calibration_grid = profiler::preset("quick", backend_kind::cpu);
     check.holdout_grid = profiler::load_grid(resolve_config("holdout-cpu", "grids"));
     check.cpu = sim::load_hardware(resolve_config("cpu", "hardware"));
     check.stop = &g_stop;

@@ -316,7 +316,7 @@ sim::model_spec load_model_arg(const std::string& model, const po::variables_map
   sim::model_spec m = sim::load_model(resolve_config(model, "models"));
   bool changed = false;
   // An MoE model without MoD routing ignores a schedule: say so rather than route nothing.
-  if (m.moe && m.moe->variant == sim::mode_variant::moe)
+  if (m.moe && m.moe->variant == sim::moe_variant::moe)
     for (const char* flag : {"schedule", "capacity"})
       if (vm.count(flag))
         throw input_error("", std::string("--") + flag,

@@ -23,7 +23,7 @@ struct cpu_holdout_check {
   // leaves FILE.partial, which the next run resumes.
   std::string dir;
   bool fresh = false;
-  profiler::grid calibration_grid;                   // e.g. profiler::preset("quick", "cpu")
+  profiler::grid calibration_grid;                   // e.g. profiler::preset("quick", backend_kind::cpu)
   profiler::grid holdout_grid;                       // e.g. configs/grids/holdout-cpu.json
   sim::hardware_spec cpu;                            // the uncalibrated CPU hardware file
   const std::atomic<bool>* stop = nullptr;           // set (e.g. by SIGINT) to stop after the current point

@@ -18,23 +18,43 @@ const char* to_string(dtype t) {
   return "?";
 }
 
+const char* to_string(backend_kind b) { return b == backend_kind::cuda ? "cuda" : "cpu"; }
+
+const char* to_string(const std::optional<backend_kind>& b) { return b ? to_string(*b) : ""; }
+
 const char* to_string(mlp_kind m) { return m == mlp_kind::gelu ? "gelu" : "swiglu"; }
 
-const char* to_string(mode_variant v) {
+const char* to_string(moe_variant v) {
   switch (v) {
-    case mode_variant::none:
+    case moe_variant::none:
       return "none";
-    case mode_variant::moe:
+    case moe_variant::moe:
       return "moe";
-    case mode_variant::staged:
+    case moe_variant::staged:
       return "staged";
-    case mode_variant::integrated:
+    case moe_variant::integrated:
       return "integrated";
   }
   return "?";
 }
 
 const char* to_string(decode_routing r) { return r == decode_routing::sync ? "sync" : "pad"; }
+
+const char* to_string(decode_run r) {
+  switch (r) {
+    case decode_run::sync:
+      return "sync";
+    case decode_run::pad:
+      return "pad";
+    case decode_run::pad_graph:
+      return "graph";
+  }
+  return "?";
+}
+
+decode_routing routing_of(decode_run r) { return r == decode_run::sync ? decode_routing::sync : decode_routing::pad; }
+
+bool in_cuda_graph(decode_run r) { return r == decode_run::pad_graph; }
 
 const char* to_string(attention_impl a) { return a == attention_impl::fused ? "fused" : "unfused"; }
 
@@ -58,20 +78,32 @@ std::optional<dtype> find_dtype(std::string_view name) {
   return std::nullopt;
 }
 
+std::optional<backend_kind> find_backend(std::string_view name) {
+  for (backend_kind b : {backend_kind::cpu, backend_kind::cuda})
+    if (name == to_string(b)) return b;
+  return std::nullopt;
+}
+
 std::optional<mlp_kind> find_mlp_kind(std::string_view name) {
   for (mlp_kind m : {mlp_kind::gelu, mlp_kind::swiglu})
     if (name == to_string(m)) return m;
   return std::nullopt;
 }
 
-std::optional<mode_variant> find_mode_variant(std::string_view name) {
-  for (mode_variant v : {mode_variant::none, mode_variant::moe, mode_variant::staged, mode_variant::integrated})
+std::optional<moe_variant> find_moe_variant(std::string_view name) {
+  for (moe_variant v : {moe_variant::none, moe_variant::moe, moe_variant::staged, moe_variant::integrated})
     if (name == to_string(v)) return v;
   return std::nullopt;
 }
 
 std::optional<decode_routing> find_decode_routing(std::string_view name) {
   for (decode_routing r : {decode_routing::sync, decode_routing::pad})
+    if (name == to_string(r)) return r;
+  return std::nullopt;
+}
+
+std::optional<decode_run> find_decode_run(std::string_view name) {
+  for (decode_run r : {decode_run::sync, decode_run::pad, decode_run::pad_graph})
     if (name == to_string(r)) return r;
   return std::nullopt;
 }
@@ -97,6 +129,11 @@ std::optional<timing_mode> find_timing_mode(std::string_view name) {
 dtype parse_dtype(std::string_view name) {
   if (auto t = find_dtype(name)) return *t;
   throw input_error("", "dtype", "unknown dtype '" + std::string(name) + "' (fp32, bf16, fp16)");
+}
+
+backend_kind parse_backend(std::string_view name, const std::string& file, const std::string& key) {
+  if (auto b = find_backend(name)) return *b;
+  throw input_error(file, key, "unknown backend '" + std::string(name) + "' (expected cpu or cuda)");
 }
 
 attention_impl parse_attention_impl(std::string_view name, const std::string& key) {

@@ -66,18 +66,18 @@ bool is_index(tensor t) { return t == tensor::routed_index || t == tensor::exper
 
 tensor result_tensor(op o, const block_shape& shape) {
   if (o == op::block_dense) return tensor::y;
-  if (o == op::layer_mode && shape.variant == mode_variant::integrated) return tensor::y;
+  if (o == op::layer_mode && shape.variant == moe_variant::integrated) return tensor::y;
   return tensor::out;
 }
 
 std::int64_t block_shape::routed_tokens() const { return modsim::routed_tokens(capacity, seq_len); }
 
 std::int64_t block_shape::block_tokens() const {
-  return variant == mode_variant::integrated ? seq_len : routed_tokens();
+  return variant == moe_variant::integrated ? seq_len : routed_tokens();
 }
 
 int block_shape::router_experts() const {
-  return variant == mode_variant::integrated ? experts + noop_experts : experts;
+  return variant == moe_variant::integrated ? experts + noop_experts : experts;
 }
 
 std::int64_t block_shape::expert_capacity(std::int64_t moe_tokens) const {
@@ -101,8 +101,8 @@ void block_shape::validate() const {
                       "must divide n_heads (" + std::to_string(n_heads) + "), got " + std::to_string(n_kv_heads));
   if (!(capacity > 0.0 && capacity <= 1.0))
     throw input_error("", field_error_key("capacity"), "must be in (0, 1], got " + std::to_string(capacity));
-  if (variant == mode_variant::none) return;
-  if (variant == mode_variant::moe)
+  if (variant == moe_variant::none) return;
+  if (variant == moe_variant::moe)
     throw input_error(
         "", field_error_key("variant"),
         "a block has no 'moe' variant: an MoE layer without routing is 'integrated' with no no-op experts");
@@ -112,7 +112,7 @@ void block_shape::validate() const {
                       "only top-1 expert choice is implemented, got " + std::to_string(top_k));
   if (noop_experts < 0)
     throw input_error("", field_error_key("noop_experts"), "must not be negative, got " + std::to_string(noop_experts));
-  if (variant == mode_variant::staged && noop_experts != 0)
+  if (variant == moe_variant::staged && noop_experts != 0)
     throw input_error("", field_error_key("noop_experts"),
                       "the staged variant has no no-op experts, got " + std::to_string(noop_experts));
   if (!std::isfinite(capacity_factor)) throw input_error("", field_error_key("capacity_factor"), "must be finite");
@@ -122,7 +122,7 @@ std::int64_t tensor_elements(tensor t, const block_shape& s) {
   const std::int64_t T = s.tokens(), d = s.d_model, dq = s.d_q(), dkv = s.d_kv(), dff = s.d_ff;
   const std::int64_t B = s.batch, S = s.seq_len, k = s.routed_tokens();
   const bool swiglu = s.mlp == mlp_kind::swiglu;
-  const bool moe = s.variant != mode_variant::none;
+  const bool moe = s.variant != moe_variant::none;
   const std::int64_t E = moe ? s.experts : 0, Et = moe ? s.router_experts() : 0;
   switch (t) {
     case tensor::x:
@@ -199,7 +199,7 @@ double backend::timed_run(op o, workspace& ws) {
 }
 
 double backend::timed_block_run(op o, workspace&, std::vector<op_time>&) {
-  throw runtime_error("the " + std::string(name()) + " backend cannot time the ops inside " +
+  throw runtime_error("the " + std::string(to_string(kind())) + " backend cannot time the ops inside " +
                       std::string(to_string(o)));
 }
 

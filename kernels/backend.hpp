@@ -33,7 +33,7 @@ using modsim::is_decode;
 using modsim::is_train;
 using modsim::kernel_ops;
 using modsim::mlp_kind;
-using modsim::mode_variant;
+using modsim::moe_variant;
 using modsim::op;
 using modsim::parse_dtype;
 using modsim::parse_op;
@@ -52,7 +52,7 @@ struct block_shape {
   mlp_kind mlp = mlp_kind::gelu;
   double capacity = 1.0;  // fraction of each sequence routed through the block, in (0, 1]
   // MoE / MoDE
-  mode_variant variant = mode_variant::none;
+  moe_variant variant = moe_variant::none;
   int experts = 0;               // real experts (> 0 when variant != none)
   int top_k = 1;                 // experts per token; only 1 is implemented
   int noop_experts = 0;          // integrated only
@@ -191,8 +191,8 @@ class workspace {
 class backend {
  public:
   virtual ~backend() = default;
-  virtual std::string_view name() const = 0;  // "cpu", "cuda"
-  virtual std::string device() const = 0;     // e.g. CPU model and thread count
+  virtual backend_kind kind() const = 0;   // cpu or cuda (core/types.hpp)
+  virtual std::string device() const = 0;  // e.g. CPU model and thread count
   // Throws modsim::error (bad_input) for an invalid shape or an unsupported dtype.
   virtual std::unique_ptr<workspace> make_workspace(const block_shape& shape, dtype type,
                                                     const workspace_options& options = {}) = 0;

@@ -24,7 +24,7 @@ kernels::decode_shape decode_shape_of(const point& p) {
   s.d_ff = b.d_ff;
   s.mlp = b.mlp;
   s.predictor_hidden = p.predictor_hidden;
-  s.routing = p.decode_routing == "sync" ? decode_routing::sync : decode_routing::pad;
+  s.routing = routing_of(p.decode_routing);
   s.pad_capacity = p.pad_capacity > 0 ? p.pad_capacity : 1.0;
   switch (p.op) {
     case kernels::op::decode_dense:

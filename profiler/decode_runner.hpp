@@ -18,7 +18,7 @@
 namespace modsim::profiler {
 
 // Makes the decode state of a point: (shape, weights, dtype, graph) → state. The command line
-// passes the CPU or CUDA factory; graph = the point's decode_routing is "graph".
+// passes the CPU or CUDA factory; graph = in_cuda_graph(the point's decode_routing).
 using decode_factory = std::function<std::unique_ptr<kernels::decode_state>(
     const kernels::decode_shape&, const kernels::decode_weights&, kernels::dtype, bool graph)>;
 

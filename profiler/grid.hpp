@@ -37,7 +37,7 @@ struct grid {
   };
   std::vector<layer_dims> shapes;
   // layer_mode only (MoDE); ignored by the other ops.
-  std::vector<kernels::mode_variant> variants;  // staged, integrated
+  std::vector<kernels::moe_variant> variants;  // staged, integrated
   std::vector<int> experts;
   std::vector<int> noop_experts;  // integrated only
   std::vector<double> capacity_factor;
@@ -51,7 +51,7 @@ struct grid {
   // sim::des::default_pad_capacity), and the models decode_step runs (their dimensions
   // replace the grid's shape axes; set by the command line from the grid's "model" names or
   // --model).
-  std::vector<std::string> decode_routing = {"sync"};
+  std::vector<decode_run> decode_routing = {decode_run::sync};
   std::vector<std::int64_t> predictor_hidden = {0};
   std::vector<double> pad_capacity = {0.0};
   std::vector<std::string> model_names;  // as written in the grid file ("model": a name or a path)
@@ -82,7 +82,7 @@ struct point {
   // Decode points: shape.seq_len is the cached context per sequence and shape.capacity the
   // routed fraction (the measurement forces round(capacity·batch) tokens into every routed
   // layer); decode_step takes its layers from `model`.
-  std::string decode_routing = "sync";           // sync | pad | graph
+  decode_run decode_routing = decode_run::sync;  // sync | pad | graph
   double pad_capacity = 0;                       // pad, graph: the padded block's capacity (resolved, > 0)
   std::int64_t predictor_hidden = 0;             // decode_mod (decode_step: the model's)
   std::shared_ptr<const sim::model_spec> model;  // decode_step
@@ -138,22 +138,22 @@ grid parse_grid(std::string_view json_text, const std::string& file);
 grid load_grid(const std::string& path);
 
 // Built-in grids. quick: a CPU run of under two minutes on two cores; full: the capacity ×
-// shape sweep for a GPU (or a patient CPU). `backend` is "cpu" or "cuda" (GPU grids are
+// shape sweep for a GPU (or a patient CPU). `backend` cuda makes GPU grids (they are
 // larger and use bf16 too). Throws bad_input for an unknown name, and for a preset of several
 // grids (calibration: preset_parts).
-grid preset(std::string_view name, std::string_view backend);
+grid preset(std::string_view name, backend_kind backend);
 
 // A preset as the grids it measures, each with the timing its points take (nullopt: the
 // command line's --timing). quick, full and decode are one grid each; calibration (CPU only)
 // is the procedure the CPU model is validated with: configs/grids/calibration-5-cpu.json's 96
 // blocks timed in_block (a row per block and per op of it), then configs/grids/gemm-rows-cpu.json's
-// 400 dense GEMMs timed isolated, in one file. On "cuda" calibration throws bad_input naming
+// 400 dense GEMMs timed isolated, in one file. On cuda calibration throws bad_input naming
 // the GPU's grids (the full and decode presets, which h100-sxm-calibrated was fitted on).
 struct preset_part {
   grid g;
   std::optional<timing_mode> timing;
 };
-std::vector<preset_part> preset_parts(std::string_view name, std::string_view backend);
+std::vector<preset_part> preset_parts(std::string_view name, backend_kind backend);
 // Whether `name` is a preset whose parts fix their own timing (--timing does not apply).
 bool preset_fixes_timing(std::string_view name);
 

@@ -32,7 +32,7 @@ std::string invalid_reason(const point& p) {
     return "n_heads " + std::to_string(s.n_heads) + " is not a multiple of n_kv_heads " + std::to_string(s.n_kv_heads);
   if (p.op == kernels::op::mlp_gate && s.mlp != kernels::mlp_kind::swiglu) return "mlp_gate exists only for swiglu";
   if (is_moe_op(p.op) && s.experts < 1) return "needs experts (the grid's \"experts\" axis)";
-  if (s.variant == kernels::mode_variant::integrated && s.noop_experts < 1)
+  if (s.variant == kernels::moe_variant::integrated && s.noop_experts < 1)
     return "the integrated variant needs at least one no-op expert";
   try {
     s.validate();
@@ -73,9 +73,7 @@ kernels::block_shape shape_of(std::int64_t batch, std::int64_t seq, std::int64_t
 
 // Why decode point `p` cannot be measured, or "".
 std::string decode_invalid_reason(const point& p) {
-  if (p.decode_routing != "sync" && p.decode_routing != "pad" && p.decode_routing != "graph")
-    return "unknown decode_routing '" + p.decode_routing + "' (sync, pad or graph)";
-  if (p.op == kernels::op::decode_dense && p.decode_routing == "pad")
+  if (p.op == kernels::op::decode_dense && p.decode_routing == decode_run::pad)
     return "decode_dense has no routed layer: pad is the same step as sync";
   if (p.op == kernels::op::decode_step) {
     if (!p.model) return "decode_step needs a model (the grid's \"model\" or --model)";
@@ -83,7 +81,7 @@ std::string decode_invalid_reason(const point& p) {
     if (p.model->moe) return "model " + p.model->name + ": MoE / MoDE layers have no decode kernel";
     if (p.model->routing && p.model->routing->inference != sim::inference_routing::predictor)
       return "model " + p.model->name + ": decode kernels route with the causal predictor (routing.inference)";
-    if (!p.model->routing && p.decode_routing == "pad")
+    if (!p.model->routing && p.decode_routing == decode_run::pad)
       return "model " + p.model->name + " has no routed layer: pad is the same step as sync";
   }
   if (p.shape.seq_len < 1) return "seq_len (the cached context) must be >= 1";
@@ -106,9 +104,9 @@ void expand_decode(const grid& g, expansion& out) {
                                                " tokens per layer (batch x seq_len): over the preset's bound"});
       return;
     }
-    if (p.decode_routing != "sync" && p.pad_capacity <= 0)
+    if (p.decode_routing != decode_run::sync && p.pad_capacity <= 0)
       p.pad_capacity = sim::des::default_pad_capacity(p.shape.capacity, p.shape.batch);
-    if (p.decode_routing == "sync") p.pad_capacity = 0;
+    if (p.decode_routing == decode_run::sync) p.pad_capacity = 0;
     std::string why = decode_invalid_reason(p);
     if (why.empty())
       out.points.push_back(std::move(p));
@@ -129,7 +127,7 @@ void expand_decode(const grid& g, expansion& out) {
         for (std::size_t mi = 0; mi < g.models.size(); ++mi)
           for (auto b : g.batch)
             for (auto ctx : g.seq_len)
-              for (const std::string& r : g.decode_routing)
+              for (const decode_run r : g.decode_routing)
                 for (double pc : g.pad_capacity) {
                   const auto& m = g.models[mi];
                   point p;
@@ -162,7 +160,7 @@ void expand_decode(const grid& g, expansion& out) {
               const auto d = dims.d_model, h = dims.n_heads, kv = dims.n_kv_heads, f = dims.d_ff;
               const auto mlp = dims.mlp;
               for (std::size_t ci = 0; ci < g.capacity.size(); ++ci)
-                for (const std::string& r : g.decode_routing)
+                for (const decode_run r : g.decode_routing)
                   for (std::size_t pi = 0; pi < g.pad_capacity.size(); ++pi)
                     for (std::size_t hi = 0; hi < g.predictor_hidden.size(); ++hi) {
                       // decode_dense: once per shape (no capacity, padding or predictor).
@@ -214,8 +212,8 @@ expansion expand(const grid& g) {
                           if (!depends_on_capacity(o) && ci > 0) continue;
                           if (!moe && (vi | ei | ni | fi) != 0) continue;
                           if (!kernels::is_train(o) && ri > 0) continue;  // recompute: training ops only
-                          const auto variant = moe ? g.variants[vi] : kernels::mode_variant::none;
-                          if (moe && variant != kernels::mode_variant::integrated && ni > 0) continue;
+                          const auto variant = moe ? g.variants[vi] : kernels::moe_variant::none;
+                          if (moe && variant != kernels::moe_variant::integrated && ni > 0) continue;
                           point p;
                           p.op = o;
                           p.type = t;
@@ -226,7 +224,7 @@ expansion expand(const grid& g) {
                           if (moe) {
                             sh.variant = variant;
                             sh.experts = g.experts[ei];
-                            sh.noop_experts = variant == kernels::mode_variant::integrated ? g.noop_experts[ni] : 0;
+                            sh.noop_experts = variant == kernels::moe_variant::integrated ? g.noop_experts[ni] : 0;
                             sh.capacity_factor = g.capacity_factor[fi];
                             sh.top_k = 1;
                           }

@@ -190,15 +190,15 @@ grid parse_grid(std::string_view json_text, const std::string& file) {
                                     throw input_error(file, p, "unknown mlp '" + name + "' (expected gelu or swiglu)");
                                   },
                                   {kernels::mlp_kind::gelu});
-  g.variants = axis<kernels::mode_variant>(
+  g.variants = axis<kernels::moe_variant>(
       obj, file, "variant",
       [&](const json::value& x, const std::string& p) {
         std::string name = to_str(x, file, p);
-        if (name == "staged") return kernels::mode_variant::staged;
-        if (name == "integrated") return kernels::mode_variant::integrated;
+        if (name == "staged") return kernels::moe_variant::staged;
+        if (name == "integrated") return kernels::moe_variant::integrated;
         throw input_error(file, p, "unknown variant '" + name + "' (expected staged or integrated)");
       },
-      {kernels::mode_variant::staged});
+      {kernels::moe_variant::staged});
   g.experts = axis<int>(
       obj, file, "experts",
       [&](const json::value& x, const std::string& p) { return static_cast<int>(to_positive_int(x, file, p)); }, {0});
@@ -213,14 +213,13 @@ grid parse_grid(std::string_view json_text, const std::string& file) {
                                    },
                                    {1.25});
   g.decode_routing =
-      axis<std::string>(obj, file, "decode_routing",
-                        [&](const json::value& x, const std::string& p) {
-                          std::string name = to_str(x, file, p);
-                          if (name != "sync" && name != "pad" && name != "graph")
-                            throw input_error(file, p, "unknown decode_routing '" + name + "' (sync, pad or graph)");
-                          return name;
-                        },
-                        {"sync"});
+      axis<decode_run>(obj, file, "decode_routing",
+                       [&](const json::value& x, const std::string& p) {
+                         const std::string name = to_str(x, file, p);
+                         if (const std::optional<decode_run> r = find_decode_run(name)) return *r;
+                         throw input_error(file, p, "unknown decode_routing '" + name + "' (sync, pad or graph)");
+                       },
+                       {decode_run::sync});
   g.predictor_hidden = axis<std::int64_t>(obj, file, "predictor_hidden", positive, {0});
   g.pad_capacity =
       axis<double>(obj, file, "pad_capacity",

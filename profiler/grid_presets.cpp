@@ -10,16 +10,16 @@ namespace {
 grid preset_defaults() {
   grid g;
   g.mlp = {kernels::mlp_kind::gelu};
-  g.variants = {kernels::mode_variant::staged, kernels::mode_variant::integrated};
+  g.variants = {kernels::moe_variant::staged, kernels::moe_variant::integrated};
   g.noop_experts = {1};
   g.capacity_factor = {1.25};
   return g;
 }
 }  // namespace
 
-grid preset(std::string_view name, std::string_view backend) {
+grid preset(std::string_view name, backend_kind backend) {
   using kernels::op;
-  const bool gpu = backend == "cuda";
+  const bool gpu = backend == backend_kind::cuda;
   grid g = preset_defaults();
   if (name == "quick") {
     // Seconds per point on two CPU cores: enough shapes to calibrate and to validate.
@@ -81,7 +81,7 @@ grid preset(std::string_view name, std::string_view backend) {
       g.seq_len = {512, 4096};
       g.d_model = {1024, 2048};
       g.d_ff = {4096, 8192};
-      g.decode_routing = {"sync", "pad", "graph"};
+      g.decode_routing = {decode_run::sync, decode_run::pad, decode_run::pad_graph};
       g.max_cached_tokens = 262144;
     } else {
       g.dtypes = {kernels::dtype::fp32};
@@ -89,7 +89,7 @@ grid preset(std::string_view name, std::string_view backend) {
       g.seq_len = {256, 2048};
       g.d_model = {512, 1024};
       g.d_ff = {2048, 4096};
-      g.decode_routing = {"sync", "pad"};
+      g.decode_routing = {decode_run::sync, decode_run::pad};
     }
     return g;
   }
@@ -169,9 +169,9 @@ grid gemm_rows_cpu() {
 
 bool preset_fixes_timing(std::string_view name) { return name == "calibration"; }
 
-std::vector<preset_part> preset_parts(std::string_view name, std::string_view backend) {
+std::vector<preset_part> preset_parts(std::string_view name, backend_kind backend) {
   if (name != "calibration") return {{preset(name, backend), std::nullopt}};
-  if (backend == "cuda")
+  if (backend == backend_kind::cuda)
     throw input_error("", "--preset",
                       "calibration is the CPU's procedure; on a GPU calibrate on --preset full and --preset decode "
                       "(the grids h100-sxm-calibrated was fitted on)");

@@ -30,8 +30,7 @@ using sim::sample_of;
 // The row for point `p` measured with `stats` on `backend`/`device`; FLOPs and bytes come
 // from sim/model/flops (the same functions as `modsim flops`).
 struct sample_stats;
-measurement_row make_row(const point& p, const std::string& backend, const std::string& device,
-                         const sample_stats& stats);
+measurement_row make_row(const point& p, backend_kind backend, const std::string& device, const sample_stats& stats);
 // matmul_flops, other_flops, bytes and tokens of point `p` per sim/model/flops. An in_block op
 // point has the costs and tokens of the same op measured isolated on the block's shape.
 void fill_costs(const point& p, measurement_row& row);

@@ -27,7 +27,7 @@ std::vector<sim::op_cost> costs_of_block(kernels::op block, const point& p) {
     case kernels::op::layer_mode:
       return sim::block_costs(
           block, s, k.capacity,
-          k.variant == kernels::mode_variant::integrated ? sim::mode_variant::integrated : sim::mode_variant::staged);
+          k.variant == kernels::moe_variant::integrated ? sim::moe_variant::integrated : sim::moe_variant::staged);
     default:
       break;
   }
@@ -113,8 +113,7 @@ void fill_costs(const point& p, measurement_row& row) {
   row.bytes = c.bytes;
 }
 
-measurement_row make_row(const point& p, const std::string& backend, const std::string& device,
-                         const sample_stats& stats) {
+measurement_row make_row(const point& p, backend_kind backend, const std::string& device, const sample_stats& stats) {
   measurement_row r;
   r.backend = backend;
   r.device = device;
@@ -132,7 +131,7 @@ measurement_row make_row(const point& p, const std::string& backend, const std::
   r.variant = modsim::to_string(s.variant);
   r.experts = s.experts;
   r.noop_experts = s.noop_experts;
-  r.capacity_factor = s.variant == kernels::mode_variant::none ? 0.0 : s.capacity_factor;
+  r.capacity_factor = s.variant == kernels::moe_variant::none ? 0.0 : s.capacity_factor;
   r.timing = p.timing;
   if (p.timing == timing_mode::in_block) r.block = p.block;
   r.attention = p.attention;

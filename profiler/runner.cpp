@@ -40,7 +40,7 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 // a workspace of any capacity of their model shape.
 bool runs_at_any_capacity(const point& p) {
   return (p.op == kernels::op::block_dense || p.op == kernels::op::router) &&
-         p.shape.variant == kernels::mode_variant::none;
+         p.shape.variant == kernels::moe_variant::none;
 }
 
 }  // namespace
@@ -71,7 +71,7 @@ workspace_plan plan_workspaces(const std::vector<point>& points) {
     }
     if (!any_capacity.empty()) {
       std::size_t host = 0;
-      while (host < buckets.size() && buckets[host].shape.shape.variant != kernels::mode_variant::none) ++host;
+      while (host < buckets.size() && buckets[host].shape.shape.variant != kernels::moe_variant::none) ++host;
       if (host == buckets.size()) buckets.push_back({points[any_capacity.front()], {}, any_capacity.front()});
       bucket& h = buckets[host];
       h.first = std::min(h.first, any_capacity.front());
@@ -117,8 +117,8 @@ block_samples sample_in_block(kernels::backend& be, const point& p, kernels::wor
     std::string ran, listed;
     for (const auto& t : times) ran += " " + std::string(kernels::to_string(t.o));
     for (const auto o : out.ops) listed += " " + std::string(kernels::to_string(o));
-    throw runtime_error(std::string(be.name()) + " backend: " + std::string(kernels::to_string(p.block)) + " ran ops" +
-                        ran + "; sim/model/flops lists" + listed);
+    throw runtime_error(std::string(to_string(be.kind())) + " backend: " + std::string(kernels::to_string(p.block)) +
+                        " ran ops" + ran + "; sim/model/flops lists" + listed);
   };
   int calls = 0;
   auto sample = [&] {
@@ -159,7 +159,7 @@ class point_run {
       : m_be(be),
         m_out(out),
         m_options(options),
-        m_backend_name(be.name()),
+        m_backend(be.kind()),
         m_passes(std::max(1, options.passes)),
         m_total(total * static_cast<std::size_t>(m_passes)) {}
 
@@ -197,7 +197,7 @@ class point_run {
   kernels::backend& m_be;
   measurement_writer& m_out;
   const run_options& m_options;
-  const std::string m_backend_name;
+  const backend_kind m_backend;
   const int m_passes;
   const std::size_t m_total;  // points × passes
   const std::chrono::steady_clock::time_point m_start = std::chrono::steady_clock::now();
@@ -276,7 +276,7 @@ void point_run::write_point(pending& q) {
     const sample_stats all = combine_passes(q.stats[r]);
     if (r == 0) m_result.sampled_past_max_time += all.extended ? 1 : 0;
     if (m_out.contains(q.rows[r])) continue;  // resume: written by an earlier run
-    measurement_row row = make_row(q.rows[r], m_backend_name, m_device, all);
+    measurement_row row = make_row(q.rows[r], m_backend, m_device, all);
     row.anchor_s = anchor_s;
     m_out.append(row);
     m_result.rows.push_back(std::move(row));
@@ -390,7 +390,7 @@ void point_run::measure_decode_point(const point& p, pending& q) {
   const auto made = std::chrono::steady_clock::now();
   const kernels::decode_shape shape = decode_shape_of(p);
   std::unique_ptr<kernels::decode_state> st = m_options.make_decode(
-      shape, kernels::make_decode_weights(shape, m_options.seed), p.type, p.decode_routing == "graph");
+      shape, kernels::make_decode_weights(shape, m_options.seed), p.type, in_cuda_graph(p.decode_routing));
   const decode_lengths lengths = decode_lengths_of(p);
   st->fill_cache(lengths.dense, lengths.routed, m_options.seed + 1);
   // Rotating new-token inputs, one set per input copy.
@@ -425,7 +425,7 @@ void point_run::measure_decode_point(const point& p, pending& q) {
           if (p.op != kernels::op::decode_step) {
             m_be.flush_cache();
             m_be.synchronize();
-            if (m_backend_name == "cpu") evict_host_caches();
+            if (m_backend == backend_kind::cpu) evict_host_caches();
           }
           const auto t0 = std::chrono::steady_clock::now();
           st->step(forced, false);

@@ -15,9 +15,11 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/error.hpp"
 #include "gui/core/explorer_config.hpp"
 #include "gui/core/explorer_session.hpp"
 #include "gui/core/main_window.hpp"
+#include "sim/model/config.hpp"
 
 namespace {
 
@@ -57,7 +59,7 @@ int main(int argc, char** argv) {
                                 QStringLiteral("WxH"), QStringLiteral("1600x1000"));
   const QCommandLineOption hardware(QStringLiteral("hardware"), QStringLiteral("Hardware file or shipped name."),
                                     QStringLiteral("HW"));
-  const QCommandLineOption mode(QStringLiteral("mode"), QStringLiteral("train, prefill or decode."),
+  const QCommandLineOption mode(QStringLiteral("mode"), QStringLiteral("forward (prefill), train or decode."),
                                 QStringLiteral("MODE"));
   const QCommandLineOption measurements(QStringLiteral("measurements"),
                                         QStringLiteral("Measurements CSV for the Validation tab."),
@@ -119,15 +121,14 @@ int main(int argc, char** argv) {
     if (!window.openHardwareFile(path) && shot) return fail(window.errorText().section(QLatin1Char('\n'), 1), 2);
   }
   if (parser.isSet(mode)) {
+    // The run mode's one parser; "prefill" is the explorer's word for a forward pass.
     const QString m = parser.value(mode);
-    if (m == QStringLiteral("train"))
-      session->setMode(modsim::sim::run_mode::train);
-    else if (m == QStringLiteral("prefill") || m == QStringLiteral("forward"))
-      session->setMode(modsim::sim::run_mode::forward);
-    else if (m == QStringLiteral("decode"))
-      session->setMode(modsim::sim::run_mode::decode);
-    else
-      return fail(QStringLiteral("--mode: unknown mode '%1' (expected train, prefill or decode)").arg(m), 2);
+    try {
+      session->setMode(
+          modsim::sim::parse_run_mode(m == QStringLiteral("prefill") ? "forward" : m.toStdString(), "", "--mode"));
+    } catch (const modsim::error& e) {
+      return fail(QString::fromStdString(e.what()), 2);
+    }
   }
   if (parser.isSet(measurements)) session->setMeasurementsFile(parser.value(measurements));
   if (parser.isSet(baseline)) {

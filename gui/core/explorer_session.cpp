@@ -168,7 +168,7 @@ void ExplorerSession::applyScheduleToDraft() {
       uniform = false;
   }
   sim::model_spec& m = m_draft.model;
-  const bool integrated = m.moe && m.moe->variant == sim::mode_variant::integrated;
+  const bool integrated = m.moe && m.moe->variant == sim::moe_variant::integrated;
   if (integrated && !uniform) {
     // Integrated MoDE has one count of no-op experts, so one capacity, for every routed layer:
     // a layer of its own capacity is refused, and the table shows the configuration's again.
@@ -520,13 +520,13 @@ void ExplorerSession::setVariant(const QString& variant, int experts, int topK, 
     m.moe.reset();
   } else {
     sim::moe_spec mode;
-    mode.variant = variant == QStringLiteral("moe")      ? sim::mode_variant::moe
-                   : variant == QStringLiteral("staged") ? sim::mode_variant::staged
-                                                         : sim::mode_variant::integrated;
+    mode.variant = variant == QStringLiteral("moe")      ? sim::moe_variant::moe
+                   : variant == QStringLiteral("staged") ? sim::moe_variant::staged
+                                                         : sim::moe_variant::integrated;
     mode.experts = experts;
     mode.top_k = topK;
     mode.noop_experts = 0;
-    if (mode.variant == sim::mode_variant::integrated) {
+    if (mode.variant == sim::moe_variant::integrated) {
       if (noopExperts < 1) {
         emit validationChanged(QStringLiteral("mode.noop_experts"),
                                tr("must be >= 1, got %1: integrated MoDE skips the MLP for the tokens routed to a "

@@ -590,7 +590,7 @@ void ModelPanel::refreshVariant(const sim::model_spec& m) {
   m_experts->setEnabled(m.moe.has_value());
   m_topK->setEnabled(m.moe.has_value());
   m_capacityFactor->setEnabled(m.moe.has_value());
-  const bool integrated = m.moe && m.moe->variant == sim::mode_variant::integrated;
+  const bool integrated = m.moe && m.moe->variant == sim::moe_variant::integrated;
   m_noop->setEnabled(integrated);
   QString note;
   if (integrated)
@@ -601,7 +601,7 @@ void ModelPanel::refreshVariant(const sim::model_spec& m) {
                .arg(spec.experts)
                .arg(spec.experts + spec.noop_experts)
                .arg(double(spec.experts) / double(spec.experts + spec.noop_experts), 0, 'g', 3);
-  else if (m.moe && m.moe->variant == sim::mode_variant::moe && m.routing)
+  else if (m.moe && m.moe->variant == sim::moe_variant::moe && m.routing)
     note = tr("MoE only: the schedule and capacity are not used (no MoD routing).");
   setNote(m_variantNote, note);
 }

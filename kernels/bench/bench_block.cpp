@@ -268,7 +268,7 @@ int main(int argc, char** argv) {
   }
   try {
     auto be = modsim::kernels::make_cpu_backend(opt.threads);
-    std::printf("modsim-bench-kernels: backend %s, device %s\n", std::string(be->name()).c_str(), be->device().c_str());
+    std::printf("modsim-bench-kernels: backend %s, device %s\n", to_string(be->kind()), be->device().c_str());
     std::vector<block_shape> shapes;
     if (opt.quick) {
       shapes = {make_shape(1, 1024, 1024, 16, 4096)};

@@ -69,7 +69,7 @@ struct layer_case {
   std::string name;
   bool routed;
   double capacity;
-  modsim::kernels::mode_variant variant;
+  modsim::kernels::moe_variant variant;
 };
 
 // What to run for one shape: the layers, the recomputation modes, and how to print.
@@ -121,14 +121,14 @@ void bench_shape(const block_shape& base, const plan& pl) {
   modsim::kernels::fill_normal_parallel(x, 1, 1, 0.0, 1.0);
   modsim::kernels::fill_normal_parallel(g, 1, 2, 0.0, 1.0);
 
-  using modsim::kernels::mode_variant;
+  using modsim::kernels::moe_variant;
   for (const layer_case& lc : pl.layers) {
     block_shape s = base;
     s.capacity = lc.capacity;
     s.variant = lc.variant;
-    if (lc.variant != mode_variant::none) {  // 4 experts (integrated: and one no-op), factor 1.25
+    if (lc.variant != moe_variant::none) {  // 4 experts (integrated: and one no-op), factor 1.25
       s.experts = 4;
-      s.noop_experts = lc.variant == mode_variant::integrated ? 1 : 0;
+      s.noop_experts = lc.variant == moe_variant::integrated ? 1 : 0;
       s.capacity_factor = 1.25;
     }
     auto params = modsim::kernels::train::random_params(s, lc.routed, 3);
@@ -229,7 +229,7 @@ double parse_capacity(const char* value) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  using modsim::kernels::mode_variant;
+  using modsim::kernels::moe_variant;
   bool quick = false, one_shape = false;
   plan pl;
   pl.threads = 0;
@@ -305,16 +305,16 @@ int main(int argc, char** argv) {
   pl.blas_core = core != nullptr ? core : "unknown";
   if (pl.modes.empty()) pl.modes = {recompute::none, recompute::selective, recompute::full};
   if (capacities.empty()) {
-    pl.layers = {{"dense", false, 1.0, mode_variant::none},
-                 {"mod c=1/8", true, 0.125, mode_variant::none},
-                 {"mod c=1/2", true, 0.5, mode_variant::none},
-                 {"staged c=1/2", true, 0.5, mode_variant::staged},
-                 {"integrated", false, 1.0, mode_variant::integrated}};
+    pl.layers = {{"dense", false, 1.0, moe_variant::none},
+                 {"mod c=1/8", true, 0.125, moe_variant::none},
+                 {"mod c=1/2", true, 0.5, moe_variant::none},
+                 {"staged c=1/2", true, 0.5, moe_variant::staged},
+                 {"integrated", false, 1.0, moe_variant::integrated}};
   } else {
     for (const double c : capacities)
       pl.layers.push_back(
-          c >= 1.0 ? layer_case{"dense", false, 1.0, mode_variant::none}
-                   : layer_case{pl.csv ? "mod" : "mod c=" + format_capacity(c), true, c, mode_variant::none});
+          c >= 1.0 ? layer_case{"dense", false, 1.0, moe_variant::none}
+                   : layer_case{pl.csv ? "mod" : "mod c=" + format_capacity(c), true, c, moe_variant::none});
   }
   try {
     if (pl.threads == 0) pl.threads = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));

@@ -90,7 +90,7 @@ block_io dense_io(context& c) { return {c.ws.data(tensor::x), c.shape().seq_len}
 block_io routed_io(context& c) { return {c.ws.data(tensor::routed_x), c.shape().routed_tokens()}; }
 
 // The token set single block ops work on: all tokens for integrated, the routed ones else.
-block_io single_op_io(context& c) { return c.shape().variant == mode_variant::integrated ? dense_io(c) : routed_io(c); }
+block_io single_op_io(context& c) { return c.shape().variant == moe_variant::integrated ? dense_io(c) : routed_io(c); }
 
 void routed_layer(context& c, mlp_path path, boundary_clock* clock) {
   router(c);
@@ -182,9 +182,9 @@ void execute(op o, context& c, boundary_clock* clock = nullptr, train::cpu_train
       routed_layer(c, mlp_path::dense, clock);
       return;
     case op::layer_mode:
-      if (s.variant == mode_variant::none)
+      if (s.variant == moe_variant::none)
         throw input_error("", "op", "layer_mode needs a mode variant (staged or integrated)");
-      if (s.variant == mode_variant::integrated)
+      if (s.variant == moe_variant::integrated)
         run_block(c, dense_io(c), mlp_path::moe, clock);
       else
         routed_layer(c, mlp_path::moe, clock);
@@ -219,7 +219,7 @@ class cpu_backend final : public backend {
  public:
   explicit cpu_backend(int threads) : m_threads(threads), m_pool(threads) { openblas_set_num_threads(threads); }
 
-  std::string_view name() const override { return "cpu"; }
+  backend_kind kind() const override { return backend_kind::cpu; }
 
   std::string device() const override {
     return cpu_model_name() + ", " + std::to_string(m_threads) + " threads, " + openblas_get_config();
@@ -238,7 +238,7 @@ class cpu_backend final : public backend {
     auto ws = std::make_unique<cpu_workspace>(shape, options, m_pool);
     // One pass of the whole layer, so every intermediate holds real data.
     context c{*ws, m_pool};
-    execute(shape.variant == mode_variant::none ? op::block_mod : op::layer_mode, c);
+    execute(shape.variant == moe_variant::none ? op::block_mod : op::layer_mode, c);
     if (options.training) add_training(*ws, options);
     return ws;
   }
@@ -260,7 +260,7 @@ class cpu_backend final : public backend {
   // and no later run allocates.
   void add_training(cpu_workspace& ws, const workspace_options& options) {
     const block_shape& s = ws.shape();
-    if (s.variant != mode_variant::none)
+    if (s.variant != moe_variant::none)
       throw input_error("", "variant",
                         "training runs dense and MoD layers (block_dense_train, block_mod_train), not MoDE variants");
     if (!m_trainer) m_trainer = std::make_unique<train::cpu_trainer>(m_threads);

@@ -27,7 +27,7 @@ cpu_workspace::cpu_workspace(const block_shape& s, const workspace_options& opti
     throw input_error("", "workspace.input_copies", "must be at least 1, got " + std::to_string(options.input_copies));
   const std::int64_t T = s.tokens(), d = s.d_model;
   const std::int64_t B = s.batch, k = s.routed_tokens();
-  const bool moe = s.variant != mode_variant::none;
+  const bool moe = s.variant != moe_variant::none;
   const std::int64_t E = moe ? s.experts : 0;
 
   for (int i = 0; i < tensor_count; ++i) {

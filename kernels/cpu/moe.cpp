@@ -20,7 +20,7 @@ namespace {
 int i32(std::int64_t v) { return static_cast<int>(v); }
 
 void require_moe(const block_shape& s, const char* name) {
-  if (s.variant == mode_variant::none)
+  if (s.variant == moe_variant::none)
     throw input_error("", "op", std::string(name) + " needs a mode variant (staged or integrated)");
 }
 

@@ -43,16 +43,16 @@ using i64 = std::int64_t;
 
 void validate_shape(const block_shape& s, bool routed) {
   s.validate();
-  if (s.variant == mode_variant::staged && !routed)
+  if (s.variant == moe_variant::staged && !routed)
     throw input_error("", "layer_params.routed", "a staged MoDE layer is routed");
-  if (s.variant == mode_variant::integrated && routed)
+  if (s.variant == moe_variant::integrated && routed)
     throw input_error("", "layer_params.routed", "an integrated MoDE layer is not routed (its no-op experts route)");
 }
 
 // Elements of each parameter tensor, in layer_params::tensors() order.
 std::vector<i64> tensor_sizes(const block_shape& s, bool routed) {
   const i64 d = s.d_model, f = s.d_ff;
-  const bool moe = s.variant != mode_variant::none, swiglu = s.mlp == mlp_kind::swiglu;
+  const bool moe = s.variant != moe_variant::none, swiglu = s.mlp == mlp_kind::swiglu;
   const i64 dense = moe ? 0 : 1, E = moe ? s.experts : 0;
   return {routed ? d : 0,
           d,
@@ -299,7 +299,7 @@ struct cpu_trainer::impl {
     gemm(false, false, m, d, dq, 1.0f, s.attn_out.data(), dq, p.w_o.data(), d, 1.0f, s.h.data(), d);
     rms_norm(s.h.data(), p.mlp_norm_g.data(), s.mlp_in.data(), m, d);
     copy(s.h.data(), y, m * d);
-    if (sh.variant == mode_variant::none) {
+    if (sh.variant == moe_variant::none) {
       s.expert_probs.clear();
       s.expert_index.clear();
       s.expert_out.clear();
@@ -618,7 +618,7 @@ struct cpu_trainer::impl {
     fit(da, m * d);
 
     // MLP: y = h + MLP(u).
-    if (sh.variant == mode_variant::none)
+    if (sh.variant == moe_variant::none)
       mlp_backward(s.mlp_in.data(), m, p.w_up.data(), p.w_gate.data(), p.w_down.data(), s.up.data(), s.gate.data(),
                    s.act.data(), dy, du.data(), g.w_up.data(), g.w_gate.data(), g.w_down.data(), swiglu, d, f);
     else

@@ -162,9 +162,9 @@ class executor {
         routed_layer(mlp_path::dense);
         return;
       case op::layer_mode:
-        if (m_s.variant == mode_variant::none)
+        if (m_s.variant == moe_variant::none)
           throw input_error("", "op", "layer_mode needs a mode variant (staged or integrated)");
-        if (m_s.variant == mode_variant::integrated)
+        if (m_s.variant == moe_variant::integrated)
           run_block(dense_io(), mlp_path::moe);
         else
           routed_layer(mlp_path::moe);
@@ -187,7 +187,7 @@ class executor {
  private:
   block_io dense_io() const { return {m_ws.ptr(tensor::x), m_s.seq_len}; }
   block_io routed_io() const { return {m_ws.ptr(tensor::routed_x), m_s.routed_tokens()}; }
-  block_io single_op_io() const { return m_s.variant == mode_variant::integrated ? dense_io() : routed_io(); }
+  block_io single_op_io() const { return m_s.variant == moe_variant::integrated ? dense_io() : routed_io(); }
 
   // One layer's forward + backward (kernels/cuda_train.hpp) on the workspace's training state,
   // on the workspace's stream. Attention is the unfused path whatever fused_attention says.
@@ -362,7 +362,7 @@ class executor {
   }
 
   void require_moe(const char* name) const {
-    if (m_s.variant == mode_variant::none)
+    if (m_s.variant == moe_variant::none)
       throw input_error("", "op", std::string(name) + " needs a mode variant (staged or integrated)");
   }
 
@@ -431,7 +431,7 @@ class cuda_backend final : public backend {
   cuda_backend(const cuda_backend&) = delete;
   cuda_backend& operator=(const cuda_backend&) = delete;
 
-  std::string_view name() const override { return "cuda"; }
+  backend_kind kind() const override { return backend_kind::cuda; }
 
   std::string device() const override { return m_ctx->description(); }
 
@@ -440,16 +440,16 @@ class cuda_backend final : public backend {
     shape.validate();
     if (type != dtype::fp32 && type != dtype::bf16)
       throw input_error("", "dtype", "the cuda backend supports fp32 and bf16, got " + std::string(to_string(type)));
-    if (shape.variant != mode_variant::none && shape.experts > max_experts)
+    if (shape.variant != moe_variant::none && shape.experts > max_experts)
       throw input_error("", "block_shape.experts",
                         "the cuda backend supports at most " + std::to_string(max_experts) + " experts, got " +
                             std::to_string(shape.experts));
-    if (options.training && shape.variant != mode_variant::none)
+    if (options.training && shape.variant != moe_variant::none)
       throw input_error("", "variant",
                         "training runs dense and MoD layers (block_dense_train, block_mod_train), not MoDE variants");
     auto ws = std::make_unique<cuda_workspace>(m_ctx, shape, type, options);
     // One pass of the whole layer, so every intermediate holds real data.
-    executor(*ws).execute(shape.variant == mode_variant::none ? op::block_mod : op::layer_mode);
+    executor(*ws).execute(shape.variant == moe_variant::none ? op::block_mod : op::layer_mode);
     if (options.training) add_training(*ws, options);
     m_ctx->synchronize();
     return ws;

@@ -104,7 +104,7 @@ struct cuda_trainer::impl {
   static void validate(const layer_params& params, dtype type) {
     if (type != dtype::fp32 && type != dtype::bf16)
       throw input_error("", "dtype", "CUDA training runs fp32 and bf16, got " + std::string(to_string(type)));
-    if (params.shape.variant != mode_variant::none && params.shape.experts > cuda::max_experts)
+    if (params.shape.variant != moe_variant::none && params.shape.experts > cuda::max_experts)
       throw input_error("", "block_shape.experts",
                         "CUDA training takes at most " + std::to_string(cuda::max_experts) + " experts, got " +
                             std::to_string(params.shape.experts));
@@ -148,7 +148,7 @@ struct cuda_trainer::impl {
     dh = sh.d_head;
     group = H / KV;
     swiglu = sh.mlp == mlp_kind::swiglu;
-    moe = sh.variant != mode_variant::none;
+    moe = sh.variant != moe_variant::none;
     if (moe) {
       E = sh.experts;
       Et = sh.router_experts();

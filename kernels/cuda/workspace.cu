@@ -46,7 +46,7 @@ cuda_workspace::cuda_workspace(std::shared_ptr<device_context> ctx, const block_
   const std::int64_t T = s.tokens(), d = s.d_model, dq = s.d_q(), dkv = s.d_kv(), dff = s.d_ff;
   const std::int64_t B = s.batch, S = s.seq_len, k = s.routed_tokens();
   const bool swiglu = s.mlp == mlp_kind::swiglu;
-  const bool moe = s.variant != mode_variant::none;
+  const bool moe = s.variant != moe_variant::none;
   const std::int64_t E = moe ? s.experts : 0, Et = moe ? s.router_experts() : 0;
 
   for (int i = 0; i < tensor_count; ++i) set_size(static_cast<tensor>(i), tensor_elements(static_cast<tensor>(i), s));

@@ -47,16 +47,16 @@ std::vector<std::string> model_tokens(std::string_view device) {
 void check_one_device(const hardware_spec& hw, const std::vector<measured_sample>& samples) {
   const std::string hw_file = hw.source_file.empty() ? hw.name : hw.source_file;
   const measured_sample& first = samples.front();
-  const std::string expected_backend = backend_of(hw.kind);
+  const backend_kind expected_backend = backend_of(hw.kind);
   for (const auto& s : samples) {
     if (!same_device_model(s.device, first.device))
       throw input_error(s.where, "device",
                         "measurements from two devices ('" + first.device + "' at " + first.where + " and '" +
                             s.device + "'); calibrate on one device at a time");
-    if (!s.backend.empty() && s.backend != expected_backend)
+    if (s.backend && s.backend != expected_backend)
       throw input_error(s.where, "backend",
-                        "rows from backend '" + s.backend + "' cannot calibrate " + to_string(hw.kind) + " hardware '" +
-                            hw.name + "' (" + hw_file + ")");
+                        "rows from backend '" + std::string(to_string(s.backend)) + "' cannot calibrate " +
+                            to_string(hw.kind) + " hardware '" + hw.name + "' (" + hw_file + ")");
   }
 
   // A GPU hardware file names its model (h100-sxm, h200): rows from another GPU model

@@ -514,7 +514,8 @@ calibration parse_calibration(std::string_view json_text, const std::string& fil
   c.format = r.get_int("format", 1, 2);
   c.date = r.get_string("date");
   c.device = r.get_string("device");
-  c.backend = r.get_string("backend");
+  if (const std::string b = r.get_string("backend"); !b.empty())
+    c.backend = parse_backend(b, file, r.key_path("backend"));
   r.find("model");  // a description in words; not read back
   const json::array& sources = r.get_array("measurements");
   for (std::size_t i = 0; i < sources.size(); ++i) {
@@ -636,7 +637,7 @@ std::string calibration_to_json(const calibration& c) {
             "per kernel (sim/cost/cost.hpp)";
   o["date"] = c.date;
   o["device"] = c.device;
-  o["backend"] = c.backend;
+  o["backend"] = to_string(c.backend);
   json::array sources;
   for (const auto& s : c.sources) {
     json::object so;

@@ -201,10 +201,10 @@ inline constexpr double k_slow_limit = 1.35;
 
 // The `calibration` block of a hardware file.
 struct calibration {
-  int format = 1;       // 1: per-op curves (CPU); 2: adds the GPU kernel-sequence model
-  std::string date;     // ISO 8601, UTC
-  std::string device;   // the device column of the rows
-  std::string backend;  // cpu | cuda
+  int format = 1;                       // 1: per-op curves (CPU); 2: adds the GPU kernel-sequence model
+  std::string date;                     // ISO 8601, UTC
+  std::string device;                   // the device column of the rows
+  std::optional<backend_kind> backend;  // the rows' backend; empty: they named none
   std::vector<calibration_source> sources;
   std::vector<efficiency_curve> curves;
   double launch_s = 0;  // per-kernel launch overhead

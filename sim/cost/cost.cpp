@@ -18,6 +18,10 @@ namespace modsim::sim {
 
 namespace json = boost::json;
 
+std::string_view curve_name(const std::optional<modsim::op>& calibrated_as) {
+  return calibrated_as ? to_string(*calibrated_as) : std::string_view{};
+}
+
 std::optional<modsim::op> stand_in_of(modsim::op op) { return info(op).stand_in; }
 
 int kernels_of(modsim::op op, const hardware_spec& hw) {
@@ -213,7 +217,7 @@ op_time cost_model::time_impl(const op_cost& original, const Shape& s, dtype t) 
     r.isolated_s = p.event_s + sim::sequence_s(cold, p);
     r.kernels = static_cast<int>(ks.size());
     r.calibrated = true;
-    r.calibrated_as = to_string(c.op);
+    r.calibrated_as = c.op;
     r.calibrated_dtype = used;
     r.from_other_dtype = used != t;
     return r;
@@ -223,7 +227,7 @@ op_time cost_model::time_impl(const op_cost& original, const Shape& s, dtype t) 
     r.isolated_s = curve->time_s(r.roofline_s, quantised, static_cast<double>(s.batch) * static_cast<double>(s.tokens));
     r.time_s = r.isolated_s + double(c.bytes) * m_cal->in_layer_s_per_byte;
     r.calibrated = true;
-    r.calibrated_as = to_string(curve->op);
+    r.calibrated_as = curve->op;
     r.calibrated_dtype = used;
     r.from_other_dtype = used != t;
   }

@@ -72,6 +72,9 @@ struct stand_in_use {
   double share = 0;
 };
 
+// The name of the curve an op was timed by (op_time::calibrated_as): the op's name, "" for none.
+std::string_view curve_name(const std::optional<modsim::op>& calibrated_as);
+
 // The op whose curve stands in for `op` when `op` itself was not measured (mlp_norm →
 // attn_norm, mlp_gate → mlp_up, predictor/expert_router → router, experts/lm_head → mlp_up);
 // empty when there is none.
@@ -102,9 +105,11 @@ struct op_time {
   std::int64_t matmul_flops = 0;
   std::int64_t other_flops = 0;
   std::int64_t bytes = 0;
-  int kernels = 1;            // kernel launches the op takes (0: inside the fused attention kernel)
-  bool calibrated = false;    // a learnt curve was used
-  std::string calibrated_as;  // the curve's op (== op, or its stand-in); empty when not
+  int kernels = 1;          // kernel launches the op takes (0: inside the fused attention kernel)
+  bool calibrated = false;  // a learnt curve was used
+  // The op whose curve timed it (op, or its stand-in); empty when not calibrated, and when the
+  // decode fit (sim/cost/decode_fit.hpp) timed it: one fit for every op of a step, no op's curve.
+  std::optional<modsim::op> calibrated_as;
   // The dtype whose calibration timed the op: the op's own, or bf16 for fp16 on hardware whose
   // tensor cores run both at one rate; empty when not calibrated.
   dtype calibrated_dtype = dtype::fp32;

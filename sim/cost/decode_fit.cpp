@@ -150,8 +150,7 @@ des::device_model decode_device_model(const cost_model& model, dtype t, bool who
                   d.s_per_other_flop * static_cast<double>(c.other_flops);
     r.time_s = std::max(r.time_s, 0.0);  // a negative whole-model term never makes a kernel free
     r.kernels = 1;                       // one launch per op, as the fit counted them
-    r.calibrated = true;
-    r.calibrated_as = "decode";
+    r.calibrated = true;                 // by the decode fit, no op's curve: calibrated_as stays empty
     r.calibrated_dtype = d.type;
     return r;
   };

@@ -41,14 +41,13 @@ std::string shape_key(const measured_sample& p) {
     << p.n_heads << '|' << (p.n_kv_heads > 0 ? p.n_kv_heads : p.n_heads) << '|' << p.d_ff << '|'
     << key_number(p.capacity) << '|' << to_string(p.mlp);
   if (modsim::is_decode(p.op)) {
-    k << '|' << (p.decode_routing.empty() ? "sync" : p.decode_routing) << '|' << key_number(p.pad_capacity) << '|'
-      << p.predictor_hidden;
+    k << '|' << to_string(p.decode_routing) << '|' << key_number(p.pad_capacity) << '|' << p.predictor_hidden;
     if (p.op == modsim::op::decode_step) k << '|' << p.model_name;
     return k.str();
   }
   if (p.op == modsim::op::layer_mode || p.op == modsim::op::expert_router || p.op == modsim::op::experts) {
-    const std::optional<mode_variant> v = find_mode_variant(p.variant);
-    const mode_variant keyed = v == mode_variant::staged || v == mode_variant::integrated ? *v : mode_variant::none;
+    const std::optional<moe_variant> v = find_moe_variant(p.variant);
+    const moe_variant keyed = v == moe_variant::staged || v == moe_variant::integrated ? *v : moe_variant::none;
     k << '|' << static_cast<int>(keyed) << '|' << p.experts << '|' << p.noop_experts << '|'
       << key_number(p.capacity_factor);
   }

@@ -42,7 +42,7 @@ struct measured_sample {
   // The machine's speed while the row was measured (the measurements' anchor_s column: the
   // seconds of a fixed small block timed around the row's point); 0: not measured.
   double anchor_s = 0;
-  std::string backend;  // cpu | cuda
+  std::optional<backend_kind> backend;  // empty: the row names none
   std::string device;
   std::string key;    // a stable identity of the shape: shape_key(*this), set by the reader
   std::string where;  // "FILE:LINE" for messages
@@ -54,7 +54,7 @@ struct measured_sample {
   attention_impl attention = attention_impl::unfused;
   // Decode rows (decode_dense, decode_mod, decode_step; seq_len = the cached context), which
   // sim::des::decode_case_of turns into the step the simulator times.
-  std::string decode_routing;  // sync | pad | graph
+  decode_run decode_routing = decode_run::sync;
   double pad_capacity = 0;
   int predictor_hidden = 0;
   std::string model_name;                   // decode_step: as the row names it
@@ -63,9 +63,9 @@ struct measured_sample {
   modsim::recompute recompute = modsim::recompute::none;
 
   // Filled in by with_costs (what the calibration and the validation read).
-  op_shape shape;                                     // tokens = the block's tokens per sequence (k at a routed op)
-  mode_variant layer_variant = mode_variant::staged;  // layer_mode only: `variant` as a block_costs variant
-  op_cost cost;                                       // the op's cost; for a block, the sum of its ops
+  op_shape shape;                                   // tokens = the block's tokens per sequence (k at a routed op)
+  moe_variant layer_variant = moe_variant::staged;  // layer_mode only: `variant` as a block_costs variant
+  op_cost cost;                                     // the op's cost; for a block, the sum of its ops
 
   bool is_block() const { return modsim::is_block(op); }
   bool is_decode() const { return modsim::is_decode(op); }
@@ -77,7 +77,7 @@ struct measured_sample {
 // the block rows a calibration records): op|dtype|batch|seq_len|d_model|n_heads|n_kv_heads|
 // d_ff|capacity|mlp, then for decode rows |routing|pad_capacity|predictor_hidden (and |model
 // for decode_step); for MoE ops (layer_mode, expert_router, experts) |variant|experts|
-// noop_experts|capacity_factor, the variant as mode_variant's value (none for a name other
+// noop_experts|capacity_factor, the variant as moe_variant's value (none for a name other
 // than staged or integrated); |fused for fused attention; |selective or |full for a training
 // row's recompute other than none (so the keys of rows without the column stay). An in_block row's key is its
 // block's (isolated, unfused) plus "|in_block", "|" and the op for an op row, and "|fused".

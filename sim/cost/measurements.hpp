@@ -18,7 +18,7 @@ namespace modsim::sim {
 
 struct measurement_row {
   // Contract columns, in order.
-  std::string backend;
+  std::optional<backend_kind> backend;  // empty: the cell is empty
   std::string device;
   modsim::op op = modsim::op::router;  // parse_row refuses a name the op table does not have
   std::string dtype;
@@ -52,8 +52,8 @@ struct measurement_row {
   std::optional<modsim::op> block;
   // Decode rows (decode_dense, decode_mod, decode_step); "" / 0 for the others. A file
   // without these columns reads as "".
-  std::string decode_routing;  // sync | pad | graph
-  double pad_capacity = 0;     // pad, graph: the padded block's capacity
+  std::optional<decode_run> decode_routing;  // sync | pad | graph; empty: the cell is empty
+  double pad_capacity = 0;                   // pad, graph: the padded block's capacity
   std::int64_t predictor_hidden = 0;
   std::string model;  // decode_step: the model (a name under configs/models/, or a path)
   // The machine's speed while the row was measured: the median seconds of the anchor

@@ -102,7 +102,7 @@ struct field {
 void store(const field& f, measurement_row& r, std::string& block_name) {
   switch (f.c) {
     case 0:
-      r.backend = f.v;
+      if (!f.v.empty()) r.backend = parse_backend(f.v, f.where, k_columns[f.c]);
       break;
     case 1:
       r.device = f.v;
@@ -186,7 +186,7 @@ void store(const field& f, measurement_row& r, std::string& block_name) {
       block_name = f.v;
       break;
     case 27:
-      if (!f.v.empty()) r.decode_routing = f.one_of({"sync", "pad", "graph"});
+      if (!f.v.empty()) r.decode_routing = find_decode_run(f.one_of({"sync", "pad", "graph"}));
       break;
     case 28:
       r.pad_capacity = f.real();
@@ -221,7 +221,7 @@ measurement_row parse_row(const std::string& line, const std::string& file, int 
   std::string block_name;  // the block column as written, converted after the loop
   for (std::size_t i = 0; i < f.size(); ++i) store(field{f[i], layout.columns[i], where}, r, block_name);
   if (modsim::is_decode(r.op)) {
-    if (r.decode_routing.empty()) r.decode_routing = "sync";
+    if (!r.decode_routing) r.decode_routing = decode_run::sync;
     if (r.op == modsim::op::decode_step && r.model.empty())
       throw input_error(where, "model", "a decode_step row names its model");
   }

@@ -38,7 +38,7 @@ measured_sample sample_of(const measurement_row& r, const std::string& where) {
     p.block = *r.block;
   }
   if (modsim::is_decode(r.op)) {
-    p.decode_routing = r.decode_routing.empty() ? "sync" : r.decode_routing;
+    p.decode_routing = r.decode_routing.value_or(decode_run::sync);
     p.pad_capacity = r.pad_capacity;
     p.predictor_hidden = static_cast<int>(r.predictor_hidden);
     p.model_name = r.model;

@@ -49,7 +49,7 @@ namespace {
 std::string field(const measurement_row& r, std::size_t c) {
   switch (c) {
     case 0:
-      return sim::csv_field(r.backend);
+      return sim::csv_field(to_string(r.backend));
     case 1:
       return sim::csv_field(r.device);
     case 2:
@@ -103,7 +103,7 @@ std::string field(const measurement_row& r, std::size_t c) {
     case 26:
       return r.block ? std::string(modsim::to_string(*r.block)) : std::string();
     case 27:
-      return r.decode_routing;
+      return r.decode_routing ? std::string(modsim::to_string(*r.decode_routing)) : std::string();
     case 28:
       return num(r.pad_capacity);
     case 29:

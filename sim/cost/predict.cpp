@@ -374,8 +374,8 @@ prediction predict_from_times(const model_spec& model, const workload& w, const 
       if (attention_roofline && o.op_class == "attn_core") return;  // said below
       if (!o.calibrated)
         roofline_ops.insert(std::string(to_string(o.op)));
-      else if (o.calibrated_as != to_string(o.op))
-        stand_ins.insert(std::string(to_string(o.op)) + " (as " + o.calibrated_as + ")");
+      else if (o.calibrated_as != o.op)
+        stand_ins.insert(std::string(to_string(o.op)) + " (as " + std::string(curve_name(o.calibrated_as)) + ")");
     };
     for (const auto* mt : {&p.model, &p.dense}) {
       for (const auto& l : mt->layers)
@@ -435,8 +435,8 @@ prediction predict_from_times(const model_spec& model, const workload& w, const 
       // The model's ops timed with a stand-in's curve, with their shares of its time.
       std::map<std::pair<modsim::op, modsim::op>, double> stand_in_s;
       auto add = [&](const op_prediction& o) {
-        if (!o.calibrated || o.calibrated_as == to_string(o.op)) return;
-        if (const std::optional<modsim::op> as = find_op(o.calibrated_as)) stand_in_s[{o.op, *as}] += o.time_s;
+        if (!o.calibrated || !o.calibrated_as || *o.calibrated_as == o.op) return;
+        stand_in_s[{o.op, *o.calibrated_as}] += o.time_s;
       };
       for (const auto& l : p.model.layers)
         for (const auto& o : l.ops) add(o);

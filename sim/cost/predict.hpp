@@ -75,7 +75,7 @@ struct op_prediction {
   int kernels = 0;
   bool memory_bound = false;
   bool calibrated = false;
-  std::string calibrated_as;  // the curve used ("" = datasheet roofline)
+  std::optional<modsim::op> calibrated_as;  // the curve used (op_time::calibrated_as; empty = none)
   // Of time_s, a training step's parts (forward_s = time_s outside train): the forward, the
   // backward (cost_model::backward_time_of) and what recomputation runs again.
   double forward_s = 0;

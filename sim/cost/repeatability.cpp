@@ -10,7 +10,7 @@
 namespace modsim::sim {
 
 std::optional<repeatability> repeatability_of(const std::vector<measured_sample>& samples) {
-  std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> times;
+  std::map<std::tuple<std::string, std::optional<backend_kind>, std::string>, std::vector<double>> times;
   for (const measured_sample& s : samples)
     if (s.is_whole() && s.median_s > 0) times[{s.key, s.backend, s.device}].push_back(s.median_s);
   repeatability r;

@@ -25,11 +25,11 @@ measured_sample with_costs(measured_sample s) {
   if (!(p.capacity > 0 && p.capacity <= 1)) throw bad("capacity", "must be in (0, 1]");
   if (!(p.median_s > 0) || !std::isfinite(p.median_s)) throw bad("median_s", "must be > 0");
   if (p.variant == "integrated")
-    s.layer_variant = mode_variant::integrated;
+    s.layer_variant = moe_variant::integrated;
   else if (p.variant == "staged")
-    s.layer_variant = mode_variant::staged;
+    s.layer_variant = moe_variant::staged;
   else if (p.variant == "none" || p.variant.empty())
-    s.layer_variant = mode_variant::staged;
+    s.layer_variant = moe_variant::staged;
   else
     throw bad("variant", "unknown variant '" + p.variant + "' (expected none, staged or integrated)");
   op_shape& x = s.shape;
@@ -124,8 +124,8 @@ block_prediction predict_sample(const measured_sample& s, const cost_model& mode
     const op_time t = model.time_of(c, s.shape, s.type);
     b.ops_s += t.time_s;
     b.kernels += t.kernels;
-    if (t.calibrated && t.calibrated_as != to_string(c.op))
-      if (const std::optional<modsim::op> as = find_op(t.calibrated_as)) b.stand_ins.push_back({c.op, *as, t.time_s});
+    if (t.calibrated && t.calibrated_as && *t.calibrated_as != c.op)
+      b.stand_ins.push_back({c.op, *t.calibrated_as, t.time_s});
   }
   b.overhead_s = b.kernels * model.launch_s();
   b.total_s = b.ops_s + b.overhead_s;

@@ -63,12 +63,12 @@ int noop_experts_for(int experts, double capacity) {
 sweep_variant variant_of(const model_spec& model) {
   if (!model.moe) return model.routing ? sweep_variant::mod : sweep_variant::dense;
   switch (model.moe->variant) {
-    case mode_variant::staged:
+    case moe_variant::staged:
       return sweep_variant::mode_staged;
-    case mode_variant::integrated:
+    case moe_variant::integrated:
       return sweep_variant::mode_integrated;
-    case mode_variant::moe:
-    case mode_variant::none:
+    case moe_variant::moe:
+    case moe_variant::none:
       break;
   }
   return sweep_variant::moe;
@@ -157,7 +157,7 @@ moe_spec moe_settings(const model_spec& base) {
     mo.capacity_factor = 0.0;
   }
   mo.noop_experts = 0;
-  mo.variant = mode_variant::moe;
+  mo.variant = moe_variant::moe;
   return mo;
 }
 
@@ -208,12 +208,12 @@ std::vector<sweep_point> enumerate_space(const model_spec& base, const sweep_spa
             break;
           case sweep_variant::mode_staged:
             p.model.moe = moe_settings(base);
-            p.model.moe->variant = mode_variant::staged;
+            p.model.moe->variant = moe_variant::staged;
             p.description = fmt::format("MoDE staged c={} {}", capacity_text(c), p.schedule);
             break;
           case sweep_variant::mode_integrated: {
             p.model.moe = moe_settings(base);
-            p.model.moe->variant = mode_variant::integrated;
+            p.model.moe->variant = moe_variant::integrated;
             p.noop_experts = noop_experts_for(p.model.moe->experts, c);
             p.model.moe->noop_experts = p.noop_experts;
             p.description = fmt::format("MoDE integrated c={} {} ({}+{} no-op)", capacity_text(c), p.schedule,

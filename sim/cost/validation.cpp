@@ -479,7 +479,7 @@ std::optional<error_band> band_for(const calibration& c, const axis_values& valu
   // On a GPU, the shape axes (width, FFN size, heads): a value at none of the measured ones is
   // a new tile/wave shape. Each axis's leave-one-value-out p90 (inner values held out, else
   // the ends; 0: none measured), and the widest of them, for an axis without its own.
-  const bool gpu = c.backend == "cuda";
+  const bool gpu = c.backend == backend_kind::cuda;
   const auto is_shape = [](cv_axis x) { return x == cv_axis::d_model || x == cv_axis::d_ff || x == cv_axis::n_heads; };
   const auto lovo_of = [](const axis_coverage& a) {
     return a.inner_blocks > 0 ? a.inner_p90_abs_pct_error : a.blocks > 0 ? a.p90_abs_pct_error : 0.0;

@@ -77,9 +77,8 @@ decode_case decode_case_of(const measured_sample& p) {
   }
   c.batch = p.batch;
   c.context = p.seq_len;
-  const std::string routing = p.decode_routing.empty() ? "sync" : p.decode_routing;
-  c.routing = routing == "sync" ? decode_routing::sync : decode_routing::pad;
-  c.cuda_graph = routing == "graph";
+  c.routing = routing_of(p.decode_routing);
+  c.cuda_graph = in_cuda_graph(p.decode_routing);
   c.pad_capacity = p.pad_capacity > 0 ? p.pad_capacity : 1.0;
   const double m = std::round(p.capacity * static_cast<double>(p.batch));
   c.routed = std::clamp<std::int64_t>(static_cast<std::int64_t>(m), 0, p.batch);

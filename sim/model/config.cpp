@@ -29,9 +29,9 @@ mlp_kind parse_mlp(const std::string& s, const std::string& file, const std::str
   throw input_error(file, key, "unknown mlp '" + s + "' (expected gelu or swiglu)");
 }
 
-mode_variant parse_variant(const std::string& s, const std::string& file, const std::string& key) {
-  const auto v = modsim::find_mode_variant(s);
-  if (v && *v != mode_variant::none) return *v;
+moe_variant parse_variant(const std::string& s, const std::string& file, const std::string& key) {
+  const auto v = modsim::find_moe_variant(s);
+  if (v && *v != moe_variant::none) return *v;
   throw input_error(file, key, "unknown variant '" + s + "' (expected moe, staged or integrated)");
 }
 
@@ -107,7 +107,7 @@ routing_spec parse_routing(object_reader& r, int n_layers) {
   return out;
 }
 
-moe_spec parse_mode(object_reader& r) {
+moe_spec parse_moe(object_reader& r) {
   moe_spec out;
   out.variant = parse_variant(r.get_string("variant"), r.file(), r.key_path("variant"));
   out.experts = r.get_int("experts", 1, 1 << 16);
@@ -145,7 +145,7 @@ model_spec parse_modsim_model(object_reader& r) {
   }
   if (const json::value* mv = r.find("mode")) {
     object_reader mr(*mv, r.file(), "mode");
-    m.moe = parse_mode(mr);
+    m.moe = parse_moe(mr);
   }
   r.finish();
   return m;
@@ -225,11 +225,11 @@ model_spec parse_hf_model(object_reader& r) {
   m.sliding_window = hf_sliding_window(r, m.n_layers);
   const json::value* experts = r.find("num_local_experts");
   if (experts && !experts->is_null()) {
-    moe_spec mode;
-    mode.variant = mode_variant::moe;
-    mode.experts = static_cast<int>(r.integer(*experts, "num_local_experts", 1, 1 << 16));
-    mode.top_k = r.opt_int("num_experts_per_tok", 1, mode.experts).value_or(1);
-    m.moe = mode;
+    moe_spec moe;
+    moe.variant = moe_variant::moe;
+    moe.experts = static_cast<int>(r.integer(*experts, "num_local_experts", 1, 1 << 16));
+    moe.top_k = r.opt_int("num_experts_per_tok", 1, moe.experts).value_or(1);
+    m.moe = moe;
   }
   return m;
 }
@@ -458,12 +458,12 @@ void validate_model(const model_spec& m, const std::string& file) {
     if (mo.top_k > mo.experts)
       throw input_error(file, "mode.top_k",
                         "top_k " + std::to_string(mo.top_k) + " exceeds experts " + std::to_string(mo.experts));
-    if (mo.variant == mode_variant::integrated && mo.noop_experts < 1)
+    if (mo.variant == moe_variant::integrated && mo.noop_experts < 1)
       throw input_error(file, "mode.noop_experts", "the integrated variant needs at least one no-op expert");
-    if (mo.variant != mode_variant::integrated && mo.noop_experts > 0)
+    if (mo.variant != moe_variant::integrated && mo.noop_experts > 0)
       throw input_error(file, "mode.noop_experts",
                         std::string("no-op experts belong to the integrated variant, not ") + to_string(mo.variant));
-    if (mo.variant == mode_variant::staged && !m.routing)
+    if (mo.variant == moe_variant::staged && !m.routing)
       throw input_error(file, "mode.variant",
                         "the staged variant routes with MoD: it needs a routing block with a schedule");
   }

@@ -266,32 +266,32 @@ std::vector<op_cost> layer_costs(const op_shape& s, layer_kind kind) {
   return out;
 }
 
-op_shape block_op_shape(modsim::op block, const op_shape& s, double capacity, mode_variant variant) {
+op_shape block_op_shape(modsim::op block, const op_shape& s, double capacity, moe_variant variant) {
   op_shape x = s;
   x.context = 0;
   x.tokens = s.seq_len;
   if (block == modsim::op::block_mod) {
     x.tokens = routed_tokens(capacity, s.seq_len);
   } else if (block == modsim::op::layer_mode) {
-    if (variant != mode_variant::integrated) x.noop_experts = 0;
-    if (variant == mode_variant::staged) x.tokens = routed_tokens(capacity, s.seq_len);
+    if (variant != moe_variant::integrated) x.noop_experts = 0;
+    if (variant == moe_variant::staged) x.tokens = routed_tokens(capacity, s.seq_len);
   }
   return x;
 }
 
-std::vector<op_cost> block_costs(modsim::op block, const op_shape& s, double capacity, mode_variant variant) {
+std::vector<op_cost> block_costs(modsim::op block, const op_shape& s, double capacity, moe_variant variant) {
   const op_shape x = block_op_shape(block, s, capacity, variant);
   if (block == modsim::op::block_dense) return layer_costs(x, {false, false});
   if (block == modsim::op::block_mod) return layer_costs(x, {true, false});
   if (block == modsim::op::layer_mode) {
     if (s.experts < 1) throw input_error("", "experts", "layer_mode needs at least one expert");
     switch (variant) {
-      case mode_variant::moe:
-      case mode_variant::integrated:
+      case moe_variant::moe:
+      case moe_variant::integrated:
         return layer_costs(x, {false, true});
-      case mode_variant::staged:
+      case moe_variant::staged:
         return layer_costs(x, {true, true});
-      case mode_variant::none:
+      case moe_variant::none:
         throw input_error("", "variant", "layer_mode needs an MoE variant (moe, staged or integrated)");
     }
   }

@@ -271,7 +271,7 @@ std::vector<op_cost> layer_costs(const op_shape& s, layer_kind kind);
 // The shape every op of `block` runs at (tokens = k at a routed block, no-op experts only in
 // an integrated layer): what block_costs evaluates its ops at.
 op_shape block_op_shape(modsim::op block, const op_shape& s, double capacity = 1.0,
-                        mode_variant variant = mode_variant::staged);
+                        moe_variant variant = moe_variant::staged);
 // The ops of a measured block (the profiler's `op` column) at shape `s` (s.tokens is
 // ignored): block_dense = a dense layer over S tokens; block_mod = a routed layer at
 // `capacity` (k = routed_tokens(capacity, S)); layer_mode = one MoE layer of `variant`
@@ -279,7 +279,7 @@ op_shape block_op_shape(modsim::op block, const op_shape& s, double capacity = 1
 // s.noop_experts no-op experts over all S tokens). Throws modsim::error (bad_input) for
 // another op, or layer_mode without experts.
 std::vector<op_cost> block_costs(modsim::op block, const op_shape& s, double capacity = 1.0,
-                                 mode_variant variant = mode_variant::staged);
+                                 moe_variant variant = moe_variant::staged);
 
 // Sum of a list of ops, as the cost of `as` (the block they make up).
 op_cost sum_costs(const std::vector<op_cost>& ops, modsim::op as);

@@ -42,16 +42,16 @@ std::vector<layer_plan> plan_layers(const model_spec& model) {
 
 std::vector<layer_routing> route_layers(const model_spec& model) {
   const bool has_moe = model.moe.has_value();
-  const mode_variant variant = has_moe ? model.moe->variant : mode_variant::staged;
+  const moe_variant variant = has_moe ? model.moe->variant : moe_variant::staged;
   std::vector<layer_routing> out;
   for (const layer_plan& p : plan_layers(model)) {
     layer_routing r;
     r.index = p.index;
-    r.routed = p.routed && !(has_moe && variant == mode_variant::moe);
-    r.mod_routed = r.routed && !(has_moe && variant == mode_variant::integrated);
+    r.routed = p.routed && !(has_moe && variant == moe_variant::moe);
+    r.mod_routed = r.routed && !(has_moe && variant == moe_variant::integrated);
     r.capacity = r.routed ? p.capacity : 1.0;
     r.moe = has_moe;
-    r.noop_experts = r.routed && has_moe && variant == mode_variant::integrated ? model.moe->noop_experts : 0;
+    r.noop_experts = r.routed && has_moe && variant == moe_variant::integrated ? model.moe->noop_experts : 0;
     out.push_back(r);
   }
   return out;
@@ -62,7 +62,7 @@ model_spec dense_baseline(const model_spec& model) {
   dense.routing.reset();
   if (dense.moe) {
     dense.moe->noop_experts = 0;
-    dense.moe->variant = mode_variant::moe;
+    dense.moe->variant = moe_variant::moe;
   }
   if (!dense.name.empty()) dense.name += " (dense baseline)";
   return dense;
@@ -129,14 +129,6 @@ const char* to_string(hardware_kind k) {
   return "?";
 }
 
-const char* backend_of(hardware_kind k) {
-  switch (k) {
-    case hardware_kind::gpu:
-      return "cuda";
-    case hardware_kind::cpu:
-      return "cpu";
-  }
-  return "?";
-}
+backend_kind backend_of(hardware_kind k) { return k == hardware_kind::gpu ? backend_kind::cuda : backend_kind::cpu; }
 
 }  // namespace modsim::sim

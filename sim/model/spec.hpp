@@ -18,7 +18,7 @@ using modsim::dtype;
 using modsim::dtype_bytes;
 using modsim::find_dtype;
 using modsim::mlp_kind;
-using modsim::mode_variant;
+using modsim::moe_variant;
 using modsim::routed_tokens;
 using modsim::to_string;
 
@@ -50,14 +50,14 @@ struct routing_spec {
 
 // The model file's "mode" object: an MoE MLP at every layer (variant `moe`), optionally
 // combined with MoD as MoDE (paper §5); a model without MoE has no moe_spec
-// (mode_variant::none is the kernels' "no MoE"). Three words for three things: the MoDE
-// variant is `mode_variant`, a step's kind (forward, train, decode) is `run_mode`
-// (workload::run), and this block is `model_spec::moe`.
+// (moe_variant::none is the kernels' "no MoE"). `mode` in code is the run mode only: a step's
+// kind (forward, train, decode) is `run_mode` (workload::run), the MoE / MoDE variant is
+// `moe_variant`, and this block is `model_spec::moe` (its file key "mode" is a contract).
 // `staged` = MoD routing around the block at routed layers, the MLP is an MoE;
 // `integrated` = at routed layers, `noop_experts` no-op experts join the `experts` real ones
 // and a token routed to a no-op expert skips the MLP.
 struct moe_spec {
-  mode_variant variant = mode_variant::moe;
+  moe_variant variant = moe_variant::moe;
   int experts = 8;
   int top_k = 1;
   double capacity_factor = 0.0;  // 0 = dropless (every token-slot computed exactly once)
@@ -189,8 +189,8 @@ struct interconnect_spec {
 // wave quantisation.
 enum class hardware_kind { gpu, cpu };
 const char* to_string(hardware_kind k);
-// The profiler backend that measures this kind of hardware: "cuda" for a GPU, "cpu" for a CPU.
-const char* backend_of(hardware_kind k);
+// The profiler backend that measures this kind of hardware: cuda for a GPU, cpu for a CPU.
+backend_kind backend_of(hardware_kind k);
 
 // How the cost model tiles a GEMM for its wave quantisation (sim/cost/gemm_tiles.hpp): fixed128, one
 // 128×128 tile for every shape; chosen, the tile and split-K a cuBLAS-like heuristic picks.

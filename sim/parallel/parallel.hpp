@@ -65,7 +65,7 @@ struct layer_traffic {
 // The token-slots of `tokens` tokens that reach real experts (and move in an expert-parallel
 // all-to-all): tokens · top_k · E/(E + N) with N no-op experts, or with a capacity factor f the
 // experts' capacity E · ceil(f · tokens · top_k/(E + N)).
-double expert_slots(const moe_spec& mode, double tokens, int noop_experts);
+double expert_slots(const moe_spec& moe, double tokens, int noop_experts);
 
 // Per layer, for the whole batch `w` (divide by dp for one replica's share).
 std::vector<layer_traffic> layer_traffic_of(const model_spec& model, const workload& w);

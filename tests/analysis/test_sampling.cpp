@@ -285,8 +285,8 @@ TEST(OneDecodePath, BandAndStandInSharesComeFromThePrintedTimes) {
   const sim::prediction& p = *a.prediction;
   std::map<std::pair<std::string, std::string>, double> stand_in_s;
   auto add = [&](const sim::op_prediction& o) {
-    if (o.calibrated && o.calibrated_as != modsim::to_string(o.op))
-      stand_in_s[{std::string(modsim::to_string(o.op)), o.calibrated_as}] += o.time_s;
+    if (o.calibrated && o.calibrated_as != o.op)
+      stand_in_s[{std::string(modsim::to_string(o.op)), std::string(sim::curve_name(o.calibrated_as))}] += o.time_s;
   };
   for (const auto& l : p.model.layers)
     for (const auto& o : l.ops) add(o);

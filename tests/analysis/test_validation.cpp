@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 
 std::string config(const std::string& rel) { return std::string(MODSIM_SOURCE_DIR) + "/configs/" + rel; }
 
-sim::measured_sample row(modsim::op op, const std::string& backend, const std::string& device, const std::string& key,
+sim::measured_sample row(modsim::op op, modsim::backend_kind backend, const std::string& device, const std::string& key,
                          double median_s = 1e-3) {
   sim::measured_sample p;
   p.op = op;
@@ -73,10 +73,10 @@ TEST(Validation, ScoresBlocksAndTheOpRowsOfItsOwnBackendOnly) {
   const sim::hardware_spec cpu = sim::load_hardware(config("hardware/cpu.json"));
   validation_options vo;
   vo.score_ops = true;
-  const validation_section v =
-      make_validation({row(modsim::op::block_dense, "cpu", "c", "a", 2e-3), row(modsim::op::mlp_up, "cpu", "c", "b"),
-                       row(modsim::op::mlp_up, "cuda", "g", "c")},
-                      cpu, vo, "rows.csv");
+  const validation_section v = make_validation({row(modsim::op::block_dense, modsim::backend_kind::cpu, "c", "a", 2e-3),
+                                                row(modsim::op::mlp_up, modsim::backend_kind::cpu, "c", "b"),
+                                                row(modsim::op::mlp_up, modsim::backend_kind::cuda, "g", "c")},
+                                               cpu, vo, "rows.csv");
   ASSERT_EQ(v.points.size(), 1u);
   EXPECT_EQ(v.points[0].sample.op, modsim::op::block_dense);
   EXPECT_NEAR(v.points[0].error_pct, 100 * (v.points[0].predicted_s - 2e-3) / 2e-3, 1e-9);
@@ -92,9 +92,11 @@ TEST(Validation, OpRowsStandInForMissingBlocksOnlyWhenAllowed) {
   const sim::hardware_spec cpu = sim::load_hardware(config("hardware/cpu.json"));
   validation_options vo;
   vo.score_ops = true;
-  EXPECT_THROW(make_validation({row(modsim::op::mlp_up, "cpu", "c", "b")}, cpu, vo, "rows.csv"), modsim::error);
+  EXPECT_THROW(make_validation({row(modsim::op::mlp_up, modsim::backend_kind::cpu, "c", "b")}, cpu, vo, "rows.csv"),
+               modsim::error);
   vo.ops_only_fallback = true;
-  const validation_section v = make_validation({row(modsim::op::mlp_up, "cpu", "c", "b", 4e-4)}, cpu, vo, "rows.csv");
+  const validation_section v =
+      make_validation({row(modsim::op::mlp_up, modsim::backend_kind::cpu, "c", "b", 4e-4)}, cpu, vo, "rows.csv");
   EXPECT_TRUE(v.ops_only);
   ASSERT_EQ(v.points.size(), 1u);
   EXPECT_EQ(v.points[0].sample.op, modsim::op::mlp_up);
@@ -107,23 +109,26 @@ TEST(Validation, ACalibrationIsNeverScoredOnBlocksItUsedOrOnAnotherDevice) {
   ASSERT_FALSE(c.block_keys.empty());
   // A block the calibration's launch fit used: skipped; none left → refused.
   try {
-    make_validation({row(modsim::op::block_dense, "cpu", c.device, c.block_keys.front())}, cal, {}, "rows.csv");
+    make_validation({row(modsim::op::block_dense, modsim::backend_kind::cpu, c.device, c.block_keys.front())}, cal, {},
+                    "rows.csv");
     FAIL() << "a block the calibration used was scored";
   } catch (const modsim::error& e) {
     EXPECT_NE(std::string(e.what()).find("used by the calibration"), std::string::npos) << e.what();
   }
   // A block from another CPU model: refused, naming the row and the key.
   try {
-    make_validation({row(modsim::op::block_dense, "cpu", "Some Other CPU, 1 threads", "x")}, cal, {}, "rows.csv");
+    make_validation({row(modsim::op::block_dense, modsim::backend_kind::cpu, "Some Other CPU, 1 threads", "x")}, cal,
+                    {}, "rows.csv");
     FAIL() << "a block of another device was scored";
   } catch (const modsim::error& e) {
     EXPECT_NE(std::string(e.what()).find("rows.csv:x"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("device"), std::string::npos) << e.what();
   }
   // A held-out block of the calibration's device: scored, and the one used skipped beside it.
-  const validation_section v = make_validation({row(modsim::op::block_dense, "cpu", c.device, c.block_keys.front()),
-                                                row(modsim::op::block_dense, "cpu", c.device, "held-out")},
-                                               cal, {}, "rows.csv");
+  const validation_section v =
+      make_validation({row(modsim::op::block_dense, modsim::backend_kind::cpu, c.device, c.block_keys.front()),
+                       row(modsim::op::block_dense, modsim::backend_kind::cpu, c.device, "held-out")},
+                      cal, {}, "rows.csv");
   EXPECT_TRUE(v.calibrated);
   EXPECT_EQ(v.skipped_blocks, 1);
   ASSERT_EQ(v.points.size(), 1u);
@@ -135,7 +140,7 @@ TEST(Validation, ACalibrationIsNeverScoredOnBlocksItUsedOrOnAnotherDevice) {
 // so cpu.json's datasheet roofline (332.8 GFLOP/s, 20 GB/s) is
 // max(134217728 / 332.8e9, 2359296 / 20e9) = 4.0329e-4 s, compute-bound.
 sim::measured_sample mlp_up_row(const std::string& device, double median_s, const std::string& key) {
-  sim::measured_sample p = row(modsim::op::mlp_up, "cpu", device, key, median_s);
+  sim::measured_sample p = row(modsim::op::mlp_up, modsim::backend_kind::cpu, device, key, median_s);
   p.capacity = 1.0;
   return p;
 }
@@ -228,7 +233,7 @@ TEST(Validation, RowsAreHeldToTheCalibrationsMachineSpeed) {
   sim::hardware_spec cal = sim::load_hardware(config("hardware/cpu-calibrated.json"));
   sim::calibration c = sim::parse_calibration(cal.calibration_json, "cpu-calibrated.json");
   ASSERT_EQ(c.anchor_reference_s, 0.0);  // the shipped file: fitted before anchors
-  sim::measured_sample slow = row(modsim::op::block_dense, "cpu", c.device, "held-out", 6e-3);
+  sim::measured_sample slow = row(modsim::op::block_dense, modsim::backend_kind::cpu, c.device, "held-out", 6e-3);
   slow.anchor_s = 2e-3;
 
   // Without a reference: scored as measured, with a note saying why.

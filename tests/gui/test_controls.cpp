@@ -168,7 +168,7 @@ TEST(Controls, IntegratedVariantTakesItsNoOpExpertsFromTheCapacity) {
   // mod-220m: capacity 0.125; 8 experts by default: N = 8·(1-0.125)/0.125 = 56 no-op experts.
   w.apply([&] { v->setCurrentIndex(v->findData(QStringLiteral("integrated"))); });
   ASSERT_TRUE(w.session->config().model.moe.has_value());
-  EXPECT_EQ(w.session->config().model.moe->variant, sim::mode_variant::integrated);
+  EXPECT_EQ(w.session->config().model.moe->variant, sim::moe_variant::integrated);
   EXPECT_EQ(w.session->config().model.moe->noop_experts, 56);
   EXPECT_TRUE(w.panel->errorFor(QStringLiteral("mode")).isEmpty()) << w.panel->errorFor("mode").toStdString();
   EXPECT_TRUE(w.panel->noteText(QStringLiteral("variant")).contains(QStringLiteral("0.125")))

@@ -26,11 +26,11 @@ inline block_shape small_shape(double capacity = 0.5, mlp_kind mlp = mlp_kind::g
   return s;
 }
 
-inline block_shape moe_shape(mode_variant variant, mlp_kind mlp = mlp_kind::gelu) {
+inline block_shape moe_shape(moe_variant variant, mlp_kind mlp = mlp_kind::gelu) {
   block_shape s = small_shape(0.5, mlp);
   s.variant = variant;
   s.experts = 4;
-  s.noop_experts = variant == mode_variant::integrated ? 1 : 0;
+  s.noop_experts = variant == moe_variant::integrated ? 1 : 0;
   s.capacity_factor = 1.0;
   return s;
 }

@@ -53,12 +53,12 @@ TEST(RoutedTokens, BlockShapeUsesItsCapacity) {
   block_shape s = test::small_shape(0.25);
   EXPECT_EQ(s.routed_tokens(), 3);  // 0.25 of 12
   EXPECT_EQ(s.block_tokens(), 3);
-  s.variant = mode_variant::integrated;
+  s.variant = moe_variant::integrated;
   EXPECT_EQ(s.block_tokens(), 12);
 }
 
 TEST(ExpertCapacity, IsCapacityFactorTimesTokensPerExpertRoundedUp) {
-  block_shape s = test::moe_shape(mode_variant::integrated);  // 4 real + 1 no-op
+  block_shape s = test::moe_shape(moe_variant::integrated);  // 4 real + 1 no-op
   s.capacity_factor = 1.25;
   EXPECT_EQ(s.expert_capacity(24), 6);  // ceil(1.25·24/5) = ceil(6.0)
   s.capacity_factor = 1.0;
@@ -90,10 +90,10 @@ TEST(BlockShape, ValidateNamesTheBadField) {
   s = test::small_shape();
   s.d_ff = 0;
   expect_field(s, "block_shape.d_ff");
-  s = test::moe_shape(mode_variant::integrated);
+  s = test::moe_shape(moe_variant::integrated);
   s.top_k = 2;
   expect_field(s, "block_shape.top_k");
-  s = test::moe_shape(mode_variant::staged);
+  s = test::moe_shape(moe_variant::staged);
   s.experts = 0;
   expect_field(s, "block_shape.experts");
 }
@@ -101,8 +101,8 @@ TEST(BlockShape, ValidateNamesTheBadField) {
 TEST(ResultTensor, IsYForDenseAndIntegratedAndOutForRoutedLayers) {
   EXPECT_EQ(result_tensor(op::block_dense, test::small_shape()), tensor::y);
   EXPECT_EQ(result_tensor(op::block_mod, test::small_shape()), tensor::out);
-  EXPECT_EQ(result_tensor(op::layer_mode, test::moe_shape(mode_variant::integrated)), tensor::y);
-  EXPECT_EQ(result_tensor(op::layer_mode, test::moe_shape(mode_variant::staged)), tensor::out);
+  EXPECT_EQ(result_tensor(op::layer_mode, test::moe_shape(moe_variant::integrated)), tensor::y);
+  EXPECT_EQ(result_tensor(op::layer_mode, test::moe_shape(moe_variant::staged)), tensor::out);
 }
 
 TEST(CpuWorkspace, RejectsAnUnsupportedDtypeAndABadShape) {

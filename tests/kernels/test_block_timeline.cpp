@@ -76,8 +76,8 @@ TEST(CpuBackend, TimedBlockRunTimesEveryOpOfTheBlockOnOneTimeline) {
       {op::block_dense, small_shape(1.0), dense_gelu},
       {op::block_dense, small_shape(1.0, mlp_kind::swiglu), with(dense_gelu, "mlp_up", "mlp_gate")},
       {op::block_mod, small_shape(0.25), routed(dense_gelu)},
-      {op::layer_mode, moe_shape(mode_variant::staged), routed(moe(dense_gelu))},
-      {op::layer_mode, moe_shape(mode_variant::integrated), moe(dense_gelu)},
+      {op::layer_mode, moe_shape(moe_variant::staged), routed(moe(dense_gelu))},
+      {op::layer_mode, moe_shape(moe_variant::integrated), moe(dense_gelu)},
   };
   auto be = make_cpu_backend(1);
   std::vector<backend::op_time> ops;

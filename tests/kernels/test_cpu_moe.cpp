@@ -15,8 +15,8 @@ using test::tolerance;
 
 TEST(ExpertRouter, ChoosesTopOneWithSoftmaxGateAndDropsOverCapacityInTokenOrder) {
   auto be = make_cpu_backend(2);
-  block_shape s = moe_shape(mode_variant::integrated);  // 4 real + 1 no-op expert, all 24 tokens
-  s.capacity_factor = 0.5;                              // ceil(0.5·24/5) = 3 tokens per expert
+  block_shape s = moe_shape(moe_variant::integrated);  // 4 real + 1 no-op expert, all 24 tokens
+  s.capacity_factor = 0.5;                             // ceil(0.5·24/5) = 3 tokens per expert
   auto ws = make_ws(*be, s, 17);
   const std::int64_t m = s.tokens(), d = s.d_model;
   ws->upload(tensor::mlp_in, ref::random_floats(static_cast<std::size_t>(m * d), 61));
@@ -36,7 +36,7 @@ TEST(ExpertRouter, ChoosesTopOneWithSoftmaxGateAndDropsOverCapacityInTokenOrder)
 TEST(Experts, AddGatedExpertOutputsOnlyForKeptTokens) {
   for (mlp_kind kind : {mlp_kind::gelu, mlp_kind::swiglu}) {
     auto be = make_cpu_backend(2);
-    const block_shape s = moe_shape(mode_variant::integrated, kind);
+    const block_shape s = moe_shape(moe_variant::integrated, kind);
     auto ws = make_ws(*be, s, 19);
     const std::int64_t m = s.tokens(), d = s.d_model;
     std::vector<std::int32_t> expert(static_cast<std::size_t>(m));
@@ -62,7 +62,7 @@ TEST(Experts, AddGatedExpertOutputsOnlyForKeptTokens) {
 TEST(LayerMode, IntegratedMatchesTheReferenceOverAllTokens) {
   for (mlp_kind kind : {mlp_kind::gelu, mlp_kind::swiglu}) {
     auto be = make_cpu_backend(2);
-    block_shape s = moe_shape(mode_variant::integrated, kind);
+    block_shape s = moe_shape(moe_variant::integrated, kind);
     s.capacity_factor = 1.25;
     auto ws = make_ws(*be, s, 23);
     be->run(op::layer_mode, *ws);
@@ -75,7 +75,7 @@ TEST(LayerMode, IntegratedMatchesTheReferenceOverAllTokens) {
 TEST(LayerMode, StagedIsModRoutingAroundAnMoeBlock) {
   for (double capacity : {0.25, 0.5, 1.0}) {
     auto be = make_cpu_backend(2);
-    block_shape s = moe_shape(mode_variant::staged);
+    block_shape s = moe_shape(moe_variant::staged);
     s.capacity = capacity;
     s.capacity_factor = 1.0;
     auto ws = make_ws(*be, s, 29);

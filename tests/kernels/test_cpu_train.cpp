@@ -258,8 +258,8 @@ mat block_backward(const block_shape& s, const ref::weights& w, const mat& in, i
   mat h = ref::matmul(o, w.wo, m, dq, d);
   for (std::size_t i = 0; i < h.size(); ++i) h[i] += in[i];
   const mat u = ref::rms_norm(h, w.mlp_g, m, d);
-  const mat du = s.variant == mode_variant::none ? dense_mlp_backward(s, w, u, m, dy, dw)
-                                                 : moe_mlp_backward(s, w, u, m, dy, expert, dw);
+  const mat du = s.variant == moe_variant::none ? dense_mlp_backward(s, w, u, m, dy, dw)
+                                                : moe_mlp_backward(s, w, u, m, dy, expert, dw);
   mat dhh = dy;
   rms_norm_backward(h, w.mlp_g, du, dhh, dw.mlp_g, m, d);
 
@@ -320,7 +320,7 @@ reference_grads layer_backward(const block_shape& s, bool routed_layer, const re
       dy[j * d + c] = r[rows.back()] * g[rows.back() * d + c];
     }
   }
-  const mat y = s.variant == mode_variant::none ? ref::block(s, w, xt, k) : moe_block(s, w, xt, k, expert);
+  const mat y = s.variant == moe_variant::none ? ref::block(s, w, xt, k) : moe_block(s, w, xt, k, expert);
   const mat dxt = block_backward(s, w, xt, k, dy, res.dw, expert);
   res.dx = g;
   res.dw.router_w.assign(static_cast<std::size_t>(d), 0.0);
@@ -569,7 +569,7 @@ mat moe_block(const block_shape& s, const ref::weights& w, const mat& in, i64 n,
 // The MoDE layer: staged routes (Equation 1) around moe_block, integrated runs it on all tokens.
 mat mode_layer_out(const block_shape& s, const ref::weights& w, const mat& x, const std::vector<int>& routed,
                    const std::vector<int>& expert) {
-  if (s.variant == mode_variant::integrated) return moe_block(s, w, x, s.seq_len, expert);
+  if (s.variant == moe_variant::integrated) return moe_block(s, w, x, s.seq_len, expert);
   const i64 S = s.seq_len, k = s.routed_tokens(), d = s.d_model;
   const mat r = ref::router_logits(s, x, w.router_w);
   mat xt(static_cast<std::size_t>(s.batch * k * d));
@@ -584,11 +584,11 @@ mat mode_layer_out(const block_shape& s, const ref::weights& w, const mat& x, co
   return out;
 }
 
-using mode_case = std::tuple<mode_variant, mlp_kind>;
+using mode_case = std::tuple<moe_variant, mlp_kind>;
 
 std::string mode_case_name(const ::testing::TestParamInfo<mode_case>& info) {
   const auto [variant, mlp] = info.param;
-  return std::string(variant == mode_variant::staged ? "Staged" : "Integrated") +
+  return std::string(variant == moe_variant::staged ? "Staged" : "Integrated") +
          (mlp == mlp_kind::swiglu ? "Swiglu" : "Gelu");
 }
 
@@ -601,7 +601,7 @@ class TrainMoDe : public ::testing::TestWithParam<mode_case> {
     block_shape s = tiny_shape(mlp, 1);
     s.variant = variant;
     s.experts = 2;
-    s.noop_experts = variant == mode_variant::integrated ? 1 : 0;
+    s.noop_experts = variant == moe_variant::integrated ? 1 : 0;
     s.capacity_factor = 0.5;
     return s;
   }
@@ -609,7 +609,7 @@ class TrainMoDe : public ::testing::TestWithParam<mode_case> {
 
 TEST_P(TrainMoDe, EveryGradientMatchesCentralFiniteDifferences) {
   const block_shape s = shape();
-  const bool routed = s.variant == mode_variant::staged;
+  const bool routed = s.variant == moe_variant::staged;
   const layer_params p = train::random_params(s, routed, 9);
   const auto x = ref::random_floats(static_cast<std::size_t>(s.tokens() * s.d_model), 47);
   const auto g = ref::random_floats(x.size(), 53);
@@ -622,7 +622,7 @@ TEST_P(TrainMoDe, EveryGradientMatchesCentralFiniteDifferences) {
   EXPECT_EQ(expert, ref::assign_experts(s, ref::to_double(k.saved.expert_probs), m).expert);
   // The case covers a dropped token, and for integrated a no-op expert's.
   EXPECT_TRUE(std::count(expert.begin(), expert.end(), -1) > 0);
-  if (s.variant == mode_variant::integrated) {
+  if (s.variant == moe_variant::integrated) {
     EXPECT_TRUE(std::count(expert.begin(), expert.end(), s.experts) > 0);
   }
 
@@ -652,7 +652,7 @@ TEST_P(TrainMoDe, EveryGradientMatchesTheFloat64LoopReferenceOnALargerShape) {
   s.d_ff = 96;
   s.capacity = 0.375;  // k = 9 of 24
   s.experts = 4;
-  const bool routed = s.variant == mode_variant::staged;
+  const bool routed = s.variant == moe_variant::staged;
   const layer_params p = train::random_params(s, routed, 13);
   const auto x = ref::random_floats(static_cast<std::size_t>(s.tokens() * s.d_model), 59);
   const auto g = ref::random_floats(x.size(), 61);
@@ -677,7 +677,7 @@ TEST_P(TrainMoDe, EveryGradientMatchesTheFloat64LoopReferenceOnALargerShape) {
 
 TEST_P(TrainMoDe, SelectiveAndFullRecomputationGiveTheGradientsOfNone) {
   const block_shape s = shape();
-  const layer_params p = train::random_params(s, s.variant == mode_variant::staged, 9);
+  const layer_params p = train::random_params(s, s.variant == moe_variant::staged, 9);
   const auto x = ref::random_floats(static_cast<std::size_t>(s.tokens() * s.d_model), 47);
   const auto g = ref::random_floats(x.size(), 53);
   const kernel_run none = run_kernels(p, x, g, recompute::none);
@@ -693,7 +693,7 @@ TEST_P(TrainMoDe, SelectiveAndFullRecomputationGiveTheGradientsOfNone) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, TrainMoDe,
-                         ::testing::Combine(::testing::Values(mode_variant::staged, mode_variant::integrated),
+                         ::testing::Combine(::testing::Values(moe_variant::staged, moe_variant::integrated),
                                             ::testing::Values(mlp_kind::gelu, mlp_kind::swiglu)),
                          mode_case_name);
 
@@ -777,7 +777,7 @@ TEST(TrainSaved, ActivationBytesMatchAHandCount) {
   EXPECT_EQ(bytes(true, recompute::selective), 224);
   EXPECT_EQ(bytes(true, recompute::full), 32);
   EXPECT_EQ(bytes(false, recompute::none), 416);
-  s.variant = mode_variant::integrated;
+  s.variant = moe_variant::integrated;
   s.experts = 1;
   s.noop_experts = 1;
   s.capacity_factor = 0.0;
@@ -792,10 +792,10 @@ TEST(TrainSaved, RecomputeNamesRoundTripAndOthersAreRefused) {
 
 TEST(TrainSaved, MoDeLayersOfTheWrongRoutingAndMismatchedSizesAreRefused) {
   block_shape s = tiny_shape(mlp_kind::gelu, 1);
-  s.variant = mode_variant::staged;
+  s.variant = moe_variant::staged;
   s.experts = 2;
   EXPECT_THROW(train::zero_params(s, false), modsim::error);
-  s.variant = mode_variant::integrated;
+  s.variant = moe_variant::integrated;
   s.noop_experts = 1;
   EXPECT_THROW(train::zero_params(s, true), modsim::error);
   layer_params p = train::zero_params(tiny_shape(mlp_kind::gelu, 1), true);

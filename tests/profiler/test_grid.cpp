@@ -157,12 +157,12 @@ TEST(Grid, AShapesListReplacesTheProductOfTheShapeAxes) {
 }
 
 TEST(Grid, PresetsAreValidAndNonEmpty) {
-  for (const char* backend : {"cpu", "cuda"})
+  for (const modsim::backend_kind backend : {modsim::backend_kind::cpu, modsim::backend_kind::cuda})
     for (const char* name : {"quick", "full", "decode"}) {
       expansion e = expand(preset(name, backend));
-      EXPECT_GT(e.points.size(), 10u) << name << " " << backend;
+      EXPECT_GT(e.points.size(), 10u) << name << " " << to_string(backend);
     }
-  EXPECT_THROW(preset("medium", "cpu"), error);
+  EXPECT_THROW(preset("medium", modsim::backend_kind::cpu), error);
 }
 
 // --preset calibration is the grid files the CPU model's published errors were measured on:
@@ -178,7 +178,7 @@ TEST(Grid, TheCalibrationPresetIsCalibration5InBlockThenGemmRowsAlone) {
   ASSERT_EQ(want.size(), 96u);
   for (const point& p : expand(load_grid(grids + "gemm-rows-cpu.json")).points) want.push_back(point_key(p));
   ASSERT_EQ(want.size(), 496u);
-  const std::vector<preset_part> parts = preset_parts("calibration", "cpu");
+  const std::vector<preset_part> parts = preset_parts("calibration", modsim::backend_kind::cpu);
   ASSERT_EQ(parts.size(), 2u);
   EXPECT_TRUE(preset_fixes_timing("calibration"));
   EXPECT_FALSE(preset_fixes_timing("quick"));
@@ -203,16 +203,16 @@ TEST(Grid, TheCalibrationPresetIsCalibration5InBlockThenGemmRowsAlone) {
     EXPECT_EQ(gemms, 400);
   }
   // The one-grid presets are their grid, timed as asked.
-  EXPECT_EQ(expand_parts(preset_parts("quick", "cpu"), timing_mode::isolated).points.size(),
-            expand(preset("quick", "cpu")).points.size());
+  EXPECT_EQ(expand_parts(preset_parts("quick", modsim::backend_kind::cpu), timing_mode::isolated).points.size(),
+            expand(preset("quick", modsim::backend_kind::cpu)).points.size());
   // The GPU's calibration grids are the full and decode presets: refused, naming them.
   try {
-    preset_parts("calibration", "cuda");
+    preset_parts("calibration", modsim::backend_kind::cuda);
     FAIL();
   } catch (const error& e) {
     EXPECT_NE(std::string(e.what()).find("--preset full and --preset decode"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(preset("calibration", "cpu"), error);
+  EXPECT_THROW(preset("calibration", modsim::backend_kind::cpu), error);
 }
 
 TEST(Grid, InBlockTimingKeepsOnlyBlocksAndSaysWhyTheRestIsSkipped) {
@@ -266,7 +266,7 @@ TEST(Grid, InBlockKeysDifferFromIsolatedOnesAndBetweenBlocksOfOneShape) {
 
 TEST(Grid, ShardsPartitionThePointsWithoutSplittingAShape) {
   // The quick preset on a CPU: 8 shapes (S 256/512 × d 256/512 × d_ff 1024/2048) of B = 1.
-  const expansion all = expand(preset("quick", "cpu"));
+  const expansion all = expand(preset("quick", modsim::backend_kind::cpu));
   const int n = 3;
   std::vector<std::string> seen;
   std::size_t total = 0;
@@ -316,12 +316,12 @@ TEST(Grid, DecodeOpsCrossRoutingAndSkipWhatHasNoRoutedLayer) {
   for (const point& p : e.points) {
     if (p.op == kernels::op::decode_dense) {
       ++dense;
-      EXPECT_EQ(p.decode_routing, "sync");
+      EXPECT_EQ(p.decode_routing, modsim::decode_run::sync);
       EXPECT_DOUBLE_EQ(p.shape.capacity, 1.0);
     } else {
       ++mod;
       EXPECT_EQ(p.predictor_hidden, 256);  // the default, capped at d_model = 256
-      if (p.decode_routing == "pad") {
+      if (p.decode_routing == modsim::decode_run::pad) {
         // Three standard deviations over capacity·B, in whole rows.
         if (p.shape.batch == 8 && p.shape.capacity == 0.125) {
           EXPECT_DOUBLE_EQ(p.pad_capacity, 4.0 / 8.0);  // 1 + 3·sqrt(7/8) = 3.8 → 4 rows of 8
@@ -450,12 +450,12 @@ TEST(Grid, TheTrainPresetCountsItsPointsOnEitherBackend) {
   // 3 layer shapes x 2 batches x 2 sequence lengths, each with block_dense_train once and
   // block_mod_train at 2 capacities, under 2 recomputations: 3 * 2 * 2 * (1 + 2) * 2 = 72,
   // on the CPU in fp32 and on a GPU in bf16 (sequences up to 2048 tokens, batches up to 4).
-  for (const char* backend : {"cpu", "cuda"}) {
-    SCOPED_TRACE(backend);
+  for (const modsim::backend_kind backend : {modsim::backend_kind::cpu, modsim::backend_kind::cuda}) {
+    SCOPED_TRACE(to_string(backend));
     const expansion e = expand(preset("train", backend));
     EXPECT_EQ(e.points.size(), 72u);
     EXPECT_TRUE(e.skipped.empty());
-    const bool gpu = std::string(backend) == "cuda";
+    const bool gpu = backend == modsim::backend_kind::cuda;
     for (const point& p : e.points) {
       EXPECT_TRUE(kernels::is_train(p.op));
       EXPECT_EQ(p.type, gpu ? kernels::dtype::bf16 : kernels::dtype::fp32);

@@ -16,6 +16,7 @@
 #include "sim/cost/predict.hpp"
 #include "profiler/anchor.hpp"
 #include "profiler/runner.hpp"
+#include "sim/des/decode.hpp"
 #include "core/error.hpp"
 
 using namespace modsim;
@@ -39,7 +40,7 @@ class fake_workspace final : public kernels::workspace {
 
 class fake_backend : public kernels::backend {
  public:
-  std::string_view name() const override { return "fake"; }
+  backend_kind kind() const override { return backend_kind::cpu; }
   std::string device() const override { return "fake device, 1 thread"; }
   std::unique_ptr<kernels::workspace> make_workspace(const kernels::block_shape& s, kernels::dtype t,
                                                      const kernels::workspace_options&) override {
@@ -98,7 +99,7 @@ TEST(Measurements, HeaderStartsWithTheContractColumns) {
 
 TEST(Measurements, RowsRoundTripThroughText) {
   measurement_row r;
-  r.backend = "cpu";
+  r.backend = modsim::backend_kind::cpu;
   r.device = "Intel(R) Xeon(R), \"2\" threads";  // needs quoting
   r.op = modsim::op::block_mod;
   r.dtype = "fp32";
@@ -169,14 +170,14 @@ TEST(Measurements, DecodeColumnsRoundTripAndAreChecked) {
       "cpu,dev,decode_step,fp32,8,2048,512,8,2048,0.125,8,1,1,0.08,0.07,0.09,5,8,gelu,none,0,0,0,0,isolated,unfused,,"
       "pad,0.62,256,mod-60m,,none";  // the anchor_s column empty: not measured
   const measurement_row r = parse_row(row, "m.csv", 2);
-  EXPECT_EQ(r.decode_routing, "pad");
+  EXPECT_EQ(r.decode_routing, modsim::decode_run::pad);
   EXPECT_DOUBLE_EQ(r.pad_capacity, 0.62);
   EXPECT_EQ(r.predictor_hidden, 256);
   EXPECT_EQ(r.model, "mod-60m");
   EXPECT_EQ(format_row(r), row);
   const sim::measured_sample p = sample_of(r, "m.csv:2");
   EXPECT_EQ(p.op, modsim::op::decode_step);
-  EXPECT_EQ(p.decode_routing, "pad");
+  EXPECT_EQ(p.decode_routing, modsim::decode_run::pad);
   EXPECT_DOUBLE_EQ(p.pad_capacity, 0.62);
   EXPECT_EQ(p.predictor_hidden, 256);
   EXPECT_EQ(p.model_name, "mod-60m");
@@ -199,12 +200,12 @@ TEST(Measurements, DecodeColumnsRoundTripAndAreChecked) {
       parse_row("cpu,dev,decode_dense,fp32,1,2,3,4,5,1,1,1,1,1,1,1,1,4,gelu,none,0,0,0,0,isolated,unfused,,,0,0,,,none",
                 "m.csv", 5)
           .decode_routing,
-      "sync");
+      modsim::decode_run::sync);
   EXPECT_EQ(
       parse_row("cpu,dev,qkv_proj,fp32,1,2,3,4,5,1,1,1,1,1,1,1,1,4,gelu,none,0,0,0,0,isolated,unfused,,,0,0,,,none",
                 "m.csv", 6)
           .decode_routing,
-      "");
+      std::nullopt);
 }
 
 // The reader keys a row from the row itself (sim::shape_key of the measured point); the
@@ -237,7 +238,7 @@ TEST(Measurements, ARowReadsBackWithItsPointsKey) {
   stats.samples = 3;
   std::set<std::string> keys;
   for (const point& p : points) {
-    const measurement_row r = make_row(p, "cpu", "test cpu", stats);
+    const measurement_row r = make_row(p, modsim::backend_kind::cpu, "test cpu", stats);
     EXPECT_EQ(sim::shape_key(sample_of(r, "m.csv:2")), point_key(p));
     keys.insert(point_key(p));
   }
@@ -426,7 +427,7 @@ TEST(Measurements, APointMeasuredInASlowSpellIsMeasuredAgain) {
 
 TEST(Measurements, AnchorColumnRoundTripsAndIsChecked) {
   measurement_row r;
-  r.backend = "cpu";
+  r.backend = modsim::backend_kind::cpu;
   r.device = "d";
   r.op = modsim::op::block_dense;
   r.dtype = "fp32";
@@ -470,6 +471,60 @@ static_assert(std::is_same_v<decltype(measurement_row::timing), modsim::timing_m
 static_assert(std::is_same_v<decltype(point::timing), modsim::timing_mode>);
 static_assert(std::is_same_v<decltype(sim::measured_sample::timing), modsim::timing_mode>);
 static_assert(std::is_same_v<decltype(sim::kernel_row::timing), modsim::timing_mode>);
+// The backend and a decode row's routing likewise; the curve an op was timed by is its op.
+static_assert(std::is_same_v<decltype(measurement_row::backend), std::optional<modsim::backend_kind>>);
+static_assert(std::is_same_v<decltype(sim::measured_sample::backend), std::optional<modsim::backend_kind>>);
+static_assert(std::is_same_v<decltype(sim::calibration::backend), std::optional<modsim::backend_kind>>);
+static_assert(std::is_same_v<decltype(measurement_row::decode_routing), std::optional<modsim::decode_run>>);
+static_assert(std::is_same_v<decltype(point::decode_routing), modsim::decode_run>);
+static_assert(std::is_same_v<decltype(sim::measured_sample::decode_routing), modsim::decode_run>);
+static_assert(std::is_same_v<decltype(sim::op_time::calibrated_as), std::optional<modsim::op>>);
+static_assert(std::is_same_v<decltype(sim::op_prediction::calibrated_as), std::optional<modsim::op>>);
+
+TEST(Measurements, TheBackendIsReadOnceAndAnUnknownOneIsRefused) {
+  const csv_layout old = parse_header(old_header, "m.csv");
+  const std::string rest = ",dev,block_dense,fp32,1,2,3,4,5,1,1,1,1,1,1,1,1,4,gelu,none,0,0,0,0";
+  EXPECT_EQ(parse_row("cpu" + rest, "m.csv", 2, old).backend, modsim::backend_kind::cpu);
+  EXPECT_EQ(parse_row("cuda" + rest, "m.csv", 3, old).backend, modsim::backend_kind::cuda);
+  // An empty cell names no backend, and is written back empty.
+  const measurement_row none = parse_row(rest, "m.csv", 4, old);
+  EXPECT_EQ(none.backend, std::nullopt);
+  EXPECT_EQ(format_row(none).rfind(",dev,block_dense,", 0), 0u) << format_row(none);
+  try {
+    parse_row("tpu" + rest, "m.csv", 5, old);
+    FAIL() << "an unknown backend was read";
+  } catch (const error& e) {
+    EXPECT_EQ(e.kind(), error_kind::bad_input);
+    EXPECT_EQ(std::string(e.what()), "m.csv:5: backend: unknown backend 'tpu' (expected cpu or cuda)");
+  }
+}
+
+TEST(Measurements, AGraphRowIsPadCapturedInACudaGraphNeverPlainPad) {
+  // sync and pad by hand: graph is pad in a CUDA graph; sync cannot be captured.
+  EXPECT_EQ(routing_of(decode_run::sync), decode_routing::sync);
+  EXPECT_EQ(routing_of(decode_run::pad), decode_routing::pad);
+  EXPECT_EQ(routing_of(decode_run::pad_graph), decode_routing::pad);
+  EXPECT_FALSE(in_cuda_graph(decode_run::sync));
+  EXPECT_FALSE(in_cuda_graph(decode_run::pad));
+  EXPECT_TRUE(in_cuda_graph(decode_run::pad_graph));
+  const std::string row =
+      "cuda,dev,decode_mod,bf16,8,2048,512,8,2048,0.125,8,1,1,0.08,0.07,0.09,5,8,gelu,none,0,0,0,0,isolated,unfused,,"
+      "graph,0.62,256,,,none";
+  const measurement_row r = parse_row(row, "m.csv", 2);
+  EXPECT_EQ(r.decode_routing, decode_run::pad_graph);
+  EXPECT_EQ(format_row(r), row);  // written back as "graph"
+  const sim::des::decode_case c = sim::des::decode_case_of(sample_of(r, "m.csv:2"));
+  EXPECT_EQ(c.routing, decode_routing::pad);
+  EXPECT_TRUE(c.cuda_graph);
+  const sim::des::decode_case p =
+      sim::des::decode_case_of(sample_of(parse_row("cuda,dev,decode_mod,bf16,8,2048,512,8,2048,0.125,8,1,1,0.08,0.07,0."
+                                                   "09,5,8,gelu,none,0,0,0,0,isolated,unfused,,"
+                                                   "pad,0.62,256,,,none",
+                                                   "m.csv", 3),
+                                         "m.csv:3"));
+  EXPECT_EQ(p.routing, decode_routing::pad);
+  EXPECT_FALSE(p.cuda_graph);
+}
 
 TEST(Measurements, AnUnknownOpIsRefusedWhereTheFileIsRead) {
   try {
@@ -854,7 +909,7 @@ TEST(Measurements, ResumeOfAnInBlockFileSkipsWhatIsPresent) {
 
 TEST(Measurements, RecomputeColumnRoundTripsAndIsChecked) {
   measurement_row r;
-  r.backend = "cpu";
+  r.backend = modsim::backend_kind::cpu;
   r.device = "d";
   r.op = modsim::op::block_mod_train;
   r.dtype = "fp32";

@@ -34,7 +34,7 @@ class counting_workspace final : public kernels::workspace {
 
 class counting_backend final : public kernels::backend {
  public:
-  std::string_view name() const override { return "fake"; }
+  backend_kind kind() const override { return backend_kind::cpu; }
   std::string device() const override { return "fake device, 1 thread"; }
   std::unique_ptr<kernels::workspace> make_workspace(const kernels::block_shape& s, kernels::dtype t,
                                                      const kernels::workspace_options& o) override {
@@ -76,7 +76,7 @@ std::string workspace_key(const point& p) {
 
 bool capacity_free(const point& p) {
   return (p.op == kernels::op::block_dense || p.op == kernels::op::router) &&
-         p.shape.variant == kernels::mode_variant::none;
+         p.shape.variant == kernels::moe_variant::none;
 }
 
 void check_plan(const std::vector<point>& points) {
@@ -129,8 +129,8 @@ std::map<std::string, int> run_rows(const std::vector<point>& points, std::size_
 
 TEST(Runner, PlanCoversEveryPointOnceWithOneWorkspacePerShape) {
   for (const char* name : {"quick", "full"})
-    for (const char* backend : {"cpu", "cuda"}) {
-      SCOPED_TRACE(std::string(name) + " " + backend);
+    for (const modsim::backend_kind backend : {modsim::backend_kind::cpu, modsim::backend_kind::cuda}) {
+      SCOPED_TRACE(std::string(name) + " " + to_string(backend));
       check_plan(expand(preset(name, backend)).points);
       check_plan(with_timing(expand(preset(name, backend)), timing_mode::in_block).points);
     }
@@ -139,7 +139,7 @@ TEST(Runner, PlanCoversEveryPointOnceWithOneWorkspacePerShape) {
 TEST(Runner, ReuseWritesTheSameRowsAsTheGridOrder) {
   // The full CPU preset: single ops, both blocks and MoDE layers at four capacities over 16
   // shapes. The rows (keys and counts) are exactly the grid's points, one row each.
-  const expansion e = expand(preset("full", "cpu"));
+  const expansion e = expand(preset("full", modsim::backend_kind::cpu));
   std::size_t workspaces = 0;
   const std::map<std::string, int> rows = run_rows(e.points, &workspaces);
   std::map<std::string, int> expected;
@@ -156,7 +156,7 @@ TEST(Runner, ReuseWritesTheSameRowsAsTheGridOrder) {
 }
 
 TEST(Runner, ResumeAfterAStopMeasuresTheRestOnce) {
-  const expansion e = expand(preset("quick", "cpu"));
+  const expansion e = expand(preset("quick", modsim::backend_kind::cpu));
   const std::string path = temp_csv("resume");
   counting_backend be;
   std::atomic<bool> stop{false};
@@ -208,8 +208,8 @@ TEST(Runner, CapacityFreeOpsGiveTheSameResultsOnAWorkspaceOfAnotherCapacity) {
 }
 
 TEST(Runner, FusedAttentionSkipsTheUnfusedOpsAndIsRecordedInRowsKeysAndWorkspaces) {
-  const expansion unfused = expand(preset("quick", "cuda"));
-  const expansion fused = with_attention(expand(preset("quick", "cuda")), attention_impl::fused);
+  const expansion unfused = expand(preset("quick", modsim::backend_kind::cuda));
+  const expansion fused = with_attention(expand(preset("quick", modsim::backend_kind::cuda)), attention_impl::fused);
   std::size_t attention_ops = 0;
   for (const point& p : unfused.points)
     attention_ops +=

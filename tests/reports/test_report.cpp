@@ -39,7 +39,7 @@ sim::measured_sample block_row(modsim::op op, double capacity, double median_s, 
   p.d_ff = 1024;
   p.capacity = capacity;
   p.median_s = median_s;
-  p.backend = "cpu";
+  p.backend = modsim::backend_kind::cpu;
   p.device = "test cpu";
   p.key = key;
   p.where = "test.csv:" + key;

@@ -48,7 +48,7 @@ calibration hand_made() {
 void give_json_fields(calibration& c) {
   c.date = "2026-11-24T00:00:00Z";
   c.device = "d";
-  c.backend = "cpu";
+  c.backend = modsim::backend_kind::cpu;
   efficiency_curve curve;
   curve.op = modsim::op::mlp_up;
   curve.log10_work = {-5.0, -3.0};
@@ -568,9 +568,9 @@ TEST(ErrorBand, AnUnmeasuredGpuShapeGetsItsAxisLeaveOneValueOutBand) {
   ff.inner_blocks = 6;
   ff.inner_p90_abs_pct_error = 9.0;
   cpu.coverage.push_back(ff);
-  cpu.backend = "cpu";
+  cpu.backend = modsim::backend_kind::cpu;
   calibration gpu = cpu;
-  gpu.backend = "cuda";
+  gpu.backend = modsim::backend_kind::cuda;
   // d_model 900: log2(1024/900) = 0.19 from 1024, within the held-out rows' reach (0.32): on a
   // CPU their 1.5 %; on a GPU the width's leave-one-value-out p90, 12 %, and it says so.
   EXPECT_DOUBLE_EQ(band_for(cpu, {{cv_axis::d_model, 900}}, 5e-3)->p90_pct, 1.5);

@@ -212,7 +212,7 @@ measured_sample row(modsim::op op, std::int64_t S, double capacity, double media
   p.d_ff = 256;
   p.capacity = capacity;
   p.median_s = median_s;
-  p.backend = "cpu";
+  p.backend = modsim::backend_kind::cpu;
   p.device = "test cpu";
   p.key = std::string(modsim::to_string(op)) + "|" + std::to_string(S) + "|" + std::to_string(capacity);
   p.where = "m.csv:" + std::to_string(S);
@@ -391,19 +391,46 @@ TEST(Calibrate, RefusesMixedDevicesAndAForeignBackend) {
     EXPECT_NE(std::string(e.what()).find("two devices"), std::string::npos);
   }
   samples[1].device = samples[0].device;
-  samples[1].backend = "cuda";
+  samples[1].backend = modsim::backend_kind::cuda;
   EXPECT_THROW(fit_calibration(h, samples, {}, "d"), error);
   // A GPU file names its model: H200 rows cannot calibrate an H100.
   hardware_spec h100 = h;
   h100.kind = hardware_kind::gpu;
   h100.name = "h100-sxm";
-  samples[0].backend = samples[1].backend = "cuda";
+  samples[0].backend = samples[1].backend = modsim::backend_kind::cuda;
   samples[0].device = samples[1].device = "NVIDIA H200, cuBLAS 12";
   EXPECT_THROW(fit_calibration(h100, samples, {}, "d"), error);
   samples[0].device = samples[1].device = "NVIDIA H100 80GB HBM3, cuBLAS 12";
   EXPECT_NO_THROW(fit_calibration(h100, samples, {}, "d"));
   // Only blocks: nothing to fit the op curves on.
   EXPECT_THROW(fit_calibration(h, {with_costs(row(modsim::op::block_dense, 64, 1.0, 1e-3))}, {}, "d"), error);
+}
+
+TEST(Calibrate, TheCalibrationKeepsItsRowsBackendAndRefusesAnUnknownOne) {
+  const hardware_spec h = round_cpu();
+  std::vector<measured_sample> samples = {with_costs(row(modsim::op::mlp_up, 64, 1.0, 1e-4)),
+                                          with_costs(row(modsim::op::mlp_up, 128, 1.0, 2e-4))};
+  samples[0].backend = samples[1].backend = modsim::backend_kind::cpu;
+  const calibration c = fit_calibration(h, samples, {}, "2025-01-01T00:00:00Z");
+  EXPECT_EQ(c.backend, modsim::backend_kind::cpu);
+  const std::string text = calibration_to_json(c);
+  EXPECT_NE(text.find("\"backend\":\"cpu\""), std::string::npos) << text;
+  EXPECT_EQ(parse_calibration(text, "c.json").backend, modsim::backend_kind::cpu);
+  // Rows that named no backend: none, written as "" and read back as none.
+  samples[0].backend = samples[1].backend = std::nullopt;
+  const calibration unnamed = fit_calibration(h, samples, {}, "2025-01-01T00:00:00Z");
+  EXPECT_EQ(parse_calibration(calibration_to_json(unnamed), "c.json").backend, std::nullopt);
+  std::string bad = text;
+  bad.replace(bad.find("\"backend\":\"cpu\""), 15, "\"backend\":\"tpu\"");
+  try {
+    (void)parse_calibration(bad, "c.json");
+    FAIL() << "an unknown backend was read";
+  } catch (const error& e) {
+    EXPECT_EQ(e.kind(), error_kind::bad_input);
+    EXPECT_NE(std::string(e.what()).find("c.json: calibration.backend: unknown backend 'tpu' (expected cpu or cuda)"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Calibrate, SampleShapesFollowTheProfiler) {

@@ -214,7 +214,7 @@ TEST(Config, HuggingFaceLlamaImports) {
 TEST(Config, HuggingFaceMixtralImportsAsMoE) {
   model_spec m = load_model(k_configs + "/hf/mixtral-8x7b.json");
   ASSERT_TRUE(m.moe);
-  EXPECT_EQ(m.moe->variant, mode_variant::moe);
+  EXPECT_EQ(m.moe->variant, moe_variant::moe);
   EXPECT_EQ(m.moe->experts, 8);
   EXPECT_EQ(m.moe->top_k, 2);
   EXPECT_EQ(m.vocab_size, 32000);

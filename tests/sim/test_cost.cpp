@@ -35,7 +35,7 @@ calibration one_curve_calibration(const hardware_spec& h) {
   calibration c;
   c.date = "2025-01-01T00:00:00Z";
   c.device = "test device";
-  c.backend = "cpu";
+  c.backend = modsim::backend_kind::cpu;
   c.sources.push_back({"m.csv", 10, 8});
   efficiency_curve e;
   e.op = modsim::op::attn_norm;
@@ -153,7 +153,7 @@ TEST(Cost, CalibratedTimeIsFixedCostPlusRooflineOverEfficiency) {
   const op_time t = m.time_of(cost(modsim::op::attn_norm, 0, 0, 100'000), s, dtype::fp32);
   EXPECT_NEAR(t.time_s, 3.2e-5, 1e-15);
   EXPECT_TRUE(t.calibrated);
-  EXPECT_EQ(t.calibrated_as, "attn_norm");
+  EXPECT_EQ(t.calibrated_as, modsim::op::attn_norm);
   // Beyond the last knot g stays 2: roofline 1e-2 s -> 2e-6 + 2e-2.
   EXPECT_NEAR(m.time_of(cost(modsim::op::attn_norm, 0, 0, 100'000'000), s, dtype::fp32).time_s, 2e-6 + 2e-2, 1e-15);
   // Below the first knot g stays 4: roofline 1e-8 s -> 2e-6 + 4e-8.
@@ -175,7 +175,7 @@ TEST(Cost, UnmeasuredOpUsesItsStandInOrTheRoofline) {
   // mlp_norm was never measured: attn_norm's curve (same formula) -> 3.2e-5 as above.
   const op_time n = m.time_of(cost(modsim::op::mlp_norm, 0, 0, 100'000), s, dtype::fp32);
   EXPECT_NEAR(n.time_s, 3.2e-5, 1e-15);
-  EXPECT_EQ(n.calibrated_as, "attn_norm");
+  EXPECT_EQ(n.calibrated_as, modsim::op::attn_norm);
   // mlp_up has no curve and its stand-in neither: roofline 1e9/100e9 = 0.01 s.
   const op_time u = m.time_of(cost(modsim::op::mlp_up, 1'000'000'000, 0, 0), s, dtype::fp32);
   EXPECT_NEAR(u.time_s, 0.01, 1e-15);

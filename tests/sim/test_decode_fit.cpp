@@ -29,11 +29,11 @@ measured_sample decode_row(modsim::op op, std::int64_t batch, std::int64_t conte
   p.n_kv_heads = 4;
   p.d_ff = 2 * d;
   p.capacity = capacity;
-  p.decode_routing = routing;
+  p.decode_routing = modsim::find_decode_run(routing).value();
   p.pad_capacity = routing == "pad" ? des::default_pad_capacity(capacity, batch) : 0;
   p.predictor_hidden = 8;
   p.median_s = seconds;
-  p.backend = "cpu";
+  p.backend = modsim::backend_kind::cpu;
   p.device = "test cpu";
   p.key = std::string(modsim::to_string(op)) + std::to_string(batch) + "|" + std::to_string(context) + "|" +
           std::to_string(d) + routing;

@@ -255,7 +255,7 @@ TEST(DesParallel, ExpertParallelMovesOnlyTheSlotsThatReachExperts) {
   // 8,192 bytes), the routed layer at 0.25 its k = 16 (2,048); combine moves the same.
   model_spec m = test::small_mod(0.25, 2);
   moe_spec mo;
-  mo.variant = mode_variant::staged;
+  mo.variant = moe_variant::staged;
   mo.experts = 4;
   mo.top_k = 1;
   m.moe = mo;
@@ -267,7 +267,7 @@ TEST(DesParallel, ExpertParallelMovesOnlyTheSlotsThatReachExperts) {
   EXPECT_EQ(bytes_of(ps.kernels, step_op::ep_combine), (std::vector<std::int64_t>{8192, 2048}));
   // Integrated with 12 no-op experts beside the 4 real ones: a quarter of the routed layer's
   // 64 slots reach real experts (the dense layer has no no-op experts).
-  mo.variant = mode_variant::integrated;
+  mo.variant = moe_variant::integrated;
   mo.noop_experts = 12;
   m.moe = mo;
   const parallel_step pi = build_parallel_step(m, load(2, 64), h100(), plain_device(), r);

@@ -433,7 +433,7 @@ TEST(Flops, DecodeWithPredictorRunsThePredictorNotTheRouter) {
 
 // ---- MoE / MoDE --------------------------------------------------------------------------
 
-model_spec with_mode(mode_variant variant, int experts, int top_k, double cf, int noop) {
+model_spec with_mode(moe_variant variant, int experts, int top_k, double cf, int noop) {
   model_spec m = small_dense();
   moe_spec mode;
   mode.variant = variant;
@@ -450,7 +450,7 @@ TEST(Flops, MoeLayerComputesEveryTokenSlotOnceWhenDropless) {
   //  expert_router 2·32·64·8 = 32768 | 5·32·8 = 1280 | 4·(2048 + 512 + 256) = 11264
   //  experts 64·4·64·256 = 4194304 | 64·8·256 + 2·64·64 + 32·64 = 131072 + 8192 + 2048 = 141312
   //          | 4·(8·2·64·256 + 2·64·64 + 2·32·64) = 4·(262144 + 8192 + 4096) = 1097728
-  const model_spec m = with_mode(mode_variant::moe, 8, 2, 0.0, 0);
+  const model_spec m = with_mode(moe_variant::moe, 8, 2, 0.0, 0);
   const flops_report r = evaluate_flops(m, load(2, 16));
   const layer_flops& l = r.layers[0];
   EXPECT_EQ(names_of(l), (std::vector<std::string>{"attn_norm", "qkv_proj", "attn_scores", "attn_softmax",
@@ -469,7 +469,7 @@ TEST(Flops, MoeLayerComputesEveryTokenSlotOnceWhenDropless) {
 TEST(Flops, CapacityFactorPadsEachExpertToItsCapacity) {
   // E = 8, top_k = 1, cf = 1.1, T = 32: per expert ceil(1.1·32/8) = ceil(4.4) = 5, M = 40;
   // experts matmul 40·4·64·256 = 2621440.
-  op_shape s = shape_of(with_mode(mode_variant::moe, 8, 1, 1.1, 0), load(2, 16));
+  op_shape s = shape_of(with_mode(moe_variant::moe, 8, 1, 1.1, 0), load(2, 16));
   EXPECT_EQ(ops::expert_slots(s), 40);
   EXPECT_EQ(ops::experts(s).matmul_flops, 2621440);
   // cf = 1.1, T = 10, E = 11: 1.1·10/11 = 1 exactly (not 1.0000000000000002 → 2): M = 11.
@@ -484,7 +484,7 @@ TEST(Flops, IntegratedNoopExpertsShrinkTheSlotsAtRoutedLayers) {
   // Dropless: M = ceil(32·1·8/9) = ceil(28.44) = 29 → experts matmul 29·4·64·256 = 1900544;
   // expert_router 2·32·64·9 = 36864. Layer 0 (N = 0): M = 32, router 2·32·64·8 = 32768.
   // Attention still sees all 16 tokens: tokens = 32, no MoD router.
-  model_spec m = with_mode(mode_variant::integrated, 8, 1, 0.0, 1);
+  model_spec m = with_mode(moe_variant::integrated, 8, 1, 0.0, 1);
   m.routing = routing_of(schedule_kind::every_other, 0.125);
   const flops_report r = evaluate_flops(m, load(2, 16));
   const layer_flops& l = r.layers[1];
@@ -510,7 +510,7 @@ TEST(Flops, StagedModeRoutesTokensThenRunsExperts) {
   // staged, E = 8, top_k = 1, every_other 0.125, B = 2, S = 16: layer 1 has k = 2, T = 4.
   // Dropless M = 4: experts 4·4·64·256 = 262144. cf = 1.25: ceil(1.25·4/8) = 1 per expert,
   // M = 8: 8·4·64·256 = 524288.
-  model_spec m = with_mode(mode_variant::staged, 8, 1, 0.0, 0);
+  model_spec m = with_mode(moe_variant::staged, 8, 1, 0.0, 0);
   m.routing = routing_of(schedule_kind::every_other, 0.125);
   const flops_report r = evaluate_flops(m, load(2, 16));
   const layer_flops& l = r.layers[1];
@@ -523,7 +523,7 @@ TEST(Flops, StagedModeRoutesTokensThenRunsExperts) {
 }
 
 TEST(Flops, MoeVariantIgnoresTheRoutingSchedule) {
-  model_spec m = with_mode(mode_variant::moe, 8, 1, 0.0, 0);
+  model_spec m = with_mode(moe_variant::moe, 8, 1, 0.0, 0);
   m.routing = routing_of(schedule_kind::all, 0.5);
   const flops_report r = evaluate_flops(m, load(2, 16));
   EXPECT_TRUE(routed_indices(r).empty());
@@ -577,22 +577,22 @@ TEST(Flops, BlockModAtCapacityOneIsBlockDensePlusRoutingOps) {
 
 TEST(Flops, LayerModeBlockFollowsItsVariant) {
   // E = 8, top_k = 1, dropless, B = 2, S = 16, fp32 (T = 32).
-  op_shape s = shape_of(with_mode(mode_variant::moe, 8, 1, 0.0, 0), load(2, 16));
+  op_shape s = shape_of(with_mode(moe_variant::moe, 8, 1, 0.0, 0), load(2, 16));
   // moe: no routing, 9 ops, experts M = 32: 32·4·64·256 = 2097152.
-  const std::vector<op_cost> moe = block_costs(modsim::op::layer_mode, s, 0.125, mode_variant::moe);
+  const std::vector<op_cost> moe = block_costs(modsim::op::layer_mode, s, 0.125, moe_variant::moe);
   ASSERT_EQ(moe.size(), 9u);
   EXPECT_EQ(moe.back().op, modsim::op::experts);
   EXPECT_EQ(moe.back().matmul_flops, 2097152);
   // staged at 0.125: k = 2, T = 4, M = 4: 4·4·64·256 = 262144, between router/topk/gather
   // and scatter.
-  const std::vector<op_cost> staged = block_costs(modsim::op::layer_mode, s, 0.125, mode_variant::staged);
+  const std::vector<op_cost> staged = block_costs(modsim::op::layer_mode, s, 0.125, moe_variant::staged);
   ASSERT_EQ(staged.size(), 13u);
   EXPECT_EQ(staged.front().op, modsim::op::router);
   EXPECT_EQ(staged[11].op, modsim::op::experts);
   EXPECT_EQ(staged[11].matmul_flops, 262144);
   // integrated with 1 no-op expert: expert_router 2·32·64·9 = 36864, M = ceil(256/9) = 29.
   s.noop_experts = 1;
-  const std::vector<op_cost> integrated = block_costs(modsim::op::layer_mode, s, 0.125, mode_variant::integrated);
+  const std::vector<op_cost> integrated = block_costs(modsim::op::layer_mode, s, 0.125, moe_variant::integrated);
   ASSERT_EQ(integrated.size(), 9u);
   EXPECT_EQ(integrated[7].matmul_flops, 36864);
   EXPECT_EQ(integrated[8].matmul_flops, 29 * 4 * 64 * 256);
@@ -645,9 +645,9 @@ TEST(OpTable, KernelOpsModelOrderAndStandIns) {
   EXPECT_EQ(parse_op("block_mod"), modsim::op::block_mod);
   EXPECT_THROW(parse_op("softmax"), modsim::error);
   EXPECT_THROW(cost_of(modsim::op::block_dense, op_shape{}), modsim::error);
-  EXPECT_EQ(static_cast<int>(mode_variant::none), 0);
-  EXPECT_EQ(static_cast<int>(mode_variant::staged), 1);
-  EXPECT_EQ(static_cast<int>(mode_variant::integrated), 2);
+  EXPECT_EQ(static_cast<int>(moe_variant::none), 0);
+  EXPECT_EQ(static_cast<int>(moe_variant::staged), 1);
+  EXPECT_EQ(static_cast<int>(moe_variant::integrated), 2);
   EXPECT_EQ(modsim::find_dtype("bf16"), dtype::bf16);
   EXPECT_FALSE(modsim::find_dtype("int8").has_value());
 }

@@ -271,7 +271,7 @@ TEST(GemmTiles, CalibrationRecordsItsTiling) {
   c.format = 2;
   c.date = "2026-01-01T00:00:00Z";
   c.device = "test gpu";
-  c.backend = "cuda";
+  c.backend = modsim::backend_kind::cuda;
   c.sources.push_back({"m.csv", 10, 10});
   c.kernels = default_kernel_params(hw);
   c.kernels->gemm_tiles = gemm_tiling::chosen;

@@ -327,7 +327,7 @@ std::vector<measured_sample> synthetic_samples(const hardware_spec& hw, const ke
       mp.n_heads = 4;
       mp.d_ff = 4 * d;
       mp.capacity = capacity;
-      mp.backend = "cuda";
+      mp.backend = modsim::backend_kind::cuda;
       mp.device = "round";
       mp.median_s = 1;  // replaced below
       mp.timing = timing;

@@ -60,7 +60,7 @@ TEST(ModelFile, MixedCapacitiesAreOneLineOfLayerCapacities) {
   r.sched = schedule{schedule_kind::list, 0, {1, 3}};
   m.routing = r;
   moe_spec mo;
-  mo.variant = mode_variant::staged;
+  mo.variant = moe_variant::staged;
   mo.experts = 8;
   mo.capacity_factor = 1.25;
   m.moe = mo;
@@ -79,7 +79,7 @@ TEST(ModelFile, MixedCapacitiesAreOneLineOfLayerCapacities) {
     EXPECT_DOUBLE_EQ(a[i].capacity, b[i].capacity) << i;
   }
   ASSERT_TRUE(back.moe.has_value());
-  EXPECT_EQ(back.moe->variant, mode_variant::staged);
+  EXPECT_EQ(back.moe->variant, moe_variant::staged);
 }
 
 TEST(ModelFile, NotesRoundTrip) {

@@ -59,7 +59,7 @@ TEST(Parallel, TensorParallelAllReducesCarryOnlyTheRoutedTokens) {
 
 TEST(Parallel, ExpertParallelAllToAllsMoveOnlyTokensThatReachRealExperts) {
   model_spec staged = mod_model();
-  staged.moe = moe_spec{mode_variant::staged, 8, 1, 0.0, 0};
+  staged.moe = moe_spec{moe_variant::staged, 8, 1, 0.0, 0};
   const std::vector<layer_traffic> s = layer_traffic_of(staged, prefill());
   // Staged: the routed layer's experts see k = 256 tokens: 256 · 1024 · 2 = 524,288 bytes; a
   // dense layer all 2048: 4,194,304.
@@ -68,7 +68,7 @@ TEST(Parallel, ExpertParallelAllToAllsMoveOnlyTokensThatReachRealExperts) {
   EXPECT_EQ(s[1].ep_all_to_alls, 2);
 
   model_spec integrated = mod_model();
-  integrated.moe = moe_spec{mode_variant::integrated, 8, 1, 0.0, 24};
+  integrated.moe = moe_spec{moe_variant::integrated, 8, 1, 0.0, 24};
   const std::vector<layer_traffic> i = layer_traffic_of(integrated, prefill());
   // Integrated: attention sees all 2048 tokens (the TP all-reduce is not smaller), and 8 of
   // 8 + 24 experts are real: 2048 · 8/32 = 512 slots · 1024 · 2 = 1,048,576 bytes.

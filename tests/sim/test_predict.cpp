@@ -285,7 +285,7 @@ TEST(Predict, CalibratedModelPredictsAnUnmeasuredCapacity) {
   calibration c;
   c.date = "d";
   c.device = "x";
-  c.backend = "cpu";
+  c.backend = modsim::backend_kind::cpu;
   for (const modsim::op op : modsim::model_ops()) {
     efficiency_curve e;
     e.op = op;

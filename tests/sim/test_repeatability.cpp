@@ -15,7 +15,7 @@ measured_sample row(modsim::op op, const char* device, double seconds) {
   s.n_heads = 4;
   s.d_ff = 256;
   s.seq_len = 32;
-  s.backend = "cpu";
+  s.backend = modsim::backend_kind::cpu;
   s.device = device;
   s.median_s = seconds;
   s.key = modsim::sim::shape_key(s);

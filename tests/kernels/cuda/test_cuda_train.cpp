@@ -75,7 +75,7 @@ std::vector<train_case> train_cases() {
   // MoDE (staged: routed; integrated: not), fp32 only: in bf16 an expert choice the rounding
   // flips would be a different layer, not an error. Capacity factors below 1 and few experts
   // drop tokens; no-op experts skip the MLP.
-  const auto moe = [](block_shape sh, mode_variant v, int experts, int noop, double factor) {
+  const auto moe = [](block_shape sh, moe_variant v, int experts, int noop, double factor) {
     sh.variant = v;
     sh.experts = experts;
     sh.noop_experts = noop;
@@ -83,15 +83,15 @@ std::vector<train_case> train_cases() {
     return sh;
   };
   const named_shape moe_shapes[] = {
-      {"staged_mha_gelu", moe(shapes[0].shape, mode_variant::staged, 4, 0, 1.25)},
-      {"staged_gqa_swiglu", moe(shapes[1].shape, mode_variant::staged, 3, 0, 1.0)},
-      {"integrated_gqa_swiglu", moe(shapes[1].shape, mode_variant::integrated, 4, 1, 1.0)},
-      {"integrated_odd_gelu", moe(shapes[2].shape, mode_variant::integrated, 3, 2, 0.8)},
+      {"staged_mha_gelu", moe(shapes[0].shape, moe_variant::staged, 4, 0, 1.25)},
+      {"staged_gqa_swiglu", moe(shapes[1].shape, moe_variant::staged, 3, 0, 1.0)},
+      {"integrated_gqa_swiglu", moe(shapes[1].shape, moe_variant::integrated, 4, 1, 1.0)},
+      {"integrated_odd_gelu", moe(shapes[2].shape, moe_variant::integrated, 3, 2, 0.8)},
   };
   for (const auto& s : moe_shapes)
     for (const recompute m : {recompute::none, recompute::full})
       out.push_back({std::string(s.name) + "_fp32_" + std::string(to_string(m)), s.shape,
-                     s.shape.variant == mode_variant::staged, dtype::fp32, m});
+                     s.shape.variant == moe_variant::staged, dtype::fp32, m});
   return out;
 }
 
@@ -330,7 +330,7 @@ TEST(CudaTrain, RefusesFp16TooManyExpertsAndMissizedWeightsBeforeTouchingADevice
   expect_bad_input(zero_params(s, true), dtype::fp16, "dtype");
   layer_params many;  // 257 experts: more than the expert router's kernels take
   many.shape = s;
-  many.shape.variant = mode_variant::staged;
+  many.shape.variant = moe_variant::staged;
   many.shape.experts = 257;
   many.shape.capacity_factor = 1.0;
   many.routed = true;
@@ -355,7 +355,7 @@ TEST(CudaTrain, TheBackendRunsBothTrainingOpsAndRefusesMoDE) {
   auto plain = be->make_workspace(layer_shape(2, 128, 256, 8, 2, 512, mlp_kind::gelu, 0.25), dtype::bf16, {});
   EXPECT_THROW(be->run(op::block_dense_train, *plain), error);
   block_shape moe = layer_shape(2, 64, 128, 4, 4, 256, mlp_kind::gelu, 0.5);
-  moe.variant = mode_variant::staged;
+  moe.variant = moe_variant::staged;
   moe.experts = 4;
   moe.capacity_factor = 1.0;
   try {
