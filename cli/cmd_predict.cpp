@@ -392,10 +392,21 @@ train_pricing train_pricing_of(const analysis::analysis_result& a) {
   const sim::prediction& p = *a.prediction;
   const sim::model_time& m = p.model;
   const bool fused = p.attention == attention_impl::fused;
+  // Whether the calibration's backward fit (measured training rows) priced the backward ops.
+  bool fitted = false;
+  for (const auto& l : m.layers)
+    for (const auto& o : l.ops) fitted = fitted || o.backward_fitted;
+  fitted = fitted && p.backward;
   const std::string backward =
-      p.calibrated ? "each op's backward FLOPs and bytes at the forward's calibrated efficiency (no row of the "
-                     "calibration measures a backward pass: no error band)"
-                   : "each op's backward FLOPs and bytes on the datasheet roofline";
+      fitted ? fmt::format(
+                   "each op's backward FLOPs and bytes at the forward's calibrated efficiency x the factor "
+                   "fitted on {} measured training rows (GEMMs {:.3f}, attention {:.3f}, memory-bound {:.3f})",
+                   p.backward->rows, p.backward->factor_of(sim::backward_class::gemm),
+                   p.backward->factor_of(sim::backward_class::attention),
+                   p.backward->factor_of(sim::backward_class::memory))
+      : p.calibrated ? "each op's backward FLOPs and bytes at the forward's calibrated efficiency (no row of the "
+                       "calibration measures a backward pass: no error band)"
+                     : "each op's backward FLOPs and bytes on the datasheet roofline";
   const std::string attention =
       fused ? "one fused kernel that recomputes the scores: 5 matmuls where the forward kernel runs 2 (2.5 x)"
             : "4 matmuls reading the stored probabilities, and the softmax backward";
@@ -407,6 +418,7 @@ train_pricing train_pricing_of(const analysis::analysis_result& a) {
   const double mfu = peak > 0 && p.total_s() > 0 ? double(m.model_matmul_flops) / (p.total_s() * peak) : 0.0;
   train_pricing t;
   t.json = json::object{{"backward", backward},
+                        {"backward_fitted", fitted},
                         {"attention_backward", attention},
                         {"optimizer", optimizer},
                         {"recompute", modsim::to_string(p.load.recompute)},
