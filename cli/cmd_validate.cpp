@@ -90,6 +90,8 @@ void point_json(json::array& out, const sim::validation_point& p, const sim::val
   o["d_ff"] = p.sample.shape.d_ff;
   o["capacity"] = p.sample.capacity;
   o["timing"] = modsim::to_string(p.sample.timing);
+  // Training rows: what the forward kept for the backward (none, selective, full).
+  if (modsim::is_train(p.sample.op)) o["recompute"] = modsim::to_string(p.sample.recompute);
   o["measured_s"] = p.sample.median_s;
   o["predicted_s"] = p.predicted_s;
   o["overhead_s"] = p.overhead_s;
