@@ -451,6 +451,92 @@ attention_impl attention_of(const configuration& c) {
   return c.hardware ? sim::default_attention(*c.hardware) : sim::default_gpu_attention;
 }
 
+namespace {
+
+// The parallel section: the fastest splits over `q.gpus` GPUs (when given) and the split asked
+// for (none given: the ranking's first), each beside the one-GPU step, for the model and its
+// baseline.
+parallel_section parallel_split(const sim::model_spec& model, const sim::model_spec& baseline,
+                                const sim::workload& load, const sim::cost_model& cm, const parallel_request& q) {
+  parallel_section ps;
+  ps.gpus = q.gpus;
+  sim::parallel_spec split = q.split;
+  if (ps.gpus > 0) {
+    ps.best_model = sim::best_splits(model, load, cm, ps.gpus);
+    ps.best_baseline = sim::best_splits(baseline, load, cm, ps.gpus);
+    // No split given: the ranking's first (the fastest that fits) is the one detailed.
+    if (split.gpus() == 1 && split.ep == 1 && !ps.best_model.empty()) {
+      const int m = split.micro_batches;
+      split = ps.best_model.front().split;
+      split.micro_batches = m;
+    }
+  }
+  ps.model = sim::predict_parallel(model, load, cm, split);
+  ps.baseline = sim::predict_parallel(baseline, load, cm, split);
+  ps.one_gpu_model = sim::predict_parallel(model, load, cm, sim::parallel_spec{});
+  ps.one_gpu_baseline = sim::predict_parallel(baseline, load, cm, sim::parallel_spec{});
+  return ps;
+}
+
+// The serving comparison: the baseline served (when asked) and the model served; with
+// q.fastest_routing and a routed model, served with each decode routing and the better kept
+// (`chosen` receives the runs tried and the choice).
+sim::des::serving_comparison serve_both(const configuration& c, const sim::model_spec& baseline,
+                                        const sim::cost_model& cm, const serving_request& q, const control& ctl,
+                                        std::optional<serving_routing_choice>& chosen) {
+  namespace des = sim::des;
+  const bool try_both = q.fastest_routing && c.model.routing;
+  cancel_observer cancel(ctl);
+  std::vector<des::serve_observer*> model_observers = q.observers;
+  model_observers.push_back(&cancel);
+  model_observers.insert(model_observers.end(), q.progress.begin(), q.progress.end());
+  std::vector<des::serve_observer*> dense_observers = {&cancel};
+  dense_observers.insert(dense_observers.end(), q.progress.begin(), q.progress.end());
+  des::serving_comparison cmp;
+  cmp.scenario = q.arrivals ? q.scenario : des::resolve_scenario(baseline, cm, c.load.type, q.scenario);
+  if (q.dense) {
+    cmp.dense = q.arrivals
+                    ? des::serve_model(baseline, "dense", cm, c.load.type, cmp.scenario, *q.arrivals, dense_observers)
+                    : des::serve_model(baseline, "dense", cm, c.load.type, cmp.scenario, dense_observers);
+    check(ctl);
+  }
+  const std::string name = c.model.name.empty() ? "MoD" : c.model.name;
+  auto serve = [&](const des::serving_scenario& sc, const std::vector<des::serve_observer*>& obs) {
+    return q.arrivals ? des::serve_model(c.model, name, cm, c.load.type, sc, *q.arrivals, obs)
+                      : des::serve_model(c.model, name, cm, c.load.type, sc, obs);
+  };
+  if (!try_both) {
+    cmp.model = serve(cmp.scenario, model_observers);
+  } else {
+    // The workload's own decode batches decide: serve with each routing, keep the better run.
+    std::vector<des::serve_observer*> trial_observers = {&cancel};
+    trial_observers.insert(trial_observers.end(), q.progress.begin(), q.progress.end());
+    std::vector<des::serving_run> runs;
+    std::vector<serving_routing_trial> trials;
+    for (decode_routing routing : {decode_routing::sync, decode_routing::pad}) {
+      des::serving_scenario sc = cmp.scenario;
+      sc.options.routing = routing;
+      runs.push_back(serve(sc, trial_observers));
+      const sim::des::serve_summary& sm = runs.back().summary;
+      trials.push_back({routing, sm.tpot_s.p50, sm.dropped, sm.mean_decode_batch});
+      check(ctl);
+    }
+    chosen = choose_serving_routing(std::move(trials));
+    cmp.scenario.options.routing = chosen->routing;
+    const std::size_t kept = chosen->routing == decode_routing::sync ? 0 : 1;
+    if (q.observers.empty()) {
+      cmp.model = std::move(runs[kept]);
+    } else {  // the observers (a trace) see the kept run: serve it again, the same draws
+      std::vector<des::serve_observer*> obs = q.observers;
+      obs.push_back(&cancel);
+      cmp.model = serve(cmp.scenario, obs);
+    }
+  }
+  return cmp;
+}
+
+}  // namespace
+
 analysis_result analyze(const configuration& c, const scenario& s, const control& ctl) {
   analysis_result r;
   r.config = c;
@@ -512,27 +598,26 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
     });
     check(ctl);
   }
+  if (s.training) {
+    say(ctl, 3, "training step");
+    part(s, r.training_missing, [&] {
+      const sim::cost_model& cm = cost_of("a training step");
+      if (s.training->flop_budget) (void)checked_flop_budget(*s.training->flop_budget, "--flop-budget");
+      std::optional<sim::prediction> own;
+      if (c.load.run != sim::run_mode::train || !r.prediction) {
+        sim::workload w = c.load;
+        w.run = sim::run_mode::train;
+        own = sim::predict(c.model, baseline, w, cm);
+      }
+      r.training = make_training(own ? *own : *r.prediction, c.model, baseline, baseline_label(c), *c.hardware,
+                                 r.attention, *s.training);
+    });
+    check(ctl);
+  }
   if (s.parallel) {
     say(ctl, 4, "parallel split");
     part(s, r.parallel_missing, [&] {
-      const sim::cost_model& cm = cost_of("a parallel split");
-      parallel_section ps;
-      ps.gpus = s.parallel->gpus;
-      sim::parallel_spec split = s.parallel->split;
-      if (ps.gpus > 0) {
-        ps.best_model = sim::best_splits(c.model, c.load, cm, ps.gpus);
-        ps.best_baseline = sim::best_splits(baseline, c.load, cm, ps.gpus);
-        // No split given: the ranking's first (the fastest that fits) is the one detailed.
-        if (split.gpus() == 1 && split.ep == 1 && !ps.best_model.empty()) {
-          const int m = split.micro_batches;
-          split = ps.best_model.front().split;
-          split.micro_batches = m;
-        }
-      }
-      ps.model = sim::predict_parallel(c.model, c.load, cm, split);
-      ps.baseline = sim::predict_parallel(baseline, c.load, cm, split);
-      ps.one_gpu_model = sim::predict_parallel(c.model, c.load, cm, sim::parallel_spec{});
-      ps.one_gpu_baseline = sim::predict_parallel(baseline, c.load, cm, sim::parallel_spec{});
+      parallel_section ps = parallel_split(c.model, baseline, c.load, cost_of("a parallel split"), *s.parallel);
       if (s.parallel->headline) {  // the memory verdict is the split's, per GPU
         r.memory = ps.model.memory_per_gpu;
         r.memory_verdict = ps.model.memory_verdict;
@@ -599,56 +684,8 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
   if (s.serving) {
     say(ctl, 65, "serving simulation");
     part(s, r.serving_missing, [&] {
-      namespace des = sim::des;
-      const sim::cost_model& cm = cost_of("serving");
-      serving_request q = *s.serving;
-      const bool try_both = q.fastest_routing && c.model.routing;
-      cancel_observer cancel(ctl);
-      std::vector<des::serve_observer*> model_observers = q.observers;
-      model_observers.push_back(&cancel);
-      model_observers.insert(model_observers.end(), q.progress.begin(), q.progress.end());
-      std::vector<des::serve_observer*> dense_observers = {&cancel};
-      dense_observers.insert(dense_observers.end(), q.progress.begin(), q.progress.end());
-      des::serving_comparison cmp;
-      cmp.scenario = q.arrivals ? q.scenario : des::resolve_scenario(baseline, cm, c.load.type, q.scenario);
-      if (q.dense) {
-        cmp.dense = q.arrivals ? des::serve_model(baseline, "dense", cm, c.load.type, cmp.scenario, *q.arrivals,
-                                                  dense_observers)
-                               : des::serve_model(baseline, "dense", cm, c.load.type, cmp.scenario, dense_observers);
-        check(ctl);
-      }
-      const std::string name = c.model.name.empty() ? "MoD" : c.model.name;
-      auto serve = [&](const des::serving_scenario& sc, const std::vector<des::serve_observer*>& obs) {
-        return q.arrivals ? des::serve_model(c.model, name, cm, c.load.type, sc, *q.arrivals, obs)
-                          : des::serve_model(c.model, name, cm, c.load.type, sc, obs);
-      };
-      if (!try_both) {
-        cmp.model = serve(cmp.scenario, model_observers);
-      } else {
-        // The workload's own decode batches decide: serve with each routing, keep the better run.
-        std::vector<des::serve_observer*> trial_observers = {&cancel};
-        trial_observers.insert(trial_observers.end(), q.progress.begin(), q.progress.end());
-        std::vector<des::serving_run> runs;
-        std::vector<serving_routing_trial> trials;
-        for (decode_routing routing : {decode_routing::sync, decode_routing::pad}) {
-          des::serving_scenario sc = cmp.scenario;
-          sc.options.routing = routing;
-          runs.push_back(serve(sc, trial_observers));
-          const sim::des::serve_summary& sm = runs.back().summary;
-          trials.push_back({routing, sm.tpot_s.p50, sm.dropped, sm.mean_decode_batch});
-          check(ctl);
-        }
-        r.serving_routing = choose_serving_routing(std::move(trials));
-        cmp.scenario.options.routing = r.serving_routing->routing;
-        const std::size_t kept = r.serving_routing->routing == decode_routing::sync ? 0 : 1;
-        if (q.observers.empty()) {
-          cmp.model = std::move(runs[kept]);
-        } else {  // the observers (a trace) see the kept run: serve it again, the same draws
-          std::vector<des::serve_observer*> obs = q.observers;
-          obs.push_back(&cancel);
-          cmp.model = serve(cmp.scenario, obs);
-        }
-      }
+      sim::des::serving_comparison cmp =
+          serve_both(c, baseline, cost_of("serving"), *s.serving, ctl, r.serving_routing);
       r.serving = std::move(cmp);
     });
     check(ctl);

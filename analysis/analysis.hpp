@@ -14,6 +14,8 @@
 //   sampling    the sampling map: MoD / baseline decode step time over batch × context
 //               (analysis/sampling.hpp);
 //   serving     the model and its dense baseline under one scenario (sim/des/comparison.hpp);
+//   training    one training step of the model and its baseline, at equal FLOPs and at a FLOP
+//               budget (analysis/training.hpp), in any mode;
 //   validation  measured blocks against the cost model (analysis/validation.hpp).
 // Library code: never prints; progress and cancellation go through `control`.
 #include <cstdint>
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "analysis/sampling.hpp"
+#include "analysis/training.hpp"
 #include "analysis/validation.hpp"
 #include "sim/model/memory.hpp"
 #include "sim/parallel/parallel_predict.hpp"
@@ -218,6 +221,9 @@ struct scenario {
   std::optional<timeline_request> decode;
   std::optional<sampling_request> sampling;
   std::optional<serving_request> serving;
+  // The training answer (analysis/training.hpp): in train mode of the prediction's step, in
+  // another mode of a training step at the workload's batch and sequence (context in decode).
+  std::optional<training_request> training;
   validation_request validation;
   // When true, a part that fails with modsim::error records why in its `*_missing` and the
   // others go on (the explorer); when false the error propagates (the command line).
@@ -288,6 +294,8 @@ struct analysis_result {
   std::string serving_missing;
   std::optional<validation_section> validation;
   std::string validation_missing;
+  std::optional<training_section> training;
+  std::string training_missing;
 };
 
 // In decode mode `prediction.model` and `prediction.dense` (the baseline) are the discrete-event

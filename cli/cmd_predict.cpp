@@ -27,7 +27,7 @@ namespace json = boost::json;
 const char* const k_usage =
     "usage: modsim predict MODEL --hardware HW [--batch B] [--seq S] [--mode forward|train|decode]\n"
     "                      [--dtype fp32|bf16|fp16] [--capacity C] [--schedule S] [--baseline MODEL]\n"
-    "                      [--recompute none|selective|full]\n"
+    "                      [--recompute none|selective|full] [--flop-budget F]\n"
     "                      [--graph] [--decode-routing fastest|sync|pad] [--pad-capacity C] [--seed N] [--draws N]\n"
     "                      [--tp N] [--pp N] [--dp N] [--ep N] [--micro-batches M] [--gpus G]\n"
     "                      [--attention fused|unfused] [--format table|json|csv|markdown]\n"
@@ -38,11 +38,16 @@ const char* const k_usage =
     "FLOP and time ratios, and a decomposition of (time ratio - FLOP ratio) into routing ops,\n"
     "launch overhead, GEMM efficiency, attention, memory-bound ops and wave quantisation (the time\n"
     "GEMM tiles' partial waves add). Uncalibrated GPU files tile each GEMM with the tile chooser\n"
-    "(README \"GEMM tiling\") unless they set gemm_tiles. --dtype defaults to bf16\n"
+    "(docs/cost-model.md \"GEMM tiling\") unless they set gemm_tiles. --dtype defaults to bf16\n"
     "on GPU hardware and fp32 on a CPU. --mode train prices each op's forward, its backward (from the\n"
     "backward's FLOPs and bytes: the datasheet roofline, or calibrated the forward's efficiency with no\n"
     "band), what --recompute none|selective|full runs again and one AdamW step (28 bytes per parameter);\n"
-    "JSON \"train_pricing\" says how, with the MFU. --mode decode is one decode\n"
+    "JSON \"train_pricing\" says how, with the MFU. Train mode also answers the paper's training claim (JSON\n"
+    "\"training\"): per step of MODEL and its baseline the time, tokens/s, MFU (model FLOPs: 3 x the forward's\n"
+    "matmul FLOPs, docs/flops.md) and memory (weights, gradients, optimizer state, activations under --recompute);\n"
+    "the wall-clock MODEL takes for the model FLOPs its baseline takes, and where the difference comes from;\n"
+    "with --flop-budget F (model FLOPs, e.g. the paper's 6e18) the steps, tokens and wall-clock of each.\n"
+    "--mode decode is one decode\n"
     "step through the discrete-event simulator, the step `modsim simulate forward --mode decode` and\n"
     "`modsim sampling` time: the mean over --draws routing draws (default 8, seeds --seed, --seed + 1, ...),\n"
     "equal to the `modsim sampling` cell of the same strategy. The strategy (named in the head, JSON\n"
@@ -263,7 +268,9 @@ std::string ratio_text(double a, double b) { return b > 0 ? fmt::format("{:.3f}"
 // A footprint's parts in bytes and whether it fits (`verdict` empty), with the verdict's sentence.
 json::object memory_json(const sim::memory_footprint& m, const std::string& verdict) {
   json::object j{{"weights_bytes", m.weights},
-                 {"training_state_bytes", m.training_state},
+                 {"training_state_bytes", m.training_state()},
+                 {"gradients_bytes", m.gradients},
+                 {"optimizer_state_bytes", m.optimizer_state},
                  {"kv_cache_bytes", m.kv_cache},
                  {"activations_bytes", m.activations},
                  {"attention_buffers_bytes", m.attention_buffers},
@@ -376,9 +383,93 @@ void add_memory(output& o, const analysis::analysis_result& a, double device_byt
   t.columns = {"weights GB", "grads + optimizer GB", "KV cache GB", "activations GB", "total GB", "device GB", "fits"};
   t.left_columns = 0;
   const auto gb = [](double b) { return number(b / 1e9, "{:.2f}"); };
-  t.rows.push_back({gb(m.weights), gb(m.training_state), gb(m.kv_cache), gb(m.activations), gb(m.total()),
+  t.rows.push_back({gb(m.weights), gb(m.training_state()), gb(m.kv_cache), gb(m.activations), gb(m.total()),
                     device_bytes > 0 ? gb(device_bytes) : cell("-"), a.memory_verdict.empty() ? "yes" : "no"});
   o.tables.push_back(std::move(t));
+}
+
+// The training answer (analysis/training.hpp): JSON "training", the per-step and budget tables,
+// and where the wall-clock difference at equal FLOPs comes from.
+json::object training_step_json(const analysis::training_step& s) {
+  const sim::memory_footprint& m = s.memory;
+  return json::object{{"name", s.name},
+                      {"step_s", s.step_s},
+                      {"forward_s", s.forward_s},
+                      {"backward_s", s.backward_s},
+                      {"recompute_s", s.recompute_s},
+                      {"optimizer_s", s.optimizer_s},
+                      {"overhead_s", s.overhead_s},
+                      {"tokens_per_step", s.tokens},
+                      {"tokens_per_s", s.tokens_per_s},
+                      {"model_flops", s.model_flops},
+                      {"counted_flops", s.counted_flops},
+                      {"mfu", s.mfu},
+                      {"memory", json::object{{"weights_bytes", m.weights},
+                                              {"gradients_bytes", m.gradients},
+                                              {"optimizer_state_bytes", m.optimizer_state},
+                                              {"activations_bytes", m.activations},
+                                              {"total_bytes", m.total()},
+                                              {"fits", s.memory_verdict.empty()}}}};
+}
+
+void add_training(output& o, const analysis::training_section& t) {
+  json::object j;
+  j["flop_convention"] = t.flop_convention;
+  j["memory_scope"] = t.memory_scope;
+  j["model"] = training_step_json(t.model);
+  j["baseline"] = training_step_json(t.baseline);
+  j["time_ratio"] = t.time_ratio;
+  j["flop_ratio"] = t.flop_ratio;
+  j["model_flop_ratio"] = t.model_flop_ratio;
+  j["wall_ratio"] = t.wall_ratio;
+  json::object sources;
+  double sum = 0;
+  for (const analysis::training_source& x : t.sources) {
+    sources[x.key] = x.value;
+    sum += x.value;
+  }
+  sources["sum"] = sum;
+  sources["units"] = "fractions of the baseline's wall-clock at equal model FLOPs; they sum to wall_ratio - 1";
+  j["sources"] = std::move(sources);
+  if (t.budget) {
+    const analysis::training_budget& b = *t.budget;
+    j["budget"] = json::object{
+        {"flops", b.flops},
+        {"model", json::object{{"steps", b.model_steps}, {"tokens", b.model_tokens}, {"wall_s", b.model_wall_s}}},
+        {"baseline",
+         json::object{{"steps", b.baseline_steps}, {"tokens", b.baseline_tokens}, {"wall_s", b.baseline_wall_s}}},
+        {"wall_ratio", b.baseline_wall_s > 0 ? b.model_wall_s / b.baseline_wall_s : 0.0}};
+  }
+  o.json.as_object()["training"] = std::move(j);
+
+  const auto gb = [](double b) { return number(b / 1e9, "{:.2f}"); };
+  table st;
+  st.title = "training step, " + t.memory_scope + "; model FLOPs = 3 x forward matmul FLOPs (docs/flops.md)";
+  st.columns = {"",           "step ms",      "tokens/step",  "tokens/s",       "model TFLOP/step", "MFU",
+                "weights GB", "gradients GB", "optimizer GB", "activations GB", "memory GB"};
+  for (const analysis::training_step* s : {&t.model, &t.baseline})
+    st.rows.push_back({s->name, ms_cell(s->step_s), integer(s->tokens), number(s->tokens_per_s, "{:.0f}"),
+                       number(static_cast<double>(s->model_flops) / 1e12, "{:.3f}"), number(100 * s->mfu, "{:.1f}%"),
+                       gb(s->memory.weights), gb(s->memory.gradients), gb(s->memory.optimizer_state),
+                       gb(s->memory.activations), gb(s->memory.total())});
+  o.tables.push_back(std::move(st));
+  if (t.budget) {
+    const analysis::training_budget& b = *t.budget;
+    table bt;
+    bt.title = fmt::format("at a budget of {:.3g} model FLOPs (steps = budget / model FLOPs per step)", b.flops);
+    bt.columns = {"", "steps", "tokens", "wall-clock h"};
+    bt.rows.push_back({t.model.name, number(b.model_steps, "{:.0f}"), number(b.model_tokens, "{:.4g}"),
+                       number(b.model_wall_s / 3600, "{:.2f}")});
+    bt.rows.push_back({t.baseline.name, number(b.baseline_steps, "{:.0f}"), number(b.baseline_tokens, "{:.4g}"),
+                       number(b.baseline_wall_s / 3600, "{:.2f}")});
+    o.tables.push_back(std::move(bt));
+  }
+  o.tail.push_back(fmt::format(
+      "training at equal model FLOPs: wall-clock x{:.3f} of the baseline's (step time x{:.3f} / model FLOPs per step "
+      "x{:.3f}); where the difference comes from (fractions of the baseline's wall-clock):",
+      t.wall_ratio, t.time_ratio, t.model_flop_ratio));
+  for (const analysis::training_source& x : t.sources)
+    o.tail.push_back(fmt::format("  {:<30} {:+.4f}  {}", x.label, x.value, x.why));
 }
 
 // How a training step is priced, said with every --mode train result (JSON train_pricing and
@@ -391,34 +482,14 @@ struct train_pricing {
 train_pricing train_pricing_of(const analysis::analysis_result& a) {
   const sim::prediction& p = *a.prediction;
   const sim::model_time& m = p.model;
-  const bool fused = p.attention == attention_impl::fused;
-  // Whether the calibration's backward fit (measured training rows) priced the backward ops.
-  bool fitted = false;
-  for (const auto& l : m.layers)
-    for (const auto& o : l.ops) fitted = fitted || o.backward_fitted;
-  fitted = fitted && p.backward;
-  const std::string backward =
-      fitted ? fmt::format(
-                   "each op's backward FLOPs and bytes at the forward's calibrated efficiency x the factor "
-                   "fitted on {} measured training rows (GEMMs {:.3f}, attention {:.3f}, memory-bound {:.3f})",
-                   p.backward->rows, p.backward->factor_of(sim::backward_class::gemm),
-                   p.backward->factor_of(sim::backward_class::attention),
-                   p.backward->factor_of(sim::backward_class::memory))
-      : p.calibrated ? "each op's backward FLOPs and bytes at the forward's calibrated efficiency (no row of the "
-                       "calibration measures a backward pass: no error band)"
-                     : "each op's backward FLOPs and bytes on the datasheet roofline";
-  const std::string attention =
-      fused ? "one fused kernel that recomputes the scores: 5 matmuls where the forward kernel runs 2 (2.5 x)"
-            : "4 matmuls reading the stored probabilities, and the softmax backward";
-  const std::string optimizer = fmt::format(
-      "AdamW, {} bytes per parameter (weights, gradients, two fp32 moments{}), memory-bound on the datasheet roofline",
-      m.optimizer_bytes_per_param, p.load.type == sim::dtype::fp32 ? "" : ", an fp32 master copy");
-  double peak = 0;
-  if (a.config.hardware) peak = a.config.hardware->peak_matmul_flops.of(p.load.type);
-  const double mfu = peak > 0 && p.total_s() > 0 ? double(m.model_matmul_flops) / (p.total_s() * peak) : 0.0;
+  const analysis::training_section& tr = *a.training;
+  const std::string& backward = tr.backward;
+  const std::string& attention = tr.attention_backward;
+  const std::string& optimizer = tr.optimizer;
+  const double mfu = tr.model.mfu;
   train_pricing t;
   t.json = json::object{{"backward", backward},
-                        {"backward_fitted", fitted},
+                        {"backward_fitted", tr.backward_fitted},
                         {"attention_backward", attention},
                         {"optimizer", optimizer},
                         {"recompute", modsim::to_string(p.load.recompute)},
@@ -672,6 +743,7 @@ int cmd_predict(const std::vector<std::string>& args) {
   add_step_options(options);
   add_parallel_options(options);
   add_attention_option(options);
+  add_flop_budget_option(options);
   po::positional_options_description positional;
   positional.add("model", 1);
   po::variables_map vm;
@@ -690,6 +762,10 @@ int cmd_predict(const std::vector<std::string>& args) {
       if (vm.count(k) && !vm[k].defaulted())
         throw input_error("", std::string("--") + k, "applies to --mode decode only");
   }
+  if (w.run == sim::run_mode::train)
+    scenario.training = analysis::training_request{flop_budget_from(vm)};
+  else if (vm.count("flop-budget"))
+    throw input_error("", "--flop-budget", "applies to --mode train only");
   scenario.parallel = parallel_from(vm);
   if (scenario.parallel) scenario.parallel->headline = true;
   const analysis::analysis_result a =
@@ -697,6 +773,7 @@ int cmd_predict(const std::vector<std::string>& args) {
   output o = output_of(a, hw.name, step);
   if (a.parallel) add_parallel(o, *a.parallel);
   add_memory(o, a, hw.memory_bytes);
+  if (a.training) add_training(o, *a.training);
   print(o, format, std::cout);
   return exit_ok;
 }

@@ -166,8 +166,9 @@ void add_profile_options(po::options_description& opts) {
       "calibrate on: configs/grids/calibration-5-cpu.json's 96 blocks with every op timed inside its block "
       "(in_block) and configs/grids/gemm-rows-cpu.json's 400 GEMMs timed alone, in one CSV; 496 points, 3-7 "
       "minutes (median 4) with --threads 1 on the 2-core AMD EPYC; --timing does not apply; on a GPU calibrate "
-      "on full and decode) | train (CPU: one layer's forward + backward, block_dense_train and "
-      "block_mod_train, about 3 minutes)")(
+      "on full and decode) | train (one layer's forward + backward, block_dense_train and "
+      "block_mod_train, 72 points: CPU fp32, about 3 minutes; GPU bf16 with batches up to 4 x 2048 tokens, "
+      "meant for under 4 minutes on an H100/H200, never yet run on one)")(
       "model", po::value<std::vector<std::string>>()->composing(),
       "a model (name under configs/models/ or a path) whose whole decode step decode_step measures; repeat for "
       "several (added to the grid's \"model\" list)")("grid", po::value<std::string>(),

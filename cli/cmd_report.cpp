@@ -34,7 +34,7 @@ const char* const k_usage =
     "                     [--batch B] [--seq S] [--mode forward|train] [--dtype T] [--no-serving] [--requests N]\n"
     "                     [--rate R] [--no-profile] [--fresh-profile] [--no-charts] [--threads N]\n"
     "                     [--baseline MODEL] [--no-sampling] [--gpus G] [--tp N --pp N --dp N --ep N]\n"
-    "                     [--micro-batches M] [--no-parallel] [--attention fused|unfused]\n"
+    "                     [--micro-batches M] [--no-parallel] [--attention fused|unfused] [--flop-budget F]\n"
     "\n"
     "The cost report of MODEL (the first one; others are compared in a table) on HW: FLOPs per\n"
     "forward pass vs dense by op class, the capacity x schedule sweep with its Pareto front, MoDE\n"
@@ -43,7 +43,10 @@ const char* const k_usage =
     "pad) at its typical cell, the sampling map (MoD / baseline decode step time over batch x context,\n"
     "as `modsim sampling`: where MoD reaches 1.5x and why), the step over several GPUs (every split of\n"
     "--gpus G ranked, default 8 on GPU hardware with an interconnect, as modsim predict --gpus), and\n"
-    "predicted vs measured blocks.\n"
+    "predicted vs measured blocks. Every report has a Training section: one training step of MODEL and its\n"
+    "baseline at the report's batch and sequence (time, tokens/s, MFU, memory per GPU), the wall-clock MODEL\n"
+    "takes for its baseline's model FLOPs and where the difference comes from, and with --flop-budget F\n"
+    "(model FLOPs, e.g. the paper's 6e18) the steps, tokens and wall-clock of each.\n"
     "--baseline MODEL compares with a matched-quality dense model instead of MODEL without routing.\n"
     "Writes DIR/report.md, DIR/report.html (self-contained), DIR/summary.json (the headline figures under\n"
     "stable keys, the modsim version and commit, the inputs' SHA-256; no date: the same inputs give the same\n"
@@ -97,6 +100,7 @@ int cmd_report(const std::vector<std::string>& args) {
   add_routing_overrides(options);
   add_baseline_option(options);
   add_attention_option(options);
+  add_flop_budget_option(options);
   po::positional_options_description positional;
   positional.add("models", -1);
   po::variables_map vm;
@@ -117,6 +121,7 @@ int cmd_report(const std::vector<std::string>& args) {
   in.sampling = !vm["no-sampling"].as<bool>();
   in.baseline = baseline_from(vm);
   in.attention = attention_from(vm);
+  in.flop_budget = flop_budget_from(vm);
   in.scenario.requests = vm["requests"].as<std::int64_t>();
   if (in.scenario.requests < 1) throw input_error("", "--requests", "must be >= 1");
   in.scenario.rate_per_s = vm["rate"].as<double>();

@@ -178,6 +178,17 @@ std::optional<sim::model_spec> baseline_from(const po::variables_map& vm) {
   return sim::load_model(resolve_config(vm["baseline"].as<std::string>(), "models"));
 }
 
+void add_flop_budget_option(po::options_description& options) {
+  options.add_options()("flop-budget", po::value<double>(),
+                        "a training budget in model FLOPs (e.g. the paper's 6e18; 3 x the forward's matmul FLOPs per "
+                        "step, docs/flops.md): steps, tokens and wall-clock of the model and its baseline at it");
+}
+
+std::optional<double> flop_budget_from(const po::variables_map& vm) {
+  if (!vm.count("flop-budget")) return std::nullopt;
+  return analysis::checked_flop_budget(vm["flop-budget"].as<double>(), "--flop-budget");
+}
+
 void add_attention_option(po::options_description& options) {
   options.add_options()("attention", po::value<std::string>(),
                         "fused | unfused: how attention runs (default: fused on GPU hardware, what training and "

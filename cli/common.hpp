@@ -19,7 +19,7 @@ namespace modsim::cli {
 
 namespace po = boost::program_options;
 
-// Exit codes (documented in the README).
+// Exit codes (documented in docs/errors.md).
 inline constexpr int exit_ok = 0;
 inline constexpr int exit_check_failed = 1;   // e.g. `validate` above --max-error
 inline constexpr int exit_bad_input = 2;      // bad flags, files, keys or values
@@ -63,6 +63,12 @@ extern const char* const pad_capacity_help;
 // --baseline MODEL: the dense model every "vs dense" compares with (default: MODEL without routing).
 void add_baseline_option(po::options_description& options);
 std::optional<sim::model_spec> baseline_from(const po::variables_map& vm);
+
+// --flop-budget F (predict --mode train, report): a training budget in model FLOPs
+// (analysis::training_request). flop_budget_from: empty when not given; not a number > 0 is bad
+// input naming --flop-budget.
+void add_flop_budget_option(po::options_description& options);
+std::optional<double> flop_budget_from(const po::variables_map& vm);
 
 // --attention fused|unfused (predict, simulate forward, sweep, sampling, report): how attention
 // runs (analysis::configuration::attention). attention_from: empty when not given (the

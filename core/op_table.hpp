@@ -4,7 +4,7 @@
 // simulator schedules. Kernels, sim, the profiler and the simulator read their op lists, names,
 // classes and launch counts from here.
 //
-// Adding an op: README.md's recipe "Adding an op" lists the files (an enumerator and a row
+// Adding an op: docs/architecture.md's recipe "Adding an op" lists the files (an enumerator and a row
 // here; each other file holds a switch over `op` with no default, which the compiler checks;
 // tests/sim/test_recipes.cpp checks that the list names every such switch).
 #include <array>

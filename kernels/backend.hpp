@@ -145,8 +145,9 @@ struct workspace_options {
   bool fused_attention = false;
   // The workspace also holds one layer's training state (weights, their gradients, what the
   // forward keeps, dL/dout, dL/dx) so that block_dense_train and block_mod_train run on it;
-  // `recompute` is what their forward keeps. Only the CPU backend trains (the CUDA backend
-  // refuses it as bad_input).
+  // `recompute` is what their forward keeps. Both backends train dense and MoD layers (a MoDE
+  // variant is bad_input); the CUDA backend's training ops (kernels/cuda_train.hpp) run the
+  // unfused attention whatever fused_attention says.
   bool training = false;
   modsim::recompute recompute = modsim::recompute::none;
 };

@@ -124,9 +124,11 @@ struct predictor_params {
 };
 using predictor_grads = predictor_params;
 
-// Runs the layer on the CPU: GEMMs through OpenBLAS (its own threads), every other loop
-// through a thread pool, never both at once. Holds its scratch buffers (grown on first use);
-// calls on one trainer must not overlap.
+// Runs the layer on the CPU: the projections' and the MLP's GEMMs through OpenBLAS (its own
+// threads), every other loop through a thread pool, never both at once; attention runs one
+// (sequence, head) per pool task with single-threaded OpenBLAS, in causal blocks of rows that
+// skip the masked half of the scores. Holds its scratch buffers (grown on first use); calls on
+// one trainer must not overlap.
 class cpu_trainer {
  public:
   // threads = 0: one per hardware thread. Sets OpenBLAS's (process-wide) thread count.

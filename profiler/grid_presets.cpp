@@ -95,22 +95,30 @@ grid preset(std::string_view name, std::string_view backend) {
   }
   if (name == "train") {
     // One layer's forward + backward (docs/contracts.md "Training rows"): dense and MoD layers
-    // of two widths with gelu and one swiglu GQA layer, batches 1 and 2, sequences of 256 and
-    // 512 tokens, capacities 1/8 and 1/2, recompute none and full. 72 points, 170 s
-    // with one thread on the 2-core EPYC VM at load ~10 (fp32). The CUDA backend has no training kernels yet.
-    if (gpu)
-      throw input_error("", "--preset",
-                        "the train preset is CPU only for now (the cuda backend has no training kernels)");
+    // of two widths with gelu and one swiglu GQA layer, capacities 1/8 and 1/2, recompute none
+    // and full; 72 points either way. CPU (fp32): batches 1 and 2, sequences of 256 and 512
+    // tokens, 170 s with one thread on the 2-core EPYC VM at load ~10. GPU (bf16): batches 1
+    // and 4, sequences of 1024 and 2048 tokens, widths 1024 and 2048 (16 heads), meant to take
+    // under 4 minutes on an H100/H200 (not yet run on one).
     g.ops = {op::block_dense_train, op::block_mod_train};
+    g.capacity = {0.125, 0.5};
+    g.experts = {0};
+    g.recompute = {modsim::recompute::none, modsim::recompute::full};
+    if (gpu) {
+      g.dtypes = {kernels::dtype::bf16};
+      g.batch = {1, 4};
+      g.seq_len = {1024, 2048};
+      g.shapes = {{1024, 16, 0, 4096, kernels::mlp_kind::gelu, "train preset"},
+                  {2048, 16, 0, 8192, kernels::mlp_kind::gelu, "train preset"},
+                  {2048, 16, 4, 5632, kernels::mlp_kind::swiglu, "train preset (GQA, 4 kv heads)"}};
+      return g;
+    }
     g.dtypes = {kernels::dtype::fp32};
     g.batch = {1, 2};
     g.seq_len = {256, 512};
     g.shapes = {{256, 8, 0, 1024, kernels::mlp_kind::gelu, "train preset"},
                 {512, 8, 0, 2048, kernels::mlp_kind::gelu, "train preset"},
                 {512, 8, 2, 1536, kernels::mlp_kind::swiglu, "train preset (GQA, 2 kv heads)"}};
-    g.capacity = {0.125, 0.5};
-    g.experts = {0};
-    g.recompute = {modsim::recompute::none, modsim::recompute::full};
     return g;
   }
   if (name == "calibration")

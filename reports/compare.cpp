@@ -52,7 +52,9 @@ std::vector<std::pair<std::string, double>> parse_thresholds(const std::string& 
     const double pct = v.to_number<double>();
     if (!(pct >= 0) || !std::isfinite(pct)) throw input_error(path, key, "must be >= 0 (percent)");
     if (!matches_any(key, keys) && !matches_any(key, known))
-      throw input_error(path, key, "unknown figure key: matches no key a report summary holds (see the README)");
+      throw input_error(
+          path, key,
+          "unknown figure key: matches no key a report summary holds (see docs/contracts.md \"Report summary\")");
     out.emplace_back(key, pct);
   }
   return out;

@@ -18,9 +18,9 @@
 namespace modsim::reports {
 
 const std::vector<std::string>& section_ids() {
-  static const std::vector<std::string> ids = {"verdict",    "configuration", "flops",   "sweep",    "variants",
-                                               "time",       "gap",           "serving", "sampling", "parallel",
-                                               "validation", "models",        "method"};
+  static const std::vector<std::string> ids = {"verdict",  "configuration", "flops",    "sweep",   "variants",
+                                               "time",     "gap",           "training", "serving", "sampling",
+                                               "parallel", "validation",    "models",   "method"};
   return ids;
 }
 
@@ -63,6 +63,7 @@ report_data build_report(const report_input& in, const progress_fn& progress) {
             analysis::measured_cells(in.decode_rows, m, in.baseline ? *in.baseline : sim::dense_baseline(m));
       }
       s.validation = in.validation;
+      s.training = analysis::training_request{in.flop_budget};
     }
     if (progress) progress("report: " + m.name);
     analysis::analysis_result r = analysis::analyze(config, s, ctl);
@@ -106,6 +107,8 @@ report_data build_report(const report_input& in, const progress_fn& progress) {
           d.parallel_missing = e.what();
         }
       }
+      d.training = std::move(r.training);
+      d.training_missing = r.training_missing;
       d.validation = std::move(r.validation);
       d.validation_missing = r.validation_missing.empty() && !d.validation
                                  ? "no measurements given (modsim report --measurements CSV, from modsim profile)"

@@ -82,6 +82,9 @@ struct report_input {
   // How attention runs (--attention; analysis::configuration::attention): empty, the hardware's
   // default. Every prediction of the report (the validation section apart) prices it so.
   std::optional<attention_impl> attention;
+  // The Training section's budget in model FLOPs (--flop-budget; analysis::training_request);
+  // empty: the section answers per step and at equal FLOPs only.
+  std::optional<double> flop_budget;
 };
 
 using analysis::validation_section;
@@ -131,6 +134,9 @@ struct report_data {
   std::optional<analysis::serving_routing_choice> serving_routing;
   std::optional<analysis::parallel_section> parallel;
   std::string parallel_missing;  // why there is no parallelism section
+  // The Training section (analysis/training.hpp): the subject's and its baseline's training step.
+  std::optional<analysis::training_section> training;
+  std::string training_missing;  // why there is none
 };
 
 // Computes the report. Throws modsim::error(bad_input) for no model or an invalid workload.
@@ -151,7 +157,7 @@ struct render_options {
 bool charts_available();
 
 // The section ids, in order, each an `id` in report.html and a heading in report.md:
-// verdict, configuration, flops, sweep, variants, time, gap, serving, sampling, parallel,
+// verdict, configuration, flops, sweep, variants, time, gap, training, serving, sampling, parallel,
 // validation, models, method.
 const std::vector<std::string>& section_ids();
 

@@ -38,6 +38,7 @@ document build_document(const report_data& d) {
   doc.sections.push_back(variants_section(d, doc));
   doc.sections.push_back(time_section(d, doc));
   doc.sections.push_back(gap_section(d, doc));
+  doc.sections.push_back(training_section_of(d, doc));
   doc.sections.push_back(serving_section_of(d, doc));
   doc.sections.push_back(sampling_section_of(d, doc));
   doc.sections.push_back(parallel_section_of(d, doc));

@@ -21,6 +21,7 @@ section sweep_section(const report_data& d, document& doc);
 section variants_section(const report_data& d, document& doc);
 section time_section(const report_data& d, document& doc);
 section gap_section(const report_data& d, document& doc);
+section training_section_of(const report_data& d, document& doc);
 section serving_section_of(const report_data& d, document& doc);
 section sampling_section_of(const report_data& d, document& doc);
 section parallel_section_of(const report_data& d, document& doc);

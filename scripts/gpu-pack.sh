@@ -3,7 +3,8 @@
 #   scripts/gpu-pack.sh            -> .gpu-pack/modsim-gpu.tar.xz (ignored by git)
 # Configures the gpu-portable preset into build-gpu/ (sm_90, static host libraries, cudart
 # static; cuBLAS, and cuDNN for the fused attention, are found on the GPU machine at run time),
-# builds modsim, modsim_cuda_parity_tests and modsim_cuda_decode_tests (-j from MODSIM_JOBS,
+# builds modsim, modsim_cuda_parity_tests (the blocks' and the training step's parity tests) and
+# modsim_cuda_decode_tests (-j from MODSIM_JOBS,
 # default 1: CUDA compiles are heavy), strips them and packs them with xz. (modsim-bench-decode
 # is not packed: it times the CPU decode step only; on a GPU the decode preset times the CUDA one.) A device `run` then carries .gpu-pack and
 # runs scripts/gpu-session.sh (see reports/gpu/README.md).

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # One GPU session in one device call: unpacks the binaries scripts/gpu-pack.sh built here and
 # runs, under a time budget, everything that needs the GPU, writing under $OUT:
-#   scripts/gpu-session.sh [check] [decode] [realistic] [full I/N] ...  (default: check decode full 1/1)
+#   scripts/gpu-session.sh [check] [decode] [train] [realistic] [full I/N] ...  (default: check decode full 1/1)
 # Stages, in the order given:
-#   check     parity tests (CUDA vs CPU); compute-sanitizer memcheck on a small case; the peer:
+#   check     parity tests (CUDA vs CPU: the blocks' ops, and the training step's output, dL/dx and
+#             every gradient, kernels/cuda_train.hpp); compute-sanitizer memcheck on a small case
+#             and, separately (at most 120 s), on small training cases; the peer:
 #             PyTorch's MoD block (eager, and SDPA forced to cuDNN, FlashAttention, math) and
 #             modsim's CUDA block on the same shapes (configs/grids/peer-gpu.json: bf16, B=8,
 #             S=2048, d=2048, H=16, d_ff=8192, dense and c = 1/8, 1/4, 1/2, 1) with each
@@ -19,6 +21,9 @@
 #             CUDA graph, same models, batches and contexts; at most 150 s), joined with modsim's
 #             decode_step rows (and the block rows when `check` ran first in this call) by
 #             peer_csv.py into peer-<gpu>-<date>.csv and <gpu>.md.
+#   train     `modsim profile --backend cuda --preset train` (one layer's forward + backward, bf16,
+#             72 points) into <gpu>-<date>-train.csv (at most MODSIM_TRAIN_PRESET_S, default 240 s;
+#             resumed from .gpu-pack/*-train.csv when carried; stopped cleanly with SIGINT).
 #   realistic configs/grids/realistic-gpu.json (96 out-of-family bf16 blocks of released models'
 #             layers) into <gpu>-<date>-realistic.csv (resumed from .gpu-pack/*-realistic.csv),
 #             then `modsim validate` of it against h100-sxm-calibrated into the summary.
@@ -29,7 +34,7 @@
 # 570: one device command may run 600), MODSIM_PEER_COMPILE=1 (also time torch.compile; slow),
 # MODSIM_PACK (default .gpu-pack/modsim-gpu.tar.xz).
 # $OUT receives at most 8 files (the device tool's limit): summary.txt, the peer CSV and .md,
-# the decode-steps CSV, one CSV per full shard and logs.tar.xz with every log, raw CSV and
+# the decode-steps CSV, the train CSV, one CSV per full shard and logs.tar.xz with every log, raw CSV and
 # metadata file (the PyTorch CSVs, memcheck logs, gtest JSON among them).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -105,6 +110,24 @@ run_check() {
     say "memcheck: exit $? — $(grep -E 'ERROR SUMMARY' "$logs/memcheck.txt" | tail -1)"
   else
     say "memcheck: compute-sanitizer not on PATH"
+  fi
+
+  local failed_train
+  failed_train=$(grep -cE '^\[  FAILED  \] .*CudaTrain' "$logs/parity.txt")
+  say "training parity: $(grep -cE '^\[       OK \] .*CudaTrain' "$logs/parity.txt") passed, $failed_train failed"
+
+  say "== compute-sanitizer memcheck (training, small cases)"
+  if command -v compute-sanitizer > /dev/null; then
+    # A routed bf16 layer (MHA gelu), the unaligned GQA layer (per-pair GEMMs) under selective
+    # recomputation, an integrated MoDE layer with no-op experts and drops, AdamW and the predictor.
+    local limit=$(( $(left) < 120 ? $(left) : 120 ))
+    timeout -k 10 "$limit" compute-sanitizer --tool memcheck --error-exitcode 9 "$parity" \
+      --gtest_filter='Layers/CudaTrainParity.*/mod_mha_gelu_bf16_none:Layers/CudaTrainParity.*/mod_odd_gqa_gelu_fp32_selective:Layers/CudaTrainParity.*/integrated_odd_gelu_fp32_none:CudaTrain.AdamW*:CudaTrain.Predictor*' \
+      > "$logs/memcheck-train.txt" 2>&1
+    local rc=$?
+    say "memcheck train: exit $rc$( (( rc == 124 || rc == 137 )) && echo " (stopped after ${limit}s)") — $(grep -E 'ERROR SUMMARY' "$logs/memcheck-train.txt" | tail -1) $(grep -E '^\[ +(PASSED|FAILED) +\] [0-9]+ tests?[,.]' "$logs/memcheck-train.txt" | tr '\n' ' ')"
+  else
+    say "memcheck train: compute-sanitizer not on PATH"
   fi
 
   say "== peer: PyTorch MoD block and modsim's CUDA block, same shapes"
@@ -233,6 +256,26 @@ run_full() {  # $1 = I/N
   cp "${csv%.csv}.meta.json" "$logs/" 2>/dev/null
 }
 
+# One layer's training step on the GPU: the train preset (bf16), resumable like the others.
+run_train() {
+  local csv="$out/$gpu-$day-train.csv" carried
+  carried=$(ls -t "$root"/.gpu-pack/*-train.csv 2>/dev/null | head -1)
+  [[ -n "$carried" ]] && cp "$carried" "$csv" && say "train preset: resuming $(basename "$carried") ($(( $(wc -l < "$csv") - 1 )) rows)"
+  local limit=$(( $(left) - 25 ))
+  (( limit > ${MODSIM_TRAIN_PRESET_S:-240} )) && limit=${MODSIM_TRAIN_PRESET_S:-240}
+  if (( limit < 30 )); then say "train preset: no time left (${limit}s)"; return 0; fi
+  say "== train preset (modsim profile --backend cuda --preset train), ${limit}s at most"
+  local t0=$(date +%s)
+  timeout -s INT -k 20 "$limit" "$modsim" profile --backend cuda --preset train --out "$csv" --resume --format csv \
+    > /dev/null 2> "$logs/train-preset.log"
+  local rc=$? rows=0
+  [[ -s "$csv" ]] && rows=$(( $(wc -l < "$csv") - 1 ))
+  say "train preset: exit $rc, $(( $(date +%s) - t0 )) s, $rows rows in $(basename "$csv") (72 points)"
+  tail -n 3 "$logs/train-preset.log" >> "$summary"
+  cp "${csv%.csv}.meta.json" "$logs/" 2>/dev/null
+  [[ -f "$csv" ]] || rm -f "${csv%.csv}.meta.json"
+}
+
 # The out-of-family GPU grid (configs/grids/realistic-gpu.json: released models' layers, batches,
 # sequences and capacities off the powers of two), then `modsim validate` of it against the
 # shipped H100 calibration, whose band and error land in the summary.
@@ -266,9 +309,10 @@ while (( i < ${#stages[@]} )); do
   case "${stages[$i]}" in
     check) run_check ;;
     decode) run_decode ;;
+    train) run_train ;;
     full) run_full "${stages[$((i + 1))]:-1/1}"; i=$((i + 1)) ;;
     realistic) run_realistic ;;
-    *) say "gpu-session: unknown stage '${stages[$i]}' (check, decode, realistic, full I/N)" ;;
+    *) say "gpu-session: unknown stage '${stages[$i]}' (check, decode, train, realistic, full I/N)" ;;
   esac
   i=$((i + 1))
 done

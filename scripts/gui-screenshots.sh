@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The explorer's screenshots in docs/ (README, "modsim-gui"): every tab at 1600x1000, and the
+# The explorer's screenshots in docs/ (docs/explorer.md, "Screenshots"): every tab at 1600x1000, and the
 # same at 1280x800 under docs/gui-1280x800/, rendered headless from the shipped files.
 #
 #   scripts/gui-screenshots.sh [BUILD_DIR]     (default build; needs the GUI built)
@@ -26,10 +26,11 @@ for size in 1600x1000 1280x800; do
   shot gui-sampling "$size" mod-220m --mode decode --tab serving --baseline dense-220m
   shot gui-validation "$size" mod-220m --tab validation
   shot gui-parallel "$size" mod-70b --hardware h100-sxm --tab parallel
+  shot gui-training "$size" mod-220m --mode train --tab training
   shot gui-question "$size" mod-1b --hardware h200 --mode decode --baseline dense-1b
   # A tab without a line above (the registry, gui/core/tabs/tabs.cpp, lists it): mod-220m on it.
   for tab in $("$gui" --list-tabs 2>/dev/null); do
-    case " design-space layers timeline serving validation parallel " in
+    case " design-space layers training timeline serving validation parallel " in
       *" $tab "*) ;;
       *) shot "gui-$tab" "$size" mod-220m --tab "$tab" ;;
     esac

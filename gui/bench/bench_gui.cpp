@@ -121,6 +121,7 @@ void partsBench(const gui::ExplorerConfig& start, int runs) {
   const std::pair<gui::ResultPart, const char*> parts[] = {
       {gui::PredictionPart, "prediction (headline, Layers)"},
       {gui::SweepPart, "design-space sweep"},
+      {gui::TrainingPart, "training step (Training tab)"},
       {gui::TimelinePart, "timeline"},
       {gui::SamplingPart, "sampling map"},
       {gui::ServingPart, "serving simulation"},

@@ -469,6 +469,7 @@ void computeParts(const ExplorerConfig& config, ResultParts parts, ComputeResult
     if ((parts & SweepPart) && config.sweepEnabled) s.sweep = analysis::sweep_request{};
     if ((parts & SamplingPart) && config.model.routing) s.sampling = analysis::sampling_request{};
     if (parts & ParallelPart) s.parallel = parallelRequestOf(config);
+    if (parts & TrainingPart) s.training = analysis::training_request{config.flopBudget};
     if ((parts & ServingPart) && config.servingEnabled) {
       s.serving = analysis::serving_request{};
       s.serving->fastest_routing = true;
@@ -500,6 +501,16 @@ void computeParts(const ExplorerConfig& config, ResultParts parts, ComputeResult
       }
     }
     if (parts & ValidationPart) r.validation = validationOf(a, config);
+    if (parts & TrainingPart) {
+      r.training = TrainingResult{};
+      if (a.training) {
+        r.training.training = *a.training;
+        r.training.asTrained = config.load.run != sim::run_mode::train;
+        r.training.available = true;
+      } else {
+        r.training.unavailable = a.training_missing.empty() ? "Not computed." : a.training_missing;
+      }
+    }
     if (parts & SamplingPart) r.sampling = samplingOf(a, config);
     if (parts & ParallelPart) {
       r.parallel = parallelOf(a, config);
@@ -533,6 +544,7 @@ void computeParts(const ExplorerConfig& config, ResultParts parts, ComputeResult
       if (parts & SamplingPart) missing(r.sampling);
       if (parts & ParallelPart) missing(r.parallel);
       if (parts & ServingPart) missing(r.serving);
+      if (parts & TrainingPart) missing(r.training);
     }
   }
   r.updated = parts;
@@ -551,7 +563,7 @@ ResultParts nextParts(ResultParts remaining, ResultParts visible) {
   remaining &= kAllParts;
   if (remaining & PredictionPart) return PredictionPart;
   if (remaining & visible) return remaining & visible;
-  for (ResultPart p : {SweepPart, TimelinePart, SamplingPart, ServingPart, ParallelPart, ValidationPart})
+  for (ResultPart p : {SweepPart, TrainingPart, TimelinePart, SamplingPart, ServingPart, ParallelPart, ValidationPart})
     if (remaining & p) return p;
   return 0;
 }

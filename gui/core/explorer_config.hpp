@@ -37,6 +37,9 @@ struct ExplorerConfig {
   // The Parallelism tab: every split of this many GPUs (GPU hardware with an interconnect); 0 or
   // 1 = none.
   int gpus = 8;
+  // The Training tab's budget in model FLOPs (analysis::training_request); empty = none. The
+  // paper's isoFLOP budget by default.
+  std::optional<double> flopBudget = 6e18;
   // How attention runs (modsim --attention): empty = the hardware's default (fused on a GPU,
   // unfused on a CPU; analysis::configuration::attention).
   std::optional<attention_impl> attention;

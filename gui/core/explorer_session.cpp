@@ -557,6 +557,16 @@ void ExplorerSession::setGpus(int gpus) {
   commitDraft();
 }
 
+void ExplorerSession::setFlopBudget(std::optional<double> flops) {
+  if (flops && !(std::isfinite(*flops) && *flops > 0)) {
+    emit validationChanged(QStringLiteral("flop_budget"),
+                           tr("must be a number of FLOPs > 0 (e.g. 6e18), got %1").arg(*flops));
+    return;
+  }
+  m_draft.flopBudget = flops;
+  commitDraft();
+}
+
 void ExplorerSession::setServingEnabled(bool enabled) {
   m_draft.servingEnabled = enabled;
   commitDraft();

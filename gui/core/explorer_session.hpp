@@ -102,6 +102,9 @@ class ExplorerSession : public QObject {
   void setServingEnabled(bool enabled);
   // The GPU count the Parallelism tab splits the step over (every tp × pp × dp of it).
   void setGpus(int gpus);
+  // The Training tab's FLOP budget: a number > 0, or empty for none; anything else is refused
+  // (validationChanged("flop_budget", why)) and the last valid budget stays.
+  void setFlopBudget(std::optional<double> flops);
 
  public slots:
   // Computes the current configuration now (no debounce).

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analysis/sampling.hpp"
+#include "analysis/training.hpp"
 #include "sim/des/serving.hpp"
 #include "sim/model/spec.hpp"
 #include "sim/cost/validation.hpp"
@@ -24,9 +25,10 @@ enum ResultPart : unsigned {
   SamplingPart = 1u << 4,    // ... and the sampling map
   ParallelPart = 1u << 5,    // the Parallelism tab
   ValidationPart = 1u << 6,  // the Validation tab
+  TrainingPart = 1u << 7,    // the Training tab
 };
 using ResultParts = unsigned;  // a set of ResultPart bits
-inline constexpr ResultParts kAllParts = (1u << 7) - 1;
+inline constexpr ResultParts kAllParts = (1u << 8) - 1;
 
 // Times of one layer per op class (sim::op_classes() order, see PredictionResult::opClasses).
 struct LayerTiming {
@@ -206,6 +208,15 @@ struct ParallelResult {
   std::vector<std::string> notes;
 };
 
+// The Training tab (analysis/training.hpp): one training step of the model and its baseline
+// (in any mode: the workload's batch and sequence trained), at equal FLOPs and at the budget.
+struct TrainingResult {
+  bool available = false;
+  std::string unavailable;
+  analysis::training_section training;
+  bool asTrained = false;  // the workload is not a training step: its batch and sequence were trained
+};
+
 struct ComputeResult {
   std::uint64_t generation = 0;
   std::string error;  // non-empty: the computation failed with this message (modsim::error)
@@ -224,6 +235,7 @@ struct ComputeResult {
   SamplingResult sampling;
   ParallelResult parallel;
   ValidationResult validation;
+  TrainingResult training;
   double computeMs = 0;  // wall-clock of the computation of the parts computed so far
 };
 

@@ -6,6 +6,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -186,8 +187,8 @@ struct cpu_trainer::impl {
   std::vector<std::pair<float, std::int32_t>> topk_pairs;  // [T]
   std::vector<float> r;                                    // [T] router weights
   std::vector<float> xt;                                   // [m, d] gathered input
-  std::vector<float> probs;                                // [n, n] one head's probabilities
-  std::vector<float> dprobs;                               // [n, n]
+  std::vector<float> head_scratch;                         // [slots, 2, n, n] probabilities, their gradient
+  std::vector<float> dk_heads, dv_heads;                   // [B, H, n, d_head] per head (GQA)
   std::vector<float> grad_y, dxt, grad_h, du;              // [m, d]
   std::vector<float> dact, dup, dgate;                     // [m, f]
   std::vector<float> grad_attn, grad_q, grad_k, grad_v;    // [m, d_q], [m, d_kv] ×2
@@ -211,6 +212,29 @@ struct cpu_trainer::impl {
   i64 elem_grain(i64 count) const { return std::max<i64>(1 << 14, count / (4 * pool.size()) + 1); }
 
   void copy(const float* src, float* dst, i64 count) { cpu::parallel_copy(pool, src, dst, count); }
+
+  // Rows per causal block of an n-token attention: a row block reads only the keys up to its
+  // last row, so smaller blocks skip more of the masked half, at smaller GEMMs.
+  static i64 causal_block(i64 n) { return n <= 128 ? n : 64; }
+
+  // body(slot, task) for every task in [0, tasks), each on one participant of the pool with
+  // single-threaded OpenBLAS; slot in [0, min(pool.size(), tasks)) names the participant's
+  // scratch. Tasks are claimed one at a time, so uneven ones balance.
+  template <class F>
+  void for_each_task(i64 tasks, F&& body) {
+    const i64 slots = std::min<i64>(pool.size(), tasks);
+    if (slots <= 1) {
+      for (i64 t = 0; t < tasks; ++t) body(0, t);
+      return;
+    }
+    openblas_set_num_threads(1);
+    std::atomic<i64> next{0};
+    pool.parallel_for(slots, 1, [&](i64 s0, i64 s1) {
+      for (i64 slot = s0; slot < s1; ++slot)
+        for (i64 t = next++; t < tasks; t = next++) body(slot, t);
+    });
+    openblas_set_num_threads(threads);
+  }
 
   void rms_norm(const float* in, const float* g, float* out, i64 rows, i64 d) {
     pool.parallel_for(rows, row_grain(rows),
@@ -248,25 +272,29 @@ struct cpu_trainer::impl {
     fit(s.attn_out, m * dq);
     fit(s.h, m * d);
     fit(s.mlp_in, m * d);
-    if (keep_probs) {
+    if (keep_probs)
       fit(s.probs, B * H * n * n);
-    } else {
+    else
       s.probs.clear();
-      fit(probs, n * n);
-    }
 
     rms_norm(xin, p.attn_norm_g.data(), s.attn_in.data(), m, d);
     gemm(false, false, m, dq, d, 1.0f, s.attn_in.data(), d, p.w_q.data(), dq, 0.0f, s.q.data(), dq);
     gemm(false, false, m, dkv, d, 1.0f, s.attn_in.data(), d, p.w_k.data(), dkv, 0.0f, s.k.data(), dkv);
     gemm(false, false, m, dkv, d, 1.0f, s.attn_in.data(), d, p.w_v.data(), dkv, 0.0f, s.v.data(), dkv);
     const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
-    for (i64 bh = 0; bh < B * H; ++bh) {
+    const i64 bs = causal_block(n);
+    if (!keep_probs) fit(head_scratch, std::min<i64>(pool.size(), B * H) * 2 * n * n);
+    for_each_task(B * H, [&](i64 slot, i64 bh) {
       const i64 b = bh / H, head = bh % H, kv = head / group;
-      float* pr = keep_probs ? s.probs.data() + bh * n * n : probs.data();
-      attention_probs(s, b, head, kv, n, dq, dkv, dh, scale, pr);
-      gemm(false, false, n, dh, n, 1.0f, pr, n, s.v.data() + b * n * dkv + kv * dh, dkv, 0.0f,
-           s.attn_out.data() + b * n * dq + head * dh, dq);
-    }
+      float* pr = keep_probs ? s.probs.data() + bh * n * n : head_scratch.data() + slot * 2 * n * n;
+      const float* v_kv = s.v.data() + b * n * dkv + kv * dh;
+      float* o_h = s.attn_out.data() + b * n * dq + head * dh;
+      for (i64 i0 = 0; i0 < n; i0 += bs) {
+        const i64 i1 = std::min(n, i0 + bs);
+        attention_probs_rows(s, b, head, kv, n, dq, dkv, dh, scale, i0, i1, pr);
+        gemm(false, false, i1 - i0, dh, i1, 1.0f, pr + i0 * n, n, v_kv, dkv, 0.0f, o_h + i0 * dq, dq);  // O = P·V
+      }
+    });
     copy(xin, s.h.data(), m * d);
     gemm(false, false, m, d, dq, 1.0f, s.attn_out.data(), dq, p.w_o.data(), d, 1.0f, s.h.data(), d);
     rms_norm(s.h.data(), p.mlp_norm_g.data(), s.mlp_in.data(), m, d);
@@ -451,13 +479,14 @@ struct cpu_trainer::impl {
       cpu::axpy(1.0f, d_expert_in.data() + j * d, du.data() + i64{expert_rows[static_cast<std::size_t>(j)]} * d, d);
   }
 
-  // pr [n, n] = causal softmax(q_head·k_kvᵀ·scale) of sequence b.
-  void attention_probs(const saved_activations& s, i64 b, i64 head, i64 kv, i64 n, i64 dq, i64 dkv, i64 dh, float scale,
-                       float* pr) {
-    gemm(false, true, n, n, dh, scale, s.q.data() + b * n * dq + head * dh, dq, s.k.data() + b * n * dkv + kv * dh, dkv,
-         0.0f, pr, n);
-    const i64 grain = std::clamp<i64>(n / (8 * pool.size()), 1, 64);
-    pool.parallel_for(n, grain, [&](i64 r0, i64 r1) { cpu::softmax_causal_rows(pr, n, r0, r1); });
+  // Rows [i0, i1) of pr [n, n] = causal softmax(q_head·k_kvᵀ·scale) of sequence b: the scores
+  // of keys [0, i1) only (the causal mask zeroes the rest), then the softmax, which writes the
+  // zeros. Single-threaded BLAS (a task of for_each_task).
+  void attention_probs_rows(const saved_activations& s, i64 b, i64 head, i64 kv, i64 n, i64 dq, i64 dkv, i64 dh,
+                            float scale, i64 i0, i64 i1, float* pr) {
+    gemm(false, true, i1 - i0, i1, dh, scale, s.q.data() + (b * n + i0) * dq + head * dh, dq,
+         s.k.data() + b * n * dkv + kv * dh, dkv, 0.0f, pr + i0 * n, n);
+    cpu::softmax_causal_rows(pr, n, i0, i1);
   }
 
   // The whole layer on x: out [T, d]; activations into `s` (probs only when keep_probs).
@@ -504,6 +533,74 @@ struct cpu_trainer::impl {
     });
   }
 
+  // Attention's backward for every (sequence, head), one task each (for_each_task): from
+  // grad_attn = dL/dO, the probabilities (kept, or recomputed per head under selective) and
+  // q, k, v, writes grad_q, grad_k and grad_v. Causal blocks of bs rows: row block [i0, i1)
+  // reads keys [0, i1) only and column block [j0, j1) rows [j0, n) only, the rest of P and
+  // dS being zero. A GQA group's heads write their dK and dV apart (dk_heads, dv_heads) and
+  // are summed after, so no two tasks write the same rows.
+  void attention_backward(const saved_activations& s, i64 B, i64 n, i64 dh, i64 H, i64 group, i64 dq, i64 dkv) {
+    const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+    const i64 bs = causal_block(n), m = B * n;
+    const bool recompute_probs = s.probs.empty();
+    fit(head_scratch, std::min<i64>(pool.size(), B * H) * 2 * n * n);
+    if (group > 1) {
+      fit(dk_heads, B * H * n * dh);
+      fit(dv_heads, B * H * n * dh);
+    }
+    for_each_task(B * H, [&](i64 slot, i64 bh) {
+      const i64 b = bh / H, head = bh % H, kv = head / group;
+      float* scratch = head_scratch.data() + slot * 2 * n * n;
+      float* ds = scratch + n * n;
+      const float* pr = scratch;
+      if (recompute_probs) {
+        for (i64 i0 = 0; i0 < n; i0 += bs)
+          attention_probs_rows(s, b, head, kv, n, dq, dkv, dh, scale, i0, std::min(n, i0 + bs), scratch);
+      } else {
+        pr = s.probs.data() + bh * n * n;
+      }
+      const float* q_h = s.q.data() + b * n * dq + head * dh;
+      const float* k_kv = s.k.data() + b * n * dkv + kv * dh;
+      const float* v_kv = s.v.data() + b * n * dkv + kv * dh;
+      const float* do_h = grad_attn.data() + b * n * dq + head * dh;
+      float* dq_h = grad_q.data() + b * n * dq + head * dh;
+      float* dk_h = group > 1 ? dk_heads.data() + bh * n * dh : grad_k.data() + b * n * dkv + kv * dh;
+      float* dv_h = group > 1 ? dv_heads.data() + bh * n * dh : grad_v.data() + b * n * dkv + kv * dh;
+      const i64 ld_kv = group > 1 ? dh : dkv;
+      for (i64 i0 = 0; i0 < n; i0 += bs) {
+        const i64 i1 = std::min(n, i0 + bs);
+        gemm(false, true, i1 - i0, i1, dh, 1.0f, do_h + i0 * dq, dq, v_kv, dkv, 0.0f, ds + i0 * n, n);  // dP = dO·Vᵀ
+        cpu::softmax_causal_backward_rows(pr, ds, n, i0, i1, scale);                                    // dS
+        gemm(false, false, i1 - i0, dh, i1, 1.0f, ds + i0 * n, n, k_kv, dkv, 0.0f, dq_h + i0 * dq, dq);  // dQ = dS·K
+      }
+      for (i64 j0 = 0; j0 < n; j0 += bs) {
+        const i64 j1 = std::min(n, j0 + bs);
+        gemm(true, false, j1 - j0, dh, n - j0, 1.0f, pr + j0 * n + j0, n, do_h + j0 * dq, dq, 0.0f, dv_h + j0 * ld_kv,
+             ld_kv);  // dV = Pᵀ·dO
+        gemm(true, false, j1 - j0, dh, n - j0, 1.0f, ds + j0 * n + j0, n, q_h + j0 * dq, dq, 0.0f, dk_h + j0 * ld_kv,
+             ld_kv);  // dK = dSᵀ·Q
+      }
+    });
+    if (group == 1) return;
+    // dK, dV of a kv head = Σ over its group's heads.
+    pool.parallel_for(m, row_grain(m), [&](i64 r0, i64 r1) {
+      for (i64 row = r0; row < r1; ++row) {
+        const i64 b = row / n, i = row % n;
+        for (i64 kv = 0; kv < dkv / dh; ++kv) {
+          float* gk = grad_k.data() + row * dkv + kv * dh;
+          float* gv = grad_v.data() + row * dkv + kv * dh;
+          std::fill(gk, gk + dh, 0.0f);
+          std::fill(gv, gv + dh, 0.0f);
+          for (i64 head = kv * group; head < (kv + 1) * group; ++head) {
+            const i64 off = ((b * H + head) * n + i) * dh;
+            cpu::axpy(1.0f, dk_heads.data() + off, gk, dh);
+            cpu::axpy(1.0f, dv_heads.data() + off, gv, dh);
+          }
+        }
+      }
+    });
+  }
+
   // The block's backward: given dy [m, d], writes dxin [m, d] (the residual included) and the
   // block's weight gradients. xin is the block's input (x or the gathered x̃).
   void block_backward(const layer_params& p, const saved_activations& s, const float* xin, i64 n, const float* dy,
@@ -519,8 +616,6 @@ struct cpu_trainer::impl {
     fit(grad_k, m * dkv);
     fit(grad_v, m * dkv);
     fit(da, m * d);
-    fit(probs, n * n);
-    fit(dprobs, n * n);
 
     // MLP: y = h + MLP(u).
     if (sh.variant == mode_variant::none)
@@ -534,30 +629,7 @@ struct cpu_trainer::impl {
     // Attention: h = xin + attn_out·W_o.
     weight_grad(m, dq, d, s.attn_out.data(), grad_h.data(), g.w_o.data());
     gemm(false, true, m, dq, d, 1.0f, grad_h.data(), d, p.w_o.data(), dq, 0.0f, grad_attn.data(), dq);
-    const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
-    const i64 grain = std::clamp<i64>(n / (8 * pool.size()), 1, 64);
-    for (i64 bh = 0; bh < B * H; ++bh) {
-      const i64 b = bh / H, head = bh % H, kv = head / group;
-      const float beta = head % group == 0 ? 0.0f : 1.0f;  // GQA: the group's heads add up
-      const float* pr = s.probs.data() + bh * n * n;
-      if (s.probs.empty()) {
-        attention_probs(s, b, head, kv, n, dq, dkv, dh, scale, probs.data());
-        pr = probs.data();
-      }
-      const float* q_h = s.q.data() + b * n * dq + head * dh;
-      const float* k_kv = s.k.data() + b * n * dkv + kv * dh;
-      const float* v_kv = s.v.data() + b * n * dkv + kv * dh;
-      const float* do_h = grad_attn.data() + b * n * dq + head * dh;
-      gemm(false, true, n, n, dh, 1.0f, do_h, dq, v_kv, dkv, 0.0f, dprobs.data(), n);  // dP = dO·Vᵀ
-      gemm(true, false, n, dh, n, 1.0f, pr, n, do_h, dq, beta, grad_v.data() + b * n * dkv + kv * dh,
-           dkv);  // dV = Pᵀ·dO
-      float* ds = dprobs.data();
-      pool.parallel_for(n, grain, [&](i64 r0, i64 r1) { cpu::softmax_causal_backward_rows(pr, ds, n, r0, r1, scale); });
-      gemm(false, false, n, dh, n, 1.0f, ds, n, k_kv, dkv, 0.0f, grad_q.data() + b * n * dq + head * dh,
-           dq);  // dQ = dS·K
-      gemm(true, false, n, dh, n, 1.0f, ds, n, q_h, dq, beta, grad_k.data() + b * n * dkv + kv * dh,
-           dkv);  // dK = dSᵀ·Q
-    }
+    attention_backward(s, B, n, dh, H, group, dq, dkv);
     weight_grad(m, d, dq, s.attn_in.data(), grad_q.data(), g.w_q.data());
     weight_grad(m, d, dkv, s.attn_in.data(), grad_k.data(), g.w_k.data());
     weight_grad(m, d, dkv, s.attn_in.data(), grad_v.data(), g.w_v.data());

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -22,8 +23,10 @@
 #include "kernels/cuda/scatter.cuh"
 #include "kernels/cuda/softmax.cuh"
 #include "kernels/cuda/topk.cuh"
+#include "kernels/cuda/train.cuh"
 #include "kernels/cuda/workspace.cuh"
 #include "kernels/cuda_backend.hpp"
+#include "kernels/init.hpp"
 
 namespace modsim::kernels {
 
@@ -175,9 +178,8 @@ class executor {
         throw input_error("", "op", std::string(to_string(o)) + " is a decode step: kernels/decode.hpp runs it");
       case op::block_dense_train:
       case op::block_mod_train:
-        throw input_error("", "op",
-                          std::string(to_string(o)) +
-                              " (training: forward + backward) is not supported on CUDA yet; the cpu backend runs it");
+        train_step(o);
+        return;
     }
     throw runtime_error("cuda backend: unknown op " + std::to_string(static_cast<int>(o)));
   }
@@ -186,6 +188,17 @@ class executor {
   block_io dense_io() const { return {m_ws.ptr(tensor::x), m_s.seq_len}; }
   block_io routed_io() const { return {m_ws.ptr(tensor::routed_x), m_s.routed_tokens()}; }
   block_io single_op_io() const { return m_s.variant == mode_variant::integrated ? dense_io() : routed_io(); }
+
+  // One layer's forward + backward (kernels/cuda_train.hpp) on the workspace's training state,
+  // on the workspace's stream. Attention is the unfused path whatever fused_attention says.
+  void train_step(op o) {
+    train::cuda_trainer* t = m_ws.trainer(o == op::block_mod_train);
+    if (t == nullptr)
+      throw input_error(
+          "", "op", std::string(to_string(o)) + " needs a workspace made for training (workspace_options::training)");
+    t->forward(m_ws.train_mode());
+    t->backward();
+  }
 
   // Marks the boundary after op `o` when the run is timed.
   void after(op o) {
@@ -431,13 +444,13 @@ class cuda_backend final : public backend {
       throw input_error("", "block_shape.experts",
                         "the cuda backend supports at most " + std::to_string(max_experts) + " experts, got " +
                             std::to_string(shape.experts));
-    if (options.training)
-      throw input_error("", "op",
-                        "training (block_dense_train, block_mod_train) is not supported on CUDA yet; the cpu backend "
-                        "runs it");
+    if (options.training && shape.variant != mode_variant::none)
+      throw input_error("", "variant",
+                        "training runs dense and MoD layers (block_dense_train, block_mod_train), not MoDE variants");
     auto ws = std::make_unique<cuda_workspace>(m_ctx, shape, type, options);
     // One pass of the whole layer, so every intermediate holds real data.
     executor(*ws).execute(shape.variant == mode_variant::none ? op::block_mod : op::layer_mode);
+    if (options.training) add_training(*ws, options);
     m_ctx->synchronize();
     return ws;
   }
@@ -531,6 +544,30 @@ class cuda_backend final : public backend {
   }
 
  private:
+  // The workspace's training state, as the CPU backend's: a dense and a routed layer's weights
+  // drawn from the seed (kernels/train.hpp's random_params), the workspace's current x as the
+  // input, dL/dout ~ N(0, 1) from the same random stream; one step of each, so that a later
+  // run neither allocates nor times a first call.
+  void add_training(cuda_workspace& ws, const workspace_options& options) {
+    const block_shape& s = ws.shape();
+    auto dense = make_trainer(m_ctx, train::random_params(s, false, options.seed), ws.type());
+    auto routed = make_trainer(m_ctx, train::random_params(s, true, options.seed), ws.type());
+    const auto n = static_cast<std::size_t>(s.tokens() * s.d_model);
+    const std::vector<float> x = ws.download(tensor::x);
+    std::vector<float> dout(n);
+    fill_normal(dout, options.seed, k_dout_stream, 0.0, 1.0, 0, static_cast<std::int64_t>(n));
+    for (auto* t : {dense.get(), routed.get()}) {
+      t->set_input(std::span<const float>(x).first(n));
+      t->set_output_grad(dout);
+    }
+    ws.set_training(std::move(dense), std::move(routed), options.recompute);
+    executor(ws).execute(op::block_dense_train);
+    executor(ws).execute(op::block_mod_train);
+  }
+
+  // The random stream dL/dout is drawn from (the CPU backend's).
+  static constexpr std::uint64_t k_dout_stream = 5000;
+
   cuda_workspace& own(workspace& ws) const {
     auto* cws = dynamic_cast<cuda_workspace*>(&ws);
     if (cws == nullptr) throw runtime_error("cuda backend: the workspace was made by another backend");

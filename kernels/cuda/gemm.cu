@@ -31,13 +31,14 @@ bool empty(const gemm_args& g) { return g.m == 0 || g.n == 0 || g.k == 0; }
 
 // The column-major call: C'[n×m] = op(B')[n×k]·A'[k×m] with B' = B viewed column-major.
 struct col_major {
-  cublasOperation_t op_b;
+  cublasOperation_t op_b, op_a;
   int m, n, k, lda, ldb, ldc;
   cudaDataType_t ab, c;
 };
 
 col_major to_col_major(const gemm_args& g) {
   return {g.b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N,
+          g.a_transposed ? CUBLAS_OP_T : CUBLAS_OP_N,
           to_int(g.m, "m"),
           to_int(g.n, "n"),
           to_int(g.k, "k"),
@@ -53,8 +54,8 @@ col_major to_col_major(const gemm_args& g) {
 void gemm(cublasHandle_t handle, const gemm_args& g) {
   if (empty(g)) return;
   const col_major c = to_col_major(g);
-  MODSIM_CUDA_CHECK(cublasGemmEx(handle, c.op_b, CUBLAS_OP_N, c.n, c.m, c.k, &g.alpha, g.b, c.ab, c.ldb, g.a, c.ab,
-                                 c.lda, &g.beta, g.c_ptr, c.c, c.ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  MODSIM_CUDA_CHECK(cublasGemmEx(handle, c.op_b, c.op_a, c.n, c.m, c.k, &g.alpha, g.b, c.ab, c.ldb, g.a, c.ab, c.lda,
+                                 &g.beta, g.c_ptr, c.c, c.ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 void gemm_strided_batched(cublasHandle_t handle, const gemm_args& g, std::int64_t stride_a, std::int64_t stride_b,
@@ -62,8 +63,8 @@ void gemm_strided_batched(cublasHandle_t handle, const gemm_args& g, std::int64_
   if (empty(g) || batch == 0) return;
   const col_major c = to_col_major(g);
   MODSIM_CUDA_CHECK(cublasGemmStridedBatchedEx(
-      handle, c.op_b, CUBLAS_OP_N, c.n, c.m, c.k, &g.alpha, g.b, c.ab, c.ldb, static_cast<long long>(stride_b), g.a,
-      c.ab, c.lda, static_cast<long long>(stride_a), &g.beta, g.c_ptr, c.c, c.ldc, static_cast<long long>(stride_c),
+      handle, c.op_b, c.op_a, c.n, c.m, c.k, &g.alpha, g.b, c.ab, c.ldb, static_cast<long long>(stride_b), g.a, c.ab,
+      c.lda, static_cast<long long>(stride_a), &g.beta, g.c_ptr, c.c, c.ldc, static_cast<long long>(stride_c),
       to_int(batch, "batch"), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
@@ -71,8 +72,8 @@ void gemm_pointer_batched(cublasHandle_t handle, const gemm_args& g, const void*
                           const void* const* b_array, void* const* c_array, std::int64_t batch) {
   if (empty(g) || batch == 0) return;
   const col_major c = to_col_major(g);
-  MODSIM_CUDA_CHECK(cublasGemmBatchedEx(handle, c.op_b, CUBLAS_OP_N, c.n, c.m, c.k, &g.alpha, b_array, c.ab, c.ldb,
-                                        a_array, c.ab, c.lda, &g.beta, c_array, c.c, c.ldc, to_int(batch, "batch"),
+  MODSIM_CUDA_CHECK(cublasGemmBatchedEx(handle, c.op_b, c.op_a, c.n, c.m, c.k, &g.alpha, b_array, c.ab, c.ldb, a_array,
+                                        c.ab, c.lda, &g.beta, c_array, c.c, c.ldc, to_int(batch, "batch"),
                                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 

@@ -10,8 +10,9 @@
 
 namespace modsim::kernels::cuda {
 
-// C[m×n] = alpha·A[m×k]·op(B) + beta·C, row-major with leading dimensions lda/ldb/ldc.
-// op(B) = B ([k×n]) or, with b_transposed, Bᵀ where B is stored [n×k]. A and B have type
+// C[m×n] = alpha·op(A)·op(B) + beta·C, row-major with leading dimensions lda/ldb/ldc.
+// op(A) = A ([m×k]) or, with a_transposed, Aᵀ where A is stored [k×m] (the training's weight
+// gradients, dW = Xᵀ·dY); op(B) = B ([k×n]) or, with b_transposed, Bᵀ where B is stored [n×k]. A and B have type
 // `ab`, C has type `c` (ab or fp32). m, n or k of 0 does nothing.
 struct gemm_args {
   dtype ab = dtype::fp32;
@@ -25,6 +26,7 @@ struct gemm_args {
   bool b_transposed = false;
   void* c_ptr = nullptr;
   std::int64_t ldc = 0;
+  bool a_transposed = false;  // last, so that positional initializers of the others still read
 };
 
 void gemm(cublasHandle_t handle, const gemm_args& g);

@@ -133,7 +133,10 @@ std::int64_t cuda_workspace::bytes() const {
   for (const auto* b :
        {&m_slot_of_token, &m_token_of_slot, &m_expert_in, &m_expert_hidden, &m_expert_gate_hidden, &m_expert_out})
     total += b->bytes();
-  return static_cast<std::int64_t>(total);
+  std::int64_t training = 0;
+  for (const auto* t : {m_train_dense.get(), m_train_routed.get()})
+    if (t != nullptr) training += t->device_bytes();
+  return static_cast<std::int64_t>(total) + training;
 }
 
 void cuda_workspace::upload(tensor t, std::span<const float> values) {

@@ -13,6 +13,7 @@
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/device_context.cuh"
 #include "kernels/cuda/moe.cuh"
+#include "kernels/cuda_train.hpp"
 
 namespace modsim::kernels::cuda::detail {
 
@@ -59,6 +60,18 @@ class cuda_workspace final : public workspace {
   void* fused_scratch() const { return m_fused_scratch.get(); }
 
   moe_buffers moe(const void* u, const void* h, void* y) const;
+
+  // Training state (workspace_options::training): the dense layer's and the routed layer's
+  // trainers (block_dense_train, block_mod_train) and what their forward keeps; null before
+  // set_training.
+  void set_training(std::unique_ptr<train::cuda_trainer> dense, std::unique_ptr<train::cuda_trainer> routed,
+                    recompute mode) {
+    m_train_dense = std::move(dense);
+    m_train_routed = std::move(routed);
+    m_train_mode = mode;
+  }
+  train::cuda_trainer* trainer(bool routed) const { return routed ? m_train_routed.get() : m_train_dense.get(); }
+  recompute train_mode() const { return m_train_mode; }
   std::int64_t expert_capacity() const { return m_expert_capacity; }
 
  private:
@@ -85,6 +98,8 @@ class cuda_workspace final : public workspace {
   device_buffer m_slot_of_token, m_token_of_slot, m_expert_in, m_expert_hidden, m_expert_gate_hidden, m_expert_out;
   std::vector<std::unique_ptr<cudnn_sdpa>> m_fused;
   device_buffer m_fused_scratch;
+  std::unique_ptr<train::cuda_trainer> m_train_dense, m_train_routed;
+  recompute m_train_mode = recompute::none;
 };
 
 }  // namespace modsim::kernels::cuda::detail

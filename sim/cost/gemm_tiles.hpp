@@ -34,7 +34,7 @@
 // for every shape and q = ⌈tiles/SMs⌉·SMs/tiles (sim/cost/cost.cpp gemm_waves, sim/cost/kernel_model.cpp
 // kernel_device_s); chosen, choose_gemm_tile's q. A hardware file's JSON key "gemm_tiles" picks
 // it for what `modsim calibrate` fits (absent = fixed128: the chosen tiles were not better on
-// the committed H100 data, README "GEMM tiling") and for its uncalibrated datasheet roofline
+// the committed H100 data, docs/cost-model.md "GEMM tiling") and for its uncalibrated datasheet roofline
 // (absent = chosen on a GPU: hardware_spec::roofline_gemm_tiles); a calibration records the
 // tiling it was fitted with (its "gemm_tiles" key, absent = fixed128, as in every calibration
 // written before the chooser).

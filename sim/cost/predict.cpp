@@ -471,9 +471,9 @@ axis_values values_of(const model_spec& m, const workload& w) {
                    {cv_axis::n_heads, double(m.n_heads)},
                    {cv_axis::seq_len, double(w.seq_len)},
                    {cv_axis::batch, double(w.batch)}};
-  for (const layer_plan& l : plan_layers(m)) {
+  for (const layer_routing& l : route_layers(m)) {
     v.emplace_back(cv_axis::capacity, l.capacity);
-    const std::int64_t per_sequence = decode ? 1 : l.routed ? routed_tokens(l.capacity, w.seq_len) : w.seq_len;
+    const std::int64_t per_sequence = decode ? 1 : l.mod_routed ? routed_tokens(l.capacity, w.seq_len) : w.seq_len;
     v.emplace_back(cv_axis::tokens, double(w.batch) * double(per_sequence));
   }
   return v;

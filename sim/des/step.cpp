@@ -22,18 +22,14 @@ std::int64_t rng::uniform_int(std::int64_t lo, std::int64_t hi) {
 }
 
 std::vector<layer_info> resolve_layers(const model_spec& model) {
-  const bool has_moe = model.moe.has_value();
-  const mode_variant variant = has_moe ? model.moe->variant : mode_variant::staged;
   std::vector<layer_info> out;
-  for (const layer_plan& p : plan_layers(model)) {
-    // As sim/model/flops: `moe` ignores the schedule; `integrated` routes through no-op experts.
-    const bool routed = p.routed && !(has_moe && variant == mode_variant::moe);
+  for (const layer_routing& r : route_layers(model)) {
     layer_info li;
-    li.index = p.index;
-    li.mod_routed = routed && !(has_moe && variant == mode_variant::integrated);
-    li.capacity = li.mod_routed ? p.capacity : 1.0;
-    li.moe = has_moe;
-    li.noop_experts = routed && has_moe && variant == mode_variant::integrated ? model.moe->noop_experts : 0;
+    li.index = r.index;
+    li.mod_routed = r.mod_routed;
+    li.capacity = r.mod_routed ? r.capacity : 1.0;
+    li.moe = r.moe;
+    li.noop_experts = r.noop_experts;
     out.push_back(li);
   }
   return out;

@@ -50,21 +50,18 @@ flops_report evaluate(const model_spec& model, const workload& w, attention_impl
   ev.load = w;
   const op_shape base = shape_of(model, w);
   const bool has_moe = model.moe.has_value();
-  const mode_variant variant = has_moe ? model.moe->variant : mode_variant::staged;
   const bool decode = w.run == run_mode::decode;
   const bool train = w.run == run_mode::train;
 
-  for (const layer_plan& plan : plan_layers(model)) {
-    // `moe` ignores the schedule; `integrated` routes through no-op experts, not MoD.
-    const bool routed = plan.routed && !(has_moe && variant == mode_variant::moe);
-    const bool mod_routing = routed && !(has_moe && variant == mode_variant::integrated);
+  for (const layer_routing& plan : route_layers(model)) {
+    const bool mod_routing = plan.mod_routed;
     layer_flops lf;
     lf.index = plan.index;
-    lf.routed = routed;
-    lf.capacity = routed ? plan.capacity : 1.0;
+    lf.routed = plan.routed;
+    lf.capacity = plan.capacity;
 
     op_shape s = base;
-    if (routed && has_moe && variant == mode_variant::integrated) s.noop_experts = model.moe->noop_experts;
+    if (plan.noop_experts > 0) s.noop_experts = plan.noop_experts;
     if (!decode) {
       if (mod_routing) s.tokens = routed_tokens(plan.capacity, w.seq_len);
       lf.ops = layer_costs(s, {mod_routing, has_moe});
@@ -330,8 +327,7 @@ flops_report evaluate_flops(const model_spec& model, const workload& w, attentio
   flops_report r = evaluate(model, w, attention);
   r.params = parameter_count(model);
   // A model that routes nothing evaluates as its dense baseline (routing is all it drops).
-  const flops_totals dense =
-      model.routing ? evaluate(dense_baseline(model), w, attention).totals : r.totals;
+  const flops_totals dense = model.routing ? evaluate(dense_baseline(model), w, attention).totals : r.totals;
   r.totals.dense_matmul_flops = dense.matmul_flops;
   r.totals.dense_other_flops = dense.other_flops;
   r.totals.dense_bytes = dense.bytes;

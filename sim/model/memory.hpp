@@ -4,15 +4,17 @@
 // The footprint is a lower bound of the step's resident bytes (e = dtype_bytes, P = parameter
 // count, n_l = tokens per sequence at layer l: k at a routed layer, S otherwise):
 //   weights        P·e
-//   training state P·e (gradients) + 2·P·4 (two fp32 Adam moments), + P·4 (an fp32 master
-//                  copy) when e < 4 (train only)
+//   gradients      P·e (train only)
+//   optimizer      2·P·4 (two fp32 Adam moments), + P·4 (an fp32 master copy) when e < 4
+//   state          (train only)
 //   KV cache       decode: B·(n_l+1)·2·d_kv·e summed over layers (a routed layer caches
 //                  the k = routed_tokens(c, S) tokens its block saw, plus the new one)
 //   activations    forward/decode: the largest one layer needs at once,
 //                    max over l of B·n_l·(3·d + 2·d_kv + F)·e + attention buffers
-//                  train: every layer's, kept for the backward pass (summed over l; a
-//                  routed layer keeps its k routed tokens' only), by workload::recompute:
-//                    none:      that sum;
+//                  train: what every layer's forward keeps for its backward pass, exactly as
+//                  the training kernels keep it (activations_kept, below; a routed layer keeps
+//                  its k routed tokens' only), by workload::recompute:
+//                    none:      the sum over layers;
 //                    selective: the sum without the unfused scores, + the largest layer's
 //                               scores (rebuilt one layer at a time); fused: as none;
 //                    full:      each layer's input B·S·d·e (summed) + the largest layer's
@@ -35,17 +37,38 @@
 namespace modsim::sim {
 
 struct memory_footprint {
-  double weights = 0;         // bytes
-  double training_state = 0;  // gradients and optimizer moments (train)
-  double kv_cache = 0;        // decode
-  double activations = 0;     // incl. attention buffers and logits
+  double weights = 0;          // bytes
+  double gradients = 0;        // train: one gradient per parameter, at the dtype
+  double optimizer_state = 0;  // train: the fp32 Adam moments and, for e < 4, the fp32 master copy
+  double kv_cache = 0;         // decode
+  double activations = 0;      // incl. attention buffers and logits
   // The attention buffers of the largest layer (part of activations): the scores when unfused,
   // the row statistics and output when fused.
   double attention_buffers = 0;
   double logits = 0;                                   // the LM head's output (part of activations)
   attention_impl attention = attention_impl::unfused;  // the implementation the buffers are of
-  double total() const { return weights + training_state + kv_cache + activations; }
+  double training_state() const { return gradients + optimizer_state; }
+  double total() const { return weights + training_state() + kv_cache + activations; }
 };
+
+// What one layer's forward keeps for its backward pass (bytes; kernels/train.hpp's
+// saved_activations, e = dtype_bytes, T = B·S, n = k at a MoD-routed layer else S, rows = B·n):
+//   input    the layer's input, T·d·e (all that recompute full keeps)
+//   routing  MoD: the routed positions B·k·4 (int32) and their router weights B·k·e
+//   block    per row: the normed input, q, k, v, the attention output, the residual sum and the
+//            normed MLP input (3·d + 2·d_q + 2·d_kv)·e; the MLP's pre-activations and activation
+//            (d_ff·e each, and the gate's d_ff·e for swiglu); MoD: the block's output d·e (the
+//            router's gradient reads Δ = y − x̃). MoE: the MLP's only for the rows a real expert
+//            took (rows·top_k·E/(E + no-op experts)), with each row's expert probabilities
+//            (E + no-op)·e, its expert (int32) and its expert's output d·e.
+//   scores   unfused: the causal probabilities B·H·n·L·e (L = n, at most the window); fused:
+//            the kernel's per-row statistics B·H·n·4. Recompute selective drops the unfused ones.
+struct kept_activations {
+  double input = 0, routing = 0, block = 0, scores = 0;
+  double total() const { return input + routing + block + scores; }
+};
+kept_activations activations_kept(const model_spec& m, const layer_routing& l, const workload& w,
+                                  attention_impl attention);
 
 // Doubles throughout: a footprint that does not fit in 64 bits is still a number to print.
 // `attention` is the implementation the step is priced with (cost_model::attention()).

@@ -13,16 +13,14 @@ std::vector<std::int64_t> layer_parameter_counts(const model_spec& model) {
   const checked F = model.d_ff;
   const checked mats = model.mlp == mlp_kind::swiglu ? 3 : 2;
   const bool has_moe = model.moe.has_value();
-  const mode_variant variant = has_moe ? model.moe->variant : mode_variant::staged;
 
   std::vector<std::int64_t> out;
-  for (const layer_plan& plan : plan_layers(model)) {
-    const bool routed = plan.routed && !(has_moe && variant == mode_variant::moe);
-    const bool mod_routing = routed && !(has_moe && variant == mode_variant::integrated);
+  for (const layer_routing& plan : route_layers(model)) {
+    const bool mod_routing = plan.mod_routed;
     checked total = d * (dq + 2 * dkv) + dq * d + 2 * d;
     if (has_moe) {
       const checked E = model.moe->experts;
-      const checked noop = routed && variant == mode_variant::integrated ? model.moe->noop_experts : 0;
+      const checked noop = plan.noop_experts;
       total = total + d * (E + noop) + E * mats * d * F;
     } else {
       total = total + mats * d * F;

@@ -40,6 +40,23 @@ std::vector<layer_plan> plan_layers(const model_spec& model) {
   return plan;
 }
 
+std::vector<layer_routing> route_layers(const model_spec& model) {
+  const bool has_moe = model.moe.has_value();
+  const mode_variant variant = has_moe ? model.moe->variant : mode_variant::staged;
+  std::vector<layer_routing> out;
+  for (const layer_plan& p : plan_layers(model)) {
+    layer_routing r;
+    r.index = p.index;
+    r.routed = p.routed && !(has_moe && variant == mode_variant::moe);
+    r.mod_routed = r.routed && !(has_moe && variant == mode_variant::integrated);
+    r.capacity = r.routed ? p.capacity : 1.0;
+    r.moe = has_moe;
+    r.noop_experts = r.routed && has_moe && variant == mode_variant::integrated ? model.moe->noop_experts : 0;
+    out.push_back(r);
+  }
+  return out;
+}
+
 model_spec dense_baseline(const model_spec& model) {
   model_spec dense = model;
   dense.routing.reset();

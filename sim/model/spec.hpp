@@ -97,6 +97,20 @@ struct layer_plan {
 // Resolves schedule + per-layer capacities into one entry per layer.
 std::vector<layer_plan> plan_layers(const model_spec& model);
 
+// One layer's routing as every part of modsim prices it (the FLOPs, the parameters, the memory,
+// the simulator's steps and the parallel traffic): the schedule's plan read with the model's
+// MoDE variant. A `moe` model ignores the schedule; `integrated` routes through no-op experts
+// instead of around the block; `staged` and plain MoD route around it.
+struct layer_routing {
+  int index = 0;
+  bool routed = false;      // tokens routed: MoD top-k around the block, or integrated no-op experts
+  bool mod_routed = false;  // MoD routing around the block (router or predictor, top-k, gather, scatter)
+  double capacity = 1.0;    // the schedule's capacity where routed, else 1
+  bool moe = false;         // the MLP is a mixture of experts
+  int noop_experts = 0;     // integrated MoDE's no-op experts where routed, else 0
+};
+std::vector<layer_routing> route_layers(const model_spec& model);
+
 // The same model with routing removed (and no-op experts removed): the dense baseline.
 model_spec dense_baseline(const model_spec& model);
 

@@ -67,16 +67,17 @@ std::vector<layer_traffic> layer_traffic_of(const model_spec& m, const workload&
   const double e = dtype_bytes(w.type);
   const int passes = w.run == run_mode::train ? 2 : 1;
   std::vector<layer_traffic> out;
+  const std::vector<layer_routing> routing = route_layers(m);
   for (const layer_flops& l : f.layers) {
+    const layer_routing& r = routing.at(static_cast<std::size_t>(l.index));
     layer_traffic t;
     t.index = l.index;
-    const bool integrated = m.moe && m.moe->variant == mode_variant::integrated;
-    t.routed = l.routed && !(m.moe && m.moe->variant == mode_variant::moe) && !integrated;
+    t.routed = r.mod_routed;
     t.tokens = l.expected_tokens;
     t.tp_allreduce_bytes = t.tokens * m.d_model * e;
     t.tp_allreduces = 2 * passes;
     if (m.moe) {
-      const int noop = l.routed && integrated ? m.moe->noop_experts : 0;
+      const int noop = r.noop_experts;
       t.ep_all_to_all_bytes = expert_slots(*m.moe, t.tokens, noop) * m.d_model * e;
       t.ep_all_to_alls = 2 * passes;
     }

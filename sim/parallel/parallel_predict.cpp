@@ -109,13 +109,15 @@ parallel_prediction predict_parallel(const model_spec& model, const workload& w,
   out.pp_send_s = worst + 1 < out.stages.stage_s.size() ? m * send_s : 0.0;
   out.bubble_s = (split.pp - 1) * slowest;
 
-  // DP: the gradient all-reduce overlaps the backward pass (2/3 of a training step's compute),
-  // bucket by bucket; the last bucket is always exposed.
+  // DP: the gradient all-reduce overlaps the backward pass (its recomputation included: the
+  // share of the step's device time the per-op pricing gives them), bucket by bucket; the last
+  // bucket is always exposed.
   out.dp_bytes_per_step = dp_gradient_bytes(model, w, split);
   out.dp_allreduce_s = dp_allreduce_seconds(hw, out.dp_bytes_per_step, split.dp, split.tp * split.pp);
   if (out.dp_allreduce_s > 0) {
     const double bucket = out.dp_allreduce_s * std::min(1.0, dp_bucket_bytes / out.dp_bytes_per_step);
-    out.dp_exposed_s = std::max(bucket, out.dp_allreduce_s - pipeline_s * 2.0 / 3.0);
+    const double backward_share = mt.ops_s > 0 ? (mt.backward_s + mt.recompute_s) / mt.ops_s : 0.0;
+    out.dp_exposed_s = std::max(bucket, out.dp_allreduce_s - pipeline_s * backward_share);
   }
   out.step_s = pipeline_s + out.dp_exposed_s;
   out.naive_step_s += out.dp_exposed_s;
@@ -127,7 +129,8 @@ parallel_prediction predict_parallel(const model_spec& model, const workload& w,
   const memory_footprint whole = footprint_of(shard, local, cost.attention());
   const memory_footprint one = footprint_of(shard, mb, cost.attention());
   out.memory_per_gpu.weights = whole.weights / split.pp;
-  out.memory_per_gpu.training_state = whole.training_state / split.pp;
+  out.memory_per_gpu.gradients = whole.gradients / split.pp;
+  out.memory_per_gpu.optimizer_state = whole.optimizer_state / split.pp;
   out.memory_per_gpu.kv_cache = whole.kv_cache / split.pp;
   const double in_flight = w.run == run_mode::train ? std::min(m, split.pp) : 1;
   out.memory_per_gpu.activations =

@@ -208,7 +208,7 @@ TEST(Cli, LeaveOneValueOutMarksExtrapolationsAndRefusesBadAxes) {
 // holdout-cpu.json, --holdout), so those files are not a check of them; on the seven realistic
 // runs the blocks miss by a median of 0.5-1.7 % and the median band is 4.2 %, 2.4-8.7x:
 // covered, wider than 2.5x, which this does not hide (repeat measurements of one block differ
-// by 4.2 % at p90 between runs on this machine: README, "Trust you can see").
+// by 4.2 % at p90 between runs on this machine: docs/validation.md, "Trust you can see").
 void expect_bands_cover(const boost::json::object& band, const std::string& what) {
   ASSERT_TRUE(band.contains("covered_pct")) << what;
   EXPECT_GE(band.at("covered_pct").as_double(), 85.0) << what;

@@ -1,4 +1,4 @@
-// The result tabs come from one registry (gui/core/tabs/tabs.cpp, README "Adding a GUI tab"):
+// The result tabs come from one registry (gui/core/tabs/tabs.cpp, docs/architecture.md "Adding a GUI tab"):
 // the main window shows exactly its tabs, in its order, under their titles; the View menu
 // switches to each with its own key; --tab (and modsim-gui --list-tabs) takes each name.
 #include <gtest/gtest.h>

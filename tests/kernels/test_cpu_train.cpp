@@ -477,6 +477,46 @@ TEST_P(TrainLayer, EveryGradientMatchesTheFloat64LoopReferenceOnALargerShape) {
   EXPECT_LE(ref::relative_error(k.dx, loops.dx), 1e-4);
 }
 
+// Sequences longer than one causal block (the kernels split attention into blocks of 64 rows
+// past 128 tokens: 200 tokens are blocks of 64, 64, 64 and 8; the routed layer's k = 140 of
+// 200 too), with every head its own task; the GQA case has 4 query heads on 1 kv head, whose
+// dK and dV add up over the group. Under none and selective (probabilities recomputed).
+TEST_P(TrainLayer, CausalBlocksOfALongSequenceMatchTheFloat64LoopReference) {
+  const auto [routed, mlp, kv] = GetParam();
+  block_shape s;
+  s.batch = 2;
+  s.seq_len = 200;
+  s.d_model = 16;
+  s.n_heads = 4;
+  s.n_kv_heads = kv == 2 ? 4 : 1;
+  s.d_head = 4;
+  s.d_ff = 24;
+  s.mlp = mlp;
+  s.capacity = 0.7;  // k = 140 of 200
+  const layer_params p = train::random_params(s, routed, 13);
+  const auto x = ref::random_floats(static_cast<std::size_t>(s.tokens() * s.d_model), 47);
+  const auto g = ref::random_floats(x.size(), 53);
+  for (const auto mode : {recompute::none, recompute::selective}) {
+    SCOPED_TRACE(std::string(train::to_string(mode)));
+    const kernel_run k = run_kernels(p, x, g, mode);
+    const auto routed_at = routed ? routing_of(run_kernels(p, x, g).saved) : std::vector<int>{};
+    ref::weights w = to_weights(p);
+    const mat xd = ref::to_double(x);
+    EXPECT_LE(ref::relative_error(k.out, layer_out(s, routed, w, xd, routed_at)), 1e-5);
+    reference_grads loops = layer_backward(s, routed, w, xd, routed_at, ref::to_double(g));
+    const auto lt = weight_tensors(loops.dw);
+    const auto kt = k.grads.tensors();
+    for (std::size_t i = 0; i < lt.size(); ++i) {
+      SCOPED_TRACE("parameter tensor " + std::to_string(i));
+      ASSERT_EQ(kt[i]->size(), lt[i]->size());
+      if (!lt[i]->empty()) {
+        EXPECT_LE(ref::relative_error(*kt[i], *lt[i]), 1e-4);
+      }
+    }
+    EXPECT_LE(ref::relative_error(k.dx, loops.dx), 1e-4);
+  }
+}
+
 TEST_P(TrainLayer, SelectiveAndFullRecomputationGiveTheGradientsOfNone) {
   const auto [routed, mlp, kv] = GetParam();
   const block_shape s = tiny_shape(mlp, kv);

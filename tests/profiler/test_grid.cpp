@@ -446,12 +446,21 @@ TEST(Grid, ABadRecomputeIsAOneLineError) {
   }
 }
 
-TEST(Grid, TheTrainPresetIsCpuOnlyAndCountsItsPoints) {
+TEST(Grid, TheTrainPresetCountsItsPointsOnEitherBackend) {
   // 3 layer shapes x 2 batches x 2 sequence lengths, each with block_dense_train once and
-  // block_mod_train at 2 capacities, under 2 recomputations: 3 * 2 * 2 * (1 + 2) * 2 = 72.
-  const expansion e = expand(preset("train", "cpu"));
-  EXPECT_EQ(e.points.size(), 72u);
-  EXPECT_TRUE(e.skipped.empty());
-  for (const point& p : e.points) EXPECT_TRUE(kernels::is_train(p.op));
-  EXPECT_THROW(preset("train", "cuda"), error);
+  // block_mod_train at 2 capacities, under 2 recomputations: 3 * 2 * 2 * (1 + 2) * 2 = 72,
+  // on the CPU in fp32 and on a GPU in bf16 (sequences up to 2048 tokens, batches up to 4).
+  for (const char* backend : {"cpu", "cuda"}) {
+    SCOPED_TRACE(backend);
+    const expansion e = expand(preset("train", backend));
+    EXPECT_EQ(e.points.size(), 72u);
+    EXPECT_TRUE(e.skipped.empty());
+    const bool gpu = std::string(backend) == "cuda";
+    for (const point& p : e.points) {
+      EXPECT_TRUE(kernels::is_train(p.op));
+      EXPECT_EQ(p.type, gpu ? kernels::dtype::bf16 : kernels::dtype::fp32);
+      EXPECT_LE(p.shape.seq_len, gpu ? 2048 : 512);
+      EXPECT_LE(p.shape.batch, gpu ? 4 : 2);
+    }
+  }
 }

@@ -126,7 +126,7 @@ TEST(Compare, ThresholdsFileNamesKnownKeysWithPercentages) {
   EXPECT_EQ(t[1].second, 25.5);
   EXPECT_EQ(thresholds_error(R"({"tim.forward": 10})"),
             "t.json: tim.forward: unknown figure key: matches no key a "
-            "report summary holds (see the README)");
+            "report summary holds (see docs/contracts.md \"Report summary\")");
   EXPECT_NE(thresholds_error(R"({"time.*": -1})").find("t.json: time.*: must be >= 0"), std::string::npos);
   EXPECT_NE(thresholds_error(R"({"time.*": "5"})").find("must be a number"), std::string::npos);
   EXPECT_NE(thresholds_error("[5]").find("t.json: must be an object"), std::string::npos);

@@ -28,7 +28,8 @@ TEST(Memory, UnfusedForwardKeepsTheLargestLayerItsScoresAndTheLogits) {
   const memory_footprint fp = footprint_of(small(), load(run_mode::forward), attention_impl::unfused);
   const double P = double(parameter_count(small()));
   EXPECT_DOUBLE_EQ(fp.weights, P * 4);
-  EXPECT_DOUBLE_EQ(fp.training_state, 0);
+  EXPECT_DOUBLE_EQ(fp.gradients, 0);
+  EXPECT_DOUBLE_EQ(fp.optimizer_state, 0);
   EXPECT_DOUBLE_EQ(fp.kv_cache, 0);
   // Per layer: B·n·(3d + 2·d_kv + F)·e = 2·8·(192 + 128 + 256)·4 = 36,864, scores B·H·n²·e =
   // 2·4·64·4 = 2,048; logits B·S·V·e = 2·8·100·4 = 6,400.
@@ -40,22 +41,32 @@ TEST(Memory, UnfusedForwardKeepsTheLargestLayerItsScoresAndTheLogits) {
 TEST(Memory, TrainingKeepsEveryLayerAndTheOptimizerState) {
   const memory_footprint fp = footprint_of(small(), load(run_mode::train), attention_impl::unfused);
   const double P = double(parameter_count(small()));
-  EXPECT_DOUBLE_EQ(fp.training_state, P * 4 + 2 * P * 4);
-  EXPECT_DOUBLE_EQ(fp.activations, 2 * (36864 + 2048) + 6400);
+  EXPECT_DOUBLE_EQ(fp.gradients, P * 4);
+  EXPECT_DOUBLE_EQ(fp.optimizer_state, 2 * P * 4);
+  EXPECT_DOUBLE_EQ(fp.training_state(), P * 4 + 2 * P * 4);
+  // What each layer's forward keeps for its backward (activations_kept): its input T·d = 16·64 =
+  // 1,024 elements; per row (16) the normed input, q, k, v, the attention output, the residual
+  // sum and the normed MLP input 3·64 + 2·64 + 2·64 = 448, the MLP's pre-activation and
+  // activation 2·256 = 512: 15,360; the probabilities B·H·n² = 2·4·64 = 512. 16,896 elements,
+  // 67,584 bytes a layer, two layers, and the logits 6,400.
+  EXPECT_DOUBLE_EQ(fp.activations, 2 * 67584 + 6400);
   // bf16 weights add an fp32 master copy: 2·P gradients + 8·P moments + 4·P master.
   workload bf16 = load(run_mode::train);
   bf16.type = dtype::bf16;
-  EXPECT_DOUBLE_EQ(footprint_of(small(), bf16, attention_impl::unfused).training_state, 14 * P);
+  const memory_footprint half = footprint_of(small(), bf16, attention_impl::unfused);
+  EXPECT_DOUBLE_EQ(half.gradients, 2 * P);
+  EXPECT_DOUBLE_EQ(half.optimizer_state, 12 * P);
 }
 
 TEST(Memory, RecomputationKeepsLessForTheBackwardPass) {
   workload w = load(run_mode::train);
-  // Selective: no layer keeps its scores, one layer's (2,048) are rebuilt at a time.
+  // Selective: no layer keeps its probabilities (2,048 bytes of the 67,584 a layer keeps: see
+  // TrainingKeepsEveryLayerAndTheOptimizerState), one layer's are rebuilt at a time.
   w.recompute = recompute_mode::selective;
-  EXPECT_DOUBLE_EQ(footprint_of(small(), w, attention_impl::unfused).activations, 2 * 36864 + 2048 + 6400);
+  EXPECT_DOUBLE_EQ(footprint_of(small(), w, attention_impl::unfused).activations, 2 * (67584 - 2048) + 2048 + 6400);
   // Full: each layer's input B·S·d·e = 2·8·64·4 = 4,096, and one layer's activations rebuilt.
   w.recompute = recompute_mode::full;
-  EXPECT_DOUBLE_EQ(footprint_of(small(), w, attention_impl::unfused).activations, 2 * 4096 + 36864 + 2048 + 6400);
+  EXPECT_DOUBLE_EQ(footprint_of(small(), w, attention_impl::unfused).activations, 2 * 4096 + 67584 + 6400);
 }
 
 TEST(Memory, DecodeCachesKOfTheContextAtARoutedLayer) {
@@ -167,4 +178,38 @@ TEST(Memory, BytesPrintInDecimalUnits) {
   EXPECT_EQ(format_bytes(512e6), "512 MB");
   EXPECT_EQ(format_bytes(1500), "1.5 kB");
   EXPECT_EQ(format_bytes(999), "999 B");
+}
+
+// A layer of d 2, one head of width 2, d_ff 3, B 1, S 4 (fp32), its elements counted by hand.
+// Dense: input 8, per row (4 rows) normed input 2, q 2, k 2, v 2, attention output 2, residual
+// sum 2, normed MLP input 2, up 3, activation 3 = 20 → 80, probabilities 1·1·4·4 = 16:
+// 104 elements, 416 bytes. MoD at c = 1/2 (k 2): input 8, positions 2 and weights 2, 2 rows of
+// 20 plus the block's output 2 each = 44, probabilities 1·1·2·2 = 4: 60 elements, 240 bytes.
+TEST(TrainMemory, WhatOneLayerKeepsForItsBackwardCountedByHand) {
+  model_spec m;
+  m.d_model = 2;
+  m.n_layers = 1;
+  m.n_heads = 1;
+  m.n_kv_heads = 1;
+  m.d_head = 2;
+  m.d_ff = 3;
+  workload w;
+  w.run = run_mode::train;
+  w.batch = 1;
+  w.seq_len = 4;
+  w.type = modsim::dtype::fp32;
+  layer_routing dense;
+  const kept_activations kd = activations_kept(m, dense, w, attention_impl::unfused);
+  EXPECT_DOUBLE_EQ(kd.total(), 416);
+  EXPECT_DOUBLE_EQ(kd.scores, 64);
+  EXPECT_DOUBLE_EQ(kd.input, 32);
+  layer_routing routed;
+  routed.routed = routed.mod_routed = true;
+  routed.capacity = 0.5;
+  const kept_activations kr = activations_kept(m, routed, w, attention_impl::unfused);
+  EXPECT_DOUBLE_EQ(kr.total(), 240);
+  EXPECT_DOUBLE_EQ(kr.total() - kr.scores, 224);  // selective: the probabilities rebuilt
+  EXPECT_DOUBLE_EQ(kr.input, 32);                 // full: the input alone
+  // Fused attention keeps each row's softmax statistics (fp32) instead: 1·1·2 rows · 4 bytes.
+  EXPECT_DOUBLE_EQ(activations_kept(m, routed, w, attention_impl::fused).scores, 8);
 }

@@ -175,3 +175,26 @@ TEST(ParallelPredict, APipelineIdlesForItsBubble) {
   s.micro_batches = 3;
   EXPECT_THROW(predict_parallel(mod_model(), w, h100(), s), modsim::error);
 }
+
+TEST(ParallelPredict, DataParallelGradientsHideBehindTheBackwardPassAsPriced) {
+  workload w = prefill();
+  w.run = run_mode::train;
+  w.batch = 8;
+  parallel_spec s;
+  s.dp = 8;
+  workload replica = w;  // each of the 8 replicas trains on one sequence
+  replica.batch = 1;
+  const model_time one = time_model(mod_model(), replica, h100());
+  const parallel_prediction p = predict_parallel(mod_model(), w, h100(), s);
+  ASSERT_GT(p.dp_allreduce_s, 0);
+  // One GPU's step: its backward and recomputation are the window the buckets hide behind;
+  // the forward and the optimizer step are not.
+  const double window = p.step_s - p.dp_exposed_s;  // one stage, one replica: the pipeline is the step
+  const double share = (one.backward_s + one.recompute_s) / one.ops_s;
+  // At one sequence per replica the optimizer step (every weight's AdamW update) is a large part
+  // of the step: the backward is well under the 2/3 a forward-to-backward ratio of 1:2 gives.
+  ASSERT_GT(share, 0.1);
+  ASSERT_LT(share, 2.0 / 3.0);
+  const double bucket = p.dp_allreduce_s * std::min(1.0, 25e6 / p.dp_bytes_per_step);
+  EXPECT_NEAR(p.dp_exposed_s, std::max(bucket, p.dp_allreduce_s - window * share), 1e-12 * p.step_s);
+}

@@ -5,12 +5,13 @@
 #include "gui/core/tabs/parallel_tab.hpp"
 #include "gui/core/tabs/serving_tab.hpp"
 #include "gui/core/tabs/timeline_tab.hpp"
+#include "gui/core/tabs/training_tab.hpp"
 #include "gui/core/tabs/validation_tab.hpp"
 
 namespace modsim::gui {
 
 std::vector<TabSpec> resultTabs() {
-  return {designSpaceTab(), layersTab(), timelineTab(), servingTab(), validationTab(), parallelTab()};
+  return {designSpaceTab(), layersTab(), trainingTab(), timelineTab(), servingTab(), validationTab(), parallelTab()};
 }
 
 QStringList resultTabNames() {

@@ -1,7 +1,7 @@
 #pragma once
 // The registry of the explorer's result tabs: the one list the main window builds its tabs,
-// its View menu (Ctrl+1 … Ctrl+9 by position) and the --tab option from. Adding a tab: README,
-// "Adding a GUI tab".
+// its View menu (Ctrl+1 … Ctrl+9 by position) and the --tab option from. Adding a tab:
+// docs/architecture.md, "Adding a GUI tab".
 #include <QKeySequence>
 #include <QStringList>
 #include <cstddef>
