@@ -3,10 +3,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iterator>
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/op_table.hpp"
 #include "sim/cost/measurements.hpp"
 
 namespace modsim::analysis {
@@ -21,6 +23,8 @@ void say(const calibrate_options& o, const std::string& line) {
 // single op when its (op, dtype) has a curve.
 bool used_by(const sim::calibration& c, const sim::measured_sample& s) {
   if (s.is_decode()) return c.decode_for(s.type) != nullptr;
+  if (modsim::is_train(s.op))
+    return c.backward && std::binary_search(c.backward->keys.begin(), c.backward->keys.end(), s.key);
   if (c.kernels) return true;
   return s.is_block() ? c.launch_blocks > 0 : c.curve(s.op, s.type) != nullptr;
 }
@@ -41,7 +45,7 @@ void count_used_rows(sim::calibration& c, const std::vector<sim::measured_sample
 // Records how calibration `c` of `hw` predicts the held-out rows (calibration::holdout).
 // Throws bad_input for a row of another device or backend, or rows without a block.
 void check_on_holdout(const sim::hardware_spec& hw, sim::calibration& c, const measured_rows& held) {
-  std::vector<sim::measured_sample> samples;
+  std::vector<sim::measured_sample> samples, train;
   std::vector<std::string> files;
   for (const auto& src : held.sources) files.push_back(src.file);
   for (const auto& p : held.points) {
@@ -51,12 +55,27 @@ void check_on_holdout(const sim::hardware_spec& hw, sim::calibration& c, const m
                               "the calibration on its own machine",
                               p.where, p.device, to_string(p.backend), c.device, to_string(c.backend)));
     if (p.is_block() || p.is_decode()) samples.push_back(sim::with_costs(p));
+    if (modsim::is_train(p.op)) train.push_back(sim::with_costs(p));
   }
-  const std::vector<sim::validation_point> points = sim::validate_blocks(samples, sim::with_calibration(hw, c));
-  if (points.empty())
-    throw error(error_kind::bad_input, fmt::format("{}: --holdout holds no block or decode row to check the "
-                                                   "calibration on",
+  const sim::cost_model model = sim::with_calibration(hw, c);
+  // Training rows: the backward fit's own check (the forward blocks' summary and bands stay
+  // those of the forward rows).
+  if (c.backward && !train.empty()) {
+    std::vector<double> errors;
+    for (const auto& s : train)
+      if (s.type == c.backward->type) errors.push_back(sim::validate_sample(s, model).error_pct);
+    const sim::validation_summary v = sim::summarize_errors(errors);
+    c.backward->holdout_rows = v.points;
+    c.backward->holdout_median_abs_pct_error = v.median_abs_pct_error;
+    c.backward->holdout_p90_abs_pct_error = v.p90_abs_pct_error;
+  }
+  const std::vector<sim::validation_point> points = sim::validate_blocks(samples, model);
+  if (points.empty()) {
+    if (!train.empty()) return;  // training rows only: checked above, no forward band to set
+    throw error(error_kind::bad_input, fmt::format("{}: --holdout holds no block, decode or training row to check "
+                                                   "the calibration on",
                                                    files.front()));
+  }
   c.holdout = sim::summarize_holdout(c, points, std::move(files));
 }
 
@@ -80,15 +99,23 @@ calibrated calibrate_from(const sim::hardware_spec& hw, const std::vector<sim::m
                                            options.date.empty() ? sim::utc_now_iso8601() : options.date, options.fit);
     count_used_rows(out.calibration, samples);
   }
+  // The calibration's bands are the forward blocks' and decode rows': its training rows have
+  // their own check (backward_fit's cv and holdout), so they stay out of the cross-validation and
+  // the coverage it records. A cross-validation alone (`modsim validate --cv`) scores them too.
+  std::vector<sim::measured_sample> forward;
+  if (options.fit_all)
+    for (const auto& s : samples)
+      if (!modsim::is_train(s.op)) forward.push_back(s);
+  const std::vector<sim::measured_sample>& banded = options.fit_all ? forward : samples;
   if (options.folds != 0) {
     say(options, fmt::format("{}-fold cross-validation by shape for the expected error ...", options.folds));
     try {
-      out.cross_validation = sim::cross_validate(hw, samples, options.folds, options.fit, options.bands);
+      out.cross_validation = sim::cross_validate(hw, banded, options.folds, options.fit, options.bands);
       if (options.fit_all) {
         out.calibration.cross_validation = out.cross_validation->summary();
         if (options.coverage) {
           say(options, "leaving one value out along each axis for the bands outside the measured range ...");
-          out.calibration.coverage = sim::estimate_coverage(hw, samples, options.fit);
+          out.calibration.coverage = sim::estimate_coverage(hw, banded, options.fit);
         }
       }
     } catch (const error& e) {

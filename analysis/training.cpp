@@ -95,9 +95,21 @@ training_section make_training(const sim::prediction& p, const sim::model_spec& 
       "head included; recomputation not counted; docs/flops.md), not 6 x parameters x tokens (which gives MoD and its "
       "baseline the same FLOPs per token); MFU = model FLOPs / (step time x the peak matmul FLOP/s of " +
       std::string(sim::to_string(p.load.type)) + ")";
-  t.backward = p.calibrated ? "each op's backward FLOPs and bytes at the forward's calibrated efficiency (no row of "
-                              "the calibration measures a backward pass: no error band)"
-                            : "each op's backward FLOPs and bytes on the datasheet roofline";
+  // Whether the calibration's backward fit (measured training rows) priced the backward ops.
+  for (const auto& l : p.model.layers)
+    for (const auto& o : l.ops) t.backward_fitted = t.backward_fitted || o.backward_fitted;
+  t.backward_fitted = t.backward_fitted && p.backward.has_value();
+  t.backward = t.backward_fitted
+                   ? fmt::format(
+                         "each op's backward FLOPs and bytes at the forward's calibrated efficiency x the "
+                         "factor fitted on {} measured training rows (GEMMs {:.3f}, attention {:.3f}, "
+                         "memory-bound {:.3f})",
+                         p.backward->rows, p.backward->factor_of(sim::backward_class::gemm),
+                         p.backward->factor_of(sim::backward_class::attention),
+                         p.backward->factor_of(sim::backward_class::memory))
+               : p.calibrated ? "each op's backward FLOPs and bytes at the forward's calibrated efficiency (no row of "
+                                "the calibration measures a backward pass: no error band)"
+                              : "each op's backward FLOPs and bytes on the datasheet roofline";
   t.attention_backward = p.attention == attention_impl::fused
                              ? "one fused kernel that recomputes the scores: 5 matmuls where the forward kernel runs 2 "
                                "(2.5 x)"

@@ -84,6 +84,8 @@ struct training_section {
   // How the step was priced, for people: the FLOP convention, the backward, attention's
   // backward, the optimizer, the memory's scope.
   std::string flop_convention, backward, attention_backward, optimizer, memory_scope;
+  // The backward priced by the calibration's backward fit (sim::prediction::backward), not the rule.
+  bool backward_fitted = false;
 };
 
 // The training section of `model` against `baseline` from their training steps' prediction

@@ -261,6 +261,7 @@ validation_section make_validation(const std::vector<sim::measured_sample>& meas
   std::set<std::string> used;
   if (cal) used.insert(cal->block_keys.begin(), cal->block_keys.end());
   if (cal) used.insert(cal->decode_keys.begin(), cal->decode_keys.end());
+  if (cal && cal->backward) used.insert(cal->backward->keys.begin(), cal->backward->keys.end());
   std::set<std::string> uncalibrated_dtypes, uncalibrated_decode;
   std::vector<sim::measured_sample> scored;
   for (auto& b : blocks) {
@@ -284,8 +285,9 @@ validation_section make_validation(const std::vector<sim::measured_sample>& meas
     v.op_summary = sim::summarize(v.op_points);
   }
   if (v.skipped_blocks > 0)
-    v.notes.push_back(
-        fmt::format("{} block rows skipped: the calibration used them for its launch fit", v.skipped_blocks));
+    v.notes.push_back(fmt::format(
+        "{} block rows skipped: the calibration used them for its launch fit (or, training rows, its backward fit)",
+        v.skipped_blocks));
   for (const auto& d : uncalibrated_dtypes) v.notes.push_back("no curves for dtype " + d + ": datasheet roofline used");
   for (const auto& d : uncalibrated_decode)
     v.notes.push_back("no decode fit for dtype " + d +

@@ -53,6 +53,11 @@ const char* const k_usage =
     "measured range (and between measured values as far out as those rows lay) then come from\n"
     "those errors instead of the cross-validation's, whose fits saw a fifth less. `modsim validate`\n"
     "still scores such rows (they were never fitted) and says that the band was set by them.\n"
+    "Training rows (block_dense_train, block_mod_train: one layer's forward + backward) fit the backward:\n"
+    "each row's measured time minus its calibrated forward, recomputation and launches = the sum over its\n"
+    "backward ops of factor(class) x the rule (the forward's calibrated efficiency applied to the backward's\n"
+    "FLOPs and bytes), one factor each for GEMMs, attention and memory-bound ops (JSON \"backward\"), checked\n"
+    "by shape (5 folds) and on the training rows of --holdout; predict --mode train and validate use it.\n"
     "A warning names each axis (d_model, d_ff, n_heads, seq_len, batch) along which the blocks of the\n"
     "measurements have one value: predictions will vary it, and no row says how the model does there\n"
     "(JSON \"single_value_axes\").";
@@ -156,6 +161,22 @@ void curves_output(const sim::calibration& c, output& o) {
         fmt::format("{} block rows were used for the launch fit; modsim validate skips them", c.block_keys.size()));
 }
 
+// The backward fit on the training rows (sim::backward_fit), one line.
+std::string backward_line(const sim::backward_fit& b) {
+  std::string line = fmt::format(
+      "backward fitted on {} training rows ({}): the rule x {:.3f} for GEMMs, {:.3f} for attention, {:.3f} for "
+      "memory-bound ops (3 parameters), in sample rms {:.1f}%",
+      b.rows, sim::to_string(b.type), b.factor_of(sim::backward_class::gemm),
+      b.factor_of(sim::backward_class::attention), b.factor_of(sim::backward_class::memory), 100 * b.rms_rel_error);
+  if (b.cv_folds > 0)
+    line += fmt::format("; {}-fold by shape median {:.1f}%, p90 {:.1f}%", b.cv_folds, b.cv_median_abs_pct_error,
+                        b.cv_p90_abs_pct_error);
+  if (b.holdout_rows > 0)
+    line += fmt::format("; held-out training rows median {:.1f}%, p90 {:.1f}% ({} rows)",
+                        b.holdout_median_abs_pct_error, b.holdout_p90_abs_pct_error, b.holdout_rows);
+  return line;
+}
+
 output calibration_output(const sim::calibration& c, const std::string& out, const analysis::calibrated& fitted) {
   output o;
   json::object root;
@@ -190,6 +211,7 @@ output calibration_output(const sim::calibration& c, const std::string& out, con
                           h.decode_median_abs_pct_error, h.decode_p90_abs_pct_error, h.decode_rows);
     o.head.push_back(line + "; the bands inside the measured range come from these");
   }
+  if (c.backward) o.head.push_back(backward_line(*c.backward));
   if (c.kernels)
     kernel_model_output(c, o);
   else
@@ -230,15 +252,6 @@ std::vector<std::string> single_value_axes(const std::vector<sim::measured_sampl
                       a.name, seen.front(), a.what));
   }
   return out;
-}
-
-// Training rows (block_dense_train, block_mod_train) are not fitted yet: they leave `rows`
-// with a note on stderr naming how many and from where.
-void without_training_rows(analysis::measured_rows& rows, const std::string& from) {
-  const auto n = std::erase_if(rows.points, [](const sim::measured_sample& s) { return modsim::is_train(s.op); });
-  if (n > 0)
-    std::cerr << "modsim calibrate: note: " << n << " training rows (block_dense_train, block_mod_train) in " << from
-              << " skipped: calibrate does not fit training rows yet\n";
 }
 
 }  // namespace
@@ -313,10 +326,8 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   if (!holdout.empty()) {
     if (co.folds == 0) throw input_error("", "--holdout", "needs a cross-validation (--cv 0 records no band to set)");
     co.holdout = analysis::read_measured_rows(holdout);
-    without_training_rows(co.holdout, "--holdout");
   }
-  analysis::measured_rows rows = analysis::read_measured_rows(files);
-  without_training_rows(rows, "the measurements");
+  const analysis::measured_rows rows = analysis::read_measured_rows(files);
   const std::vector<std::string> single = single_value_axes(rows.points);
   analysis::calibrated fitted = analysis::calibrate_from(hw, rows, co);
   if (!fitted.no_cross_validation.empty())

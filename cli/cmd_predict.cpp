@@ -116,6 +116,11 @@ json::object gap_json(const sim::prediction& p) {
 // Why a calibrated prediction has no error band (empty: it has one, or it is uncalibrated).
 std::string no_band_reason(const sim::prediction& p) {
   if (!p.calibrated || p.expected_error) return {};
+  if (p.load.run == sim::run_mode::train && p.backward)
+    return fmt::format(
+        "the calibration's bands cover forward blocks; its backward was fitted on {} measured training rows (the notes "
+        "say how it did on rows it never saw), not banded; the optimizer step the datasheet roofline",
+        p.backward->rows);
   if (p.load.run == sim::run_mode::train)
     return "no row of this calibration measures a backward pass: the backward is the forward's calibrated efficiency "
            "applied to the backward's FLOPs and bytes, the optimizer step the datasheet roofline";
@@ -489,6 +494,7 @@ train_pricing train_pricing_of(const analysis::analysis_result& a) {
   const double mfu = tr.model.mfu;
   train_pricing t;
   t.json = json::object{{"backward", backward},
+                        {"backward_fitted", tr.backward_fitted},
                         {"attention_backward", attention},
                         {"optimizer", optimizer},
                         {"recompute", modsim::to_string(p.load.recompute)},

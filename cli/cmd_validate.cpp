@@ -56,6 +56,10 @@ const char* const k_usage =
     "validates the datasheet roofline) and compares with the measured median. Errors are in\n"
     "percent of the measurement. Block rows the calibration used are skipped. Exit code 1 when\n"
     "the median absolute error exceeds --max-error.\n"
+    "Training rows (block_dense_train, block_mod_train: one layer's forward + backward) are scored\n"
+    "as blocks, each predicted as `predict --mode train` prices a layer (forward + backward +\n"
+    "recomputation + launches; the backward fitted where the calibration fitted it on training\n"
+    "rows, else the rule); the training rows that fit used are skipped.\n"
     "\n"
     "Every run also scores the datasheet roofline (HW without its calibration block) on the same\n"
     "rows, per kind of row beside the calibrated figures, and says in one line where calibration\n"
@@ -69,7 +73,9 @@ const char* const k_usage =
 std::string shape_text(const sim::measured_sample& s) {
   std::string t = fmt::format("B{} S{} d{} h{} ff{}", s.shape.batch, s.shape.seq_len, s.shape.d_model, s.shape.n_heads,
                               s.shape.d_ff);
-  if (s.op != modsim::op::block_dense) t += fmt::format(" c{:g}", s.capacity);
+  if (s.op != modsim::op::block_dense && s.op != modsim::op::block_dense_train) t += fmt::format(" c{:g}", s.capacity);
+  if (modsim::is_train(s.op) && s.recompute != modsim::recompute::none)
+    t += fmt::format(" {}", modsim::to_string(s.recompute));
   return t;
 }
 
@@ -84,6 +90,8 @@ void point_json(json::array& out, const sim::validation_point& p, const sim::val
   o["d_ff"] = p.sample.shape.d_ff;
   o["capacity"] = p.sample.capacity;
   o["timing"] = modsim::to_string(p.sample.timing);
+  // Training rows: what the forward kept for the backward (none, selective, full).
+  if (modsim::is_train(p.sample.op)) o["recompute"] = modsim::to_string(p.sample.recompute);
   o["measured_s"] = p.sample.median_s;
   o["predicted_s"] = p.predicted_s;
   o["overhead_s"] = p.overhead_s;

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <ctime>
+#include <optional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -71,13 +73,109 @@ void check_one_device(const hardware_spec& hw, const std::vector<measured_sample
   }
 }
 
+// One training row split for the backward fit: what the fit leaves alone (the calibrated
+// forward, recomputation and launches) and the rule's backward time by class.
+struct backward_row {
+  double measured = 0, fixed = 0;
+  double by_class[3] = {0, 0, 0};
+  std::string group;  // shape_group_of: the cross-validation's folds
+  std::string key;
+};
+
+// The factors (relative least squares, >= 0, pulled weakly towards 1) over `rows`.
+std::vector<double> backward_factors(const std::vector<const backward_row*>& rows) {
+  matrix A;
+  std::vector<double> b;
+  for (const backward_row* r : rows) {
+    A.push_back({r->by_class[0] / r->measured, r->by_class[1] / r->measured, r->by_class[2] / r->measured});
+    b.push_back(1.0 - r->fixed / r->measured);
+  }
+  for (int k = 0; k < 3; ++k) {
+    std::vector<double> pull(3, 0.0);
+    pull[k] = k_backward_pull;
+    A.push_back(std::move(pull));
+    b.push_back(k_backward_pull);
+  }
+  return nonnegative_least_squares(A, b);
+}
+
+double predicted_with(const backward_row& r, const std::vector<double>& f) {
+  return r.fixed + f[0] * r.by_class[0] + f[1] * r.by_class[1] + f[2] * r.by_class[2];
+}
+
+// The backward fit (calibration::backward) on the training rows of `samples` of the first
+// such row's dtype, `c` the calibration of their forward; none without training rows.
+std::optional<backward_fit> fit_backward(const hardware_spec& hw, const calibration& c,
+                                         const std::vector<measured_sample>& samples) {
+  std::vector<backward_row> rows;
+  std::optional<dtype> type;
+  hardware_spec plain = hw;
+  plain.calibration_json.clear();
+  calibration forward = c;
+  forward.backward.reset();
+  const cost_model model = with_calibration(plain, forward);
+  for (const auto& s : samples) {
+    if (!modsim::is_train(s.op) || !(s.median_s > 0)) continue;
+    if (!type) type = s.type;
+    if (s.type != *type) continue;
+    const train_row_prediction p = predict_train_row(s, model);
+    backward_row r;
+    r.measured = s.median_s;
+    r.fixed = p.total_s - p.backward_s;
+    for (int k = 0; k < 3; ++k) r.by_class[k] = p.backward_by_class[k];
+    r.group = shape_group_of(s);
+    r.key = s.key;
+    rows.push_back(std::move(r));
+  }
+  if (rows.empty()) return std::nullopt;
+  std::vector<const backward_row*> all;
+  for (const auto& r : rows) all.push_back(&r);
+  const std::vector<double> f = backward_factors(all);
+  backward_fit out;
+  out.type = *type;
+  for (int k = 0; k < 3; ++k) out.factor[k] = f[k];
+  out.rows = static_cast<int>(rows.size());
+  double sq = 0;
+  for (const auto& r : rows) sq += std::pow(predicted_with(r, f) / r.measured - 1.0, 2);
+  out.rms_rel_error = std::sqrt(sq / double(rows.size()));
+  // Out of fold by shape: the factors refitted without each fold's shapes.
+  std::vector<std::string> groups;
+  for (const auto& r : rows) groups.push_back(r.group);
+  std::sort(groups.begin(), groups.end());
+  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+  const int folds = std::min<int>(5, static_cast<int>(groups.size()));
+  if (folds >= 2) {
+    std::vector<double> errors;
+    for (int fold = 0; fold < folds; ++fold) {
+      std::vector<const backward_row*> in, out_of_fold;
+      for (const auto& r : rows) {
+        const auto g = std::lower_bound(groups.begin(), groups.end(), r.group) - groups.begin();
+        (g % folds == fold ? out_of_fold : in).push_back(&r);
+      }
+      if (in.empty() || out_of_fold.empty()) continue;
+      const std::vector<double> ff = backward_factors(in);
+      for (const backward_row* r : out_of_fold)
+        errors.push_back(100.0 * (predicted_with(*r, ff) - r->measured) / r->measured);
+    }
+    const validation_summary v = summarize_errors(errors);
+    out.cv_folds = folds;
+    out.cv_rows = v.points;
+    out.cv_median_abs_pct_error = v.median_abs_pct_error;
+    out.cv_p90_abs_pct_error = v.p90_abs_pct_error;
+  }
+  for (const auto& r : rows) out.keys.push_back(r.key);
+  std::sort(out.keys.begin(), out.keys.end());
+  out.keys.erase(std::unique(out.keys.begin(), out.keys.end()), out.keys.end());
+  return out;
+}
+
 // A GPU's calibration: the kernel-sequence model fitted on every row, and the decode fit.
 calibration fit_gpu(const hardware_spec& hw, const std::vector<measured_sample>& samples, calibration c) {
   std::vector<kernel_row> rows;
   std::vector<std::string> keys;
   int blocks = 0;
   for (const auto& s : samples) {
-    if (s.is_decode()) continue;  // fitted below, on its own
+    if (s.is_decode() || modsim::is_train(s.op)) continue;  // fitted below, on their own
     rows.push_back(kernel_row_of(s));
     if (std::find(c.kernel_dtypes.begin(), c.kernel_dtypes.end(), s.type) == c.kernel_dtypes.end())
       c.kernel_dtypes.push_back(s.type);
@@ -108,6 +206,7 @@ calibration fit_gpu(const hardware_spec& hw, const std::vector<measured_sample>&
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
   c.block_keys = std::move(keys);
   c.decode = fit_decode(samples, c.decode_keys);
+  c.backward = fit_backward(hw, c, samples);
   return c;
 }
 
@@ -256,7 +355,8 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<measured_
   }
   c.decode = fit_decode(samples, c.decode_keys);
   if (groups.empty() && c.decode.empty())
-    throw input_error(first.where, "op", "no single-op rows (only blocks): nothing to fit the per-op curves on");
+    throw input_error(first.where, "op",
+                      "no single-op rows (only blocks or training rows): nothing to fit the per-op curves on");
   for (const auto& [key, g] : groups) {
     const dtype type = static_cast<dtype>(key.second);
     c.curves.push_back(options.rows_factor && row_gemm(g.op)
@@ -281,6 +381,8 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<measured_
   }
 
   fit_launch(c, plain, samples, options, all_in_block);
+  // The backward on the training rows, after the forward it is measured against.
+  c.backward = fit_backward(plain, c, samples);
   return c;
 }
 

@@ -41,6 +41,18 @@ std::optional<cv_axis> find_cv_axis(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view to_string(backward_class c) {
+  switch (c) {
+    case backward_class::gemm:
+      return "gemm";
+    case backward_class::attention:
+      return "attention";
+    case backward_class::memory:
+      return "memory";
+  }
+  return "?";
+}
+
 std::string cv_axis_names() {
   std::string out;
   for (const auto& [axis, name] : k_axes) out += (out.empty() ? "" : ", ") + std::string(name);
@@ -500,6 +512,46 @@ stand_in_check parse_stand_in_check(const json::value& v, const std::string& fil
   return x;
 }
 
+// The record's "backward" object.
+backward_fit parse_backward_fit(const json::value& v, const std::string& file, const std::string& path) {
+  reader f(v, file, path);
+  backward_fit x;
+  const std::string t = f.get_string("dtype");
+  const auto parsed = find_dtype(t);
+  if (!parsed) throw input_error(file, f.key_path("dtype"), "unknown dtype '" + t + "'");
+  x.type = *parsed;
+  f.find("source");  // a description in words; not read back
+  {
+    reader k(f.require("factors"), file, f.key_path("factors"));
+    for (const backward_class c : k_backward_classes)
+      x.factor[static_cast<int>(c)] = k.get_non_negative(to_string(c), 1.0);
+    k.finish();
+  }
+  x.rows = f.get_int("rows", 1, std::numeric_limits<int>::max());
+  x.rms_rel_error = f.get_non_negative("rms_rel_error", 0.0);
+  if (f.find("cv") != nullptr) {
+    reader cv(f.require("cv"), file, f.key_path("cv"));
+    x.cv_folds = cv.get_int("folds", 0, std::numeric_limits<int>::max());
+    x.cv_rows = cv.get_int("rows", 0, std::numeric_limits<int>::max());
+    x.cv_median_abs_pct_error = cv.get_non_negative("median_abs_pct_error", 0.0);
+    x.cv_p90_abs_pct_error = cv.get_non_negative("p90_abs_pct_error", 0.0);
+    cv.finish();
+  }
+  if (f.find("holdout") != nullptr) {
+    reader h(f.require("holdout"), file, f.key_path("holdout"));
+    x.holdout_rows = h.get_int("rows", 0, std::numeric_limits<int>::max());
+    x.holdout_median_abs_pct_error = h.get_non_negative("median_abs_pct_error", 0.0);
+    x.holdout_p90_abs_pct_error = h.get_non_negative("p90_abs_pct_error", 0.0);
+    h.finish();
+  }
+  for (const auto& e : f.get_array("keys")) {
+    if (!e.is_string()) throw input_error(file, f.key_path("keys"), "expected strings");
+    x.keys.emplace_back(e.as_string());
+  }
+  f.finish();
+  return x;
+}
+
 }  // namespace
 
 calibration parse_calibration(std::string_view json_text, const std::string& file) {
@@ -580,6 +632,7 @@ calibration parse_calibration(std::string_view json_text, const std::string& fil
           parse_stand_in_check(k->as_array()[i], file, r.key_path("stand_in_checks") + "[" + std::to_string(i) + "]"));
     }
   }
+  if (const json::value* b = r.find("backward")) c.backward = parse_backward_fit(*b, file, r.key_path("backward"));
   const json::array& curves = r.get_array("curves");
   if (curves.empty() && !c.kernels && c.decode.empty())
     throw input_error(file, r.key_path("curves"), "needs at least one fitted op (or a kernels model, or a decode fit)");
@@ -700,6 +753,33 @@ std::string calibration_to_json(const calibration& c) {
                                     {"median_abs_pct_error", x.median_abs_pct_error},
                                     {"p90_abs_pct_error", x.p90_abs_pct_error}});
     o["stand_in_checks"] = std::move(checks);
+  }
+  if (c.backward) {
+    const backward_fit& x = *c.backward;
+    json::object f;
+    f["dtype"] = to_string(x.type);
+    f["source"] =
+        "fitted on measured training rows (one layer's forward + backward): measured - calibrated forward, "
+        "recomputation and launches = sum over the backward ops of factor(class) x the rule (the forward's "
+        "calibrated efficiency applied to the backward's FLOPs and bytes)";
+    json::object factors;
+    for (const backward_class k : k_backward_classes) factors[to_string(k)] = x.factor_of(k);
+    f["factors"] = std::move(factors);
+    f["rows"] = x.rows;
+    f["rms_rel_error"] = x.rms_rel_error;
+    if (x.cv_folds > 0)
+      f["cv"] = json::object{{"folds", x.cv_folds},
+                             {"rows", x.cv_rows},
+                             {"median_abs_pct_error", x.cv_median_abs_pct_error},
+                             {"p90_abs_pct_error", x.cv_p90_abs_pct_error}};
+    if (x.holdout_rows > 0)
+      f["holdout"] = json::object{{"rows", x.holdout_rows},
+                                  {"median_abs_pct_error", x.holdout_median_abs_pct_error},
+                                  {"p90_abs_pct_error", x.holdout_p90_abs_pct_error}};
+    json::array keys;
+    for (const auto& k : x.keys) keys.emplace_back(k);
+    f["keys"] = std::move(keys);
+    o["backward"] = std::move(f);
   }
   json::object launch;
   launch["launch_s"] = c.launch_s;

@@ -177,6 +177,43 @@ struct stand_in_check {
   double p90_abs_pct_error = 0;
 };
 
+// The backward pass fitted on measured training rows (block_dense_train, block_mod_train: one
+// layer's forward + backward timed whole; JSON key "backward", absent in calibrations without
+// such rows, whose backward stays the rule). No row times a backward op alone, so the fit is
+// on the rows' totals: each row's measured time minus its calibrated forward, recomputation
+// and launches (the same calibration's forward curves) ≈ Σ over its backward ops of
+// factor(class) × the rule's time (the forward's calibrated efficiency applied to the
+// backward's FLOPs and bytes, cost_model::backward_time_of), relative least squares, factors
+// ≥ 0, a weak pull (k_backward_pull: one extra equation k·(factor − 1) = 0 per class beside
+// the rows' relative residuals) towards 1 so that a class the rows hardly exercise keeps the
+// rule. Three parameters, one per class. At 0.1 the pull bent a memory-bound class carrying a
+// few percent of 16 synthetic rows' time from its true 0.7 to 0.89 (and the GEMMs' 1.3 to 1.19
+// with it); at 0.02 both stay within 0.02 of the truth (tests/sim/test_calibrate.cpp).
+enum class backward_class { gemm, attention, memory };
+inline constexpr backward_class k_backward_classes[] = {backward_class::gemm, backward_class::attention,
+                                                        backward_class::memory};
+std::string_view to_string(backward_class c);
+inline constexpr double k_backward_pull = 0.02;
+
+struct backward_fit {
+  dtype type = dtype::fp32;
+  double factor[3] = {1, 1, 1};  // by backward_class
+  int rows = 0;                  // training rows fitted
+  double rms_rel_error = 0;      // of those rows' predicted totals, in sample
+  // The factors refitted without each shape group (up to 5 folds by shape; the forward curves
+  // as fitted): its training rows predicted out of fold (JSON "cv": {"folds", "rows",
+  // "median_abs_pct_error", "p90_abs_pct_error"}; folds 0: fewer than two shapes).
+  int cv_folds = 0, cv_rows = 0;
+  double cv_median_abs_pct_error = 0, cv_p90_abs_pct_error = 0;
+  // Training rows of `modsim calibrate --holdout` predicted by the calibration (JSON
+  // "holdout": {"rows", "median_abs_pct_error", "p90_abs_pct_error"}; rows 0: none).
+  int holdout_rows = 0;
+  double holdout_median_abs_pct_error = 0, holdout_p90_abs_pct_error = 0;
+  // The keys of the rows fitted: validation does not score them.
+  std::vector<std::string> keys;
+  double factor_of(backward_class c) const { return factor[static_cast<int>(c)]; }
+};
+
 struct decode_fit {
   dtype type = dtype::fp32;
   std::vector<double> weight_log2_rows;   // knots, ascending
@@ -255,6 +292,8 @@ struct calibration {
   // calibrations written before them, and for a GPU calibration (its kernel model times
   // every op from its kernels).
   std::vector<stand_in_check> stand_in_checks;
+  // The backward fit (above); absent without training rows (and in calibrations written before).
+  std::optional<backward_fit> backward;
 
   const efficiency_curve* curve(modsim::op op, dtype t) const;
   // The check that speaks for `op` timed as `as`: its own (op measured, the calibration timed

@@ -283,9 +283,37 @@ op_time cost_model::backward_time_of(const op_cost& forward, const op_cost& back
     r.calibrated_as = f.calibrated_as;
     r.calibrated_dtype = f.calibrated_dtype;
     r.from_other_dtype = f.from_other_dtype;
+    // The backward fitted on measured training rows: the rule × its class's factor.
+    if (m_cal->backward && m_cal->backward->type == t) {
+      const double k = m_cal->backward->factor_of(backward_class_of(c.op));
+      r.time_s *= k;
+      r.wave_s *= k;
+      r.unmeasured_wave_s *= k;
+      r.backward_fitted = true;
+    }
   }
   r.isolated_s = r.time_s;
   return r;
+}
+
+backward_class backward_class_of(modsim::op o) {
+  const std::string_view c = info(o).op_class;
+  if (c == "attn_core") return backward_class::attention;
+  if (o == modsim::op::mlp_act || c == "norm" || c == "routing") return backward_class::memory;
+  return backward_class::gemm;
+}
+
+train_op_time cost_model::train_time_of(const op_cost& forward, const op_cost& backward, const op_shape& s, dtype t,
+                                        recompute_mode r) const {
+  train_op_time out;
+  out.forward = time_impl(forward, s, t);
+  out.backward = backward_time_of(forward, backward, s, t);
+  out.recompute.kernels = 0;
+  const bool reruns =
+      r == recompute_mode::full || (r == recompute_mode::selective && m_attention == attention_impl::unfused &&
+                                    (forward.op == modsim::op::attn_scores || forward.op == modsim::op::attn_softmax));
+  if (reruns) out.recompute = out.forward;
+  return out;
 }
 
 op_time cost_model::optimizer_time_of(const optimizer_cost& c, dtype t) const {

@@ -124,8 +124,17 @@ struct op_time {
   // the calibration did not record it): padding the tiling model assumes and no row measured.
   double wave_factor = 1;
   double unmeasured_wave_s = 0;
+  // A backward (backward_time_of) priced by the calibration's backward fit (calibration::backward:
+  // fitted on measured training rows); false where the rule priced it or for a forward op.
+  bool backward_fitted = false;
 
   bool memory_bound() const { return memory_s > compute_s; }
+};
+
+// One op of a training step as `modsim predict --mode train` prices it (cost_model::train_time_of):
+// its forward, its backward and what recomputation runs again (recompute.kernels 0: nothing).
+struct train_op_time {
+  op_time forward, backward, recompute;
 };
 
 // The fused attention kernel's backward at shape `s` (a FlashAttention-style kernel): it
@@ -134,6 +143,12 @@ struct op_time {
 // the fp32 row statistics (log-sum-exp, rowsum(dO∘O)), writes dQ, dK, dV; other FLOPs twice
 // the forward kernel's softmax work.
 op_cost fused_attention_backward(const op_shape& s);
+
+// The class a backward op's fitted factor belongs to (calibration::backward): the attention
+// core (attn_scores, attn_softmax, attn_values), the memory-bound ops (norms, the activation,
+// router, top-k, gather, scatter, the predictor) and the GEMMs (projections, MLP, experts,
+// LM head).
+backward_class backward_class_of(modsim::op o);
 
 // How a prediction on `hw` runs attention when nobody says: fused on a GPU (what training and
 // serving stacks run: one FlashAttention/cuDNN kernel), unfused on a CPU (modsim's CPU backend,
@@ -179,7 +194,17 @@ class cost_model {
   // fitted efficiency applied to the backward's FLOPs and bytes (op_time::calibrated_as names
   // the forward op's curve). Launches: twice the forward's for a GEMM op (dgrad and wgrad), the
   // forward's for the others, none for an op without backward work (topk).
+  // With a backward fit in the calibration (calibration::backward, fitted by `modsim calibrate` on
+  // measured training rows) for dtype `t`, a calibrated backward is that rule's time × the fitted
+  // factor of its class (backward_class_of) and op_time::backward_fitted says so.
   op_time backward_time_of(const op_cost& forward, const op_cost& backward, const op_shape& s, dtype t) const;
+  // The forward `forward` (an op of a layer at shape `s`), its backward `backward` and what
+  // recomputation `r` runs again: the forward once more under `full`, attn_scores and
+  // attn_softmax once more under `selective` with unfused attention (the fused kernel's own
+  // recomputation of the scores is inside its backward). The one pricing of a training op:
+  // predict --mode train and the training rows' validation and fit read it.
+  train_op_time train_time_of(const op_cost& forward, const op_cost& backward, const op_shape& s, dtype t,
+                              recompute_mode r) const;
   // Device time of the optimizer step (one fused AdamW kernel over every parameter):
   // memory-bound, the datasheet roofline max(other_flops / peak_vector, bytes / bandwidth)
   // whether calibrated or not (no row measures it).

@@ -17,8 +17,8 @@
 
 namespace modsim::sim {
 
-// Whether rows of op `op` are scored as a whole (a block or a decode step: the op table's
-// block and decode roles), not fitted as one op.
+// Whether rows of op `op` are scored as a whole (a block, a decode step or a training layer:
+// the op table's block, decode and train roles), not fitted as one op.
 bool scored_whole(modsim::op op);
 
 // One measured op, block or decode step.

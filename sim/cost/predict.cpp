@@ -55,18 +55,11 @@ op_prediction combined(const std::vector<op_time>& parts, const op_cost& reporte
   p.forward_s = parts.at(0).time_s;
   p.backward_s = parts.at(1).time_s;
   p.recompute_s = parts.at(2).time_s;
+  p.backward_fitted = parts.at(1).backward_fitted;
   p.memory_bound = memory > compute || reported.matmul_flops == 0;
   p.calibrated = parts[0].calibrated;
   p.calibrated_as = parts[0].calibrated_as;
   return p;
-}
-
-// Whether recomputation `r` runs op `o`'s forward again in the backward pass, as priced: the
-// fused attention kernel's own recomputation of the scores is inside its backward kernel.
-bool reruns(modsim::op o, recompute_mode r, attention_impl a) {
-  if (r == recompute_mode::full) return true;
-  return r == recompute_mode::selective && a == attention_impl::unfused &&
-         (o == modsim::op::attn_scores || o == modsim::op::attn_softmax);
 }
 
 }  // namespace
@@ -118,12 +111,8 @@ model_time time_model(const model_spec& model, const flops_report& reported, con
         p = to_prediction(t, c, 1.0, 1);
         p.forward_s = p.time_s;
       } else {
-        const op_cost& f = lf.forward[oi];
-        const op_time tf = cost.time_of(f, s, w.type);
-        const op_time tb = cost.backward_time_of(f, lf.backward[oi], s, w.type);
-        op_time tr;
-        tr.kernels = 0;
-        if (reruns(f.op, w.recompute, cost.attention())) tr = tf;
+        const train_op_time parts = cost.train_time_of(lf.forward[oi], lf.backward[oi], s, w.type, w.recompute);
+        const op_time &tf = parts.forward, &tb = parts.backward, &tr = parts.recompute;
         for (const op_time& t : {tf, tb, tr}) account(t);
         sequence.push_back(tf);
         if (tr.kernels > 0) backward.push_back(tr);
@@ -357,12 +346,32 @@ prediction predict_from_times(const model_spec& model, const workload& w, const 
                       " calibration: on " + cost.hardware().name +
                       " the tensor cores run both at one rate and the elements have one size");
 
-  if (w.run == run_mode::train && cost.calibrated()) {
-    // No row of any calibration measures a backward pass or an optimizer step yet: say which
-    // rule priced them, and give no band (its validation covers forward blocks only).
+  const backward_fit* fitted_backward = nullptr;
+  if (const calibration* cal = cost.calibration(); cal && cal->backward && cal->backward->type == w.type)
+    fitted_backward = &*cal->backward;
+  if (w.run == run_mode::train && cost.calibrated() && !fitted_backward) {
+    // No training row measured a backward pass for this dtype: say which rule priced it, and
+    // give no band (the calibration's validation covers forward blocks only).
     p.notes.push_back(
         "training step: no row of this calibration measures a backward pass; each op's backward is the forward's "
         "calibrated efficiency applied to the backward's FLOPs and bytes, the AdamW step the datasheet roofline");
+  } else if (w.run == run_mode::train && fitted_backward) {
+    const backward_fit& b = *fitted_backward;
+    p.backward = b;
+    p.backward->keys.clear();
+    std::string checked;
+    if (b.holdout_rows > 0)
+      checked = fmt::format("; its held-out training rows: median {:.1f}%, p90 {:.1f}% ({} rows)",
+                            b.holdout_median_abs_pct_error, b.holdout_p90_abs_pct_error, b.holdout_rows);
+    else if (b.cv_folds > 0)
+      checked = fmt::format("; cross-validated by shape: median {:.1f}%, p90 {:.1f}% ({} rows)",
+                            b.cv_median_abs_pct_error, b.cv_p90_abs_pct_error, b.cv_rows);
+    p.notes.push_back(fmt::format(
+        "training step: the backward fitted on {} measured training rows (one layer's forward + backward): the "
+        "forward's calibrated efficiency applied to the backward's FLOPs and bytes, x {:.3f} for GEMMs, {:.3f} for "
+        "attention, {:.3f} for memory-bound ops{}; the AdamW step the datasheet roofline",
+        b.rows, b.factor_of(backward_class::gemm), b.factor_of(backward_class::attention),
+        b.factor_of(backward_class::memory), checked));
   }
   if (!cost.calibrated()) {
     p.notes.push_back("uncalibrated: every time is the datasheet roofline of " + cost.hardware().name +
@@ -416,8 +425,11 @@ prediction predict_from_times(const model_spec& model, const workload& w, const 
       p.expected_error.reset();
       p.holdout.reset();
       p.notes.push_back(
-          "no error band: the calibration's validation covers forward blocks it measured, not the backward pass and "
-          "optimizer step priced by rule");
+          fitted_backward
+              ? "no error band: the calibration's bands cover forward blocks; its training rows were checked as the "
+                "figures above say, not banded (the optimizer step is priced by rule)"
+              : "no error band: the calibration's validation covers forward blocks it measured, not the backward "
+                "pass and optimizer step priced by rule");
     } else if (p.expected_error && (!roofline_ops.empty() || attention_roofline)) {
       const double p90 = p.expected_error->p90_abs_pct_error;
       p.expected_error.reset();

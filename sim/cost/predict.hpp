@@ -81,6 +81,8 @@ struct op_prediction {
   double forward_s = 0;
   double backward_s = 0;
   double recompute_s = 0;
+  // Train: the backward priced by the calibration's backward fit (op_time::backward_fitted).
+  bool backward_fitted = false;
 };
 
 struct layer_prediction {
@@ -169,6 +171,9 @@ struct prediction {
   // How the calibration did on rows it was checked on and never fitted (calibrate --holdout);
   // present with expected_error where the calibration has them.
   std::optional<holdout_summary> holdout;
+  // Train with a calibration whose backward fit (calibration::backward) covers the dtype: that
+  // fit, which priced the backward ops (op_prediction::backward_fitted).
+  std::optional<backward_fit> backward;
   // The band of this prediction (sim/cost/validation.hpp band_for): from where its shapes stand
   // against the calibration's rows, inside their range or outside along some axes. Absent with
   // expected_error, and when some op fell back to the datasheet roofline (the calibration's

@@ -112,6 +112,16 @@ block_prediction predict_sample(const measured_sample& s, const cost_model& mode
     b.overhead_s = b.total_s - b.ops_s;
     return b;
   }
+  if (modsim::is_train(s.op)) {
+    const train_row_prediction t = predict_train_row(s, model);
+    b.ops_s = t.ops_s;
+    b.kernels = t.kernels;
+    b.total_s = t.total_s;
+    b.overhead_s = b.total_s - b.ops_s;
+    b.stand_ins = t.stand_ins;
+    for (stand_in_use& u : b.stand_ins) u.share = b.total_s > 0 ? u.share / b.total_s : 0.0;
+    return b;
+  }
   if (!s.is_block()) {
     const op_time t = model.time_of(s.cost, s.shape, s.type);
     // An op row is the op measured alone: no launch overhead, no in-layer refetch.
@@ -131,6 +141,33 @@ block_prediction predict_sample(const measured_sample& s, const cost_model& mode
   b.total_s = b.ops_s + b.overhead_s;
   for (stand_in_use& u : b.stand_ins) u.share = b.total_s > 0 ? u.share / b.total_s : 0.0;
   return b;
+}
+
+train_row_prediction predict_train_row(const measured_sample& s, const cost_model& model) {
+  if (!modsim::is_train(s.op))
+    throw input_error(s.where, "op", "'" + std::string(to_string(s.op)) + "' is not a training row");
+  const modsim::op block = s.op == modsim::op::block_mod_train ? modsim::op::block_mod : modsim::op::block_dense;
+  const op_shape x = block_op_shape(block, s.shape, s.capacity);
+  train_row_prediction out;
+  std::vector<op_time> sequence, backward;
+  for (const op_cost& f : block_costs(block, s.shape, s.capacity)) {
+    const train_op_time t = model.train_time_of(f, ops::backward_of(f.op, x), x, s.type, s.recompute);
+    sequence.push_back(t.forward);
+    if (t.recompute.kernels > 0) backward.push_back(t.recompute);
+    backward.push_back(t.backward);
+    for (const op_time* p : {&t.forward, &t.backward, &t.recompute}) {
+      out.ops_s += p->time_s;
+      out.kernels += p->kernels;
+    }
+    out.backward_s += t.backward.time_s;
+    out.backward_by_class[static_cast<int>(backward_class_of(f.op))] += t.backward.time_s;
+    if (t.forward.calibrated && t.forward.calibrated_as != to_string(f.op))
+      if (const std::optional<modsim::op> as = find_op(t.forward.calibrated_as))
+        out.stand_ins.push_back({f.op, *as, t.forward.time_s + t.backward.time_s + t.recompute.time_s});
+  }
+  for (std::size_t i = backward.size(); i-- > 0;) sequence.push_back(backward[i]);
+  out.total_s = std::max(out.ops_s, model.sequence_s(sequence));
+  return out;
 }
 
 }  // namespace modsim::sim

@@ -29,7 +29,24 @@ struct block_prediction {
   // shares of total_s.
   std::vector<stand_in_use> stand_ins;
 };
+// A training sample (block_dense_train, block_mod_train) is one layer as `modsim predict --mode
+// train` prices it: predict_train_row.
 block_prediction predict_sample(const measured_sample& s, const cost_model& model);
+
+// A training row (one layer's forward + backward) priced as `modsim predict --mode train`
+// prices a layer: each op of its forward block (block_dense or block_mod at the row's capacity)
+// through cost_model::train_time_of with the row's recompute, the whole as cost_model::
+// sequence_s of the forward ops in order, then each op's recomputation and backward in reverse.
+// Throws bad_input naming s.where for a row that is not a training row.
+struct train_row_prediction {
+  double total_s = 0;
+  double ops_s = 0;       // Σ op times (forward, backward, recomputation)
+  double backward_s = 0;  // of ops_s, the backward ops'
+  int kernels = 0;
+  double backward_by_class[3] = {0, 0, 0};  // backward_s by backward_class
+  std::vector<stand_in_use> stand_ins;      // forward ops timed with a stand-in's curve (share: seconds)
+};
+train_row_prediction predict_train_row(const measured_sample& s, const cost_model& model);
 
 // A sample as the kernel sequence the CUDA backend ran for it (sim/cost/kernel_fit.hpp): an isolated
 // or in-block op row, or a block (all its ops' kernels). Throws bad_input naming s.where.

@@ -107,3 +107,40 @@ TEST(CalibrationCli, ACalibrationMadeTheReadmeWayMeetsTheAccuracyTargetOnTheEpyc
   std::printf("holdout-2 by the README's calibration: median %.2f %%, p90 %.2f %%, %.1f %% within bands of %.2fx\n",
               median, p90, coverage, width);
 }
+
+// validate scores training rows as one layer priced the way predict --mode train prices it.
+// On the datasheet roofline of `cpu` (332.8 GFLOP/s, 20 GB/s, 1 us a kernel), the held-out
+// training rows of the EPYC: every row a point; launches counted by hand (a dense layer: 10
+// forward kernels, 16 backward (dgrad + wgrad for qkv, out, up, down, and the scores' and
+// values' two matmul pairs; one each for the softmax, the two norms and the activation); a
+// routed layer adds router 1 + 2, top-k 1 + 0, gather 1 + 1, scatter 1 + 1); `selective` runs
+// the scores and the softmax once more: at B 1, S 384, d 384, 6 heads (fp32) the scores'
+// 2·384³ FLOPs at 332.8e9 (compute-bound over their 4·8·384² bytes at 20e9) plus the
+// softmax's 2·4·6·384² bytes at 20e9 (bandwidth-bound over its 5·6·384² FLOPs), and 2 launches.
+TEST(CalibrationCli, ValidateScoresTrainingRowsAsPredictModeTrainPricesALayer) {
+  const result v = modsim(
+      "validate --measurements reports/measurements/cpu-epyc-2core-2026-11-28b-train-holdout.csv --hardware cpu "
+      "--format json");
+  ASSERT_EQ(v.code, 0) << v.err;
+  const boost::json::value j = boost::json::parse(v.out);
+  const boost::json::array& points = j.at("per_point").as_array();
+  ASSERT_EQ(points.size(), 48u);
+  const boost::json::object *none = nullptr, *selective = nullptr, *routed = nullptr;
+  for (const auto& p : points) {
+    const std::string op(p.at("op").as_string());
+    ASSERT_TRUE(op == "block_dense_train" || op == "block_mod_train") << op;
+    const bool at = p.at("batch").to_number<int>() == 1 && p.at("seq_len").to_number<int>() == 384 &&
+                    p.at("d_model").to_number<int>() == 384;
+    const std::string r(p.at("recompute").as_string());
+    if (at && op == "block_dense_train") (r == "none" ? none : selective) = &p.as_object();
+    if (at && op == "block_mod_train" && r == "none") routed = &p.as_object();
+  }
+  ASSERT_TRUE(none && selective && routed);
+  EXPECT_NEAR(none->at("overhead_s").to_number<double>(), 26e-6, 1e-12);
+  EXPECT_NEAR(selective->at("overhead_s").to_number<double>(), 28e-6, 1e-12);
+  EXPECT_NEAR(routed->at("overhead_s").to_number<double>(), 34e-6, 1e-12);
+  const double n = 384;
+  const double again = 2 * n * n * n / 332.8e9 + 2 * 4 * 6 * n * n / 20e9 + 2e-6;
+  EXPECT_NEAR(selective->at("predicted_s").to_number<double>() - none->at("predicted_s").to_number<double>(), again,
+              1e-6 * again);
+}

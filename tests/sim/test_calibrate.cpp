@@ -378,6 +378,92 @@ TEST(Calibrate, FitsTheInLayerRefetchCostOfBlocks) {
   EXPECT_DOUBLE_EQ(fit_calibration(h, samples, {}, "d", launch_only).in_layer_s_per_byte, 0.0);
 }
 
+// Training rows timed as: every forward op per the law (lin_time of its roofline), each op's
+// backward its forward's law time x its backward's roofline / its forward's (the rule) x the
+// true factor of its class (GEMMs 1.3, attention 1.8, memory-bound 0.7), `full` the forward once
+// more (`selective` the scores and softmax), plus the hardware file's launch cost per kernel (no block rows: calibrate
+// keeps it): forward 1 a op, backward 2 a GEMM op (dgrad, wgrad), 0 for topk, 1 for the others.
+TEST(Calibrate, FitsTheBackwardFactorsOfTrainingRows) {
+  const hardware_spec h = round_cpu();
+  const cost_model roof(h);
+  std::vector<measured_sample> samples;
+  for (std::int64_t S : {64, 128, 256, 512, 1024, 2048})
+    for (double cap : {0.25, 0.5, 1.0})
+      for (const modsim::op op : k_block_ops) {
+        measured_sample s = with_costs(row(op, S, cap, 1.0));
+        s.median_s = lin_time(roof.time_of(s.cost, s.shape, s.type).roofline_s);
+        samples.push_back(s);
+      }
+  const auto factor = [](modsim::op op) {
+    using enum modsim::op;
+    if (op == attn_scores || op == attn_softmax || op == attn_values) return 1.8;
+    if (op == qkv_proj || op == out_proj || op == mlp_up || op == mlp_down) return 1.3;
+    return 0.7;
+  };
+  auto train = [&](modsim::op name, std::int64_t S, double cap, modsim::recompute r) {
+    measured_sample s = row(name, S, cap, 1.0);
+    s.recompute = r;
+    s.key += r == modsim::recompute::full ? "|full" : "";
+    s = with_costs(s);
+    const modsim::op block = name == modsim::op::block_mod_train ? modsim::op::block_mod : modsim::op::block_dense;
+    const op_shape x = block_op_shape(block, s.shape, cap);
+    double t = 0;
+    int kernels = 0;
+    for (const op_cost& f : block_costs(block, s.shape, cap)) {
+      const op_time tf = roof.time_of(f, x, s.type);
+      const op_cost b = ops::backward_of(f.op, x);
+      const double fwd = lin_time(tf.roofline_s);
+      // `selective` runs the scores and the softmax again (the probabilities are not kept).
+      const bool again =
+          r == modsim::recompute::full ||
+          (r == modsim::recompute::selective && (f.op == modsim::op::attn_scores || f.op == modsim::op::attn_softmax));
+      t += fwd * (again ? 2 : 1);
+      kernels += again ? 2 : 1;
+      if (b.matmul_flops == 0 && b.other_flops == 0 && b.bytes == 0) continue;  // topk
+      const double rb = std::max(
+          (double(b.matmul_flops) / h.peak_matmul_flops.fp32) + double(b.other_flops) / h.peak_vector_flops.fp32,
+          double(b.bytes) / h.memory_bandwidth_bytes_s);
+      t += factor(f.op) * fwd * rb / tf.roofline_s;
+      kernels += b.matmul_flops > 0 ? 2 : 1;
+    }
+    s.median_s = t + kernels * h.kernel_launch_s;
+    return s;
+  };
+  using enum modsim::recompute;
+  for (const modsim::recompute r : {none, full}) {
+    for (std::int64_t S : {128, 256, 512, 1024}) samples.push_back(train(modsim::op::block_dense_train, S, 1.0, r));
+    for (const auto& [S, cap] : {std::pair<std::int64_t, double>{256, 0.5}, {512, 0.25}, {1024, 0.25}, {2048, 0.5}})
+      samples.push_back(train(modsim::op::block_mod_train, S, cap, r));
+  }
+  const calibration c = fit_calibration(h, samples, {}, "d");
+  ASSERT_TRUE(c.backward.has_value());
+  EXPECT_EQ(c.backward->rows, 16);
+  EXPECT_EQ(c.backward->keys.size(), 16u);
+  EXPECT_EQ(c.backward->cv_folds, 5);
+  // The two classes that carry the backward are found; the pull towards 1 moves them little.
+  EXPECT_NEAR(c.backward->factor_of(backward_class::gemm), 1.3, 0.02);
+  EXPECT_NEAR(c.backward->factor_of(backward_class::attention), 1.8, 0.03);
+  // Training rows never measured (another sequence, capacity and recompute) predicted within 1 %.
+  const cost_model fitted = with_calibration(h, c);
+  for (const measured_sample& s : {train(modsim::op::block_dense_train, 384, 1.0, selective),
+                                   train(modsim::op::block_mod_train, 768, 0.375, none)})
+    EXPECT_NEAR(validate_sample(s, fitted).error_pct, 0.0, 1.0) << s.key;
+  // The rule alone (the same forward, no backward fit) misses them by the factors.
+  calibration rule = c;
+  rule.backward.reset();
+  EXPECT_GT(
+      std::abs(
+          validate_sample(train(modsim::op::block_dense_train, 384, 1.0, none), with_calibration(h, rule)).error_pct),
+      10.0);
+  // The record round-trips through its JSON; a file without it prices the backward by the rule.
+  const calibration back = parse_calibration(calibration_to_json(c), "c.json");
+  ASSERT_TRUE(back.backward.has_value());
+  for (const backward_class k : k_backward_classes)
+    EXPECT_DOUBLE_EQ(back.backward->factor_of(k), c.backward->factor_of(k));
+  EXPECT_EQ(back.backward->keys, c.backward->keys);
+  EXPECT_EQ(back.backward->cv_rows, c.backward->cv_rows);
+}
+
 TEST(Calibrate, RefusesMixedDevicesAndAForeignBackend) {
   const hardware_spec h = round_cpu();
   std::vector<measured_sample> samples = {with_costs(row(modsim::op::mlp_up, 64, 1.0, 1e-4)),
