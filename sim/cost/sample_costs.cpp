@@ -161,9 +161,9 @@ train_row_prediction predict_train_row(const measured_sample& s, const cost_mode
     }
     out.backward_s += t.backward.time_s;
     out.backward_by_class[static_cast<int>(backward_class_of(f.op))] += t.backward.time_s;
-    if (t.forward.calibrated && t.forward.calibrated_as != to_string(f.op))
-      if (const std::optional<modsim::op> as = find_op(t.forward.calibrated_as))
-        out.stand_ins.push_back({f.op, *as, t.forward.time_s + t.backward.time_s + t.recompute.time_s});
+    if (t.forward.calibrated && t.forward.calibrated_as && *t.forward.calibrated_as != f.op)
+      out.stand_ins.push_back(
+          {f.op, *t.forward.calibrated_as, t.forward.time_s + t.backward.time_s + t.recompute.time_s});
   }
   for (std::size_t i = backward.size(); i-- > 0;) sequence.push_back(backward[i]);
   out.total_s = std::max(out.ops_s, model.sequence_s(sequence));

@@ -108,6 +108,36 @@ TEST(CalibrationCli, ACalibrationMadeTheReadmeWayMeetsTheAccuracyTargetOnTheEpyc
               median, p90, coverage, width);
 }
 
+// The training step's calibration the way docs/cost-model.md makes it: the forward fitted on the
+// calibration preset and the backward on the train preset's rows, measured on the EPYC in one
+// quiet session; then the 48 training rows of train-holdout-cpu.json (widths, heads, batch,
+// sequences, capacities and a recomputation the fit never saw) predicted within the issue's
+// targets: median |error| <= 5 %, p90 <= 10 %.
+TEST(CalibrationCli, ATrainingCalibrationPredictsTrainingRowsOfShapesItNeverSaw) {
+  const std::string x = "reports/measurements/cpu-epyc-2core-2026-11-28d-";
+  const fs::path cal = fs::temp_directory_path() / ("modsim_train_cal_" + std::to_string(::getpid()) + ".json");
+  const result c = modsim("calibrate --measurements " + x + "calibration.csv " + x +
+                          "train.csv --hardware cpu --out '" + cal.string() + "'");
+  ASSERT_EQ(c.code, 0) << c.err;
+  const result v =
+      modsim("validate --measurements " + x + "train-holdout.csv --hardware '" + cal.string() + "' --format json");
+  fs::remove(cal);
+  ASSERT_EQ(v.code, 0) << v.err;
+  const boost::json::value j = boost::json::parse(v.out);
+  const boost::json::array& points = j.at("per_point").as_array();
+  ASSERT_EQ(points.size(), 48u);
+  std::vector<double> errors;
+  for (const auto& p : points) {
+    const std::string op(p.at("op").as_string());
+    EXPECT_TRUE(op == "block_dense_train" || op == "block_mod_train") << op;
+    errors.push_back(std::abs(p.at("error_pct").to_number<double>()));
+  }
+  const double median = quantile(errors, 0.5), p90 = quantile(errors, 0.9);
+  EXPECT_LE(median, 5.0);
+  EXPECT_LE(p90, 10.0);
+  std::printf("held-out training rows: median %.2f %%, p90 %.2f %%\n", median, p90);
+}
+
 // validate scores training rows as one layer priced the way predict --mode train prices it.
 // On the datasheet roofline of `cpu` (332.8 GFLOP/s, 20 GB/s, 1 us a kernel), the held-out
 // training rows of the EPYC: every row a point; launches counted by hand (a dense layer: 10
