@@ -453,6 +453,23 @@ attention_impl attention_of(const configuration& c) {
 
 namespace {
 
+// The validation section asked for: the hardware's cached one (absent: `missing` says why) or the
+// rows given, scored against the hardware given with them or the configuration's.
+std::optional<validation_section> validation_of(const configuration& c, const validation_request& q,
+                                                std::string& missing) {
+  if (q.from == validation_request::source::hardware) {
+    std::string why;
+    std::optional<validation_section> v = cached_validation_for_hardware(hardware_of(c, "validation"), &why);
+    if (!v) missing = q.missing.empty() ? why : q.missing + "; " + why;
+    return v;
+  }
+  if (q.points.empty()) throw input_error(q.label, "", "no measurement rows");
+  const sim::hardware_spec& hw = q.hardware ? *q.hardware : hardware_of(c, "validation");
+  validation_options vo;
+  vo.calibrate = q.calibrate;
+  return make_validation(q.points, hw, vo, q.label);
+}
+
 // The parallel section: the fastest splits over `q.gpus` GPUs (when given) and the split asked
 // for (none given: the ranking's first), each beside the one-GPU step, for the model and its
 // baseline.
@@ -665,20 +682,7 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
     r.validation_missing = s.validation.missing;
   } else {
     say(ctl, 60, "validation");
-    part(s, r.validation_missing, [&] {
-      if (s.validation.from == validation_request::source::hardware) {
-        std::string why;
-        r.validation = cached_validation_for_hardware(hardware_of(c, "validation"), &why);
-        if (!r.validation)
-          r.validation_missing = s.validation.missing.empty() ? why : s.validation.missing + "; " + why;
-      } else {
-        if (s.validation.points.empty()) throw input_error(s.validation.label, "", "no measurement rows");
-        const sim::hardware_spec& hw = s.validation.hardware ? *s.validation.hardware : hardware_of(c, "validation");
-        validation_options vo;
-        vo.calibrate = s.validation.calibrate;
-        r.validation = make_validation(s.validation.points, hw, vo, s.validation.label);
-      }
-    });
+    part(s, r.validation_missing, [&] { r.validation = validation_of(c, s.validation, r.validation_missing); });
     check(ctl);
   }
   if (s.serving) {

@@ -175,6 +175,24 @@ void note_scores(validation_section& v, const std::vector<sim::measured_sample>&
   }
 }
 
+// The notes on what the scoring left out or priced otherwise: blocks the calibration used, dtypes
+// without curves or decode fit, rows of another device of the calibration's kind.
+void note_what_was_not_scored(validation_section& v, const std::set<std::string>& uncalibrated_dtypes,
+                              const std::set<std::string>& uncalibrated_decode,
+                              const std::set<std::string>& other_devices, const std::string& calibrated_on) {
+  if (v.skipped_blocks > 0)
+    v.notes.push_back(fmt::format(
+        "{} block rows skipped: the calibration used them for its launch fit (or, training rows, its backward fit)",
+        v.skipped_blocks));
+  for (const auto& d : uncalibrated_dtypes) v.notes.push_back("no curves for dtype " + d + ": datasheet roofline used");
+  for (const auto& d : uncalibrated_decode)
+    v.notes.push_back("no decode fit for dtype " + d +
+                      ": decode rows predicted with the op curves (fitted on prefill-sized ops) or the roofline");
+  for (const auto& d : other_devices)
+    v.notes.push_back("measured on '" + d + "', calibrated on '" + calibrated_on +
+                      "': the same kind of device with other clocks, driver, threads or libraries");
+}
+
 }  // namespace
 
 validation_section make_validation(const std::vector<sim::measured_sample>& measured, const sim::hardware_spec& hw,
@@ -284,17 +302,7 @@ validation_section make_validation(const std::vector<sim::measured_sample>& meas
     }
     v.op_summary = sim::summarize(v.op_points);
   }
-  if (v.skipped_blocks > 0)
-    v.notes.push_back(fmt::format(
-        "{} block rows skipped: the calibration used them for its launch fit (or, training rows, its backward fit)",
-        v.skipped_blocks));
-  for (const auto& d : uncalibrated_dtypes) v.notes.push_back("no curves for dtype " + d + ": datasheet roofline used");
-  for (const auto& d : uncalibrated_decode)
-    v.notes.push_back("no decode fit for dtype " + d +
-                      ": decode rows predicted with the op curves (fitted on prefill-sized ops) or the roofline");
-  for (const auto& d : other_devices)
-    v.notes.push_back("measured on '" + d + "', calibrated on '" + given->device +
-                      "': the same kind of device with other clocks, driver, threads or libraries");
+  note_what_was_not_scored(v, uncalibrated_dtypes, uncalibrated_decode, other_devices, given ? given->device : "");
 
   if (scored.empty()) {
     if (options.ops_only_fallback && v.skipped_blocks == 0 && !v.op_points.empty()) {

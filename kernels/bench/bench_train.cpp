@@ -312,9 +312,9 @@ int main(int argc, char** argv) {
                  {"integrated", false, 1.0, moe_variant::integrated}};
   } else {
     for (const double c : capacities)
-      pl.layers.push_back(
-          c >= 1.0 ? layer_case{"dense", false, 1.0, moe_variant::none}
-                   : layer_case{pl.csv ? "mod" : "mod c=" + format_capacity(c), true, c, moe_variant::none});
+      pl.layers.push_back(c >= 1.0
+                              ? layer_case{"dense", false, 1.0, moe_variant::none}
+                              : layer_case{pl.csv ? "mod" : "mod c=" + format_capacity(c), true, c, moe_variant::none});
   }
   try {
     if (pl.threads == 0) pl.threads = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
