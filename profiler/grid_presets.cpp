@@ -97,7 +97,7 @@ grid preset(std::string_view name, backend_kind backend) {
     // One layer's forward + backward (docs/contracts.md "Training rows"): dense and MoD layers
     // of two widths with gelu and one swiglu GQA layer, capacities 1/8 and 1/2, recompute none
     // and full; 72 points either way. CPU (fp32): batches 1 and 2, sequences of 256 and 512
-    // tokens, 170 s with one thread on the 2-core EPYC VM at load ~10. GPU (bf16): batches 1
+    // tokens, 45 s with one thread on the quiet 2-core EPYC VM. GPU (bf16): batches 1
     // and 4, sequences of 1024 and 2048 tokens, widths 1024 and 2048 (16 heads), meant to take
     // under 4 minutes on an H100/H200 (not yet run on one).
     g.ops = {op::block_dense_train, op::block_mod_train};
