@@ -34,28 +34,39 @@ int TrainingModel::rowCount(const QModelIndex& parent) const {
 }
 int TrainingModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
+namespace {
+
+// One step's figure on `row` (the per-step rows; the budget rows are the caller's).
+double step_value(const analysis::training_step& s, int row) {
+  switch (row) {
+    case TrainingModel::StepRow:
+      return s.step_s;
+    case TrainingModel::TokensPerSecondRow:
+      return s.tokens_per_s;
+    case TrainingModel::MfuRow:
+      return s.mfu;
+    case TrainingModel::ModelFlopsRow:
+      return static_cast<double>(s.model_flops);
+    case TrainingModel::WeightsRow:
+      return s.memory.weights;
+    case TrainingModel::GradientsRow:
+      return s.memory.gradients;
+    case TrainingModel::OptimizerStateRow:
+      return s.memory.optimizer_state;
+    case TrainingModel::ActivationsRow:
+      return s.memory.activations;
+    case TrainingModel::MemoryRow:
+      return s.memory.total();
+    default:
+      return 0;
+  }
+}
+
+}  // namespace
+
 double TrainingModel::modelValue(int row) const {
   const analysis::training_section& t = m_training.training;
-  const analysis::training_step& s = t.model;
   switch (row) {
-    case StepRow:
-      return s.step_s;
-    case TokensPerSecondRow:
-      return s.tokens_per_s;
-    case MfuRow:
-      return s.mfu;
-    case ModelFlopsRow:
-      return static_cast<double>(s.model_flops);
-    case WeightsRow:
-      return s.memory.weights;
-    case GradientsRow:
-      return s.memory.gradients;
-    case OptimizerStateRow:
-      return s.memory.optimizer_state;
-    case ActivationsRow:
-      return s.memory.activations;
-    case MemoryRow:
-      return s.memory.total();
     case BudgetStepsRow:
       return t.budget ? t.budget->model_steps : 0.0;
     case BudgetTokensRow:
@@ -63,32 +74,13 @@ double TrainingModel::modelValue(int row) const {
     case BudgetWallRow:
       return t.budget ? t.budget->model_wall_s : 0.0;
     default:
-      return 0;
+      return step_value(t.model, row);
   }
 }
 
 double TrainingModel::baselineValue(int row) const {
   const analysis::training_section& t = m_training.training;
-  const analysis::training_step& s = t.baseline;
   switch (row) {
-    case StepRow:
-      return s.step_s;
-    case TokensPerSecondRow:
-      return s.tokens_per_s;
-    case MfuRow:
-      return s.mfu;
-    case ModelFlopsRow:
-      return static_cast<double>(s.model_flops);
-    case WeightsRow:
-      return s.memory.weights;
-    case GradientsRow:
-      return s.memory.gradients;
-    case OptimizerStateRow:
-      return s.memory.optimizer_state;
-    case ActivationsRow:
-      return s.memory.activations;
-    case MemoryRow:
-      return s.memory.total();
     case BudgetStepsRow:
       return t.budget ? t.budget->baseline_steps : 0.0;
     case BudgetTokensRow:
@@ -96,7 +88,7 @@ double TrainingModel::baselineValue(int row) const {
     case BudgetWallRow:
       return t.budget ? t.budget->baseline_wall_s : 0.0;
     default:
-      return 0;
+      return step_value(t.baseline, row);
   }
 }
 
