@@ -2,6 +2,7 @@
 // backward reads), its backward, and AdamW. GEMMs through OpenBLAS, the rest through the pool,
 // never both at once (as the backend's forward).
 #include "kernels/train.hpp"
+#include "kernels/train_tensors.hpp"
 
 #include <cblas.h>
 
@@ -91,21 +92,6 @@ void check_size(const std::vector<float>& v, i64 expected, const char* name) {
     throw input_error("", std::string("layer_params.") + name,
                       "has " + std::to_string(v.size()) + " elements, the shape needs " + std::to_string(expected));
 }
-
-constexpr const char* tensor_names[] = {"router_w",
-                                        "attn_norm_g",
-                                        "w_q",
-                                        "w_k",
-                                        "w_v",
-                                        "w_o",
-                                        "mlp_norm_g",
-                                        "w_up",
-                                        "w_gate",
-                                        "w_down",
-                                        "expert_router_w",
-                                        "expert_w_up",
-                                        "expert_w_gate",
-                                        "expert_w_down"};
 
 void check_params(const layer_params& p) {
   validate_shape(p.shape, p.routed);

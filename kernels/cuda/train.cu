@@ -20,6 +20,7 @@
 #include "kernels/cuda/softmax.cuh"
 #include "kernels/cuda/topk.cuh"
 #include "kernels/cuda/train_ops.cuh"
+#include "kernels/train_tensors.hpp"
 #include "core/error.hpp"
 
 namespace modsim::kernels::train {
@@ -111,22 +112,9 @@ struct cuda_trainer::impl {
     const layer_params zero = zero_params(params.shape, params.routed);  // validates the shape
     const auto want = zero.tensors();
     const auto have = params.tensors();
-    static constexpr const char* names[] = {"router_w",
-                                            "attn_norm_g",
-                                            "w_q",
-                                            "w_k",
-                                            "w_v",
-                                            "w_o",
-                                            "mlp_norm_g",
-                                            "w_up",
-                                            "w_gate",
-                                            "w_down",
-                                            "expert_router_w",
-                                            "expert_w_up",
-                                            "expert_w_gate",
-                                            "expert_w_down"};
     for (std::size_t i = 0; i < param_count; ++i)
-      check_span(have[i]->size(), static_cast<i64>(want[i]->size()), (std::string("layer_params.") + names[i]).c_str());
+      check_span(have[i]->size(), static_cast<i64>(want[i]->size()),
+                 (std::string("layer_params.") + tensor_names[i]).c_str());
   }
 
   impl(std::shared_ptr<device_context> context, const layer_params& params, dtype type)

@@ -19,6 +19,7 @@
 #include "kernels/cuda_train.hpp"
 #include "kernels/init.hpp"
 #include "kernels/train.hpp"
+#include "kernels/train_tensors.hpp"
 #include "core/error.hpp"
 
 namespace modsim::kernels::train {
@@ -123,21 +124,6 @@ float round_bf16(float v) {
 void round_all(std::vector<float>& v) {
   for (float& x : v) x = round_bf16(x);
 }
-
-constexpr const char* tensor_names[] = {"router_w",
-                                        "attn_norm_g",
-                                        "w_q",
-                                        "w_k",
-                                        "w_v",
-                                        "w_o",
-                                        "mlp_norm_g",
-                                        "w_up",
-                                        "w_gate",
-                                        "w_down",
-                                        "expert_router_w",
-                                        "expert_w_up",
-                                        "expert_w_gate",
-                                        "expert_w_down"};
 
 // Weights, input and dL/dout of a case (rounded to bf16 for a bf16 case).
 struct case_data {
