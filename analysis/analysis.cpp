@@ -602,15 +602,16 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
     say(ctl, 2, "predicted time");
     part(s, r.prediction_missing, [&] {
       const sim::cost_model& cm = cost_of("a prediction");
-      if (c.load.run == sim::run_mode::decode) {
-        // One decode path: the discrete-event step (syncs and launches included) is the
-        // prediction, its band and stand-in shares taken from the times it prints.
-        r.prediction = sim::predict_from_times(
-            c.model, c.load, cm, decode_model_time(c.model, cm, c.load, decode_options, decode_request.draws),
-            decode_model_time(baseline, cm, c.load, decode_options, decode_request.draws));
-      } else {
-        r.prediction = sim::predict(c.model, baseline, r.flops, r.dense_flops, cm);
-      }
+      // Each model timed once, then one prediction from those times: the FLOPs above op by op, or
+      // in decode the discrete-event step (syncs and launches included), its band and stand-in
+      // shares taken from the times it prints.
+      auto times_of = [&](const sim::model_spec& m, const sim::flops_report& f) {
+        return c.load.run == sim::run_mode::decode
+                   ? decode_model_time(m, cm, c.load, decode_options, decode_request.draws)
+                   : sim::time_model(m, f, cm);
+      };
+      r.prediction = sim::predict_from_times(c.model, c.load, cm, times_of(c.model, r.flops),
+                                             times_of(baseline, r.dense_flops));
       r.time_classes = sim::roll_up(*r.prediction);
     });
     check(ctl);

@@ -286,7 +286,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   if (!parse_args(args, options, positional, vm, k_usage)) return exit_ok;
   const output_format format = parse_format(vm["format"].as<std::string>());
 
-  const std::string hw_path = resolve_config(vm["hardware"].as<std::string>(), "hardware");
+  const std::string hw_path = sim::resolve_config(vm["hardware"].as<std::string>(), "hardware");
   const sim::hardware_spec hw = sim::load_hardware(hw_path);
   const std::string out = vm["out"].as<std::string>();
   const std::string name = vm.count("name") ? vm["name"].as<std::string>() : std::string();

@@ -189,7 +189,7 @@ int run_predict(const std::vector<std::string>& args) {
       throw input_error("", "--algorithm",
                         "unknown algorithm '" + a + "' (expected auto, ring, tree, direct or fitted)");
   }
-  const sim::hardware_spec hw = sim::load_hardware(resolve_config(vm["hardware"].as<std::string>(), "hardware"));
+  const sim::hardware_spec hw = sim::load_hardware(sim::resolve_config(vm["hardware"].as<std::string>(), "hardware"));
   const sim::comm_prediction p = sim::predict_collective(hw, req);
 
   output o;
@@ -277,7 +277,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   if (!parse_args(args, options, positional, vm, k_usage)) return exit_ok;
   const output_format format = parse_format(vm["format"].as<std::string>());
   const sim::comm_fit_options fo = fit_options_from(vm);
-  const std::string hw_path = resolve_config(vm["hardware"].as<std::string>(), "hardware");
+  const std::string hw_path = sim::resolve_config(vm["hardware"].as<std::string>(), "hardware");
   const sim::hardware_spec hw = sim::load_hardware(hw_path);
   if (!hw.interconnect)
     throw input_error(hw_path, "interconnect",
@@ -360,7 +360,7 @@ int run_check(const std::vector<std::string>& args) {
   if (!parse_args(args, options, positional, vm, k_usage)) return exit_ok;
   const output_format format = parse_format(vm["format"].as<std::string>());
   const sim::comm_fit_options fo = fit_options_from(vm);
-  const sim::hardware_spec hw = sim::load_hardware(resolve_config(vm["hardware"].as<std::string>(), "hardware"));
+  const sim::hardware_spec hw = sim::load_hardware(sim::resolve_config(vm["hardware"].as<std::string>(), "hardware"));
 
   std::vector<sim::comm_check_row> all;
   table t;

@@ -112,7 +112,7 @@ int cmd_report(const std::vector<std::string>& args) {
       defaults ? std::vector<std::string>{"mod-220m"} : vm["models"].as<std::vector<std::string>>();
   reports::report_input in;
   for (const auto& name : model_names) in.models.push_back(load_model_arg(name, vm));
-  const std::string hw_path = resolve_config(vm["hardware"].as<std::string>(), "hardware");
+  const std::string hw_path = sim::resolve_config(vm["hardware"].as<std::string>(), "hardware");
   in.hardware = sim::load_hardware(hw_path);
   in.load = workload_from(vm, sim::default_dtype(in.hardware));
   if (in.load.run == sim::run_mode::decode)
@@ -136,8 +136,8 @@ int cmd_report(const std::vector<std::string>& args) {
   for (const auto& m : in.models) inputs.push_back(m.source_file);
   if (vm.count("baseline")) inputs.push_back(in.baseline->source_file);
   inputs.push_back(hw_path);
-  if (vm.count("calibration")) inputs.push_back(resolve_config(vm["calibration"].as<std::string>(), "hardware"));
-  if (vm.count("workload")) inputs.push_back(resolve_config(vm["workload"].as<std::string>(), "workloads"));
+  if (vm.count("calibration")) inputs.push_back(sim::resolve_config(vm["calibration"].as<std::string>(), "hardware"));
+  if (vm.count("workload")) inputs.push_back(sim::resolve_config(vm["workload"].as<std::string>(), "workloads"));
   if (vm.count("measurements")) inputs.push_back(vm["measurements"].as<std::string>());
 
   // Validation: given measurements, or — for the defaults on a CPU — the held-out split of
@@ -153,18 +153,18 @@ int cmd_report(const std::vector<std::string>& args) {
     in.decode_rows = val.points;  // decode_step pairs are overlaid on the sampling map
     if (val.points.empty()) throw input_error(val.label, "", "no measurement rows");
     if (vm.count("calibration")) {
-      val.hardware = sim::load_hardware(resolve_config(vm["calibration"].as<std::string>(), "hardware"));
+      val.hardware = sim::load_hardware(sim::resolve_config(vm["calibration"].as<std::string>(), "hardware"));
       val.calibrate = false;
     } else if (val.points.front().backend == backend_kind::cpu) {
-      val.hardware = sim::load_hardware(resolve_config("cpu", "hardware"));
+      val.hardware = sim::load_hardware(sim::resolve_config("cpu", "hardware"));
     }
   } else if (cpu_profile) {
     cpu_holdout_check check;
     check.dir = out_dir;
     check.fresh = vm["fresh-profile"].as<bool>();
     check.calibration_grid = profiler::preset("quick", backend_kind::cpu);
-    check.holdout_grid = profiler::load_grid(resolve_config("holdout-cpu", "grids"));
-    check.cpu = sim::load_hardware(resolve_config("cpu", "hardware"));
+    check.holdout_grid = profiler::load_grid(sim::resolve_config("holdout-cpu", "grids"));
+    check.cpu = sim::load_hardware(sim::resolve_config("cpu", "hardware"));
     check.stop = &g_stop;
     check.progress = [](const std::string& line) { std::cerr << "report: " << line << "\n"; };
     g_stop.store(false);

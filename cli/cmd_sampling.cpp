@@ -244,7 +244,7 @@ int cmd_sampling(const std::vector<std::string>& args) {
   if (!parse_args(args, options, positional, vm, k_usage)) return exit_ok;
 
   const output_format format = parse_format(vm["format"].as<std::string>());
-  const sim::hardware_spec hw = sim::load_hardware(resolve_config(vm["hardware"].as<std::string>(), "hardware"));
+  const sim::hardware_spec hw = sim::load_hardware(sim::resolve_config(vm["hardware"].as<std::string>(), "hardware"));
   const sim::model_spec model = load_model_arg(vm["model"].as<std::string>(), vm);
   sim::workload w;
   w.run = sim::run_mode::decode;

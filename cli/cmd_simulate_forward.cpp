@@ -261,7 +261,7 @@ output forward_output(const forward_run& r) {
 }  // namespace
 
 int simulate_forward(const po::variables_map& vm, output_format format) {
-  const sim::hardware_spec hw = sim::load_hardware(resolve_config(vm["hardware"].as<std::string>(), "hardware"));
+  const sim::hardware_spec hw = sim::load_hardware(sim::resolve_config(vm["hardware"].as<std::string>(), "hardware"));
   const sim::model_spec model = load_model_arg(vm["model"].as<std::string>(), vm);
   const sim::workload w = workload_from(vm, sim::default_dtype(hw));
 

@@ -167,7 +167,7 @@ std::int64_t positive(const po::variables_map& vm, const char* key, std::int64_t
 }  // namespace
 
 int simulate_serve(const po::variables_map& vm, output_format format) {
-  const sim::hardware_spec hw = sim::load_hardware(resolve_config(vm["hardware"].as<std::string>(), "hardware"));
+  const sim::hardware_spec hw = sim::load_hardware(sim::resolve_config(vm["hardware"].as<std::string>(), "hardware"));
   const sim::model_spec model = load_model_arg(vm["model"].as<std::string>(), vm);
   sim::workload w;
   w.type = sim::default_dtype(hw);

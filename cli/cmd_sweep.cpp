@@ -176,7 +176,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   if (axes.size() != 2) throw input_error("", "--pareto-axes", "expected two axes X,Y");
 
   const sim::model_spec model = load_model_arg(vm["model"].as<std::string>(), vm);
-  const sim::hardware_spec hw = sim::load_hardware(resolve_config(vm["hardware"].as<std::string>(), "hardware"));
+  const sim::hardware_spec hw = sim::load_hardware(sim::resolve_config(vm["hardware"].as<std::string>(), "hardware"));
   analysis::scenario scenario;
   scenario.prediction = false;
   scenario.sweep = analysis::sweep_request{};

@@ -540,7 +540,7 @@ int cmd_validate(const std::vector<std::string>& args) {
     if (!(*max_error >= 0)) throw input_error("", "--max-error", "must be >= 0");
   }
 
-  const std::string hw_path = resolve_config(vm["hardware"].as<std::string>(), "hardware");
+  const std::string hw_path = sim::resolve_config(vm["hardware"].as<std::string>(), "hardware");
   if (vm.count("cv-by")) {
     if (vm.count("cv")) throw input_error("", "--cv-by", "is a run of its own: give --cv or --cv-by, not both");
     std::vector<sim::cv_axis> axes;

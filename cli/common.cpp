@@ -60,7 +60,7 @@ void add_routing_overrides(po::options_description& options) {
 sim::workload workload_from(const po::variables_map& vm, sim::dtype default_dtype) {
   sim::workload w;
   w.type = default_dtype;
-  if (vm.count("workload")) w = sim::load_workload(resolve_config(vm["workload"].as<std::string>(), "workloads"), w);
+  if (vm.count("workload")) w = sim::load_workload(sim::resolve_config(vm["workload"].as<std::string>(), "workloads"), w);
   if (vm.count("batch")) {
     w.batch = vm["batch"].as<std::int64_t>();
     if (w.batch < 1) throw input_error("", "--batch", "must be >= 1");
@@ -175,7 +175,7 @@ void add_baseline_option(po::options_description& options) {
 
 std::optional<sim::model_spec> baseline_from(const po::variables_map& vm) {
   if (!vm.count("baseline")) return std::nullopt;
-  return sim::load_model(resolve_config(vm["baseline"].as<std::string>(), "models"));
+  return sim::load_model(sim::resolve_config(vm["baseline"].as<std::string>(), "models"));
 }
 
 void add_flop_budget_option(po::options_description& options) {
@@ -272,48 +272,8 @@ boost::json::object baseline_json(const analysis::configuration& c) {
   return {{"name", analysis::baseline_label(c)}, {"routing_removed", !c.baseline.has_value()}};
 }
 
-namespace {
-
-// The bare names of <configs>/<folder>/*.json, sorted, comma-separated ("" when none).
-std::string names_in(const std::string& folder, bool with_folder) {
-  namespace fs = std::filesystem;
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (fs::directory_iterator it(sim::configs_root() / folder, ec), end; !ec && it != end; it.increment(ec))
-    if (it->path().extension() == ".json")
-      names.push_back(with_folder ? "configs/" + folder + "/" + it->path().filename().string()
-                                  : it->path().stem().string());
-  std::sort(names.begin(), names.end());
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
-}  // namespace
-
-std::string resolve_config(const std::string& name, const char* kind) {
-  const std::string path = sim::resolve_config(name, kind);
-  std::error_code ec;
-  // A bare name that is neither a file nor a shipped config: say which names are shipped (a path
-  // that does not open is left to the loader's "cannot open file").
-  if (path == name && !std::filesystem::exists(path, ec) && name.find('/') == std::string::npos &&
-      !name.ends_with(".json")) {
-    const std::string k = kind;
-    const std::string what = k == "models" ? "model" : k == "hardware" ? "hardware" : k == "grids" ? "grid" : k;
-    std::string reason = "no such file, and no shipped " + what + " of that name";
-    const std::string shipped = names_in(k, false);
-    if (!shipped.empty()) reason += "; shipped: " + shipped;
-    if (k == "models") {
-      const std::string hf = names_in("hf", true);
-      if (!hf.empty()) reason += "; HuggingFace config.json files are given by path, e.g. " + hf;
-    }
-    throw input_error(name, "", reason);
-  }
-  return path;
-}
-
 sim::model_spec load_model_arg(const std::string& model, const po::variables_map& vm) {
-  sim::model_spec m = sim::load_model(resolve_config(model, "models"));
+  sim::model_spec m = sim::load_model(sim::resolve_config(model, "models"));
   bool changed = false;
   // An MoE model without MoD routing ignores a schedule: say so rather than route nothing.
   if (m.moe && m.moe->variant == sim::moe_variant::moe)

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "analysis/analysis.hpp"
+#include "core/error.hpp"
 #include "sim/model/config.hpp"
 #include "sim/cost/sweep.hpp"
 #include "core/error.hpp"
@@ -35,7 +36,11 @@ QString configsDir() {
 
 QString resolveConfig(const QString& nameOrPath, const QString& kind) {
   const std::string program = QCoreApplication::instance() ? QCoreApplication::applicationDirPath().toStdString() : "";
-  return QString::fromStdString(sim::resolve_config(nameOrPath.toStdString(), kind.toStdString().c_str(), program));
+  try {
+    return QString::fromStdString(sim::resolve_config(nameOrPath.toStdString(), kind.toStdString().c_str(), program));
+  } catch (const modsim::error&) {
+    return nameOrPath;  // opening it shows the file's error
+  }
 }
 
 QStringList hardwareFiles(const QStringList& extra) {

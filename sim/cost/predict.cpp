@@ -297,14 +297,11 @@ void compare_with_baseline(prediction& p) {
   p.matmul_flop_ratio = p.dense.matmul_flops > 0 ? double(p.model.matmul_flops) / double(p.dense.matmul_flops) : 1.0;
   p.time_ratio = p.dense.total_s > 0 ? p.model.total_s / p.dense.total_s : 1.0;
   p.gap = decompose_gap(p.model, p.dense);
-}
-
-double attention_share(const model_time& m) {
-  double s = 0;
-  for (const layer_prediction& l : m.layers)
+  double attention_s = 0;
+  for (const layer_prediction& l : p.model.layers)
     for (const op_prediction& o : l.ops)
-      if (o.op_class == "attn_core") s += o.time_s;
-  return m.total_s > 0 ? s / m.total_s : 0.0;
+      if (o.op_class == "attn_core") attention_s += o.time_s;
+  p.attention_share = p.model.total_s > 0 ? attention_s / p.model.total_s : 0.0;
 }
 
 prediction predict(const model_spec& model, const workload& w, const cost_model& cost) {
@@ -335,7 +332,6 @@ prediction predict_from_times(const model_spec& model, const workload& w, const 
   compare_with_baseline(p);
   p.attention = cost.attention();
   p.attention_measured = cost.attention_measured();
-  p.attention_share = attention_share(p.model);
   if (const calibration* cal = cost.calibration(); cal && cal->cross_validation) {
     p.expected_error = *cal->cross_validation;
     p.holdout = cal->holdout;

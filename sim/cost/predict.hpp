@@ -207,9 +207,6 @@ model_time time_model(const model_spec& m, const workload& w, const cost_model& 
 // again only when `flops` was counted for another attention kernel than cost.attention()).
 model_time time_model(const model_spec& m, const flops_report& flops, const cost_model& cost);
 
-// The attention ops' (attn_core) share of m.total_s (0 when it is 0).
-double attention_share(const model_time& m);
-
 // The prediction of `m` under `w` and its comparison with the dense baseline (dense_baseline(m),
 // or `baseline`: a matched-quality dense model).
 prediction predict(const model_spec& m, const workload& w, const cost_model& cost);
@@ -225,7 +222,8 @@ prediction predict(const model_spec& m, const model_spec& baseline, const flops_
 prediction predict_from_times(const model_spec& m, const workload& w, const cost_model& cost, model_time model,
                               model_time dense);
 
-// Fills the ratios and the gap decomposition from p.model and p.dense (after either changed).
+// Fills the ratios, the gap decomposition and attention's share of the model's time from p.model
+// and p.dense (after either changed).
 void compare_with_baseline(prediction& p);
 
 // The decomposition of (T_mod/T_dense − F_mod/F_dense) (see above); exposed for tests.

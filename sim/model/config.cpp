@@ -564,13 +564,42 @@ std::filesystem::path configs_root(const std::filesystem::path& program_dir) {
   return source;
 }
 
+namespace {
+
+// The bare names of <root>/<folder>/*.json, sorted, comma-separated ("" when none); with_folder:
+// as configs/<folder>/<file>.
+std::string names_in(const std::filesystem::path& root, const std::string& folder, bool with_folder) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (fs::directory_iterator it(root / folder, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".json")
+      names.push_back(with_folder ? "configs/" + folder + "/" + it->path().filename().string()
+                                  : it->path().stem().string());
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
 std::string resolve_config(const std::string& name, const char* kind, const std::filesystem::path& program_dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::exists(name, ec) || name.find('/') != std::string::npos || name.ends_with(".json")) return name;
-  const fs::path candidate = configs_root(program_dir) / kind / (name + ".json");
+  const fs::path root = configs_root(program_dir);
+  const fs::path candidate = root / kind / (name + ".json");
   if (fs::exists(candidate, ec)) return candidate.string();
-  return name;
+  // A bare name that is neither a file nor a shipped config: say which names are shipped.
+  const std::string k = kind;
+  const std::string what = k == "models" ? "model" : k == "hardware" ? "hardware" : k == "grids" ? "grid" : k;
+  std::string reason = "no such file, and no shipped " + what + " of that name";
+  if (const std::string shipped = names_in(root, k, false); !shipped.empty()) reason += "; shipped: " + shipped;
+  if (k == "models")
+    if (const std::string hf = names_in(root, "hf", true); !hf.empty())
+      reason += "; HuggingFace config.json files are given by path, e.g. " + hf;
+  throw input_error(name, "", reason);
 }
 
 }  // namespace modsim::sim

@@ -50,9 +50,9 @@ std::string read_text_file(const std::string& path);
 std::filesystem::path configs_root(const std::filesystem::path& program_dir = {});
 
 // A config named on the command line or in a file: `name` itself when it is a path (it exists,
-// holds a '/', or ends in .json), else <configs_root>/<kind>/<name>.json when that exists; else
-// `name` (the loader then reports the missing file under the name the user gave). kind:
-// "models", "hardware", "grids", ...
+// holds a '/', or ends in .json; a path that does not open is left to the loader's "cannot open
+// file"), else <configs_root>/<kind>/<name>.json when that exists; else an input_error naming the
+// shipped configs of that kind. kind: "models", "hardware", "grids", ...
 std::string resolve_config(const std::string& name, const char* kind, const std::filesystem::path& program_dir = {});
 
 }  // namespace modsim::sim

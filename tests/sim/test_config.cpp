@@ -71,6 +71,23 @@ TEST(Config, MissingFileNamesTheFile) {
   }
 }
 
+TEST(Config, AShippedNameResolvesToItsFileAndAnUnknownOneIsRefusedWithTheShippedNames) {
+  const std::filesystem::path root = configs_root();
+  EXPECT_EQ(resolve_config("mod-220m", "models"), (root / "models" / "mod-220m.json").string());
+  // Paths are the loader's to open, whether or not they exist.
+  EXPECT_EQ(resolve_config("/nonexistent/dir/model.json", "models"), "/nonexistent/dir/model.json");
+  EXPECT_EQ(resolve_config("mine.json", "models"), "mine.json");
+  try {
+    (void)resolve_config("nosuch", "hardware");
+    FAIL();
+  } catch (const error& e) {
+    EXPECT_EQ(e.kind(), error_kind::bad_input);
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("nosuch: no such file, and no shipped hardware of that name; shipped: ", 0), 0u) << what;
+    EXPECT_NE(what.find("h100-sxm"), std::string::npos) << what;
+  }
+}
+
 TEST(Config, MalformedJsonReportsLineAndColumn) {
   // The stray comma sits on line 3; the parser stops at the closing brace after it.
   std::string msg = model_error("{\n  \"name\": \"t\",\n  \"d_model\": 64,\n}");
