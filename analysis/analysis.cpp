@@ -610,8 +610,8 @@ analysis_result analyze(const configuration& c, const scenario& s, const control
                    ? decode_model_time(m, cm, c.load, decode_options, decode_request.draws)
                    : sim::time_model(m, f, cm);
       };
-      r.prediction = sim::predict_from_times(c.model, c.load, cm, times_of(c.model, r.flops),
-                                             times_of(baseline, r.dense_flops));
+      r.prediction =
+          sim::predict_from_times(c.model, c.load, cm, times_of(c.model, r.flops), times_of(baseline, r.dense_flops));
       r.time_classes = sim::roll_up(*r.prediction);
     });
     check(ctl);

@@ -394,7 +394,8 @@ profiler::expansion plan_points(const po::variables_map& vm, backend_kind backen
     if (vm.count("model"))
       for (const std::string& m : vm["model"].as<std::vector<std::string>>()) part.g.model_names.push_back(m);
     for (const std::string& m : part.g.model_names)
-      part.g.models.push_back(std::make_shared<const sim::model_spec>(sim::load_model(sim::resolve_config(m, "models"))));
+      part.g.models.push_back(
+          std::make_shared<const sim::model_spec>(sim::load_model(sim::resolve_config(m, "models"))));
   }
   if (attention == profiler::attention_impl::fused && backend != backend_kind::cuda)
     throw input_error("", "--attention", "fused attention exists on the cuda backend only");

@@ -60,7 +60,8 @@ void add_routing_overrides(po::options_description& options) {
 sim::workload workload_from(const po::variables_map& vm, sim::dtype default_dtype) {
   sim::workload w;
   w.type = default_dtype;
-  if (vm.count("workload")) w = sim::load_workload(sim::resolve_config(vm["workload"].as<std::string>(), "workloads"), w);
+  if (vm.count("workload"))
+    w = sim::load_workload(sim::resolve_config(vm["workload"].as<std::string>(), "workloads"), w);
   if (vm.count("batch")) {
     w.batch = vm["batch"].as<std::int64_t>();
     if (w.batch < 1) throw input_error("", "--batch", "must be >= 1");

@@ -94,7 +94,6 @@ std::optional<analysis::parallel_request> parallel_from(const po::variables_map&
 // {"name", "routing_removed"}: which baseline a command's JSON compared with.
 boost::json::object baseline_json(const analysis::configuration& c);
 
-
 // The items of a comma-separated flag value (`--capacities 0.125,0.5`), trimmed of spaces and
 // tabs, empty items skipped; a value with no item at all is bad input naming `flag`. The one
 // list parser of the command line.
