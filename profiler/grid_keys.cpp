@@ -16,7 +16,7 @@ sim::measured_sample sample_of(const point& p) {
   m.d_ff = static_cast<int>(k.d_ff);
   m.mlp = k.mlp;
   m.capacity = k.capacity;
-  m.variant = to_string(k.variant);
+  m.variant = k.variant;
   m.experts = k.experts;
   m.noop_experts = k.noop_experts;
   m.capacity_factor = k.capacity_factor;

@@ -128,7 +128,7 @@ measurement_row make_row(const point& p, backend_kind backend, const std::string
   r.capacity = s.capacity;
   r.n_kv_heads = s.n_kv_heads;
   r.mlp = s.mlp == kernels::mlp_kind::swiglu ? "swiglu" : "gelu";
-  r.variant = modsim::to_string(s.variant);
+  r.variant = s.variant;
   r.experts = s.experts;
   r.noop_experts = s.noop_experts;
   r.capacity_factor = s.variant == kernels::moe_variant::none ? 0.0 : s.capacity_factor;

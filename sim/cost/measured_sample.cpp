@@ -46,8 +46,8 @@ std::string shape_key(const measured_sample& p) {
     return k.str();
   }
   if (p.op == modsim::op::layer_mode || p.op == modsim::op::expert_router || p.op == modsim::op::experts) {
-    const std::optional<moe_variant> v = find_moe_variant(p.variant);
-    const moe_variant keyed = v == moe_variant::staged || v == moe_variant::integrated ? *v : moe_variant::none;
+    const moe_variant v = p.variant;
+    const moe_variant keyed = v == moe_variant::staged || v == moe_variant::integrated ? v : moe_variant::none;
     k << '|' << static_cast<int>(keyed) << '|' << p.experts << '|' << p.noop_experts << '|'
       << key_number(p.capacity_factor);
   }

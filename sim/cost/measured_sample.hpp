@@ -34,7 +34,7 @@ struct measured_sample {
   int d_ff = 0;
   mlp_kind mlp = mlp_kind::gelu;
   double capacity = 1.0;
-  std::string variant = "none";  // none | staged | integrated (layer_mode, MoE ops)
+  moe_variant variant = moe_variant::none;  // none | staged | integrated (layer_mode, MoE ops)
   int experts = 0;
   int noop_experts = 0;
   double capacity_factor = 0;
@@ -77,8 +77,8 @@ struct measured_sample {
 // the block rows a calibration records): op|dtype|batch|seq_len|d_model|n_heads|n_kv_heads|
 // d_ff|capacity|mlp, then for decode rows |routing|pad_capacity|predictor_hidden (and |model
 // for decode_step); for MoE ops (layer_mode, expert_router, experts) |variant|experts|
-// noop_experts|capacity_factor, the variant as moe_variant's value (none for a name other
-// than staged or integrated); |fused for fused attention; |selective or |full for a training
+// noop_experts|capacity_factor, the variant as moe_variant's value (staged or integrated, else
+// none); |fused for fused attention; |selective or |full for a training
 // row's recompute other than none (so the keys of rows without the column stay). An in_block row's key is its
 // block's (isolated, unfused) plus "|in_block", "|" and the op for an op row, and "|fused".
 // Unfused and isolated rows keep the keys of files written before those columns existed.

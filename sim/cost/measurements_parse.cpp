@@ -162,7 +162,7 @@ void store(const field& f, measurement_row& r, std::string& block_name) {
       r.mlp = f.v;
       break;
     case 19:
-      r.variant = f.v;
+      r.variant = f.v.empty() ? moe_variant::none : *find_moe_variant(f.one_of({"none", "staged", "integrated"}));
       break;
     case 20:
       r.experts = static_cast<int>(f.integer());

@@ -87,7 +87,7 @@ std::string field(const measurement_row& r, std::size_t c) {
     case 18:
       return r.mlp;
     case 19:
-      return r.variant;
+      return to_string(r.variant);
     case 20:
       return std::to_string(r.experts);
     case 21:

@@ -24,14 +24,8 @@ measured_sample with_costs(measured_sample s) {
   if (p.d_ff < 1) throw bad("d_ff", "must be >= 1");
   if (!(p.capacity > 0 && p.capacity <= 1)) throw bad("capacity", "must be in (0, 1]");
   if (!(p.median_s > 0) || !std::isfinite(p.median_s)) throw bad("median_s", "must be > 0");
-  if (p.variant == "integrated")
-    s.layer_variant = moe_variant::integrated;
-  else if (p.variant == "staged")
-    s.layer_variant = moe_variant::staged;
-  else if (p.variant == "none" || p.variant.empty())
-    s.layer_variant = moe_variant::staged;
-  else
-    throw bad("variant", "unknown variant '" + p.variant + "' (expected none, staged or integrated)");
+  if (p.variant == moe_variant::moe) throw bad("variant", "unknown variant 'moe' (expected none, staged or integrated)");
+  s.layer_variant = p.variant == moe_variant::integrated ? moe_variant::integrated : moe_variant::staged;
   op_shape& x = s.shape;
   x = op_shape{};
   x.batch = p.batch;
@@ -47,7 +41,7 @@ measured_sample with_costs(measured_sample s) {
   x.top_k = 1;
   x.capacity_factor = std::max(0.0, p.capacity_factor);
   x.noop_experts = p.noop_experts;
-  x.tokens = p.variant == "integrated" ? p.seq_len : routed_tokens(p.capacity, p.seq_len);
+  x.tokens = p.variant == moe_variant::integrated ? p.seq_len : routed_tokens(p.capacity, p.seq_len);
   try {
     if (s.is_decode()) {
       des::decode_kernels(des::decode_case_of(p), p.type, &s.cost);

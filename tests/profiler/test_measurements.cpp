@@ -157,6 +157,18 @@ TEST(Measurements, NewColumnsFollowOtherFlopsAndAreChecked) {
   EXPECT_EQ(message(",isolated,flash,"), "m.csv:3: attention: expected one of unfused, fused, got 'flash'");
   EXPECT_EQ(message(",in_block,unfused,"),
             "m.csv:3: block: an in_block row names its block (block_dense, block_mod or layer_mode), got ''");
+  // The variant column is read into the MoE/MoDE variant it names (empty: none), or refused.
+  const std::string head = "cpu,dev,layer_mode,fp32,1,2,3,4,5,1,1,1,1,1,1,1,1,4,gelu,";
+  const std::string tail = ",4,0,1.25,0,isolated,unfused,";
+  EXPECT_EQ(parse_row(head + "integrated" + tail, "m.csv", 3, three).variant, moe_variant::integrated);
+  EXPECT_EQ(parse_row(head + "staged" + tail, "m.csv", 3, three).variant, moe_variant::staged);
+  EXPECT_EQ(parse_row(head + tail, "m.csv", 3, three).variant, moe_variant::none);
+  try {
+    parse_row(head + "moe" + tail, "m.csv", 3, three);
+    ADD_FAILURE() << "a variant of moe was read";
+  } catch (const error& e) {
+    EXPECT_EQ(std::string(e.what()), "m.csv:3: variant: expected one of none, staged, integrated, got 'moe'");
+  }
   // A header may carry any of the optional columns, but only known ones, once each.
   EXPECT_TRUE(parse_header(old_header + ",timing", "m.csv").has("timing"));
   EXPECT_FALSE(parse_header(old_header + ",timing", "m.csv").has("attention"));
