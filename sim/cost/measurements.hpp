@@ -38,7 +38,7 @@ struct measurement_row {
   // Further columns.
   std::int64_t n_kv_heads = 0;
   std::string mlp = "gelu";
-  moe_variant variant = moe_variant::none;  // layer_mode / MoE ops: staged | integrated (the CSV: none, staged, integrated)
+  moe_variant variant = moe_variant::none;  // layer_mode / MoE ops: staged | integrated
   int experts = 0;
   int noop_experts = 0;
   double capacity_factor = 0;
