@@ -24,7 +24,8 @@ measured_sample with_costs(measured_sample s) {
   if (p.d_ff < 1) throw bad("d_ff", "must be >= 1");
   if (!(p.capacity > 0 && p.capacity <= 1)) throw bad("capacity", "must be in (0, 1]");
   if (!(p.median_s > 0) || !std::isfinite(p.median_s)) throw bad("median_s", "must be > 0");
-  if (p.variant == moe_variant::moe) throw bad("variant", "unknown variant 'moe' (expected none, staged or integrated)");
+  if (p.variant == moe_variant::moe)
+    throw bad("variant", "unknown variant 'moe' (expected none, staged or integrated)");
   s.layer_variant = p.variant == moe_variant::integrated ? moe_variant::integrated : moe_variant::staged;
   op_shape& x = s.shape;
   x = op_shape{};
