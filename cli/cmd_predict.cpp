@@ -295,6 +295,7 @@ json::object parallel_json(const sim::parallel_prediction& p) {
   j["gpus"] = p.split.gpus();
   j["step_s"] = p.step_s;
   j["compute_s"] = p.compute_s;
+  j["optimizer_s"] = p.optimizer_s;
   j["tp_comm_s"] = p.tp_comm_s;
   j["ep_comm_s"] = p.ep_comm_s;
   j["pp_send_s"] = p.pp_send_s;

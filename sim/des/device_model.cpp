@@ -10,6 +10,7 @@ device_model device_model_of(const cost_model& model, dtype t) {
   dev.backward_time_of = [model, t](const op_cost& f, const op_cost& b, const op_shape& s) {
     return model.backward_time_of(f, b, s, t);
   };
+  dev.optimizer_time_of = [model, t](const optimizer_cost& c) { return model.optimizer_time_of(c, t); };
   dev.attention = model.attention();
   dev.launch_s = model.launch_s();
   dev.host_enqueue_s = model.host_enqueue_s();

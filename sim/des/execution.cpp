@@ -26,6 +26,8 @@ const char* to_string(step_op s) {
       return "pp_send";
     case step_op::dp_all_reduce:
       return "dp_all_reduce";
+    case step_op::optimizer:
+      return "optimizer";
   }
   return "?";
 }
@@ -37,11 +39,12 @@ std::string_view to_string(kernel_op k) {
 
 bool is_comm(const kernel& k) {
   const std::optional<step_op> s = k.op.step();
-  return s && *s != step_op::d2h_sync;
+  return s && *s != step_op::d2h_sync && *s != step_op::optimizer;
 }
 
 const char* kernel_class(const kernel& k) {
   if (const std::optional<modsim::op> o = k.op.model_op()) return op_class_of(*o);
+  if (k.op == step_op::optimizer) return "optimizer";
   return k.op == step_op::d2h_sync ? "sync" : "comm";
 }
 
@@ -378,6 +381,7 @@ timeline simulate_execution(std::vector<kernel> kernels, const device_model& dev
   std::vector<class_summary> classes;
   if (o.by_class) {
     for (std::string_view c : op_classes()) classes.push_back({c});
+    classes.push_back({"optimizer"});
     classes.push_back({"comm"});
     classes.push_back({"sync"});
   }

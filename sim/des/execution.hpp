@@ -39,9 +39,18 @@ namespace modsim::sim::des {
 // them): a tensor-parallel all-reduce, expert-parallel dispatch and combine all-to-alls, a
 // pipeline stage's send of its activations (or, backward, its input gradients) and a
 // data-parallel gradient bucket's all-reduce.
-enum class step_op : std::uint8_t { d2h_sync, tp_all_reduce, ep_dispatch, ep_combine, pp_send, dp_all_reduce };
+enum class step_op : std::uint8_t {
+  d2h_sync,
+  tp_all_reduce,
+  ep_dispatch,
+  ep_combine,
+  pp_send,
+  dp_all_reduce,
+  optimizer  // a training step's AdamW update of the GPU's parameters
+};
 
-// "routed_count_d2h", "tp_all_reduce", "ep_dispatch", "ep_combine", "pp_send", "dp_all_reduce".
+// "routed_count_d2h", "tp_all_reduce", "ep_dispatch", "ep_combine", "pp_send", "dp_all_reduce",
+// "optimizer".
 const char* to_string(step_op s);
 
 // What a kernel runs: one of the model's ops or one of the step's own. Compared and switched on
@@ -72,6 +81,8 @@ struct device_model {
   // A training step's backward of a forward op (cost_model::backward_time_of: forward cost,
   // backward cost, shape); empty: the backward is twice the forward's time and launches.
   std::function<op_time(const op_cost&, const op_cost&, const op_shape&)> backward_time_of;
+  // A training step's optimizer step (cost_model::optimizer_time_of); empty: no optimizer kernel.
+  std::function<op_time(const optimizer_cost&)> optimizer_time_of;
   attention_impl attention = attention_impl::unfused;  // how the device runs attention
   double launch_s = 0;                                 // device-side cost of one kernel launch, seconds
   double host_enqueue_s = 0;                           // host-side cost of enqueuing one kernel (or one graph), seconds
@@ -103,8 +114,8 @@ struct kernel {
   bool calibrated = false;               // timed by a learnt curve (op_time::calibrated)
 };
 
-// "routing", "norm", ... (sim::op_class_of), "comm" for the communication ops, or "sync" for
-// step_op::d2h_sync.
+// "routing", "norm", ... (sim::op_class_of), "comm" for the communication ops, "sync" for
+// step_op::d2h_sync, "optimizer" for step_op::optimizer.
 const char* kernel_class(const kernel& k);
 bool is_comm(const kernel& k);
 

@@ -215,12 +215,12 @@ parallel_step build_parallel_step(const model_spec& model, const workload& w, co
     }
   }
 
-  // Gradient bytes per layer (and outside the layers, per stage) of one GPU's shard.
+  // Gradient parameters per layer and outside the layers of one GPU's shard: the LM head's (and
+  // the final norm's) complete first on the last stage, the embedding's last on the first.
   const double e = static_cast<double>(dtype_bytes(w.type));
   const std::vector<std::int64_t> layer_params = layer_parameter_counts(shard);
-  std::vector<double> outside(static_cast<std::size_t>(p), 0.0);
-  outside[0] += double(shard.vocab_size) * shard.d_model;                                    // embedding
-  outside[static_cast<std::size_t>(p - 1)] += double(shard.vocab_size + 1) * shard.d_model;  // LM head, final norm
+  const double head_params = double(head_parameter_count(shard));
+  const double embedding_params = double(embedding_parameter_count(shard));
 
   const double send_bytes = double(mb.batch) * double(decode ? 1 : w.seq_len) * model.d_model * e;
   const double send_s = ct.send_s(send_bytes);
@@ -236,25 +236,29 @@ parallel_step build_parallel_step(const model_spec& model, const workload& w, co
   };
   std::vector<fixup> fixups;
   for (int s = 0; s < p; ++s) {
+    std::int32_t last_gradients = -1;  // the stage's last gradient all-reduce (its optimizer waits for it)
     for (const auto& [bwd, j] : one_f_one_b(s, p, m, training)) {
       const std::vector<kernel>& list = lists[static_cast<std::size_t>(j)];
       std::vector<std::int32_t> global(list.size(), -1);
       const std::size_t chunk_start = G.size();
       const bool last_backward = training && bwd && j == m - 1 && out.split.dp > 1;
       double bucket = 0;
-      int layer_open = -2;  // the layer whose backward is running (last micro-batch only)
+      int layer_open = -2;  // the layer whose backward is running, -1 the LM head's (last micro-batch only)
       auto flush_bucket = [&] {
         if (bucket <= 0) return;
         G.push_back(comm_kernel(step_op::dp_all_reduce, gradient_stream, s, static_cast<std::int32_t>(G.size()) - 1,
                                 ct.gradient_allreduce_s(bucket), bucket, G.back().layer, true, 0));
+        last_gradients = static_cast<std::int32_t>(G.size()) - 1;
         bucket = 0;
       };
       for (std::size_t i = 0; i < list.size(); ++i) {
         const kernel& src = list[i];
+        if (src.op == step_op::optimizer) continue;  // each stage's own, below
         if (src.backward != bwd || stage_of(src.layer) != s) continue;
         if (last_backward && !is_comm(src) && src.layer != layer_open) {
           // The previous layer's gradients are complete.
           if (layer_open >= 0) bucket += double(layer_params[static_cast<std::size_t>(layer_open)]) * e;
+          if (layer_open == -1) bucket += head_params * e;
           if (bucket >= dp_bucket_bytes) flush_bucket();
           layer_open = src.layer;
         }
@@ -275,7 +279,8 @@ parallel_step build_parallel_step(const model_spec& model, const workload& w, co
       if (from >= 0 && from < p) fixups.push_back({chunk_start, bwd ? 1 : 0, from, j});
       if (last_backward) {
         if (layer_open >= 0) bucket += double(layer_params[static_cast<std::size_t>(layer_open)]) * e;
-        bucket += outside[static_cast<std::size_t>(s)] * e;
+        if (layer_open == -1) bucket += head_params * e;
+        if (s == 0) bucket += embedding_params * e;
         flush_bucket();
       }
       const int to = bwd ? s - 1 : s + 1;
@@ -285,6 +290,13 @@ parallel_step build_parallel_step(const model_spec& model, const workload& w, co
         G.push_back(comm_kernel(step_op::pp_send, send_stream, s, static_cast<std::int32_t>(G.size()) - 1, send_s,
                                 send_bytes, G.back().layer, bwd, mb.batch * (decode ? 1 : w.seq_len)));
       }
+    }
+    // Training: the stage's optimizer step over its parameters, once its gradients are reduced.
+    if (std::optional<kernel> o =
+            training ? b.optimizer(stage_parameter_count(shard, out.first_layer, s)) : std::nullopt) {
+      o->device = s;
+      if (last_gradients >= 0) add_dependency(*o, last_gradients);
+      G.push_back(*o);
     }
   }
   for (const fixup& f : fixups) {

@@ -364,8 +364,27 @@ std::vector<kernel> step_builder::forward(const workload& w) const {
       k.calibrated = t.calibrated;
       out.push_back(k);
     }
+    if (const std::optional<kernel> o = optimizer(parameter_count(m_model))) out.push_back(*o);
   }
   return out;
+}
+
+std::optional<kernel> step_builder::optimizer(std::int64_t params) const {
+  if (!m_dev.optimizer_time_of || params <= 0) return std::nullopt;
+  const optimizer_cost c = adamw_cost(params, dtype_bytes(m_type));
+  const op_time t = m_dev.optimizer_time_of(c);
+  kernel k;
+  k.op = step_op::optimizer;
+  k.layer = -1;
+  k.backward = true;
+  k.device_s = t.time_s;
+  k.launches = t.kernels;
+  k.other_flops = c.other_flops;
+  k.bytes = c.bytes;
+  k.roofline_s = t.roofline_s;
+  k.memory_bound = true;
+  k.calibrated = t.calibrated;
+  return k;
 }
 
 std::int64_t pad_rows(std::optional<double> pad_capacity, double capacity, std::int64_t batch) {

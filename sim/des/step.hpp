@@ -103,9 +103,15 @@ class step_builder {
   // layers, lm_head over every position, as sim/model/flops' forward mode). run_mode::train adds
   // the backward pass: layers in reverse, each op's recomputation (workload::recompute) and
   // its backward (sim/model/flops' backward FLOPs and bytes, timed by device_model::backward_time_of;
-  // without one, twice the forward's time and launches); the optimizer step is not a kernel
-  // here. run_mode::decode is rejected (use decode_load + step).
+  // without one, twice the forward's time and launches), then the optimizer step over the
+  // model's parameters (optimizer(), when the device model times one). run_mode::decode is
+  // rejected (use decode_load + step).
   std::vector<kernel> forward(const workload& w) const;
+
+  // One AdamW step over `params` parameters of this dtype (sim/model/flops' adamw_cost, timed by
+  // device_model::optimizer_time_of), on the compute stream outside the layers; nothing when the
+  // device model times no optimizer.
+  std::optional<kernel> optimizer(std::int64_t params) const;
 
   // One serving / decode iteration.
   std::vector<kernel> step(const step_load& load, decode_routing routing) const;

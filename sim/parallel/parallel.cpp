@@ -178,4 +178,25 @@ stage_split balanced_split(const std::vector<double>& t, double head_s, int stag
   return split_at(t, head_s, best);
 }
 
+std::int64_t embedding_parameter_count(const model_spec& model) {
+  return std::int64_t{model.vocab_size} * model.d_model;
+}
+
+std::int64_t head_parameter_count(const model_spec& model) {
+  return std::int64_t{model.vocab_size} * model.d_model + model.d_model;
+}
+
+std::int64_t stage_outside_parameter_count(const model_spec& model, int stage, int stages) {
+  return (stage == 0 ? embedding_parameter_count(model) : 0) + (stage == stages - 1 ? head_parameter_count(model) : 0);
+}
+
+std::int64_t stage_parameter_count(const model_spec& model, const std::vector<int>& first_layer, int stage) {
+  const std::vector<std::int64_t> layers = layer_parameter_counts(model);
+  const auto s = static_cast<std::size_t>(stage);
+  const int end = s + 1 < first_layer.size() ? first_layer[s + 1] : static_cast<int>(layers.size());
+  std::int64_t n = stage_outside_parameter_count(model, stage, static_cast<int>(first_layer.size()));
+  for (int l = first_layer.at(s); l < end; ++l) n += layers[static_cast<std::size_t>(l)];
+  return n;
+}
+
 }  // namespace modsim::sim

@@ -90,4 +90,16 @@ stage_split naive_split(const std::vector<double>& layer_s, double head_s, int s
 // Contiguous stages whose slowest is as fast as possible (the LM head's time on the last).
 stage_split balanced_split(const std::vector<double>& layer_s, double head_s, int stages);
 
+// The parameters of `model` (one GPU's TP shard) outside its layers: the embedding's, which the
+// first pipeline stage holds and whose gradient the backward pass completes last; the LM head's
+// and the final norm's, which the last stage holds and whose gradients it completes first.
+std::int64_t embedding_parameter_count(const model_spec& model);
+std::int64_t head_parameter_count(const model_spec& model);
+// Those that stage `stage` of `stages` holds.
+std::int64_t stage_outside_parameter_count(const model_spec& model, int stage, int stages);
+// Every parameter stage `stage` holds: its layers' (first_layer[stage] up to the next stage's
+// first layer) and stage_outside_parameter_count. What its gradient all-reduce and its optimizer
+// step cover.
+std::int64_t stage_parameter_count(const model_spec& model, const std::vector<int>& first_layer, int stage);
+
 }  // namespace modsim::sim

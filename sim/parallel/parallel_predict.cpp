@@ -52,7 +52,9 @@ parallel_prediction predict_parallel(const model_spec& model, const workload& w,
   // Compute of one TP shard per layer, launch overhead spread over the ops.
   const model_spec shard = tp_shard(model, split.tp);
   const model_time mt = time_model(shard, mb, cost);
-  const double overhead_scale = mt.ops_s > 0 ? mt.total_s / mt.ops_s : 1.0;
+  // (over the passes: the optimizer step, priced below per stage, is one kernel launch)
+  const double passes_s = mt.ops_s - mt.optimizer.time_s;
+  const double overhead_scale = passes_s > 0 ? (mt.total_s - mt.optimizer.time_s) / passes_s : 1.0;
   const std::vector<layer_traffic> traffic = layer_traffic_of(model, mb);
   std::vector<double> layer_s, compute, tp, ep;
   for (std::size_t i = 0; i < mt.layers.size(); ++i) {
@@ -110,17 +112,33 @@ parallel_prediction predict_parallel(const model_spec& model, const workload& w,
   out.bubble_s = (split.pp - 1) * slowest;
 
   // DP: the gradient all-reduce overlaps the backward pass (its recomputation included: the
-  // share of the step's device time the per-op pricing gives them), bucket by bucket; the last
-  // bucket is always exposed.
+  // share of the passes' device time the per-op pricing gives them), bucket by bucket; the last
+  // bucket is always exposed: the first stage's, which holds the embedding, whose gradient the
+  // backward pass completes last.
   out.dp_bytes_per_step = dp_gradient_bytes(model, w, split);
   out.dp_allreduce_s = dp_allreduce_seconds(hw, out.dp_bytes_per_step, split.dp, split.tp * split.pp);
   if (out.dp_allreduce_s > 0) {
-    const double bucket = out.dp_allreduce_s * std::min(1.0, dp_bucket_bytes / out.dp_bytes_per_step);
-    const double backward_share = mt.ops_s > 0 ? (mt.backward_s + mt.recompute_s) / mt.ops_s : 0.0;
+    const double last_bytes =
+        std::max(dp_bucket_bytes, double(embedding_parameter_count(shard)) * double(dtype_bytes(w.type)));
+    const double bucket = out.dp_allreduce_s * std::min(1.0, last_bytes / out.dp_bytes_per_step);
+    const double backward_share = passes_s > 0 ? (mt.backward_s + mt.recompute_s) / passes_s : 0.0;
     out.dp_exposed_s = std::max(bucket, out.dp_allreduce_s - pipeline_s * backward_share);
   }
-  out.step_s = pipeline_s + out.dp_exposed_s;
-  out.naive_step_s += out.dp_exposed_s;
+  // Training: then each stage's optimizer step over the parameters it holds (the largest stage's
+  // is the step's), once its gradients are reduced: nothing overlaps it.
+  auto optimizer_of = [&](const stage_split& st) {
+    if (w.run != run_mode::train) return 0.0;
+    double worst = 0;
+    for (int s = 0; s < split.pp; ++s) {
+      const optimizer_cost oc = adamw_cost(stage_parameter_count(shard, st.first_layer, s), dtype_bytes(w.type));
+      worst = std::max(worst, cost.optimizer_time_of(oc, w.type).time_s);
+    }
+    return worst;
+  };
+  out.optimizer_s = optimizer_of(out.stages);
+  out.compute_s += out.optimizer_s;
+  out.step_s = pipeline_s + out.dp_exposed_s + out.optimizer_s;
+  out.naive_step_s += out.dp_exposed_s + optimizer_of(out.naive_stages);
 
   // Memory per GPU: the shard's weights, state and cache over pp stages; the activations of the
   // micro-batches a stage holds at once (1F1B: up to p in training, one otherwise).

@@ -27,7 +27,8 @@ namespace modsim::sim {
 struct parallel_prediction {
   parallel_spec split;           // as given, micro_batches resolved
   double step_s = 0;             // the whole step
-  double compute_s = 0;          // m × the slowest stage's compute
+  double compute_s = 0;          // m × the slowest stage's compute, and the optimizer step (training)
+  double optimizer_s = 0;        // training: the largest stage's AdamW step (in compute_s and step_s)
   double tp_comm_s = 0;          // m × the slowest stage's TP all-reduces
   double ep_comm_s = 0;          // m × the slowest stage's EP all-to-alls
   double pp_send_s = 0;          // m × the slowest stage's activation send

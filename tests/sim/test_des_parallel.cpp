@@ -250,6 +250,46 @@ TEST(DesParallel, DataParallelGradientsAllReduceAfterTheBackwardAndTheLastBucket
   EXPECT_NEAR(t.summary.devices[0].exposed_comm_s, ar, 1e-12);
 }
 
+TEST(DesParallel, EachStageUpdatesItsOwnParametersOnceItsGradientsAreReduced) {
+  // Two stages of two dense layers (49,280 weights each, above), two replicas. Stage 0 holds
+  // the embedding (100 · 64 = 6,400), stage 1 the LM head and final norm (6,464): 104,960 and
+  // 105,024 weights, 28 bytes each for AdamW in bf16 (weights, gradients, two fp32 moments, an
+  // fp32 master copy): 2,938,880 and 2,940,672 bytes, at 1 TB/s in this device's optimizer.
+  device_model dev = plain_device();
+  dev.optimizer_time_of = [](const optimizer_cost& c) {
+    op_time t;
+    t.time_s = static_cast<double>(c.bytes) / 1e12;
+    t.bytes = c.bytes;
+    return t;
+  };
+  parallel_step_request r;
+  r.split.pp = 2;
+  r.split.dp = 2;
+  r.split.micro_batches = 2;
+  const parallel_step ps = build_parallel_step(dense(4), load(8, 32, run_mode::train), h100(true), dev, r);
+  EXPECT_EQ(bytes_of(ps.kernels, step_op::optimizer), (std::vector<std::int64_t>{2938880, 2940672}));
+  const timeline t = simulate_execution(ps.kernels, dev, ps.options);
+  for (int stage = 0; stage < 2; ++stage) {
+    double reduced = -1, start = -1, end = 0;  // the last gradient all-reduce's end; the optimizer's start
+    for (const span& s : t.spans) {
+      if (s.kernel < 0 || s.kind != span_kind::run) continue;
+      const kernel& x = ps.kernels[static_cast<std::size_t>(s.kernel)];
+      if (x.device != stage) continue;
+      end = std::max(end, s.start_s + s.dur_s);
+      if (x.op == step_op::dp_all_reduce) reduced = std::max(reduced, s.start_s + s.dur_s);
+      if (x.op == step_op::optimizer) start = s.start_s;
+    }
+    ASSERT_GE(reduced, 0) << stage;
+    ASSERT_GE(start, 0) << stage;
+    EXPECT_GE(start, reduced - 1e-15) << stage;
+    // It is the stage's last work: the step ends with it.
+    EXPECT_NEAR(end, start + (stage == 0 ? 2938880 : 2940672) / 1e12, 1e-15) << stage;
+  }
+  // Without an optimizer in the device model, none (the hand-worked timelines above).
+  const parallel_step none = build_parallel_step(dense(4), load(8, 32, run_mode::train), h100(true), plain_device(), r);
+  EXPECT_TRUE(bytes_of(none.kernels, step_op::optimizer).empty());
+}
+
 TEST(DesParallel, ExpertParallelMovesOnlyTheSlotsThatReachExperts) {
   // MoDE staged, 4 experts, top-1: the dense layer dispatches its 64 tokens (64 · 64 · 2 =
   // 8,192 bytes), the routed layer at 0.25 its k = 16 (2,048); combine moves the same.

@@ -125,6 +125,36 @@ TEST(DesStep, ForwardKernelsAddUpToTheFlopModel) {
   EXPECT_EQ(train, 3 * fwd);
 }
 
+TEST(DesStep, ATrainingStepEndsWithTheOptimizerStepOverEveryParameter) {
+  // small_mod(0.25, 2): d 64, F 256, V 100, layer 1 routed with a predictor of hidden 16.
+  // Layers: 4·64² + 2·64 + 2·64·256 = 49,280 each; the routed one adds the router (64) and the
+  // predictor (64·16 + 16 = 1,040); embedding, LM head and final norm 2·100·64 + 64 = 12,864:
+  // 112,528 parameters, 28 bytes each for AdamW in bf16.
+  device_model dev = toy_device();
+  dev.optimizer_time_of = [](const optimizer_cost& c) {
+    op_time t;
+    t.time_s = static_cast<double>(c.bytes) / 1e12;
+    t.kernels = 1;
+    return t;
+  };
+  const step_builder b(small_mod(0.25, 2), dtype::bf16, dev);
+  const std::vector<kernel> ks = b.forward(test::workload_of(1, 64, run_mode::train));
+  ASSERT_FALSE(ks.empty());
+  EXPECT_EQ(ks.back().op, kernel_op(step_op::optimizer));
+  EXPECT_EQ(ks.back().bytes, 28 * 112528);
+  EXPECT_DOUBLE_EQ(ks.back().device_s, 28 * 112528 / 1e12);
+  EXPECT_STREQ(kernel_class(ks.back()), "optimizer");
+  EXPECT_FALSE(is_comm(ks.back()));
+  int optimizers = 0;
+  for (const kernel& k : ks) optimizers += k.op == kernel_op(step_op::optimizer);
+  EXPECT_EQ(optimizers, 1);
+  // A forward pass has none, and neither has a device model that prices no optimizer.
+  for (const kernel& k : b.forward(test::workload_of(1, 64))) EXPECT_NE(k.op, kernel_op(step_op::optimizer));
+  for (const kernel& k :
+       step_builder(small_mod(0.25, 2), dtype::bf16, toy_device()).forward(test::workload_of(1, 64, run_mode::train)))
+    EXPECT_NE(k.op, kernel_op(step_op::optimizer));
+}
+
 TEST(DesStep, GraphModeShortensAHostBoundDecodeStep) {
   step_builder b(small_mod(0.25, 4), dtype::fp32, toy_device());
   rng r(3);
