@@ -36,6 +36,7 @@ QColor GanttView::classColour(const QString& c) {
   if (c == QStringLiteral("mlp")) return QColor(0x2c, 0xa0, 0x2c);
   if (c == QStringLiteral("moe")) return QColor(0x94, 0x67, 0xbd);
   if (c == QStringLiteral("lm_head")) return QColor(0xff, 0x7f, 0x0e);
+  if (c == QStringLiteral("optimizer")) return QColor(0xbc, 0xbd, 0x22);
   if (c == QStringLiteral("launch")) return QColor(0x8c, 0x56, 0x4b);
   if (c == QStringLiteral("sync")) return QColor(0xe3, 0x77, 0xc2);
   if (c == QStringLiteral("idle")) return QColor(0xee, 0xee, 0xee);
@@ -146,12 +147,15 @@ void GanttView::paintEvent(QPaintEvent*) {
   }
   p.setClipping(false);
   // Legend.
-  static const char* classes[] = {"routing", "norm",    "attn_proj", "attn_core", "mlp",
-                                  "moe",     "lm_head", "launch",    "sync",      "idle"};
+  static const char* classes[] = {"routing", "norm",      "attn_proj", "attn_core", "mlp", "moe",
+                                  "lm_head", "optimizer", "launch",    "sync",      "idle"};
+  bool hasOptimizer = false;  // a training step's: listed only then
+  for (int r = 0; r < m_model->rowCount() && !hasOptimizer; ++r) hasOptimizer = m_model->span(r).opClass == "optimizer";
   double x = area.left();
   const double y = area.bottom() + 8;
   for (const char* c : classes) {
     const QString name = QString::fromLatin1(c);
+    if (name == QStringLiteral("optimizer") && !hasOptimizer) continue;
     const QString label = name == QStringLiteral("launch") ? tr("host enqueue")
                           : name == QStringLiteral("idle") ? tr("GPU waits on host")
                                                            : name;

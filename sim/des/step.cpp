@@ -375,8 +375,7 @@ std::optional<kernel> step_builder::optimizer(std::int64_t params) const {
   const op_time t = m_dev.optimizer_time_of(c);
   kernel k;
   k.op = step_op::optimizer;
-  k.layer = -1;
-  k.backward = true;
+  k.layer = -1;  // outside the layers; neither pass's
   k.device_s = t.time_s;
   k.launches = t.kernels;
   k.other_flops = c.other_flops;
