@@ -111,10 +111,11 @@ parallel_prediction predict_parallel(const model_spec& model, const workload& w,
   out.pp_send_s = worst + 1 < out.stages.stage_s.size() ? m * send_s : 0.0;
   out.bubble_s = (split.pp - 1) * slowest;
 
-  // DP: the gradient all-reduce overlaps the backward pass (its recomputation included: the
-  // share of the passes' device time the per-op pricing gives them), bucket by bucket; the last
-  // bucket is always exposed: the first stage's, which holds the embedding, whose gradient the
-  // backward pass completes last.
+  // DP: gradients accumulate over the micro-batches and all-reduce, bucket by bucket, as the last
+  // micro-batch's backward pass fills them (its recomputation included: the share of a
+  // micro-batch's device time the per-op pricing gives them), which they overlap; the last bucket
+  // is always exposed: the first stage's, which holds the embedding, whose gradient the backward
+  // pass completes last.
   out.dp_bytes_per_step = dp_gradient_bytes(model, w, split);
   out.dp_allreduce_s = dp_allreduce_seconds(hw, out.dp_bytes_per_step, split.dp, split.tp * split.pp);
   if (out.dp_allreduce_s > 0) {
@@ -122,7 +123,7 @@ parallel_prediction predict_parallel(const model_spec& model, const workload& w,
         std::max(dp_bucket_bytes, double(embedding_parameter_count(shard)) * double(dtype_bytes(w.type)));
     const double bucket = out.dp_allreduce_s * std::min(1.0, last_bytes / out.dp_bytes_per_step);
     const double backward_share = passes_s > 0 ? (mt.backward_s + mt.recompute_s) / passes_s : 0.0;
-    out.dp_exposed_s = std::max(bucket, out.dp_allreduce_s - pipeline_s * backward_share);
+    out.dp_exposed_s = std::max(bucket, out.dp_allreduce_s - slowest * backward_share);
   }
   // Training: then each stage's optimizer step over the parameters it holds (the largest stage's
   // is the step's), once its gradients are reduced: nothing overlaps it.

@@ -207,6 +207,33 @@ TEST(ParallelPredict, DataParallelGradientsHideBehindTheBackwardPassAsPriced) {
   EXPECT_NEAR(p.dp_exposed_s, std::max(bucket, p.dp_allreduce_s - window * share), 1e-12 * p.step_s);
 }
 
+TEST(ParallelPredict, MicroBatchesAccumulateGradientsThatOnlyTheLastBackwardPassHides) {
+  // PP 2 × DP 2, 4 micro-batches of one sequence, links of 45 GB/s (no fit to nccl-tests): the
+  // gradients reduce as the last micro-batch's backward fills the buckets, so they hide behind
+  // one slot's backward share, not the whole pipeline's.
+  hardware_spec hw = load_hardware(std::string(MODSIM_SOURCE_DIR) + "/configs/hardware/h100-sxm.json");
+  hw.interconnect->intra_node.bytes_s = 45e9;
+  hw.interconnect->calibration.clear();
+  const cost_model slow(hw);
+  workload w = prefill();
+  w.run = run_mode::train;
+  w.batch = 8;
+  parallel_spec s;
+  s.pp = 2;
+  s.dp = 2;
+  s.micro_batches = 4;
+  const parallel_prediction p = predict_parallel(mod_model(), w, slow, s);
+  workload mb = w;
+  mb.batch = 1;
+  const model_time one = time_model(mod_model(), mb, slow);
+  const double share = (one.backward_s + one.recompute_s) / (one.ops_s - one.optimizer.time_s);
+  const double slot = (p.step_s - p.dp_exposed_s - p.optimizer_s) / (4 + 2 - 1);        // (m + p − 1) slots
+  const double bucket = p.dp_allreduce_s * (32000.0 * 1024 * 2) / p.dp_bytes_per_step;  // the embedding's
+  ASSERT_GT(p.dp_allreduce_s - slot * share, bucket);       // this split exposes more than the last bucket
+  ASSERT_LT(p.dp_allreduce_s, (4 + 2 - 1) * slot * share);  // which the whole pipeline's backward would hide
+  EXPECT_NEAR(p.dp_exposed_s, p.dp_allreduce_s - slot * share, 1e-9 * p.step_s);
+}
+
 TEST(ParallelPredict, ATrainingStepOnOneGpuIsTheOneGpuPredictionOptimizerIncluded) {
   workload w = prefill();
   w.run = run_mode::train;
