@@ -127,7 +127,7 @@ measurement_row make_row(const point& p, backend_kind backend, const std::string
   r.d_ff = s.d_ff;
   r.capacity = s.capacity;
   r.n_kv_heads = s.n_kv_heads;
-  r.mlp = s.mlp == kernels::mlp_kind::swiglu ? "swiglu" : "gelu";
+  r.mlp = s.mlp;
   r.variant = s.variant;
   r.experts = s.experts;
   r.noop_experts = s.noop_experts;

@@ -37,7 +37,7 @@ struct measurement_row {
   int samples = 0;
   // Further columns.
   std::int64_t n_kv_heads = 0;
-  std::string mlp = "gelu";
+  mlp_kind mlp = mlp_kind::gelu;
   moe_variant variant = moe_variant::none;  // layer_mode / MoE ops: staged | integrated
   int experts = 0;
   int noop_experts = 0;

@@ -159,7 +159,7 @@ void store(const field& f, measurement_row& r, std::string& block_name) {
       r.n_kv_heads = f.integer();
       break;
     case 18:
-      r.mlp = f.v;
+      r.mlp = f.v.empty() ? mlp_kind::gelu : *find_mlp_kind(f.one_of({"gelu", "swiglu"}));
       break;
     case 19:
       r.variant = f.v.empty() ? moe_variant::none : *find_moe_variant(f.one_of({"none", "staged", "integrated"}));

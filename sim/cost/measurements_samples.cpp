@@ -19,7 +19,7 @@ measured_sample sample_of(const measurement_row& r, const std::string& where) {
   p.n_heads = static_cast<int>(r.n_heads);
   p.n_kv_heads = static_cast<int>(r.n_kv_heads);
   p.d_ff = static_cast<int>(r.d_ff);
-  p.mlp = r.mlp == "swiglu" ? mlp_kind::swiglu : mlp_kind::gelu;
+  p.mlp = r.mlp;
   p.capacity = r.capacity;
   p.variant = r.variant;
   p.experts = r.experts;

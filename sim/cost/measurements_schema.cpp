@@ -85,7 +85,7 @@ std::string field(const measurement_row& r, std::size_t c) {
     case 17:
       return std::to_string(r.n_kv_heads);
     case 18:
-      return r.mlp;
+      return to_string(r.mlp);
     case 19:
       return to_string(r.variant);
     case 20:

@@ -117,7 +117,7 @@ TEST(Measurements, RowsRoundTripThroughText) {
   r.p90_s = 1.5e-3;
   r.samples = 17;
   r.n_kv_heads = 2;
-  r.mlp = "swiglu";
+  r.mlp = mlp_kind::swiglu;
   measurement_row back = parse_row(format_row(r), "m.csv", 2);
   EXPECT_EQ(back.device, r.device);
   EXPECT_EQ(back.op, modsim::op::block_mod);
@@ -126,7 +126,7 @@ TEST(Measurements, RowsRoundTripThroughText) {
   EXPECT_DOUBLE_EQ(back.median_s, 1.25e-3);
   EXPECT_EQ(back.samples, 17);
   EXPECT_EQ(back.n_kv_heads, 2);
-  EXPECT_EQ(back.mlp, "swiglu");
+  EXPECT_EQ(back.mlp, mlp_kind::swiglu);
   EXPECT_EQ(back.timing, timing_mode::isolated);
   EXPECT_EQ(back.attention, attention_impl::unfused);
   EXPECT_EQ(back.block, std::nullopt);
@@ -168,6 +168,14 @@ TEST(Measurements, NewColumnsFollowOtherFlopsAndAreChecked) {
     ADD_FAILURE() << "a variant of moe was read";
   } catch (const error& e) {
     EXPECT_EQ(std::string(e.what()), "m.csv:3: variant: expected one of none, staged, integrated, got 'moe'");
+  }
+  // So is the MLP column: a kind the kernels do not run is refused, not read as gelu.
+  try {
+    parse_row("cpu,dev,qkv_proj,fp32,1,2,3,4,5,1,1,1,1,1,1,1,1,4,relu,none,0,0,0,0,isolated,unfused,", "m.csv", 3,
+              three);
+    ADD_FAILURE() << "an mlp of relu was read";
+  } catch (const error& e) {
+    EXPECT_EQ(std::string(e.what()), "m.csv:3: mlp: expected one of gelu, swiglu, got 'relu'");
   }
   // A header may carry any of the optional columns, but only known ones, once each.
   EXPECT_TRUE(parse_header(old_header + ",timing", "m.csv").has("timing"));
