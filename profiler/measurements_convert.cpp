@@ -118,7 +118,7 @@ measurement_row make_row(const point& p, backend_kind backend, const std::string
   r.backend = backend;
   r.device = device;
   r.op = p.op;
-  r.dtype = std::string(kernels::to_string(p.type));
+  r.type = p.type;
   const kernels::block_shape& s = p.shape;
   r.batch = s.batch;
   r.seq_len = s.seq_len;

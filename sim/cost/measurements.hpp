@@ -21,7 +21,7 @@ struct measurement_row {
   std::optional<backend_kind> backend;  // empty: the cell is empty
   std::string device;
   modsim::op op = modsim::op::router;  // parse_row refuses a name the op table does not have
-  std::string dtype;
+  dtype type = dtype::fp32;            // the CSV's dtype column
   std::int64_t batch = 0;
   std::int64_t seq_len = 0;
   std::int64_t d_model = 0;

@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "sim/cost/measurements_columns.hpp"
+#include "sim/model/config.hpp"
 
 namespace modsim::sim {
 using csv::k_base_columns;
@@ -114,7 +115,7 @@ void store(const field& f, measurement_row& r, std::string& block_name) {
         throw input_error(f.where, k_columns[f.c], "unknown op '" + f.v + "'");
       break;
     case 3:
-      r.dtype = f.v;
+      r.type = parse_dtype(f.v, f.where, "dtype");
       break;
     case 4:
       r.batch = f.integer();

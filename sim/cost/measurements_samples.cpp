@@ -12,7 +12,7 @@ namespace modsim::sim {
 measured_sample sample_of(const measurement_row& r, const std::string& where) {
   measured_sample p;
   p.op = r.op;
-  p.type = parse_dtype(r.dtype, where, "dtype");
+  p.type = r.type;
   p.batch = r.batch;
   p.seq_len = r.seq_len;
   p.d_model = static_cast<int>(r.d_model);

@@ -55,7 +55,7 @@ std::string field(const measurement_row& r, std::size_t c) {
     case 2:
       return std::string(modsim::to_string(r.op));
     case 3:
-      return r.dtype;
+      return to_string(r.type);
     case 4:
       return std::to_string(r.batch);
     case 5:

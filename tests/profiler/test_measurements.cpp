@@ -102,7 +102,7 @@ TEST(Measurements, RowsRoundTripThroughText) {
   r.backend = modsim::backend_kind::cpu;
   r.device = "Intel(R) Xeon(R), \"2\" threads";  // needs quoting
   r.op = modsim::op::block_mod;
-  r.dtype = "fp32";
+  r.type = dtype::fp32;
   r.batch = 2;
   r.seq_len = 512;
   r.d_model = 256;
@@ -168,6 +168,14 @@ TEST(Measurements, NewColumnsFollowOtherFlopsAndAreChecked) {
     ADD_FAILURE() << "a variant of moe was read";
   } catch (const error& e) {
     EXPECT_EQ(std::string(e.what()), "m.csv:3: variant: expected one of none, staged, integrated, got 'moe'");
+  }
+  // So is the dtype column, where the row is read.
+  try {
+    parse_row("cpu,dev,qkv_proj,fp8,1,2,3,4,5,1,1,1,1,1,1,1,1,4,gelu,none,0,0,0,0,isolated,unfused,", "m.csv", 3,
+              three);
+    ADD_FAILURE() << "a dtype of fp8 was read";
+  } catch (const error& e) {
+    EXPECT_EQ(std::string(e.what()), "m.csv:3: dtype: unknown dtype 'fp8' (expected fp32, bf16 or fp16)");
   }
   // So is the MLP column: a kind the kernels do not run is refused, not read as gelu.
   try {
@@ -450,7 +458,7 @@ TEST(Measurements, AnchorColumnRoundTripsAndIsChecked) {
   r.backend = modsim::backend_kind::cpu;
   r.device = "d";
   r.op = modsim::op::block_dense;
-  r.dtype = "fp32";
+  r.type = dtype::fp32;
   // The columns through anchor_s (a file written before recompute existed): anchor_s is last.
   const csv_layout upto_anchor = parse_header(
       old_header + ",timing,attention,block,decode_routing,pad_capacity,predictor_hidden,model,anchor_s", "m.csv");
@@ -932,7 +940,7 @@ TEST(Measurements, RecomputeColumnRoundTripsAndIsChecked) {
   r.backend = modsim::backend_kind::cpu;
   r.device = "d";
   r.op = modsim::op::block_mod_train;
-  r.dtype = "fp32";
+  r.type = dtype::fp32;
   for (const auto mode : {modsim::recompute::none, modsim::recompute::selective, modsim::recompute::full}) {
     r.recompute = mode;
     const std::string line = format_row(r);
