@@ -20,7 +20,7 @@
 
 #include "sim/des/arrivals.hpp"
 #include "sim/des/kv_block_manager.hpp"
-#include "sim/des/serving.hpp"
+#include "sim/des/serving_types.hpp"
 #include "sim/des/step.hpp"
 
 namespace modsim::sim::des {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/des/serving.hpp"
+#include "sim/des/serving_types.hpp"
 
 namespace modsim::sim::des {
 
