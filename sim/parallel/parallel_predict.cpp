@@ -129,12 +129,12 @@ parallel_prediction predict_parallel(const model_spec& model, const workload& w,
   // is the step's), once its gradients are reduced: nothing overlaps it.
   auto optimizer_of = [&](const stage_split& st) {
     if (w.run != run_mode::train) return 0.0;
-    double worst = 0;
+    double largest = 0;
     for (int s = 0; s < split.pp; ++s) {
       const optimizer_cost oc = adamw_cost(stage_parameter_count(shard, st.first_layer, s), dtype_bytes(w.type));
-      worst = std::max(worst, cost.optimizer_time_of(oc, w.type).time_s);
+      largest = std::max(largest, cost.optimizer_time_of(oc, w.type).time_s);
     }
-    return worst;
+    return largest;
   };
   out.optimizer_s = optimizer_of(out.stages);
   out.compute_s += out.optimizer_s;
