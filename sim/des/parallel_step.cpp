@@ -274,6 +274,7 @@ parallel_step build_parallel_step(const model_spec& model, const workload& w, co
         G.push_back(k);
       }
       if (G.size() == chunk_start) continue;
+      const auto computed = static_cast<std::int32_t>(G.size()) - 1;  // the chunk's last kernel
       // The chunk's input arrives from the previous stage (forward) or the next (backward).
       const int from = bwd ? s + 1 : s - 1;
       if (from >= 0 && from < p) fixups.push_back({chunk_start, bwd ? 1 : 0, from, j});
@@ -287,8 +288,9 @@ parallel_step build_parallel_step(const model_spec& model, const workload& w, co
       if (to >= 0 && to < p) {
         send[bwd ? 1 : 0][static_cast<std::size_t>(s)][static_cast<std::size_t>(j)] =
             static_cast<std::int32_t>(G.size());
-        G.push_back(comm_kernel(step_op::pp_send, send_stream, s, static_cast<std::int32_t>(G.size()) - 1, send_s,
-                                send_bytes, G.back().layer, bwd, mb.batch * (decode ? 1 : w.seq_len)));
+        // The send waits for the chunk's compute, not for the gradient buckets flushed after it.
+        G.push_back(comm_kernel(step_op::pp_send, send_stream, s, computed, send_s, send_bytes,
+                                G[static_cast<std::size_t>(computed)].layer, bwd, mb.batch * (decode ? 1 : w.seq_len)));
       }
     }
     // Training: the stage's optimizer step over its parameters, once its gradients are reduced.

@@ -285,6 +285,17 @@ TEST(DesParallel, EachStageUpdatesItsOwnParametersOnceItsGradientsAreReduced) {
     // It is the stage's last work: the step ends with it.
     EXPECT_NEAR(end, start + (stage == 0 ? 2938880 : 2940672) / 1e12, 1e-15) << stage;
   }
+  // A stage's send of the last micro-batch's gradients waits for its compute, not for the
+  // gradient all-reduces flushed after it (they run on their own stream, overlapping the other
+  // stage's backward pass).
+  int sends = 0;
+  for (const kernel& x : ps.kernels) {
+    if (x.op != step_op::pp_send) continue;
+    ++sends;
+    ASSERT_GE(x.after[0], 0);
+    EXPECT_FALSE(is_comm(ps.kernels[static_cast<std::size_t>(x.after[0])])) << "a send after a collective";
+  }
+  EXPECT_EQ(sends, 4);  // two micro-batches forward (stage 0 → 1) and backward (1 → 0)
   // Without an optimizer in the device model, none (the hand-worked timelines above).
   const parallel_step none = build_parallel_step(dense(4), load(8, 32, run_mode::train), h100(true), plain_device(), r);
   EXPECT_TRUE(bytes_of(none.kernels, step_op::optimizer).empty());
