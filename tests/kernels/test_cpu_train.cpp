@@ -441,6 +441,26 @@ TEST_P(TrainLayer, EveryGradientMatchesCentralFiniteDifferences) {
   EXPECT_LE(ref::relative_error(loops.dx, fd_x), 1e-6);
 }
 
+// The kernels' output (1e-5) and every gradient (1e-4, relative) against the float64 loop
+// reference of the same layer, input, output gradient and routing.
+void expect_loop_reference(const block_shape& s, bool routed, const layer_params& p, const std::vector<float>& x,
+                           const std::vector<float>& g, const std::vector<int>& routed_at, const kernel_run& k) {
+  ref::weights w = to_weights(p);
+  const mat xd = ref::to_double(x);
+  EXPECT_LE(ref::relative_error(k.out, layer_out(s, routed, w, xd, routed_at)), 1e-5);
+  reference_grads loops = layer_backward(s, routed, w, xd, routed_at, ref::to_double(g));
+  const auto lt = weight_tensors(loops.dw);
+  const auto kt = k.grads.tensors();
+  for (std::size_t i = 0; i < lt.size(); ++i) {
+    SCOPED_TRACE("parameter tensor " + std::to_string(i));
+    ASSERT_EQ(kt[i]->size(), lt[i]->size());
+    if (!lt[i]->empty()) {
+      EXPECT_LE(ref::relative_error(*kt[i], *lt[i]), 1e-4);
+    }
+  }
+  EXPECT_LE(ref::relative_error(k.dx, loops.dx), 1e-4);
+}
+
 TEST_P(TrainLayer, EveryGradientMatchesTheFloat64LoopReferenceOnALargerShape) {
   const auto [routed, mlp, kv] = GetParam();
   block_shape s;
@@ -461,20 +481,7 @@ TEST_P(TrainLayer, EveryGradientMatchesTheFloat64LoopReferenceOnALargerShape) {
   if (routed) {
     EXPECT_EQ(routed_at, ref::top_k(s, ref::router_logits(s, ref::to_double(x), ref::to_double(p.router_w))));
   }
-  ref::weights w = to_weights(p);
-  const mat xd = ref::to_double(x);
-  EXPECT_LE(ref::relative_error(k.out, layer_out(s, routed, w, xd, routed_at)), 1e-5);
-  reference_grads loops = layer_backward(s, routed, w, xd, routed_at, ref::to_double(g));
-  const auto lt = weight_tensors(loops.dw);
-  const auto kt = k.grads.tensors();
-  for (std::size_t i = 0; i < lt.size(); ++i) {
-    SCOPED_TRACE("parameter tensor " + std::to_string(i));
-    ASSERT_EQ(kt[i]->size(), lt[i]->size());
-    if (!lt[i]->empty()) {
-      EXPECT_LE(ref::relative_error(*kt[i], *lt[i]), 1e-4);
-    }
-  }
-  EXPECT_LE(ref::relative_error(k.dx, loops.dx), 1e-4);
+  expect_loop_reference(s, routed, p, x, g, routed_at, k);
 }
 
 // Sequences longer than one causal block (the kernels split attention into blocks of 64 rows
@@ -500,20 +507,7 @@ TEST_P(TrainLayer, CausalBlocksOfALongSequenceMatchTheFloat64LoopReference) {
     SCOPED_TRACE(std::string(train::to_string(mode)));
     const kernel_run k = run_kernels(p, x, g, mode);
     const auto routed_at = routed ? routing_of(run_kernels(p, x, g).saved) : std::vector<int>{};
-    ref::weights w = to_weights(p);
-    const mat xd = ref::to_double(x);
-    EXPECT_LE(ref::relative_error(k.out, layer_out(s, routed, w, xd, routed_at)), 1e-5);
-    reference_grads loops = layer_backward(s, routed, w, xd, routed_at, ref::to_double(g));
-    const auto lt = weight_tensors(loops.dw);
-    const auto kt = k.grads.tensors();
-    for (std::size_t i = 0; i < lt.size(); ++i) {
-      SCOPED_TRACE("parameter tensor " + std::to_string(i));
-      ASSERT_EQ(kt[i]->size(), lt[i]->size());
-      if (!lt[i]->empty()) {
-        EXPECT_LE(ref::relative_error(*kt[i], *lt[i]), 1e-4);
-      }
-    }
-    EXPECT_LE(ref::relative_error(k.dx, loops.dx), 1e-4);
+    expect_loop_reference(s, routed, p, x, g, routed_at, k);
   }
 }
 

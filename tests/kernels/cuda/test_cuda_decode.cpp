@@ -18,14 +18,12 @@
 
 #include "core/error.hpp"
 #include "kernels/cuda_backend.hpp"
+#include "cuda_test.hpp"
 #include "kernels/decode.hpp"
 #include "kernels/init.hpp"
 
 namespace modsim::kernels {
 namespace {
-
-#define MODSIM_REQUIRE_GPU() \
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device"
 
 using source = decode_decisions::source;
 
@@ -139,19 +137,8 @@ std::vector<decode_param> decode_params() {
   return out;
 }
 
-double tolerance(dtype t) { return t == dtype::fp32 ? 1e-4 : 2e-2; }
-
-// ‖got − want‖ / ‖want‖ (the CPU's result is `want`).
-double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
-  EXPECT_EQ(got.size(), want.size());
-  double diff = 0.0, norm = 0.0;
-  for (std::size_t i = 0; i < got.size() && i < want.size(); ++i) {
-    const double d = static_cast<double>(got[i]) - static_cast<double>(want[i]);
-    diff += d * d;
-    norm += static_cast<double>(want[i]) * static_cast<double>(want[i]);
-  }
-  return norm > 0.0 ? std::sqrt(diff / norm) : std::sqrt(diff);
-}
+using test::relative_error;
+using test::tolerance;
 
 std::vector<float> step_input(const decode_shape& s, int step) {
   std::vector<float> x(static_cast<std::size_t>(s.batch * s.d_model));

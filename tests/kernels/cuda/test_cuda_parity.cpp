@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/backend.hpp"
+#include "cuda_test.hpp"
 #include "kernels/cuda/attention_cudnn.hpp"
 #include "kernels/cuda_backend.hpp"
 #include "core/error.hpp"
@@ -21,28 +22,12 @@
 namespace modsim::kernels {
 namespace {
 
-#define MODSIM_REQUIRE_GPU() \
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device"
-
 struct parity_case {
   std::string name;
   block_shape shape;
 };
 
-block_shape dense_shape(std::int64_t batch, std::int64_t seq, std::int64_t d, std::int64_t heads, std::int64_t kv,
-                        std::int64_t d_ff, mlp_kind mlp, double capacity) {
-  block_shape s;
-  s.batch = batch;
-  s.seq_len = seq;
-  s.d_model = d;
-  s.n_heads = heads;
-  s.n_kv_heads = kv;
-  s.d_head = d / heads;
-  s.d_ff = d_ff;
-  s.mlp = mlp;
-  s.capacity = capacity;
-  return s;
-}
+using test::layer_shape;
 
 block_shape with_moe(block_shape s, moe_variant v, int experts, int noop, double capacity_factor) {
   s.variant = v;
@@ -53,14 +38,14 @@ block_shape with_moe(block_shape s, moe_variant v, int experts, int noop, double
 }
 
 std::vector<parity_case> parity_cases() {
-  const block_shape mha_gelu = dense_shape(2, 64, 128, 4, 4, 256, mlp_kind::gelu, 0.5);
-  const block_shape gqa_swiglu = dense_shape(2, 128, 256, 8, 2, 512, mlp_kind::swiglu, 0.25);
+  const block_shape mha_gelu = layer_shape(2, 64, 128, 4, 4, 256, mlp_kind::gelu, 0.5);
+  const block_shape gqa_swiglu = layer_shape(2, 128, 256, 8, 2, 512, mlp_kind::swiglu, 0.25);
   // d_head 25, k 29, d 100: rows and heads not 16-byte aligned (scalar kernels, per-head GEMMs).
-  const block_shape odd_gelu = dense_shape(3, 96, 100, 4, 2, 200, mlp_kind::gelu, 0.3);
+  const block_shape odd_gelu = layer_shape(3, 96, 100, 4, 2, 200, mlp_kind::gelu, 0.3);
   // k 27 and 21 (not 16-byte aligned) with fewer sequences than heads: the unaligned
   // attention loops over (sequence, query head of a KV group), GQA and MHA.
-  const block_shape few_gqa = dense_shape(1, 90, 256, 8, 2, 512, mlp_kind::gelu, 0.3);
-  const block_shape few_mha = dense_shape(2, 70, 256, 8, 8, 512, mlp_kind::swiglu, 0.3);
+  const block_shape few_gqa = layer_shape(1, 90, 256, 8, 2, 512, mlp_kind::gelu, 0.3);
+  const block_shape few_mha = layer_shape(2, 70, 256, 8, 8, 512, mlp_kind::swiglu, 0.3);
   return {
       {"mha_gelu", mha_gelu},
       {"gqa_swiglu", gqa_swiglu},
@@ -93,18 +78,8 @@ std::string param_name(const testing::TestParamInfo<parity_param>& info) {
   return info.param.c.name + "_" + std::string(to_string(info.param.type));
 }
 
-double tolerance(dtype t) { return t == dtype::fp32 ? 1e-4 : 2e-2; }
-
-// ‖got − want‖₂ / ‖want‖₂ over the first `count` values (want ≠ 0).
-double relative_error(const std::vector<float>& got, const std::vector<float>& want, std::size_t count) {
-  double diff = 0.0, norm = 0.0;
-  for (std::size_t i = 0; i < count; ++i) {
-    const double g = got[i], w = want[i];
-    diff += (g - w) * (g - w);
-    norm += w * w;
-  }
-  return norm > 0.0 ? std::sqrt(diff / norm) : std::sqrt(diff);
-}
+using test::relative_error;
+using test::tolerance;
 
 bool all_finite(const std::vector<float>& v, std::size_t count) {
   return std::all_of(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(count),
@@ -282,7 +257,7 @@ TEST(CudaBackend, DescribesTheGpuAndTheLibraries) {
 TEST(CudaBackend, AnInvalidShapeOrDtypeIsBadInput) {
   MODSIM_REQUIRE_GPU();
   auto gpu = make_cuda_backend();
-  block_shape s = dense_shape(1, 16, 64, 4, 4, 128, mlp_kind::gelu, 0.5);
+  block_shape s = layer_shape(1, 16, 64, 4, 4, 128, mlp_kind::gelu, 0.5);
   s.n_kv_heads = 3;  // does not divide n_heads
   try {
     (void)gpu->make_workspace(s, dtype::fp32);
@@ -304,7 +279,7 @@ TEST(CudaBackend, RefusesAWorkspaceOfAnotherBackend) {
   MODSIM_REQUIRE_GPU();
   auto gpu = make_cuda_backend();
   auto cpu = make_cpu_backend(1);
-  auto ws = cpu->make_workspace(dense_shape(1, 16, 64, 4, 4, 128, mlp_kind::gelu, 0.5), dtype::fp32);
+  auto ws = cpu->make_workspace(layer_shape(1, 16, 64, 4, 4, 128, mlp_kind::gelu, 0.5), dtype::fp32);
   EXPECT_THROW(gpu->run(op::router, *ws), modsim::error);
 }
 
@@ -313,7 +288,7 @@ TEST(CudaBackend, WorkspaceHoldsTheCpuWeightsAndInputsAndRotatesItsInputs) {
   auto gpu = make_cuda_backend();
   auto cpu = make_cpu_backend(2);
   const block_shape s =
-      with_moe(dense_shape(2, 32, 64, 4, 2, 128, mlp_kind::swiglu, 0.5), moe_variant::staged, 2, 0, 1.0);
+      with_moe(layer_shape(2, 32, 64, 4, 2, 128, mlp_kind::swiglu, 0.5), moe_variant::staged, 2, 0, 1.0);
   workspace_options options;
   options.seed = 7;
   options.input_copies = 2;
@@ -505,7 +480,7 @@ TEST(CudaParityTopk, TiesGoToTheLowerPositionAsOnTheCpu) {
   MODSIM_REQUIRE_GPU();
   auto gpu = make_cuda_backend();
   auto cpu = make_cpu_backend(1);
-  const block_shape s = dense_shape(3, 100, 64, 4, 4, 128, mlp_kind::gelu, 0.37);
+  const block_shape s = layer_shape(3, 100, 64, 4, 4, 128, mlp_kind::gelu, 0.37);
   auto c = cpu->make_workspace(s, dtype::fp32);
   auto g = gpu->make_workspace(s, dtype::fp32);
   std::vector<float> r(static_cast<std::size_t>(s.tokens()));
@@ -535,9 +510,9 @@ TEST(CudaParityTopk, TiesGoToTheLowerPositionAsOnTheCpu) {
 std::vector<parity_case> fused_cases() {
   // d_head 32 (MHA and GQA 8/2); a batch of 3 with S = 96, k = 29 (not a multiple of 16).
   return {
-      {"mha_gelu", dense_shape(2, 64, 128, 4, 4, 256, mlp_kind::gelu, 0.5)},
-      {"gqa_swiglu", dense_shape(2, 128, 256, 8, 2, 512, mlp_kind::swiglu, 0.25)},
-      {"gqa_odd_k", dense_shape(3, 96, 128, 4, 2, 256, mlp_kind::gelu, 0.3)},
+      {"mha_gelu", layer_shape(2, 64, 128, 4, 4, 256, mlp_kind::gelu, 0.5)},
+      {"gqa_swiglu", layer_shape(2, 128, 256, 8, 2, 512, mlp_kind::swiglu, 0.25)},
+      {"gqa_odd_k", layer_shape(3, 96, 128, 4, 2, 256, mlp_kind::gelu, 0.3)},
   };
 }
 
@@ -634,8 +609,8 @@ TEST(CudaFusedAttentionOptions, Fp32AnOddHeadSizeAndInBlockTimingAreRefused) {
   auto gpu = make_cuda_backend();
   workspace_options options;
   options.fused_attention = true;
-  const block_shape mha = dense_shape(2, 64, 128, 4, 4, 256, mlp_kind::gelu, 0.5);
-  const block_shape odd = dense_shape(3, 96, 100, 4, 2, 200, mlp_kind::gelu, 0.3);  // d_head 25
+  const block_shape mha = layer_shape(2, 64, 128, 4, 4, 256, mlp_kind::gelu, 0.5);
+  const block_shape odd = layer_shape(3, 96, 100, 4, 2, 200, mlp_kind::gelu, 0.3);  // d_head 25
   auto kind_of = [&](const block_shape& s, dtype t) {
     try {
       gpu->make_workspace(s, t, options);

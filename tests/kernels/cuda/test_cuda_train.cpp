@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernels/backend.hpp"
+#include "cuda_test.hpp"
 #include "kernels/cuda_backend.hpp"
 #include "kernels/cuda_train.hpp"
 #include "kernels/init.hpp"
@@ -25,23 +26,9 @@
 namespace modsim::kernels::train {
 namespace {
 
-#define MODSIM_REQUIRE_GPU() \
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device"
-
-block_shape layer_shape(std::int64_t batch, std::int64_t seq, std::int64_t d, std::int64_t heads, std::int64_t kv,
-                        std::int64_t d_ff, mlp_kind mlp, double capacity) {
-  block_shape s;
-  s.batch = batch;
-  s.seq_len = seq;
-  s.d_model = d;
-  s.n_heads = heads;
-  s.n_kv_heads = kv;
-  s.d_head = d / heads;
-  s.d_ff = d_ff;
-  s.mlp = mlp;
-  s.capacity = capacity;
-  return s;
-}
+using test::layer_shape;
+using test::relative_error;
+using test::tolerance;
 
 struct train_case {
   std::string name;
@@ -94,20 +81,6 @@ std::vector<train_case> train_cases() {
       out.push_back({std::string(s.name) + "_fp32_" + std::string(to_string(m)), s.shape,
                      s.shape.variant == moe_variant::staged, dtype::fp32, m});
   return out;
-}
-
-double tolerance(dtype t) { return t == dtype::fp32 ? 1e-4 : 2e-2; }
-
-// ‖got − want‖₂ / ‖want‖₂.
-double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
-  EXPECT_EQ(got.size(), want.size());
-  double diff = 0.0, norm = 0.0;
-  for (std::size_t i = 0; i < got.size() && i < want.size(); ++i) {
-    const double g = got[i], w = want[i];
-    diff += (g - w) * (g - w);
-    norm += w * w;
-  }
-  return norm > 0.0 ? std::sqrt(diff / norm) : std::sqrt(diff);
 }
 
 // v rounded to the nearest bf16 (ties to even), as the device's conversion rounds it.
