@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <initializer_list>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -229,6 +230,20 @@ const modsim::op k_block_ops[] = {modsim::op::router,       modsim::op::topk,   
 // op's curve can represent it exactly.
 double lin_time(double roofline_s) { return 20e-6 + roofline_s * (3.0 - 0.5 * (std::log10(roofline_s) + 6.0)); }
 
+// Every op of a block measured exactly per lin_time at each sequence length and capacity.
+std::vector<measured_sample> op_samples(const cost_model& roof, std::initializer_list<std::int64_t> seqs,
+                                        std::initializer_list<double> capacities) {
+  std::vector<measured_sample> out;
+  for (const std::int64_t S : seqs)
+    for (const double cap : capacities)
+      for (const modsim::op op : k_block_ops) {
+        measured_sample s = with_costs(row(op, S, cap, 1.0));
+        s.median_s = lin_time(roof.time_of(s.cost, s.shape, s.type).roofline_s);
+        out.push_back(s);
+      }
+  return out;
+}
+
 TEST(Calibrate, LeftoverRowsAreFittedAndPredicted) {
   // qkv_proj timed alone at every row count from 120 to 144 (d 64), 1 ms a row with the rows
   // left over as above; with nothing else a calibration takes them out of the curve and puts
@@ -293,15 +308,8 @@ TEST(Calibrate, FitsEveryOpAndTheLaunchGapOfBlocks) {
   const hardware_spec h = round_cpu();
   const cost_model roof(h);
   const double launch_true = 7e-6;
-  std::vector<measured_sample> samples;
   // Single ops measured per the law, at 6 sequence lengths x 3 capacities.
-  for (std::int64_t S : {64, 128, 256, 512, 1024, 2048})
-    for (double cap : {0.25, 0.5, 1.0})
-      for (const modsim::op op : k_block_ops) {
-        measured_sample s = with_costs(row(op, S, cap, 1.0));
-        s.median_s = lin_time(roof.time_of(s.cost, s.shape, s.type).roofline_s);
-        samples.push_back(s);
-      }
+  std::vector<measured_sample> samples = op_samples(roof, {64, 128, 256, 512, 1024, 2048}, {0.25, 0.5, 1.0});
   // Blocks: Σ law(op) + kernels × launch_true (14 kernels for block_mod, 10 for block_dense).
   auto block = [&](modsim::op name, std::int64_t S, double cap) {
     measured_sample s = with_costs(row(name, S, cap, 1.0));
@@ -341,14 +349,7 @@ TEST(Calibrate, FitsTheInLayerRefetchCostOfBlocks) {
   // Blocks take the sum of their ops, 5 µs per kernel and their bytes again at 50 GB/s.
   const hardware_spec h = round_cpu();
   const cost_model roof(h);
-  std::vector<measured_sample> samples;
-  for (std::int64_t S : {64, 256, 1024})
-    for (double cap : {0.25, 1.0})
-      for (const modsim::op op : k_block_ops) {
-        measured_sample s = with_costs(row(op, S, cap, 1.0));
-        s.median_s = lin_time(roof.time_of(s.cost, s.shape, s.type).roofline_s);
-        samples.push_back(s);
-      }
+  std::vector<measured_sample> samples = op_samples(roof, {64, 256, 1024}, {0.25, 1.0});
   auto block = [&](modsim::op name, std::int64_t S, double cap) {
     measured_sample s = with_costs(row(name, S, cap, 1.0));
     double sum = 0;
@@ -386,14 +387,7 @@ TEST(Calibrate, FitsTheInLayerRefetchCostOfBlocks) {
 TEST(Calibrate, FitsTheBackwardFactorsOfTrainingRows) {
   const hardware_spec h = round_cpu();
   const cost_model roof(h);
-  std::vector<measured_sample> samples;
-  for (std::int64_t S : {64, 128, 256, 512, 1024, 2048})
-    for (double cap : {0.25, 0.5, 1.0})
-      for (const modsim::op op : k_block_ops) {
-        measured_sample s = with_costs(row(op, S, cap, 1.0));
-        s.median_s = lin_time(roof.time_of(s.cost, s.shape, s.type).roofline_s);
-        samples.push_back(s);
-      }
+  std::vector<measured_sample> samples = op_samples(roof, {64, 128, 256, 512, 1024, 2048}, {0.25, 0.5, 1.0});
   const auto factor = [](modsim::op op) {
     using enum modsim::op;
     if (op == attn_scores || op == attn_softmax || op == attn_values) return 1.8;
