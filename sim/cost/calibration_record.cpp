@@ -456,10 +456,7 @@ json::object curve_json(const efficiency_curve& c) {
 decode_fit parse_decode_fit(const json::value& v, const std::string& file, const std::string& path) {
   reader f(v, file, path);
   decode_fit x;
-  const std::string t = f.get_string("dtype");
-  const auto parsed = find_dtype(t);
-  if (!parsed) throw input_error(file, f.key_path("dtype"), "unknown dtype '" + t + "'");
-  x.type = *parsed;
+  x.type = parse_dtype(f.get_string("dtype"), file, f.key_path("dtype"));
   const json::array& knots = f.get_array("weight_knots");
   if (knots.empty()) throw input_error(file, f.key_path("weight_knots"), "needs at least one knot");
   for (std::size_t k = 0; k < knots.size(); ++k) {
@@ -501,10 +498,7 @@ stand_in_check parse_stand_in_check(const json::value& v, const std::string& fil
     if (!o) throw input_error(file, f.key_path(key), "unknown op '" + name + "'");
     *into = *o;
   }
-  const std::string t = f.get_string("dtype");
-  const auto parsed = find_dtype(t);
-  if (!parsed) throw input_error(file, f.key_path("dtype"), "unknown dtype '" + t + "'");
-  x.type = *parsed;
+  x.type = parse_dtype(f.get_string("dtype"), file, f.key_path("dtype"));
   x.rows = f.get_int("rows", 1, std::numeric_limits<int>::max());
   x.median_abs_pct_error = f.get_number("median_abs_pct_error", 0.0);
   x.p90_abs_pct_error = f.get_number("p90_abs_pct_error", 0.0);
@@ -516,10 +510,7 @@ stand_in_check parse_stand_in_check(const json::value& v, const std::string& fil
 backward_fit parse_backward_fit(const json::value& v, const std::string& file, const std::string& path) {
   reader f(v, file, path);
   backward_fit x;
-  const std::string t = f.get_string("dtype");
-  const auto parsed = find_dtype(t);
-  if (!parsed) throw input_error(file, f.key_path("dtype"), "unknown dtype '" + t + "'");
-  x.type = *parsed;
+  x.type = parse_dtype(f.get_string("dtype"), file, f.key_path("dtype"));
   f.find("source");  // a description in words; not read back
   {
     reader k(f.require("factors"), file, f.key_path("factors"));
