@@ -124,6 +124,15 @@ struct predictor_params {
 };
 using predictor_grads = predictor_params;
 
+// A buffer of `size` elements where the layer needs `expected`: throws modsim::error (bad_input)
+// naming it. What both trainers check their spans with.
+void check_span(std::size_t size, std::int64_t expected, const char* name);
+// The predictor's weights, x [T, d] and routed_index [B, k] (positions inside a sequence) checked
+// against the layer's shape: throws modsim::error (bad_input) on a mismatch. Both trainers'
+// predictor_backward start here.
+void check_predictor_inputs(const predictor_params& params, const block_shape& shape, std::span<const float> x,
+                            std::span<const std::int32_t> routed_index);
+
 // Runs the layer on the CPU: the projections' and the MLP's GEMMs through OpenBLAS (its own
 // threads), every other loop through a thread pool, never both at once; attention runs one
 // (sequence, head) per pool task with single-threaded OpenBLAS, in causal blocks of rows that

@@ -100,12 +100,6 @@ void check_params(const layer_params& p) {
   for (std::size_t i = 0; i < sizes.size(); ++i) check_size(*tensors[i], sizes[i], tensor_names[i]);
 }
 
-void check_span(std::size_t size, i64 expected, const char* name) {
-  if (static_cast<i64>(size) != expected)
-    throw input_error("", name,
-                      "has " + std::to_string(size) + " elements, the layer needs " + std::to_string(expected));
-}
-
 int i32(i64 v) { return static_cast<int>(v); }
 
 // C[m×n] = alpha·op(A)·op(B) + beta·C, row-major; op(A) is m×k, op(B) k×n.
@@ -126,6 +120,27 @@ void fit(std::vector<T>& v, i64 n) {
 }
 
 }  // namespace
+
+void check_span(std::size_t size, std::int64_t expected, const char* name) {
+  if (static_cast<i64>(size) != expected)
+    throw input_error("", name,
+                      "has " + std::to_string(size) + " elements, the layer needs " + std::to_string(expected));
+}
+
+void check_predictor_inputs(const predictor_params& p, const block_shape& shape, std::span<const float> x,
+                            std::span<const std::int32_t> routed_index) {
+  const i64 T = shape.tokens(), d = shape.d_model, hd = p.hidden, S = shape.seq_len, k = shape.routed_tokens();
+  if (p.d_model != d)
+    throw input_error("", "predictor_params.d_model",
+                      "is " + std::to_string(p.d_model) + ", the layer's d_model is " + std::to_string(d));
+  if (hd <= 0) throw input_error("", "predictor_params.hidden", "must be positive, got " + std::to_string(hd));
+  check_span(p.w1.size(), d * hd, "predictor_params.w1");
+  check_span(p.w2.size(), hd, "predictor_params.w2");
+  check_span(x.size(), T * d, "x");
+  check_span(routed_index.size(), shape.batch * k, "routed_index");
+  for (const std::int32_t pos : routed_index)
+    if (pos < 0 || pos >= S) throw input_error("", "routed_index", "holds position " + std::to_string(pos));
+}
 
 layer_params zero_params(const block_shape& shape, bool routed) {
   validate_shape(shape, routed);
@@ -736,15 +751,8 @@ void cpu_trainer::backward(const layer_params& params, const saved_activations& 
 double cpu_trainer::predictor_backward(const predictor_params& p, const block_shape& shape, std::span<const float> x,
                                        std::span<const std::int32_t> routed_index, predictor_grads& grads) {
   shape.validate();
+  check_predictor_inputs(p, shape, x, routed_index);
   const i64 T = shape.tokens(), d = shape.d_model, hd = p.hidden, S = shape.seq_len, k = shape.routed_tokens();
-  if (p.d_model != d)
-    throw input_error("", "predictor_params.d_model",
-                      "is " + std::to_string(p.d_model) + ", the layer's d_model is " + std::to_string(d));
-  if (hd <= 0) throw input_error("", "predictor_params.hidden", "must be positive, got " + std::to_string(hd));
-  check_span(p.w1.size(), d * hd, "predictor_params.w1");
-  check_span(p.w2.size(), hd, "predictor_params.w2");
-  check_span(x.size(), T * d, "x");
-  check_span(routed_index.size(), shape.batch * k, "routed_index");
   auto& im = *m_impl;
   im.ensure_blas_threads();
   fit(im.pred_hidden, T * hd);

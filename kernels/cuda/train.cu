@@ -54,12 +54,6 @@ enum param_index : std::size_t {
 // The per-(sequence, head) operands of attention, one device pointer array each.
 enum attention_operand : std::size_t { a_q, a_k, a_v, a_p, a_o, a_do, a_dp, a_dq, a_dk, a_dv, operand_count };
 
-void check_span(std::size_t size, i64 expected, const char* name) {
-  if (static_cast<i64>(size) != expected)
-    throw input_error("", name,
-                      "has " + std::to_string(size) + " elements, the layer needs " + std::to_string(expected));
-}
-
 }  // namespace
 
 struct cuda_trainer::impl {
@@ -702,17 +696,8 @@ double cuda_trainer::predictor_backward(const predictor_params& pp, std::span<co
                                         std::span<const std::int32_t> routed_index, predictor_grads& grads) {
   auto& im = *m_impl;
   const block_shape& shape = im.sh;
+  check_predictor_inputs(pp, shape, x, routed_index);
   const i64 T = shape.tokens(), d = shape.d_model, hd = pp.hidden, S = shape.seq_len, k = shape.routed_tokens();
-  if (pp.d_model != d)
-    throw input_error("", "predictor_params.d_model",
-                      "is " + std::to_string(pp.d_model) + ", the layer's d_model is " + std::to_string(d));
-  if (hd <= 0) throw input_error("", "predictor_params.hidden", "must be positive, got " + std::to_string(hd));
-  check_span(pp.w1.size(), d * hd, "predictor_params.w1");
-  check_span(pp.w2.size(), hd, "predictor_params.w2");
-  check_span(x.size(), T * d, "x");
-  check_span(routed_index.size(), shape.batch * k, "routed_index");
-  for (const std::int32_t pos : routed_index)
-    if (pos < 0 || pos >= S) throw input_error("", "routed_index", "holds position " + std::to_string(pos));
   im.ctx->make_current();
   const cudaStream_t st = im.ctx->stream;
   const auto f32 = [&](i64 elements) { return device_buffer(static_cast<std::size_t>(elements) * 4, st); };

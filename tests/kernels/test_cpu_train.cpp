@@ -875,6 +875,20 @@ TEST(TrainPredictor, BceWorkedByHandOnTwoTokens) {
   EXPECT_NEAR(g.bias, 0.0, 1e-7);
   EXPECT_NEAR(g.w2[0], -0.1344707, 1e-6);
   EXPECT_NEAR(g.w1[0], -0.2689414, 1e-6);
+  // Inputs that do not fit the layer are refused, each named (both trainers check them so).
+  auto refusal = [&](train::predictor_params q, std::vector<float> x, std::vector<std::int32_t> routed) {
+    try {
+      trainer.predictor_backward(q, s, x, routed, g);
+    } catch (const error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(refusal(p, {1, -1}, {2}), "routed_index: holds position 2");
+  EXPECT_EQ(refusal(p, {1}, {0}), "x: has 1 elements, the layer needs 2");
+  train::predictor_params wide = p;
+  wide.d_model = 2;
+  EXPECT_EQ(refusal(wide, {1, -1}, {0}), "predictor_params.d_model: is 2, the layer's d_model is 1");
 }
 
 // Every parameter 1, gradient 0.5 then −0.25; lr 0.01, β = (0.9, 0.999), eps 1e-8, weight
