@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "explorer_window.hpp"
 #include "gui/core/explorer_session.hpp"
 #include "gui/core/main_window.hpp"
 #include "gui/core/model_panel.hpp"
@@ -45,29 +46,10 @@ using namespace modsim::gui;
 
 namespace {
 
-QString shipped(const char* name) { return QStringLiteral(MODSIM_SOURCE_DIR "/configs/models/%1.json").arg(name); }
+using test::shipped;
 
-struct Window {
-  MainWindow window;
-  ExplorerSession* session = window.session();
-  ModelPanel* panel = window.panel();
-  explicit Window(const char* model = "mod-220m") {
-    window.resize(1400, 900);
-    QSignalSpy ready(session, &ExplorerSession::resultApplied);
-    EXPECT_TRUE(window.openModelFile(shipped(model)));
-    settle(ready);
-  }
-  // Waits for the result of the latest configuration (worker idle).
-  void settle(QSignalSpy& spy) const {
-    if (!QTest::qWaitFor([&] { return spy.count() > 0 && !session->worker()->isBusy(); }, 60000))
-      ADD_FAILURE() << "no result within 60 s";
-  }
-  // Runs `edit`, then waits for its result.
-  void apply(const std::function<void()>& edit) const {
-    QSignalSpy ready(session, &ExplorerSession::resultApplied);
-    edit();
-    settle(ready);
-  }
+struct Window : test::ExplorerWindow {
+  using ExplorerWindow::ExplorerWindow;
   std::vector<int> routedLayers() const {
     std::vector<int> out;
     for (const sim::layer_plan& l : sim::plan_layers(session->config().model))

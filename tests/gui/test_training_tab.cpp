@@ -12,6 +12,7 @@
 #include "analysis/analysis.hpp"
 #include "gui/core/compute.hpp"
 #include "gui/core/compute_worker.hpp"
+#include "explorer_window.hpp"
 #include "gui/core/explorer_session.hpp"
 #include "gui/core/main_window.hpp"
 #include "gui/core/tabs/training_tab.hpp"
@@ -41,25 +42,7 @@ ComputeResultPtr resultOf(const ExplorerConfig& c) {
   return r;
 }
 
-struct Window {
-  MainWindow window;
-  ExplorerSession* session = window.session();
-  Window() {
-    window.resize(1400, 900);
-    QSignalSpy ready(session, &ExplorerSession::resultApplied);
-    EXPECT_TRUE(window.openModelFile(QStringLiteral(MODSIM_SOURCE_DIR "/configs/models/mod-220m.json")));
-    settle(ready);
-  }
-  void settle(QSignalSpy& spy) const {
-    if (!QTest::qWaitFor([&] { return spy.count() > 0 && !session->worker()->isBusy(); }, 60000))
-      ADD_FAILURE() << "no result within 60 s";
-  }
-  void apply(const std::function<void()>& edit) const {
-    QSignalSpy ready(session, &ExplorerSession::resultApplied);
-    edit();
-    settle(ready);
-  }
-};
+using Window = test::ExplorerWindow;
 
 }  // namespace
 
