@@ -99,6 +99,9 @@ json::value forward_json(const forward_run& r) {
   root["decode_routing"] = des::to_string(r.request.routing);
   root["seed"] = r.request.seed;
   root["step_s"] = s.step_s;
+  if (const auto& t = r.analysis->training)
+    root["train_pricing"] = json::object{
+        {"backward", t->backward}, {"attention_backward", t->attention_backward}, {"optimizer", t->optimizer}};
   if (const analysis::decode_strategy_figure* f = mean_step(r)) {
     // The decode step: the mean over the routing draws; the timeline below is the first draw.
     const analysis::decode_strategy_choice& ch = *r.analysis->decode_choice;
@@ -195,6 +198,11 @@ output forward_output(const forward_run& r) {
                       ? fmt::format(", decode strategy {}, seed {}", r.analysis->decode_choice->label(), r.request.seed)
                       : ""));
   o.head.push_back(attention_line(*r.analysis));
+  if (const auto& t = r.analysis->training)
+    o.head.push_back(fmt::format(
+        "training step: each op's forward, recomputation ({}) and backward, then one optimizer kernel, priced as "
+        "modsim predict --mode train prices them: backward = {}; attention backward = {}; optimizer = {}",
+        modsim::to_string(r.load.recompute), t->backward, t->attention_backward, t->optimizer));
   const analysis::decode_strategy_figure* mean = mean_step(r);
   if (mean) o.head.push_back("decode strategies at this cell: " + decode_candidates_text(*r.analysis->decode_choice));
   table summary;
@@ -268,6 +276,7 @@ int simulate_forward(const po::variables_map& vm, output_format format) {
   analysis::scenario scenario;
   scenario.prediction = false;
   analysis::timeline_request& q = scenario.timeline.emplace(step_options_from(vm));
+  if (w.run == sim::run_mode::train) scenario.training.emplace();  // for how the step is priced
   if (const auto pr = parallel_from(vm)) {
     if (vm.count("gpus"))
       throw input_error("", "--gpus", "is a `modsim predict` option (it ranks splits); simulate takes one split");

@@ -159,3 +159,27 @@ TEST(CliTraining, TheReportsTrainingSectionHoldsPredictsFigures) {
   EXPECT_DOUBLE_EQ(std::stod(frows.at(name).at("step_s")), t.at("model").at("step_s").as_double());
   std::filesystem::remove_all(dir);
 }
+
+TEST(CliTraining, TheSimulatedTrainingStepIsThePredictedOneAndSaysHowItIsPriced) {
+  // One GPU: the simulator runs the kernels `predict --mode train` prices, the optimizer step
+  // among them, so its step is predict's plus the GPU's wait for the first enqueue.
+  const result sim = modsim("simulate forward mod-220m --hardware h100-sxm --mode train --format json");
+  const result pred = modsim("predict mod-220m --hardware h100-sxm --mode train --format json");
+  ASSERT_EQ(sim.code, 0) << sim.err;
+  ASSERT_EQ(pred.code, 0) << pred.err;
+  const boost::json::object s = boost::json::parse(sim.out).as_object();
+  const boost::json::object p = boost::json::parse(pred.out).as_object();
+  const double step = s.at("step_s").as_double(), total = p.at("total_s").as_double();
+  EXPECT_NEAR(step, total, s.at("gpu_wait_host_s").as_double() + 1e-9 * total);
+  bool optimizer = false;
+  for (const auto& c : s.at("by_class").as_array())
+    if (c.at("class").as_string() == "optimizer") {
+      optimizer = true;
+      // (its one launch, 2.5 us on the datasheet, included)
+      EXPECT_NEAR(c.at("device_s").as_double(), p.at("optimizer").at("time_s").as_double() + 2.5e-6, 1e-9);
+    }
+  EXPECT_TRUE(optimizer) << "no optimizer kernel in the simulated step";
+  // How it was priced: the same words as predict's train_pricing.
+  for (const char* key : {"backward", "attention_backward", "optimizer"})
+    EXPECT_EQ(s.at("train_pricing").at(key).as_string(), p.at("train_pricing").at(key).as_string()) << key;
+}
