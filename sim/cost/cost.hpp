@@ -11,11 +11,13 @@
 //                    bytes / memory_bandwidth)
 // with FLOPs and bytes from sim/model/flops (cost_of / layer_costs), nothing else. On a GPU
 // (hardware kind "gpu", sm_count > 0) the compute term of a GEMM is multiplied by its wave
-// quantisation q = ceil(tiles / sm_count) · sm_count / tiles ≥ 1 with 128×128 output tiles
-// (a GEMM of 133 tiles on 132 SMs runs two waves), or, for a hardware file with
-// "gemm_tiles": "chosen", with the tile and split-K a cuBLAS-like heuristic picks for its shape
-// (sim/cost/gemm_tiles.hpp: q = the chosen tiling's time over that of a perfectly filled machine);
-// a calibration keeps the tiling it was fitted with. See gemm_waves().
+// quantisation: with the tile and split-K a cuBLAS-like heuristic picks for its shape
+// (sim/cost/gemm_tiles.hpp: q = the chosen tiling's time over that of a perfectly filled
+// machine of 128×128 tiles, at least 1: no tiling runs faster than the peak; the datasheet
+// roofline of a GPU file without "gemm_tiles", or with "chosen"), or q = ceil(tiles /
+// sm_count) · sm_count / tiles ≥ 1 with 128×128 output tiles (a GEMM of 133 tiles on 132 SMs
+// runs two waves; "gemm_tiles": "fixed128"). A calibration keeps
+// the tiling it was fitted with. See gemm_waves().
 //
 // Calibrated (the hardware file's `calibration` block, written by `modsim calibrate`), per
 // (op, dtype):

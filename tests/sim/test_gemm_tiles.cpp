@@ -390,5 +390,40 @@ TEST(GemmTiles, UncalibratedH100PricesTheRoutedMlpDownWithChosenTiles) {
   EXPECT_NEAR(cost_model(fixed).time_of(mlp_down(256), s, dtype::bf16).time_s, compute * 132 / 16, 1e-13);
 }
 
+// No tiling beats the datasheet's peak. mlp_up of 16 384 tokens × d_ff 32 000 × d_model 2 048
+// (dense-1b's LM head shape, batch 8 × 2 048) on the shipped h100-sxm: 128×256 tiles
+// (128 · 125 = 16 000 tiles, ⌈16 000/132⌉ = 122 waves) take 122·128·256·2048/1.05 SM
+// multiply-accumulates, 0.9586 of the ideal 16 384·32 000·2 048/132 of 128×128 tiles (a 128×128
+// tiling needs 128·250 = 32 000 tiles, 243 waves: 1.0025). The chooser keeps the large tile,
+// but the roofline prices it at the peak: q = 1, the compute term 2·16 384·32 000·2 048/989.4e12
+// = 2.1706 ms (before, 2.0808 ms: 4 % faster than the peak, as predict printed for dense-1b's
+// LM head).
+TEST(GemmTiles, NoTilingRunsFasterThanTheDatasheetPeak) {
+  const hardware_spec hw = load_hardware(std::string(MODSIM_SOURCE_DIR) + "/configs/hardware/h100-sxm.json");
+  const gemm_tile_choice t = choose_gemm_tile(gemm_problem{16384, 32000, 2048, 1}, hw, dtype::bf16);
+  EXPECT_EQ(t.tile_m * t.tile_n, 128 * 256);
+  EXPECT_DOUBLE_EQ(t.waves, 122.0);
+  EXPECT_NEAR(t.q, 122.0 * 128 * 256 * 2048 / 1.05 / (16384.0 * 32000 * 2048 / 132), 1e-12);
+  EXPECT_LT(t.q, 1.0);
+
+  op_shape s;
+  s.batch = 8;
+  s.seq_len = 2048;
+  s.tokens = 2048;
+  s.d_model = 2048;
+  s.n_heads = 16;
+  s.d_ff = 32000;
+  s.elem_bytes = 2;
+  const double rows = 16384, d = 2048, f = 32000;
+  const op_cost up{modsim::op::mlp_up, static_cast<std::int64_t>(2 * rows * d * f), 0,
+                   static_cast<std::int64_t>(2 * (rows * d + d * f + rows * f))};
+  const op_time time = cost_model(hw).time_of(up, s, dtype::bf16);
+  const double compute = 2 * rows * d * f / 989.4e12;
+  EXPECT_DOUBLE_EQ(time.waves, 1.0);
+  EXPECT_NEAR(time.time_s, compute, 1e-15);
+  EXPECT_NEAR(time.roofline_s, compute, 1e-15);
+  EXPECT_DOUBLE_EQ(time.wave_s, 0.0);
+}
+
 }  // namespace
 }  // namespace modsim::sim
