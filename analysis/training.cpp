@@ -110,6 +110,7 @@ training_section make_training(const sim::prediction& p, const sim::model_spec& 
                : p.calibrated ? "each op's backward FLOPs and bytes at the forward's calibrated efficiency (no row of "
                                 "the calibration measures a backward pass: no error band)"
                               : "each op's backward FLOPs and bytes on the datasheet roofline";
+  t.backward += "; the loss (cross-entropy and its gradient: one pass over the logits) on the datasheet roofline";
   t.attention_backward = p.attention == attention_impl::fused
                              ? "one fused kernel that recomputes the scores: 5 matmuls where the forward kernel runs 2 "
                                "(2.5 x)"

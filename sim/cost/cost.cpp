@@ -171,17 +171,8 @@ op_time cost_model::time_impl(const op_cost& original, const Shape& s, dtype t) 
   const op_cost c = priced_attention(original, s, attention);
   const bool inside_fused =
       attention == attention_impl::fused && is_attention_op(c.op) && c.op != modsim::op::attn_scores;
-  op_time r;
-  r.op = c.op;
-  r.matmul_flops = c.matmul_flops;
-  r.other_flops = c.other_flops;
-  r.bytes = c.bytes;
+  op_time r = roofline_of(c, t);
   r.kernels = inside_fused ? 0 : kernels_of(c.op, m_hw);
-  const double pm = m_hw.peak_matmul_flops.of(t), pv = m_hw.peak_vector_flops.of(t);
-  if (c.matmul_flops > 0 && pm > 0) r.compute_s += double(c.matmul_flops) / pm;
-  if (c.other_flops > 0 && pv > 0) r.compute_s += double(c.other_flops) / pv;
-  if (c.bytes > 0 && m_hw.memory_bandwidth_bytes_s > 0) r.memory_s = double(c.bytes) / m_hw.memory_bandwidth_bytes_s;
-  r.roofline_s = std::max(r.compute_s, r.memory_s);
   // The uncalibrated datasheet roofline tiles GEMMs as hw.roofline_gemm_tiles says (a GPU
   // file without "gemm_tiles": the tile chooser, sim/cost/gemm_tiles.hpp); a calibration keeps the
   // tiling it was fitted with (curves: the fixed 128×128 tile). Attention ops of an
@@ -248,26 +239,55 @@ op_cost fused_attention_backward(const op_shape& s) {
   return c;
 }
 
-op_time cost_model::backward_time_of(const op_cost& forward, const op_cost& backward, const op_shape& s,
-                                     dtype t) const {
-  const op_time f = time_impl(forward, s, t);
-  const bool fused = m_attention == attention_impl::fused && is_attention_op(backward.op);
-  op_cost c = backward;
-  if (fused) c = backward.op == modsim::op::attn_scores ? fused_attention_backward(s) : op_cost{backward.op, 0, 0, 0};
+op_time cost_model::roofline_of(const op_cost& c, dtype t) const {
   op_time r;
   r.op = c.op;
   r.matmul_flops = c.matmul_flops;
   r.other_flops = c.other_flops;
   r.bytes = c.bytes;
-  if (c.matmul_flops == 0 && c.other_flops == 0 && c.bytes == 0) {
-    r.kernels = 0;
-    return r;
-  }
   const double pm = m_hw.peak_matmul_flops.of(t), pv = m_hw.peak_vector_flops.of(t);
   if (c.matmul_flops > 0 && pm > 0) r.compute_s += double(c.matmul_flops) / pm;
   if (c.other_flops > 0 && pv > 0) r.compute_s += double(c.other_flops) / pv;
   if (c.bytes > 0 && m_hw.memory_bandwidth_bytes_s > 0) r.memory_s = double(c.bytes) / m_hw.memory_bandwidth_bytes_s;
   r.roofline_s = std::max(r.compute_s, r.memory_s);
+  r.time_s = r.roofline_s;
+  r.isolated_s = r.roofline_s;
+  return r;
+}
+
+op_time cost_model::backward_time_of(const op_cost& forward, const op_cost& backward, const op_shape& s,
+                                     dtype t) const {
+  if (backward.op != modsim::op::lm_head) return backward_impl(forward, backward, s, t);
+  const op_cost loss = ops::lm_head_loss(s);
+  op_cost rest = backward;
+  rest.other_flops -= loss.other_flops;
+  rest.bytes -= loss.bytes;
+  op_time r = backward_impl(forward, rest, s, t);
+  const op_time l = roofline_of(loss, t);  // one kernel
+  r.other_flops = backward.other_flops;
+  r.bytes = backward.bytes;
+  r.compute_s += l.compute_s;
+  r.memory_s += l.memory_s;
+  r.roofline_s += l.roofline_s;
+  r.time_s += l.time_s;
+  r.isolated_s += l.isolated_s;
+  r.kernels += l.kernels;
+  return r;
+}
+
+op_time cost_model::backward_impl(const op_cost& forward, const op_cost& backward, const op_shape& s,
+                                  dtype t) const {
+  const op_time f = time_impl(forward, s, t);
+  const bool fused = m_attention == attention_impl::fused && is_attention_op(backward.op);
+  op_cost c = backward;
+  if (fused) c = backward.op == modsim::op::attn_scores ? fused_attention_backward(s) : op_cost{backward.op, 0, 0, 0};
+  op_time r = roofline_of(c, t);
+  r.time_s = 0;
+  r.isolated_s = 0;
+  if (c.matmul_flops == 0 && c.other_flops == 0 && c.bytes == 0) {
+    r.kernels = 0;
+    return r;
+  }
   r.waves = c.matmul_flops > 0 ? f.waves : 1.0;
   const double quantised = std::max(r.compute_s * r.waves, r.memory_s);
   r.time_s = quantised;

@@ -199,6 +199,9 @@ class cost_model {
   // With a backward fit in the calibration (calibration::backward, fitted by `modsim calibrate` on
   // measured training rows) for dtype `t`, a calibrated backward is that rule's time × the fitted
   // factor of its class (backward_class_of) and op_time::backward_fitted says so.
+  // The LM head's backward begins with the cross-entropy loss (ops::lm_head_loss), a kernel of
+  // its own: its datasheet roofline, calibrated or not (no row measures it), and one launch,
+  // added to the projection's and final norm's backward priced as above.
   op_time backward_time_of(const op_cost& forward, const op_cost& backward, const op_shape& s, dtype t) const;
   // The forward `forward` (an op of a layer at shape `s`), its backward `backward` and what
   // recomputation `r` runs again: the forward once more under `full`, attn_scores and
@@ -238,6 +241,9 @@ class cost_model {
  private:
   template <class Shape>
   op_time time_impl(const op_cost& c, const Shape& s, dtype t) const;
+  // The datasheet roofline of `c` without wave quantisation (a memory-bound kernel).
+  op_time roofline_of(const op_cost& c, dtype t) const;
+  op_time backward_impl(const op_cost& forward, const op_cost& backward, const op_shape& s, dtype t) const;
 
   hardware_spec m_hw;
   std::shared_ptr<const sim::calibration> m_cal;  // null when uncalibrated

@@ -77,7 +77,12 @@
 //                a skipped token's gradient passes straight through (in place: 0)
 //   expert_router 4·T·d·(E+N) | 10·T·(E+N) | 2e(T·d + d(E+N) + T(E+N))
 //   experts      2 × forward matmul and other | e(2·E·w·d·F + 3·M·d + 2·T·d)
-//   lm_head      4·B·S·d·V | 8·B·S·d | e(2·B·S·d + 2·d·V + 2·B·S·V) + e(4·B·S·d + 2·d)
+//   lm_head      4·B·S·d·V | 8·B·S·d + 7·B·S·V + 2·B·S | e(2·B·S·d + 2·d·V + 2·B·S·V) + e(4·B·S·d + 2·d)
+//                + 2e·B·S·V: first the cross-entropy loss and its gradient in one fused pass over
+//                the B·S·V logits (read them, write dL/dlogits in their place): per logit 7
+//                FLOPs (the row's max, subtract it, exp, sum; subtract the log-sum-exp, exp,
+//                scale by 1/(B·S)), per row 2 (the log of the sum, the target's −1); then the
+//                projection's dgrad and wgrad and the final norm's backward
 // Recomputation (workload::recompute) adds, per layer op:
 //   none       nothing, except with fused attention (attention_impl::fused, a FlashAttention-
 //              style kernel that keeps no probabilities): attn_scores' matmul FLOPs once more
@@ -235,10 +240,19 @@ namespace ops {
 // The backward of op `o` at shape `s` (the table above); 0 FLOPs and bytes for topk. Throws
 // modsim::error (bad_input) for a whole block or a decode step.
 op_cost backward_of(modsim::op o, const op_shape& s);
+// The cross-entropy loss and its gradient that begin the LM head's backward at shape `s` (a
+// part of backward_of(lm_head, s): 7·B·S·V + 2·B·S FLOPs, 2e·B·S·V bytes; op lm_head). The cost
+// model prices it as a kernel of its own.
+op_cost lm_head_loss(const op_shape& s);
 // What recomputation `r` runs again for op `o` of a layer at shape `s`, with attention `a`
 // (the table above).
 op_cost recompute_of(modsim::op o, const op_shape& s, recompute_mode r, attention_impl a);
 }  // namespace ops
+
+// The cross-entropy loss and its gradient, at the head of the LM head's backward (see above):
+// FLOPs per logit and per row (a token).
+inline constexpr std::int64_t k_loss_flops_per_logit = 7;
+inline constexpr std::int64_t k_loss_flops_per_row = 2;
 
 // One AdamW step over `params` parameters whose weights are `elem_bytes` bytes (see above).
 struct optimizer_cost {

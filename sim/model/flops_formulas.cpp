@@ -287,11 +287,20 @@ cost<C> b_scatter(const dims<C>& x) {
   const C Bk = x.T();
   return {C(0), C(3) * Bk * x.d, C(4) * Bk + x.e * (C(3) * Bk * x.d + C(2) * Bk)};
 }
+// The cross-entropy loss and its gradient, one fused pass over the logits (flops.hpp:
+// k_loss_flops_per_logit, k_loss_flops_per_row): read them, write dL/dlogits in their place.
+cost<C> b_loss(const dims<C>& x) {
+  const C BS = x.B * x.S;
+  const C logits = BS * x.V;
+  return {C(0), C(k_loss_flops_per_logit) * logits + C(k_loss_flops_per_row) * BS, C(2) * x.e * logits};
+}
+// The LM head's backward: the loss, then the projection's dgrad and wgrad and the final norm's.
 cost<C> b_lm_head(const dims<C>& x) {
   const C BS = x.B * x.S;
-  return {
-      C(4) * BS * x.d * x.V, C(8) * BS * x.d,
-      x.e * (C(2) * BS * x.d + C(2) * x.w * x.d * x.V + C(2) * BS * x.V) + x.e * (C(4) * BS * x.d + C(2) * x.w * x.d)};
+  const cost<C> loss = b_loss(x);
+  return {C(4) * BS * x.d * x.V, C(8) * BS * x.d + loss.other,
+          x.e * (C(2) * BS * x.d + C(2) * x.w * x.d * x.V + C(2) * BS * x.V) + x.e * (C(4) * BS * x.d + C(2) * x.w * x.d) +
+              loss.bytes};
 }
 
 op_cost twice(op_cost c) {
@@ -303,6 +312,8 @@ op_cost twice(op_cost c) {
 }  // namespace
 
 namespace ops {
+
+op_cost lm_head_loss(const op_shape& s) { return finish(modsim::op::lm_head, b_loss(dims_of(s))); }
 
 op_cost backward_of(modsim::op o, const op_shape& s) {
   using enum modsim::op;

@@ -172,5 +172,23 @@ TEST(FlopsBackward, AdamwMovesTwentyEightBytesPerParameter) {
   EXPECT_EQ(r.totals.bytes - bytes, 28 * parameter_count(small_dense()));
 }
 
+TEST(FlopsBackward, TheLmHeadsBackwardBeginsWithTheLossOverEveryLogit) {
+  const flops_report r = evaluate_flops(small_dense(), train_load());
+  // B·S = 32 tokens, d = 64, V = 100, fp32 (e = w = 4).
+  // Matmul: dgrad (32×100)(100×64) and wgrad (64×32)(32×100) = 2 · 2·32·64·100.
+  EXPECT_EQ(r.lm_head_backward.matmul_flops, 2 * (2 * 32 * 64 * 100));
+  // Other: the final norm's backward 8·32·64; the loss 7 per logit (max, subtract, exp, sum;
+  // subtract the log-sum-exp, exp, scale) over 32·100 logits and 2 per token (log, the target's
+  // -1).
+  EXPECT_EQ(r.lm_head_backward.other_flops, 8 * 32 * 64 + 7 * 32 * 100 + 2 * 32);
+  // Bytes: the GEMMs read x, W and dlogits twice (2·(32·64 + 64·100 + 32·100) · 4); the norm
+  // reads x, dy, the residual's gradient, writes dx (4·32·64 · 4) and reads g, writes dg
+  // (2·64 · 4); the loss reads the logits and writes their gradient in place (2·32·100 · 4).
+  EXPECT_EQ(r.lm_head_backward.bytes,
+            2 * (32 * 64 + 64 * 100 + 32 * 100) * 4 + (4 * 32 * 64 + 2 * 64) * 4 + 2 * 32 * 100 * 4);
+  // The forward is inference's: no loss.
+  EXPECT_EQ(r.lm_head_forward.other_flops, 4 * 32 * 64);
+}
+
 }  // namespace
 }  // namespace modsim::sim

@@ -108,6 +108,21 @@ TEST(Predict, TrainPricesEachBackwardFromItsBytesAndAddsTheOptimizer) {
   EXPECT_GT(t.total_s(), f.total_s() + t.model.optimizer.time_s);
 }
 
+// The LM head's backward begins with the loss, a memory-bound kernel of its own that the
+// projection's compute does not hide. tiny() at B=1, S=8 (8 tokens, V = 100, d = 64, fp32) on
+// round_cpu with a 1 GFLOP/s matmul: the projection's dgrad and wgrad 4·8·64·100 = 204800
+// FLOPs -> 2.048e-4 s, the final norm's 8·8·64 = 4096 at 10 GFLOP/s -> 4.096e-7 s; their bytes
+// 4·(2·8·64 + 2·64·100 + 2·8·100) + 4·(4·8·64 + 2·64) = 70400 -> 7.04e-6 s, below: 2.052096e-4 s.
+// The loss: 7·800 + 2·8 = 5616 FLOPs (5.616e-7 s), 2·4·800 = 6400 bytes (6.4e-7 s): 6.4e-7 s.
+// One roofline over both would have hidden the loss's bytes: 2.057712e-4 s.
+TEST(Predict, TheLossIsAKernelOfItsOwnAtTheHeadOfTheLmHeadsBackward) {
+  hardware_spec hw = round_cpu();
+  hw.peak_matmul_flops = {1e9, 1e9, 1e9};
+  const prediction t = predict(tiny(), load(1, 8, run_mode::train), cost_model(hw));
+  EXPECT_NEAR(t.model.lm_head.backward_s, 2.052096e-4 + 6.4e-7, 1e-15);
+  EXPECT_EQ(t.model.lm_head.bytes, 4 * (8 * 64 + 64 * 100 + 8 * 100) + 70400 + 6400);
+}
+
 // The FLOPs given are the ones timed and reported: none is evaluated again. tiny() at B=1, S=8
 // with its qkv_proj's bytes doubled (57344 -> 114688, by hand above) is bandwidth-bound at 10 GB/s:
 // 1.14688e-5 s; the lm_head given 61696 bytes: 6.1696e-6 s. The baseline's report is untouched.
