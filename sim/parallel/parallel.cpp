@@ -65,7 +65,9 @@ double expert_slots(const moe_spec& mo, double tokens, int noop_experts) {
 std::vector<layer_traffic> layer_traffic_of(const model_spec& m, const workload& w) {
   const flops_report f = evaluate_flops(m, w);
   const double e = dtype_bytes(w.type);
-  const int passes = w.run == run_mode::train ? 2 : 1;
+  // Training runs the forward and the backward; full recomputation runs each layer's forward,
+  // its all-reduces and all-to-alls included, once more in the backward.
+  const int passes = w.run != run_mode::train ? 1 : w.recompute == recompute_mode::full ? 3 : 2;
   std::vector<layer_traffic> out;
   const std::vector<layer_routing> routing = route_layers(m);
   for (const layer_flops& l : f.layers) {

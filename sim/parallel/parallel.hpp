@@ -57,9 +57,9 @@ struct layer_traffic {
   bool routed = false;             // MoD-routed (tokens = the routed ones)
   double tokens = 0;               // tokens the block computes, whole batch (expected in decode)
   double tp_allreduce_bytes = 0;   // one all-reduce's buffer: tokens · d_model · e
-  int tp_allreduces = 0;           // per step: 2 forward, 4 with the backward pass
+  int tp_allreduces = 0;           // per step: 2 forward, 4 with the backward pass, 6 recomputed (full)
   double ep_all_to_all_bytes = 0;  // one all-to-all's slots · d_model · e (0 without MoE)
-  int ep_all_to_alls = 0;          // per step: 2 forward (dispatch, combine), 4 training
+  int ep_all_to_alls = 0;          // per step: 2 forward (dispatch, combine), 4 training, 6 recomputed (full)
 };
 
 // The token-slots of `tokens` tokens that reach real experts (and move in an expert-parallel
