@@ -114,7 +114,7 @@ int cmd_report(const std::vector<std::string>& args) {
   for (const auto& name : model_names) in.models.push_back(load_model_arg(name, vm));
   const std::string hw_path = sim::resolve_config(vm["hardware"].as<std::string>(), "hardware");
   in.hardware = sim::load_hardware(hw_path);
-  in.load = workload_from(vm, sim::default_dtype(in.hardware));
+  in.load = workload_from(vm, sim::default_dtype(in.hardware), /*trains_anyway=*/true);
   if (in.load.run == sim::run_mode::decode)
     throw input_error("", "--mode", "the report describes forward or train passes (serving covers decode)");
   in.serving = !vm["no-serving"].as<bool>();

@@ -57,7 +57,7 @@ void add_routing_overrides(po::options_description& options) {
       "override routing.schedule: none | all | every_other | every_nth:N | i,j,k");
 }
 
-sim::workload workload_from(const po::variables_map& vm, sim::dtype default_dtype) {
+sim::workload workload_from(const po::variables_map& vm, sim::dtype default_dtype, bool trains_anyway) {
   sim::workload w;
   w.type = default_dtype;
   if (vm.count("workload"))
@@ -72,8 +72,11 @@ sim::workload workload_from(const po::variables_map& vm, sim::dtype default_dtyp
   }
   if (vm.count("mode")) w.run = sim::parse_run_mode(vm["mode"].as<std::string>(), "", "--mode");
   if (vm.count("dtype")) w.type = sim::parse_dtype(vm["dtype"].as<std::string>(), "", "--dtype");
-  if (vm.count("recompute"))
+  if (vm.count("recompute")) {
     w.recompute = sim::parse_recompute_mode(vm["recompute"].as<std::string>(), "", "--recompute");
+    if (w.run != sim::run_mode::train && !trains_anyway)
+      throw input_error("", "--recompute", "applies to --mode train only (a forward or decode step has no backward pass)");
+  }
   return w;
 }
 

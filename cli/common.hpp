@@ -38,8 +38,11 @@ void add_workload_options(po::options_description& options, const char* default_
 void add_routing_overrides(po::options_description& options);
 
 // The workload from --workload (if any) overridden by explicit flags. `default_dtype` is used
-// when neither gives one.
-sim::workload workload_from(const po::variables_map& vm, sim::dtype default_dtype = sim::dtype::bf16);
+// when neither gives one. A --recompute flag outside --mode train is refused (exit 2: nothing
+// recomputes in a forward or decode step) unless `trains_anyway` (the report, whose Training
+// section trains the workload whatever its mode).
+sim::workload workload_from(const po::variables_map& vm, sim::dtype default_dtype = sim::dtype::bf16,
+                            bool trains_anyway = false);
 
 // {"batch", "seq_len", "mode", "dtype"}: the workload as every command's JSON writes it.
 boost::json::object workload_json(const sim::workload& w);
