@@ -75,7 +75,8 @@ sim::workload workload_from(const po::variables_map& vm, sim::dtype default_dtyp
   if (vm.count("recompute")) {
     w.recompute = sim::parse_recompute_mode(vm["recompute"].as<std::string>(), "", "--recompute");
     if (w.run != sim::run_mode::train && !trains_anyway)
-      throw input_error("", "--recompute", "applies to --mode train only (a forward or decode step has no backward pass)");
+      throw input_error("", "--recompute",
+                        "applies to --mode train only (a forward or decode step has no backward pass)");
   }
   return w;
 }

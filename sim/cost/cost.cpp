@@ -275,8 +275,7 @@ op_time cost_model::backward_time_of(const op_cost& forward, const op_cost& back
   return r;
 }
 
-op_time cost_model::backward_impl(const op_cost& forward, const op_cost& backward, const op_shape& s,
-                                  dtype t) const {
+op_time cost_model::backward_impl(const op_cost& forward, const op_cost& backward, const op_shape& s, dtype t) const {
   const op_time f = time_impl(forward, s, t);
   const bool fused = m_attention == attention_impl::fused && is_attention_op(backward.op);
   op_cost c = backward;

@@ -299,8 +299,8 @@ cost<C> b_lm_head(const dims<C>& x) {
   const C BS = x.B * x.S;
   const cost<C> loss = b_loss(x);
   return {C(4) * BS * x.d * x.V, C(8) * BS * x.d + loss.other,
-          x.e * (C(2) * BS * x.d + C(2) * x.w * x.d * x.V + C(2) * BS * x.V) + x.e * (C(4) * BS * x.d + C(2) * x.w * x.d) +
-              loss.bytes};
+          x.e * (C(2) * BS * x.d + C(2) * x.w * x.d * x.V + C(2) * BS * x.V) +
+              x.e * (C(4) * BS * x.d + C(2) * x.w * x.d) + loss.bytes};
 }
 
 op_cost twice(op_cost c) {

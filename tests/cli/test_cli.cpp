@@ -1743,9 +1743,10 @@ TEST(Cli, FlopsTrainPrintsForwardBackwardOptimizerAndRecompute) {
   EXPECT_NE(bad.err.find("--recompute"), std::string::npos);
   // Outside training nothing is recomputed: the flag is refused, not ignored (the report's
   // Training section trains the workload whatever its mode, so it keeps the flag).
-  for (const char* cmd : {"flops dense-220m --recompute full", "predict dense-220m --hardware h100-sxm --recompute full",
-                          "predict dense-220m --hardware h100-sxm --mode decode --recompute selective",
-                          "simulate forward dense-220m --hardware h100-sxm --recompute full"}) {
+  for (const char* cmd :
+       {"flops dense-220m --recompute full", "predict dense-220m --hardware h100-sxm --recompute full",
+        "predict dense-220m --hardware h100-sxm --mode decode --recompute selective",
+        "simulate forward dense-220m --hardware h100-sxm --recompute full"}) {
     const result ignored = modsim(cmd);
     EXPECT_EQ(ignored.code, 2) << cmd;
     EXPECT_NE(ignored.err.find("--recompute: applies to --mode train only"), std::string::npos) << cmd << ignored.err;
