@@ -23,7 +23,10 @@
 #             peer_csv.py into peer-<gpu>-<date>.csv and <gpu>.md.
 #   train     `modsim profile --backend cuda --preset train` (one layer's forward + backward, bf16,
 #             72 points) into <gpu>-<date>-train.csv (at most MODSIM_TRAIN_PRESET_S, default 240 s;
-#             resumed from .gpu-pack/*-train.csv when carried; stopped cleanly with SIGINT).
+#             resumed from .gpu-pack/*-train.csv when carried; stopped cleanly with SIGINT); then
+#             the PyTorch training peer of the same layers (profiler/peer/mod_block_torch.py
+#             --train; at most MODSIM_TRAIN_PEER_S, default 120 s) joined by peer_csv.py --train
+#             into logs/train-peer/ and the summary.
 #   realistic configs/grids/realistic-gpu.json (96 out-of-family bf16 blocks of released models'
 #             layers) into <gpu>-<date>-realistic.csv (resumed from .gpu-pack/*-realistic.csv),
 #             then `modsim validate` of it against h100-sxm-calibrated into the summary.
@@ -274,6 +277,28 @@ run_train() {
   tail -n 3 "$logs/train-preset.log" >> "$summary"
   cp "${csv%.csv}.meta.json" "$logs/" 2>/dev/null
   [[ -f "$csv" ]] || rm -f "${csv%.csv}.meta.json"
+  run_train_peer "$csv"
+}
+
+# PyTorch's training step of the train preset's MHA gelu layers (d 1024 and 2048, 16 heads,
+# d_ff 4 d; dense and c = 1/8, 1/2; recompute none and full), eager and with SDPA forced to
+# cuDNN and FlashAttention, in the same run as modsim's rows, joined by peer_csv.py --train
+# into logs/train-peer/ (peer-train-<gpu>-<date>.csv, <gpu>-train.md; the table in the summary).
+run_train_peer() {
+  local csv=$1 limit=$(( $(left) - 20 ))
+  (( limit > ${MODSIM_TRAIN_PEER_S:-120} )) && limit=${MODSIM_TRAIN_PEER_S:-120}
+  if (( limit < 30 )); then say "train peer: no time left (${limit}s)"; return 0; fi
+  say "== train peer: PyTorch's training step of the same layers, ${limit}s at most"
+  PYTHONUNBUFFERED=1 timeout -s INT -k 10 "$limit" python3 profiler/peer/mod_block_torch.py --train \
+    --recompute none full --out "$logs/peer-torch-train.csv" --batch 1 4 --seq 1024 2048 --d-model 1024 2048 \
+    --heads 16 --capacities 0.125 0.5 --impls eager sdpa-cudnn sdpa-flash --warmup 3 --repeats 15 \
+    > "$logs/peer-torch-train.log" 2>&1
+  say "train peer torch: exit $? (130 or 124: stopped at the limit, its rows kept)"
+  [[ -s "$csv" && -s "$logs/peer-torch-train.csv" ]] || { say "train peer: nothing to join"; return 0; }
+  python3 profiler/peer/peer_csv.py --train --gpu "$gpu" --modsim "$csv" --torch "$logs/peer-torch-train.csv" \
+    --out-dir "$logs/train-peer" --date "$day" > "$logs/peer-csv-train.log" 2>&1
+  say "train peer csv: exit $? $(tr '\n' ' ' < "$logs/peer-csv-train.log")"
+  [[ -f "$logs/train-peer/$gpu-train.md" ]] && cat "$logs/train-peer/$gpu-train.md" >> "$summary"
 }
 
 # The out-of-family GPU grid (configs/grids/realistic-gpu.json: released models' layers, batches,

@@ -10,6 +10,14 @@ Writes one CSV row per (implementation, shape, capacity): the median seconds ove
 CUDA-event-timed repeats after warm-up, rotating several input tensors so a repeat does not
 time a warm L2.
 
+--train times one training step of the same layer instead, as modsim's block_dense_train and
+block_mod_train rows do (`modsim profile --preset train`): the forward and the backward from a
+fixed dL/dout (every weight's gradient, the router's, and dL/dx; no optimizer step), ops
+block_dense_train / block_mod_train with a `recompute` column: none, or full (the layer under
+torch.utils.checkpoint: its forward runs again in the backward, routing included). A forced SDPA
+backend covers the whole step (the backward, and full recomputation's second forward).
+--device cpu runs the same on the CPU (perf_counter timing; a check of the script, not a peer).
+
 Implementations (--impls):
   eager       the block above, as public implementations write it (impl torch-eager)
   compiled    the same under torch.compile (impl torch-compiled)
@@ -20,12 +28,14 @@ Implementations (--impls):
               PyTorch or GPU lacks is reported on stderr and skipped.
 """
 import argparse
+import contextlib
 import csv
 import math
 import os
 import statistics
 import sys
 import tempfile
+import time
 
 import torch
 import torch.nn as nn
@@ -150,14 +160,35 @@ def forced(fn, backend):
     return run
 
 
-def time_module(fn, inputs, warmup, repeats):
+def training_step(mod, recompute, dout):
+    """One training step of `mod` on x: forward (under checkpoint when recompute is full) and
+    backward from `dout`; gradients are dropped first, so each step allocates and writes them."""
+    from torch.utils.checkpoint import checkpoint
+
+    def run(x):
+        for p in mod.parameters():
+            p.grad = None
+        x.grad = None
+        out = checkpoint(mod, x, use_reentrant=False) if recompute == "full" else mod(x)
+        out.backward(dout)
+
+    return run
+
+
+def time_module(fn, inputs, warmup, repeats, cuda=True):
     for i in range(warmup):
         fn(inputs[i % len(inputs)])
-    torch.cuda.synchronize()
+    if cuda:
+        torch.cuda.synchronize()
     times = []
     for i in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         x = inputs[i % len(inputs)]
+        if not cuda:
+            t0 = time.perf_counter()
+            fn(x)
+            times.append(time.perf_counter() - t0)
+            continue
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         fn(x)
         end.record()
@@ -183,22 +214,56 @@ def main():
     p.add_argument("--impls", nargs="+", default=["eager"],
                    choices=["eager", "compiled", "sdpa-cudnn", "sdpa-flash", "sdpa-math"],
                    help="implementations to time (see above); default eager")
+    p.add_argument("--train", action="store_true",
+                   help="time one training step (forward + backward) per point, ops block_*_train")
+    p.add_argument("--recompute", nargs="+", choices=["none", "full"], default=["none"],
+                   help="with --train: activation recomputation (default none)")
+    p.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
+                   help="cpu: run on the CPU (a check of the script; its times are no GPU peer)")
     a = p.parse_args()
-    if not torch.cuda.is_available():
+    cuda = a.device == "cuda"
+    if cuda and not torch.cuda.is_available():
         print("mod_block_torch: no CUDA device", file=sys.stderr)
         return 3
+    if a.recompute != ["none"] and not a.train:
+        print("mod_block_torch: --recompute applies to --train only", file=sys.stderr)
+        return 2
     dtype = torch.bfloat16 if a.dtype == "bf16" else torch.float32
     torch.backends.cuda.matmul.allow_tf32 = False
-    dev = torch.device("cuda")
+    dev = torch.device(a.device)
+    device_name = torch.cuda.get_device_name() if cuda else "cpu"
     impls = list(dict.fromkeys(a.impls + (["compiled"] if a.compile else [])))
+    recomputes = a.recompute if a.train else [None]
+    suffix = "_train" if a.train else ""
     rows = []
-    with torch.no_grad():
+    interrupted = False
+    try:
+        measure(a, impls, recomputes, suffix, dtype, dev, device_name, cuda, rows)
+    except KeyboardInterrupt:  # SIGINT (timeout -s INT): keep what was timed
+        interrupted = True
+        print(f"mod_block_torch: interrupted after {len(rows)} rows", file=sys.stderr)
+    if not rows:
+        print("mod_block_torch: nothing was timed", file=sys.stderr)
+        return 130 if interrupted else 1
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(a.out)) or ".", suffix=".tmp")
+    with os.fdopen(fd, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+    os.replace(tmp, a.out)
+    return 130 if interrupted else 0
+
+
+def measure(a, impls, recomputes, suffix, dtype, dev, device_name, cuda, rows):
+    """Times every point of `a`'s grid, appending one row each to `rows`."""
+    with contextlib.nullcontext() if a.train else torch.no_grad():
         for b in a.batch:
             for s in a.seq:
                 for d in a.d_model:
                     f = a.ff_mult * d
                     torch.manual_seed(0)
-                    inputs = [torch.randn(b, s, d, device=dev, dtype=dtype) for _ in range(4)]
+                    inputs = [torch.randn(b, s, d, device=dev, dtype=dtype, requires_grad=a.train) for _ in range(4)]
+                    dout = torch.randn(b, s, d, device=dev, dtype=dtype) if a.train else None
                     shapes = [("block_dense", 1.0)] + [("block_mod", c) for c in a.capacities]
                     for impl in impls:
                         lean = impl.startswith("sdpa-")
@@ -207,40 +272,33 @@ def main():
                             print(f"mod_block_torch: {impl}: this PyTorch has no such SDPA backend; skipped",
                                   file=sys.stderr)
                             continue
-                        for op, c in shapes:
+                        for (op, c), recompute in [(sh, r) for sh in shapes for r in recomputes]:
                             torch.manual_seed(1)
                             if op == "block_dense":
                                 mod = (LeanBlock if lean else Block)(d, a.heads, f).to(dev, dtype)
                             else:
                                 mod = (LeanMoDBlock if lean else MoDBlock)(d, a.heads, f, c).to(dev, dtype)
-                            fn = mod
-                            if impl == "compiled":
-                                fn = torch.compile(mod)
-                            elif lean:
-                                fn = forced(mod, backend)
+                            fn = torch.compile(mod) if impl == "compiled" else mod
+                            if a.train:
+                                fn = training_step(fn, recompute, dout)
+                            if lean:
+                                fn = forced(fn, backend)
                             try:
-                                med, p10, p90 = time_module(fn, inputs, a.warmup, a.repeats)
+                                med, p10, p90 = time_module(fn, inputs, a.warmup, a.repeats, cuda)
                             except RuntimeError as e:  # e.g. a forced SDPA backend that cannot run this case
-                                print(f"mod_block_torch: {impl} {op} c={c:g}: {str(e).splitlines()[0]}; skipped",
-                                      file=sys.stderr)
+                                print(f"mod_block_torch: {impl} {op}{suffix} c={c:g}: {str(e).splitlines()[0]}; "
+                                      "skipped", file=sys.stderr)
                                 continue
-                            rows.append(dict(impl=f"torch-{impl}", op=op, dtype=a.dtype, batch=b, seq_len=s,
-                                             d_model=d, n_heads=a.heads, d_ff=f, capacity=c, median_s=med,
-                                             p10_s=p10, p90_s=p90, samples=a.repeats,
-                                             device=torch.cuda.get_device_name(), torch=torch.__version__))
-                            print(f"{impl:10s} {op:11s} B={b} S={s} d={d} c={c:<6g} {med * 1e3:9.3f} ms",
-                                  file=sys.stderr)
+                            row = dict(impl=f"torch-{impl}", op=op + suffix, dtype=a.dtype, batch=b, seq_len=s,
+                                       d_model=d, n_heads=a.heads, d_ff=f, capacity=c, median_s=med,
+                                       p10_s=p10, p90_s=p90, samples=a.repeats, device=device_name,
+                                       torch=torch.__version__)
+                            if a.train:
+                                row["recompute"] = recompute
+                            rows.append(row)
+                            print(f"{impl:10s} {op + suffix:17s} B={b} S={s} d={d} c={c:<6g}"
+                                  f"{' ' + recompute if recompute else ''} {med * 1e3:9.3f} ms", file=sys.stderr)
                             del fn, mod
-    if not rows:
-        print("mod_block_torch: nothing was timed", file=sys.stderr)
-        return 1
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(a.out)) or ".", suffix=".tmp")
-    with os.fdopen(fd, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0].keys()))
-        w.writeheader()
-        w.writerows(rows)
-    os.replace(tmp, a.out)
-    return 0
 
 
 if __name__ == "__main__":

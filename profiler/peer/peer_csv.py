@@ -11,6 +11,11 @@ Inputs (both from the same run on the same GPU):
                   decode_routing (sync, pad, graph).
   --torch-decode FILE
                   profiler/peer/decode_torch.py's CSV (torch-decode-eager, torch-decode-graph).
+  --train         the block files hold training steps instead: modsim's train preset CSV
+                  (`modsim profile --backend cuda --preset train`: block_dense_train and
+                  block_mod_train rows) and mod_block_torch.py --train's, joined on the shape, the
+                  capacity and the recomputation; written to peer-train-<gpu>-<date>.csv (the
+                  columns below and recompute) and <gpu>-train.md.
   Either pair may be left out (not both). decode_step rows join on the same columns: seq_len is
   the cached context, capacity the model's routed fraction (1 for a dense model). The CSV's
   modsim-cuda decode_step rows are those of one routing (--decode-routing, default graph: the
@@ -105,6 +110,8 @@ def main():
     p.add_argument("--date", default=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"))
     p.add_argument("--attention", default="unfused", choices=["unfused", "fused"],
                    help="which of modsim's attention implementations its rows are taken from")
+    p.add_argument("--train", action="store_true",
+                   help="--modsim and --torch hold training steps (block_*_train rows, joined with recompute)")
     a = p.parse_args()
     if bool(a.modsim) != bool(a.torch) or bool(a.modsim_decode) != bool(a.torch_decode):
         print("peer_csv: give --modsim with --torch and --modsim-decode with --torch-decode", file=sys.stderr)
@@ -118,10 +125,13 @@ def main():
             return 1
 
     torch_rows, modsim_rows, decode_all = [], [], []
+    columns = COLUMNS + (["recompute"] if a.train else [])
+    block_ops = ("block_dense_train", "block_mod_train") if a.train else ("block_dense", "block_mod")
     if a.modsim:
-        torch_rows = read(a.torch)
-        modsim_rows = [r for r in read(a.modsim) if r["op"] in ("block_dense", "block_mod")
-                       and r.get("timing", "isolated") == "isolated" and r.get("attention", "unfused") == a.attention]
+        torch_rows = [r for r in read(a.torch) if r["op"] in block_ops]
+        # modsim's training layer runs unfused attention whatever --attention says.
+        modsim_rows = [r for r in read(a.modsim) if r["op"] in block_ops and r.get("timing", "isolated") == "isolated"
+                       and (a.train or r.get("attention", "unfused") == a.attention)]
         if not torch_rows or not modsim_rows:
             print("peer_csv: no block rows to join (torch: %d, modsim: %d)" % (len(torch_rows), len(modsim_rows)),
                   file=sys.stderr)
@@ -148,9 +158,9 @@ def main():
 
     out = []
     for r in modsim_rows:
-        out.append(dict(impl="modsim-cuda", **{k: r[k] for k in COLUMNS[1:]}))
+        out.append(dict(impl="modsim-cuda", **{k: r[k] for k in columns[1:]}))
     for r in torch_rows:
-        out.append({k: r[k] for k in COLUMNS})
+        out.append({k: r[k] for k in columns})
     decode_out = [dict(impl="modsim-cuda", **{k: r[k] for k in COLUMNS[1:]}) for r in decode_all
                   if r.get("decode_routing", "sync") == a.decode_routing]
     decode_out += [{k: r[k] for k in COLUMNS} for r in torch_decode]
@@ -163,26 +173,30 @@ def main():
         r["capacity"] = capacity_text(r["capacity"])
         r["median_s"] = "%.9g" % float(r["median_s"])
     os.makedirs(a.out_dir, exist_ok=True)
-    csv_path = os.path.join(a.out_dir, f"peer-{slug}-{a.date}.csv")
-    lines = [",".join(COLUMNS)] + [",".join(str(r[k]) for k in COLUMNS) for r in out]
+    train = "train-" if a.train else ""
+    csv_path = os.path.join(a.out_dir, f"peer-{train}{slug}-{a.date}.csv")
+    lines = [",".join(columns)] + [",".join(str(r.get(k, "")) for k in columns) for r in out]
     write_atomically(csv_path, "\n".join(lines) + "\n")
 
-    # The table: one column per (op, capacity) of the modsim rows, one line per impl.
+    # The table: one column per (op, capacity[, recompute]) of the modsim rows, one line per impl.
     def col(r):
-        return "dense" if r["op"] == "block_dense" else "c=" + r["capacity"]
+        c = "dense" if r["op"].startswith("block_dense") else "c=" + r["capacity"]
+        return c + (" " + r["recompute"] if a.train else "")
 
     block_out = [r for r in out if r["op"] != "decode_step"]
     shapes = sorted({tuple(r[k] for k in SHAPE) for r in block_out})
-    what = " and ".join(w for w, rows in (("MoD block", block_out), ("decode step", decode_md)) if rows)
+    what = " and ".join(w for w, rows in (("MoD layer's training step" if a.train else "MoD block", block_out),
+                                          ("decode step", decode_md)) if rows)
     md = [f"# modsim's CUDA {what} against PyTorch on one {gpu_name} ({a.date})", "",
           f"All rows from one run on one GPU: `{os.path.basename(csv_path)}` (milliseconds, median of each "
-          "implementation's repeats)." + (f" modsim's attention: {a.attention}." if block_out else "") +
+          "implementation's repeats)." + (f" modsim's attention: {'unfused (its training layer)' if a.train else a.attention}." if block_out else "") +
           " Ratio: modsim-cuda's time over the fastest PyTorch implementation's at the same point (below 1: modsim "
           "faster).", ""]
     for shape in shapes:
         rows = [r for r in block_out if tuple(r[k] for k in SHAPE) == shape]
         cols = []
-        for r in sorted(rows, key=lambda r: (r["op"] != "block_dense", float(r["capacity"]))):
+        for r in sorted(rows, key=lambda r: (not r["op"].startswith("block_dense"), float(r["capacity"]),
+                                             r.get("recompute", "none") != "none")):
             if col(r) not in cols:
                 cols.append(col(r))
         impls = list(dict.fromkeys(r["impl"] for r in rows))
@@ -206,7 +220,7 @@ def main():
         md.append("")
     if decode_md:
         md += decode_table(decode_md, a.decode_routing)
-    md_path = os.path.join(a.out_dir, f"{slug}.md")
+    md_path = os.path.join(a.out_dir, f"{slug}{'-train' if a.train else ''}.md")
     write_atomically(md_path, "\n".join(md))
     print(csv_path)
     print(md_path)
