@@ -94,7 +94,8 @@ training_section make_training(const sim::prediction& p, const sim::model_spec& 
       "model FLOPs = 3 x the forward pass's matmul FLOPs (2 per multiply-add, the full attention square, router and LM "
       "head included; recomputation not counted; docs/flops.md), not 6 x parameters x tokens (which gives MoD and its "
       "baseline the same FLOPs per token); MFU = model FLOPs / (step time x the peak matmul FLOP/s of " +
-      std::string(sim::to_string(p.load.type)) + ")";
+      std::string(sim::to_string(p.load.type)) + ")" +
+      (p.calibrated ? "" : "; on the datasheet roofline every GEMM runs at the peak, so the MFU is an upper bound");
   // Whether the calibration's backward fit (measured training rows) priced the backward ops.
   for (const auto& l : p.model.layers)
     for (const auto& o : l.ops) t.backward_fitted = t.backward_fitted || o.backward_fitted;

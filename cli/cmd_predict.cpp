@@ -511,10 +511,11 @@ train_pricing train_pricing_of(const analysis::analysis_result& a) {
                          "peak matmul FLOP/s of the dtype); one GPU holding the whole batch"}};
   t.line = fmt::format(
       "training step: forward {} ms + backward {} ms + recompute ({}) {} ms + optimizer {} ms; backward = {}; "
-      "attention backward = {}; optimizer = {}; MFU {:.1f}% (model FLOPs 3 x forward matmul / step time / peak); "
+      "attention backward = {}; optimizer = {}; MFU {:.1f}% (model FLOPs 3 x forward matmul / step time / peak{}); "
       "--batch is the global batch (each of --dp replicas runs batch / dp)",
       ms(m.forward_s), ms(m.backward_s), modsim::to_string(p.load.recompute), ms(m.recompute_s), ms(m.optimizer.time_s),
-      backward, attention, optimizer, 100 * mfu);
+      backward, attention, optimizer, 100 * mfu,
+      p.calibrated ? "" : "; an upper bound: the datasheet runs every GEMM at the peak");
   return t;
 }
 
