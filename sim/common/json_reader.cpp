@@ -198,6 +198,14 @@ std::optional<std::string> json_reader::opt_string(std::string_view key) {
   return string(*v, key);
 }
 
+std::optional<bool> json_reader::opt_bool(std::string_view key) {
+  const json::value* v = find(key);
+  if (!v || v->is_null()) return std::nullopt;
+  if (!v->is_bool())
+    throw input_error(m_file, key_path(key), std::string("expected true or false, got ") + json_type_name(*v));
+  return v->as_bool();
+}
+
 const json::array& json_reader::get_array(std::string_view key) {
   const json::value& v = require(key);
   if (!v.is_array())

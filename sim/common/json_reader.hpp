@@ -50,6 +50,7 @@ class json_reader {
   double get_non_negative(std::string_view key, double fallback);  // >= 0, optional
   std::string get_string(std::string_view key);
   std::optional<std::string> opt_string(std::string_view key);
+  std::optional<bool> opt_bool(std::string_view key);  // true or false; null counts as absent
   const boost::json::array& get_array(std::string_view key);
 
   // Rejects keys that no one read.

@@ -216,10 +216,12 @@ parallel_step build_parallel_step(const model_spec& model, const workload& w, co
   }
 
   // Gradient parameters per layer and outside the layers of one GPU's shard: the LM head's (and
-  // the final norm's) complete first on the last stage, the embedding's last on the first.
+  // the final norm's) complete first on the last stage, the embedding's last on the first. Tied
+  // on one stage, the LM head's weight is the embedding's: complete with it, last.
   const double e = static_cast<double>(dtype_bytes(w.type));
   const std::vector<std::int64_t> layer_params = layer_parameter_counts(shard);
-  const double head_params = double(head_parameter_count(shard));
+  const double head_params =
+      double(p == 1 && shard.tie_embeddings ? std::int64_t{shard.d_model} : head_parameter_count(shard));
   const double embedding_params = double(embedding_parameter_count(shard));
 
   const double send_bytes = double(mb.batch) * double(decode ? 1 : w.seq_len) * model.d_model * e;

@@ -135,6 +135,7 @@ model_spec parse_modsim_model(object_reader& r) {
   m.d_head = d_head.value_or(m.n_heads ? m.d_model / m.n_heads : 0);
   m.d_ff = r.get_int("d_ff", 1, 1 << 26);
   m.vocab_size = r.get_int("vocab_size", 1, 1 << 26);
+  m.tie_embeddings = r.opt_bool("tie_embeddings").value_or(false);
   if (auto mlp = r.opt_string("mlp")) m.mlp = parse_mlp(*mlp, r.file(), "mlp");
   if (const json::value* sw = r.find("sliding_window"); sw && !sw->is_null())
     m.sliding_window = r.integer(*sw, "sliding_window", 1, std::int64_t{1} << 40);
@@ -221,6 +222,8 @@ model_spec parse_hf_model(object_reader& r) {
   }
   m.d_ff = r.get_int("intermediate_size", 1, 1 << 26);
   m.vocab_size = r.get_int("vocab_size", 1, 1 << 26);
+  // Absent: untied, the default of the Llama, Mistral, Mixtral, Qwen2 and Phi configurations.
+  m.tie_embeddings = r.opt_bool("tie_word_embeddings").value_or(false);
   m.mlp = hf_mlp(r.opt_string("hidden_act").value_or("silu"), r.file(), "hidden_act", true);
   m.sliding_window = hf_sliding_window(r, m.n_layers);
   const json::value* experts = r.find("num_local_experts");
@@ -236,8 +239,8 @@ model_spec parse_hf_model(object_reader& r) {
 
 // A GPT-2 config.json (recognised by `n_embd`): n_embd, n_layer, n_head, n_inner (null or
 // absent: 4·n_embd), vocab_size, activation_function (gelu*), n_positions (checked, not
-// used). Multi-head attention, a gelu MLP; the learned position embeddings, the biases and the
-// tied LM head are not modelled, as for other HF configs.
+// used), tie_word_embeddings (absent: tied, as GPT-2 is). Multi-head attention, a gelu MLP; the
+// learned position embeddings and the biases are not modelled, as for other HF configs.
 model_spec parse_gpt2_model(object_reader& r) {
   model_spec m;
   m.source_file = r.file();
@@ -256,6 +259,7 @@ model_spec parse_gpt2_model(object_reader& r) {
                                       : static_cast<int>(std::min<std::int64_t>(4 * std::int64_t{m.d_model}, 1 << 26));
   m.vocab_size = r.get_int("vocab_size", 1, 1 << 26);
   (void)r.opt_int("n_positions", 1, 1 << 30);
+  m.tie_embeddings = r.opt_bool("tie_word_embeddings").value_or(true);
   m.mlp = hf_mlp(r.opt_string("activation_function").value_or("gelu_new"), r.file(), "activation_function", false);
   return m;
 }

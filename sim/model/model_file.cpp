@@ -18,6 +18,7 @@ std::string model_to_json(const model_spec& m) {
   if (m.n_heads > 0 && (m.d_model % m.n_heads != 0 || m.d_head != m.d_model / m.n_heads)) o["d_head"] = m.d_head;
   o["d_ff"] = m.d_ff;
   o["vocab_size"] = m.vocab_size;
+  if (m.tie_embeddings) o["tie_embeddings"] = true;
   o["mlp"] = to_string(m.mlp);
   if (m.sliding_window > 0) o["sliding_window"] = m.sliding_window;
   if (m.routing) {

@@ -40,7 +40,8 @@ std::vector<std::int64_t> layer_parameter_counts(const model_spec& model) {
 std::int64_t outside_layer_parameter_count(const model_spec& model) {
   const checked d = model.d_model;
   const checked V = model.vocab_size;
-  return (V * d + V * d + d).v;  // embedding, lm head, final norm
+  // The embedding, the LM head (the embedding's own weight when tied), the final norm.
+  return (V * d + (model.tie_embeddings ? checked(0) : V * d) + d).v;
 }
 
 std::int64_t parameter_count(const model_spec& model) {

@@ -75,6 +75,9 @@ struct model_spec {
   int d_head = 0;  // d_model / n_heads unless given explicitly
   int d_ff = 0;
   int vocab_size = 0;
+  // The LM head's weight is the embedding's (JSON "tie_embeddings", HF "tie_word_embeddings"):
+  // counted once among the parameters, so in the weights, gradients and optimizer state.
+  bool tie_embeddings = false;
   mlp_kind mlp = mlp_kind::gelu;
   // Sliding-window attention (HF `sliding_window`, Mistral): each query attends to at most this
   // many keys (itself and the W - 1 before it) and a sequence's KV cache holds at most this many

@@ -189,6 +189,10 @@ std::int64_t head_parameter_count(const model_spec& model) {
 }
 
 std::int64_t stage_outside_parameter_count(const model_spec& model, int stage, int stages) {
+  // Tied on one stage, the LM head is the embedding (its final norm apart); over several stages
+  // the last keeps a copy of it, as Megatron-LM does (the two copies' gradient all-reduce
+  // between the first and the last stage is not priced).
+  if (stages == 1 && model.tie_embeddings) return embedding_parameter_count(model) + model.d_model;
   return (stage == 0 ? embedding_parameter_count(model) : 0) + (stage == stages - 1 ? head_parameter_count(model) : 0);
 }
 

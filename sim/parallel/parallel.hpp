@@ -95,7 +95,8 @@ stage_split balanced_split(const std::vector<double>& layer_s, double head_s, in
 // and the final norm's, which the last stage holds and whose gradients it completes first.
 std::int64_t embedding_parameter_count(const model_spec& model);
 std::int64_t head_parameter_count(const model_spec& model);
-// Those that stage `stage` of `stages` holds.
+// Those that stage `stage` of `stages` holds. Tied embeddings (model_spec::tie_embeddings): one
+// stage holds the matrix once; over several, the first and the last each hold it.
 std::int64_t stage_outside_parameter_count(const model_spec& model, int stage, int stages);
 // Every parameter stage `stage` holds: its layers' (first_layer[stage] up to the next stage's
 // first layer) and stage_outside_parameter_count. What its gradient all-reduce and its optimizer

@@ -1520,8 +1520,10 @@ TEST(Cli, ASlidingWindowCapsTheKeysOfFlopsPredictAndTheKvCache) {
 
 // A GPT-2 config.json reads: d 64, 2 layers, 4 heads, n_inner null → d_ff 4·64 = 256, gelu.
 // Parameters by hand: per layer 4·d² (QKV, out) + 2·d (norms) + 2·d·F (gelu MLP) = 16,384 + 128
-// + 32,768 = 49,280; two layers 98,560; + embedding and LM head 2·V·d = 12,800 + final norm 64:
-// 111,424. Heads written 4.0 read as 4; 4.5 is refused naming the file, the key and why.
+// + 32,768 = 49,280; two layers 98,560; + the embedding V·d = 6,400, which GPT-2's LM head shares
+// (tie_word_embeddings absent: tied), + final norm 64: 105,024; untied ("tie_word_embeddings":
+// false) the LM head's own 6,400 more: 111,424. Heads written 4.0 read as 4; 4.5 is refused
+// naming the file, the key and why.
 TEST(Cli, AGpt2ConfigAndIntegralFloatsRead) {
   const auto path = std::filesystem::temp_directory_path() / ("modsim_gpt2_" + std::to_string(::getpid()) + ".json");
   const auto write = [&](const std::string& heads) {
@@ -1532,8 +1534,8 @@ TEST(Cli, AGpt2ConfigAndIntegralFloatsRead) {
   write("4");
   const result r = modsim("flops '" + path.string() + "' --format json");
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(int_of(boost::json::parse(r.out).as_object(), "params"), 111424);
-  write("4.0");
+  EXPECT_EQ(int_of(boost::json::parse(r.out).as_object(), "params"), 105024);
+  write("4.0, \"tie_word_embeddings\": false");
   const result f = modsim("flops '" + path.string() + "' --format json");
   ASSERT_EQ(f.code, 0) << f.err;
   EXPECT_EQ(int_of(boost::json::parse(f.out).as_object(), "params"), 111424);

@@ -13,6 +13,7 @@
 
 #include "sim/model/config.hpp"
 #include "core/error.hpp"
+#include "sim/model/flops.hpp"
 
 using namespace modsim;
 using namespace modsim::sim;
@@ -453,6 +454,27 @@ TEST(Config, DefaultDtypeIsBf16OnAGpuAndFp32OnACpu) {
 }  // namespace
 }  // namespace modsim::sim
 
+// tie_word_embeddings (HF) and tie_embeddings (modsim): the LM head's weight is the embedding's,
+// counted once. The shipped Qwen2-0.5B: 151,936 · 896 = 136,134,656 parameters fewer than untied;
+// absent (Llama-3-8B) untied; not a boolean is refused naming the key.
+TEST(Config, TiedEmbeddingsCountTheMatrixOnce) {
+  const model_spec qwen = load_model(k_configs + "/hf/qwen2-0.5b.json");
+  EXPECT_TRUE(qwen.tie_embeddings);
+  model_spec untied = qwen;
+  untied.tie_embeddings = false;
+  EXPECT_EQ(parameter_count(untied) - parameter_count(qwen), std::int64_t{151936} * 896);
+  EXPECT_FALSE(load_model(k_configs + "/hf/llama-3-8b.json").tie_embeddings);
+  const model_spec m = parse_model(R"({"name": "t", "d_model": 64, "n_layers": 1, "n_heads": 4, "d_ff": 256,
+      "vocab_size": 100, "tie_embeddings": true})",
+                                   "t.json");
+  EXPECT_TRUE(m.tie_embeddings);
+  EXPECT_TRUE(parse_model(model_to_json(m), "round-trip.json").tie_embeddings);
+  EXPECT_NE(model_error(R"({"hidden_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4,
+      "intermediate_size": 256, "vocab_size": 100, "tie_word_embeddings": "yes"})")
+                .find("m.json: tie_word_embeddings: expected true or false, got a string"),
+            std::string::npos);
+}
+
 // GPT-2's config.json (huggingface.co/gpt2: n_embd 768, n_layer 12, n_head 12, n_inner null,
 // n_positions 1024, vocab_size 50257, gelu_new): 12 heads of 64, d_ff = 4·768 = 3072, gelu.
 TEST(Config, HuggingFaceGpt2Imports) {
@@ -470,6 +492,7 @@ TEST(Config, HuggingFaceGpt2Imports) {
   EXPECT_EQ(m.vocab_size, 50257);
   EXPECT_EQ(m.mlp, mlp_kind::gelu);
   EXPECT_FALSE(m.routing);
+  EXPECT_TRUE(m.tie_embeddings);  // GPT-2 ties its LM head to the embedding (the key absent)
   // n_inner given; a missing key and a non-gelu activation are named.
   EXPECT_EQ(
       parse_model(R"({"n_embd": 64, "n_layer": 2, "n_head": 4, "n_inner": 100, "vocab_size": 10})", "c.json").d_ff,

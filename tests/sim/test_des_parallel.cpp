@@ -250,6 +250,38 @@ TEST(DesParallel, DataParallelGradientsAllReduceAfterTheBackwardAndTheLastBucket
   EXPECT_NEAR(t.summary.devices[0].exposed_comm_s, ar, 1e-12);
 }
 
+// Tied embeddings: one stage holds the matrix once; two stages each hold it (the first as the
+// embedding, the last as the LM head). dense(4) as above with tie_embeddings: on one stage
+// 4 · 49,280 + 6,400 + 64 (final norm) = 203,584 weights (untied: 209,984), every one of them
+// in the gradient all-reduces once; on two, 104,960 and 105,024 as untied.
+TEST(DesParallel, TiedEmbeddingsAreOneMatrixOnOneStageAndACopyOnTheLast) {
+  device_model dev = plain_device();
+  dev.optimizer_time_of = [](const optimizer_cost& c) {
+    op_time t;
+    t.time_s = static_cast<double>(c.bytes) / 1e12;
+    t.bytes = c.bytes;
+    return t;
+  };
+  model_spec tied = dense(4);
+  tied.tie_embeddings = true;
+  EXPECT_EQ(parameter_count(tied), 4 * 49280 + 6400 + 64);
+  EXPECT_EQ(parameter_count(dense(4)), 4 * 49280 + 2 * 6400 + 64);
+  parallel_step_request one;
+  one.split.dp = 2;
+  const parallel_step a = build_parallel_step(tied, load(8, 32, run_mode::train), h100(true), dev, one);
+  EXPECT_EQ(bytes_of(a.kernels, step_op::optimizer), (std::vector<std::int64_t>{28 * (4 * 49280 + 6400 + 64)}));
+  std::int64_t reduced = 0;  // bf16 gradients: 2 bytes each
+  for (const kernel& x : a.kernels)
+    if (x.op == step_op::dp_all_reduce) reduced += x.bytes;
+  EXPECT_EQ(reduced, 2 * (4 * 49280 + 6400 + 64));
+  parallel_step_request two;
+  two.split.pp = 2;
+  two.split.dp = 2;
+  two.split.micro_batches = 2;
+  const parallel_step b = build_parallel_step(tied, load(8, 32, run_mode::train), h100(true), dev, two);
+  EXPECT_EQ(bytes_of(b.kernels, step_op::optimizer), (std::vector<std::int64_t>{28 * 104960, 28 * 105024}));
+}
+
 TEST(DesParallel, EachStageUpdatesItsOwnParametersOnceItsGradientsAreReduced) {
   // Two stages of two dense layers (49,280 weights each, above), two replicas. Stage 0 holds
   // the embedding (100 · 64 = 6,400), stage 1 the LM head and final norm (6,464): 104,960 and
