@@ -250,11 +250,8 @@ TEST(DesParallel, DataParallelGradientsAllReduceAfterTheBackwardAndTheLastBucket
   EXPECT_NEAR(t.summary.devices[0].exposed_comm_s, ar, 1e-12);
 }
 
-// Tied embeddings: one stage holds the matrix once; two stages each hold it (the first as the
-// embedding, the last as the LM head). dense(4) as above with tie_embeddings: on one stage
-// 4 · 49,280 + 6,400 + 64 (final norm) = 203,584 weights (untied: 209,984), every one of them
-// in the gradient all-reduces once; on two, 104,960 and 105,024 as untied.
-TEST(DesParallel, TiedEmbeddingsAreOneMatrixOnOneStageAndACopyOnTheLast) {
+// plain_device() whose optimizer step moves its bytes at 1 TB/s.
+device_model optimizer_at_1tb_s() {
   device_model dev = plain_device();
   dev.optimizer_time_of = [](const optimizer_cost& c) {
     op_time t;
@@ -262,6 +259,15 @@ TEST(DesParallel, TiedEmbeddingsAreOneMatrixOnOneStageAndACopyOnTheLast) {
     t.bytes = c.bytes;
     return t;
   };
+  return dev;
+}
+
+// Tied embeddings: one stage holds the matrix once; two stages each hold it (the first as the
+// embedding, the last as the LM head). dense(4) as above with tie_embeddings: on one stage
+// 4 · 49,280 + 6,400 + 64 (final norm) = 203,584 weights (untied: 209,984), every one of them
+// in the gradient all-reduces once; on two, 104,960 and 105,024 as untied.
+TEST(DesParallel, TiedEmbeddingsAreOneMatrixOnOneStageAndACopyOnTheLast) {
+  const device_model dev = optimizer_at_1tb_s();
   model_spec tied = dense(4);
   tied.tie_embeddings = true;
   EXPECT_EQ(parameter_count(tied), 4 * 49280 + 6400 + 64);
@@ -287,13 +293,7 @@ TEST(DesParallel, EachStageUpdatesItsOwnParametersOnceItsGradientsAreReduced) {
   // the embedding (100 · 64 = 6,400), stage 1 the LM head and final norm (6,464): 104,960 and
   // 105,024 weights, 28 bytes each for AdamW in bf16 (weights, gradients, two fp32 moments, an
   // fp32 master copy): 2,938,880 and 2,940,672 bytes, at 1 TB/s in this device's optimizer.
-  device_model dev = plain_device();
-  dev.optimizer_time_of = [](const optimizer_cost& c) {
-    op_time t;
-    t.time_s = static_cast<double>(c.bytes) / 1e12;
-    t.bytes = c.bytes;
-    return t;
-  };
+  const device_model dev = optimizer_at_1tb_s();
   parallel_step_request r;
   r.split.pp = 2;
   r.split.dp = 2;
