@@ -131,10 +131,11 @@ output output_of(const analysis::analysis_result& a) {
   const bool decode = r.load.run == sim::run_mode::decode;
   output o;
   o.json = flops_json(r);
-  o.head.push_back(fmt::format("{}: {}, batch {}, {} {}, {}; {:.1f} M parameters",
+  o.head.push_back(fmt::format("{}: {}, batch {}, {} {}, {}; {:.1f} M parameters{}",
                                r.model_name.empty() ? "model" : r.model_name, sim::to_string(r.load.run), r.load.batch,
                                decode ? "context" : "seq", r.load.seq_len, sim::to_string(r.load.type),
-                               static_cast<double>(r.params) / 1e6));
+                               static_cast<double>(r.params) / 1e6,
+                               a.config.model.tie_embeddings ? " (the LM head's weight is the embedding's)" : ""));
   o.head.push_back(
       "matmul GFLOP: 2 FLOPs per multiply-add, full attention square; other = elementwise; vs dense = matmul FLOPs / "
       "the same layer without routing");

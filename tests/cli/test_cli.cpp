@@ -1535,6 +1535,9 @@ TEST(Cli, AGpt2ConfigAndIntegralFloatsRead) {
   const result r = modsim("flops '" + path.string() + "' --format json");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(int_of(boost::json::parse(r.out).as_object(), "params"), 105024);
+  EXPECT_NE(
+      modsim("flops '" + path.string() + "'").out.find("0.1 M parameters (the LM head's weight is the embedding's)"),
+      std::string::npos);
   write("4.0, \"tie_word_embeddings\": false");
   const result f = modsim("flops '" + path.string() + "' --format json");
   ASSERT_EQ(f.code, 0) << f.err;
