@@ -25,6 +25,8 @@ bool used_by(const sim::calibration& c, const sim::measured_sample& s) {
   if (s.is_decode()) return c.decode_for(s.type) != nullptr;
   if (modsim::is_train(s.op))
     return c.backward && std::binary_search(c.backward->keys.begin(), c.backward->keys.end(), s.key);
+  if (modsim::is_optimizer(s.op))
+    return c.optimizer && std::binary_search(c.optimizer->keys.begin(), c.optimizer->keys.end(), s.key);
   if (c.kernels) return true;
   return s.is_block() ? c.launch_blocks > 0 : c.curve(s.op, s.type) != nullptr;
 }
@@ -45,7 +47,7 @@ void count_used_rows(sim::calibration& c, const std::vector<sim::measured_sample
 // Records how calibration `c` of `hw` predicts the held-out rows (calibration::holdout).
 // Throws bad_input for a row of another device or backend, or rows without a block.
 void check_on_holdout(const sim::hardware_spec& hw, sim::calibration& c, const measured_rows& held) {
-  std::vector<sim::measured_sample> samples, train;
+  std::vector<sim::measured_sample> samples, train, optimizer;
   std::vector<std::string> files;
   for (const auto& src : held.sources) files.push_back(src.file);
   for (const auto& p : held.points) {
@@ -56,6 +58,7 @@ void check_on_holdout(const sim::hardware_spec& hw, sim::calibration& c, const m
                               p.where, p.device, to_string(p.backend), c.device, to_string(c.backend)));
     if (p.is_block() || p.is_decode()) samples.push_back(sim::with_costs(p));
     if (modsim::is_train(p.op)) train.push_back(sim::with_costs(p));
+    if (modsim::is_optimizer(p.op)) optimizer.push_back(sim::with_costs(p));
   }
   const sim::cost_model model = sim::with_calibration(hw, c);
   // Training rows: the backward fit's own check (the forward blocks' summary and bands stay
@@ -69,11 +72,22 @@ void check_on_holdout(const sim::hardware_spec& hw, sim::calibration& c, const m
     c.backward->holdout_median_abs_pct_error = v.median_abs_pct_error;
     c.backward->holdout_p90_abs_pct_error = v.p90_abs_pct_error;
   }
+  // adamw rows: the optimizer fit's own check.
+  if (c.optimizer && !optimizer.empty()) {
+    std::vector<double> errors;
+    for (const auto& s : optimizer)
+      if (s.type == c.optimizer->type) errors.push_back(sim::validate_sample(s, model).error_pct);
+    const sim::validation_summary v = sim::summarize_errors(errors);
+    c.optimizer->holdout_rows = v.points;
+    c.optimizer->holdout_median_abs_pct_error = v.median_abs_pct_error;
+    c.optimizer->holdout_p90_abs_pct_error = v.p90_abs_pct_error;
+  }
   const std::vector<sim::validation_point> points = sim::validate_blocks(samples, model);
   if (points.empty()) {
-    if (!train.empty()) return;  // training rows only: checked above, no forward band to set
-    throw error(error_kind::bad_input, fmt::format("{}: --holdout holds no block, decode or training row to check "
-                                                   "the calibration on",
+    // Training or optimizer rows only: checked above, no forward band to set.
+    if (!train.empty() || !optimizer.empty()) return;
+    throw error(error_kind::bad_input, fmt::format("{}: --holdout holds no block, decode, training or adamw row to "
+                                                   "check the calibration on",
                                                    files.front()));
   }
   c.holdout = sim::summarize_holdout(c, points, std::move(files));
@@ -99,13 +113,13 @@ calibrated calibrate_from(const sim::hardware_spec& hw, const std::vector<sim::m
                                            options.date.empty() ? sim::utc_now_iso8601() : options.date, options.fit);
     count_used_rows(out.calibration, samples);
   }
-  // The calibration's bands are the forward blocks' and decode rows': its training rows have
-  // their own check (backward_fit's cv and holdout), so they stay out of the cross-validation and
-  // the coverage it records. A cross-validation alone (`modsim validate --cv`) scores them too.
+  // The calibration's bands are the forward blocks' and decode rows': its training and adamw rows
+  // have their own checks (backward_fit's and optimizer_fit's cv and holdout), so they stay out of the cross-validation
+  // and the coverage it records. A cross-validation alone (`modsim validate --cv`) scores them too.
   std::vector<sim::measured_sample> forward;
   if (options.fit_all)
     for (const auto& s : samples)
-      if (!modsim::is_train(s.op)) forward.push_back(s);
+      if (!modsim::needs_training_state(s.op)) forward.push_back(s);
   const std::vector<sim::measured_sample>& banded = options.fit_all ? forward : samples;
   if (options.folds != 0) {
     say(options, fmt::format("{}-fold cross-validation by shape for the expected error ...", options.folds));

@@ -116,9 +116,11 @@ training_section make_training(const sim::prediction& p, const sim::model_spec& 
                              ? "one fused kernel that recomputes the scores: 5 matmuls where the forward kernel runs 2 "
                                "(2.5 x)"
                              : "4 matmuls reading the stored probabilities, and the softmax backward";
-  t.optimizer = fmt::format(
-      "AdamW, {} bytes per parameter (weights, gradients, two fp32 moments{}), memory-bound on the datasheet roofline",
-      p.model.optimizer_bytes_per_param, p.load.type == sim::dtype::fp32 ? "" : ", an fp32 master copy");
+  t.optimizer_fitted = p.fitted_optimizer.has_value();
+  t.optimizer =
+      fmt::format("AdamW, {} bytes per parameter (weights, gradients, two fp32 moments{}), memory-bound {}",
+                  p.model.optimizer_bytes_per_param, p.load.type == sim::dtype::fp32 ? "" : ", an fp32 master copy",
+                  sim::optimizer_pricing(p.fitted_optimizer ? &*p.fitted_optimizer : nullptr));
   t.memory_scope = "one GPU holding the whole batch (a lower bound)";
   return t;
 }

@@ -86,6 +86,8 @@ struct training_section {
   std::string flop_convention, backward, attention_backward, optimizer, memory_scope;
   // The backward priced by the calibration's backward fit (sim::prediction::backward), not the rule.
   bool backward_fitted = false;
+  // The AdamW step priced by the calibration's optimizer fit (sim::prediction::fitted_optimizer).
+  bool optimizer_fitted = false;
 };
 
 // The training section of `model` against `baseline` from their training steps' prediction

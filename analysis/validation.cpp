@@ -182,7 +182,8 @@ void note_what_was_not_scored(validation_section& v, const std::set<std::string>
                               const std::set<std::string>& other_devices, const std::string& calibrated_on) {
   if (v.skipped_blocks > 0)
     v.notes.push_back(fmt::format(
-        "{} block rows skipped: the calibration used them for its launch fit (or, training rows, its backward fit)",
+        "{} block rows skipped: the calibration used them for its launch fit (or, training rows, its backward fit; "
+        "adamw rows, its optimizer fit)",
         v.skipped_blocks));
   for (const auto& d : uncalibrated_dtypes) v.notes.push_back("no curves for dtype " + d + ": datasheet roofline used");
   for (const auto& d : uncalibrated_decode)
@@ -280,6 +281,7 @@ validation_section make_validation(const std::vector<sim::measured_sample>& meas
   if (cal) used.insert(cal->block_keys.begin(), cal->block_keys.end());
   if (cal) used.insert(cal->decode_keys.begin(), cal->decode_keys.end());
   if (cal && cal->backward) used.insert(cal->backward->keys.begin(), cal->backward->keys.end());
+  if (cal && cal->optimizer) used.insert(cal->optimizer->keys.begin(), cal->optimizer->keys.end());
   std::set<std::string> uncalibrated_dtypes, uncalibrated_decode;
   std::vector<sim::measured_sample> scored;
   for (auto& b : blocks) {

@@ -58,6 +58,10 @@ const char* const k_usage =
     "backward ops of factor(class) x the rule (the forward's calibrated efficiency applied to the backward's\n"
     "FLOPs and bytes), one factor each for GEMMs, attention and memory-bound ops (JSON \"backward\"), checked\n"
     "by shape (5 folds) and on the training rows of --holdout; predict --mode train and validate use it.\n"
+    "adamw rows (one AdamW step over one layer's parameters; --preset train measures them) fit the optimizer\n"
+    "step: time = bytes (28 a parameter) / a streaming rate, least squares on the seconds (JSON \"optimizer\":\n"
+    "bytes_per_s), checked by shape and on the adamw rows of --holdout; predict --mode train prices the\n"
+    "model's AdamW step at that rate (without them, on the datasheet roofline), and validate scores adamw rows.\n"
     "A warning names each axis (d_model, d_ff, n_heads, seq_len, batch) along which the blocks of the\n"
     "measurements have one value: predictions will vary it, and no row says how the model does there\n"
     "(JSON \"single_value_axes\").";

@@ -498,6 +498,7 @@ train_pricing train_pricing_of(const analysis::analysis_result& a) {
                         {"backward_fitted", tr.backward_fitted},
                         {"attention_backward", attention},
                         {"optimizer", optimizer},
+                        {"optimizer_fitted", tr.optimizer_fitted},
                         {"recompute", modsim::to_string(p.load.recompute)},
                         {"batch", "global (batch / dp per replica)"},
                         {"forward_s", m.forward_s},

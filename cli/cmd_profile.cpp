@@ -58,7 +58,7 @@ std::string describe(const profiler::point& p) {
   std::string d = fmt::format("{} B={} {}={} d={} H={} F={}", kernels::to_string(p.op), s.batch,
                               kernels::is_decode(p.op) ? "ctx" : "S", s.seq_len, s.d_model, s.n_heads, s.d_ff);
   if (p.op != kernels::op::block_dense && p.op != kernels::op::block_dense_train && p.op != kernels::op::router &&
-      p.op != kernels::op::decode_dense)
+      p.op != kernels::op::decode_dense && p.op != kernels::op::adamw)
     d += fmt::format(" c={:g}", s.capacity);
   if (kernels::is_decode(p.op)) d += std::string(" ") + to_string(p.decode_routing);
   if (kernels::is_train(p.op)) d += fmt::format(" recompute={}", modsim::to_string(p.recompute));
@@ -167,8 +167,9 @@ void add_profile_options(po::options_description& opts) {
       "(in_block) and configs/grids/gemm-rows-cpu.json's 400 GEMMs timed alone, in one CSV; 496 points, 3-7 "
       "minutes (median 4) with --threads 1 on the 2-core AMD EPYC; --timing does not apply; on a GPU calibrate "
       "on full and decode) | train (one layer's forward + backward, block_dense_train and "
-      "block_mod_train, 72 points: CPU fp32, about 3 minutes; GPU bf16 with batches up to 4 x 2048 tokens, "
-      "meant for under 4 minutes on an H100/H200, never yet run on one)")(
+      "block_mod_train, 72 points, then the AdamW step, adamw, of 3 layers of d_model 1024 and 2048 (on a GPU "
+      "also 4096): CPU fp32, about 3 minutes; GPU bf16 with batches up to 4 x 2048 tokens, meant for under 4 "
+      "minutes on an H100/H200, never yet run on one)")(
       "model", po::value<std::vector<std::string>>()->composing(),
       "a model (name under configs/models/ or a path) whose whole decode step decode_step measures; repeat for "
       "several (added to the grid's \"model\" list)")("grid", po::value<std::string>(),

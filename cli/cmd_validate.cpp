@@ -59,7 +59,9 @@ const char* const k_usage =
     "Training rows (block_dense_train, block_mod_train: one layer's forward + backward) are scored\n"
     "as blocks, each predicted as `predict --mode train` prices a layer (forward + backward +\n"
     "recomputation + launches; the backward fitted where the calibration fitted it on training\n"
-    "rows, else the rule); the training rows that fit used are skipped.\n"
+    "rows, else the rule); the training rows that fit used are skipped. adamw rows (one AdamW step over\n"
+    "a layer's parameters) are scored as the optimizer step predict --mode train prices (the calibration's\n"
+    "fitted rate, else the datasheet roofline); those its optimizer fit used are skipped.\n"
     "\n"
     "Every run also scores the datasheet roofline (HW without its calibration block) on the same\n"
     "rows, per kind of row beside the calibrated figures, and says in one line where calibration\n"
@@ -73,7 +75,8 @@ const char* const k_usage =
 std::string shape_text(const sim::measured_sample& s) {
   std::string t = fmt::format("B{} S{} d{} h{} ff{}", s.shape.batch, s.shape.seq_len, s.shape.d_model, s.shape.n_heads,
                               s.shape.d_ff);
-  if (s.op != modsim::op::block_dense && s.op != modsim::op::block_dense_train) t += fmt::format(" c{:g}", s.capacity);
+  if (s.op != modsim::op::block_dense && s.op != modsim::op::block_dense_train && s.op != modsim::op::adamw)
+    t += fmt::format(" c{:g}", s.capacity);
   if (modsim::is_train(s.op) && s.recompute != modsim::recompute::none)
     t += fmt::format(" {}", modsim::to_string(s.recompute));
   return t;

@@ -49,6 +49,8 @@ bool is_block(op o) { return info(o).role == op_role::block; }
 bool is_decode(op o) { return info(o).role == op_role::decode; }
 
 bool is_train(op o) { return info(o).role == op_role::train; }
+bool is_optimizer(op o) { return info(o).role == op_role::optimizer; }
+bool needs_training_state(op o) { return is_train(o) || is_optimizer(o); }
 
 std::span<const op> kernel_ops() {
   static const std::vector<op> v =

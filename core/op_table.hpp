@@ -49,14 +49,19 @@ enum class op {
   // the shape (router, top-k, gather, scatter and their backward included), no optimizer step.
   block_dense_train,  // block_dense's forward + backward
   block_mod_train,    // block_mod's forward + backward (the routing held fixed)
+  // One AdamW step over one dense layer's parameters of the shape (kernels/train.hpp; fp32
+  // moments, on CUDA an fp32 master copy refreshing the dtype's weights), run and timed whole;
+  // it does not depend on the batch, the sequence or the capacity.
+  adamw,
 };
 
 enum class op_role {
-  kernel,  // one op the backends run and the profiler times
-  block,   // a whole block of kernel ops, run and timed as one
-  model,   // counted by the FLOP/cost model only; no kernel runs it
-  decode,  // a decode step (kernels/decode.hpp), run and timed whole; no block backend runs it
-  train,   // one layer's forward + backward (kernels/train.hpp), run and timed whole (CPU backend)
+  kernel,     // one op the backends run and the profiler times
+  block,      // a whole block of kernel ops, run and timed as one
+  model,      // counted by the FLOP/cost model only; no kernel runs it
+  decode,     // a decode step (kernels/decode.hpp), run and timed whole; no block backend runs it
+  train,      // one layer's forward + backward (kernels/train.hpp), run and timed whole
+  optimizer,  // one optimizer step over one layer's parameters (kernels/train.hpp), run and timed whole
 };
 
 struct op_info {
@@ -77,7 +82,7 @@ struct op_info {
 namespace op_rows_detail {
 using enum op;
 inline constexpr op_role K = op_role::kernel, BLK = op_role::block, M = op_role::model, DEC = op_role::decode,
-                         TRN = op_role::train;
+                         TRN = op_role::train, OPT = op_role::optimizer;
 inline constexpr std::optional<op> none = std::nullopt;
 
 // id, name, class, role, layer order, CPU launches, GPU launches, stand-in
@@ -109,6 +114,7 @@ inline constexpr std::array op_rows = {
     op_info{decode_step, "decode_step", "decode", DEC, -1, 1, 1, none},
     op_info{block_dense_train, "block_dense_train", "train", TRN, -1, 1, 1, none},
     op_info{block_mod_train, "block_mod_train", "train", TRN, -1, 1, 1, none},
+    op_info{adamw, "adamw", "train", OPT, -1, 1, 1, none},
 };
 
 constexpr bool rows_in_enum_order() {
@@ -117,7 +123,7 @@ constexpr bool rows_in_enum_order() {
   return true;
 }
 static_assert(rows_in_enum_order(), "op_table: one row per op, in enum order");
-static_assert(op_rows.back().id == block_mod_train, "op_table: every op has a row");
+static_assert(op_rows.back().id == adamw, "op_table: every op has a row");
 }  // namespace op_rows_detail
 using op_rows_detail::op_rows;
 
@@ -132,6 +138,11 @@ bool is_block(op o);
 bool is_decode(op o);
 // block_dense_train, block_mod_train: one layer's forward + backward, timed whole.
 bool is_train(op o);
+// adamw: one optimizer step over one layer's parameters, timed whole.
+bool is_optimizer(op o);
+// The ops whose workspace holds a layer's training state (weights, gradients, moments): the
+// training blocks and the optimizer step.
+bool needs_training_state(op o);
 
 // The kernel and block ops in enum order: what backends run and the profiler times.
 std::span<const op> kernel_ops();

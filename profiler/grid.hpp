@@ -144,7 +144,9 @@ grid load_grid(const std::string& path);
 grid preset(std::string_view name, backend_kind backend);
 
 // A preset as the grids it measures, each with the timing its points take (nullopt: the
-// command line's --timing). quick, full and decode are one grid each; calibration (CPU only)
+// command line's --timing). quick, full and decode are one grid each; train is the layers'
+// forward + backward (preset "train") and then the AdamW steps (op adamw) of layer shapes up to
+// and past those; calibration (CPU only)
 // is the procedure the CPU model is validated with: configs/grids/calibration-5-cpu.json's 96
 // blocks timed in_block (a row per block and per op of it), then configs/grids/gemm-rows-cpu.json's
 // 400 dense GEMMs timed isolated, in one file. On cuda calibration throws bad_input naming

@@ -15,7 +15,7 @@ namespace {
 bool depends_on_capacity(kernels::op o) {
   using kernels::op;
   return !(o == op::block_dense || o == op::block_dense_train || o == op::router || o == op::decode_dense ||
-           o == op::decode_step);
+           o == op::decode_step || o == op::adamw);
 }
 
 bool is_moe_op(kernels::op o) {
@@ -212,6 +212,8 @@ expansion expand(const grid& g) {
                           if (!depends_on_capacity(o) && ci > 0) continue;
                           if (!moe && (vi | ei | ni | fi) != 0) continue;
                           if (!kernels::is_train(o) && ri > 0) continue;  // recompute: training ops only
+                          // The optimizer step: once per layer shape (the grid's first batch and sequence).
+                          if (kernels::is_optimizer(o) && (b != g.batch.front() || s != g.seq_len.front())) continue;
                           const auto variant = moe ? g.variants[vi] : kernels::moe_variant::none;
                           if (moe && variant != kernels::moe_variant::integrated && ni > 0) continue;
                           point p;

@@ -96,10 +96,10 @@ grid preset(std::string_view name, backend_kind backend) {
   if (name == "train") {
     // One layer's forward + backward (docs/contracts.md "Training rows"): dense and MoD layers
     // of two widths with gelu and one swiglu GQA layer, capacities 1/8 and 1/2, recompute none
-    // and full; 72 points either way. CPU (fp32): batches 1 and 2, sequences of 256 and 512
-    // tokens, 45 s with one thread on the quiet 2-core EPYC VM. GPU (bf16): batches 1
-    // and 4, sequences of 1024 and 2048 tokens, widths 1024 and 2048 (16 heads), meant to take
-    // under 4 minutes on an H100/H200 (not yet run on one).
+    // and full; 72 points either way. preset_parts adds the AdamW steps (optimizer_steps). CPU (fp32): batches 1 and 2,
+    // sequences of 256 and 512 tokens, 45 s with one thread on the quiet 2-core EPYC VM. GPU (bf16): batches 1 and 4,
+    // sequences of 1024 and 2048 tokens, widths 1024 and 2048 (16 heads), meant to take under 4 minutes on an H100/H200
+    // (not yet run on one).
     g.ops = {op::block_dense_train, op::block_mod_train};
     g.capacity = {0.125, 0.5};
     g.experts = {0};
@@ -165,11 +165,36 @@ grid gemm_rows_cpu() {
   return g;
 }
 
+// The train preset's second grid: the AdamW step (op adamw) over one layer's parameters of
+// widths past what the CPU's layer grid runs, so that every row streams far more than any cache
+// holds, as a model's optimizer step does (the layer grid's own widths, 22 to 88 MB of optimizer
+// traffic, ran up to 2.7 times faster than 1.4 GB on the EPYC: its 32 MB L3): 3 shapes of 0.35
+// to 1.4 GB, and on a GPU a fourth of 5.6 GB. The step does not depend on the batch or the
+// sequence: one short sequence keeps the training workspace small.
+grid optimizer_steps(bool gpu) {
+  using kernels::mlp_kind;
+  using kernels::op;
+  grid g = preset_defaults();
+  g.ops = {op::adamw};
+  g.dtypes = {gpu ? kernels::dtype::bf16 : kernels::dtype::fp32};
+  g.batch = {1};
+  g.seq_len = {gpu ? 256 : 64};
+  g.capacity = {1.0};
+  g.experts = {0};
+  g.shapes = {{1024, 16, 0, 4096, mlp_kind::gelu, "adamw"},
+              {2048, 16, 0, 8192, mlp_kind::gelu, "adamw"},
+              {2048, 16, 4, 5632, mlp_kind::swiglu, "adamw (GQA, 4 kv heads)"}};
+  if (gpu) g.shapes.push_back({4096, 32, 0, 16384, mlp_kind::gelu, "adamw"});
+  return g;
+}
+
 }  // namespace
 
 bool preset_fixes_timing(std::string_view name) { return name == "calibration"; }
 
 std::vector<preset_part> preset_parts(std::string_view name, backend_kind backend) {
+  if (name == "train")
+    return {{preset(name, backend), std::nullopt}, {optimizer_steps(backend == backend_kind::cuda), std::nullopt}};
   if (name != "calibration") return {{preset(name, backend), std::nullopt}};
   if (backend == backend_kind::cuda)
     throw input_error("", "--preset",

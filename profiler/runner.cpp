@@ -19,7 +19,8 @@ bool same_workspace_shape(const point& a, const point& b) {
          x.n_heads == y.n_heads && x.n_kv_heads == y.n_kv_heads && x.d_head == y.d_head && x.d_ff == y.d_ff &&
          x.mlp == y.mlp && x.capacity == y.capacity && x.variant == y.variant && x.experts == y.experts &&
          x.top_k == y.top_k && x.noop_experts == y.noop_experts && x.capacity_factor == y.capacity_factor &&
-         a.attention == b.attention && kernels::is_train(a.op) == kernels::is_train(b.op) && a.recompute == b.recompute;
+         a.attention == b.attention && kernels::needs_training_state(a.op) == kernels::needs_training_state(b.op) &&
+         a.recompute == b.recompute;
 }
 
 // The model shape a workspace serves (what --shard groups by); capacity and MoE axes aside.
@@ -319,7 +320,7 @@ void point_run::measure_block_point(const point& p, const workspace_plan& plan, 
     wo.seed = m_options.seed;
     wo.input_copies = m_options.input_copies;
     wo.fused_attention = shape.attention == attention_impl::fused;
-    wo.training = kernels::is_train(shape.op);
+    wo.training = kernels::needs_training_state(shape.op);
     wo.recompute = shape.recompute;
     const auto made = std::chrono::steady_clock::now();
     m_ws = m_be.make_workspace(shape.shape, shape.type, wo);

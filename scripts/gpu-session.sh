@@ -22,7 +22,7 @@
 #             decode_step rows (and the block rows when `check` ran first in this call) by
 #             peer_csv.py into peer-<gpu>-<date>.csv and <gpu>.md.
 #   train     `modsim profile --backend cuda --preset train` (one layer's forward + backward, bf16,
-#             72 points) into <gpu>-<date>-train.csv (at most MODSIM_TRAIN_PRESET_S, default 240 s;
+#             72 points, then 4 AdamW steps, op adamw) into <gpu>-<date>-train.csv (at most MODSIM_TRAIN_PRESET_S, default 240 s;
 #             resumed from .gpu-pack/*-train.csv when carried; stopped cleanly with SIGINT); then
 #             the PyTorch training peer of the same layers (profiler/peer/mod_block_torch.py
 #             --train; at most MODSIM_TRAIN_PEER_S, default 120 s) joined by peer_csv.py --train
@@ -273,7 +273,7 @@ run_train() {
     > /dev/null 2> "$logs/train-preset.log"
   local rc=$? rows=0
   [[ -s "$csv" ]] && rows=$(( $(wc -l < "$csv") - 1 ))
-  say "train preset: exit $rc, $(( $(date +%s) - t0 )) s, $rows rows in $(basename "$csv") (72 points)"
+  say "train preset: exit $rc, $(( $(date +%s) - t0 )) s, $rows rows in $(basename "$csv") (76 points: 72 layers, 4 adamw)"
   tail -n 3 "$logs/train-preset.log" >> "$summary"
   cp "${csv%.csv}.meta.json" "$logs/" 2>/dev/null
   [[ -f "$csv" ]] || rm -f "${csv%.csv}.meta.json"

@@ -118,6 +118,15 @@ void train_step(op o, context& c, train::cpu_trainer* trainer) {
   trainer->backward(layer.params, layer.saved, t.dout, t.dx, layer.grads);
 }
 
+// One AdamW step (kernels/train.hpp, default options) over the workspace's dense layer, with
+// the gradients of its last backward.
+void adamw_step(context& c, train::cpu_trainer* trainer) {
+  if (!c.ws.m_training || trainer == nullptr)
+    throw input_error("", "op", "adamw needs a workspace made for training (workspace_options::training)");
+  auto& layer = c.ws.m_training->dense;
+  trainer->adamw_step(layer.params, layer.grads, layer.adam, {});
+}
+
 // Runs op `o`; for a block op, `clock` (may be null) marks the end of each op of the block.
 // Training ops run on `trainer` (may be null when the workspace has no training state).
 void execute(op o, context& c, boundary_clock* clock = nullptr, train::cpu_trainer* trainer = nullptr) {
@@ -200,6 +209,9 @@ void execute(op o, context& c, boundary_clock* clock = nullptr, train::cpu_train
     case op::block_mod_train:
       train_step(o, c, trainer);
       return;
+    case op::adamw:
+      adamw_step(c, trainer);
+      return;
   }
   throw runtime_error("cpu backend: unknown op " + std::to_string(static_cast<int>(o)));
 }
@@ -256,8 +268,8 @@ class cpu_backend final : public backend {
 
  private:
   // The workspace's training state: a dense and a routed layer's weights (drawn from the
-  // seed), dL/dout ~ N(0, 1); one training step of each, so that every buffer has its size
-  // and no later run allocates.
+  // seed), dL/dout ~ N(0, 1); one training step of each and one AdamW step of the dense layer, so that every buffer has
+  // its size and no later run allocates.
   void add_training(cpu_workspace& ws, const workspace_options& options) {
     const block_shape& s = ws.shape();
     if (s.variant != moe_variant::none)
@@ -279,6 +291,7 @@ class cpu_backend final : public backend {
     context c{ws, m_pool};
     execute(op::block_dense_train, c, nullptr, m_trainer.get());
     execute(op::block_mod_train, c, nullptr, m_trainer.get());
+    execute(op::adamw, c, nullptr, m_trainer.get());  // sizes the moments
     if (openblas_get_num_threads() != m_threads) openblas_set_num_threads(m_threads);
   }
 

@@ -44,11 +44,13 @@ class cpu_workspace final : public workspace {
 
   // One layer's training state (workspace_options::training; null otherwise), for
   // block_dense_train (dense) and block_mod_train (routed): the weights, their gradients and
-  // what the forward kept, each kind its own so that no run resizes a buffer.
+  // what the forward kept, each kind its own so that no run resizes a buffer; adamw steps the
+  // dense layer's weights with its moments.
   struct train_layer {
     train::layer_params params;
     train::layer_grads grads;
     train::saved_activations saved;
+    train::adamw_state adam;
   };
   struct training {
     recompute mode = recompute::none;

@@ -180,6 +180,9 @@ class executor {
       case op::block_mod_train:
         train_step(o);
         return;
+      case op::adamw:
+        adamw_step();
+        return;
     }
     throw runtime_error("cuda backend: unknown op " + std::to_string(static_cast<int>(o)));
   }
@@ -198,6 +201,15 @@ class executor {
           "", "op", std::string(to_string(o)) + " needs a workspace made for training (workspace_options::training)");
     t->forward(m_ws.train_mode());
     t->backward();
+  }
+
+  // One AdamW step (default options) over the workspace's dense layer, with the gradients of
+  // its last backward: the fp32 master weights and moments, and the dtype's weights refreshed.
+  void adamw_step() {
+    train::cuda_trainer* t = m_ws.trainer(false);
+    if (t == nullptr)
+      throw input_error("", "op", "adamw needs a workspace made for training (workspace_options::training)");
+    t->adamw_step({});
   }
 
   // Marks the boundary after op `o` when the run is timed.
@@ -546,7 +558,8 @@ class cuda_backend final : public backend {
  private:
   // The workspace's training state, as the CPU backend's: a dense and a routed layer's weights
   // drawn from the seed (kernels/train.hpp's random_params), the workspace's current x as the
-  // input, dL/dout ~ N(0, 1) from the same random stream; one step of each, so that a later
+  // input, dL/dout ~ N(0, 1) from the same random stream; one step of each (and one AdamW step
+  // of the dense layer), so that a later
   // run neither allocates nor times a first call.
   void add_training(cuda_workspace& ws, const workspace_options& options) {
     const block_shape& s = ws.shape();
@@ -563,6 +576,7 @@ class cuda_backend final : public backend {
     ws.set_training(std::move(dense), std::move(routed), options.recompute);
     executor(ws).execute(op::block_dense_train);
     executor(ws).execute(op::block_mod_train);
+    executor(ws).execute(op::adamw);
   }
 
   // The random stream dL/dout is drawn from (the CPU backend's).

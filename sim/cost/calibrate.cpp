@@ -169,13 +169,83 @@ std::optional<backward_fit> fit_backward(const hardware_spec& hw, const calibrat
   return out;
 }
 
+// s_per_byte by least squares on the seconds over `rows` (bytes, measured seconds): minimises
+// Σ(u·bᵢ − tᵢ)², u = Σ bᵢ·tᵢ / Σ bᵢ². The largest rows weigh most: a model's step streams more
+// than any row, and a small layer's state may sit in a cache that a model's never does.
+double optimizer_s_per_byte(const std::vector<std::pair<double, double>>& rows) {
+  double num = 0, den = 0;
+  for (const auto& [bytes, seconds] : rows) {
+    num += bytes * seconds;
+    den += bytes * bytes;
+  }
+  return den > 0 ? num / den : 0.0;
+}
+
+// The optimizer fit (calibration::optimizer) on the adamw rows of `samples` of the first such
+// row's dtype; none without adamw rows.
+std::optional<optimizer_fit> fit_optimizer(const std::vector<measured_sample>& samples) {
+  struct row {
+    double bytes = 0, measured = 0;
+    std::string group, key;
+  };
+  std::vector<row> rows;
+  std::optional<dtype> type;
+  for (const auto& s : samples) {
+    if (!modsim::is_optimizer(s.op) || !(s.median_s > 0) || !(s.cost.bytes > 0)) continue;
+    if (!type) type = s.type;
+    if (s.type != *type) continue;
+    rows.push_back({double(s.cost.bytes), s.median_s, shape_group_of(s), s.key});
+  }
+  if (rows.empty()) return std::nullopt;
+  auto fit = [](const std::vector<const row*>& in) {
+    std::vector<std::pair<double, double>> bt;
+    for (const row* r : in) bt.emplace_back(r->bytes, r->measured);
+    return optimizer_s_per_byte(bt);
+  };
+  std::vector<const row*> all;
+  for (const auto& r : rows) all.push_back(&r);
+  optimizer_fit out;
+  out.type = *type;
+  out.s_per_byte = fit(all);
+  out.rows = static_cast<int>(rows.size());
+  double sq = 0;
+  for (const auto& r : rows) sq += std::pow(out.s_per_byte * r.bytes / r.measured - 1.0, 2);
+  out.rms_rel_error = std::sqrt(sq / double(rows.size()));
+  // Each shape's rows predicted by the rate of the others'.
+  std::vector<std::string> groups;
+  for (const auto& r : rows) groups.push_back(r.group);
+  std::sort(groups.begin(), groups.end());
+  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+  if (groups.size() >= 2) {
+    std::vector<double> errors;
+    for (const std::string& g : groups) {
+      std::vector<const row*> in;
+      for (const auto& r : rows)
+        if (r.group != g) in.push_back(&r);
+      const double u = fit(in);
+      for (const auto& r : rows)
+        if (r.group == g) errors.push_back(100.0 * (u * r.bytes - r.measured) / r.measured);
+    }
+    const validation_summary v = summarize_errors(errors);
+    out.cv_folds = static_cast<int>(groups.size());
+    out.cv_rows = v.points;
+    out.cv_median_abs_pct_error = v.median_abs_pct_error;
+    out.cv_p90_abs_pct_error = v.p90_abs_pct_error;
+  }
+  for (const auto& r : rows) out.keys.push_back(r.key);
+  std::sort(out.keys.begin(), out.keys.end());
+  out.keys.erase(std::unique(out.keys.begin(), out.keys.end()), out.keys.end());
+  return out;
+}
+
 // A GPU's calibration: the kernel-sequence model fitted on every row, and the decode fit.
 calibration fit_gpu(const hardware_spec& hw, const std::vector<measured_sample>& samples, calibration c) {
   std::vector<kernel_row> rows;
   std::vector<std::string> keys;
   int blocks = 0;
   for (const auto& s : samples) {
-    if (s.is_decode() || modsim::is_train(s.op)) continue;  // fitted below, on their own
+    // Fitted below, on their own.
+    if (s.is_decode() || modsim::is_train(s.op) || modsim::is_optimizer(s.op)) continue;
     rows.push_back(kernel_row_of(s));
     if (std::find(c.kernel_dtypes.begin(), c.kernel_dtypes.end(), s.type) == c.kernel_dtypes.end())
       c.kernel_dtypes.push_back(s.type);
@@ -185,8 +255,9 @@ calibration fit_gpu(const hardware_spec& hw, const std::vector<measured_sample>&
     }
   }
   if (rows.empty()) {
-    // Decode rows only: the decode fit alone (the ops keep the datasheet roofline).
+    // Decode (or optimizer) rows only: their fits alone (the ops keep the datasheet roofline).
     c.decode = fit_decode(samples, c.decode_keys);
+    c.optimizer = fit_optimizer(samples);
     c.launch_s = hw.kernel_launch_s;
     c.launch_source = "hardware file (decode rows only)";
     return c;
@@ -207,6 +278,7 @@ calibration fit_gpu(const hardware_spec& hw, const std::vector<measured_sample>&
   c.block_keys = std::move(keys);
   c.decode = fit_decode(samples, c.decode_keys);
   c.backward = fit_backward(hw, c, samples);
+  c.optimizer = fit_optimizer(samples);
   return c;
 }
 
@@ -383,6 +455,7 @@ calibration fit_calibration(const hardware_spec& hw, const std::vector<measured_
   fit_launch(c, plain, samples, options, all_in_block);
   // The backward on the training rows, after the forward it is measured against.
   c.backward = fit_backward(plain, c, samples);
+  c.optimizer = fit_optimizer(samples);
   return c;
 }
 

@@ -137,7 +137,8 @@ using reader = json_reader;
 // A curve's op: a kernel or model op of the op table (not a block, a decode step or a training block).
 modsim::op curve_op(const std::string& name, const std::string& file, const std::string& key) {
   const std::optional<modsim::op> o = find_op(name);
-  if (!o || is_block(*o) || is_decode(*o) || is_train(*o)) throw input_error(file, key, "unknown op '" + name + "'");
+  if (!o || is_block(*o) || is_decode(*o) || is_train(*o) || is_optimizer(*o))
+    throw input_error(file, key, "unknown op '" + name + "'");
   return *o;
 }
 
@@ -506,6 +507,41 @@ stand_in_check parse_stand_in_check(const json::value& v, const std::string& fil
   return x;
 }
 
+// The record's "optimizer" object.
+optimizer_fit parse_optimizer_fit(const json::value& v, const std::string& file, const std::string& path) {
+  reader f(v, file, path);
+  optimizer_fit x;
+  x.type = parse_dtype(f.get_string("dtype"), file, f.key_path("dtype"));
+  f.find("source");  // a description in words; not read back
+  const double rate = f.get_number("bytes_per_s", 0.0);
+  if (!(rate > 0) || !std::isfinite(rate)) throw input_error(file, f.key_path("bytes_per_s"), "must be > 0");
+  x.s_per_byte = 1.0 / rate;
+  x.rows = f.get_int("rows", 1, std::numeric_limits<int>::max());
+  x.rms_rel_error = f.get_non_negative("rms_rel_error", 0.0);
+  if (f.find("cv") != nullptr) {
+    reader cv(f.require("cv"), file, f.key_path("cv"));
+    x.cv_folds = cv.get_int("folds", 0, std::numeric_limits<int>::max());
+    x.cv_rows = cv.get_int("rows", 0, std::numeric_limits<int>::max());
+    x.cv_median_abs_pct_error = cv.get_non_negative("median_abs_pct_error", 0.0);
+    x.cv_p90_abs_pct_error = cv.get_non_negative("p90_abs_pct_error", 0.0);
+    cv.finish();
+  }
+  if (f.find("holdout") != nullptr) {
+    reader h(f.require("holdout"), file, f.key_path("holdout"));
+    x.holdout_rows = h.get_int("rows", 0, std::numeric_limits<int>::max());
+    x.holdout_median_abs_pct_error = h.get_non_negative("median_abs_pct_error", 0.0);
+    x.holdout_p90_abs_pct_error = h.get_non_negative("p90_abs_pct_error", 0.0);
+    h.finish();
+  }
+  for (const auto& e : f.get_array("keys")) {
+    if (!e.is_string()) throw input_error(file, f.key_path("keys"), "expected strings");
+    x.keys.emplace_back(e.as_string());
+  }
+  std::sort(x.keys.begin(), x.keys.end());
+  f.finish();
+  return x;
+}
+
 // The record's "backward" object.
 backward_fit parse_backward_fit(const json::value& v, const std::string& file, const std::string& path) {
   reader f(v, file, path);
@@ -624,6 +660,7 @@ calibration parse_calibration(std::string_view json_text, const std::string& fil
     }
   }
   if (const json::value* b = r.find("backward")) c.backward = parse_backward_fit(*b, file, r.key_path("backward"));
+  if (const json::value* o = r.find("optimizer")) c.optimizer = parse_optimizer_fit(*o, file, r.key_path("optimizer"));
   const json::array& curves = r.get_array("curves");
   if (curves.empty() && !c.kernels && c.decode.empty())
     throw input_error(file, r.key_path("curves"), "needs at least one fitted op (or a kernels model, or a decode fit)");
@@ -665,6 +702,33 @@ calibration parse_calibration(std::string_view json_text, const std::string& fil
   r.finish();
   return c;
 }
+
+namespace {
+// The record's "optimizer" object (parse_optimizer_fit reads it back).
+json::object optimizer_fit_json(const optimizer_fit& x) {
+  json::object f;
+  f["dtype"] = to_string(x.type);
+  f["source"] =
+      "fitted on measured AdamW steps (op adamw: one layer's parameters): time = bytes (28 a parameter) / "
+      "bytes_per_s, least squares on the seconds (the largest rows weigh most)";
+  f["bytes_per_s"] = x.bytes_per_s();
+  f["rows"] = x.rows;
+  f["rms_rel_error"] = x.rms_rel_error;
+  if (x.cv_folds > 0)
+    f["cv"] = json::object{{"folds", x.cv_folds},
+                           {"rows", x.cv_rows},
+                           {"median_abs_pct_error", x.cv_median_abs_pct_error},
+                           {"p90_abs_pct_error", x.cv_p90_abs_pct_error}};
+  if (x.holdout_rows > 0)
+    f["holdout"] = json::object{{"rows", x.holdout_rows},
+                                {"median_abs_pct_error", x.holdout_median_abs_pct_error},
+                                {"p90_abs_pct_error", x.holdout_p90_abs_pct_error}};
+  json::array keys;
+  for (const auto& k : x.keys) keys.emplace_back(k);
+  f["keys"] = std::move(keys);
+  return f;
+}
+}  // namespace
 
 std::string calibration_to_json(const calibration& c) {
   json::object o;
@@ -772,6 +836,7 @@ std::string calibration_to_json(const calibration& c) {
     f["keys"] = std::move(keys);
     o["backward"] = std::move(f);
   }
+  if (c.optimizer) o["optimizer"] = optimizer_fit_json(*c.optimizer);
   json::object launch;
   launch["launch_s"] = c.launch_s;
   launch["in_layer_s_per_byte"] = c.in_layer_s_per_byte;

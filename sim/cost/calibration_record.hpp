@@ -214,6 +214,30 @@ struct backward_fit {
   double factor_of(backward_class c) const { return factor[static_cast<int>(c)]; }
 };
 
+// The optimizer fit: the measured AdamW steps (op adamw, one layer's parameters each) fitted as
+// time = bytes × s_per_byte, bytes from the FLOP model (ops::adamw: 28 a parameter), one
+// parameter by least squares on the seconds (s_per_byte = Σ bᵢtᵢ / Σ bᵢ²: the largest rows,
+// nearest a model's step and past the caches, weigh most). An optimizer step streams its state
+// once, so one rate prices a model's step (cost_model::optimizer_time_of) from its bytes. JSON key "optimizer"
+// {"dtype", "source", "bytes_per_s", "rows", "rms_rel_error", "cv", "holdout", "keys"}; absent without adamw rows (and
+// in calibrations written before it).
+struct optimizer_fit {
+  dtype type = dtype::fp32;
+  double s_per_byte = 0;     // 1 / the fitted streaming rate
+  int rows = 0;              // adamw rows fitted
+  double rms_rel_error = 0;  // of those rows, in sample
+  // Each shape's rows predicted by the rate fitted on the other shapes' (JSON "cv": {"folds",
+  // "rows", "median_abs_pct_error", "p90_abs_pct_error"}; folds 0: fewer than two shapes).
+  int cv_folds = 0, cv_rows = 0;
+  double cv_median_abs_pct_error = 0, cv_p90_abs_pct_error = 0;
+  // adamw rows of `modsim calibrate --holdout` predicted by the fit (rows 0: none).
+  int holdout_rows = 0;
+  double holdout_median_abs_pct_error = 0, holdout_p90_abs_pct_error = 0;
+  // The keys of the rows fitted: validation does not score them.
+  std::vector<std::string> keys;
+  double bytes_per_s() const { return s_per_byte > 0 ? 1.0 / s_per_byte : 0.0; }
+};
+
 struct decode_fit {
   dtype type = dtype::fp32;
   std::vector<double> weight_log2_rows;   // knots, ascending
@@ -294,6 +318,8 @@ struct calibration {
   std::vector<stand_in_check> stand_in_checks;
   // The backward fit (above); absent without training rows (and in calibrations written before).
   std::optional<backward_fit> backward;
+  // The optimizer fit (above); absent without adamw rows (and in calibrations written before).
+  std::optional<optimizer_fit> optimizer;
 
   const efficiency_curve* curve(modsim::op op, dtype t) const;
   // The check that speaks for `op` timed as `as`: its own (op measured, the calibration timed

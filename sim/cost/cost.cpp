@@ -348,9 +348,21 @@ op_time cost_model::optimizer_time_of(const optimizer_cost& c, dtype t) const {
   if (c.bytes > 0 && m_hw.memory_bandwidth_bytes_s > 0) r.memory_s = double(c.bytes) / m_hw.memory_bandwidth_bytes_s;
   r.roofline_s = std::max(r.compute_s, r.memory_s);
   r.time_s = r.roofline_s;
+  // Measured: the calibration's optimizer fit of this dtype (calibration::optimizer).
+  if (const optimizer_fit* f = optimizer_fit_for(t)) {
+    r.time_s = double(c.bytes) * f->s_per_byte;
+    r.calibrated = true;
+    r.calibrated_as = modsim::op::adamw;
+    r.calibrated_dtype = f->type;
+  }
   r.isolated_s = r.time_s;
   r.kernels = c.params > 0 ? 1 : 0;
   return r;
+}
+
+const optimizer_fit* cost_model::optimizer_fit_for(dtype t) const {
+  if (!m_cal || !m_cal->optimizer || m_cal->optimizer->type != t) return nullptr;
+  return &*m_cal->optimizer;
 }
 
 op_time cost_model::time_of(const op_cost& c, const op_shape& s, dtype t) const { return time_impl(c, s, t); }

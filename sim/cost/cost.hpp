@@ -211,9 +211,14 @@ class cost_model {
   train_op_time train_time_of(const op_cost& forward, const op_cost& backward, const op_shape& s, dtype t,
                               recompute_mode r) const;
   // Device time of the optimizer step (one fused AdamW kernel over every parameter):
-  // memory-bound, the datasheet roofline max(other_flops / peak_vector, bytes / bandwidth)
-  // whether calibrated or not (no row measures it).
+  // memory-bound; bytes at the rate the calibration fitted on measured adamw rows of dtype t
+  // (optimizer_fit_for; calibrated), else the datasheet roofline max(other_flops /
+  // peak_vector, bytes / bandwidth).
   op_time optimizer_time_of(const optimizer_cost& c, dtype t) const;
+  // The calibration's optimizer fit when it was made on rows of dtype t (then
+  // optimizer_time_of prices the step from its bytes at the fitted rate, calibrated); else null
+  // (the datasheet roofline).
+  const optimizer_fit* optimizer_fit_for(dtype t) const;
 
   // What time_of times op `o` of dtype `t` by, whatever the shape (its op_time::calibrated_as
   // and calibrated_dtype): `as` the op itself under the kernel model, else the op whose curve is

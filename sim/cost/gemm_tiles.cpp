@@ -149,6 +149,7 @@ std::optional<gemm_problem> op_gemm_impl(modsim::op o, const basic_op_shape<N>& 
     case decode_step:
     case block_dense_train:
     case block_mod_train:
+    case adamw:
       return std::nullopt;
   }
   return std::nullopt;

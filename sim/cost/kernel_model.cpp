@@ -250,6 +250,9 @@ std::vector<kernel_work> kernels_impl(modsim::op op, const basic_op_shape<N>& s,
     case block_mod_train:
       throw input_error("", "op",
                         "'" + std::string(to_string(op)) + "' is a training block (forward + backward), timed whole");
+    case adamw:
+      throw input_error("", "op",
+                        "'adamw' is the optimizer step, timed whole: the calibration's optimizer fit prices it");
   }
   return k;
 }

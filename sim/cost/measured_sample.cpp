@@ -56,6 +56,8 @@ std::string shape_key(const measured_sample& p) {
   return k.str();
 }
 
-bool scored_whole(modsim::op op) { return modsim::is_block(op) || modsim::is_decode(op) || modsim::is_train(op); }
+bool scored_whole(modsim::op op) {
+  return modsim::is_block(op) || modsim::is_decode(op) || modsim::is_train(op) || modsim::is_optimizer(op);
+}
 
 }  // namespace modsim::sim

@@ -161,6 +161,8 @@ model_time time_model(const model_spec& model, const flops_report& reported, con
     out.optimizer.bytes = oc.bytes;
     out.optimizer.kernels = to.kernels;
     out.optimizer.memory_bound = true;
+    out.optimizer.calibrated = to.calibrated;
+    if (to.calibrated) out.optimizer.calibrated_as = to.calibrated_as;
     out.optimizer.forward_s = 0;
     out.optimizer_bytes_per_param = flops.train->optimizer_bytes_per_param;
   }
@@ -304,6 +306,19 @@ void compare_with_baseline(prediction& p) {
   p.attention_share = p.model.total_s > 0 ? attention_s / p.model.total_s : 0.0;
 }
 
+std::string optimizer_pricing(const optimizer_fit* f) {
+  if (f == nullptr) return "on the datasheet roofline";
+  std::string checked;
+  if (f->holdout_rows > 0)
+    checked = fmt::format(" (held-out rows: median {:.1f}%, p90 {:.1f}%, {} rows)", f->holdout_median_abs_pct_error,
+                          f->holdout_p90_abs_pct_error, f->holdout_rows);
+  else if (f->cv_folds > 0)
+    checked = fmt::format(" (cross-validated by shape: median {:.1f}%, p90 {:.1f}%, {} rows)",
+                          f->cv_median_abs_pct_error, f->cv_p90_abs_pct_error, f->cv_rows);
+  return fmt::format("at {:.1f} GB/s, the rate fitted on {} measured adamw row{}{}", f->bytes_per_s() / 1e9, f->rows,
+                     f->rows == 1 ? "" : "s", checked);
+}
+
 prediction predict(const model_spec& model, const workload& w, const cost_model& cost) {
   return predict(model, dense_baseline(model), w, cost);
 }
@@ -345,12 +360,19 @@ prediction predict_from_times(const model_spec& model, const workload& w, const 
   const backward_fit* fitted_backward = nullptr;
   if (const calibration* cal = cost.calibration(); cal && cal->backward && cal->backward->type == w.type)
     fitted_backward = &*cal->backward;
+  const optimizer_fit* fitted_optimizer = w.run == run_mode::train ? cost.optimizer_fit_for(w.type) : nullptr;
+  if (fitted_optimizer) {
+    p.fitted_optimizer = *fitted_optimizer;
+    p.fitted_optimizer->keys.clear();
+  }
+  const std::string adamw_priced = "the AdamW step " + optimizer_pricing(fitted_optimizer);
   if (w.run == run_mode::train && cost.calibrated() && !fitted_backward) {
     // No training row measured a backward pass for this dtype: say which rule priced it, and
     // give no band (the calibration's validation covers forward blocks only).
     p.notes.push_back(
         "training step: no row of this calibration measures a backward pass; each op's backward is the forward's "
-        "calibrated efficiency applied to the backward's FLOPs and bytes, the AdamW step the datasheet roofline");
+        "calibrated efficiency applied to the backward's FLOPs and bytes; " +
+        adamw_priced);
   } else if (w.run == run_mode::train && fitted_backward) {
     const backward_fit& b = *fitted_backward;
     p.backward = b;
@@ -365,9 +387,9 @@ prediction predict_from_times(const model_spec& model, const workload& w, const 
     p.notes.push_back(fmt::format(
         "training step: the backward fitted on {} measured training rows (one layer's forward + backward): the "
         "forward's calibrated efficiency applied to the backward's FLOPs and bytes, x {:.3f} for GEMMs, {:.3f} for "
-        "attention, {:.3f} for memory-bound ops{}; the AdamW step the datasheet roofline",
+        "attention, {:.3f} for memory-bound ops{}; {}",
         b.rows, b.factor_of(backward_class::gemm), b.factor_of(backward_class::attention),
-        b.factor_of(backward_class::memory), checked));
+        b.factor_of(backward_class::memory), checked, adamw_priced));
   }
   if (!cost.calibrated()) {
     p.notes.push_back("uncalibrated: every time is the datasheet roofline of " + cost.hardware().name +
@@ -420,12 +442,15 @@ prediction predict_from_times(const model_spec& model, const workload& w, const 
     if (p.expected_error && w.run == run_mode::train) {
       p.expected_error.reset();
       p.holdout.reset();
+      const std::string optimizer_by = fitted_optimizer ? "measured adamw rows" : "rule";
       p.notes.push_back(
           fitted_backward
               ? "no error band: the calibration's bands cover forward blocks; its training rows were checked as the "
-                "figures above say, not banded (the optimizer step is priced by rule)"
+                "figures above say, not banded (the optimizer step is priced by " +
+                    optimizer_by + ")"
               : "no error band: the calibration's validation covers forward blocks it measured, not the backward "
-                "pass and optimizer step priced by rule");
+                "pass priced by rule and the optimizer step priced by " +
+                    optimizer_by);
     } else if (p.expected_error && (!roofline_ops.empty() || attention_roofline)) {
       const double p90 = p.expected_error->p90_abs_pct_error;
       p.expected_error.reset();

@@ -174,6 +174,9 @@ struct prediction {
   // Train with a calibration whose backward fit (calibration::backward) covers the dtype: that
   // fit, which priced the backward ops (op_prediction::backward_fitted).
   std::optional<backward_fit> backward;
+  // Train with a calibration whose optimizer fit (calibration::optimizer) covers the dtype: that
+  // fit, which priced the AdamW step (model_time::optimizer is then calibrated); keys cleared.
+  std::optional<optimizer_fit> fitted_optimizer;
   // The band of this prediction (sim/cost/validation.hpp band_for): from where its shapes stand
   // against the calibration's rows, inside their range or outside along some axes. Absent with
   // expected_error, and when some op fell back to the datasheet roofline (the calibration's
@@ -209,6 +212,10 @@ model_time time_model(const model_spec& m, const flops_report& flops, const cost
 
 // The prediction of `m` under `w` and its comparison with the dense baseline (dense_baseline(m),
 // or `baseline`: a matched-quality dense model).
+// How the AdamW step was priced, for people: "at X GB/s, the rate fitted on N measured adamw
+// rows (its check)" with the calibration's optimizer fit `f`, else "on the datasheet roofline".
+std::string optimizer_pricing(const optimizer_fit* f);
+
 prediction predict(const model_spec& m, const workload& w, const cost_model& cost);
 prediction predict(const model_spec& m, const model_spec& baseline, const workload& w, const cost_model& cost);
 // The same from the FLOPs already evaluated (`flops` = evaluate_flops(m, w, cost.attention()),

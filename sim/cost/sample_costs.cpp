@@ -97,6 +97,18 @@ block_prediction predict_sample(const measured_sample& s, const cost_model& mode
     b.overhead_s = b.total_s - b.ops_s;
     return b;
   }
+  if (modsim::is_optimizer(s.op)) {
+    // One AdamW step over a layer's parameters, as predict --mode train prices the step.
+    optimizer_cost c;
+    c.params = s.cost.other_flops / k_adamw_flops_per_param;
+    c.other_flops = s.cost.other_flops;
+    c.bytes = s.cost.bytes;
+    const op_time t = model.optimizer_time_of(c, s.type);
+    b.ops_s = t.time_s;
+    b.kernels = t.kernels;
+    b.total_s = b.ops_s;
+    return b;
+  }
   if (const std::optional<dtype> kt = model.kernel_model_dtype(s.type)) {
     kernel_row r = kernel_row_of(s);
     r.type = *kt;

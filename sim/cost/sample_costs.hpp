@@ -30,7 +30,8 @@ struct block_prediction {
   std::vector<stand_in_use> stand_ins;
 };
 // A training sample (block_dense_train, block_mod_train) is one layer as `modsim predict --mode
-// train` prices it: predict_train_row.
+// train` prices it: predict_train_row. An adamw sample is the optimizer step over its bytes
+// (cost_model::optimizer_time_of), as predict --mode train prices a model's.
 block_prediction predict_sample(const measured_sample& s, const cost_model& model);
 
 // A training row (one layer's forward + backward) priced as `modsim predict --mode train`

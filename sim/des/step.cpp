@@ -286,6 +286,7 @@ void step_builder::append_layer(std::vector<kernel>& out, const layer_info& info
       case modsim::op::decode_step:
       case modsim::op::block_dense_train:
       case modsim::op::block_mod_train:
+      case modsim::op::adamw:
         throw runtime_error("des::step_builder: " + std::string(to_string(id)) + " is not an op inside a layer");
     }
   }

@@ -246,6 +246,7 @@ bool in_layer(modsim::op o, layer_kind kind, mlp_kind mlp) {
     case decode_step:
     case block_dense_train:
     case block_mod_train:
+    case adamw:
       return false;
   }
   return false;

@@ -99,7 +99,9 @@
 //   bytes 28·P: fp32 weights read w, grad, m, v (16) and write w, m, v (12); bf16/fp16
 //   weights keep an fp32 master copy: read master, m, v (12) and the e-byte gradient, write
 //   master, m, v (12) and the e-byte weights: 24 + 2e = 28 as well.
-// It is counted in flops_totals' other_flops and bytes (not in any layer).
+// It is counted in flops_totals' other_flops and bytes (not in any layer). The profiler's op
+// adamw is that step over one dense layer's P = d(dq+2dkv) + dq·d + 2·d + (2|3)·d·F parameters
+// (ops::adamw; batch, tokens and capacity play no part).
 //
 // Decode (run_mode::decode): one step for B sequences whose context is S cached tokens; a
 // layer processes B new tokens (n = 1, S → 1 for the lm_head).
@@ -206,6 +208,7 @@ MODSIM_FLOPS_DECLARE_OP(scatter)
 MODSIM_FLOPS_DECLARE_OP(expert_router)
 MODSIM_FLOPS_DECLARE_OP(experts)
 MODSIM_FLOPS_DECLARE_OP(lm_head)
+MODSIM_FLOPS_DECLARE_OP(adamw)
 #undef MODSIM_FLOPS_DECLARE_OP
 
 // M, the token-slots the experts compute for T = batch·tokens tokens (see above).

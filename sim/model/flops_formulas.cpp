@@ -130,6 +130,14 @@ cost<C> f_lm_head(const dims<C>& x) {
   const C BS = x.B * x.S;
   return {C(2) * BS * x.d * x.V, C(4) * BS * x.d, x.e * (BS * x.d + x.w * x.d * x.V + BS * x.V)};
 }
+// One AdamW step over a dense layer's parameters (the optimizer step's formula, adamw_cost).
+template <class C>
+cost<C> f_adamw(const dims<C>& x) {
+  const C mats = x.swiglu ? C(3) : C(2);
+  const C params = x.d * (x.dq + C(2) * x.dkv) + x.dq * x.d + C(2) * x.d + mats * x.d * x.F;
+  const C per_param = C(adamw_bytes_per_param(static_cast<int>(to_int64(x.e))));
+  return {C(0), C(k_adamw_flops_per_param) * params, per_param * params};
+}
 
 }  // namespace
 
@@ -158,6 +166,7 @@ MODSIM_FLOPS_DEFINE_OP(scatter, f_scatter)
 MODSIM_FLOPS_DEFINE_OP(expert_router, f_expert_router)
 MODSIM_FLOPS_DEFINE_OP(experts, f_experts)
 MODSIM_FLOPS_DEFINE_OP(lm_head, f_lm_head)
+MODSIM_FLOPS_DEFINE_OP(adamw, f_adamw)
 #undef MODSIM_FLOPS_DEFINE_OP
 
 std::int64_t expert_slots(const op_shape& s) { return slots(dims_of(s)).v; }
@@ -222,6 +231,8 @@ op_cost formula_of(modsim::op o, const Shape& s) {
     case block_mod_train:
       throw input_error("", "op",
                         "'" + std::string(to_string(o)) + "' is a training block (train_block_cost prices it)");
+    case adamw:
+      return ops::adamw(s);
   }
   throw input_error("", "op", "'" + std::string(to_string(o)) + "' is a whole block (block_costs lists its ops)");
 }
@@ -372,11 +383,12 @@ op_cost backward_of(modsim::op o, const op_shape& s) {
     case decode_step:
     case block_dense_train:
     case block_mod_train:
+    case adamw:
       break;
   }
-  throw input_error(
-      "", "op",
-      "'" + std::string(to_string(o)) + "' has no backward formula (a block, a decode step or a training block)");
+  throw input_error("", "op",
+                    "'" + std::string(to_string(o)) +
+                        "' has no backward formula (a block, a decode step, a training block or the optimizer step)");
 }
 
 op_cost recompute_of(modsim::op o, const op_shape& s, recompute_mode r, attention_impl a) {

@@ -1,6 +1,7 @@
 // kernels/backend.{hpp,cpp}: op names, shapes, routed token counts, workspace access.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 #include <string>
 
@@ -230,6 +231,49 @@ TEST(CpuTraining, BlockModTrainIsTheTrainersStepOnTheWorkspaceInput) {
   ASSERT_EQ(cws.m_training->dx.size(), dx.size());
   for (std::size_t i = 0; i < dx.size(); ++i) EXPECT_NEAR(cws.m_training->dx[i], dx[i], 1e-5f) << i;
   EXPECT_EQ(cws.m_training->routed.saved.mode, recompute::selective);
+}
+
+// adamw is one AdamW step (kernels/train.hpp's defaults: lr 1e-3, betas 0.9 and 0.999, eps
+// 1e-8, no decay) over the workspace's dense layer with its last gradients: the workspace made
+// the first step, so this is step 2, checked against the update in float64. The layer (d 32, 4
+// heads, 2 kv heads of 8, swiglu d_ff 64) has 32·(32 + 2·16) + 32·32 + 2·32 + 3·32·64 = 9,280
+// parameters, as the cost model's adamw row counts them.
+TEST(CpuTraining, AdamwIsOneAdamwStepOfTheDenseLayer) {
+  block_shape s;
+  s.batch = 1;
+  s.seq_len = 16;
+  s.d_model = 32;
+  s.n_heads = 4;
+  s.n_kv_heads = 2;
+  s.d_head = 8;
+  s.d_ff = 64;
+  s.mlp = mlp_kind::swiglu;
+  auto be = make_cpu_backend(1);
+  workspace_options o;
+  o.seed = 3;
+  o.training = true;
+  auto ws = be->make_workspace(s, dtype::fp32, o);
+  auto& layer = dynamic_cast<cpu::cpu_workspace&>(*ws).m_training->dense;
+  ASSERT_EQ(layer.adam.step, 1);
+  EXPECT_EQ(layer.params.parameter_count(), 9280);
+  const train::layer_params p0 = layer.params, m0 = layer.adam.m, v0 = layer.adam.v;
+  const train::layer_grads g = layer.grads;
+  be->run(op::adamw, *ws);
+  EXPECT_EQ(layer.adam.step, 2);
+  const double b1 = 0.9, b2 = 0.999, lr = 1e-3, eps = 1e-8;
+  const auto p1 = layer.params.tensors();
+  const auto t0 = p0.tensors(), tm = m0.tensors(), tv = v0.tensors(), tg = g.tensors();
+  int checked = 0;
+  for (std::size_t k = 0; k < t0.size(); ++k)
+    for (std::size_t i = 0; i < t0[k]->size(); ++i) {
+      const double gi = (*tg[k])[i];
+      const double m = b1 * (*tm[k])[i] + (1 - b1) * gi;
+      const double v = b2 * (*tv[k])[i] + (1 - b2) * gi * gi;
+      const double want = (*t0[k])[i] - lr * ((m / (1 - b1 * b1)) / (std::sqrt(v / (1 - b2 * b2)) + eps));
+      EXPECT_NEAR((*p1[k])[i], want, 1e-6) << k << " " << i;
+      ++checked;
+    }
+  EXPECT_EQ(checked, 9280);
 }
 
 TEST(CpuTraining, TrainingOpsNeedATrainingWorkspace) {

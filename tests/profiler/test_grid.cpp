@@ -446,6 +446,48 @@ TEST(Grid, ABadRecomputeIsAOneLineError) {
   }
 }
 
+TEST(Grid, TheTrainPresetEndsWithTheAdamwStepsOfLayersPastTheCaches) {
+  // The layer grid's 72 points, then adamw once per layer shape, of layers past the CPU's
+  // caches: d 1024 / d_ff 4096, d 2048 / 8192 and d 2048 / 5632 swiglu GQA, and on a GPU
+  // d 4096 / 16384: 3 and 4 points, batch 1, capacity 1, recompute none.
+  for (const modsim::backend_kind backend : {modsim::backend_kind::cpu, modsim::backend_kind::cuda}) {
+    SCOPED_TRACE(to_string(backend));
+    const bool gpu = backend == modsim::backend_kind::cuda;
+    const std::vector<preset_part> parts = preset_parts("train", backend);
+    ASSERT_EQ(parts.size(), 2u);
+    const expansion e = expand_parts(parts, timing_mode::isolated);
+    ASSERT_EQ(e.points.size(), gpu ? 76u : 75u);
+    std::vector<std::int64_t> widths;
+    for (std::size_t i = 0; i < e.points.size(); ++i) {
+      const point& p = e.points[i];
+      EXPECT_EQ(p.op == kernels::op::adamw, i >= 72) << i;
+      if (p.op != kernels::op::adamw) continue;
+      EXPECT_EQ(p.shape.batch, 1);
+      EXPECT_EQ(p.shape.capacity, 1.0);
+      EXPECT_EQ(p.recompute, modsim::recompute::none);
+      EXPECT_EQ(p.type, gpu ? kernels::dtype::bf16 : kernels::dtype::fp32);
+      widths.push_back(p.shape.d_model);
+    }
+    const std::vector<std::int64_t> want =
+        gpu ? std::vector<std::int64_t>{1024, 2048, 2048, 4096} : std::vector<std::int64_t>{1024, 2048, 2048};
+    EXPECT_EQ(widths, want);
+  }
+  // On a CPU the adamw part is configs/grids/adamw-cpu.json, point for point.
+  const std::string grids = std::string(MODSIM_SOURCE_DIR) + "/configs/grids/";
+  std::vector<std::string> file, part;
+  for (const point& p : expand(load_grid(grids + "adamw-cpu.json")).points) file.push_back(point_key(p));
+  for (const point& p : expand(preset_parts("train", modsim::backend_kind::cpu).at(1).g).points)
+    part.push_back(point_key(p));
+  EXPECT_EQ(file, part);
+  EXPECT_EQ(file.size(), 3u);
+  // In a grid of its own, adamw is measured once per layer shape whatever the batches,
+  // sequences and capacities.
+  const grid g = parse_grid(R"({"ops": ["adamw"], "batch": [1, 2], "seq_len": [8, 16], "capacity": [0.5, 1],
+                                "d_model": [8], "n_heads": [1], "d_ff": [8, 16]})",
+                            "g.json");
+  EXPECT_EQ(expand(g).points.size(), 2u);
+}
+
 TEST(Grid, TheTrainPresetCountsItsPointsOnEitherBackend) {
   // 3 layer shapes x 2 batches x 2 sequence lengths, each with block_dense_train once and
   // block_mod_train at 2 capacities, under 2 recomputations: 3 * 2 * 2 * (1 + 2) * 2 = 72,

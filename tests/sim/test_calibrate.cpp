@@ -9,8 +9,10 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "sim/cost/predict.hpp"
 #include "sim/model/config.hpp"
 #include "core/error.hpp"
 #include "round_cpu.hpp"
@@ -456,6 +458,64 @@ TEST(Calibrate, FitsTheBackwardFactorsOfTrainingRows) {
     EXPECT_DOUBLE_EQ(back.backward->factor_of(k), c.backward->factor_of(k));
   EXPECT_EQ(back.backward->keys, c.backward->keys);
   EXPECT_EQ(back.backward->cv_rows, c.backward->cv_rows);
+}
+
+// AdamW rows (op adamw: one dense layer's parameters, 12d² + 2d with d_ff 4d and 4 heads, 28
+// bytes each) timed at 40 GB/s, and one small layer whose state a cache held at 80 GB/s: the fit
+// on the seconds keeps the large rows' rate, prices a model's step with it and says so.
+TEST(Calibrate, FitsTheOptimizerStepOnAdamwRows) {
+  const hardware_spec h = round_cpu();  // 10 GB/s on the datasheet
+  const cost_model roof(h);
+  std::vector<measured_sample> samples = op_samples(roof, {64, 128}, {1.0});
+  const auto adamw = [](std::int64_t d, double bytes_per_s) {
+    measured_sample s = row(modsim::op::adamw, 64, 1.0, 1.0);
+    s.d_model = static_cast<int>(d);
+    s.d_ff = static_cast<int>(4 * d);
+    s.key += "|d" + std::to_string(d);
+    s = with_costs(s);
+    EXPECT_EQ(s.cost.bytes, 28 * (12 * d * d + 2 * d)) << d;
+    EXPECT_EQ(s.cost.other_flops, 16 * (12 * d * d + 2 * d)) << d;
+    EXPECT_EQ(s.cost.matmul_flops, 0);
+    s.median_s = double(s.cost.bytes) / bytes_per_s;
+    return s;
+  };
+  double bt = 0, bb = 0;  // Σ b·t and Σ b² by hand
+  for (const auto& [d, rate] : {std::pair<std::int64_t, double>{64, 80e9}, {256, 40e9}, {512, 40e9}, {1024, 40e9}}) {
+    samples.push_back(adamw(d, rate));
+    const double b = 28.0 * double(12 * d * d + 2 * d);
+    bt += b * b / rate;
+    bb += b * b;
+  }
+  const calibration c = fit_calibration(h, samples, {}, "d");
+  ASSERT_TRUE(c.optimizer.has_value());
+  EXPECT_EQ(c.optimizer->type, dtype::fp32);
+  EXPECT_EQ(c.optimizer->rows, 4);
+  EXPECT_EQ(c.optimizer->keys.size(), 4u);
+  EXPECT_EQ(c.optimizer->cv_folds, 4);  // one shape each
+  EXPECT_NEAR(c.optimizer->s_per_byte, bt / bb, 1e-9 * bt / bb);
+  EXPECT_NEAR(c.optimizer->bytes_per_s(), 40e9, 0.001 * 40e9);
+  // The op rows' curves do not take the adamw rows.
+  EXPECT_EQ(c.curve(modsim::op::adamw, dtype::fp32), nullptr);
+  // A model's step of 10^9 parameters: 28 GB at the fitted rate, not the datasheet's 10 GB/s.
+  const cost_model fitted = with_calibration(h, c);
+  const op_time t = fitted.optimizer_time_of(adamw_cost(1'000'000'000, 4), dtype::fp32);
+  EXPECT_TRUE(t.calibrated);
+  EXPECT_NEAR(t.time_s, 28e9 * bt / bb, 1e-9);
+  EXPECT_NEAR(roof.optimizer_time_of(adamw_cost(1'000'000'000, 4), dtype::fp32).time_s, 2.8, 1e-12);
+  EXPECT_EQ(fitted.optimizer_fit_for(dtype::bf16), nullptr);  // fitted on fp32 rows only
+  // An adamw row it never saw is scored as the step it is.
+  EXPECT_NEAR(validate_sample(adamw(768, 40e9), fitted).error_pct, 0.0, 0.2);
+  EXPECT_EQ(optimizer_pricing(c.optimizer ? &*c.optimizer : nullptr)
+                .rfind("at 40.0 GB/s, the rate fitted on 4 measured adamw rows (cross-validated by shape", 0),
+            0u)
+      << optimizer_pricing(&*c.optimizer);
+  EXPECT_EQ(optimizer_pricing(nullptr), "on the datasheet roofline");
+  // The record round-trips through its JSON.
+  const calibration back = parse_calibration(calibration_to_json(c), "c.json");
+  ASSERT_TRUE(back.optimizer.has_value());
+  EXPECT_NEAR(back.optimizer->s_per_byte, c.optimizer->s_per_byte, 1e-12 * c.optimizer->s_per_byte);
+  EXPECT_EQ(back.optimizer->keys, c.optimizer->keys);
+  EXPECT_EQ(back.optimizer->cv_rows, 4);
 }
 
 TEST(Calibrate, RefusesMixedDevicesAndAForeignBackend) {

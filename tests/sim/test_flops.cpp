@@ -727,4 +727,33 @@ TEST(Flops, TrainingBlocksAreThreeForwardsPlusWhatRecomputationRunsAgain) {
   EXPECT_THROW(train_block_cost(modsim::op::block_dense, s, 1.0, recompute::none), modsim::error);
 }
 
+TEST(Flops, TheAdamwOpIsTheOptimizerStepOverOneDenseLayer) {
+  // d = 32, H = 4 (dh = 8, dq = 32), 2 kv heads (dkv = 16), F = 64: swiglu 32·(32 + 32) + 32·32
+  // + 2·32 + 3·32·64 = 9,280 parameters, gelu 32·64 fewer = 7,232; 16 FLOPs and 28 bytes each
+  // (fp32, and bf16 with its fp32 master copy), whatever the batch and the tokens.
+  op_shape s;
+  s.batch = 4;
+  s.tokens = 3;
+  s.seq_len = 16;
+  s.d_model = 32;
+  s.n_heads = 4;
+  s.n_kv_heads = 2;
+  s.d_head = 8;
+  s.d_ff = 64;
+  s.mlp = mlp_kind::swiglu;
+  s.elem_bytes = 4;
+  const op_cost c = cost_of(modsim::op::adamw, s);
+  EXPECT_EQ(c.op, modsim::op::adamw);
+  EXPECT_EQ(c.matmul_flops, 0);
+  EXPECT_EQ(c.other_flops, 16 * 9280);
+  EXPECT_EQ(c.bytes, 28 * 9280);
+  s.mlp = mlp_kind::gelu;
+  s.elem_bytes = 2;
+  s.batch = 1;
+  EXPECT_EQ(cost_of(modsim::op::adamw, s).bytes, 28 * 7232);
+  // The model's step over the same parameters costs the same (adamw_cost).
+  EXPECT_EQ(adamw_cost(7232, 2).bytes, 28 * 7232);
+  EXPECT_THROW(ops::backward_of(modsim::op::adamw, s), modsim::error);
+}
+
 }  // namespace modsim::sim
