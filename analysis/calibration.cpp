@@ -44,6 +44,20 @@ void count_used_rows(sim::calibration& c, const std::vector<sim::measured_sample
   }
 }
 
+// A fit's holdout figures (backward_fit, optimizer_fit): `rows` of its dtype predicted by
+// `model`; nothing without such rows.
+template <class Fit>
+void check_fit_on(Fit& fit, const std::vector<sim::measured_sample>& rows, const sim::cost_model& model) {
+  std::vector<double> errors;
+  for (const auto& s : rows)
+    if (s.type == fit.type) errors.push_back(sim::validate_sample(s, model).error_pct);
+  if (errors.empty()) return;
+  const sim::validation_summary v = sim::summarize_errors(errors);
+  fit.holdout_rows = v.points;
+  fit.holdout_median_abs_pct_error = v.median_abs_pct_error;
+  fit.holdout_p90_abs_pct_error = v.p90_abs_pct_error;
+}
+
 // Records how calibration `c` of `hw` predicts the held-out rows (calibration::holdout).
 // Throws bad_input for a row of another device or backend, or rows without a block.
 void check_on_holdout(const sim::hardware_spec& hw, sim::calibration& c, const measured_rows& held) {
@@ -61,27 +75,10 @@ void check_on_holdout(const sim::hardware_spec& hw, sim::calibration& c, const m
     if (modsim::is_optimizer(p.op)) optimizer.push_back(sim::with_costs(p));
   }
   const sim::cost_model model = sim::with_calibration(hw, c);
-  // Training rows: the backward fit's own check (the forward blocks' summary and bands stay
-  // those of the forward rows).
-  if (c.backward && !train.empty()) {
-    std::vector<double> errors;
-    for (const auto& s : train)
-      if (s.type == c.backward->type) errors.push_back(sim::validate_sample(s, model).error_pct);
-    const sim::validation_summary v = sim::summarize_errors(errors);
-    c.backward->holdout_rows = v.points;
-    c.backward->holdout_median_abs_pct_error = v.median_abs_pct_error;
-    c.backward->holdout_p90_abs_pct_error = v.p90_abs_pct_error;
-  }
-  // adamw rows: the optimizer fit's own check.
-  if (c.optimizer && !optimizer.empty()) {
-    std::vector<double> errors;
-    for (const auto& s : optimizer)
-      if (s.type == c.optimizer->type) errors.push_back(sim::validate_sample(s, model).error_pct);
-    const sim::validation_summary v = sim::summarize_errors(errors);
-    c.optimizer->holdout_rows = v.points;
-    c.optimizer->holdout_median_abs_pct_error = v.median_abs_pct_error;
-    c.optimizer->holdout_p90_abs_pct_error = v.p90_abs_pct_error;
-  }
+  // Training rows: the backward fit's own check, adamw rows the optimizer fit's (the forward
+  // blocks' summary and bands stay those of the forward rows).
+  if (c.backward) check_fit_on(*c.backward, train, model);
+  if (c.optimizer) check_fit_on(*c.optimizer, optimizer, model);
   const std::vector<sim::validation_point> points = sim::validate_blocks(samples, model);
   if (points.empty()) {
     // Training or optimizer rows only: checked above, no forward band to set.

@@ -103,6 +103,40 @@ double predicted_with(const backward_row& r, const std::vector<double>& f) {
   return r.fixed + f[0] * r.by_class[0] + f[1] * r.by_class[1] + f[2] * r.by_class[2];
 }
 
+// A fit's check by shape and its keys (backward_fit, optimizer_fit): the rows' shapes (their
+// `group`) in up to 5 folds, each fold's rows priced by `refit` of the other folds' rows (it
+// returns a function pricing a row), cv_* from those errors where there are two shapes or more;
+// `keys` the rows' keys, sorted and distinct.
+template <class Fit, class Row, class Refit>
+void check_by_shape(Fit& out, const std::vector<Row>& rows, Refit refit) {
+  std::vector<std::string> groups;
+  for (const auto& r : rows) groups.push_back(r.group);
+  std::sort(groups.begin(), groups.end());
+  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+  const int folds = std::min<int>(5, static_cast<int>(groups.size()));
+  if (folds >= 2) {
+    std::vector<double> errors;
+    for (int fold = 0; fold < folds; ++fold) {
+      std::vector<const Row*> in, out_of_fold;
+      for (const auto& r : rows) {
+        const auto g = std::lower_bound(groups.begin(), groups.end(), r.group) - groups.begin();
+        (g % folds == fold ? out_of_fold : in).push_back(&r);
+      }
+      if (in.empty() || out_of_fold.empty()) continue;
+      const auto price = refit(in);
+      for (const Row* r : out_of_fold) errors.push_back(100.0 * (price(*r) - r->measured) / r->measured);
+    }
+    const validation_summary v = summarize_errors(errors);
+    out.cv_folds = folds;
+    out.cv_rows = v.points;
+    out.cv_median_abs_pct_error = v.median_abs_pct_error;
+    out.cv_p90_abs_pct_error = v.p90_abs_pct_error;
+  }
+  for (const auto& r : rows) out.keys.push_back(r.key);
+  std::sort(out.keys.begin(), out.keys.end());
+  out.keys.erase(std::unique(out.keys.begin(), out.keys.end()), out.keys.end());
+}
+
 // The backward fit (calibration::backward) on the training rows of `samples` of the first
 // such row's dtype, `c` the calibration of their forward; none without training rows.
 std::optional<backward_fit> fit_backward(const hardware_spec& hw, const calibration& c,
@@ -139,33 +173,10 @@ std::optional<backward_fit> fit_backward(const hardware_spec& hw, const calibrat
   for (const auto& r : rows) sq += std::pow(predicted_with(r, f) / r.measured - 1.0, 2);
   out.rms_rel_error = std::sqrt(sq / double(rows.size()));
   // Out of fold by shape: the factors refitted without each fold's shapes.
-  std::vector<std::string> groups;
-  for (const auto& r : rows) groups.push_back(r.group);
-  std::sort(groups.begin(), groups.end());
-  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
-  const int folds = std::min<int>(5, static_cast<int>(groups.size()));
-  if (folds >= 2) {
-    std::vector<double> errors;
-    for (int fold = 0; fold < folds; ++fold) {
-      std::vector<const backward_row*> in, out_of_fold;
-      for (const auto& r : rows) {
-        const auto g = std::lower_bound(groups.begin(), groups.end(), r.group) - groups.begin();
-        (g % folds == fold ? out_of_fold : in).push_back(&r);
-      }
-      if (in.empty() || out_of_fold.empty()) continue;
-      const std::vector<double> ff = backward_factors(in);
-      for (const backward_row* r : out_of_fold)
-        errors.push_back(100.0 * (predicted_with(*r, ff) - r->measured) / r->measured);
-    }
-    const validation_summary v = summarize_errors(errors);
-    out.cv_folds = folds;
-    out.cv_rows = v.points;
-    out.cv_median_abs_pct_error = v.median_abs_pct_error;
-    out.cv_p90_abs_pct_error = v.p90_abs_pct_error;
-  }
-  for (const auto& r : rows) out.keys.push_back(r.key);
-  std::sort(out.keys.begin(), out.keys.end());
-  out.keys.erase(std::unique(out.keys.begin(), out.keys.end()), out.keys.end());
+  check_by_shape(out, rows, [](const std::vector<const backward_row*>& in) {
+    const std::vector<double> ff = backward_factors(in);
+    return [ff](const backward_row& r) { return predicted_with(r, ff); };
+  });
   return out;
 }
 
@@ -211,30 +222,11 @@ std::optional<optimizer_fit> fit_optimizer(const std::vector<measured_sample>& s
   double sq = 0;
   for (const auto& r : rows) sq += std::pow(out.s_per_byte * r.bytes / r.measured - 1.0, 2);
   out.rms_rel_error = std::sqrt(sq / double(rows.size()));
-  // Each shape's rows predicted by the rate of the others'.
-  std::vector<std::string> groups;
-  for (const auto& r : rows) groups.push_back(r.group);
-  std::sort(groups.begin(), groups.end());
-  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
-  if (groups.size() >= 2) {
-    std::vector<double> errors;
-    for (const std::string& g : groups) {
-      std::vector<const row*> in;
-      for (const auto& r : rows)
-        if (r.group != g) in.push_back(&r);
-      const double u = fit(in);
-      for (const auto& r : rows)
-        if (r.group == g) errors.push_back(100.0 * (u * r.bytes - r.measured) / r.measured);
-    }
-    const validation_summary v = summarize_errors(errors);
-    out.cv_folds = static_cast<int>(groups.size());
-    out.cv_rows = v.points;
-    out.cv_median_abs_pct_error = v.median_abs_pct_error;
-    out.cv_p90_abs_pct_error = v.p90_abs_pct_error;
-  }
-  for (const auto& r : rows) out.keys.push_back(r.key);
-  std::sort(out.keys.begin(), out.keys.end());
-  out.keys.erase(std::unique(out.keys.begin(), out.keys.end()), out.keys.end());
+  // Each fold's rows predicted by the rate of the others'.
+  check_by_shape(out, rows, [&](const std::vector<const row*>& in) {
+    const double u = fit(in);
+    return [u](const row& r) { return u * r.bytes; };
+  });
   return out;
 }
 

@@ -507,17 +507,10 @@ stand_in_check parse_stand_in_check(const json::value& v, const std::string& fil
   return x;
 }
 
-// The record's "optimizer" object.
-optimizer_fit parse_optimizer_fit(const json::value& v, const std::string& file, const std::string& path) {
-  reader f(v, file, path);
-  optimizer_fit x;
-  x.type = parse_dtype(f.get_string("dtype"), file, f.key_path("dtype"));
-  f.find("source");  // a description in words; not read back
-  const double rate = f.get_number("bytes_per_s", 0.0);
-  if (!(rate > 0) || !std::isfinite(rate)) throw input_error(file, f.key_path("bytes_per_s"), "must be > 0");
-  x.s_per_byte = 1.0 / rate;
-  x.rows = f.get_int("rows", 1, std::numeric_limits<int>::max());
-  x.rms_rel_error = f.get_non_negative("rms_rel_error", 0.0);
+// A fit's checks and keys (backward_fit, optimizer_fit): "cv" and "holdout", both optional,
+// and "keys" (sorted here).
+template <class Fit>
+void parse_fit_checks(reader& f, Fit& x, const std::string& file) {
   if (f.find("cv") != nullptr) {
     reader cv(f.require("cv"), file, f.key_path("cv"));
     x.cv_folds = cv.get_int("folds", 0, std::numeric_limits<int>::max());
@@ -537,7 +530,21 @@ optimizer_fit parse_optimizer_fit(const json::value& v, const std::string& file,
     if (!e.is_string()) throw input_error(file, f.key_path("keys"), "expected strings");
     x.keys.emplace_back(e.as_string());
   }
-  std::sort(x.keys.begin(), x.keys.end());
+  std::sort(x.keys.begin(), x.keys.end());  // looked up by binary search
+}
+
+// The record's "optimizer" object.
+optimizer_fit parse_optimizer_fit(const json::value& v, const std::string& file, const std::string& path) {
+  reader f(v, file, path);
+  optimizer_fit x;
+  x.type = parse_dtype(f.get_string("dtype"), file, f.key_path("dtype"));
+  f.find("source");  // a description in words; not read back
+  const double rate = f.get_number("bytes_per_s", 0.0);
+  if (!(rate > 0) || !std::isfinite(rate)) throw input_error(file, f.key_path("bytes_per_s"), "must be > 0");
+  x.s_per_byte = 1.0 / rate;
+  x.rows = f.get_int("rows", 1, std::numeric_limits<int>::max());
+  x.rms_rel_error = f.get_non_negative("rms_rel_error", 0.0);
+  parse_fit_checks(f, x, file);
   f.finish();
   return x;
 }
@@ -556,25 +563,7 @@ backward_fit parse_backward_fit(const json::value& v, const std::string& file, c
   }
   x.rows = f.get_int("rows", 1, std::numeric_limits<int>::max());
   x.rms_rel_error = f.get_non_negative("rms_rel_error", 0.0);
-  if (f.find("cv") != nullptr) {
-    reader cv(f.require("cv"), file, f.key_path("cv"));
-    x.cv_folds = cv.get_int("folds", 0, std::numeric_limits<int>::max());
-    x.cv_rows = cv.get_int("rows", 0, std::numeric_limits<int>::max());
-    x.cv_median_abs_pct_error = cv.get_non_negative("median_abs_pct_error", 0.0);
-    x.cv_p90_abs_pct_error = cv.get_non_negative("p90_abs_pct_error", 0.0);
-    cv.finish();
-  }
-  if (f.find("holdout") != nullptr) {
-    reader h(f.require("holdout"), file, f.key_path("holdout"));
-    x.holdout_rows = h.get_int("rows", 0, std::numeric_limits<int>::max());
-    x.holdout_median_abs_pct_error = h.get_non_negative("median_abs_pct_error", 0.0);
-    x.holdout_p90_abs_pct_error = h.get_non_negative("p90_abs_pct_error", 0.0);
-    h.finish();
-  }
-  for (const auto& e : f.get_array("keys")) {
-    if (!e.is_string()) throw input_error(file, f.key_path("keys"), "expected strings");
-    x.keys.emplace_back(e.as_string());
-  }
+  parse_fit_checks(f, x, file);
   f.finish();
   return x;
 }
@@ -704,16 +693,9 @@ calibration parse_calibration(std::string_view json_text, const std::string& fil
 }
 
 namespace {
-// The record's "optimizer" object (parse_optimizer_fit reads it back).
-json::object optimizer_fit_json(const optimizer_fit& x) {
-  json::object f;
-  f["dtype"] = to_string(x.type);
-  f["source"] =
-      "fitted on measured AdamW steps (op adamw: one layer's parameters): time = bytes (28 a parameter) / "
-      "bytes_per_s, least squares on the seconds (the largest rows weigh most)";
-  f["bytes_per_s"] = x.bytes_per_s();
-  f["rows"] = x.rows;
-  f["rms_rel_error"] = x.rms_rel_error;
+// What parse_fit_checks reads: "cv" and "holdout" where there are any, and "keys".
+template <class Fit>
+void write_fit_checks(json::object& f, const Fit& x) {
   if (x.cv_folds > 0)
     f["cv"] = json::object{{"folds", x.cv_folds},
                            {"rows", x.cv_rows},
@@ -726,6 +708,19 @@ json::object optimizer_fit_json(const optimizer_fit& x) {
   json::array keys;
   for (const auto& k : x.keys) keys.emplace_back(k);
   f["keys"] = std::move(keys);
+}
+
+// The record's "optimizer" object (parse_optimizer_fit reads it back).
+json::object optimizer_fit_json(const optimizer_fit& x) {
+  json::object f;
+  f["dtype"] = to_string(x.type);
+  f["source"] =
+      "fitted on measured AdamW steps (op adamw: one layer's parameters): time = bytes (28 a parameter) / "
+      "bytes_per_s, least squares on the seconds (the largest rows weigh most)";
+  f["bytes_per_s"] = x.bytes_per_s();
+  f["rows"] = x.rows;
+  f["rms_rel_error"] = x.rms_rel_error;
+  write_fit_checks(f, x);
   return f;
 }
 }  // namespace
@@ -822,18 +817,7 @@ std::string calibration_to_json(const calibration& c) {
     f["factors"] = std::move(factors);
     f["rows"] = x.rows;
     f["rms_rel_error"] = x.rms_rel_error;
-    if (x.cv_folds > 0)
-      f["cv"] = json::object{{"folds", x.cv_folds},
-                             {"rows", x.cv_rows},
-                             {"median_abs_pct_error", x.cv_median_abs_pct_error},
-                             {"p90_abs_pct_error", x.cv_p90_abs_pct_error}};
-    if (x.holdout_rows > 0)
-      f["holdout"] = json::object{{"rows", x.holdout_rows},
-                                  {"median_abs_pct_error", x.holdout_median_abs_pct_error},
-                                  {"p90_abs_pct_error", x.holdout_p90_abs_pct_error}};
-    json::array keys;
-    for (const auto& k : x.keys) keys.emplace_back(k);
-    f["keys"] = std::move(keys);
+    write_fit_checks(f, x);
     o["backward"] = std::move(f);
   }
   if (c.optimizer) o["optimizer"] = optimizer_fit_json(*c.optimizer);

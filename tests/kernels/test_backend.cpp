@@ -197,12 +197,10 @@ TEST(Backend, PrepareRestoresTheInputOfInPlaceOps) {
   }
 }
 
-// The CPU backend's training ops run one layer's forward + backward on the workspace's
-// training state: block_mod_train the routed layer, on the workspace's x, with its dL/dout.
-// The same step through cpu_trainer directly, on the same weights, gives the same dL/dx.
-TEST(CpuTraining, BlockModTrainIsTheTrainersStepOnTheWorkspaceInput) {
+// The training tests' layer: 16 tokens a sequence, d 32, 4 heads of 8 (2 kv heads), swiglu d_ff 64.
+block_shape training_shape(std::int64_t batch) {
   block_shape s;
-  s.batch = 2;
+  s.batch = batch;
   s.seq_len = 16;
   s.d_model = 32;
   s.n_heads = 4;
@@ -210,6 +208,14 @@ TEST(CpuTraining, BlockModTrainIsTheTrainersStepOnTheWorkspaceInput) {
   s.d_head = 8;
   s.d_ff = 64;
   s.mlp = mlp_kind::swiglu;
+  return s;
+}
+
+// The CPU backend's training ops run one layer's forward + backward on the workspace's
+// training state: block_mod_train the routed layer, on the workspace's x, with its dL/dout.
+// The same step through cpu_trainer directly, on the same weights, gives the same dL/dx.
+TEST(CpuTraining, BlockModTrainIsTheTrainersStepOnTheWorkspaceInput) {
+  block_shape s = training_shape(2);
   s.capacity = 0.25;
   auto be = make_cpu_backend(1);
   workspace_options o;
@@ -239,15 +245,7 @@ TEST(CpuTraining, BlockModTrainIsTheTrainersStepOnTheWorkspaceInput) {
 // heads, 2 kv heads of 8, swiglu d_ff 64) has 32·(32 + 2·16) + 32·32 + 2·32 + 3·32·64 = 9,280
 // parameters, as the cost model's adamw row counts them.
 TEST(CpuTraining, AdamwIsOneAdamwStepOfTheDenseLayer) {
-  block_shape s;
-  s.batch = 1;
-  s.seq_len = 16;
-  s.d_model = 32;
-  s.n_heads = 4;
-  s.n_kv_heads = 2;
-  s.d_head = 8;
-  s.d_ff = 64;
-  s.mlp = mlp_kind::swiglu;
+  const block_shape s = training_shape(1);
   auto be = make_cpu_backend(1);
   workspace_options o;
   o.seed = 3;
