@@ -181,6 +181,21 @@ std::string backward_line(const sim::backward_fit& b) {
   return line;
 }
 
+// The optimizer fit on the adamw rows (sim::optimizer_fit), one line.
+std::string optimizer_line(const sim::optimizer_fit& f) {
+  std::string line = fmt::format(
+      "optimizer step fitted on {} adamw rows ({}): {:.1f} GB/s over its 28 bytes a parameter (1 parameter), in "
+      "sample rms {:.1f}%",
+      f.rows, sim::to_string(f.type), f.bytes_per_s() / 1e9, 100 * f.rms_rel_error);
+  if (f.cv_folds > 0)
+    line += fmt::format("; {}-fold by shape median {:.1f}%, p90 {:.1f}%", f.cv_folds, f.cv_median_abs_pct_error,
+                        f.cv_p90_abs_pct_error);
+  if (f.holdout_rows > 0)
+    line += fmt::format("; held-out adamw rows median {:.1f}%, p90 {:.1f}% ({} rows)", f.holdout_median_abs_pct_error,
+                        f.holdout_p90_abs_pct_error, f.holdout_rows);
+  return line;
+}
+
 output calibration_output(const sim::calibration& c, const std::string& out, const analysis::calibrated& fitted) {
   output o;
   json::object root;
@@ -216,6 +231,7 @@ output calibration_output(const sim::calibration& c, const std::string& out, con
     o.head.push_back(line + "; the bands inside the measured range come from these");
   }
   if (c.backward) o.head.push_back(backward_line(*c.backward));
+  if (c.optimizer) o.head.push_back(optimizer_line(*c.optimizer));
   if (c.kernels)
     kernel_model_output(c, o);
   else

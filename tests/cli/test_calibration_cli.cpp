@@ -124,6 +124,7 @@ TEST(CalibrationCli, ATrainingCalibrationPredictsTrainingRowsOfShapesItNeverSaw)
   const result c = modsim("calibrate --measurements " + x + "calibration.csv " + x + "train.csv " + y +
                           "adamw.csv --hardware cpu --out '" + cal.string() + "'");
   ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("optimizer step fitted on 3 adamw rows (fp32): "), std::string::npos) << c.out;
   const result v =
       modsim("validate --measurements " + x + "train-holdout.csv --hardware '" + cal.string() + "' --format json");
   const result va =
