@@ -299,7 +299,9 @@ TEST(CudaTrain, RefusesFp16TooManyExpertsAndMissizedWeightsBeforeTouchingADevice
   expect_bad_input(short_q, dtype::fp32, "layer_params.w_q");
 }
 
-TEST(CudaTrain, TheBackendRunsBothTrainingOpsAndRefusesMoDE) {
+// The backend's training ops: both layers' forward + backward and the dense layer's AdamW step
+// (op adamw) run on a training workspace and are refused on another; MoDE has no training state.
+TEST(CudaTrain, TheBackendRunsTheTrainingOpsAndAdamwAndRefusesMoDE) {
   MODSIM_REQUIRE_GPU();
   auto be = make_cuda_backend(0);
   workspace_options o;
@@ -310,9 +312,12 @@ TEST(CudaTrain, TheBackendRunsBothTrainingOpsAndRefusesMoDE) {
   be->run(op::block_mod_train, *ws);
   be->synchronize();
   EXPECT_GT(be->timed_run(op::block_mod_train, *ws), 0.0);
+  be->run(op::adamw, *ws);
+  EXPECT_GT(be->timed_run(op::adamw, *ws), 0.0);
   // Without training state the ops are refused.
   auto plain = be->make_workspace(layer_shape(2, 128, 256, 8, 2, 512, mlp_kind::gelu, 0.25), dtype::bf16, {});
   EXPECT_THROW(be->run(op::block_dense_train, *plain), error);
+  EXPECT_THROW(be->run(op::adamw, *plain), error);
   block_shape moe = layer_shape(2, 64, 128, 4, 4, 256, mlp_kind::gelu, 0.5);
   moe.variant = moe_variant::staged;
   moe.experts = 4;
