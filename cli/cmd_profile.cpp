@@ -55,10 +55,13 @@ std::string describe(const profiler::point& p) {
   const auto& s = p.shape;
   if (p.op == kernels::op::decode_step)
     return fmt::format("decode_step {} B={} ctx={} {}", p.model_name, s.batch, s.seq_len, to_string(p.decode_routing));
+  if (p.op == kernels::op::adamw)  // one layer's parameters: the batch and the sequence play no part
+    return fmt::format("adamw d={} H={} kv={} F={} {}", s.d_model, s.n_heads, s.n_kv_heads, s.d_ff,
+                       modsim::to_string(s.mlp));
   std::string d = fmt::format("{} B={} {}={} d={} H={} F={}", kernels::to_string(p.op), s.batch,
                               kernels::is_decode(p.op) ? "ctx" : "S", s.seq_len, s.d_model, s.n_heads, s.d_ff);
   if (p.op != kernels::op::block_dense && p.op != kernels::op::block_dense_train && p.op != kernels::op::router &&
-      p.op != kernels::op::decode_dense && p.op != kernels::op::adamw)
+      p.op != kernels::op::decode_dense)
     d += fmt::format(" c={:g}", s.capacity);
   if (kernels::is_decode(p.op)) d += std::string(" ") + to_string(p.decode_routing);
   if (kernels::is_train(p.op)) d += fmt::format(" recompute={}", modsim::to_string(p.recompute));

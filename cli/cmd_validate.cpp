@@ -73,10 +73,14 @@ const char* const k_usage =
     "are, so that two runs at different speeds differ only by what the scores still carry.";
 
 std::string shape_text(const sim::measured_sample& s) {
+  // An AdamW step depends on the layer's parameters alone (not the batch or the sequence).
+  if (s.op == modsim::op::adamw)
+    return fmt::format("d{} h{} kv{} ff{} {}: {:.1f} M parameters", s.shape.d_model, s.shape.n_heads,
+                       s.shape.n_kv_heads, s.shape.d_ff, modsim::to_string(s.shape.mlp),
+                       double(s.cost.other_flops / sim::k_adamw_flops_per_param) / 1e6);
   std::string t = fmt::format("B{} S{} d{} h{} ff{}", s.shape.batch, s.shape.seq_len, s.shape.d_model, s.shape.n_heads,
                               s.shape.d_ff);
-  if (s.op != modsim::op::block_dense && s.op != modsim::op::block_dense_train && s.op != modsim::op::adamw)
-    t += fmt::format(" c{:g}", s.capacity);
+  if (s.op != modsim::op::block_dense && s.op != modsim::op::block_dense_train) t += fmt::format(" c{:g}", s.capacity);
   if (modsim::is_train(s.op) && s.recompute != modsim::recompute::none)
     t += fmt::format(" {}", modsim::to_string(s.recompute));
   return t;
