@@ -218,7 +218,8 @@ struct backward_fit {
 // time = bytes × s_per_byte, bytes from the FLOP model (ops::adamw: 28 a parameter), one
 // parameter by least squares on the seconds (s_per_byte = Σ bᵢtᵢ / Σ bᵢ²: the largest rows,
 // nearest a model's step and past the caches, weigh most). An optimizer step streams its state
-// once, so one rate prices a model's step (cost_model::optimizer_time_of) from its bytes. JSON key "optimizer"
+// once, so one rate prices a model's step (cost_model::optimizer_time_of) from its bytes, in any
+// dtype (28 bytes a parameter in each). JSON key "optimizer"
 // {"dtype", "source", "bytes_per_s", "rows", "rms_rel_error", "cv", "holdout", "keys"}; absent without adamw rows (and
 // in calibrations written before it).
 struct optimizer_fit {

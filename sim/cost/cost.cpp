@@ -360,8 +360,10 @@ op_time cost_model::optimizer_time_of(const optimizer_cost& c, dtype t) const {
   return r;
 }
 
-const optimizer_fit* cost_model::optimizer_fit_for(dtype t) const {
-  if (!m_cal || !m_cal->optimizer || m_cal->optimizer->type != t) return nullptr;
+const optimizer_fit* cost_model::optimizer_fit_for(dtype) const {
+  // Any dtype: the step streams 28 bytes a parameter whatever the weights' dtype (fp32 moments
+  // and master copy), so a streaming rate measured with one prices the others.
+  if (!m_cal || !m_cal->optimizer) return nullptr;
   return &*m_cal->optimizer;
 }
 

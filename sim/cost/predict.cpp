@@ -315,8 +315,8 @@ std::string optimizer_pricing(const optimizer_fit* f) {
   else if (f->cv_folds > 0)
     checked = fmt::format(" (cross-validated by shape: median {:.1f}%, p90 {:.1f}%, {} rows)",
                           f->cv_median_abs_pct_error, f->cv_p90_abs_pct_error, f->cv_rows);
-  return fmt::format("at {:.1f} GB/s, the rate fitted on {} measured adamw row{}{}", f->bytes_per_s() / 1e9, f->rows,
-                     f->rows == 1 ? "" : "s", checked);
+  return fmt::format("at {:.1f} GB/s, the rate fitted on {} measured {} adamw row{}{}", f->bytes_per_s() / 1e9, f->rows,
+                     to_string(f->type), f->rows == 1 ? "" : "s", checked);
 }
 
 prediction predict(const model_spec& model, const workload& w, const cost_model& cost) {
