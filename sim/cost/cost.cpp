@@ -348,8 +348,8 @@ op_time cost_model::optimizer_time_of(const optimizer_cost& c, dtype t) const {
   if (c.bytes > 0 && m_hw.memory_bandwidth_bytes_s > 0) r.memory_s = double(c.bytes) / m_hw.memory_bandwidth_bytes_s;
   r.roofline_s = std::max(r.compute_s, r.memory_s);
   r.time_s = r.roofline_s;
-  // Measured: the calibration's optimizer fit of this dtype (calibration::optimizer).
-  if (const optimizer_fit* f = optimizer_fit_for(t)) {
+  // Measured: the calibration's optimizer fit (calibration::optimizer), whatever the dtype.
+  if (const optimizer_fit* f = fitted_optimizer()) {
     r.time_s = double(c.bytes) * f->s_per_byte;
     r.calibrated = true;
     r.calibrated_as = modsim::op::adamw;
@@ -360,7 +360,7 @@ op_time cost_model::optimizer_time_of(const optimizer_cost& c, dtype t) const {
   return r;
 }
 
-const optimizer_fit* cost_model::optimizer_fit_for(dtype) const {
+const optimizer_fit* cost_model::fitted_optimizer() const {
   // Any dtype: the step streams 28 bytes a parameter whatever the weights' dtype (fp32 moments
   // and master copy), so a streaming rate measured with one prices the others.
   if (!m_cal || !m_cal->optimizer) return nullptr;

@@ -212,13 +212,13 @@ class cost_model {
                               recompute_mode r) const;
   // Device time of the optimizer step (one fused AdamW kernel over every parameter):
   // memory-bound; bytes at the rate the calibration fitted on measured adamw rows
-  // (optimizer_fit_for; calibrated), else the datasheet roofline max(other_flops /
+  // (fitted_optimizer; calibrated), else the datasheet roofline max(other_flops /
   // peak_vector, bytes / bandwidth).
   op_time optimizer_time_of(const optimizer_cost& c, dtype t) const;
-  // The calibration's optimizer fit, for any dtype t (the step streams 28 bytes a parameter
+  // The calibration's optimizer fit, for every dtype (the step streams 28 bytes a parameter
   // whatever the weights' dtype: the fitted rate prices them all; optimizer_time_of then prices
   // the step from its bytes at that rate, calibrated); null without one (the datasheet roofline).
-  const optimizer_fit* optimizer_fit_for(dtype t) const;
+  const optimizer_fit* fitted_optimizer() const;
 
   // What time_of times op `o` of dtype `t` by, whatever the shape (its op_time::calibrated_as
   // and calibrated_dtype): `as` the op itself under the kernel model, else the op whose curve is

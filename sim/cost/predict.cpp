@@ -360,7 +360,7 @@ prediction predict_from_times(const model_spec& model, const workload& w, const 
   const backward_fit* fitted_backward = nullptr;
   if (const calibration* cal = cost.calibration(); cal && cal->backward && cal->backward->type == w.type)
     fitted_backward = &*cal->backward;
-  const optimizer_fit* fitted_optimizer = w.run == run_mode::train ? cost.optimizer_fit_for(w.type) : nullptr;
+  const optimizer_fit* fitted_optimizer = w.run == run_mode::train ? cost.fitted_optimizer() : nullptr;
   if (fitted_optimizer) {
     p.fitted_optimizer = *fitted_optimizer;
     p.fitted_optimizer->keys.clear();
